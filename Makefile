@@ -1,0 +1,27 @@
+# Targets mirror the README. CI runs .ci/run, which calls `make test`.
+GO ?= go
+
+.PHONY: demo test bench generate fmt vet
+
+# Run the main job on the bundled data center.
+demo:
+	$(GO) run ./cmd/ckecli sabakan generate \
+		--template examples/template.yml \
+		--machines examples/machines.json \
+		--constraints examples/constraints.json \
+		--now 2026-01-02T00:00:00Z --explain text
+
+# Every test: vet, unit, golden, property and fuzz seeds.
+test:
+	test -z "$$(gofmt -l $$(git ls-files '*.go'))" || (gofmt -l $$(git ls-files '*.go'); exit 1)
+	$(GO) vet ./...
+	$(GO) test -count=1 ./...
+
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem ./generator/
+
+generate:
+	$(GO) generate ./...
+
+fmt:
+	gofmt -w $$(git ls-files '*.go')

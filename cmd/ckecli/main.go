@@ -1,0 +1,34 @@
+// Command ckecli controls ckegen: it stores the template, URL, query
+// variables and constraints the daemon works from, shows what it produced,
+// and runs the generator offline with `ckecli sabakan generate`.
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+)
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+}
+
+// errReported is returned by a command that has already written its error
+// (as JSON, say); main only sets the exit status.
+var errReported = errors.New("error already reported")
+
+func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	cmd := newRootCmd()
+	cmd.SetArgs(args)
+	cmd.SetIn(stdin)
+	cmd.SetOut(stdout)
+	cmd.SetErr(stderr)
+	if err := cmd.Execute(); err != nil {
+		if !errors.Is(err, errReported) {
+			fmt.Fprintf(stderr, "ckecli: %v\n", err)
+		}
+		return 1
+	}
+	return 0
+}

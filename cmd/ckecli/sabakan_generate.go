@@ -1,0 +1,302 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/ckegen/ckegen/cluster"
+	"github.com/ckegen/ckegen/constraints"
+	"github.com/ckegen/ckegen/generator"
+	"github.com/ckegen/ckegen/labels"
+	"github.com/ckegen/ckegen/machine"
+	"github.com/ckegen/ckegen/template"
+)
+
+type generateOptions struct {
+	template        string
+	machines        string
+	constraints     string
+	current         string
+	now             string
+	retireWait      time.Duration
+	k8sNodes        string
+	rebooting       []string
+	templateChanged bool
+	explain         string
+	output          string
+}
+
+func newSabakanGenerateCmd() *cobra.Command {
+	o := &generateOptions{}
+	cmd := &cobra.Command{
+		Use:   "generate --template T.yml --machines M.json",
+		Short: "run the generator offline, without etcd or sabakan",
+		Long: `Generate prints the cluster the daemon would write, from files.
+
+Without --current it builds a first cluster (Generate). With --current it makes
+one maintenance step (Update), and with --template-changed it re-renders the
+cluster from the template when Update has nothing to do (Regenerate).
+
+Exit status 0 with the cluster on stdout; 0 with "nothing to do" on stderr and
+nothing on stdout; 1 with the error on stderr and nothing on stdout.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return o.run(cmd.OutOrStdout(), cmd.ErrOrStderr())
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.template, "template", "", "cluster template file (YAML or JSON)")
+	f.StringVar(&o.machines, "machines", "", "machines file: a JSON array of machines or a searchMachines GraphQL response")
+	f.StringVar(&o.constraints, "constraints", "", "constraints file (JSON); defaults apply when absent")
+	f.StringVar(&o.current, "current", "", "current cluster.yml: make one maintenance step instead of a new cluster")
+	f.StringVar(&o.now, "now", "", "the time of the decision, RFC3339 (default: the current time)")
+	f.DurationVar(&o.retireWait, "retire-wait", generator.DefaultRetireWait, "how long a worker stays RETIRED before it is removed")
+	f.StringVar(&o.k8sNodes, "k8s-nodes", "", `Kubernetes nodes file: [{"name": ADDRESS, "taints": [...]}]`)
+	f.StringSliceVar(&o.rebooting, "rebooting", nil, "addresses of nodes that are rebooting (comma separated)")
+	f.BoolVar(&o.templateChanged, "template-changed", false, "with --current: re-render from the template when there is nothing else to do")
+	f.StringVar(&o.explain, "explain", "", "write the decision to stderr: text or json")
+	f.StringVarP(&o.output, "output", "o", "yaml", "output format: yaml or json")
+	_ = cmd.MarkFlagRequired("template")
+	_ = cmd.MarkFlagRequired("machines")
+	return cmd
+}
+
+// explanation is the --explain json object.
+type explanation struct {
+	Op       string          `json:"op"`
+	Changes  []explainChange `json:"changes"`
+	Warnings []string        `json:"warnings"`
+	Error    string          `json:"error,omitempty"`
+}
+
+type explainChange struct {
+	Action  string `json:"action"`
+	Address string `json:"address"`
+	Serial  string `json:"serial"`
+	Score   *int   `json:"score"`
+	Reason  string `json:"reason"`
+}
+
+// opNothingToDo is the op --explain reports when no rule applies.
+const opNothingToDo = "nothing to do"
+
+func (o *generateOptions) run(stdout, stderr io.Writer) error {
+	switch o.explain {
+	case "", "text", "json":
+	default:
+		return fmt.Errorf("--explain: must be text or json, got %q", o.explain)
+	}
+	switch o.output {
+	case "yaml", "json":
+	default:
+		return fmt.Errorf("--output: must be yaml or json, got %q", o.output)
+	}
+	if o.templateChanged && o.current == "" {
+		return errors.New("--template-changed needs --current")
+	}
+
+	in, warnings, err := o.load()
+	var res *generator.Result
+	if err == nil {
+		res, err = generator.Tick(in, o.templateChanged)
+	}
+	var out []byte
+	if err == nil {
+		out, err = marshalCluster(res.Cluster, o.output)
+	}
+	nothing := errors.Is(err, generator.ErrNothingToDo)
+
+	switch o.explain {
+	case "json":
+		e := explanation{Changes: []explainChange{}, Warnings: warnings}
+		if e.Warnings == nil {
+			e.Warnings = []string{}
+		}
+		switch {
+		case nothing:
+			e.Op = opNothingToDo
+		case err != nil:
+			e.Error = err.Error()
+		default:
+			e.Op = res.Op
+			for _, c := range res.Changes {
+				ec := explainChange{Action: c.Action, Address: c.Address, Serial: c.Serial, Reason: c.Reason}
+				if c.Score != nil {
+					total := c.Score.Total
+					ec.Score = &total
+				}
+				e.Changes = append(e.Changes, ec)
+			}
+		}
+		data, merr := json.Marshal(e)
+		if merr != nil {
+			return merr
+		}
+		fmt.Fprintf(stderr, "%s\n", data)
+		if err != nil && !nothing {
+			return errReported
+		}
+	case "text":
+		writeTextExplanation(stderr, res, warnings, err)
+	default:
+		for _, w := range warnings {
+			fmt.Fprintf(stderr, "warning: %s\n", w)
+		}
+		if nothing {
+			fmt.Fprintf(stderr, "%v\n", err)
+		}
+	}
+	if nothing {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	_, err = stdout.Write(out)
+	return err
+}
+
+func writeTextExplanation(w io.Writer, res *generator.Result, warnings []string, err error) {
+	var b bytes.Buffer
+	for _, wr := range warnings {
+		fmt.Fprintf(&b, "warning: %s\n", wr)
+	}
+	switch {
+	case errors.Is(err, generator.ErrNothingToDo):
+		fmt.Fprintf(&b, "%v\n", err)
+	case err != nil:
+		// the error itself is printed by main
+	default:
+		fmt.Fprintf(&b, "op: %s\n", res.Op)
+		for _, c := range res.Changes {
+			serial := c.Serial
+			if serial == "" {
+				serial = "-"
+			}
+			fmt.Fprintf(&b, "- %s %s (serial %s): %s\n", c.Action, c.Address, serial, c.Reason)
+		}
+	}
+	_, _ = w.Write(b.Bytes())
+}
+
+func marshalCluster(c *cluster.Cluster, format string) ([]byte, error) {
+	if format == "json" {
+		return c.MarshalIndentJSON()
+	}
+	return c.MarshalYAML()
+}
+
+// load reads every input file into a generator input, with the warnings
+// about machines and constraints.
+func (o *generateOptions) load() (generator.Input, []string, error) {
+	in := generator.Input{RetireWait: o.retireWait, Now: time.Now().UTC()}
+	if o.retireWait < 0 {
+		return in, nil, fmt.Errorf("--retire-wait: must not be negative, got %s", o.retireWait)
+	}
+	if o.now != "" {
+		t, err := time.Parse(time.RFC3339, o.now)
+		if err != nil {
+			return in, nil, fmt.Errorf("--now: must be RFC3339 (2006-01-02T15:04:05Z), got %q", o.now)
+		}
+		in.Now = t
+	}
+
+	data, err := readFile("--template", o.template)
+	if err != nil {
+		return in, nil, err
+	}
+	if in.Template, err = template.Parse(data); err != nil {
+		return in, nil, fmt.Errorf("--template %s: %w", o.template, err)
+	}
+
+	data, err = readFile("--machines", o.machines)
+	if err != nil {
+		return in, nil, err
+	}
+	ms, err := machine.Parse(data)
+	if err != nil {
+		return in, nil, fmt.Errorf("--machines %s: %w", o.machines, err)
+	}
+	var warnings []string
+	in.Machines, warnings = machine.Sanitize(ms, labels.ValidateSabakanLabel)
+
+	in.Constraints = constraints.Default()
+	if o.constraints != "" {
+		data, err := readFile("--constraints", o.constraints)
+		if err != nil {
+			return in, nil, err
+		}
+		if in.Constraints, err = constraints.Parse(data); err != nil {
+			return in, nil, fmt.Errorf("--constraints %s: %w", o.constraints, err)
+		}
+	}
+	warnings = append(warnings, in.Constraints.Warnings()...)
+
+	if o.current != "" {
+		data, err := readFile("--current", o.current)
+		if err != nil {
+			return in, nil, err
+		}
+		if in.Current, err = cluster.Parse(data); err != nil {
+			return in, nil, fmt.Errorf("--current %s: %w", o.current, err)
+		}
+	}
+	if o.k8sNodes != "" {
+		data, err := readFile("--k8s-nodes", o.k8sNodes)
+		if err != nil {
+			return in, nil, err
+		}
+		if in.NodeTaints, err = parseK8sNodes(data); err != nil {
+			return in, nil, fmt.Errorf("--k8s-nodes %s: %w", o.k8sNodes, err)
+		}
+	}
+	if len(o.rebooting) > 0 {
+		in.Rebooting = map[string]bool{}
+		for _, a := range o.rebooting {
+			a = strings.TrimSpace(a)
+			if a == "" {
+				return in, nil, errors.New("--rebooting: empty address")
+			}
+			in.Rebooting[a] = true
+		}
+	}
+	return in, warnings, nil
+}
+
+func readFile(flag, name string) ([]byte, error) {
+	data, err := os.ReadFile(name)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", flag, err)
+	}
+	return data, nil
+}
+
+type k8sNode struct {
+	Name   string          `json:"name"`
+	Taints []cluster.Taint `json:"taints"`
+}
+
+func parseK8sNodes(data []byte) (map[string][]cluster.Taint, error) {
+	var nodes []k8sNode
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&nodes); err != nil {
+		return nil, fmt.Errorf("want [{\"name\": ADDRESS, \"taints\": [...]}]: %w", err)
+	}
+	out := make(map[string][]cluster.Taint, len(nodes))
+	for i, n := range nodes {
+		if n.Name == "" {
+			return nil, fmt.Errorf("[%d].name: must not be empty", i)
+		}
+		out[n.Name] = append(out[n.Name], n.Taints...)
+	}
+	return out, nil
+}

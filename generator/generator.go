@@ -1,0 +1,198 @@
+// Package generator decides cluster membership: which sabakan machines are
+// control planes and which are workers.
+//
+// It is a pure function of a snapshot (template, constraints, machines,
+// current cluster, Kubernetes taints, rebooting nodes and the time): no I/O,
+// no clock, no logging. Generate builds a first cluster, Update changes an
+// existing one by at most one rule of the maintenance ladder, and Regenerate
+// re-renders the same membership with a new template. Each returns the
+// cluster, the operation's name and the changes with the score that made
+// each choice.
+package generator
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/ckegen/ckegen/cluster"
+	"github.com/ckegen/ckegen/constraints"
+	"github.com/ckegen/ckegen/machine"
+	"github.com/ckegen/ckegen/template"
+)
+
+// DefaultRetireWait is how long a worker must stay RETIRED before it is
+// removed.
+const DefaultRetireWait = 300 * time.Second
+
+// Sentinel errors; compare with errors.Is.
+var (
+	// ErrNothingToDo means no rule of the ladder applies: the current
+	// cluster is what the generator wants.
+	ErrNothingToDo = errors.New("nothing to do")
+	// ErrTooManyNonExistent means removing the control planes that left
+	// sabakan would break etcd's quorum; an administrator must step in.
+	ErrTooManyNonExistent = errors.New("too many non-existent control plane nodes")
+	// ErrNotEnoughMachines means the constraints cannot be met with the
+	// machines available.
+	ErrNotEnoughMachines = errors.New("not enough machines")
+)
+
+// Operation names.
+const (
+	OpNew                 = "new"
+	OpRegenerate          = "regenerate"
+	OpRemoveNonExistent   = "remove non-existent node"
+	OpRemoveUnmatchedRole = "remove unmatched role worker"
+	OpIncreaseCP          = "increase control plane"
+	OpDecreaseCP          = "decrease control plane"
+	OpReplaceCP           = "replace control plane"
+	OpIncreaseWorker      = "increase worker"
+	OpDecreaseWorker      = "decrease worker"
+	OpTaintNodes          = "taint nodes"
+)
+
+// Change actions.
+const (
+	ActionGenerate                = "generate"
+	ActionRegenerate              = "regenerate"
+	ActionAddControlPlane         = "add-control-plane"
+	ActionAddWorker               = "add-worker"
+	ActionPromoteWorker           = "promote-worker"
+	ActionDemoteControlPlane      = "demote-control-plane"
+	ActionRemoveNonExistentCP     = "remove-non-existent-control-plane"
+	ActionRemoveNonExistentWorker = "remove-non-existent-worker"
+	ActionRemoveUnmatchedWorker   = "remove-unmatched-worker"
+	ActionRemoveExcessiveCP       = "remove-excessive-control-plane"
+	ActionRemoveBadCP             = "remove-bad-control-plane"
+	ActionRemoveRetiredWorker     = "remove-retired-worker"
+	ActionChangeTaint             = "change-taint"
+)
+
+// Input is the snapshot a decision is made from.
+type Input struct {
+	Template    *template.Template
+	Constraints constraints.Constraints
+	// Machines must come from machine.Sanitize: unique serials and
+	// addresses, every one with an IPv4 address.
+	Machines []*machine.Machine
+	// Current is the cluster to update; nil for Generate.
+	Current *cluster.Cluster
+	// NodeTaints are the Kubernetes taints of nodes, by node name.
+	NodeTaints map[string][]cluster.Taint
+	// Rebooting holds the addresses of nodes in CKE's reboot queue.
+	Rebooting map[string]bool
+	// Now is the time of the decision.
+	Now time.Time
+	// RetireWait is how long a worker stays RETIRED before removal
+	// (callers default it to DefaultRetireWait).
+	RetireWait time.Duration
+}
+
+// Change is one step of a decision: a machine chosen, removed, moved
+// between roles or re-tainted, and why.
+type Change struct {
+	Action  string `json:"action"`
+	Address string `json:"address"`
+	Serial  string `json:"serial"`
+	// Score is the selection or removal score that made the choice, nil
+	// where no score was involved.
+	Score *Score `json:"score"`
+	// Reason explains the change for people, score terms included.
+	Reason string `json:"reason"`
+}
+
+// Result is a decision.
+type Result struct {
+	Cluster *cluster.Cluster
+	Op      string
+	Changes []Change
+}
+
+// Generate builds a first cluster: control-plane-count control planes, then
+// minimum-workers workers, each picked by the selection score.
+func Generate(in Input) (*Result, error) {
+	s, err := newState(&in, nil)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.generate(); err != nil {
+		return nil, err
+	}
+	return s.result(OpNew), nil
+}
+
+// rule is one step of the maintenance ladder: it changes the state and
+// returns the operation name, or returns "" when it does not apply.
+type rule func() (string, error)
+
+// Update makes at most one change to in.Current: the first rule of the
+// ladder that applies, followed by fill. It returns ErrNothingToDo when no
+// rule applies.
+func Update(in Input) (*Result, error) {
+	if in.Current == nil {
+		return nil, errors.New("update: no current cluster")
+	}
+	s, err := newState(&in, in.Current)
+	if err != nil {
+		return nil, err
+	}
+	ladder := []rule{
+		s.removeNonExistentNodes,     // 1
+		s.removeUnmatchedRoleWorkers, // 2
+		s.increaseControlPlanes,      // 3
+		s.decreaseControlPlanes,      // 4
+		s.replaceControlPlane,        // 5
+		s.increaseWorkers,            // 6
+		s.decreaseWorkers,            // 7
+		s.taintNodes,                 // 8
+	}
+	for _, r := range ladder {
+		op, err := r()
+		if err != nil {
+			return nil, err
+		}
+		if op == "" {
+			continue
+		}
+		if err := s.fill(); err != nil {
+			return nil, fmt.Errorf("%s: %w", op, err)
+		}
+		return s.result(op), nil
+	}
+	return nil, ErrNothingToDo
+}
+
+// Regenerate re-renders the current membership with in.Template, then fills
+// up to the constraints. It returns ErrNothingToDo when a member's machine is
+// gone or matches no template: Update removes those first.
+func Regenerate(in Input) (*Result, error) {
+	if in.Current == nil {
+		return nil, errors.New("regenerate: no current cluster")
+	}
+	s, err := newState(&in, in.Current)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.regenerate(); err != nil {
+		return nil, err
+	}
+	if err := s.fill(); err != nil {
+		return nil, fmt.Errorf("%s: %w", OpRegenerate, err)
+	}
+	return s.result(OpRegenerate), nil
+}
+
+// Tick is one decision as the daemon makes it: Generate when there is no
+// current cluster; otherwise Update, and when Update has nothing to do and
+// the template changed since the cluster was built, Regenerate.
+func Tick(in Input, templateChanged bool) (*Result, error) {
+	if in.Current == nil {
+		return Generate(in)
+	}
+	res, err := Update(in)
+	if errors.Is(err, ErrNothingToDo) && templateChanged {
+		return Regenerate(in)
+	}
+	return res, err
+}

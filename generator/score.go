@@ -1,0 +1,139 @@
+package generator
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/ckegen/ckegen/machine"
+)
+
+// Score is a machine's score with the terms that make it up, so that every
+// choice can be explained.
+type Score struct {
+	Total int `json:"total"`
+	// Removal is true for a removal score (lowest is removed), false for a
+	// selection score (highest is added).
+	Removal bool `json:"removal"`
+	Rack    int  `json:"rack"`
+	// RackCount is the number of nodes of the same kind already in the rack
+	// (including the machine itself for a removal score).
+	RackCount  int    `json:"rackCount"`
+	RackPoints int    `json:"rackPoints"`
+	Group      string `json:"group"`
+	// LifetimeDays is the number of whole days before the retire date.
+	LifetimeDays   int           `json:"lifetimeDays"`
+	LifetimePoints int           `json:"lifetimePoints"`
+	State          machine.State `json:"state"`
+	HealthPoints   int           `json:"healthPoints"`
+}
+
+// rackPoints is the rack-spread term: fewer nodes of the same kind in the
+// rack score higher.
+func rackPoints(rackCount int) int {
+	return (100 - rackCount) * 10
+}
+
+// lifetimePoints is the lifetime term: +1 for each of more than 250, 500 and
+// 1000 days left, -1 for each of more than 250, 500 and 1000 days past the
+// retire date.
+func lifetimePoints(days int) int {
+	p := 0
+	for _, t := range [...]int{250, 500, 1000} {
+		if days > t {
+			p++
+		}
+		if days < -t {
+			p--
+		}
+	}
+	return p
+}
+
+// healthPoints is the removal score's health term: healthy machines are
+// kept.
+func healthPoints(s machine.State) int {
+	if s == machine.StateHealthy {
+		return 1000
+	}
+	return 0
+}
+
+func selectionScore(m *mach, rackCount int, group string) *Score {
+	s := &Score{
+		Rack:           m.rack,
+		RackCount:      rackCount,
+		RackPoints:     rackPoints(rackCount),
+		Group:          group,
+		LifetimeDays:   m.days,
+		LifetimePoints: m.lp,
+		State:          m.state,
+	}
+	s.Total = s.RackPoints + s.LifetimePoints
+	return s
+}
+
+func removalScore(m *mach, rackCount int, group string) *Score {
+	s := selectionScore(m, rackCount, group)
+	s.Removal = true
+	s.HealthPoints = healthPoints(m.state)
+	s.Total += s.HealthPoints
+	return s
+}
+
+// String explains the score, e.g.
+// "score 1002 = rack 3 with 0 control planes (+1000) + 612 days to retire (+2)".
+func (s *Score) String() string {
+	var b strings.Builder
+	if s.Removal {
+		fmt.Fprintf(&b, "removal score %d = ", s.Total)
+		fmt.Fprintf(&b, "%s (+%d) + ", s.State, s.HealthPoints)
+	} else {
+		fmt.Fprintf(&b, "score %d = ", s.Total)
+	}
+	incl := ""
+	if s.Removal {
+		incl = " incl. itself"
+	}
+	fmt.Fprintf(&b, "rack %d with %d %s%s (%+d) + %d days to retire (%+d)",
+		s.Rack, s.RackCount, s.Group, incl, s.RackPoints, s.LifetimeDays, s.LifetimePoints)
+	return b.String()
+}
+
+// betterSelection is the total order of selection: higher score, then later
+// retire date, then smaller serial, then smaller address.
+func betterSelection(a *mach, as int, b *mach, bs int) bool {
+	if as != bs {
+		return as > bs
+	}
+	return laterFirst(a, b) < 0
+}
+
+// laterFirst orders machines by later retire date, then smaller serial, then
+// smaller address: the selection order among equal scores.
+func laterFirst(a, b *mach) int {
+	if c := b.retire.Compare(a.retire); c != 0 {
+		return c
+	}
+	if a.serial != b.serial {
+		if a.serial < b.serial {
+			return -1
+		}
+		return 1
+	}
+	return strings.Compare(a.addr, b.addr)
+}
+
+// worseForRemoval is the total order of removal: lower score, then earlier
+// retire date, then smaller serial, then smaller address.
+func worseForRemoval(a *mach, as int, b *mach, bs int) bool {
+	if as != bs {
+		return as < bs
+	}
+	if c := a.retire.Compare(b.retire); c != 0 {
+		return c < 0
+	}
+	if a.serial != b.serial {
+		return a.serial < b.serial
+	}
+	return a.addr < b.addr
+}

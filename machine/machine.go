@@ -1,0 +1,235 @@
+// Package machine models sabakan's inventory entries as searchMachines
+// returns them, reads machines files, and sanitizes machine lists so that a
+// bad entry never blocks the others.
+package machine
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net/netip"
+	"slices"
+	"strings"
+	"time"
+)
+
+// State is a sabakan machine state.
+type State string
+
+// The seven machine states of sabakan.
+const (
+	StateUninitialized State = "UNINITIALIZED"
+	StateHealthy       State = "HEALTHY"
+	StateUnhealthy     State = "UNHEALTHY"
+	StateUnreachable   State = "UNREACHABLE"
+	StateUpdating      State = "UPDATING"
+	StateRetiring      State = "RETIRING"
+	StateRetired       State = "RETIRED"
+)
+
+// States lists every valid state in sabakan's order.
+var States = []State{
+	StateUninitialized, StateHealthy, StateUnhealthy, StateUnreachable,
+	StateUpdating, StateRetiring, StateRetired,
+}
+
+// Valid reports whether s is one of the seven states.
+func (s State) Valid() bool {
+	return slices.Contains(States, s)
+}
+
+// ParseState parses a state name, case-insensitively (sabakan's REST API
+// uses lower case, GraphQL upper case).
+func ParseState(s string) (State, error) {
+	st := State(strings.ToUpper(s))
+	if !st.Valid() {
+		return "", fmt.Errorf("unknown machine state %q (want one of %s)", s, stateList())
+	}
+	return st, nil
+}
+
+func stateList() string {
+	names := make([]string, len(States))
+	for i, s := range States {
+		names[i] = string(s)
+	}
+	return strings.Join(names, ", ")
+}
+
+// Label is a sabakan machine label.
+type Label struct {
+	Name  string `json:"name"`
+	Value string `json:"value"`
+}
+
+// BMC is the machine's baseboard management controller.
+type BMC struct {
+	BMCType string `json:"bmcType"`
+	IPv4    string `json:"ipv4,omitempty"`
+}
+
+// Spec is a machine's specification.
+type Spec struct {
+	Serial       string    `json:"serial"`
+	Labels       []Label   `json:"labels"`
+	Rack         int       `json:"rack"`
+	IndexInRack  int       `json:"indexInRack"`
+	Role         string    `json:"role"`
+	IPv4         []string  `json:"ipv4"`
+	RegisterDate time.Time `json:"registerDate"`
+	RetireDate   time.Time `json:"retireDate"`
+	BMC          BMC       `json:"bmc"`
+}
+
+// Status is a machine's lifecycle status.
+type Status struct {
+	State     State      `json:"state"`
+	Timestamp *time.Time `json:"timestamp,omitempty"`
+	// Duration is the number of seconds since the last state change.
+	Duration float64 `json:"duration"`
+}
+
+// Machine is one inventory entry, in the GraphQL response shape.
+type Machine struct {
+	Spec   Spec   `json:"spec"`
+	Status Status `json:"status"`
+}
+
+// Address is the machine's node address: its first IPv4 address, or "".
+func (m *Machine) Address() string {
+	if len(m.Spec.IPv4) == 0 {
+		return ""
+	}
+	return m.Spec.IPv4[0]
+}
+
+// LifetimeDays is the number of whole days from now to the retire date,
+// truncated toward zero (negative once the date has passed).
+func (m *Machine) LifetimeDays(now time.Time) int {
+	return int(m.Spec.RetireDate.Sub(now) / (24 * time.Hour))
+}
+
+// graphQLResponse is the shape of a searchMachines response body.
+type graphQLResponse struct {
+	Data *struct {
+		SearchMachines *[]Machine `json:"searchMachines"`
+	} `json:"data"`
+}
+
+// Parse reads a machines file: a JSON array of machines, or a GraphQL
+// response {"data":{"searchMachines":[...]}}. Every machine must have a
+// serial and a known state; other problems are left to Sanitize.
+func Parse(data []byte) ([]Machine, error) {
+	t := bytes.TrimSpace(data)
+	if len(t) == 0 {
+		return nil, fmt.Errorf("machines: empty input")
+	}
+	var ms []Machine
+	switch t[0] {
+	case '[':
+		if err := json.Unmarshal(t, &ms); err != nil {
+			return nil, fmt.Errorf("machines: %w", err)
+		}
+	case '{':
+		var resp graphQLResponse
+		if err := json.Unmarshal(t, &resp); err != nil {
+			return nil, fmt.Errorf("machines: %w", err)
+		}
+		if resp.Data == nil || resp.Data.SearchMachines == nil {
+			return nil, fmt.Errorf("machines: object without data.searchMachines")
+		}
+		ms = *resp.Data.SearchMachines
+	default:
+		return nil, fmt.Errorf("machines: want a JSON array or a GraphQL response object")
+	}
+	if err := Validate(ms); err != nil {
+		return nil, err
+	}
+	return ms, nil
+}
+
+// Validate checks what no machine may lack: a serial and one of the seven
+// states.
+func Validate(ms []Machine) error {
+	for i := range ms {
+		m := &ms[i]
+		if m.Spec.Serial == "" {
+			return fmt.Errorf("machines[%d]: spec.serial: must not be empty", i)
+		}
+		if !m.Status.State.Valid() {
+			return fmt.Errorf("machines[%d] (serial %s): status.state: unknown state %q (want one of %s)",
+				i, m.Spec.Serial, m.Status.State, stateList())
+		}
+	}
+	return nil
+}
+
+// LabelValidator reports why a sabakan label cannot become a Kubernetes
+// label, or nil. It is injected so that this package stays free of
+// rendering rules.
+type LabelValidator func(name, value string) error
+
+// Sanitize returns the machines that can be used, in serial order, and a
+// warning for each machine or label that was dropped:
+//   - no IPv4 address, or an unparsable one: the machine is ignored;
+//   - a serial seen before: the later entry is ignored;
+//   - two machines with the same first IPv4 address: the smaller serial is
+//     kept;
+//   - a label that validLabel rejects: the label is dropped.
+//
+// The input is not modified.
+func Sanitize(ms []Machine, validLabel LabelValidator) ([]*Machine, []string) {
+	var warnings []string
+	sorted := make([]*Machine, 0, len(ms))
+	for i := range ms {
+		sorted = append(sorted, &ms[i])
+	}
+	// Stable: equal serials keep their input order, so "the later entry"
+	// is well defined.
+	slices.SortStableFunc(sorted, func(a, b *Machine) int {
+		return strings.Compare(a.Spec.Serial, b.Spec.Serial)
+	})
+
+	out := make([]*Machine, 0, len(sorted))
+	byAddr := make(map[string]string, len(sorted))
+	for i, m := range sorted {
+		if i > 0 && sorted[i-1].Spec.Serial == m.Spec.Serial {
+			warnings = append(warnings, fmt.Sprintf("machine %s: duplicate serial: later entry ignored", m.Spec.Serial))
+			continue
+		}
+		addr := m.Address()
+		if addr == "" {
+			warnings = append(warnings, fmt.Sprintf("machine %s: no IPv4 address: ignored", m.Spec.Serial))
+			continue
+		}
+		if ip, err := netip.ParseAddr(addr); err != nil || !ip.Is4() {
+			warnings = append(warnings, fmt.Sprintf("machine %s: ipv4[0] %q is not an IPv4 address: ignored", m.Spec.Serial, addr))
+			continue
+		}
+		if other, ok := byAddr[addr]; ok {
+			warnings = append(warnings, fmt.Sprintf("machine %s: address %s is also used by machine %s: ignored", m.Spec.Serial, addr, other))
+			continue
+		}
+		byAddr[addr] = m.Spec.Serial
+
+		if validLabel != nil && len(m.Spec.Labels) > 0 {
+			var kept []Label
+			dropped := false
+			for _, l := range m.Spec.Labels {
+				if err := validLabel(l.Name, l.Value); err != nil {
+					warnings = append(warnings, fmt.Sprintf("machine %s: label %q skipped: %v", m.Spec.Serial, l.Name, err))
+					dropped = true
+					continue
+				}
+				kept = append(kept, l)
+			}
+			if dropped {
+				c := *m
+				c.Spec.Labels = kept
+				m = &c
+			}
+		}
+		out = append(out, m)
+	}
+	return out, warnings
+}
