@@ -3,7 +3,9 @@ module github.com/ckegen/ckegen
 go 1.26.8
 
 require (
+	github.com/google/go-cmp v0.7.0
 	github.com/spf13/cobra v1.10.2
+	golang.org/x/tools v0.52.0
 	k8s.io/apimachinery v0.37.2
 	sigs.k8s.io/yaml v1.6.0
 )
