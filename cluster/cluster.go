@@ -67,10 +67,16 @@ type clusterFields struct {
 
 // Parse reads a cluster.yml (YAML or JSON). Field names are strict: an
 // unknown field at the top level or in a node is an error naming it.
+//
+// JSON input is decoded as is, so that reboot, repair and options keep their
+// exact bytes; YAML is converted to JSON first.
 func Parse(data []byte) (*Cluster, error) {
-	js, err := yaml.YAMLToJSON(data)
-	if err != nil {
-		return nil, fmt.Errorf("not valid YAML or JSON: %w", err)
+	js := data
+	if !json.Valid(data) {
+		var err error
+		if js, err = yaml.YAMLToJSON(data); err != nil {
+			return nil, fmt.Errorf("not valid YAML or JSON: %w", err)
+		}
 	}
 	if bytes.Equal(bytes.TrimSpace(js), []byte("null")) {
 		return nil, fmt.Errorf("empty document")

@@ -51,25 +51,27 @@ func (h *rackHeap) Pop() any {
 // newPicker builds a picker over the machines accepted by eligible. The
 // rackCount function reads the live counters of the state.
 func newPicker(ms []*mach, eligible func(x *mach) bool, rackCount func(x *mach) int) *picker {
-	byRack := map[int]*rackQueue{}
-	var order []int
+	var byRack []*rackQueue // by dense rack index, in first-seen order
 	for _, x := range ms {
 		if !eligible(x) {
 			continue
 		}
-		q := byRack[x.rack]
+		for x.ri >= len(byRack) {
+			byRack = append(byRack, nil)
+		}
+		q := byRack[x.ri]
 		if q == nil {
 			q = &rackQueue{}
-			byRack[x.rack] = q
-			order = append(order, x.rack)
+			byRack[x.ri] = q
 		}
 		q.ms = append(q.ms, x)
 	}
-	slices.Sort(order) // map order must not reach the heap's layout
 	p := &picker{rackCount: rackCount, eligible: eligible}
-	p.racks = make(rackHeap, 0, len(order))
-	for _, r := range order {
-		q := byRack[r]
+	p.racks = make(rackHeap, 0, len(byRack))
+	for _, q := range byRack {
+		if q == nil {
+			continue
+		}
 		slices.SortFunc(q.ms, laterFirst)
 		q.top, q.key = q.head(), p.score(q.head())
 		p.racks = append(p.racks, q)

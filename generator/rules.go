@@ -2,6 +2,7 @@ package generator
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/ckegen/ckegen/cluster"
@@ -45,13 +46,25 @@ func (s *state) cpCandidateText() string {
 	return "HEALTHY machines without intolerable taints"
 }
 
+// workerReason explains a worker pick; the template's part is built once
+// per template.
 func (s *state) workerReason(t *template.NodeTemplate, sc *Score) string {
-	role := "any role"
+	b := make([]byte, 0, 192)
+	b = append(b, "worker for template nodes["...)
+	b = strconv.AppendInt(b, int64(t.Index), 10)
+	b = append(b, "] ("...)
 	if t.Role != "" {
-		role = "role " + t.Role
+		b = append(b, "role "...)
+		b = append(b, t.Role...)
+	} else {
+		b = append(b, "any role"...)
 	}
-	return fmt.Sprintf("worker for template nodes[%d] (%s, weight %g, %d workers): highest %s",
-		t.Index, role, t.Weight, s.workersOf(t)-1, sc.String())
+	b = append(b, ", weight "...)
+	b = strconv.AppendFloat(b, t.Weight, 'g', -1, 64)
+	b = append(b, ", "...)
+	b = strconv.AppendInt(b, int64(s.workersOf(t)-1), 10)
+	b = append(b, " workers): highest "...)
+	return string(sc.appendTo(b))
 }
 
 // regenerate re-renders the membership (SPEC 6.3). Nodes whose rendering
@@ -427,7 +440,7 @@ func (s *state) bestPromotableWorker() (*member, *Score) {
 		if mb.cp || mb.rebooting || x == nil || x.state != machine.StateHealthy || x.tainted || !s.cpRoleMatches(x) {
 			return
 		}
-		sc := selectionScore(x, s.cpRack[x.rack], groupName(true, nil))
+		sc := selectionScore(x, s.cpRack[x.ri], groupName(true, nil))
 		if best == nil || betterSelection(x, sc.Total, best.m, bestScore.Total) {
 			best, bestScore = mb, sc
 		}

@@ -1,7 +1,7 @@
 package generator
 
 import (
-	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/ckegen/ckegen/machine"
@@ -82,21 +82,50 @@ func removalScore(m *mach, rackCount int, group string) *Score {
 
 // String explains the score, e.g.
 // "score 1002 = rack 3 with 0 control planes (+1000) + 612 days to retire (+2)".
+// It is built with appends: Generate explains every one of thousands of
+// picks.
 func (s *Score) String() string {
-	var b strings.Builder
+	return string(s.appendTo(make([]byte, 0, 128)))
+}
+
+func (s *Score) appendTo(b []byte) []byte {
 	if s.Removal {
-		fmt.Fprintf(&b, "removal score %d = ", s.Total)
-		fmt.Fprintf(&b, "%s (+%d) + ", s.State, s.HealthPoints)
+		b = append(b, "removal score "...)
+		b = strconv.AppendInt(b, int64(s.Total), 10)
+		b = append(b, " = "...)
+		b = append(b, s.State...)
+		b = append(b, " ("...)
+		b = appendSigned(b, s.HealthPoints)
+		b = append(b, ") + "...)
 	} else {
-		fmt.Fprintf(&b, "score %d = ", s.Total)
+		b = append(b, "score "...)
+		b = strconv.AppendInt(b, int64(s.Total), 10)
+		b = append(b, " = "...)
 	}
-	incl := ""
+	b = append(b, "rack "...)
+	b = strconv.AppendInt(b, int64(s.Rack), 10)
+	b = append(b, " with "...)
+	b = strconv.AppendInt(b, int64(s.RackCount), 10)
+	b = append(b, ' ')
+	b = append(b, s.Group...)
 	if s.Removal {
-		incl = " incl. itself"
+		b = append(b, " incl. itself"...)
 	}
-	fmt.Fprintf(&b, "rack %d with %d %s%s (%+d) + %d days to retire (%+d)",
-		s.Rack, s.RackCount, s.Group, incl, s.RackPoints, s.LifetimeDays, s.LifetimePoints)
-	return b.String()
+	b = append(b, " ("...)
+	b = appendSigned(b, s.RackPoints)
+	b = append(b, ") + "...)
+	b = strconv.AppendInt(b, int64(s.LifetimeDays), 10)
+	b = append(b, " days to retire ("...)
+	b = appendSigned(b, s.LifetimePoints)
+	return append(b, ')')
+}
+
+// appendSigned appends n with its sign, as %+d does.
+func appendSigned(b []byte, n int) []byte {
+	if n >= 0 {
+		b = append(b, '+')
+	}
+	return strconv.AppendInt(b, int64(n), 10)
 }
 
 // betterSelection is the total order of selection: higher score, then later

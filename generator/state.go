@@ -20,6 +20,9 @@ type mach struct {
 	serial string
 	role   string
 	rack   int
+	// ri and oi index the machine's rack and role in the state's dense
+	// counters.
+	ri, oi int
 	state  machine.State
 	retire time.Time
 	days   int
@@ -64,17 +67,19 @@ type state struct {
 	in          *Input
 	tmpl        *template.Template
 	c           constraintsView
-	machines    []*mach // serial order
-	byAddr      map[string]*mach
+	machines    []*mach   // serial order
 	members     []*member // current nodes in order, then new ones
 	retireWait  time.Duration
 	tolerations []string
 
+	// Counters of the next cluster, indexed by the dense rack (ri) and
+	// role (oi) numbers of the machines.
 	cps, workers, healthyWorkers int
-	cpRack                       map[int]int
-	workerRackAll                map[int]int
-	workerRackByRole             map[string]map[int]int
-	workersByRole                map[string]int
+	cpRack                       []int
+	workerRackAll                []int
+	workerRackByRole             [][]int // [oi][ri]
+	workersByRole                []int   // [oi]
+	roleIndex                    map[string]int
 
 	changes []Change
 }
@@ -103,94 +108,125 @@ func newState(in *Input, current *cluster.Cluster) (*state, error) {
 			minWorkers: in.Constraints.MinimumWorkers,
 			maxWorkers: in.Constraints.MaximumWorkers,
 		},
-		retireWait:       in.RetireWait,
-		tolerations:      in.Template.Cluster.ControlPlaneTolerations,
-		cpRack:           map[int]int{},
-		workerRackAll:    map[int]int{},
-		workerRackByRole: map[string]map[int]int{},
-		workersByRole:    map[string]int{},
+		retireWait:  in.RetireWait,
+		tolerations: in.Template.Cluster.ControlPlaneTolerations,
+		roleIndex:   map[string]int{},
 	}
 	if s.retireWait < 0 {
 		return nil, fmt.Errorf("retire wait: must not be negative, got %s", s.retireWait)
 	}
 
+	// Current nodes first, indexed by address, so that each machine finds
+	// its node in one lookup (cheaper than indexing every machine).
+	var nodeAt map[string]*member
+	if current != nil {
+		s.members = make([]*member, 0, len(current.Nodes)+s.c.cpCount+s.c.minWorkers)
+		slab := make([]member, len(current.Nodes))
+		nodeAt = make(map[string]*member, len(current.Nodes))
+		for i, n := range current.Nodes {
+			if n == nil || n.Address == "" {
+				return nil, fmt.Errorf("current cluster: nodes[%d]: address: must not be empty", i)
+			}
+			if _, dup := nodeAt[n.Address]; dup {
+				return nil, fmt.Errorf("current cluster: nodes[%d]: address %s is listed twice", i, n.Address)
+			}
+			mb := &slab[i]
+			*mb = member{cur: n, cp: n.ControlPlane, rebooting: in.Rebooting[n.Address]}
+			nodeAt[n.Address] = mb
+			s.members = append(s.members, mb)
+		}
+	} else {
+		s.members = make([]*member, 0, s.c.cpCount+s.c.minWorkers)
+	}
+
 	ms := make([]mach, len(in.Machines))
 	s.machines = make([]*mach, len(in.Machines))
-	s.byAddr = make(map[string]*mach, len(in.Machines))
+	rackIndex := map[int]int{}
+	lastRack, lastRI, lastRole, lastOI := 0, -1, "", -1
 	for i, m := range in.Machines {
 		x := &ms[i]
 		x.m = m
 		x.addr = m.Address()
 		x.serial = m.Spec.Serial
+		if x.addr == "" {
+			return nil, fmt.Errorf("machine %s: no IPv4 address (machines must be sanitized)", x.serial)
+		}
 		x.role = m.Spec.Role
 		x.rack = m.Spec.Rack
+		// Inventories come in serial order, which mostly follows racks:
+		// remember the last rack and role instead of hashing each time.
+		if lastRI < 0 || x.rack != lastRack {
+			ri, ok := rackIndex[x.rack]
+			if !ok {
+				ri = len(rackIndex)
+				rackIndex[x.rack] = ri
+			}
+			lastRack, lastRI = x.rack, ri
+		}
+		x.ri = lastRI
+		if lastOI < 0 || x.role != lastRole {
+			oi, ok := s.roleIndex[x.role]
+			if !ok {
+				oi = len(s.roleIndex)
+				s.roleIndex[x.role] = oi
+			}
+			lastRole, lastOI = x.role, oi
+		}
+		x.oi = lastOI
 		x.state = m.Status.State
 		x.retire = m.Spec.RetireDate
 		x.days = m.LifetimeDays(in.Now)
 		x.lp = lifetimePoints(x.days)
-		x.rebooting = in.Rebooting[x.addr]
-		if x.addr == "" {
-			return nil, fmt.Errorf("machine %s: no IPv4 address (machines must be sanitized)", x.serial)
+		if len(in.Rebooting) > 0 {
+			x.rebooting = in.Rebooting[x.addr]
 		}
-		if _, dup := s.byAddr[x.addr]; dup {
-			return nil, fmt.Errorf("machine %s: address %s used twice (machines must be sanitized)", x.serial, x.addr)
+		if len(in.NodeTaints) > 0 {
+			if ts, ok := in.NodeTaints[x.addr]; ok && taints.Intolerable(ts, s.tolerations) != nil {
+				x.tainted = true
+			}
 		}
-		s.byAddr[x.addr] = x
+		if mb, ok := nodeAt[x.addr]; ok {
+			if mb.m != nil {
+				return nil, fmt.Errorf("machine %s: address %s is also machine %s's (machines must be sanitized)", x.serial, x.addr, mb.m.serial)
+			}
+			mb.m = x
+			x.member = mb
+		}
 		s.machines[i] = x
 	}
-	for name, ts := range in.NodeTaints {
-		if x, ok := s.byAddr[name]; ok && taints.Intolerable(ts, s.tolerations) != nil {
-			x.tainted = true
-		}
+	s.cpRack = make([]int, len(rackIndex))
+	s.workerRackAll = make([]int, len(rackIndex))
+	s.workersByRole = make([]int, len(s.roleIndex))
+	s.workerRackByRole = make([][]int, len(s.roleIndex))
+	for i := range s.workerRackByRole {
+		s.workerRackByRole[i] = make([]int, len(rackIndex))
 	}
-
-	if current != nil {
-		s.members = make([]*member, 0, len(current.Nodes)+s.c.cpCount+s.c.minWorkers)
-		for i, n := range current.Nodes {
-			if n == nil || n.Address == "" {
-				return nil, fmt.Errorf("current cluster: nodes[%d]: address: must not be empty", i)
-			}
-			mb := &member{cur: n, cp: n.ControlPlane, rebooting: in.Rebooting[n.Address]}
-			if x, ok := s.byAddr[n.Address]; ok {
-				if x.member != nil {
-					return nil, fmt.Errorf("current cluster: nodes[%d]: address %s is listed twice", i, n.Address)
-				}
-				mb.m = x
-				x.member = mb
-			}
-			s.members = append(s.members, mb)
-			s.count(mb, +1)
-		}
-	} else {
-		s.members = make([]*member, 0, s.c.cpCount+s.c.minWorkers)
+	for _, mb := range s.members {
+		s.count(mb, +1)
 	}
 	return s, nil
 }
 
 // count adds (d = +1) or subtracts (d = -1) a member to the counters.
 func (s *state) count(mb *member, d int) {
+	x := mb.m
 	if mb.cp {
 		s.cps += d
-		if mb.m != nil {
-			s.cpRack[mb.m.rack] += d
+		if x != nil {
+			s.cpRack[x.ri] += d
 		}
 		return
 	}
 	s.workers += d
-	if mb.m == nil {
+	if x == nil {
 		return
 	}
-	if mb.m.state == machine.StateHealthy {
+	if x.state == machine.StateHealthy {
 		s.healthyWorkers += d
 	}
-	s.workerRackAll[mb.m.rack] += d
-	byRack := s.workerRackByRole[mb.m.role]
-	if byRack == nil {
-		byRack = map[int]int{}
-		s.workerRackByRole[mb.m.role] = byRack
-	}
-	byRack[mb.m.rack] += d
-	s.workersByRole[mb.m.role] += d
+	s.workerRackAll[x.ri] += d
+	s.workerRackByRole[x.oi][x.ri] += d
+	s.workersByRole[x.oi] += d
 }
 
 func (s *state) add(x *mach, cp bool) *member {
@@ -253,16 +289,17 @@ func isWorkerCandidate(x *mach, t *template.NodeTemplate) bool {
 
 // cpRackCount is the number of control planes in x's rack.
 func (s *state) cpRackCount(x *mach) int {
-	return s.cpRack[x.rack]
+	return s.cpRack[x.ri]
 }
 
 // workerRackCount is the number of workers in x's rack that count against
 // template t: those of t's role, or all workers when t has no role.
 func (s *state) workerRackCount(x *mach, t *template.NodeTemplate) int {
 	if t.Role == "" {
-		return s.workerRackAll[x.rack]
+		return s.workerRackAll[x.ri]
 	}
-	return s.workerRackByRole[t.Role][x.rack]
+	// A candidate of t has t's role.
+	return s.workerRackByRole[x.oi][x.ri]
 }
 
 // workersOf is the number of workers counting toward t's weight.
@@ -270,7 +307,11 @@ func (s *state) workersOf(t *template.NodeTemplate) int {
 	if t.Role == "" {
 		return s.workers
 	}
-	return s.workersByRole[t.Role]
+	oi, ok := s.roleIndex[t.Role]
+	if !ok {
+		return 0
+	}
+	return s.workersByRole[oi]
 }
 
 func groupName(cp bool, t *template.NodeTemplate) string {
@@ -287,11 +328,11 @@ func groupName(cp bool, t *template.NodeTemplate) string {
 func (s *state) removalScoreOf(mb *member) *Score {
 	x := mb.m
 	if mb.cp {
-		return removalScore(x, s.cpRack[x.rack], groupName(true, nil))
+		return removalScore(x, s.cpRack[x.ri], groupName(true, nil))
 	}
 	t := s.workerTemplate(x)
 	if t == nil {
-		return removalScore(x, s.workerRackByRole[x.role][x.rack], "workers of role "+x.role)
+		return removalScore(x, s.workerRackByRole[x.oi][x.ri], "workers of role "+x.role)
 	}
 	return removalScore(x, s.workerRackCount(x, t), groupName(false, t))
 }
@@ -324,23 +365,46 @@ func (s *state) record(action string, mb *member, sc *Score, reason string) {
 }
 
 // render returns the node for a member, re-rendered from the template and
-// current machine data. A member without a machine or a template (only
+// current machine data. A current node that already is what rendering would
+// produce is returned as is (results share such nodes with Input.Current;
+// both are read-only). A member without a machine or a template (only
 // rebooting nodes, or nodes a later rule removes) is written back as it was.
 func (s *state) render(mb *member) *cluster.Node {
 	t := s.templateOf(mb)
 	if t == nil {
-		return mb.cur.Clone()
+		return mb.cur
 	}
 	x := mb.m
-	ls, as := labels.Render(x.m, labels.Template{Labels: t.Node.Labels, Annotations: t.Node.Annotations}, mb.cp)
+	lt := labels.Template{Labels: t.Node.Labels, Annotations: t.Node.Annotations}
+	rebooting := mb.rebooting || x.rebooting
+	if c := mb.cur; c != nil && c.Address == x.addr && c.Hostname == "" && c.User == t.Node.User &&
+		c.ControlPlane == mb.cp && taintsMatch(c.Taints, t.Node.Taints, x.state, rebooting) &&
+		labels.Equal(c.Labels, c.Annotations, x.m, lt, mb.cp) {
+		return c
+	}
+	ls, as := labels.Render(x.m, lt, mb.cp)
 	return &cluster.Node{
 		Address:      x.addr,
 		User:         t.Node.User,
 		ControlPlane: mb.cp,
 		Labels:       ls,
 		Annotations:  as,
-		Taints:       taints.Render(t.Node.Taints, x.state, mb.rebooting || x.rebooting),
+		Taints:       taints.Render(t.Node.Taints, x.state, rebooting),
 	}
+}
+
+// taintsMatch reports whether have equals taints.Render(template, s,
+// rebooting), without building it.
+func taintsMatch(have, template []cluster.Taint, s machine.State, rebooting bool) bool {
+	st := taints.ForState(s, rebooting)
+	n := len(template)
+	if st != nil {
+		n++
+	}
+	if len(have) != n || !slices.Equal(have[:len(template)], template) {
+		return false
+	}
+	return st == nil || have[n-1] == *st
 }
 
 // templateOf is the template node a member is rendered from, or nil when it

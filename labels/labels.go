@@ -4,6 +4,7 @@
 package labels
 
 import (
+	"bytes"
 	"errors"
 	"maps"
 	"strconv"
@@ -103,7 +104,21 @@ type Template struct {
 // fields, and for control planes the node-role labels.
 func Render(m *machine.Machine, t Template, controlPlane bool) (map[string]string, map[string]string) {
 	spec := &m.Spec
-	ls := make(map[string]string, len(spec.Labels)+len(t.Labels)+12)
+	// An exact size keeps the map in the smallest table that fits.
+	n := len(spec.Labels) + len(t.Labels) + 7
+	if _, ok := t.Labels[Weight]; ok {
+		n--
+	}
+	if _, ok := t.Labels[Role]; ok {
+		n-- // overwritten by the machine's role
+	}
+	if spec.Role != "" {
+		n++
+	}
+	if controlPlane {
+		n += 2
+	}
+	ls := make(map[string]string, n)
 	for _, l := range spec.Labels {
 		ls[SabakanPrefix+l.Name] = l.Value
 	}
@@ -112,17 +127,21 @@ func Render(m *machine.Machine, t Template, controlPlane bool) (map[string]strin
 			ls[k] = v
 		}
 	}
+	// Months are the first seven bytes of the RFC3339 dates (both UTC).
+	registered := spec.RegisterDate.UTC().Format(time.RFC3339)
+	retires := spec.RetireDate.UTC().Format(time.RFC3339)
 	rack := strconv.Itoa(spec.Rack)
 	ls[Rack] = rack
 	ls[IndexInRack] = strconv.Itoa(spec.IndexInRack)
 	ls[Role] = spec.Role
-	ls[RegisterMon] = spec.RegisterDate.UTC().Format("2006-01")
-	ls[RetireMon] = spec.RetireDate.UTC().Format("2006-01")
+	ls[RegisterMon] = month(registered)
+	ls[RetireMon] = month(retires)
 	if spec.Role != "" {
 		ls[NodeRoleBase+spec.Role] = "true"
 	}
-	ls[Zone] = "rack" + rack
-	ls[ZoneBeta] = "rack" + rack
+	zone := "rack" + rack
+	ls[Zone] = zone
+	ls[ZoneBeta] = zone
 	if controlPlane {
 		ls[Master] = "true"
 		ls[ControlPlane] = "true"
@@ -131,7 +150,126 @@ func Render(m *machine.Machine, t Template, controlPlane bool) (map[string]strin
 	as := make(map[string]string, len(t.Annotations)+3)
 	maps.Copy(as, t.Annotations)
 	as[AnnotationSerial] = spec.Serial
-	as[AnnotationRegisterDate] = spec.RegisterDate.UTC().Format(time.RFC3339)
-	as[AnnotationRetireDate] = spec.RetireDate.UTC().Format(time.RFC3339)
+	as[AnnotationRegisterDate] = registered
+	as[AnnotationRetireDate] = retires
 	return ls, as
+}
+
+// month returns yyyy-MM of an RFC3339 date; years outside 0000-9999 keep
+// their full form.
+func month(rfc3339 string) string {
+	i := strings.IndexByte(rfc3339[1:], '-') + 1
+	return rfc3339[:i+3]
+}
+
+func monthBytes(rfc3339 []byte) []byte {
+	i := bytes.IndexByte(rfc3339[1:], '-') + 1
+	return rfc3339[:i+3]
+}
+
+// Equal reports whether ls and as are exactly what Render would return for
+// the same arguments, without building them: the generator keeps a current
+// node as is when it already matches, which saves re-rendering thousands of
+// unchanged nodes every tick. It may answer false for maps that are equal
+// (then the caller renders anew), never true for maps that differ.
+func Equal(ls, as map[string]string, m *machine.Machine, t Template, controlPlane bool) bool {
+	spec := &m.Spec
+	// Count: Render's keys are distinct except for repeated sabakan label
+	// names; give up on those rather than count them.
+	n := len(spec.Labels) + len(t.Labels) + 7
+	for i := range spec.Labels {
+		for j := i + 1; j < len(spec.Labels); j++ {
+			if spec.Labels[i].Name == spec.Labels[j].Name {
+				return false
+			}
+		}
+	}
+	if _, ok := t.Labels[Weight]; ok {
+		n--
+	}
+	if _, ok := t.Labels[Role]; ok {
+		n--
+	}
+	if spec.Role != "" {
+		n++
+	}
+	if controlPlane {
+		n += 2
+	}
+	if len(ls) != n || len(as) != len(t.Annotations)+3 {
+		return false
+	}
+
+	// One pass over each map: walking a map's slots in order touches far
+	// less memory than probing it key by key, which matters when ten
+	// thousand nodes are checked every tick.
+	var rackBuf, zoneBuf, idxBuf, regBuf, retBuf [40]byte
+	rack := strconv.AppendInt(rackBuf[:0], int64(spec.Rack), 10)
+	zone := append(append(zoneBuf[:0], "rack"...), rack...)
+	idx := strconv.AppendInt(idxBuf[:0], int64(spec.IndexInRack), 10)
+	registered := spec.RegisterDate.UTC().AppendFormat(regBuf[:0], time.RFC3339)
+	retires := spec.RetireDate.UTC().AppendFormat(retBuf[:0], time.RFC3339)
+	for k, v := range ls {
+		var ok bool
+		switch k {
+		case Rack:
+			ok = v == string(rack)
+		case Zone, ZoneBeta:
+			ok = v == string(zone)
+		case IndexInRack:
+			ok = v == string(idx)
+		case Role:
+			ok = v == spec.Role
+		case RegisterMon:
+			ok = v == string(monthBytes(registered))
+		case RetireMon:
+			ok = v == string(monthBytes(retires))
+		case Master, ControlPlane:
+			ok = controlPlane && v == "true"
+		default:
+			switch {
+			case strings.HasPrefix(k, SabakanPrefix):
+				ok = hasLabel(spec.Labels, k[len(SabakanPrefix):], v)
+			case strings.HasPrefix(k, NodeRoleBase):
+				ok = spec.Role != "" && k[len(NodeRoleBase):] == spec.Role && v == "true"
+			case k == Weight:
+				ok = false
+			default:
+				tv, found := t.Labels[k]
+				ok = found && tv == v
+			}
+		}
+		if !ok {
+			return false
+		}
+	}
+	// Every key is accounted for: n counts Render's distinct keys, each
+	// matched above, and len(ls) == n.
+	for k, v := range as {
+		var ok bool
+		switch k {
+		case AnnotationSerial:
+			ok = v == spec.Serial
+		case AnnotationRegisterDate:
+			ok = v == string(registered)
+		case AnnotationRetireDate:
+			ok = v == string(retires)
+		default:
+			tv, found := t.Annotations[k]
+			ok = found && tv == v
+		}
+		if !ok {
+			return false
+		}
+	}
+	return true
+}
+
+func hasLabel(ls []machine.Label, name, value string) bool {
+	for _, l := range ls {
+		if l.Name == name {
+			return l.Value == value
+		}
+	}
+	return false
 }

@@ -1,0 +1,120 @@
+package labels
+
+import (
+	"maps"
+	"testing"
+	"time"
+
+	"pgregory.net/rapid"
+
+	"github.com/ckegen/ckegen/machine"
+)
+
+func drawMachine(t *rapid.T) *machine.Machine {
+	m := &machine.Machine{Spec: machine.Spec{
+		Serial:       rapid.SampledFrom([]string{"a", "b", "s1"}).Draw(t, "serial"),
+		Rack:         rapid.IntRange(-2, 300).Draw(t, "rack"),
+		IndexInRack:  rapid.IntRange(0, 120).Draw(t, "index"),
+		Role:         rapid.SampledFrom([]string{"", "cs", "ss"}).Draw(t, "role"),
+		RegisterDate: time.Unix(rapid.Int64Range(-1e10, 1e11).Draw(t, "reg"), 0),
+		RetireDate:   time.Unix(rapid.Int64Range(-1e10, 3e11).Draw(t, "ret"), 0).In(time.FixedZone("z", 3600)),
+	}}
+	for i := 0; i < rapid.IntRange(0, 3).Draw(t, "labels"); i++ {
+		m.Spec.Labels = append(m.Spec.Labels, machine.Label{
+			Name:  rapid.SampledFrom([]string{"product", "dc", "x"}).Draw(t, "lname"),
+			Value: rapid.SampledFrom([]string{"", "1", "R630"}).Draw(t, "lvalue"),
+		})
+	}
+	return m
+}
+
+func drawTemplate(t *rapid.T) Template {
+	tm := Template{Labels: map[string]string{}, Annotations: map[string]string{}}
+	for _, k := range []string{Weight, Role, "example.com/a", "example.com/b"} {
+		if rapid.Bool().Draw(t, "has "+k) {
+			tm.Labels[k] = rapid.SampledFrom([]string{"1", "cs", "v"}).Draw(t, "v "+k)
+		}
+	}
+	if rapid.Bool().Draw(t, "annotation") {
+		tm.Annotations["example.com/note"] = rapid.SampledFrom([]string{"", "n"}).Draw(t, "note")
+	}
+	return tm
+}
+
+// TestEqualAgreesWithRender: Equal(Render(a), b) is true exactly when
+// Render(a) == Render(b) (or false, never wrongly true), for random pairs of
+// machines, templates and roles.
+func TestEqualAgreesWithRender(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		m1, t1, cp1 := drawMachine(t), drawTemplate(t), rapid.Bool().Draw(t, "cp1")
+		ls, as := Render(m1, t1, cp1)
+		if !Equal(ls, as, m1, t1, cp1) && !hasDuplicateNames(m1) {
+			t.Fatal("Equal(Render(x), x) = false")
+		}
+		m2, t2, cp2 := m1, t1, cp1
+		// Change one field at a time, so that no check hides behind another.
+		other := drawMachine(t)
+		c := *m1
+		c.Spec.Labels = append([]machine.Label(nil), m1.Spec.Labels...)
+		switch rapid.IntRange(0, 10).Draw(t, "change") {
+		case 1:
+			c.Spec.Rack = other.Spec.Rack
+		case 2:
+			c.Spec.IndexInRack = other.Spec.IndexInRack
+		case 3:
+			c.Spec.Role = other.Spec.Role
+		case 4:
+			c.Spec.Serial = other.Spec.Serial
+		case 5:
+			c.Spec.RegisterDate = other.Spec.RegisterDate
+		case 6:
+			c.Spec.RetireDate = other.Spec.RetireDate
+		case 7:
+			c.Spec.Labels = other.Spec.Labels
+		case 8:
+			c = *other
+		case 9:
+			t2 = drawTemplate(t)
+		case 10:
+			cp2 = !cp1
+		}
+		m2 = &c
+		ls2, as2 := Render(m2, t2, cp2)
+		same := maps.Equal(ls, ls2) && maps.Equal(as, as2)
+		if got := Equal(ls, as, m2, t2, cp2); got && !same {
+			t.Fatalf("Equal = true for different renderings:\n%v\n%v", ls, ls2)
+		}
+	})
+}
+
+func hasDuplicateNames(m *machine.Machine) bool {
+	seen := map[string]bool{}
+	for _, l := range m.Spec.Labels {
+		if seen[l.Name] {
+			return true
+		}
+		seen[l.Name] = true
+	}
+	return false
+}
+
+func BenchmarkRender(b *testing.B) {
+	m := &machine.Machine{Spec: machine.Spec{Serial: "s", Rack: 12, IndexInRack: 3, Role: "cs",
+		Labels: []machine.Label{{Name: "product", Value: "R630"}}, RetireDate: time.Now(), RegisterDate: time.Now()}}
+	tm := Template{Labels: map[string]string{Role: "cs", Weight: "2"}}
+	ls, as := Render(m, tm, false)
+	b.Run("render", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			Render(m, tm, false)
+		}
+	})
+	b.Run("equal", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if !Equal(ls, as, m, tm, false) {
+				b.Fatal("not equal")
+			}
+		}
+	})
+}

@@ -1,0 +1,118 @@
+package machine
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+)
+
+const one = `{"spec":{"serial":"s1","labels":null,"rack":1,"indexInRack":2,"role":"cs","ipv4":["10.0.0.1"],
+"registerDate":"2024-01-01T00:00:00Z","retireDate":"2030-01-01T00:00:00Z","bmc":{"bmcType":"IPMI-2.0"}},
+"status":{"state":"HEALTHY","duration":12.5}}`
+
+func TestParseShapes(t *testing.T) {
+	for _, doc := range []string{"[" + one + "]", `{"data":{"searchMachines":[` + one + `]}}`} {
+		ms, err := Parse([]byte(doc))
+		if err != nil {
+			t.Fatalf("Parse(%.30s...): %v", doc, err)
+		}
+		if len(ms) != 1 || ms[0].Spec.Serial != "s1" || ms[0].Status.Duration != 12.5 || ms[0].Address() != "10.0.0.1" {
+			t.Errorf("Parse = %+v", ms)
+		}
+	}
+}
+
+func TestParseErrors(t *testing.T) {
+	cases := []struct{ doc, want string }{
+		{``, "empty input"},
+		{`"x"`, "want a JSON array"},
+		{`{"data":{}}`, "without data.searchMachines"},
+		{`{"errors":[{"message":"x"}]}`, "without data.searchMachines"},
+		{`[{"spec":{"serial":""},"status":{"state":"HEALTHY"}}]`, "machines[0]: spec.serial: must not be empty"},
+		{`[{"spec":{"serial":"s9"},"status":{"state":"BROKEN"}}]`, `machines[0] (serial s9): status.state: unknown state "BROKEN"`},
+		{`[{"spec":{"serial":"s9","rack":"1"},"status":{"state":"HEALTHY"}}]`, "machines:"},
+	}
+	for _, c := range cases {
+		_, err := Parse([]byte(c.doc))
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("Parse(%s) error = %v, want it to contain %q", c.doc, err, c.want)
+		}
+	}
+}
+
+func TestLifetimeDaysTruncates(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	cases := []struct {
+		retire time.Time
+		want   int
+	}{
+		{now.Add(24*time.Hour - time.Second), 0},
+		{now.Add(24 * time.Hour), 1},
+		{now.Add(-24*time.Hour + time.Second), 0},
+		{now.Add(-24*time.Hour - time.Second), -1},
+		{now.AddDate(0, 0, 1000), 1000},
+	}
+	for _, c := range cases {
+		m := Machine{Spec: Spec{RetireDate: c.retire}}
+		if got := m.LifetimeDays(now); got != c.want {
+			t.Errorf("LifetimeDays(retire %s) = %d, want %d", c.retire, got, c.want)
+		}
+	}
+}
+
+func mk(serial string, ips ...string) Machine {
+	return Machine{Spec: Spec{Serial: serial, IPv4: ips}, Status: Status{State: StateHealthy}}
+}
+
+func TestSanitize(t *testing.T) {
+	ms := []Machine{
+		mk("b", "10.0.0.1"),
+		mk("a", "10.0.0.1"), // same address, smaller serial: kept
+		mk("c"),             // no address
+		mk("d", "fe80::1"),  // not IPv4
+		mk("e", "10.0.0.5"),
+		mk("e", "10.0.0.6"), // duplicate serial
+		mk("f", "10.0.0.7"),
+	}
+	ms[6].Spec.Labels = []Label{{Name: "ok", Value: "1"}, {Name: "bad", Value: "!"}}
+	valid := func(name, value string) error {
+		if value == "!" {
+			return errors.New("bad value")
+		}
+		return nil
+	}
+	got, warnings := Sanitize(ms, valid)
+	var serials []string
+	for _, m := range got {
+		serials = append(serials, m.Spec.Serial+"@"+m.Address())
+	}
+	if s := strings.Join(serials, " "); s != "a@10.0.0.1 e@10.0.0.5 f@10.0.0.7" {
+		t.Errorf("kept %s, want a@10.0.0.1 e@10.0.0.5 f@10.0.0.7", s)
+	}
+	if len(got[2].Spec.Labels) != 1 || got[2].Spec.Labels[0].Name != "ok" {
+		t.Errorf("labels of f = %+v, want only ok", got[2].Spec.Labels)
+	}
+	if len(ms[6].Spec.Labels) != 2 {
+		t.Error("Sanitize modified its input")
+	}
+	wantWarnings := []string{
+		"machine b: address 10.0.0.1 is also used by machine a: ignored",
+		"machine c: no IPv4 address: ignored",
+		`machine d: ipv4[0] "fe80::1" is not an IPv4 address: ignored`,
+		"machine e: duplicate serial: later entry ignored",
+		`machine f: label "bad" skipped: bad value`,
+	}
+	if strings.Join(warnings, "\n") != strings.Join(wantWarnings, "\n") {
+		t.Errorf("warnings:\n%s\nwant:\n%s", strings.Join(warnings, "\n"), strings.Join(wantWarnings, "\n"))
+	}
+}
+
+func TestParseState(t *testing.T) {
+	if s, err := ParseState("retiring"); err != nil || s != StateRetiring {
+		t.Errorf("ParseState(retiring) = %v, %v", s, err)
+	}
+	if _, err := ParseState("gone"); err == nil {
+		t.Error("ParseState(gone) succeeded")
+	}
+}
