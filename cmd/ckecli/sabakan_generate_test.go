@@ -1,0 +1,90 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func runCLI(t *testing.T, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code = run(args, strings.NewReader(""), &out, &errb)
+	return out.String(), errb.String(), code
+}
+
+func exampleArgs(extra ...string) []string {
+	return append([]string{"sabakan", "generate",
+		"--template", "../../examples/template.yml",
+		"--machines", "../../examples/machines.json",
+		"--constraints", "../../examples/constraints.json",
+		"--now", "2026-01-02T00:00:00Z"}, extra...)
+}
+
+func TestGenerateExample(t *testing.T) {
+	out, _, code := runCLI(t, exampleArgs()...)
+	if code != 0 || !strings.Contains(out, "name: example") {
+		t.Fatalf("exit %d, stdout %.200q", code, out)
+	}
+	jsonOut, _, code := runCLI(t, exampleArgs("-o", "json")...)
+	var c map[string]any
+	if code != 0 || json.Unmarshal([]byte(jsonOut), &c) != nil || len(c["nodes"].([]any)) != 23 {
+		t.Fatalf("-o json: exit %d, want a cluster with 23 nodes", code)
+	}
+}
+
+// TestGenerateFlagErrors: every bad flag is an error naming it, exit 1 and
+// nothing on stdout.
+func TestGenerateFlagErrors(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.json")
+	if err := os.WriteFile(bad, []byte(`{"control-plane-count": 0}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		args []string
+		want string
+	}{
+		{exampleArgs("--explain", "xml"), `--explain: must be text or json, got "xml"`},
+		{exampleArgs("-o", "toml"), `--output: must be yaml or json, got "toml"`},
+		{exampleArgs("--now", "yesterday"), `--now: must be RFC3339`},
+		{exampleArgs("--template-changed"), "--template-changed needs --current"},
+		{exampleArgs("--retire-wait", "-1s"), "--retire-wait: must not be negative"},
+		{exampleArgs("--constraints", bad), "control-plane-count: must be >= 1, got 0"},
+		{exampleArgs("--current", filepath.Join(dir, "missing.yml")), "--current: open"},
+		{exampleArgs("--k8s-nodes", bad), "--k8s-nodes"},
+		{exampleArgs("--rebooting", "10.0.0.1,,"), "--rebooting: empty address"},
+		{[]string{"sabakan", "generate", "--machines", "x"}, `required flag(s) "template" not set`},
+	}
+	for _, c := range cases {
+		out, errOut, code := runCLI(t, c.args...)
+		if code != 1 || out != "" || !strings.Contains(errOut, c.want) {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q; want exit 1, no stdout, stderr containing %q", c.args[2:], code, out, errOut, c.want)
+		}
+	}
+}
+
+// TestExplainJSONOnError: with --explain json, stderr is exactly one JSON
+// object, which carries the error.
+func TestExplainJSONOnError(t *testing.T) {
+	dir := t.TempDir()
+	c := filepath.Join(dir, "c.json")
+	if err := os.WriteFile(c, []byte(`{"control-plane-count": 3, "minimum-workers": 100000}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, code := runCLI(t, exampleArgs("--constraints", c, "--explain", "json")...)
+	if code != 1 || out != "" {
+		t.Fatalf("exit %d stdout %q", code, out)
+	}
+	var e explanation
+	dec := json.NewDecoder(strings.NewReader(errOut))
+	if err := dec.Decode(&e); err != nil || dec.More() {
+		t.Fatalf("stderr is not exactly one JSON object: %q", errOut)
+	}
+	if !strings.Contains(e.Error, "not enough machines: need 100000 workers") || len(e.Changes) != 0 {
+		t.Errorf("explanation = %+v", e)
+	}
+}
