@@ -61,7 +61,7 @@ func TestValidationRules(t *testing.T) {
 	tail := "service_subnet: 10.0.0.0/24\n"
 	cases := []struct {
 		name, doc string
-		want    []string
+		want      []string
 	}{
 		{"unknown top-level field", "name: a\nnodez: []\n" + tail, []string{`unknown field "nodez"`}},
 		{"unknown node field", "name: a\nnodes:\n- {user: u, contol_plane: true}\n" + w + tail, []string{`nodes[0]: unknown field "contol_plane"`}},
