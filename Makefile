@@ -18,7 +18,7 @@ test:
 	$(GO) test -count=1 ./...
 
 bench:
-	$(GO) test -run '^$$' -bench . -benchmem ./generator/
+	$(GO) test -run '^$$' -bench . -benchmem ./generator/ ./sabakan/
 
 generate:
 	$(GO) generate ./...

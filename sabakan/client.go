@@ -1,0 +1,297 @@
+package sabakan
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/Khan/genqlient/graphql"
+	"github.com/vektah/gqlparser/v2/gqlerror"
+
+	"github.com/ckegen/ckegen/machine"
+)
+
+// Defaults of Options.
+const (
+	DefaultTimeout      = 30 * time.Second
+	DefaultRetries      = 3
+	DefaultBackoff      = 500 * time.Millisecond
+	DefaultMaxBodyBytes = 256 << 20
+)
+
+// Options configure a Client. The zero value of each field takes its
+// default.
+type Options struct {
+	// Timeout bounds each HTTP request (connection, response and body).
+	Timeout time.Duration
+	// Retries is how many times a request is retried after a connection
+	// error or an HTTP 5xx (not after a 4xx or a GraphQL error); negative
+	// means none.
+	Retries int
+	// Backoff is the wait before the first retry; it doubles each time.
+	Backoff time.Duration
+	// MaxBodyBytes bounds the response size.
+	MaxBodyBytes int64
+	// CAFile is a PEM bundle of the CAs that sign sabakan's certificate.
+	CAFile string
+	// CertFile and KeyFile are the client certificate, when sabakan asks
+	// for one.
+	CertFile, KeyFile string
+}
+
+// Client queries one sabakan.
+type Client struct {
+	url  string
+	opts Options
+	gql  graphql.Client
+}
+
+// NewClient returns a client for the GraphQL endpoint url (ending with
+// /graphql).
+func NewClient(url string, opts Options) (*Client, error) {
+	if opts.Timeout <= 0 {
+		opts.Timeout = DefaultTimeout
+	}
+	if opts.Retries == 0 {
+		opts.Retries = DefaultRetries
+	}
+	if opts.Retries < 0 {
+		opts.Retries = 0
+	}
+	if opts.Backoff <= 0 {
+		opts.Backoff = DefaultBackoff
+	}
+	if opts.MaxBodyBytes <= 0 {
+		opts.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	if opts.CAFile != "" || opts.CertFile != "" {
+		cfg := &tls.Config{MinVersion: tls.VersionTLS12}
+		if opts.CAFile != "" {
+			pem, err := os.ReadFile(opts.CAFile)
+			if err != nil {
+				return nil, fmt.Errorf("sabakan CA file: %w", err)
+			}
+			pool := x509.NewCertPool()
+			if !pool.AppendCertsFromPEM(pem) {
+				return nil, fmt.Errorf("sabakan CA file %s: no PEM certificate found", opts.CAFile)
+			}
+			cfg.RootCAs = pool
+		}
+		if opts.CertFile != "" || opts.KeyFile != "" {
+			cert, err := tls.LoadX509KeyPair(opts.CertFile, opts.KeyFile)
+			if err != nil {
+				return nil, fmt.Errorf("sabakan client certificate: %w", err)
+			}
+			cfg.Certificates = []tls.Certificate{cert}
+		}
+		tr.TLSClientConfig = cfg
+	}
+	c := &Client{url: url, opts: opts}
+	c.gql = graphql.NewClient(url, &transport{c: c, http: &http.Client{Transport: tr}})
+	return c, nil
+}
+
+// URL is the endpoint the client queries.
+func (c *Client) URL() string { return c.url }
+
+// SearchMachines runs ckeSearch with the user's variables.
+func (c *Client) SearchMachines(ctx context.Context, v Variables) ([]machine.Machine, error) {
+	resp, err := ckeSearch(ctx, c.gql, v.Having, v.NotHaving)
+	if err != nil {
+		return nil, c.classify(ctx, err)
+	}
+	ms := make([]machine.Machine, 0, len(resp.SearchMachines))
+	for i, m := range resp.SearchMachines {
+		if m == nil {
+			return nil, &classified{ErrQuery, fmt.Sprintf("sabakan at %s: malformed response: searchMachines[%d] is null", c.url, i)}
+		}
+		ms = append(ms, *m)
+	}
+	if err := machine.Validate(ms); err != nil {
+		return nil, &classified{ErrQuery, fmt.Sprintf("sabakan at %s: malformed response: %v", c.url, err)}
+	}
+	return ms, nil
+}
+
+// Errors of the client, for errors.Is.
+var (
+	// ErrUnreachable: no HTTP response (connection refused, timeout, ...).
+	ErrUnreachable = errors.New("sabakan unreachable")
+	// ErrQuery: sabakan answered, with an error (HTTP status or GraphQL
+	// errors) or a response that is not a searchMachines result.
+	ErrQuery = errors.New("sabakan query failed")
+)
+
+// httpStatusError is an HTTP status other than 200.
+type httpStatusError struct {
+	status int
+	body   string
+}
+
+func (e *httpStatusError) Error() string {
+	return fmt.Sprintf("HTTP %d: %s", e.status, e.body)
+}
+
+var errTooLarge = errors.New("response too large")
+
+type classified struct {
+	kind error
+	msg  string
+}
+
+func (e *classified) Error() string { return e.msg }
+func (e *classified) Unwrap() error { return e.kind }
+
+// classify turns what the transport and genqlient return into one of the
+// documented errors.
+func (c *Client) classify(ctx context.Context, err error) error {
+	prefix := "sabakan at " + c.url + ": "
+	var hs *httpStatusError
+	var gl gqlerror.List
+	var he *graphql.HTTPError
+	var se *json.SyntaxError
+	var te *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &hs):
+		return &classified{ErrQuery, prefix + hs.Error()}
+	case errors.Is(err, errTooLarge):
+		return &classified{ErrQuery, fmt.Sprintf("%sresponse larger than %d bytes", prefix, c.opts.MaxBodyBytes)}
+	case errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil:
+		return &classified{ErrUnreachable, fmt.Sprintf("%stimeout after %s", prefix, c.opts.Timeout)}
+	case ctx.Err() != nil:
+		return &classified{ErrUnreachable, prefix + ctx.Err().Error()}
+	case errors.As(err, &gl):
+		msgs := make([]string, len(gl))
+		for i, e := range gl {
+			msgs[i] = e.Message
+		}
+		return &classified{ErrQuery, prefix + "GraphQL error: " + strings.Join(msgs, "; ")}
+	case errors.As(err, &he):
+		return &classified{ErrQuery, fmt.Sprintf("%sHTTP %d", prefix, he.StatusCode)}
+	case errors.As(err, &se), errors.As(err, &te), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
+		return &classified{ErrQuery, prefix + "malformed response: " + err.Error()}
+	case errors.Is(err, errMalformed):
+		return &classified{ErrQuery, prefix + err.Error()}
+	}
+	return &classified{ErrUnreachable, prefix + err.Error()}
+}
+
+var errMalformed = errors.New("malformed response")
+
+// transport is the genqlient Doer: per-request timeout, retries with
+// exponential backoff on connection errors and 5xx, a size limit on the
+// body, and a JSON content type.
+type transport struct {
+	c    *Client
+	http *http.Client
+}
+
+func (t *transport) Do(req *http.Request) (*http.Response, error) {
+	opts := t.c.opts
+	wait := opts.Backoff
+	for attempt := 0; ; attempt++ {
+		resp, cancel, err := t.once(req)
+		retry := false
+		switch {
+		case err != nil:
+			retry = req.Context().Err() == nil
+		case resp.StatusCode >= 500:
+			err = statusError(resp)
+			cancel()
+			retry = true
+		case resp.StatusCode != http.StatusOK:
+			err = statusError(resp)
+			cancel()
+		default:
+			if ct := resp.Header.Get("Content-Type"); !isJSON(ct) {
+				resp.Body.Close()
+				cancel()
+				return nil, fmt.Errorf("%w: content type %q, want application/json", errMalformed, ct)
+			}
+			resp.Body = &limitedBody{rc: resp.Body, left: opts.MaxBodyBytes, cancel: cancel}
+			return resp, nil
+		}
+		if !retry || attempt >= opts.Retries {
+			return nil, err
+		}
+		select {
+		case <-req.Context().Done():
+			return nil, err
+		case <-time.After(wait):
+		}
+		wait *= 2
+	}
+}
+
+// once sends one attempt with its own timeout; cancel releases it once the
+// body has been read.
+func (t *transport) once(req *http.Request) (*http.Response, context.CancelFunc, error) {
+	ctx, cancel := context.WithTimeout(req.Context(), t.c.opts.Timeout)
+	r := req.Clone(ctx)
+	if req.GetBody != nil {
+		body, err := req.GetBody()
+		if err != nil {
+			cancel()
+			return nil, nil, err
+		}
+		r.Body = body
+	}
+	resp, err := t.http.Do(r)
+	if err != nil {
+		cancel()
+		return nil, nil, err
+	}
+	return resp, cancel, nil
+}
+
+func statusError(resp *http.Response) error {
+	defer resp.Body.Close()
+	head, _ := io.ReadAll(io.LimitReader(resp.Body, 200))
+	return &httpStatusError{status: resp.StatusCode, body: strings.TrimSpace(string(head))}
+}
+
+func isJSON(ct string) bool {
+	mt, _, err := mime.ParseMediaType(ct)
+	return err == nil && (mt == "application/json" || mt == "application/graphql-response+json")
+}
+
+// limitedBody fails the read that goes past the limit, so that a huge
+// response is an error rather than a truncated document.
+type limitedBody struct {
+	rc     io.ReadCloser
+	left   int64
+	cancel context.CancelFunc
+}
+
+func (b *limitedBody) Read(p []byte) (int, error) {
+	if b.left <= 0 {
+		// One byte more tells a body of exactly the limit from a longer one.
+		var one [1]byte
+		if n, _ := b.rc.Read(one[:]); n > 0 {
+			return 0, errTooLarge
+		}
+		return 0, io.EOF
+	}
+	if int64(len(p)) > b.left {
+		p = p[:b.left]
+	}
+	n, err := b.rc.Read(p)
+	b.left -= int64(n)
+	return n, err
+}
+
+func (b *limitedBody) Close() error {
+	err := b.rc.Close()
+	b.cancel()
+	return err
+}

@@ -1,0 +1,340 @@
+package sabakan_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"encoding/pem"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/ckegen/ckegen/internal/dcgen"
+	"github.com/ckegen/ckegen/machine"
+	"github.com/ckegen/ckegen/sabakan"
+	"github.com/ckegen/ckegen/sabakan/server"
+)
+
+var now = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+func startServer(t testing.TB, ms []machine.Machine) (*httptest.Server, *server.Store) {
+	t.Helper()
+	store := server.NewStore(func() time.Time { return now })
+	if err := store.Load(ms); err != nil {
+		t.Fatal(err)
+	}
+	srv, err := server.New(store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(srv.Handler())
+	t.Cleanup(ts.Close)
+	return ts, store
+}
+
+func inventory() []machine.Machine {
+	m := func(serial, role string, state machine.State, labels ...machine.Label) machine.Machine {
+		return machine.Machine{
+			Spec: machine.Spec{Serial: serial, Role: role, Rack: 1, IPv4: []string{"10.0.0." + serial[1:]},
+				Labels: labels, RegisterDate: now, RetireDate: now.AddDate(5, 0, 0), BMC: machine.BMC{BMCType: "IPMI-2.0"}},
+			Status: machine.Status{State: state},
+		}
+	}
+	return []machine.Machine{
+		m("s1", "boot", machine.StateHealthy),
+		m("s2", "cs", machine.StateHealthy, machine.Label{Name: "dc", Value: "ty3"}),
+		m("s3", "cs", machine.StateRetired),
+		m("s4", "ss", machine.StateUnhealthy, machine.Label{Name: "dc", Value: "ty4"}),
+	}
+}
+
+// TestVariablesAgainstServer: each form of the user's variables, sent by
+// the real client to the compatible server over HTTP.
+func TestVariablesAgainstServer(t *testing.T) {
+	ts, _ := startServer(t, inventory())
+	c, err := sabakan.NewClient(ts.URL+"/graphql", sabakan.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct{ vars, want string }{
+		{`{}`, "s2 s4"}, // defaults: no boot, no RETIRED
+		{`{"having": {"roles": ["cs", "boot"]}}`, "s2"},          // notHaving default still applies
+		{`{"notHaving": null}`, "s1 s2 s3 s4"},                   // explicit null: no filter
+		{`{"notHaving": {}}`, "s1 s2 s3 s4"},                     // empty object: no filter
+		{`{"having": null, "notHaving": null}`, "s1 s2 s3 s4"},   // both null
+		{`{"notHaving": {"states": ["UNHEALTHY"]}}`, "s1 s2 s3"}, // replaces the default
+		{`{"having": {"labels": [{"name": "dc", "value": "ty3"}]}}`, "s2"},
+		{`{"having": {"racks": [1], "minDaysBeforeRetire": 1000}, "notHaving": {"roles": ["ss"]}}`, "s1 s2 s3"},
+		{`{"having": {"racks": [2]}, "notHaving": null}`, ""},
+	}
+	for _, cs := range cases {
+		v, err := sabakan.ParseVariables([]byte(cs.vars))
+		if err != nil {
+			t.Fatalf("%s: %v", cs.vars, err)
+		}
+		ms, err := c.SearchMachines(context.Background(), v)
+		if err != nil {
+			t.Fatalf("%s: %v", cs.vars, err)
+		}
+		var got []string
+		for _, m := range ms {
+			got = append(got, m.Spec.Serial)
+		}
+		if g := strings.Join(got, " "); g != cs.want {
+			t.Errorf("%s: got %q, want %q", cs.vars, g, cs.want)
+		}
+	}
+	// Machines come back whole.
+	v, _ := sabakan.ParseVariables([]byte(`{"having": {"labels": [{"name": "dc", "value": "ty3"}]}}`))
+	ms, err := c.SearchMachines(context.Background(), v)
+	if err != nil || len(ms) != 1 {
+		t.Fatal(ms, err)
+	}
+	m := ms[0]
+	if m.Spec.IPv4[0] != "10.0.0.2" || m.Spec.Role != "cs" || !m.Spec.RetireDate.Equal(now.AddDate(5, 0, 0)) ||
+		m.Spec.BMC.BMCType != "IPMI-2.0" || len(m.Spec.Labels) != 1 || m.Status.State != machine.StateHealthy || m.Status.Timestamp == nil {
+		t.Errorf("machine = %+v", m)
+	}
+}
+
+// TestVariablesOnTheWire: a left-out variable is not sent; null is sent as
+// an empty MachineParams object.
+func TestVariablesOnTheWire(t *testing.T) {
+	var last map[string]json.RawMessage
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var req struct {
+			Variables map[string]json.RawMessage `json:"variables"`
+		}
+		_ = json.NewDecoder(r.Body).Decode(&req)
+		last = req.Variables
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"data":{"searchMachines":[]}}`)
+	}))
+	defer ts.Close()
+	c, _ := sabakan.NewClient(ts.URL, sabakan.Options{})
+	cases := []struct{ vars, want string }{
+		{`{}`, `{}`},
+		{`{"having": {"roles": ["cs"]}}`, `{"having":{"racks":null,"roles":["cs"],"states":null,"minDaysBeforeRetire":null}}`},
+		{`{"notHaving": null}`, `{"notHaving":{"racks":null,"roles":null,"states":null,"minDaysBeforeRetire":null}}`},
+	}
+	for _, cs := range cases {
+		v, err := sabakan.ParseVariables([]byte(cs.vars))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.SearchMachines(context.Background(), v); err != nil {
+			t.Fatal(err)
+		}
+		got, _ := json.Marshal(last)
+		if last == nil {
+			got = []byte(`{}`)
+		}
+		if string(got) != cs.want {
+			t.Errorf("%s sent %s, want %s", cs.vars, got, cs.want)
+		}
+	}
+}
+
+func TestParseVariablesErrors(t *testing.T) {
+	cases := []struct{ in, want string }{
+		{`{"having": {"roles": ["cs"]}, "nothaving": {}}`, `unknown key "nothaving"`},
+		{`{"having": {"states": ["BROKEN"]}}`, `having.states[0]: unknown state "BROKEN"`},
+		{`{"having": {"states": ["healthy"]}}`, `unknown state "healthy"`},
+		{`{"notHaving": {"racks": ["1"]}}`, `notHaving.racks: cannot use a string`},
+		{`{"having": {"minDaysBeforeRetire": 1.5}}`, `having.minDaysBeforeRetire: cannot use a number`},
+		{`{"having": {"role": ["cs"]}}`, `having: unknown field "role"`},
+		{`{"having": {"labels": [{"name": "a"}]}}`, `having.labels[0]: want {"name": ..., "value": ...}`},
+		{`{"having": []}`, `having: cannot use a array`},
+		{`[]`, `want a JSON object`},
+		{`null`, `want a JSON object`},
+	}
+	for _, c := range cases {
+		_, err := sabakan.ParseVariables([]byte(c.in))
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("ParseVariables(%s) = %v, want an error containing %q", c.in, err, c.want)
+		}
+	}
+}
+
+// TestFaults: each failure of sabakan gives its documented error, never a
+// panic, with retries only where they can help.
+func TestFaults(t *testing.T) {
+	ok := `{"data":{"searchMachines":[]}}`
+	cases := []struct {
+		name     string
+		handler  func(n int32, w http.ResponseWriter)
+		opts     sabakan.Options
+		want     string
+		kind     error
+		requests int32
+	}{
+		{"slow response", func(n int32, w http.ResponseWriter) { time.Sleep(300 * time.Millisecond) },
+			sabakan.Options{Timeout: 50 * time.Millisecond, Retries: -1}, "timeout after 50ms", sabakan.ErrUnreachable, 1},
+		{"500 then success", func(n int32, w http.ResponseWriter) {
+			if n == 1 {
+				http.Error(w, "busy", 500)
+				return
+			}
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = io.WriteString(w, ok)
+		}, sabakan.Options{Backoff: time.Millisecond}, "", nil, 2},
+		{"503 every time", func(n int32, w http.ResponseWriter) { http.Error(w, strings.Repeat("x", 500), 503) },
+			sabakan.Options{Backoff: time.Millisecond, Retries: 2}, "HTTP 503: " + strings.Repeat("x", 200), sabakan.ErrQuery, 3},
+		{"400 is not retried", func(n int32, w http.ResponseWriter) { http.Error(w, "bad query", 400) },
+			sabakan.Options{Backoff: time.Millisecond}, "HTTP 400: bad query", sabakan.ErrQuery, 1},
+		{"422 is not retried", func(n int32, w http.ResponseWriter) {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(422)
+			_, _ = io.WriteString(w, `{"errors":[{"message":"invalid"}]}`)
+		}, sabakan.Options{Backoff: time.Millisecond}, `HTTP 422: {"errors":[{"message":"invalid"}]}`, sabakan.ErrQuery, 1},
+		{"GraphQL errors", func(n int32, w http.ResponseWriter) {
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = io.WriteString(w, `{"errors":[{"message":"boom"},{"message":"bang"}],"data":null}`)
+		}, sabakan.Options{}, "GraphQL error: boom; bang", sabakan.ErrQuery, 1},
+		{"truncated JSON", func(n int32, w http.ResponseWriter) {
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = io.WriteString(w, `{"data":{"searchMachines":[{"spec":`)
+		}, sabakan.Options{}, "malformed response", sabakan.ErrQuery, 1},
+		{"wrong content type", func(n int32, w http.ResponseWriter) {
+			w.Header().Set("Content-Type", "text/html")
+			_, _ = io.WriteString(w, "<html>")
+		}, sabakan.Options{}, `malformed response: content type "text/html"`, sabakan.ErrQuery, 1},
+		{"oversized body", func(n int32, w http.ResponseWriter) {
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = io.WriteString(w, `{"data":{"searchMachines":[]},"x":"`+strings.Repeat("y", 4096)+`"}`)
+		}, sabakan.Options{MaxBodyBytes: 1024}, "response larger than 1024 bytes", sabakan.ErrQuery, 1},
+		{"not a searchMachines result", func(n int32, w http.ResponseWriter) {
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = io.WriteString(w, `{"data":{"searchMachines":[{"spec":{"serial":"a"},"status":{"state":"ODD"}}]}}`)
+		}, sabakan.Options{}, `malformed response: machines[0] (serial a): status.state: unknown state "ODD"`, sabakan.ErrQuery, 1},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var n atomic.Int32
+			ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				c.handler(n.Add(1), w)
+			}))
+			defer ts.Close()
+			cl, err := sabakan.NewClient(ts.URL+"/graphql", c.opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = cl.SearchMachines(context.Background(), sabakan.Variables{})
+			switch {
+			case c.want == "" && err != nil:
+				t.Errorf("unexpected error: %v", err)
+			case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
+				t.Errorf("error %v, want one containing %q", err, c.want)
+			case c.kind != nil && !errors.Is(err, c.kind):
+				t.Errorf("error %v is not %v", err, c.kind)
+			}
+			if err != nil && !strings.HasPrefix(err.Error(), "sabakan at "+ts.URL+"/graphql: ") {
+				t.Errorf("error %q does not name the URL", err)
+			}
+			if got := n.Load(); got != c.requests {
+				t.Errorf("%d requests, want %d", got, c.requests)
+			}
+		})
+	}
+}
+
+func TestConnectionRefusedRetriesThenFails(t *testing.T) {
+	ts := httptest.NewServer(http.NotFoundHandler())
+	url := ts.URL
+	ts.Close()
+	cl, _ := sabakan.NewClient(url+"/graphql", sabakan.Options{Backoff: time.Millisecond, Retries: 2})
+	start := time.Now()
+	_, err := cl.SearchMachines(context.Background(), sabakan.Variables{})
+	if !errors.Is(err, sabakan.ErrUnreachable) || !strings.Contains(err.Error(), "connection refused") {
+		t.Errorf("error %v, want unreachable: connection refused", err)
+	}
+	if time.Since(start) < 3*time.Millisecond {
+		t.Error("no backoff between retries")
+	}
+}
+
+func TestContextCancelled(t *testing.T) {
+	release := make(chan struct{})
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-r.Context().Done():
+		case <-release:
+		}
+	}))
+	defer ts.Close()
+	defer close(release)
+	cl, _ := sabakan.NewClient(ts.URL, sabakan.Options{})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	if _, err := cl.SearchMachines(ctx, sabakan.Variables{}); !errors.Is(err, sabakan.ErrUnreachable) {
+		t.Errorf("error %v, want unreachable", err)
+	}
+}
+
+func TestTLSOptionsErrors(t *testing.T) {
+	if _, err := sabakan.NewClient("https://x/graphql", sabakan.Options{CAFile: "/nonexistent"}); err == nil {
+		t.Error("a missing CA file was accepted")
+	}
+	if _, err := sabakan.NewClient("https://x/graphql", sabakan.Options{CertFile: "/nonexistent", KeyFile: "/nonexistent"}); err == nil {
+		t.Error("a missing client certificate was accepted")
+	}
+}
+
+func TestHTTPSWithCustomCA(t *testing.T) {
+	ts := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"data":{"searchMachines":[]}}`)
+	}))
+	defer ts.Close()
+	ca := t.TempDir() + "/ca.pem"
+	if err := writePEM(ca, ts.Certificate().Raw); err != nil {
+		t.Fatal(err)
+	}
+	cl, err := sabakan.NewClient(ts.URL+"/graphql", sabakan.Options{CAFile: ca})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cl.SearchMachines(context.Background(), sabakan.Variables{}); err != nil {
+		t.Errorf("HTTPS with the server's CA: %v", err)
+	}
+	plain, _ := sabakan.NewClient(ts.URL+"/graphql", sabakan.Options{Retries: -1})
+	if _, err := plain.SearchMachines(context.Background(), sabakan.Variables{}); err == nil {
+		t.Error("HTTPS without the CA succeeded")
+	}
+}
+
+// BenchmarkSearch20000: one searchMachines call returning 20,000 machines,
+// from HTTP to []machine.Machine.
+func BenchmarkSearch20000(b *testing.B) {
+	o := dcgen.Default(now)
+	o.Racks, o.PerRack = 500, 40
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(map[string]any{"data": map[string]any{"searchMachines": dcgen.Machines(o)}}); err != nil {
+		b.Fatal(err)
+	}
+	body := buf.Bytes()
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write(body)
+	}))
+	defer ts.Close()
+	cl, _ := sabakan.NewClient(ts.URL+"/graphql", sabakan.Options{})
+	b.SetBytes(int64(len(body)))
+	b.ReportAllocs()
+	for b.Loop() {
+		ms, err := cl.SearchMachines(context.Background(), sabakan.Variables{})
+		if err != nil || len(ms) != 20000 {
+			b.Fatal(len(ms), err)
+		}
+	}
+}
+
+func writePEM(path string, der []byte) error {
+	return os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o644)
+}

@@ -1,0 +1,256 @@
+package server
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ckegen/ckegen/machine"
+)
+
+var now = time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+
+func mk(serial string, rack int, role string, state machine.State, retireDays int, labels ...machine.Label) machine.Machine {
+	return machine.Machine{
+		Spec: machine.Spec{
+			Serial: serial, Rack: rack, Role: role, Labels: labels,
+			IPv4:         []string{fmt.Sprintf("10.0.%d.%d", rack, len(serial))},
+			RegisterDate: now.AddDate(-1, 0, 0),
+			RetireDate:   now.Add(time.Duration(retireDays) * 24 * time.Hour),
+		},
+		Status: machine.Status{State: state},
+	}
+}
+
+func lbl(n, v string) machine.Label { return machine.Label{Name: n, Value: v} }
+
+func testStore(t *testing.T) *Store {
+	t.Helper()
+	s := NewStore(func() time.Time { return now })
+	err := s.Load([]machine.Machine{
+		mk("c1", 1, "cs", machine.StateHealthy, 100, lbl("dc", "ty3"), lbl("gpu", "yes")),
+		mk("a1", 1, "boot", machine.StateHealthy, 100),
+		mk("b2", 2, "cs", machine.StateRetired, -5, lbl("dc", "ty3")),
+		mk("d2", 2, "ss", machine.StateUnreachable, 10, lbl("dc", "ty4")),
+		mk("e3", 3, "ss", machine.StateHealthy, 9),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func ip(n int) *int { return &n }
+
+func TestSearchMatching(t *testing.T) {
+	s := testStore(t)
+	cases := []struct {
+		name              string
+		having, notHaving *Query
+		want              string
+	}{
+		{"no conditions", nil, nil, "a1 b2 c1 d2 e3"},
+		{"empty params match all", &Query{}, &Query{}, "a1 b2 c1 d2 e3"},
+		{"empty lists are no condition", &Query{Racks: []int{}, Roles: []string{}, States: []machine.State{}, Labels: []machine.Label{}}, &Query{Racks: []int{}}, "a1 b2 c1 d2 e3"},
+		{"having labels: all must match", &Query{Labels: []machine.Label{lbl("dc", "ty3"), lbl("gpu", "yes")}}, nil, "c1"},
+		{"having one label", &Query{Labels: []machine.Label{lbl("dc", "ty3")}}, nil, "b2 c1"},
+		{"notHaving labels: any excludes", nil, &Query{Labels: []machine.Label{lbl("dc", "ty4"), lbl("gpu", "yes")}}, "a1 b2 e3"},
+		{"label value must match", &Query{Labels: []machine.Label{lbl("dc", "ty5")}}, nil, ""},
+		{"racks OR", &Query{Racks: []int{1, 3}}, nil, "a1 c1 e3"},
+		{"notHaving racks", nil, &Query{Racks: []int{1}}, "b2 d2 e3"},
+		{"roles", &Query{Roles: []string{"ss"}}, nil, "d2 e3"},
+		{"states", &Query{States: []machine.State{machine.StateHealthy, machine.StateRetired}}, nil, "a1 b2 c1 e3"},
+		{"having conditions AND", &Query{Racks: []int{2}, Roles: []string{"cs"}}, nil, "b2"},
+		{"default notHaving: boot and RETIRED each excluded", nil, &Query{Roles: []string{"boot"}, States: []machine.State{machine.StateRetired}}, "c1 d2 e3"},
+		{"having and notHaving", &Query{Roles: []string{"cs", "ss"}}, &Query{States: []machine.State{machine.StateUnreachable}}, "b2 c1 e3"},
+		// e3 has 9 days left, d2 10, b2 -5.
+		{"minDays having: days >= N (at boundary)", &Query{MinDaysBeforeRetire: ip(10)}, nil, "a1 c1 d2"},
+		{"minDays having: just above", &Query{MinDaysBeforeRetire: ip(11)}, nil, "a1 c1"},
+		{"minDays notHaving: days < N kept (at boundary)", nil, &Query{MinDaysBeforeRetire: ip(10)}, "b2 e3"},
+		{"minDays notHaving: just below", nil, &Query{MinDaysBeforeRetire: ip(9)}, "b2"},
+		{"minDays negative", &Query{MinDaysBeforeRetire: ip(-5)}, nil, "a1 b2 c1 d2 e3"},
+		{"minDays zero", &Query{MinDaysBeforeRetire: ip(0)}, nil, "a1 c1 d2 e3"},
+		{"no match gives empty", &Query{Roles: []string{"gpu"}}, nil, ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got := s.Search(c.having, c.notHaving)
+			if got == nil {
+				t.Fatal("Search returned nil, want an empty list")
+			}
+			var serials []string
+			for _, m := range got {
+				serials = append(serials, m.Spec.Serial)
+			}
+			if g := strings.Join(serials, " "); g != c.want {
+				t.Errorf("got %q, want %q", g, c.want)
+			}
+		})
+	}
+}
+
+func TestLifetimeDaysTruncated(t *testing.T) {
+	s := NewStore(func() time.Time { return now })
+	m := mk("x", 1, "cs", machine.StateHealthy, 0)
+	m.Spec.RetireDate = now.Add(10*24*time.Hour - time.Second) // 9.99 days: 9
+	if err := s.Load([]machine.Machine{m}); err != nil {
+		t.Fatal(err)
+	}
+	if got := s.Search(&Query{MinDaysBeforeRetire: ip(10)}, nil); len(got) != 0 {
+		t.Error("9.99 days counted as 10")
+	}
+	if got := s.Search(&Query{MinDaysBeforeRetire: ip(9)}, nil); len(got) != 1 {
+		t.Error("9.99 days not counted as 9")
+	}
+}
+
+// TestLifecycle tries every pair of states.
+func TestLifecycle(t *testing.T) {
+	allowed := map[machine.State][]machine.State{
+		machine.StateUninitialized: {machine.StateHealthy, machine.StateRetiring},
+		machine.StateHealthy:       {machine.StateUnhealthy, machine.StateUnreachable, machine.StateUpdating, machine.StateRetiring},
+		machine.StateUnhealthy:     {machine.StateHealthy, machine.StateUnreachable, machine.StateUpdating, machine.StateRetiring},
+		machine.StateUnreachable:   {machine.StateHealthy, machine.StateUnhealthy, machine.StateUpdating, machine.StateRetiring},
+		machine.StateUpdating:      {machine.StateUninitialized},
+		machine.StateRetiring:      {machine.StateRetired},
+		machine.StateRetired:       {machine.StateUninitialized},
+	}
+	for _, from := range machine.States {
+		for _, to := range machine.States {
+			clock := now
+			s := NewStore(func() time.Time { return clock })
+			if err := s.Load([]machine.Machine{mk("m", 1, "cs", from, 100)}); err != nil {
+				t.Fatal(err)
+			}
+			clock = clock.Add(time.Minute)
+			m, err := s.SetState("m", to)
+			want := from == to || slices.Contains(allowed[from], to)
+			switch {
+			case want && err != nil:
+				t.Errorf("%s -> %s refused: %v", from, to, err)
+			case !want && !errors.Is(err, ErrBadRequest):
+				t.Errorf("%s -> %s: error %v, want a refusal", from, to, err)
+			case want && from == to && m.Status.Duration != 60:
+				t.Errorf("%s -> %s (same state) reset the duration to %v", from, to, m.Status.Duration)
+			case want && from != to && m.Status.Duration != 0:
+				t.Errorf("%s -> %s: duration %v, want 0", from, to, m.Status.Duration)
+			}
+			if got, _ := s.Get("m"); !want && got.Status.State != from {
+				t.Errorf("%s -> %s refused but the state changed to %s", from, to, got.Status.State)
+			}
+		}
+	}
+}
+
+func TestDurationCounts(t *testing.T) {
+	clock := now
+	s := NewStore(func() time.Time { return clock })
+	m := mk("m", 1, "cs", machine.StateHealthy, 100)
+	m.Status.Duration = 30
+	if err := s.Load([]machine.Machine{m}); err != nil {
+		t.Fatal(err)
+	}
+	clock = clock.Add(90 * time.Second)
+	got, _ := s.Get("m")
+	if got.Status.Duration != 120 || !got.Status.Timestamp.Equal(now.Add(-30*time.Second)) {
+		t.Errorf("duration %v timestamp %v, want 120 and %v", got.Status.Duration, got.Status.Timestamp, now.Add(-30*time.Second))
+	}
+}
+
+func do(t *testing.T, h http.Handler, method, path, body string) (int, string) {
+	t.Helper()
+	req := httptest.NewRequest(method, path, strings.NewReader(body))
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, req)
+	return w.Code, strings.TrimSpace(w.Body.String())
+}
+
+func TestREST(t *testing.T) {
+	clock := now
+	store := NewStore(func() time.Time { return clock })
+	srv, err := New(store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := srv.Handler()
+	steps := []struct {
+		method, path, body string
+		code               int
+		want               string
+	}{
+		{"POST", "/api/v1/machines", `[{"serial":"s1","labels":{"dc":"ty3"},"rack":2,"role":"cs","bmc":{"type":"IPMI-2.0"}},{"serial":"s2","rack":2,"role":"ss","bmc":{"type":"iDRAC-9"},"retire-date":"2030-01-01T00:00:00Z"}]`, 201, ""},
+		{"POST", "/api/v1/machines", `[{"serial":"s3","rack":1,"role":"cs","bmc":{"type":"x"}},{"serial":"s1","rack":1,"role":"cs","bmc":{"type":"x"}}]`, 409, "already registered"},
+		{"GET", "/api/v1/state/s3", "", 404, "not found"}, // a refused batch registers nothing
+		{"POST", "/api/v1/machines", `[{"serial":"s4","rack":1,"bmc":{"type":"x"}}]`, 400, "role"},
+		{"POST", "/api/v1/machines", `[{"serial":"s4","rack":1,"role":"cs","bmc":{"type":"x"},"extra":1}]`, 400, "unknown field"},
+		{"GET", "/api/v1/state/s1", "", 200, "uninitialized"},
+		{"PUT", "/api/v1/state/s1", "healthy", 200, ""},
+		{"PUT", "/api/v1/state/s1", "HEALTHY", 400, "lower-case"},
+		{"PUT", "/api/v1/state/s1", "retired", 400, "forbidden"},
+		{"PUT", "/api/v1/state/nope", "healthy", 404, "not found"},
+		{"GET", "/api/v1/state/s1", "", 200, "healthy"},
+		{"PUT", "/api/v1/retire-date/s1", "2031-02-03T04:05:06Z", 200, ""},
+		{"PUT", "/api/v1/retire-date/s1", "tomorrow", 400, "RFC3339"},
+		{"PUT", "/api/v1/labels/s1/product", "R630", 200, ""},
+		{"DELETE", "/api/v1/machines/s1", "", 400, "only RETIRED"},
+		{"PUT", "/api/v1/state/s2", "retiring", 200, ""},
+		{"PUT", "/api/v1/state/s2", "retired", 200, ""},
+		{"DELETE", "/api/v1/machines/s2", "", 200, ""},
+		{"DELETE", "/api/v1/machines/s2", "", 404, "not found"},
+	}
+	for _, st := range steps {
+		code, body := do(t, h, st.method, st.path, st.body)
+		if code != st.code || !strings.Contains(body, st.want) {
+			t.Errorf("%s %s %q: %d %q, want %d containing %q", st.method, st.path, st.body, code, body, st.code, st.want)
+		}
+	}
+	m, err := store.Get("s1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Spec.IPv4[0] != "10.0.2.1" || m.Spec.IndexInRack != 1 || !m.Spec.RegisterDate.Equal(now) ||
+		!m.Spec.RetireDate.Equal(time.Date(2031, 2, 3, 4, 5, 6, 0, time.UTC)) ||
+		!slices.Equal(m.Spec.Labels, []machine.Label{lbl("dc", "ty3"), lbl("product", "R630")}) || m.Spec.BMC.BMCType != "IPMI-2.0" {
+		t.Errorf("s1 = %+v", m.Spec)
+	}
+}
+
+func TestGraphQLRequestErrors(t *testing.T) {
+	srv, err := New(testStore(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := srv.Handler()
+	post := func(body, ct string) (int, string) {
+		req := httptest.NewRequest("POST", "/graphql", strings.NewReader(body))
+		req.Header.Set("Content-Type", ct)
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, req)
+		return w.Code, w.Body.String()
+	}
+	cases := []struct {
+		body, ct string
+		code     int
+		want     string
+	}{
+		{`{"query":"query($s: [MachineState!]) { searchMachines(having: {states: $s}) { spec { serial } } }","variables":{"s":["BROKEN"]}}`, "application/json", 422, "BROKEN"},
+		{`{"query":"{ searchMachines { spec { nope } } }"}`, "application/json", 422, "nope"},
+		{`{"query":"{ machine(serial: \"zz\") { spec { serial } } }"}`, "application/json", 200, `"errors"`},
+		{`{"query":"mutation { setMachineState(serial: \"e3\", state: RETIRED) { state } }"}`, "application/json", 200, "forbidden"},
+		{`{"query":"mutation { setMachineState(serial: \"e3\", state: UNHEALTHY) { state } }"}`, "application/json", 200, `"state":"UNHEALTHY"`},
+		{`{"query":"{ machine(serial: \"c1\") { spec { labels { name value } } } }"}`, "application/json", 200, `{"name":"dc","value":"ty3"}`},
+		{`not json`, "application/json", 400, "could not be decoded"},
+		{`{"query":"{ searchMachines { spec { serial } } }"}`, "text/plain", 415, "application/json"},
+	}
+	for _, c := range cases {
+		code, body := post(c.body, c.ct)
+		if code != c.code || !strings.Contains(body, c.want) {
+			t.Errorf("%s: %d %s, want %d containing %q", c.body, code, body, c.code, c.want)
+		}
+	}
+}
