@@ -1,0 +1,58 @@
+// Package etcdtest runs a real embedded etcd for tests.
+package etcdtest
+
+import (
+	"fmt"
+	"net"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/ckegen/ckegen/internal/embedded"
+)
+
+// FreePort returns a loopback port that was free a moment ago.
+func FreePort(t testing.TB) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// Start starts an embedded etcd for the test and returns its client URL;
+// both are stopped when the test ends.
+func Start(t testing.TB) string {
+	t.Helper()
+	url := fmt.Sprintf("http://127.0.0.1:%d", FreePort(t))
+	e, err := embedded.Start(embedded.Options{
+		Dir:       t.TempDir(),
+		ClientURL: url,
+		PeerURL:   fmt.Sprintf("http://127.0.0.1:%d", FreePort(t)),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(e.Close)
+	return url
+}
+
+// Client returns a client of a new embedded etcd.
+func Client(t testing.TB) *clientv3.Client {
+	t.Helper()
+	return Connect(t, Start(t))
+}
+
+// Connect returns a client of the etcd at url, closed when the test ends.
+func Connect(t testing.TB, url string) *clientv3.Client {
+	t.Helper()
+	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{url}, DialTimeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cli.Close() })
+	return cli
+}

@@ -1,0 +1,388 @@
+// Package storage keeps ckegen's state in etcd with CKE's key layout, so
+// that CKE's own tools read what ckegen writes.
+package storage
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/ckegen/ckegen/cluster"
+	"github.com/ckegen/ckegen/constraints"
+)
+
+// Keys, relative to the prefix (CKE's layout; the last three are ckegen's
+// own, under sabakan/ where CKE keeps nothing of that name).
+const (
+	KeyCluster               = "cluster"
+	KeyClusterRevision       = "cluster-revision"
+	KeyConstraints           = "constraints"
+	KeySabakanURL            = "sabakan/url"
+	KeySabakanTemplate       = "sabakan/template"
+	KeySabakanQueryVariables = "sabakan/query-variables"
+	KeySabakanDisabled       = "sabakan/disabled"
+	KeyLeader                = "leader/"
+	KeyRebootsData           = "reboots/data/"
+	KeySabakanStatus         = "sabakan/status"
+	KeySabakanHistory        = "sabakan/history/"
+)
+
+// DefaultPrefix is CKE's default key prefix.
+const DefaultPrefix = "/cke/"
+
+// HistoryLimit is how many applied changes are kept.
+const HistoryLimit = 100
+
+// Sentinel errors; compare with errors.Is.
+var (
+	// ErrNotFound: the key does not exist.
+	ErrNotFound = errors.New("not found")
+	// ErrNoLeader: the write was refused because this process no longer
+	// holds leadership.
+	ErrNoLeader = errors.New("lost leadership")
+	// ErrConflict: the cluster changed since it was read.
+	ErrConflict = errors.New("cluster changed since it was read")
+)
+
+// Storage reads and writes the keys under one prefix.
+type Storage struct {
+	Client *clientv3.Client
+	Prefix string
+}
+
+// New returns a Storage; prefix "" means DefaultPrefix. The prefix always
+// ends with "/".
+func New(cli *clientv3.Client, prefix string) Storage {
+	if prefix == "" {
+		prefix = DefaultPrefix
+	}
+	if !strings.HasSuffix(prefix, "/") {
+		prefix += "/"
+	}
+	return Storage{Client: cli, Prefix: prefix}
+}
+
+// Key returns the full etcd key of k.
+func (s Storage) Key(k string) string { return s.Prefix + k }
+
+// get returns a key's value and mod revision, or ErrNotFound.
+func (s Storage) get(ctx context.Context, k string) ([]byte, int64, error) {
+	resp, err := s.Client.Get(ctx, s.Key(k))
+	if err != nil {
+		return nil, 0, err
+	}
+	if len(resp.Kvs) == 0 {
+		return nil, 0, fmt.Errorf("%s: %w", k, ErrNotFound)
+	}
+	return resp.Kvs[0].Value, resp.Kvs[0].ModRevision, nil
+}
+
+func (s Storage) put(ctx context.Context, k string, v []byte) error {
+	_, err := s.Client.Put(ctx, s.Key(k), string(v))
+	return err
+}
+
+// GetCluster returns the current cluster and the mod revision of its key
+// (for the guarded write), or ErrNotFound.
+func (s Storage) GetCluster(ctx context.Context) (*cluster.Cluster, int64, error) {
+	data, rev, err := s.get(ctx, KeyCluster)
+	if err != nil {
+		return nil, 0, err
+	}
+	c, err := cluster.Parse(data)
+	if err != nil {
+		return nil, rev, fmt.Errorf("stored cluster: %w", err)
+	}
+	return c, rev, nil
+}
+
+// GetClusterRaw returns the stored cluster as stored (JSON).
+func (s Storage) GetClusterRaw(ctx context.Context) ([]byte, error) {
+	data, _, err := s.get(ctx, KeyCluster)
+	return data, err
+}
+
+// GetClusterRevision returns the template revision the cluster was built
+// from; 0 when unset.
+func (s Storage) GetClusterRevision(ctx context.Context) (int64, error) {
+	data, _, err := s.get(ctx, KeyClusterRevision)
+	if errors.Is(err, ErrNotFound) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	rev, err := strconv.ParseInt(string(data), 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("%s: not a decimal revision: %q", KeyClusterRevision, data)
+	}
+	return rev, nil
+}
+
+// PutCluster writes the cluster and the template revision it was built
+// from in one transaction that succeeds only while leaderKey exists and the
+// cluster key's mod revision is still clusterRev (0: the key must not
+// exist). It returns ErrNoLeader or ErrConflict when refused.
+func (s Storage) PutCluster(ctx context.Context, leaderKey string, data []byte, clusterRev, templateRev int64) error {
+	resp, err := s.Client.Txn(ctx).
+		If(
+			clientv3.Compare(clientv3.CreateRevision(leaderKey), ">", 0),
+			clientv3.Compare(clientv3.ModRevision(s.Key(KeyCluster)), "=", clusterRev),
+		).
+		Then(
+			clientv3.OpPut(s.Key(KeyCluster), string(data)),
+			clientv3.OpPut(s.Key(KeyClusterRevision), strconv.FormatInt(templateRev, 10)),
+		).
+		Else(clientv3.OpGet(leaderKey, clientv3.WithCountOnly())).
+		Commit()
+	if err != nil {
+		return err
+	}
+	if resp.Succeeded {
+		return nil
+	}
+	if resp.Responses[0].GetResponseRange().Count == 0 {
+		return ErrNoLeader
+	}
+	return ErrConflict
+}
+
+// GetTemplate returns the stored template (JSON) and its mod revision.
+func (s Storage) GetTemplate(ctx context.Context) ([]byte, int64, error) {
+	return s.get(ctx, KeySabakanTemplate)
+}
+
+// SetTemplate stores a template (JSON, validated by the caller).
+func (s Storage) SetTemplate(ctx context.Context, data []byte) error {
+	return s.put(ctx, KeySabakanTemplate, data)
+}
+
+// GetURL returns sabakan's GraphQL URL.
+func (s Storage) GetURL(ctx context.Context) (string, error) {
+	data, _, err := s.get(ctx, KeySabakanURL)
+	return string(data), err
+}
+
+// SetURL stores sabakan's GraphQL URL.
+func (s Storage) SetURL(ctx context.Context, url string) error {
+	return s.put(ctx, KeySabakanURL, []byte(url))
+}
+
+// GetQueryVariables returns the user's variables as given.
+func (s Storage) GetQueryVariables(ctx context.Context) ([]byte, error) {
+	data, _, err := s.get(ctx, KeySabakanQueryVariables)
+	return data, err
+}
+
+// SetQueryVariables stores the user's variables as given.
+func (s Storage) SetQueryVariables(ctx context.Context, data []byte) error {
+	return s.put(ctx, KeySabakanQueryVariables, data)
+}
+
+// GetConstraints returns the constraints; defaults when unset.
+func (s Storage) GetConstraints(ctx context.Context) (constraints.Constraints, error) {
+	data, _, err := s.get(ctx, KeyConstraints)
+	if errors.Is(err, ErrNotFound) {
+		return constraints.Default(), nil
+	}
+	if err != nil {
+		return constraints.Constraints{}, err
+	}
+	c, err := constraints.Parse(data)
+	if err != nil {
+		return c, fmt.Errorf("stored %w", err)
+	}
+	return c, nil
+}
+
+// SetConstraints stores constraints (validated by the caller).
+func (s Storage) SetConstraints(ctx context.Context, c constraints.Constraints) error {
+	data, err := json.Marshal(c)
+	if err != nil {
+		return err
+	}
+	return s.put(ctx, KeyConstraints, data)
+}
+
+// IsDisabled reports whether the integration is disabled (false when
+// unset).
+func (s Storage) IsDisabled(ctx context.Context) (bool, error) {
+	data, _, err := s.get(ctx, KeySabakanDisabled)
+	if errors.Is(err, ErrNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	switch string(data) {
+	case "true":
+		return true, nil
+	case "false":
+		return false, nil
+	}
+	return false, fmt.Errorf("%s: want true or false, got %q", KeySabakanDisabled, data)
+}
+
+// SetDisabled stores the disabled flag.
+func (s Storage) SetDisabled(ctx context.Context, disabled bool) error {
+	return s.put(ctx, KeySabakanDisabled, []byte(strconv.FormatBool(disabled)))
+}
+
+// RebootEntry is the part of a CKE reboot queue entry ckegen reads.
+type RebootEntry struct {
+	Index  int64  `json:"index"`
+	Node   string `json:"node"`
+	Status string `json:"status"`
+}
+
+// RebootingNodes returns the addresses of nodes that CKE's reboot queue
+// marks as draining or rebooting. Entries that do not parse are skipped:
+// the queue is CKE's, and a bad entry must not stop ckegen.
+func (s Storage) RebootingNodes(ctx context.Context) (map[string]bool, error) {
+	resp, err := s.Client.Get(ctx, s.Key(KeyRebootsData), clientv3.WithPrefix())
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]bool{}
+	for _, kv := range resp.Kvs {
+		var e RebootEntry
+		if json.Unmarshal(kv.Value, &e) != nil {
+			continue
+		}
+		if e.Status == "draining" || e.Status == "rebooting" {
+			out[e.Node] = true
+		}
+	}
+	return out, nil
+}
+
+// Status is the result of the last tick (sabakan/status).
+type Status struct {
+	Result              string    `json:"result"` // ok, failing or disabled
+	Reason              string    `json:"reason,omitempty"`
+	Message             string    `json:"message,omitempty"`
+	Since               time.Time `json:"since"`
+	Time                time.Time `json:"time"`
+	ConsecutiveFailures int       `json:"consecutiveFailures"`
+	LastSuccess         time.Time `json:"lastSuccess,omitzero"`
+	LastOp              string    `json:"lastOp,omitempty"`
+	LastChanges         []Change  `json:"lastChanges,omitempty"`
+	Leader              string    `json:"leader,omitempty"`
+}
+
+// Change is one change of a decision, as status and history keep it.
+type Change struct {
+	Action  string `json:"action"`
+	Address string `json:"address"`
+	Serial  string `json:"serial,omitempty"`
+	Score   *int   `json:"score"`
+	Reason  string `json:"reason"`
+}
+
+// GetStatus returns the last tick's status, or ErrNotFound.
+func (s Storage) GetStatus(ctx context.Context) (Status, error) {
+	var st Status
+	data, _, err := s.get(ctx, KeySabakanStatus)
+	if err != nil {
+		return st, err
+	}
+	if err := json.Unmarshal(data, &st); err != nil {
+		return st, fmt.Errorf("%s: %w", KeySabakanStatus, err)
+	}
+	return st, nil
+}
+
+// PutStatus stores the status while leaderKey exists.
+func (s Storage) PutStatus(ctx context.Context, leaderKey string, st Status) error {
+	data, err := json.Marshal(st)
+	if err != nil {
+		return err
+	}
+	return s.leaderPut(ctx, leaderKey, KeySabakanStatus, data)
+}
+
+func (s Storage) leaderPut(ctx context.Context, leaderKey, k string, data []byte) error {
+	resp, err := s.Client.Txn(ctx).
+		If(clientv3.Compare(clientv3.CreateRevision(leaderKey), ">", 0)).
+		Then(clientv3.OpPut(s.Key(k), string(data))).
+		Commit()
+	if err != nil {
+		return err
+	}
+	if !resp.Succeeded {
+		return ErrNoLeader
+	}
+	return nil
+}
+
+// HistoryEntry is one applied change of the cluster (sabakan/history/<id>).
+type HistoryEntry struct {
+	ID               string    `json:"id"`
+	Time             time.Time `json:"time"`
+	Op               string    `json:"op"`
+	Changes          []Change  `json:"changes"`
+	TemplateRevision int64     `json:"templateRevision"`
+	ClusterRevision  int64     `json:"clusterRevision"`
+}
+
+// AddHistory appends an entry, named after the etcd revision of the
+// cluster write so that keys sort by time, and drops the oldest beyond
+// HistoryLimit.
+func (s Storage) AddHistory(ctx context.Context, leaderKey string, e HistoryEntry) error {
+	e.ID = fmt.Sprintf("%016x", e.ClusterRevision)
+	data, err := json.Marshal(e)
+	if err != nil {
+		return err
+	}
+	if err := s.leaderPut(ctx, leaderKey, KeySabakanHistory+e.ID, data); err != nil {
+		return err
+	}
+	resp, err := s.Client.Get(ctx, s.Key(KeySabakanHistory), clientv3.WithPrefix(), clientv3.WithKeysOnly(),
+		clientv3.WithSort(clientv3.SortByKey, clientv3.SortAscend))
+	if err != nil {
+		return err
+	}
+	for i := 0; i < len(resp.Kvs)-HistoryLimit; i++ {
+		if _, err := s.Client.Delete(ctx, string(resp.Kvs[i].Key)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// History returns the kept entries, oldest first.
+func (s Storage) History(ctx context.Context) ([]HistoryEntry, error) {
+	resp, err := s.Client.Get(ctx, s.Key(KeySabakanHistory), clientv3.WithPrefix(),
+		clientv3.WithSort(clientv3.SortByKey, clientv3.SortAscend))
+	if err != nil {
+		return nil, err
+	}
+	out := make([]HistoryEntry, 0, len(resp.Kvs))
+	for _, kv := range resp.Kvs {
+		var e HistoryEntry
+		if err := json.Unmarshal(kv.Value, &e); err != nil {
+			return nil, fmt.Errorf("%s: %w", kv.Key, err)
+		}
+		out = append(out, e)
+	}
+	return out, nil
+}
+
+// Leader returns the value of the current leader's election key (the
+// leader's name), or ErrNotFound.
+func (s Storage) Leader(ctx context.Context) (string, error) {
+	resp, err := s.Client.Get(ctx, s.Key(KeyLeader), clientv3.WithFirstCreate()...)
+	if err != nil {
+		return "", err
+	}
+	if len(resp.Kvs) == 0 {
+		return "", fmt.Errorf("leader: %w", ErrNotFound)
+	}
+	return string(resp.Kvs[0].Value), nil
+}
