@@ -48,6 +48,8 @@ var (
 	ErrNoLeader = errors.New("lost leadership")
 	// ErrConflict: the cluster changed since it was read.
 	ErrConflict = errors.New("cluster changed since it was read")
+	// ErrInvalid: a stored value does not parse or validate.
+	ErrInvalid = errors.New("invalid stored value")
 )
 
 // Storage reads and writes the keys under one prefix.
@@ -128,8 +130,9 @@ func (s Storage) GetClusterRevision(ctx context.Context) (int64, error) {
 // PutCluster writes the cluster and the template revision it was built
 // from in one transaction that succeeds only while leaderKey exists and the
 // cluster key's mod revision is still clusterRev (0: the key must not
-// exist). It returns ErrNoLeader or ErrConflict when refused.
-func (s Storage) PutCluster(ctx context.Context, leaderKey string, data []byte, clusterRev, templateRev int64) error {
+// exist). It returns the etcd revision of the write, or ErrNoLeader or
+// ErrConflict when refused.
+func (s Storage) PutCluster(ctx context.Context, leaderKey string, data []byte, clusterRev, templateRev int64) (int64, error) {
 	resp, err := s.Client.Txn(ctx).
 		If(
 			clientv3.Compare(clientv3.CreateRevision(leaderKey), ">", 0),
@@ -142,15 +145,15 @@ func (s Storage) PutCluster(ctx context.Context, leaderKey string, data []byte, 
 		Else(clientv3.OpGet(leaderKey, clientv3.WithCountOnly())).
 		Commit()
 	if err != nil {
-		return err
+		return 0, err
 	}
 	if resp.Succeeded {
-		return nil
+		return resp.Header.Revision, nil
 	}
 	if resp.Responses[0].GetResponseRange().Count == 0 {
-		return ErrNoLeader
+		return 0, ErrNoLeader
 	}
-	return ErrConflict
+	return 0, ErrConflict
 }
 
 // GetTemplate returns the stored template (JSON) and its mod revision.
@@ -196,7 +199,7 @@ func (s Storage) GetConstraints(ctx context.Context) (constraints.Constraints, e
 	}
 	c, err := constraints.Parse(data)
 	if err != nil {
-		return c, fmt.Errorf("stored %w", err)
+		return c, fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
 	return c, nil
 }
@@ -272,9 +275,15 @@ type Status struct {
 	ConsecutiveFailures int       `json:"consecutiveFailures"`
 	LastSuccess         time.Time `json:"lastSuccess,omitzero"`
 	LastOp              string    `json:"lastOp,omitempty"`
-	LastChanges         []Change  `json:"lastChanges,omitempty"`
-	Leader              string    `json:"leader,omitempty"`
+	// LastChanges holds at most MaxChanges of the LastChangeCount changes.
+	LastChanges     []Change `json:"lastChanges,omitempty"`
+	LastChangeCount int      `json:"lastChangeCount,omitempty"`
+	Leader          string   `json:"leader,omitempty"`
 }
+
+// MaxChanges is how many changes a status or history entry keeps: a first
+// cluster of thousands of nodes would not fit in one etcd value.
+const MaxChanges = 100
 
 // Change is one change of a decision, as status and history keep it.
 type Change struct {
@@ -326,7 +335,8 @@ type HistoryEntry struct {
 	ID               string    `json:"id"`
 	Time             time.Time `json:"time"`
 	Op               string    `json:"op"`
-	Changes          []Change  `json:"changes"`
+	Changes          []Change  `json:"changes"` // at most MaxChanges
+	ChangeCount      int       `json:"changeCount"`
 	TemplateRevision int64     `json:"templateRevision"`
 	ClusterRevision  int64     `json:"clusterRevision"`
 }

@@ -62,7 +62,9 @@ func TestValueFormats(t *testing.T) {
 	c.ControlPlaneCount = 3
 	must(s.SetConstraints(ctx, c))
 	leader, _ := campaign(t, s)
-	must(s.PutCluster(ctx, leader, []byte(`{"name":"t","nodes":[],"service_subnet":"10.0.0.0/24"}`), 0, 42))
+	if _, err := s.PutCluster(ctx, leader, []byte(`{"name":"t","nodes":[],"service_subnet":"10.0.0.0/24"}`), 0, 42); err != nil {
+		t.Fatal(err)
+	}
 
 	for _, kv := range []struct{ key, want string }{
 		{"/p/sabakan/url", "http://sabakan:10080/graphql"},
@@ -125,21 +127,25 @@ func TestGuardedClusterWrite(t *testing.T) {
 	s := New(cli, "")
 	leader, sess := campaign(t, s)
 
-	if err := s.PutCluster(ctx, leader, []byte(`{"v":1}`), 0, 1); err != nil {
+	wrote, err := s.PutCluster(ctx, leader, []byte(`{"v":1}`), 0, 1)
+	if err != nil {
 		t.Fatal(err)
 	}
 	resp, _ := cli.Get(ctx, s.Key(KeyCluster))
 	rev := resp.Kvs[0].ModRevision
+	if wrote != rev {
+		t.Errorf("PutCluster returned revision %d, the key has %d", wrote, rev)
+	}
 
 	// Stale: someone else wrote since we read.
 	if _, err := cli.Put(ctx, s.Key(KeyCluster), `{"v":"by hand"}`); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.PutCluster(ctx, leader, []byte(`{"v":2}`), rev, 2); !errors.Is(err, ErrConflict) {
+	if _, err := s.PutCluster(ctx, leader, []byte(`{"v":2}`), rev, 2); !errors.Is(err, ErrConflict) {
 		t.Errorf("stale write: %v, want ErrConflict", err)
 	}
 	// Expecting no cluster when there is one.
-	if err := s.PutCluster(ctx, leader, []byte(`{"v":2}`), 0, 2); !errors.Is(err, ErrConflict) {
+	if _, err := s.PutCluster(ctx, leader, []byte(`{"v":2}`), 0, 2); !errors.Is(err, ErrConflict) {
 		t.Errorf("create over an existing cluster: %v, want ErrConflict", err)
 	}
 	if got := raw(t, cli, s.Key(KeyCluster)); got != `{"v":"by hand"}` {
@@ -155,7 +161,7 @@ func TestGuardedClusterWrite(t *testing.T) {
 	if err := sess.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.PutCluster(ctx, leader, []byte(`{"v":3}`), rev, 3); !errors.Is(err, ErrNoLeader) {
+	if _, err := s.PutCluster(ctx, leader, []byte(`{"v":3}`), rev, 3); !errors.Is(err, ErrNoLeader) {
 		t.Errorf("leaderless write: %v, want ErrNoLeader", err)
 	}
 	if err := s.PutStatus(ctx, leader, Status{Result: "ok"}); !errors.Is(err, ErrNoLeader) {

@@ -2,11 +2,18 @@ package main
 
 import "github.com/spf13/cobra"
 
-func newSabakanCmd() *cobra.Command {
+func newSabakanCmd(e *env) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "sabakan",
-		Short: "sabakan integration: template, URL, query variables, and the offline generator",
+		Short: "sabakan integration: template, URL, query variables, status, and the offline generator",
 	}
-	cmd.AddCommand(newSabakanGenerateCmd())
+	cmd.AddCommand(
+		newSabakanEnableCmd(e, true), newSabakanEnableCmd(e, false), newSabakanIsEnabledCmd(e),
+		newSabakanSetURLCmd(e), newSabakanGetURLCmd(e),
+		newSabakanSetTemplateCmd(e), newSabakanGetTemplateCmd(e),
+		newSabakanSetVariablesCmd(e), newSabakanGetVariablesCmd(e),
+		newSabakanStatusCmd(e), newSabakanHistoryCmd(e),
+		newSabakanGenerateCmd(),
+	)
 	return cmd
 }

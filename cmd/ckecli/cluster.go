@@ -1,0 +1,37 @@
+package main
+
+import (
+	"context"
+
+	"github.com/spf13/cobra"
+
+	"github.com/ckegen/ckegen/storage"
+)
+
+func newClusterCmd(e *env) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "cluster",
+		Short: "the generated cluster",
+	}
+	var output string
+	get := &cobra.Command{
+		Use:   "get",
+		Short: "print the current cluster.yml",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := checkFormat(output, "yaml", "json"); err != nil {
+				return err
+			}
+			return e.withStorage(func(ctx context.Context, st storage.Storage) error {
+				data, err := st.GetClusterRaw(ctx)
+				if err != nil {
+					return err
+				}
+				return printCluster(cmd, data, output)
+			})
+		},
+	}
+	get.Flags().StringVarP(&output, "output", "o", "yaml", "output format: yaml or json")
+	cmd.AddCommand(get)
+	return cmd
+}

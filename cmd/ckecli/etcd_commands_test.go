@@ -1,0 +1,157 @@
+package main
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"go.etcd.io/etcd/client/v3/concurrency"
+
+	"github.com/ckegen/ckegen/internal/etcdtest"
+	"github.com/ckegen/ckegen/storage"
+)
+
+// TestEtcdCommands runs every etcd-backed command against a real etcd, in
+// order, checking outputs exactly and that refused input stores nothing.
+func TestEtcdCommands(t *testing.T) {
+	url := etcdtest.Start(t)
+	cli := etcdtest.Connect(t, url)
+	dir := t.TempDir()
+	write := func(name, content string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	goodTemplate := write("t.yml", "name: demo\nnodes:\n- {user: cybozu, control_plane: true}\n- {user: cybozu}\nservice_subnet: 10.68.0.0/16\n")
+	badTemplate := write("bad.yml", "name: demo\nnodes:\n- {user: cybozu, contol_plane: true}\n")
+	goodVars := write("v.json", `{"having": {"roles": ["cs"]}, "notHaving": null}`)
+	badVars := write("badv.json", `{"having": {"states": ["BROKEN"]}}`)
+	configFile := write("cke.yml", "endpoints: ["+url+"]\nprefix: /cfg/\n")
+
+	raw := func(key string) string {
+		resp, err := cli.Get(context.Background(), key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(resp.Kvs) == 0 {
+			return "<none>"
+		}
+		return string(resp.Kvs[0].Value)
+	}
+	base := []string{"--endpoints", url}
+	const storedTemplate = `{"name":"demo","nodes":[{"address":"","user":"cybozu","control_plane":true},{"address":"","user":"cybozu","control_plane":false}],"service_subnet":"10.68.0.0/16","options":{"etcd":{"volume_name":"etcd-cke"},"kubelet":{"cri_endpoint":"/run/containerd/containerd.sock"}}}`
+	steps := []struct {
+		args       []string
+		code       int
+		stdout     string // exact, unless contains is set
+		contains   string
+		stderr     string
+		key, value string // etcd key and its value after the step
+	}{
+		{args: []string{"sabakan", "is-enabled"}, stdout: "true\n"},
+		{args: []string{"sabakan", "disable"}, key: "/cke/sabakan/disabled", value: "true"},
+		{args: []string{"sabakan", "is-enabled"}, stdout: "false\n"},
+		{args: []string{"sabakan", "enable"}, key: "/cke/sabakan/disabled", value: "false"},
+		{args: []string{"sabakan", "set-url", "http://sabakan.example:10080"}, key: "/cke/sabakan/url", value: "http://sabakan.example:10080/graphql"},
+		{args: []string{"sabakan", "set-url", "https://s/api/graphql"}, key: "/cke/sabakan/url", value: "https://s/api/graphql"},
+		{args: []string{"sabakan", "set-url", "sabakan:10080"}, code: 1, stderr: "must be an absolute http or https URL", key: "/cke/sabakan/url", value: "https://s/api/graphql"},
+		{args: []string{"sabakan", "set-url", "ftp://s/"}, code: 1, stderr: "must be an absolute http or https URL", key: "/cke/sabakan/url", value: "https://s/api/graphql"},
+		{args: []string{"sabakan", "get-url"}, stdout: "https://s/api/graphql\n"},
+		{args: []string{"sabakan", "get-template"}, code: 1, stderr: "sabakan/template: not found"},
+		{args: []string{"sabakan", "set-template", badTemplate}, code: 1, stderr: `nodes[0]: unknown field "contol_plane"`, key: "/cke/sabakan/template", value: "<none>"},
+		{args: []string{"sabakan", "set-template", goodTemplate}, key: "/cke/sabakan/template", value: storedTemplate},
+		{args: []string{"sabakan", "get-template"}, stdout: "name: demo\nnodes:\n- address: \"\"\n  control_plane: true\n  user: cybozu\n- address: \"\"\n  control_plane: false\n  user: cybozu\noptions:\n  etcd:\n    volume_name: etcd-cke\n  kubelet:\n    cri_endpoint: /run/containerd/containerd.sock\nservice_subnet: 10.68.0.0/16\n"},
+		{args: []string{"sabakan", "get-template", "-o", "json"}, contains: `"volume_name": "etcd-cke"`},
+		{args: []string{"sabakan", "set-template", badTemplate}, code: 1, stderr: "unknown field", key: "/cke/sabakan/template", value: storedTemplate},
+		{args: []string{"sabakan", "set-variables", badVars}, code: 1, stderr: `having.states[0]: unknown state "BROKEN"`, key: "/cke/sabakan/query-variables", value: "<none>"},
+		{args: []string{"sabakan", "set-variables", goodVars}, key: "/cke/sabakan/query-variables", value: `{"having": {"roles": ["cs"]}, "notHaving": null}`},
+		{args: []string{"sabakan", "get-variables"}, stdout: `{"having": {"roles": ["cs"]}, "notHaving": null}`},
+		{args: []string{"constraints", "show"}, stdout: "{\n  \"control-plane-count\": 1,\n  \"minimum-workers\": 1,\n  \"maximum-workers\": 0\n}\n"},
+		{args: []string{"constraints", "set", "control-plane-count", "3"}, key: "/cke/constraints", value: `{"control-plane-count":3,"minimum-workers":1,"maximum-workers":0}`},
+		{args: []string{"constraints", "set", "minimum-workers", "5"}, key: "/cke/constraints", value: `{"control-plane-count":3,"minimum-workers":5,"maximum-workers":0}`},
+		{args: []string{"constraints", "set", "maximum-workers", "2"}, code: 1, stderr: "maximum-workers: must be 0 (unlimited) or >= minimum-workers (5), got 2", key: "/cke/constraints", value: `{"control-plane-count":3,"minimum-workers":5,"maximum-workers":0}`},
+		{args: []string{"constraints", "set", "control-plane-count", "three"}, code: 1, stderr: `value must be an integer, got "three"`, key: "/cke/constraints", value: `{"control-plane-count":3,"minimum-workers":5,"maximum-workers":0}`},
+		{args: []string{"constraints", "set", "control-plane-cnt", "3"}, code: 1, stderr: `unknown key "control-plane-cnt"`, key: "/cke/constraints", value: `{"control-plane-count":3,"minimum-workers":5,"maximum-workers":0}`},
+		{args: []string{"constraints", "set", "control-plane-count", "4"}, stderr: "warning: constraints: control-plane-count is even (4)", key: "/cke/constraints", value: `{"control-plane-count":4,"minimum-workers":5,"maximum-workers":0}`},
+		{args: []string{"constraints", "set", "maximum-repair-queue-entries", "7"}, stderr: "is even (4)", key: "/cke/constraints", value: `{"control-plane-count":4,"minimum-workers":5,"maximum-workers":0,"maximum-repair-queue-entries":7}`},
+		{args: []string{"cluster", "get"}, code: 1, stderr: "cluster: not found"},
+		{args: []string{"leader"}, code: 1, stderr: "leader: not found"},
+		{args: []string{"sabakan", "status"}, code: 1, stderr: "sabakan/status: not found"},
+		{args: []string{"sabakan", "history"}, stdout: "TIME  OP  CHANGES  TEMPLATE REV  CLUSTER REV\n"},
+		{args: []string{"sabakan", "status", "-o", "xml"}, code: 1, stderr: "--output: must be one of"},
+	}
+	for i, st := range steps {
+		out, errOut, code := runCLI(t, append(base, st.args...)...)
+		if code != st.code {
+			t.Fatalf("step %d %v: exit %d, want %d (stderr %q)", i, st.args, code, st.code, errOut)
+		}
+		if st.contains != "" {
+			if !strings.Contains(out, st.contains) {
+				t.Errorf("step %d %v: stdout %q does not contain %q", i, st.args, out, st.contains)
+			}
+		} else if out != st.stdout {
+			t.Errorf("step %d %v: stdout\n%q\nwant\n%q", i, st.args, out, st.stdout)
+		}
+		if !strings.Contains(errOut, st.stderr) || (st.stderr == "" && errOut != "") {
+			t.Errorf("step %d %v: stderr %q, want %q", i, st.args, errOut, st.stderr)
+		}
+		if st.key != "" && st.value != "" {
+			if got := raw(st.key); got != st.value {
+				t.Errorf("step %d %v: %s = %q, want %q", i, st.args, st.key, got, st.value)
+			}
+		}
+	}
+
+	// A leader, a cluster, a status and history, as the daemon leaves them.
+	s := storage.New(cli, "")
+	sess, err := concurrency.NewSession(cli)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sess.Close()
+	elec := concurrency.NewElection(sess, s.Key(storage.KeyLeader))
+	if err := elec.Campaign(context.Background(), "host-1"); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if _, err := s.PutCluster(ctx, elec.Key(), []byte(`{"name":"demo","nodes":[{"address":"10.0.0.1","user":"cybozu","control_plane":true}],"service_subnet":"10.68.0.0/16"}`), 0, 7); err != nil {
+		t.Fatal(err)
+	}
+	score := 1003
+	if err := s.PutStatus(ctx, elec.Key(), storage.Status{Result: "ok", Leader: "host-1", LastOp: "new", LastChangeCount: 1,
+		LastChanges: []storage.Change{{Action: "generate", Address: "10.0.0.1", Serial: "s1", Score: &score, Reason: "control plane"}}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.AddHistory(ctx, elec.Key(), storage.HistoryEntry{Op: "new", ChangeCount: 1, TemplateRevision: 7, ClusterRevision: 99}); err != nil {
+		t.Fatal(err)
+	}
+	for _, st := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"leader"}, "host-1\n"},
+		{[]string{"cluster", "get"}, "name: demo\nnodes:\n- address: 10.0.0.1\n  control_plane: true\n  user: cybozu\nservice_subnet: 10.68.0.0/16\n"},
+		{[]string{"sabakan", "status"}, "RESULT        ok\nSINCE         -\nLAST TICK     -\nFAILURES      0\nLAST SUCCESS  -\nLEADER        host-1\nLAST OP       new (1 changes)\n  ACTION    ADDRESS   SERIAL  SCORE  REASON\n  generate  10.0.0.1  s1      1003   control plane\n"},
+		{[]string{"sabakan", "history"}, "TIME  OP   CHANGES  TEMPLATE REV  CLUSTER REV\n-     new  1        7             99\n"},
+	} {
+		out, errOut, code := runCLI(t, append(base, st.args...)...)
+		if code != 0 || out != st.want {
+			t.Errorf("%v: exit %d stdout\n%q\nwant\n%q\nstderr %q", st.args, code, out, st.want, errOut)
+		}
+	}
+	if out, _, _ := runCLI(t, append(base, "sabakan", "status", "-o", "json")...); !strings.Contains(out, `"lastOp": "new"`) {
+		t.Errorf("status -o json: %s", out)
+	}
+
+	// --config: endpoints and prefix from CKE's configuration file.
+	if _, errOut, code := runCLI(t, "--config", configFile, "sabakan", "set-url", "http://cfg"); code != 0 {
+		t.Fatalf("--config: %s", errOut)
+	}
+	if got := raw("/cfg/sabakan/url"); got != "http://cfg/graphql" {
+		t.Errorf("--config prefix: /cfg/sabakan/url = %q", got)
+	}
+}

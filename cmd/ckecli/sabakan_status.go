@@ -1,0 +1,138 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+	"sigs.k8s.io/yaml"
+
+	"github.com/ckegen/ckegen/storage"
+)
+
+func newSabakanStatusCmd(e *env) *cobra.Command {
+	var output string
+	cmd := &cobra.Command{
+		Use:   "status",
+		Short: "print the result of the daemon's last tick",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := checkFormat(output, "table", "yaml", "json"); err != nil {
+				return err
+			}
+			return e.withStorage(func(ctx context.Context, st storage.Storage) error {
+				s, err := st.GetStatus(ctx)
+				if err != nil {
+					return err
+				}
+				if output == "table" {
+					return statusTable(cmd.OutOrStdout(), s)
+				}
+				return printData(cmd.OutOrStdout(), s, output)
+			})
+		},
+	}
+	cmd.Flags().StringVarP(&output, "output", "o", "table", "output format: table, yaml or json")
+	return cmd
+}
+
+func newSabakanHistoryCmd(e *env) *cobra.Command {
+	var output string
+	cmd := &cobra.Command{
+		Use:   "history",
+		Short: "print the last applied changes, oldest first",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := checkFormat(output, "table", "yaml", "json"); err != nil {
+				return err
+			}
+			return e.withStorage(func(ctx context.Context, st storage.Storage) error {
+				h, err := st.History(ctx)
+				if err != nil {
+					return err
+				}
+				if output == "table" {
+					return historyTable(cmd.OutOrStdout(), h)
+				}
+				return printData(cmd.OutOrStdout(), h, output)
+			})
+		},
+	}
+	cmd.Flags().StringVarP(&output, "output", "o", "table", "output format: table, yaml or json")
+	return cmd
+}
+
+func printData(w io.Writer, v any, format string) error {
+	var data []byte
+	var err error
+	if format == "json" {
+		data, err = json.MarshalIndent(v, "", "  ")
+		data = append(data, '\n')
+	} else {
+		data, err = yaml.Marshal(v)
+	}
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(data)
+	return err
+}
+
+func ts(t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	return t.UTC().Format(time.RFC3339)
+}
+
+func statusTable(w io.Writer, s storage.Status) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "RESULT\t%s\n", s.Result)
+	if s.Reason != "" {
+		fmt.Fprintf(tw, "REASON\t%s\n", s.Reason)
+	}
+	if s.Message != "" {
+		fmt.Fprintf(tw, "MESSAGE\t%s\n", s.Message)
+	}
+	fmt.Fprintf(tw, "SINCE\t%s\n", ts(s.Since))
+	fmt.Fprintf(tw, "LAST TICK\t%s\n", ts(s.Time))
+	fmt.Fprintf(tw, "FAILURES\t%d\n", s.ConsecutiveFailures)
+	fmt.Fprintf(tw, "LAST SUCCESS\t%s\n", ts(s.LastSuccess))
+	fmt.Fprintf(tw, "LEADER\t%s\n", s.Leader)
+	if s.LastOp != "" {
+		fmt.Fprintf(tw, "LAST OP\t%s (%d changes)\n", s.LastOp, s.LastChangeCount)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	return changesTable(w, s.LastChanges)
+}
+
+func changesTable(w io.Writer, cs []storage.Change) error {
+	if len(cs) == 0 {
+		return nil
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "  ACTION\tADDRESS\tSERIAL\tSCORE\tREASON")
+	for _, c := range cs {
+		score := "-"
+		if c.Score != nil {
+			score = fmt.Sprint(*c.Score)
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\n", c.Action, c.Address, c.Serial, score, c.Reason)
+	}
+	return tw.Flush()
+}
+
+func historyTable(w io.Writer, h []storage.HistoryEntry) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "TIME\tOP\tCHANGES\tTEMPLATE REV\tCLUSTER REV")
+	for _, e := range h {
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\n", ts(e.Time), e.Op, e.ChangeCount, e.TemplateRevision, e.ClusterRevision)
+	}
+	return tw.Flush()
+}

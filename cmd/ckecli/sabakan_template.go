@@ -1,0 +1,100 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"github.com/ckegen/ckegen/cluster"
+	"github.com/ckegen/ckegen/storage"
+	"github.com/ckegen/ckegen/template"
+)
+
+// readInput reads a file, or standard input for "-".
+func readInput(cmd *cobra.Command, name string) ([]byte, error) {
+	if name == "-" {
+		return io.ReadAll(cmd.InOrStdin())
+	}
+	return os.ReadFile(name)
+}
+
+func newSabakanSetTemplateCmd(e *env) *cobra.Command {
+	return &cobra.Command{
+		Use:   "set-template FILE",
+		Short: "validate and store the cluster template (YAML or JSON; - for stdin)",
+		Long: `set-template validates the template, fills CKE's defaults for
+options.etcd.volume_name and options.kubelet.cri_endpoint when absent, and
+stores it as JSON. An invalid template is refused and nothing is stored.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			data, err := readInput(cmd, args[0])
+			if err != nil {
+				return err
+			}
+			tmpl, err := template.Parse(data)
+			if err != nil {
+				return fmt.Errorf("%s: %w", args[0], err)
+			}
+			if err := template.FillDefaults(tmpl.Cluster); err != nil {
+				return fmt.Errorf("%s: %w", args[0], err)
+			}
+			js, err := json.Marshal(tmpl.Cluster)
+			if err != nil {
+				return err
+			}
+			return e.withStorage(func(ctx context.Context, st storage.Storage) error {
+				return st.SetTemplate(ctx, js)
+			})
+		},
+	}
+}
+
+func newSabakanGetTemplateCmd(e *env) *cobra.Command {
+	var output string
+	cmd := &cobra.Command{
+		Use:   "get-template",
+		Short: "print the stored template",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := checkFormat(output, "yaml", "json"); err != nil {
+				return err
+			}
+			return e.withStorage(func(ctx context.Context, st storage.Storage) error {
+				data, _, err := st.GetTemplate(ctx)
+				if err != nil {
+					return err
+				}
+				return printCluster(cmd, data, output)
+			})
+		},
+	}
+	cmd.Flags().StringVarP(&output, "output", "o", "yaml", "output format: yaml or json")
+	return cmd
+}
+
+// printCluster prints a stored cluster or template (JSON) in the format.
+func printCluster(cmd *cobra.Command, data []byte, format string) error {
+	c, err := cluster.Parse(data)
+	if err != nil {
+		return fmt.Errorf("stored value: %w", err)
+	}
+	out, err := marshalCluster(c, format)
+	if err != nil {
+		return err
+	}
+	_, err = cmd.OutOrStdout().Write(out)
+	return err
+}
+
+func checkFormat(got string, allowed ...string) error {
+	for _, a := range allowed {
+		if got == a {
+			return nil
+		}
+	}
+	return fmt.Errorf("--output: must be one of %v, got %q", allowed, got)
+}

@@ -1,0 +1,52 @@
+package main
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/ckegen/ckegen/sabakan"
+	"github.com/ckegen/ckegen/storage"
+)
+
+func newSabakanSetVariablesCmd(e *env) *cobra.Command {
+	return &cobra.Command{
+		Use:   "set-variables FILE",
+		Short: `set the query variables: {"having": MachineParams|null, "notHaving": MachineParams|null} (- for stdin)`,
+		Long: `set-variables validates the variables of sabakan's searchMachines query
+and stores them as given. A key left out keeps the query's default (notHaving
+skips boot servers and RETIRED machines); null means no condition.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			data, err := readInput(cmd, args[0])
+			if err != nil {
+				return err
+			}
+			if _, err := sabakan.ParseVariables(data); err != nil {
+				return fmt.Errorf("%s: %w", args[0], err)
+			}
+			return e.withStorage(func(ctx context.Context, st storage.Storage) error {
+				return st.SetQueryVariables(ctx, data)
+			})
+		},
+	}
+}
+
+func newSabakanGetVariablesCmd(e *env) *cobra.Command {
+	return &cobra.Command{
+		Use:   "get-variables",
+		Short: "print the stored query variables",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return e.withStorage(func(ctx context.Context, st storage.Storage) error {
+				data, err := st.GetQueryVariables(ctx)
+				if err != nil {
+					return err
+				}
+				_, err = cmd.OutOrStdout().Write(data)
+				return err
+			})
+		},
+	}
+}
