@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -58,6 +59,7 @@ type Daemon struct {
 
 	mu     sync.Mutex
 	status storage.Status
+	ticks  atomic.Int64 // ticks started, for tests
 }
 
 // New returns a daemon; zero fields of cfg take their defaults.
@@ -209,16 +211,8 @@ func (d *Daemon) tickLoop(ctx context.Context, leaderKey string, trigger <-chan 
 		if errors.As(err, &te) && te.reason == ReasonLostLeadership {
 			return err
 		}
-		wait := d.cfg.Interval
-		switch {
-		case err == nil:
-			backoff = d.cfg.MinBackoff
-		case errors.As(err, &te) && te.reason == ReasonConflict:
-			wait = 0 // the cluster changed under us: read it again now
-		default:
-			wait = min(backoff, d.cfg.Interval)
-			backoff = min(2*backoff, d.cfg.Interval)
-		}
+		var wait time.Duration
+		wait, backoff = d.nextWait(err, backoff)
 		timer := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():
@@ -232,8 +226,24 @@ func (d *Daemon) tickLoop(ctx context.Context, leaderKey string, trigger <-chan 
 	}
 }
 
+// nextWait returns how long to wait after a tick that ended with err, and
+// the backoff for the next failure: Interval after a success; at once when
+// the cluster changed under us; otherwise the backoff, which doubles up to
+// Interval.
+func (d *Daemon) nextWait(err error, backoff time.Duration) (wait, next time.Duration) {
+	var te *tickError
+	switch {
+	case err == nil:
+		return d.cfg.Interval, d.cfg.MinBackoff
+	case errors.As(err, &te) && te.reason == ReasonConflict:
+		return 0, backoff
+	}
+	return min(backoff, d.cfg.Interval), min(2*backoff, d.cfg.Interval)
+}
+
 // runOnce is one tick with its status, metrics and log event.
 func (d *Daemon) runOnce(ctx context.Context, leaderKey string) error {
+	d.ticks.Add(1)
 	start := time.Now()
 	out, err := d.tick(ctx, leaderKey)
 	d.metrics.tickDuration.Observe(time.Since(start).Seconds())

@@ -65,6 +65,14 @@ type outcome struct {
 // any, with the template revision it was built from.
 func (d *Daemon) tick(ctx context.Context, leaderKey string) (*outcome, error) {
 	st := d.cfg.Storage
+	// A leader learns that its lease is gone only at the next keepalive;
+	// checking the key first keeps a deposed leader from querying sabakan.
+	// (The cluster write is guarded by the key in any case.)
+	if held, err := st.Holds(ctx, leaderKey); err != nil {
+		return nil, fail(ReasonEtcdError, err)
+	} else if !held {
+		return nil, fail(ReasonLostLeadership, storage.ErrNoLeader)
+	}
 	disabled, err := st.IsDisabled(ctx)
 	if err != nil {
 		return nil, fail(ReasonEtcdError, err)

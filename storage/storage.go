@@ -384,6 +384,15 @@ func (s Storage) History(ctx context.Context) ([]HistoryEntry, error) {
 	return out, nil
 }
 
+// Holds reports whether the election key leaderKey still exists.
+func (s Storage) Holds(ctx context.Context, leaderKey string) (bool, error) {
+	resp, err := s.Client.Get(ctx, leaderKey, clientv3.WithCountOnly())
+	if err != nil {
+		return false, err
+	}
+	return resp.Count > 0, nil
+}
+
 // Leader returns the value of the current leader's election key (the
 // leader's name), or ErrNotFound.
 func (s Storage) Leader(ctx context.Context) (string, error) {
