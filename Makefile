@@ -1,10 +1,15 @@
 # Targets mirror the README. CI runs .ci/run, which calls `make test`.
 GO ?= go
 
-.PHONY: demo test bench generate fmt vet
+.PHONY: demo generate-example test bench generate fmt
 
-# Run the main job on the bundled data center.
+# Run the main job end to end: the compatible server with the bundled data
+# center, the daemon with an embedded etcd, ckecli as the operator.
 demo:
+	$(GO) run ./cmd/demo
+
+# The offline generator on the bundled data center.
+generate-example:
 	$(GO) run ./cmd/ckecli sabakan generate \
 		--template examples/template.yml \
 		--machines examples/machines.json \
