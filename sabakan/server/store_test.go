@@ -254,3 +254,33 @@ func TestGraphQLRequestErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestConcurrentAccess: searches, reads and state changes from many
+// goroutines at once (run with -race).
+func TestConcurrentAccess(t *testing.T) {
+	s := testStore(t)
+	done := make(chan struct{})
+	for g := 0; g < 8; g++ {
+		go func(g int) {
+			defer func() { done <- struct{}{} }()
+			for i := 0; i < 200; i++ {
+				switch (g + i) % 4 {
+				case 0:
+					_, _ = s.SetState("d2", machine.StateHealthy)
+				case 1:
+					_, _ = s.SetState("d2", machine.StateUnreachable)
+				case 2:
+					if got := s.Search(nil, nil); len(got) != 5 {
+						t.Errorf("search returned %d machines", len(got))
+					}
+				default:
+					_ = s.SetLabel("e3", "k", fmt.Sprint(i))
+					_, _ = s.Get("e3")
+				}
+			}
+		}(g)
+	}
+	for g := 0; g < 8; g++ {
+		<-done
+	}
+}
