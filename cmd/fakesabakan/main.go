@@ -32,6 +32,7 @@ func run(args []string) error {
 	fs := flag.NewFlagSet("fakesabakan", flag.ContinueOnError)
 	listen := fs.String("listen", "127.0.0.1:10080", "address to listen on")
 	machinesFile := fs.String("machines", "", "machines file to start from (a JSON array of machines or a searchMachines response)")
+	faults := fs.Bool("faults", false, "enable PUT /-/fault (none, slow DURATION, garbage, error) to break /graphql on purpose, for tests")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -62,7 +63,11 @@ func run(args []string) error {
 	if err != nil {
 		return err
 	}
-	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	var h http.Handler = srv.Handler()
+	if *faults {
+		h = withFaults(h)
+	}
+	hs := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	go func() {

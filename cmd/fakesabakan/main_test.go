@@ -3,6 +3,8 @@ package main
 import (
 	"bufio"
 	"context"
+	"net/http"
+	"net/http/httptest"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -11,6 +13,7 @@ import (
 	"time"
 
 	"github.com/ckegen/ckegen/sabakan"
+	"github.com/ckegen/ckegen/sabakan/server"
 )
 
 // TestBinary builds fakesabakan, starts it on a free port with the bundled
@@ -69,5 +72,40 @@ func TestBadFlags(t *testing.T) {
 	}
 	if err := run([]string{"extra"}); err == nil || !strings.Contains(err.Error(), "unexpected arguments") {
 		t.Errorf("extra arguments: %v", err)
+	}
+}
+
+func TestFaults(t *testing.T) {
+	store := server.NewStore(nil)
+	srv, err := server.New(store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(withFaults(srv.Handler()))
+	defer ts.Close()
+	c, _ := sabakan.NewClient(ts.URL+"/graphql", sabakan.Options{Timeout: 100 * time.Millisecond, Retries: -1})
+	set := func(mode string) {
+		req, _ := http.NewRequest(http.MethodPut, ts.URL+"/-/fault", strings.NewReader(mode))
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil || resp.StatusCode != 200 {
+			t.Fatalf("set fault %q: %v %v", mode, resp, err)
+		}
+		resp.Body.Close()
+	}
+	for _, c2 := range []struct{ mode, want string }{
+		{"slow 1s", "timeout after 100ms"},
+		{"garbage", "malformed response"},
+		{"error", "HTTP 500: injected failure"},
+		{"none", ""},
+	} {
+		set(c2.mode)
+		_, err := c.SearchMachines(context.Background(), sabakan.Variables{})
+		if (c2.want == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), c2.want)) {
+			t.Errorf("fault %q: %v, want %q", c2.mode, err, c2.want)
+		}
+	}
+	req, _ := http.NewRequest(http.MethodPut, ts.URL+"/-/fault", strings.NewReader("explode"))
+	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != 400 {
+		t.Errorf("unknown fault accepted: %v %v", resp, err)
 	}
 }

@@ -1,0 +1,453 @@
+package mtest
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// Scenario 1: from an empty etcd to a converged cluster.
+func TestBootstrap(t *testing.T) {
+	e := newEnv(t)
+	start := time.Now()
+	writes := e.converge(90 * time.Second)
+	c := e.cluster()
+	if len(c.cps()) != 3 || len(c.workers()) != 20 {
+		t.Errorf("%d control planes and %d workers, want 3 and 20", len(c.cps()), len(c.workers()))
+	}
+	racks := map[string]bool{}
+	for _, n := range c.cps() {
+		racks[n.Labels["cke.cybozu.com/rack"]] = true
+	}
+	if len(racks) != 3 {
+		t.Errorf("control planes in %d racks, want 3", len(racks))
+	}
+	st, _ := e.status()
+	t.Logf("bootstrap: converged in %d cluster write(s), %s; leader %s; last op %q",
+		writes, time.Since(start).Round(100*time.Millisecond), strings.TrimSpace(e.mustCkecli("leader")), st.LastOp)
+	e.rec.check()
+	e.checkHistory()
+}
+
+// Scenario 2: machines become UNREACHABLE, RETIRING, RETIRED.
+func TestMachineLifecycle(t *testing.T) {
+	e := newEnv(t)
+	e.converge(90 * time.Second)
+	c := e.cluster()
+	w := c.workers()
+
+	// Taints follow the states.
+	e.setState(w[0].serial(), "unreachable")
+	e.setState(w[1].serial(), "retiring")
+	e.converge(60 * time.Second)
+	c = e.cluster()
+	if got := c.find(w[0].Address).stateTaint(); got != "unreachable:NoSchedule" {
+		t.Errorf("UNREACHABLE worker taint %q", got)
+	}
+	if got := c.find(w[1].Address).stateTaint(); got != "retiring:NoExecute" {
+		t.Errorf("RETIRING worker taint %q", got)
+	}
+
+	// Two control planes become UNREACHABLE: replaced one per tick.
+	before := e.rec.count()
+	cps := c.cps()
+	e.setState(cps[0].serial(), "unreachable")
+	e.setState(cps[1].serial(), "unreachable")
+	e.converge(60 * time.Second)
+	c = e.cluster()
+	for _, n := range cps[:2] {
+		if m := c.find(n.Address); m == nil || m.ControlPlane {
+			t.Errorf("UNREACHABLE control plane %s still a control plane", n.Address)
+		}
+	}
+	if len(c.cps()) != 3 {
+		t.Errorf("%d control planes, want 3", len(c.cps()))
+	}
+	replaces := 0
+	e.rec.mu.Lock()
+	for _, wr := range e.rec.writes[before:] {
+		lost := 0
+		prev := map[string]bool{}
+		for _, n := range wr.c.cps() {
+			prev[n.Address] = true
+		}
+		for _, n := range cps {
+			if !prev[n.Address] {
+				lost++
+			}
+		}
+		replaces = max(replaces, lost)
+	}
+	e.rec.mu.Unlock()
+	if replaces != 2 || e.rec.count()-before < 2 {
+		t.Errorf("control planes replaced in %d writes", e.rec.count()-before)
+	}
+
+	// With the default variables a RETIRED machine leaves the search and
+	// is replaced at once.
+	e.setState(w[1].serial(), "retired")
+	e.converge(60 * time.Second)
+	c = e.cluster()
+	if c.find(w[1].Address) != nil {
+		t.Errorf("RETIRED worker %s still in the cluster", w[1].Address)
+	}
+	if len(c.workers()) < 20 {
+		t.Errorf("%d workers, want >= 20", len(c.workers()))
+	}
+
+	// With variables that include RETIRED machines, a retired worker stays,
+	// tainted, until the retire wait has passed.
+	e.mustCkecli("sabakan", "set-variables", "testdata/include-retired.json")
+	e.converge(60 * time.Second)
+	c = e.cluster()
+	w = c.workers()
+	var victim node
+	for _, n := range w {
+		if n.stateTaint() == "" {
+			victim = n
+			break
+		}
+	}
+	e.setState(victim.serial(), "retiring")
+	e.setState(victim.serial(), "retired")
+	retiredAt := time.Now()
+	e.eventually("the retired taint", 10*time.Second, func() bool {
+		n := e.cluster().find(victim.Address)
+		return n != nil && n.stateTaint() == "retired:NoExecute"
+	})
+	if time.Since(retiredAt) < retireWait-time.Second && e.cluster().find(victim.Address) == nil {
+		t.Error("the retired worker was removed before the retire wait")
+	}
+	e.eventually("the retired worker to go", retireWait+15*time.Second, func() bool {
+		return e.cluster().find(victim.Address) == nil
+	})
+	if gone := time.Since(retiredAt); gone < retireWait {
+		t.Errorf("removed %s after RETIRED, before the retire wait %s", gone, retireWait)
+	}
+	e.converge(60 * time.Second)
+	e.rec.check()
+	e.checkHistory()
+}
+
+// Scenario 3: a whole rack disappears; then half of the control planes.
+func TestRackLoss(t *testing.T) {
+	e := newEnv(t)
+	e.converge(90 * time.Second)
+	c := e.cluster()
+	cps := c.cps()
+	rack := cps[0].Labels["cke.cybozu.com/rack"]
+	e.mustCkecli("sabakan", "set-variables", writeVars(t, e, fmt.Sprintf(`{"notHaving": {"racks": [%s], "roles": ["boot"], "states": ["RETIRED"]}}`, rack)))
+	writes := e.converge(60 * time.Second)
+	c = e.cluster()
+	for _, n := range c.Nodes {
+		if n.Labels["cke.cybozu.com/rack"] == rack {
+			t.Errorf("node %s of the lost rack %s is still in the cluster", n.Address, rack)
+		}
+	}
+	if len(c.cps()) != 3 {
+		t.Errorf("%d control planes after the rack loss, want 3", len(c.cps()))
+	}
+	t.Logf("rack %s lost: converged in %d write(s)", rack, writes)
+
+	// Two racks holding two of the three control planes disappear: refused.
+	cps = c.cps()
+	r1, r2 := cps[0].Labels["cke.cybozu.com/rack"], cps[1].Labels["cke.cybozu.com/rack"]
+	before := e.rec.count()
+	e.mustCkecli("sabakan", "set-variables", writeVars(t, e, fmt.Sprintf(`{"notHaving": {"racks": [%s, %s, %s], "roles": ["boot"], "states": ["RETIRED"]}}`, rack, r1, r2)))
+	e.waitStatus("failing", "TOO_MANY_NONEXISTENT_CONTROL_PLANES", "2 of 3 control planes", 30*time.Second)
+	time.Sleep(2 * time.Second)
+	if e.rec.count() != before {
+		t.Errorf("%d cluster writes while refused", e.rec.count()-before)
+	}
+
+	// The machines return: the daemon recovers by itself.
+	e.mustCkecli("sabakan", "set-variables", writeVars(t, e, `{}`))
+	e.converge(60 * time.Second)
+	if st, _ := e.status(); st.Result != "ok" {
+		t.Errorf("status after recovery %+v", st)
+	}
+	e.rec.check()
+	e.checkHistory()
+}
+
+func writeVars(t *testing.T, e *env, content string) string {
+	t.Helper()
+	name := fmt.Sprintf("%s/vars-%d.json", e.dir, time.Now().UnixNano())
+	if err := writeFile(name, content); err != nil {
+		t.Fatal(err)
+	}
+	return name
+}
+
+// Scenario 4: template and constraint changes, one safe step at a time.
+func TestShapeChanges(t *testing.T) {
+	e := newEnv(t)
+	e.converge(90 * time.Second)
+
+	// A new label and new weights: every node is re-rendered.
+	tmpl := strings.Replace(readFile(t, "../examples/template.yml"), `cke.cybozu.com/weight: "6.0"`, `cke.cybozu.com/weight: "4.0"
+    example.com/tier: frontend`, 1)
+	e.mustCkecli("sabakan", "set-template", writeVars(t, e, tmpl))
+	e.converge(60 * time.Second)
+	for _, n := range e.cluster().workers() {
+		if n.Labels["cke.cybozu.com/role"] == "compute" && n.Labels["example.com/tier"] != "frontend" {
+			t.Errorf("compute worker %s lacks the new label", n.Address)
+		}
+	}
+	if st, _ := e.status(); st.LastOp != "regenerate" {
+		t.Errorf("last op %q after a template change, want regenerate", st.LastOp)
+	}
+
+	// The gpu role leaves the template: its workers go in one step, and
+	// others replace them.
+	noGPU := tmpl[:strings.Index(tmpl, "- user: cybozu\n  labels:\n    cke.cybozu.com/role: gpu")] + "service_subnet: 10.68.0.0/16\n"
+	e.mustCkecli("sabakan", "set-template", writeVars(t, e, noGPU))
+	e.converge(60 * time.Second)
+	c := e.cluster()
+	for _, n := range c.workers() {
+		if n.Labels["cke.cybozu.com/role"] == "gpu" {
+			t.Errorf("gpu worker %s remains", n.Address)
+		}
+	}
+	if len(c.workers()) < 20 {
+		t.Errorf("%d workers, want >= 20", len(c.workers()))
+	}
+
+	// More control planes, then fewer: demoted one per tick.
+	e.mustCkecli("constraints", "set", "control-plane-count", "5")
+	e.converge(60 * time.Second)
+	if n := len(e.cluster().cps()); n != 5 {
+		t.Errorf("%d control planes, want 5", n)
+	}
+	before := e.rec.count()
+	e.mustCkecli("constraints", "set", "control-plane-count", "3")
+	e.converge(60 * time.Second)
+	if n := len(e.cluster().cps()); n != 3 {
+		t.Errorf("%d control planes, want 3", n)
+	}
+	if w := e.rec.count() - before; w != 2 {
+		t.Errorf("5 -> 3 control planes took %d writes, want 2 (one per tick)", w)
+	}
+
+	// More workers.
+	e.mustCkecli("constraints", "set", "minimum-workers", "30")
+	e.converge(60 * time.Second)
+	if n := len(e.cluster().workers()); n != 30 {
+		t.Errorf("%d workers, want 30", n)
+	}
+	e.rec.check()
+	e.checkHistory()
+}
+
+// Scenario 5: the leader is killed; the other daemon takes over within the
+// session TTL, and only it writes afterwards.
+func TestLeaderKilled(t *testing.T) {
+	e := newEnv(t)
+	e.converge(90 * time.Second)
+	leader := strings.TrimSpace(e.mustCkecli("leader"))
+	var victim, other int
+	if leader == "cke-0" {
+		victim, other = 0, 1
+	} else {
+		victim, other = 1, 0
+	}
+	killed := time.Now()
+	e.daemons[victim].stop(syscall.SIGKILL)
+	otherName := fmt.Sprintf("cke-%d", other)
+	e.eventually("the other daemon to lead and tick", sessionTTL+15*time.Second, func() bool {
+		st, err := e.status()
+		return err == nil && st.Leader == otherName && st.Time.After(killed)
+	})
+	failover := time.Since(killed)
+	t.Logf("failover: %s after SIGKILL (session TTL %s)", failover.Round(100*time.Millisecond), sessionTTL)
+	if failover > sessionTTL+5*time.Second {
+		t.Errorf("failover took %s", failover)
+	}
+	// The new leader keeps the cluster in step.
+	w := e.cluster().workers()[0]
+	e.setState(w.serial(), "unreachable")
+	e.eventually("the taint from the new leader", 20*time.Second, func() bool {
+		return e.cluster().find(w.Address).stateTaint() == "unreachable:NoSchedule"
+	})
+	if st, _ := e.status(); st.Leader != otherName {
+		t.Errorf("status written by %q", st.Leader)
+	}
+	e.rec.check()
+	e.checkHistory()
+}
+
+// Scenario 6: one etcd member down changes nothing; two down stop writes
+// until quorum returns.
+func TestEtcdMemberLoss(t *testing.T) {
+	e := newEnv(t)
+	e.converge(90 * time.Second)
+	w := e.cluster().workers()
+
+	e.etcd[0].stop(syscall.SIGKILL)
+	e.setState(w[0].serial(), "unreachable")
+	e.eventually("a write with one member down", 30*time.Second, func() bool {
+		n := e.cluster().find(w[0].Address)
+		return n != nil && n.stateTaint() == "unreachable:NoSchedule"
+	})
+	e.etcd[0].start(t)
+	e.converge(60 * time.Second)
+
+	// Quorum lost: nothing is written, /health says why.
+	before := e.rec.count()
+	e.etcd[1].stop(syscall.SIGKILL)
+	e.etcd[2].stop(syscall.SIGKILL)
+	e.setState(w[1].serial(), "unreachable")
+	e.eventually("/health to report etcd unreachable", 30*time.Second, func() bool {
+		for _, a := range e.dHTTP {
+			resp, err := http.Get("http://" + a + "/health")
+			if err == nil {
+				resp.Body.Close()
+				if resp.StatusCode == http.StatusServiceUnavailable {
+					return true
+				}
+			}
+		}
+		return false
+	})
+	time.Sleep(3 * time.Second)
+	if e.rec.count() != before {
+		t.Errorf("%d cluster writes without quorum", e.rec.count()-before)
+	}
+	restored := time.Now()
+	e.etcd[1].start(t)
+	e.etcd[2].start(t)
+	e.eventually("the taint after quorum returns", 90*time.Second, func() bool {
+		out, err := e.ckecli("cluster", "get", "-o", "json")
+		return err == nil && strings.Contains(out, w[1].Address) && e.cluster().find(w[1].Address).stateTaint() == "unreachable:NoSchedule"
+	})
+	t.Logf("recovered %s after quorum returned", time.Since(restored).Round(100*time.Millisecond))
+	e.converge(60 * time.Second)
+	e.rec.check()
+	e.checkHistory()
+}
+
+func setFault(t *testing.T, e *env, mode string) {
+	t.Helper()
+	e.rest(http.MethodPut, "/-/fault", mode)
+}
+
+// Scenario 7: sabakan down, slow, or returning garbage.
+func TestSabakanFaults(t *testing.T) {
+	e := newEnv(t)
+	e.converge(90 * time.Second)
+	w := e.cluster().workers()
+	before := e.rec.count()
+
+	e.sabakan.stop(syscall.SIGKILL)
+	e.waitStatus("failing", "SABAKAN_UNREACHABLE", "connection refused", 30*time.Second)
+	e.sabakan.start(t)
+	e.waitStatus("ok", "", "", 30*time.Second)
+
+	setFault(t, e, "slow 5s")
+	e.waitStatus("failing", "SABAKAN_UNREACHABLE", "timeout after 1s", 30*time.Second)
+	setFault(t, e, "garbage")
+	e.waitStatus("failing", "QUERY_ERROR", "malformed response", 30*time.Second)
+	setFault(t, e, "error")
+	if st := e.waitStatus("failing", "QUERY_ERROR", "HTTP 500: injected failure", 30*time.Second); st.ConsecutiveFailures < 2 {
+		t.Errorf("consecutive failures %d", st.ConsecutiveFailures)
+	}
+	if e.rec.count() != before {
+		t.Errorf("%d cluster writes while sabakan failed", e.rec.count()-before)
+	}
+	setFault(t, e, "none")
+	e.waitStatus("ok", "", "", 30*time.Second)
+	// And it works again.
+	e.setState(w[0].serial(), "unreachable")
+	e.eventually("the taint after recovery", 20*time.Second, func() bool {
+		return e.cluster().find(w[0].Address).stateTaint() == "unreachable:NoSchedule"
+	})
+	e.rec.check()
+}
+
+// Scenario 8: bad operator input is refused, nothing stored, the daemon
+// unaffected.
+func TestBadOperatorInput(t *testing.T) {
+	e := newEnv(t)
+	e.converge(90 * time.Second)
+	tmplBefore := e.mustCkecli("sabakan", "get-template")
+	consBefore := e.mustCkecli("constraints", "show")
+	before := e.rec.count()
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"sabakan", "set-template", writeVars(t, e, "name: x\nnodes:\n- {user: u, contol_plane: true}\n")}, `unknown field "contol_plane"`},
+		{[]string{"sabakan", "set-template", writeVars(t, e, "name: x\nnodes:\n- {user: u, control_plane: true}\nservice_subnet: 10.0.0.0/24\n")}, "need at least one worker node"},
+		{[]string{"constraints", "set", "control-plane-count", "0"}, "control-plane-count: must be >= 1"},
+		{[]string{"constraints", "set", "maximum-workers", "3"}, "maximum-workers: must be 0 (unlimited) or >= minimum-workers (20)"},
+		{[]string{"sabakan", "set-variables", writeVars(t, e, `{"having": {"states": ["BROKEN"]}}`)}, `unknown state "BROKEN"`},
+		{[]string{"sabakan", "set-url", "sabakan.example"}, "must be an absolute http or https URL"},
+	} {
+		out, err := e.ckecli(c.args...)
+		if err == nil || !strings.Contains(out, c.want) {
+			t.Errorf("ckecli %v: %v %q, want a refusal with %q", c.args[:2], err, out, c.want)
+		}
+	}
+	if got := e.mustCkecli("sabakan", "get-template"); got != tmplBefore {
+		t.Error("a refused template changed the stored one")
+	}
+	if got := e.mustCkecli("constraints", "show"); got != consBefore {
+		t.Error("refused constraints changed the stored ones")
+	}
+	if _, err := e.ckecli("sabakan", "get-variables"); err == nil {
+		t.Error("refused variables were stored")
+	}
+	time.Sleep(2 * time.Second)
+	if st, _ := e.status(); st.Result != "ok" || e.rec.count() != before {
+		t.Errorf("the daemon was affected: status %+v, %d writes", st, e.rec.count()-before)
+	}
+}
+
+// Scenario 9: a rebooting node (in CKE's reboot queue) whose machine is
+// UNREACHABLE is neither tainted nor removed.
+func TestRebootingNode(t *testing.T) {
+	e := newEnv(t)
+	e.converge(90 * time.Second)
+	c := e.cluster()
+	w, cp := c.workers()[0], c.cps()[0]
+	ctx, cancel := context.WithTimeout(e.ctx, 10*time.Second)
+	defer cancel()
+	for i, n := range []node{w, cp} {
+		if _, err := e.cli.Put(ctx, fmt.Sprintf("/cke/reboots/data/%016x", i+1),
+			fmt.Sprintf(`{"index":%d,"node":%q,"status":"rebooting"}`, i+1, n.Address)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before := e.rec.count()
+	e.setState(w.serial(), "unreachable")
+	e.setState(cp.serial(), "unreachable")
+	time.Sleep(4 * time.Second) // several ticks
+	c = e.cluster()
+	if n := c.find(w.Address); n == nil || n.stateTaint() != "" {
+		t.Errorf("rebooting worker: %+v", n)
+	}
+	if n := c.find(cp.Address); n == nil || !n.ControlPlane || n.stateTaint() != "" {
+		t.Errorf("rebooting control plane: %+v", n)
+	}
+	if e.rec.count() != before {
+		t.Logf("%d writes while rebooting (workers topped up)", e.rec.count()-before)
+	}
+	// The reboot ends: now the machines are treated as UNREACHABLE.
+	if _, err := e.cli.Delete(ctx, "/cke/reboots/data/", clientv3WithPrefix()...); err != nil {
+		t.Fatal(err)
+	}
+	e.eventually("the taint after the reboot", 20*time.Second, func() bool {
+		n := e.cluster().find(w.Address)
+		return n != nil && n.stateTaint() == "unreachable:NoSchedule"
+	})
+	e.eventually("the control plane replaced", 20*time.Second, func() bool {
+		n := e.cluster().find(cp.Address)
+		return n == nil || !n.ControlPlane
+	})
+	e.rec.check()
+	e.checkHistory()
+}
