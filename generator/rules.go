@@ -26,15 +26,10 @@ func (s *state) generate() error {
 	}
 	ws := s.workerPickers()
 	for s.workers < s.c.minWorkers {
-		t, p := s.chooseWorkerTemplate(ws)
-		if t == nil {
+		if !s.addWorker(ws, ActionGenerate, "") {
 			return fmt.Errorf("%w: need %d workers, found %d candidates (HEALTHY machines matching a worker template, not used as control planes)",
 				ErrNotEnoughMachines, s.c.minWorkers, s.workers)
 		}
-		x, rc := p.peek()
-		p.take()
-		sc := selectionScore(x, rc, groupName(false, t))
-		s.record(ActionGenerate, s.add(x, false), sc, s.workerReason(t, sc))
 	}
 	return nil
 }
@@ -269,15 +264,9 @@ func (s *state) increaseWorkers() (string, error) {
 	ws := s.workerPickers()
 	added := false
 	for s.healthyWorkers < s.c.minWorkers && !s.c.workersAtMax(s.workers) {
-		t, p := s.chooseWorkerTemplate(ws)
-		if t == nil {
+		if !s.addWorker(ws, ActionAddWorker, fmt.Sprintf("%d HEALTHY workers, want %d; ", s.healthyWorkers, s.c.minWorkers)) {
 			break
 		}
-		x, rc := p.peek()
-		p.take()
-		sc := selectionScore(x, rc, groupName(false, t))
-		s.record(ActionAddWorker, s.add(x, false), sc, fmt.Sprintf("%d HEALTHY workers, want %d; %s",
-			s.healthyWorkers-1, s.c.minWorkers, s.workerReason(t, sc)))
 		added = true
 	}
 	if !added {
@@ -364,19 +353,29 @@ func (s *state) fill() error {
 	if s.workers < s.c.minWorkers {
 		ws := s.workerPickers()
 		for s.workers < s.c.minWorkers {
-			t, p := s.chooseWorkerTemplate(ws)
-			if t == nil {
+			if !s.addWorker(ws, ActionAddWorker, fmt.Sprintf("%d workers, want %d; ", s.workers, s.c.minWorkers)) {
 				return fmt.Errorf("%w: need %d workers, have %d, and no candidate (HEALTHY unused machine matching a worker template)",
 					ErrNotEnoughMachines, s.c.minWorkers, s.workers)
 			}
-			x, rc := p.peek()
-			p.take()
-			sc := selectionScore(x, rc, groupName(false, t))
-			s.record(ActionAddWorker, s.add(x, false), sc, fmt.Sprintf("%d workers, want %d; %s",
-				s.workers-1, s.c.minWorkers, s.workerReason(t, sc)))
 		}
 	}
 	return nil
+}
+
+// addWorker adds the next worker, SPEC 4's template by weight and then that
+// template's best candidate, and records it with why before the score's
+// explanation. It returns false when no template has a candidate.
+func (s *state) addWorker(ws []*picker, action, why string) bool {
+	t, p := s.chooseWorkerTemplate(ws)
+	if t == nil {
+		return false
+	}
+	x, rc := p.peek()
+	p.take()
+	sc := selectionScore(x, rc, groupName(false, t))
+	mb := s.add(x, false)
+	s.record(action, mb, sc, why+s.workerReason(t, sc))
+	return true
 }
 
 func (s *state) addControlPlane(x *mach, rc int, why string) {

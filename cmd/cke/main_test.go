@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os/exec"
 	"path/filepath"
@@ -15,17 +14,11 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/ckegen/ckegen/internal/etcdtest"
 )
 
-func freePort(t *testing.T) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
-}
+func freePort(t *testing.T) int { return etcdtest.FreePort(t) }
 
 func build(t *testing.T, dir string) {
 	t.Helper()
