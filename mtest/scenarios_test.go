@@ -276,6 +276,23 @@ func TestLeaderKilled(t *testing.T) {
 	if st, _ := e.status(); st.Leader != otherName {
 		t.Errorf("status written by %q", st.Leader)
 	}
+
+	// The killed daemon comes back as a follower; SIGTERM on the leader
+	// resigns, so the handover takes far less than the session TTL.
+	e.daemons[victim].start(t)
+	time.Sleep(time.Second)
+	victimName := fmt.Sprintf("cke-%d", victim)
+	stopped := time.Now()
+	e.daemons[other].stop(syscall.SIGTERM)
+	e.eventually("the restarted daemon to lead", sessionTTL+15*time.Second, func() bool {
+		st, err := e.status()
+		return err == nil && st.Leader == victimName && st.Time.After(stopped)
+	})
+	handover := time.Since(stopped)
+	t.Logf("handover after SIGTERM (resign): %s", handover.Round(100*time.Millisecond))
+	if handover >= sessionTTL {
+		t.Errorf("handover after SIGTERM took %s, not shorter than the session TTL %s: no resign?", handover, sessionTTL)
+	}
 	e.rec.check()
 	e.checkHistory()
 }
