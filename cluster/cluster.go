@@ -11,10 +11,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"slices"
 	"strings"
 
+	yamlv2 "go.yaml.in/yaml/v2"
 	"sigs.k8s.io/yaml"
 )
 
@@ -73,6 +75,9 @@ type clusterFields struct {
 func Parse(data []byte) (*Cluster, error) {
 	js := data
 	if !json.Valid(data) {
+		if err := singleDocument(data); err != nil {
+			return nil, err
+		}
 		var err error
 		if js, err = yaml.YAMLToJSON(data); err != nil {
 			return nil, fmt.Errorf("not valid YAML or JSON: %w", err)
@@ -116,6 +121,26 @@ func Parse(data []byte) (*Cluster, error) {
 		c.Nodes = append(c.Nodes, n)
 	}
 	return c, nil
+}
+
+// singleDocument refuses input with more than one YAML document: the
+// conversion to JSON would keep the first and silently drop the rest.
+func singleDocument(data []byte) error {
+	dec := yamlv2.NewDecoder(bytes.NewReader(data))
+	var doc any
+	if err := dec.Decode(&doc); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil // empty; reported below
+		}
+		return fmt.Errorf("not valid YAML or JSON: %w", err)
+	}
+	if err := dec.Decode(&doc); !errors.Is(err, io.EOF) {
+		if err != nil {
+			return fmt.Errorf("not valid YAML or JSON: %w", err)
+		}
+		return errors.New("more than one document: a cluster.yml holds exactly one")
+	}
+	return nil
 }
 
 func decodeStrict(data []byte, v any) error {

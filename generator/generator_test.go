@@ -1,0 +1,119 @@
+package generator
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/ckegen/ckegen/cluster"
+	"github.com/ckegen/ckegen/constraints"
+	"github.com/ckegen/ckegen/machine"
+)
+
+func threeRacks() []*machine.Machine {
+	var ms []*machine.Machine
+	for r := 1; r <= 3; r++ {
+		for i := 1; i <= 2; i++ {
+			ms = append(ms, mkMachine("s"+string(rune('0'+r))+string(rune('0'+i)), r, i).obj())
+		}
+	}
+	return ms
+}
+
+func TestRegenerateNothingToDoWhenMemberGone(t *testing.T) {
+	tmpl := mustTemplate(simpleTemplate)
+	ms := threeRacks()
+	res, err := Generate(input(tmpl, constraints.Default(), ms, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The worker's machine leaves sabakan: Regenerate leaves it to rule 1.
+	var rest []*machine.Machine
+	for _, m := range ms {
+		if m.Address() != res.Cluster.Nodes[1].Address {
+			rest = append(rest, m)
+		}
+	}
+	if _, err := Regenerate(input(tmpl, constraints.Default(), rest, res.Cluster)); !errors.Is(err, ErrNothingToDo) {
+		t.Errorf("Regenerate with a gone member: %v, want ErrNothingToDo", err)
+	}
+	// With every machine present, Regenerate succeeds and re-renders
+	// nothing (same template).
+	r2, err := Regenerate(input(tmpl, constraints.Default(), ms, res.Cluster))
+	if err != nil || r2.Op != OpRegenerate || len(r2.Changes) != 0 {
+		t.Errorf("Regenerate = %+v, %v", r2, err)
+	}
+}
+
+func TestInputErrors(t *testing.T) {
+	tmpl := mustTemplate(simpleTemplate)
+	ms := threeRacks()
+	dup := &cluster.Cluster{Nodes: []*cluster.Node{{Address: "10.0.1.1", User: "u"}, {Address: "10.0.1.1", User: "u"}}}
+	noAddr := &cluster.Cluster{Nodes: []*cluster.Node{{User: "u"}}}
+	cases := []struct {
+		name string
+		run  func() error
+		want string
+	}{
+		{"update without a cluster", func() error { _, err := Update(input(tmpl, constraints.Default(), ms, nil)); return err }, "no current cluster"},
+		{"regenerate without a cluster", func() error { _, err := Regenerate(input(tmpl, constraints.Default(), ms, nil)); return err }, "no current cluster"},
+		{"no template", func() error { _, err := Generate(input(nil, constraints.Default(), ms, nil)); return err }, "no template"},
+		{"invalid constraints", func() error {
+			_, err := Generate(input(tmpl, constraints.Constraints{ControlPlaneCount: 0}, ms, nil))
+			return err
+		}, "control-plane-count: must be >= 1"},
+		{"negative retire wait", func() error {
+			in := input(tmpl, constraints.Default(), ms, nil)
+			in.RetireWait = -1
+			_, err := Generate(in)
+			return err
+		}, "retire wait: must not be negative"},
+		{"a node listed twice", func() error { _, err := Update(input(tmpl, constraints.Default(), ms, dup)); return err }, "is listed twice"},
+		{"a node without address", func() error { _, err := Update(input(tmpl, constraints.Default(), ms, noAddr)); return err }, "nodes[0]: address: must not be empty"},
+		{"unsanitized machines", func() error {
+			bad := append([]*machine.Machine{}, ms...)
+			c := *ms[0]
+			c.Spec.IPv4 = nil
+			bad[0] = &c
+			_, err := Generate(input(tmpl, constraints.Default(), bad, nil))
+			return err
+		}, "no IPv4 address"},
+	}
+	for _, c := range cases {
+		if err := c.run(); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v, want an error containing %q", c.name, err, c.want)
+		}
+	}
+}
+
+// TestResultDoesNotModifyInput: the input cluster is never changed, and
+// unchanged nodes may be shared with the result (both read-only).
+func TestResultDoesNotModifyInput(t *testing.T) {
+	tmpl := mustTemplate(simpleTemplate)
+	ms := threeRacks()
+	c := constraints.Default()
+	c.MinimumWorkers = 2
+	res, err := Generate(input(tmpl, c, ms, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := marshalCluster(t, res.Cluster)
+	sick := *ms[0]
+	sick.Status.State = machine.StateUnreachable
+	ms2 := append([]*machine.Machine{&sick}, ms[1:]...)
+	if _, err := Update(input(tmpl, c, ms2, res.Cluster)); err != nil {
+		t.Fatal(err)
+	}
+	if after := marshalCluster(t, res.Cluster); after != before {
+		t.Error("Update modified its input cluster")
+	}
+}
+
+func marshalCluster(t *testing.T, c *cluster.Cluster) string {
+	t.Helper()
+	data, err := c.MarshalIndentJSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(data)
+}
