@@ -51,9 +51,8 @@ func Default() Constraints {
 func Parse(data []byte) (Constraints, error) {
 	c := Default()
 	var raw map[string]json.RawMessage
-	dec := json.NewDecoder(bytes.NewReader(data))
-	if err := dec.Decode(&raw); err != nil {
-		return c, fmt.Errorf("constraints: want a JSON object: %w", err)
+	if err := json.Unmarshal(data, &raw); err != nil {
+		return c, fmt.Errorf("constraints: want a single JSON object: %w", err)
 	}
 	if raw == nil {
 		return c, errors.New("constraints: want a JSON object, got null")

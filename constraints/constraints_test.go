@@ -46,9 +46,10 @@ func TestParseErrors(t *testing.T) {
 		{`{"control-plane-count": 99999999999}`, "must be an integer"},
 		{`{"contol-plane-count": 3}`, `unknown key "contol-plane-count"`},
 		{`{"maximum-repair-queue-entries": -1}`, "maximum-repair-queue-entries: must be >= 0"},
-		{`[1]`, "want a JSON object"},
+		{`[1]`, "want a single JSON object"},
 		{`null`, "want a JSON object, got null"},
-		{``, "want a JSON object"},
+		{`{"control-plane-count": 3} {"minimum-workers": 9}`, "want a single JSON object"},
+		{``, "want a single JSON object"},
 	}
 	for _, c := range cases {
 		_, err := Parse([]byte(c.in))

@@ -291,6 +291,9 @@ func parseK8sNodes(data []byte) (map[string][]cluster.Taint, error) {
 	if err := dec.Decode(&nodes); err != nil {
 		return nil, fmt.Errorf("want [{\"name\": ADDRESS, \"taints\": [...]}]: %w", err)
 	}
+	if dec.More() {
+		return nil, errors.New("trailing data after the JSON array")
+	}
 	out := make(map[string][]cluster.Taint, len(nodes))
 	for i, n := range nodes {
 		if n.Name == "" {
