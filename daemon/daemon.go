@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -59,7 +58,6 @@ type Daemon struct {
 
 	mu     sync.Mutex
 	status storage.Status
-	ticks  atomic.Int64 // ticks started, for tests
 }
 
 // New returns a daemon; zero fields of cfg take their defaults.
@@ -243,7 +241,6 @@ func (d *Daemon) nextWait(err error, backoff time.Duration) (wait, next time.Dur
 
 // runOnce is one tick with its status, metrics and log event.
 func (d *Daemon) runOnce(ctx context.Context, leaderKey string) error {
-	d.ticks.Add(1)
 	start := time.Now()
 	out, err := d.tick(ctx, leaderKey)
 	d.metrics.tickDuration.Observe(time.Since(start).Seconds())

@@ -14,6 +14,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	dto "github.com/prometheus/client_model/go"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/client/v3/concurrency"
 
@@ -315,6 +316,16 @@ func TestBackoff(t *testing.T) {
 	}
 }
 
+// ticks is the number of ticks d has finished, read from its
+// ckegen_tick_duration_seconds histogram.
+func ticks(d *Daemon) int64 {
+	var m dto.Metric
+	if err := d.metrics.tickDuration.Write(&m); err != nil {
+		panic(err)
+	}
+	return int64(m.GetHistogram().GetSampleCount())
+}
+
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(15 * time.Second)
@@ -335,10 +346,10 @@ func TestTwoDaemons(t *testing.T) {
 	defer cancel()
 	done := make(chan struct{}, 2)
 	go func() { _ = d1.Run(ctx); done <- struct{}{} }()
-	waitFor(t, "d1 to tick", func() bool { return d1.ticks.Load() > 0 })
+	waitFor(t, "d1 to tick", func() bool { return ticks(d1) > 0 })
 	go func() { _ = d2.Run(ctx); done <- struct{}{} }()
 	time.Sleep(600 * time.Millisecond)
-	if n := d2.ticks.Load(); n != 0 {
+	if n := ticks(d2); n != 0 {
 		t.Fatalf("the follower ticked %d times", n)
 	}
 	if name, _ := f.st.Leader(ctx); name != "d1" {
@@ -354,7 +365,7 @@ func TestTwoDaemons(t *testing.T) {
 	wctx, wcancel := context.WithCancel(ctx)
 	defer wcancel()
 	writes := f.st.Client.Watch(wctx, f.st.Key("sabakan/status"))
-	waitFor(t, "d2 to take over", func() bool { return d2.ticks.Load() > 0 })
+	waitFor(t, "d2 to take over", func() bool { return ticks(d2) > 0 })
 	if name, _ := f.st.Leader(ctx); name != "d2" {
 		t.Errorf("leader %q after failover", name)
 	}
@@ -391,7 +402,7 @@ func TestWatchTriggersTick(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go func() { _ = d.Run(ctx) }()
-	waitFor(t, "the first tick", func() bool { return d.ticks.Load() == 1 })
+	waitFor(t, "the first tick", func() bool { return ticks(d) == 1 })
 	time.Sleep(200 * time.Millisecond)
 	for i, change := range []func() error{
 		func() error {
@@ -404,9 +415,9 @@ func TestWatchTriggersTick(t *testing.T) {
 		func() error { return f.st.SetQueryVariables(ctx, []byte(`{}`)) },
 		func() error { return f.st.SetDisabled(ctx, false) },
 	} {
-		before := d.ticks.Load()
+		before := ticks(d)
 		must(t, change())
-		waitFor(t, "a triggered tick", func() bool { return d.ticks.Load() > before })
+		waitFor(t, "a triggered tick", func() bool { return ticks(d) > before })
 		if i == 0 {
 			waitFor(t, "the sixth worker", func() bool {
 				c := f.cluster(t)
@@ -415,9 +426,9 @@ func TestWatchTriggersTick(t *testing.T) {
 		}
 	}
 	// Our own writes (cluster, status, history) do not trigger ticks.
-	before := d.ticks.Load()
+	before := ticks(d)
 	time.Sleep(500 * time.Millisecond)
-	if n := d.ticks.Load(); n != before {
+	if n := ticks(d); n != before {
 		t.Errorf("%d ticks without a settings change", n-before)
 	}
 }
