@@ -144,9 +144,3 @@ func (c Constraints) Warnings() []string {
 	}
 	return nil
 }
-
-// WorkersAtMaximum reports whether n workers leave no room under
-// maximum-workers.
-func (c Constraints) WorkersAtMaximum(n int) bool {
-	return c.MaximumWorkers > 0 && n >= c.MaximumWorkers
-}

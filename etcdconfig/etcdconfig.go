@@ -3,14 +3,14 @@
 package etcdconfig
 
 import (
-	"crypto/tls"
-	"crypto/x509"
 	"fmt"
 	"os"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"sigs.k8s.io/yaml"
+
+	"github.com/ckegen/ckegen/internal/tlsfiles"
 )
 
 // Config is CKE's etcd configuration (YAML).
@@ -60,27 +60,10 @@ func (c Config) Client() (*clientv3.Client, error) {
 		Username:    c.Username,
 		Password:    c.Password,
 	}
-	if c.TLSCAFile != "" || c.TLSCertFile != "" {
-		tc := &tls.Config{MinVersion: tls.VersionTLS12}
-		if c.TLSCAFile != "" {
-			pem, err := os.ReadFile(c.TLSCAFile)
-			if err != nil {
-				return nil, fmt.Errorf("etcd CA file: %w", err)
-			}
-			pool := x509.NewCertPool()
-			if !pool.AppendCertsFromPEM(pem) {
-				return nil, fmt.Errorf("etcd CA file %s: no PEM certificate", c.TLSCAFile)
-			}
-			tc.RootCAs = pool
-		}
-		if c.TLSCertFile != "" {
-			cert, err := tls.LoadX509KeyPair(c.TLSCertFile, c.TLSKeyFile)
-			if err != nil {
-				return nil, fmt.Errorf("etcd client certificate: %w", err)
-			}
-			tc.Certificates = []tls.Certificate{cert}
-		}
-		cfg.TLS = tc
+	tc, err := tlsfiles.Config(c.TLSCAFile, c.TLSCertFile, c.TLSKeyFile)
+	if err != nil {
+		return nil, fmt.Errorf("etcd %w", err)
 	}
+	cfg.TLS = tc
 	return clientv3.New(cfg)
 }

@@ -3,7 +3,6 @@ package generator
 import (
 	"fmt"
 	"strconv"
-	"strings"
 
 	"github.com/ckegen/ckegen/cluster"
 	"github.com/ckegen/ckegen/machine"
@@ -445,13 +444,4 @@ func (s *state) bestPromotableWorker() (*member, *Score) {
 		}
 	})
 	return best, bestScore
-}
-
-// Summary is a one-line description of a result, for logs.
-func (r *Result) Summary() string {
-	parts := make([]string, len(r.Changes))
-	for i, c := range r.Changes {
-		parts[i] = c.Action + " " + c.Address
-	}
-	return r.Op + ": " + strings.Join(parts, ", ")
 }

@@ -2,21 +2,19 @@ package sabakan
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"mime"
 	"net/http"
-	"os"
 	"strings"
 	"time"
 
 	"github.com/Khan/genqlient/graphql"
 	"github.com/vektah/gqlparser/v2/gqlerror"
 
+	"github.com/ckegen/ckegen/internal/tlsfiles"
 	"github.com/ckegen/ckegen/machine"
 )
 
@@ -74,28 +72,11 @@ func NewClient(url string, opts Options) (*Client, error) {
 		opts.MaxBodyBytes = DefaultMaxBodyBytes
 	}
 	tr := http.DefaultTransport.(*http.Transport).Clone()
-	if opts.CAFile != "" || opts.CertFile != "" {
-		cfg := &tls.Config{MinVersion: tls.VersionTLS12}
-		if opts.CAFile != "" {
-			pem, err := os.ReadFile(opts.CAFile)
-			if err != nil {
-				return nil, fmt.Errorf("sabakan CA file: %w", err)
-			}
-			pool := x509.NewCertPool()
-			if !pool.AppendCertsFromPEM(pem) {
-				return nil, fmt.Errorf("sabakan CA file %s: no PEM certificate found", opts.CAFile)
-			}
-			cfg.RootCAs = pool
-		}
-		if opts.CertFile != "" || opts.KeyFile != "" {
-			cert, err := tls.LoadX509KeyPair(opts.CertFile, opts.KeyFile)
-			if err != nil {
-				return nil, fmt.Errorf("sabakan client certificate: %w", err)
-			}
-			cfg.Certificates = []tls.Certificate{cert}
-		}
-		tr.TLSClientConfig = cfg
+	tc, err := tlsfiles.Config(opts.CAFile, opts.CertFile, opts.KeyFile)
+	if err != nil {
+		return nil, fmt.Errorf("sabakan %w", err)
 	}
+	tr.TLSClientConfig = tc
 	c := &Client{url: url, opts: opts}
 	c.gql = graphql.NewClient(url, &transport{c: c, http: &http.Client{Transport: tr}})
 	return c, nil
