@@ -4,10 +4,13 @@ package etcdconfig
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
 	"sigs.k8s.io/yaml"
 
 	"github.com/ckegen/ckegen/internal/tlsfiles"
@@ -41,8 +44,10 @@ func Load(path string) (Config, error) {
 	return c, nil
 }
 
-// Client connects to etcd.
-func (c Config) Client() (*clientv3.Client, error) {
+// Client connects to etcd. lg receives the client library's own log
+// (retries, endpoint switches); nil discards it. Failed requests are
+// returned as errors either way.
+func (c Config) Client(lg *zap.Logger) (*clientv3.Client, error) {
 	if len(c.Endpoints) == 0 {
 		return nil, fmt.Errorf("etcd: no endpoints")
 	}
@@ -59,6 +64,10 @@ func (c Config) Client() (*clientv3.Client, error) {
 		DialTimeout: timeout,
 		Username:    c.Username,
 		Password:    c.Password,
+		Logger:      lg,
+	}
+	if lg == nil {
+		cfg.Logger = zap.NewNop()
 	}
 	tc, err := tlsfiles.Config(c.TLSCAFile, c.TLSCertFile, c.TLSKeyFile)
 	if err != nil {
@@ -66,4 +75,13 @@ func (c Config) Client() (*clientv3.Client, error) {
 	}
 	cfg.TLS = tc
 	return clientv3.New(cfg)
+}
+
+// ErrorLogger is a logger for the etcd libraries that passes on their
+// errors only, as JSON lines to w: their warnings repeat, once per retry,
+// what the caller reports anyway.
+func ErrorLogger(w io.Writer) *zap.Logger {
+	enc := zap.NewProductionEncoderConfig()
+	enc.EncodeTime = zapcore.ISO8601TimeEncoder
+	return zap.New(zapcore.NewCore(zapcore.NewJSONEncoder(enc), zapcore.AddSync(w), zapcore.ErrorLevel))
 }

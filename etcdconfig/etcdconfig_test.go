@@ -39,7 +39,7 @@ func TestClientErrors(t *testing.T) {
 		{Config{Endpoints: []string{"http://a"}, TLSCAFile: "/nonexistent"}, "etcd CA file"},
 	}
 	for _, c := range cases {
-		if _, err := c.c.Client(); err == nil || !strings.Contains(err.Error(), c.want) {
+		if _, err := c.c.Client(nil); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%+v: %v, want %q", c.c, err, c.want)
 		}
 	}

@@ -240,22 +240,27 @@ func (e *env) dumpLogs() {
 	}
 }
 
-// ckecli runs the built ckecli against the etcd cluster.
+// ckecli runs the built ckecli against the etcd cluster and returns its
+// standard output; when it fails, the error carries its standard error.
+// The two are kept apart so that nothing but the command's output is ever
+// parsed.
 func (e *env) ckecli(args ...string) (string, error) {
 	c, cancel := context.WithTimeout(e.ctx, 30*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(c, filepath.Join(binDir, "ckecli"), append([]string{"--endpoints", strings.Join(e.clients, ",")}, args...)...)
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	err := cmd.Run()
-	return out.String(), err
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	if err := cmd.Run(); err != nil {
+		return out.String(), fmt.Errorf("%w: %s", err, strings.TrimSpace(errOut.String()))
+	}
+	return out.String(), nil
 }
 
 func (e *env) mustCkecli(args ...string) string {
 	e.t.Helper()
 	out, err := e.ckecli(args...)
 	if err != nil {
-		e.t.Fatalf("ckecli %v: %v\n%s", args, err, out)
+		e.t.Fatalf("ckecli %v: %v", args, err)
 	}
 	return out
 }
@@ -309,7 +314,7 @@ func (e *env) status() (status, error) {
 	var st status
 	out, err := e.ckecli("sabakan", "status", "-o", "json")
 	if err != nil {
-		return st, fmt.Errorf("%v: %s", err, out)
+		return st, err
 	}
 	err = json.Unmarshal([]byte(out), &st)
 	return st, err
@@ -375,7 +380,7 @@ func (e *env) cluster() *clusterDoc {
 	out := e.mustCkecli("cluster", "get", "-o", "json")
 	var c clusterDoc
 	if err := json.Unmarshal([]byte(out), &c); err != nil {
-		e.t.Fatalf("cluster get: %v", err)
+		e.t.Fatalf("cluster get: %v\n%s", err, out)
 	}
 	return &c
 }

@@ -119,7 +119,7 @@ func run(args []string) error {
 			return err
 		}
 		e, err := embedded.Start(embedded.Options{Dir: o.embeddedDir, ClientURL: o.embeddedClient, PeerURL: o.embedded,
-			MaxRequestBytes: uint(o.maxClusterBytes) + 64*1024})
+			MaxRequestBytes: uint(o.maxClusterBytes) + 64*1024, Logger: etcdconfig.ErrorLogger(os.Stderr)})
 		if err != nil {
 			return fmt.Errorf("embedded etcd: %w", err)
 		}
@@ -127,7 +127,7 @@ func run(args []string) error {
 		log.Info("embedded etcd started", "client", o.embeddedClient, "dir", o.embeddedDir)
 		cfg.Endpoints = []string{o.embeddedClient}
 	}
-	cli, err := cfg.Client()
+	cli, err := cfg.Client(etcdconfig.ErrorLogger(os.Stderr))
 	if err != nil {
 		return err
 	}

@@ -36,7 +36,9 @@ func (e *env) storage() (st storage.Storage, closeFn func(), err error) {
 	if e.prefix != "" {
 		cfg.Prefix = e.prefix
 	}
-	cli, err := cfg.Client()
+	// The client's retry warnings would mix with the command's output;
+	// the error that ends a request is returned and printed.
+	cli, err := cfg.Client(nil)
 	if err != nil {
 		return st, nil, err
 	}

@@ -20,6 +20,8 @@ type Options struct {
 	// MaxRequestBytes is etcd's request size limit; 0 keeps etcd's
 	// default (1.5 MiB).
 	MaxRequestBytes uint
+	// Logger receives etcd's log; nil discards it.
+	Logger *zap.Logger
 }
 
 // Start starts etcd and waits until it serves clients.
@@ -41,7 +43,11 @@ func Start(o Options) (*embed.Etcd, error) {
 	cfg.AdvertisePeerUrls = []url.URL{*pu}
 	cfg.InitialCluster = cfg.Name + "=" + pu.String()
 	cfg.LogLevel = "error"
-	cfg.ZapLoggerBuilder = embed.NewZapLoggerBuilder(zap.NewNop())
+	lg := o.Logger
+	if lg == nil {
+		lg = zap.NewNop()
+	}
+	cfg.ZapLoggerBuilder = embed.NewZapLoggerBuilder(lg)
 	if o.MaxRequestBytes > 0 {
 		cfg.MaxRequestBytes = o.MaxRequestBytes
 	}
