@@ -21,23 +21,38 @@ type picker struct {
 	eligible  func(x *mach) bool
 }
 
-// rackQueue is one rack's candidates, best first. key and top are the
-// score and machine the queue was last ranked by in the heap; they only ever
-// get worse as the queue is consumed, which makes lazy re-ranking correct.
+// rackQueue is one rack's candidates, best first. key, top and retire are
+// the score, machine and retire date the queue was last ranked by in the
+// heap; they only ever get worse as the queue is consumed, which makes lazy
+// re-ranking correct. Keeping key and retire inline lets most heap
+// comparisons decide without touching the machines.
 type rackQueue struct {
-	ms  []*mach
-	pos int
-	key int
-	top *mach
+	ms     []*mach
+	pos    int
+	key    int
+	retire instant
+	top    *mach
 }
 
 func (q *rackQueue) head() *mach { return q.ms[q.pos] }
+
+// rank records x as the queue's top with score key.
+func (q *rackQueue) rank(x *mach, key int) {
+	q.top, q.key, q.retire = x, key, x.retire
+}
 
 type rackHeap []*rackQueue
 
 func (h rackHeap) Len() int { return len(h) }
 func (h rackHeap) Less(i, j int) bool {
-	return betterSelection(h[i].top, h[i].key, h[j].top, h[j].key)
+	a, b := h[i], h[j]
+	if a.key != b.key {
+		return a.key > b.key
+	}
+	if c := a.retire.compare(b.retire); c != 0 {
+		return c > 0
+	}
+	return laterFirst(a.top, b.top) < 0
 }
 func (h rackHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
 func (h *rackHeap) Push(x any)   { *h = append(*h, x.(*rackQueue)) }
@@ -48,33 +63,52 @@ func (h *rackHeap) Pop() any {
 	return q
 }
 
-// newPicker builds a picker over the machines accepted by eligible. The
-// rackCount function reads the live counters of the state.
-func newPicker(ms []*mach, eligible func(x *mach) bool, rackCount func(x *mach) int) *picker {
-	var byRack []*rackQueue // by dense rack index, in first-seen order
+// newPicker builds a picker over the machines accepted by eligible; racks
+// is the number of dense rack indexes. The rackCount function reads the
+// live counters of the state.
+//
+// The candidates are bucketed by rack with a counting sort into one
+// backing array (serial order kept within a rack), so a picker costs a
+// handful of allocations whatever the number of machines and racks.
+func newPicker(ms []*mach, racks int, eligible func(x *mach) bool, rackCount func(x *mach) int) *picker {
+	start := make([]int, racks+1)
+	var cands []*mach
 	for _, x := range ms {
-		if !eligible(x) {
-			continue
+		if eligible(x) {
+			cands = append(cands, x)
+			start[x.ri+1]++
 		}
-		for x.ri >= len(byRack) {
-			byRack = append(byRack, nil)
-		}
-		q := byRack[x.ri]
-		if q == nil {
-			q = &rackQueue{}
-			byRack[x.ri] = q
-		}
-		q.ms = append(q.ms, x)
 	}
+	nonEmpty := 0
+	for ri := range racks {
+		if start[ri+1] > 0 {
+			nonEmpty++
+		}
+		start[ri+1] += start[ri]
+	}
+	sorted := make([]*mach, len(cands))
+	next := start[:racks:racks]
+	for _, x := range cands {
+		sorted[next[x.ri]] = x
+		next[x.ri]++
+	}
+	// next[ri] is now the end of rack ri's bucket and, shifted by one, the
+	// start of the following one.
 	p := &picker{rackCount: rackCount, eligible: eligible}
-	p.racks = make(rackHeap, 0, len(byRack))
-	for _, q := range byRack {
-		if q == nil {
+	queues := make([]rackQueue, 0, nonEmpty)
+	p.racks = make(rackHeap, 0, nonEmpty)
+	lo := 0
+	for ri := range racks {
+		hi := next[ri]
+		if hi == lo {
 			continue
 		}
+		q := rackQueue{ms: sorted[lo:hi:hi]}
+		lo = hi
 		slices.SortFunc(q.ms, laterFirst)
-		q.top, q.key = q.head(), p.score(q.head())
-		p.racks = append(p.racks, q)
+		q.rank(q.head(), p.score(q.head()))
+		queues = append(queues, q)
+		p.racks = append(p.racks, &queues[len(queues)-1])
 	}
 	heap.Init(&p.racks)
 	return p
@@ -97,7 +131,7 @@ func (p *picker) settle() {
 			continue
 		}
 		if k := p.score(q.head()); k != q.key || q.top != q.head() {
-			q.top, q.key = q.head(), k
+			q.rank(q.head(), k)
 			heap.Fix(&p.racks, 0)
 			continue
 		}
@@ -124,6 +158,6 @@ func (p *picker) take() {
 		heap.Pop(&p.racks)
 		return
 	}
-	q.top, q.key = q.head(), p.score(q.head())
+	q.rank(q.head(), p.score(q.head()))
 	heap.Fix(&p.racks, 0)
 }

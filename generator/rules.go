@@ -12,6 +12,7 @@ import (
 
 // generate picks the first cluster (SPEC 6.1).
 func (s *state) generate() error {
+	s.expect(s.c.cpCount + s.c.minWorkers)
 	cp := s.cpPicker()
 	for s.cps < s.c.cpCount {
 		x, rc := cp.peek()
@@ -20,8 +21,8 @@ func (s *state) generate() error {
 				ErrNotEnoughMachines, s.c.cpCount, s.cps, s.cpCandidateText())
 		}
 		cp.take()
-		sc := selectionScore(x, rc, groupName(true, nil))
-		s.record(ActionGenerate, s.add(x, true), sc, "control plane: highest "+sc.String())
+		sc := selectionScore(x, rc, s.groupName(true, nil))
+		s.record(ActionGenerate, s.add(x, true), &sc, "control plane: highest "+sc.String())
 	}
 	ws := s.workerPickers()
 	for s.workers < s.c.minWorkers {
@@ -130,7 +131,7 @@ func (s *state) removeUnmatchedRoleWorkers() (string, error) {
 	for _, mb := range unmatched {
 		sc := s.removalScoreOf(mb)
 		s.remove(mb)
-		s.record(ActionRemoveUnmatchedWorker, mb, sc, fmt.Sprintf("role %q matches no worker template", mb.m.role))
+		s.record(ActionRemoveUnmatchedWorker, mb, &sc, fmt.Sprintf("role %q matches no worker template", mb.m.role))
 	}
 	return OpRemoveUnmatchedRole, nil
 }
@@ -157,15 +158,15 @@ func (s *state) decreaseControlPlanes() (string, error) {
 	switch {
 	case s.workerTemplate(mb.m) == nil:
 		s.remove(mb)
-		s.record(ActionRemoveExcessiveCP, mb, sc, fmt.Sprintf("%d control planes, want %d; role %q matches no worker template: lowest %s",
+		s.record(ActionRemoveExcessiveCP, mb, &sc, fmt.Sprintf("%d control planes, want %d; role %q matches no worker template: lowest %s",
 			s.cps+1, s.c.cpCount, mb.m.role, sc.String()))
 	case s.c.workersAtMax(s.workers):
 		s.remove(mb)
-		s.record(ActionRemoveExcessiveCP, mb, sc, fmt.Sprintf("%d control planes, want %d; workers at maximum-workers (%d): lowest %s",
+		s.record(ActionRemoveExcessiveCP, mb, &sc, fmt.Sprintf("%d control planes, want %d; workers at maximum-workers (%d): lowest %s",
 			s.cps+1, s.c.cpCount, s.c.maxWorkers, sc.String()))
 	default:
 		s.setControlPlane(mb, false)
-		s.record(ActionDemoteControlPlane, mb, sc, fmt.Sprintf("%d control planes, want %d: lowest %s",
+		s.record(ActionDemoteControlPlane, mb, &sc, fmt.Sprintf("%d control planes, want %d: lowest %s",
 			s.cps+1, s.c.cpCount, sc.String()))
 	}
 	return OpDecreaseCP, nil
@@ -209,16 +210,16 @@ func (s *state) replaceControlPlane() (string, error) {
 		// takes its place among the workers.
 		if w, wsc := s.bestPromotableWorker(); w != nil {
 			s.setControlPlane(w, true)
-			s.record(ActionPromoteWorker, w, wsc, "replaces a bad control plane; workers at maximum-workers: highest "+wsc.String())
+			s.record(ActionPromoteWorker, w, &wsc, "replaces a bad control plane; workers at maximum-workers: highest "+wsc.String())
 			s.setControlPlane(bad, false)
-			s.record(ActionDemoteControlPlane, bad, sc, why)
+			s.record(ActionDemoteControlPlane, bad, &sc, why)
 			return OpReplaceCP, nil
 		}
 		if cand == nil {
 			return "", nil
 		}
 		s.remove(bad)
-		s.record(ActionRemoveBadCP, bad, sc, why+"; workers at maximum-workers and none can be promoted")
+		s.record(ActionRemoveBadCP, bad, &sc, why+"; workers at maximum-workers and none can be promoted")
 		s.addControlPlane(cand, candRC, "replaces a bad control plane")
 		return OpReplaceCP, nil
 	}
@@ -239,10 +240,10 @@ func (s *state) replaceControlPlane() (string, error) {
 	}
 	if demotable {
 		s.setControlPlane(bad, false)
-		s.record(ActionDemoteControlPlane, bad, sc, why)
+		s.record(ActionDemoteControlPlane, bad, &sc, why)
 	} else {
 		s.remove(bad)
-		s.record(ActionRemoveBadCP, bad, sc, fmt.Sprintf("%s; role %q matches no worker template", why, bad.m.role))
+		s.record(ActionRemoveBadCP, bad, &sc, fmt.Sprintf("%s; role %q matches no worker template", why, bad.m.role))
 	}
 	if cand != nil {
 		s.addControlPlane(cand, candRC, "replaces a bad control plane")
@@ -250,7 +251,7 @@ func (s *state) replaceControlPlane() (string, error) {
 	}
 	w, wsc := s.bestPromotableWorker()
 	s.setControlPlane(w, true)
-	s.record(ActionPromoteWorker, w, wsc, "replaces a bad control plane; no unused candidate: highest "+wsc.String())
+	s.record(ActionPromoteWorker, w, &wsc, "replaces a bad control plane; no unused candidate: highest "+wsc.String())
 	return OpReplaceCP, nil
 }
 
@@ -292,7 +293,7 @@ func (s *state) decreaseWorkers() (string, error) {
 		reason += "; a new worker replaces it"
 	}
 	s.remove(mb)
-	s.record(ActionRemoveRetiredWorker, mb, sc, reason)
+	s.record(ActionRemoveRetiredWorker, mb, &sc, reason)
 	return OpDecreaseWorker, nil
 }
 
@@ -345,7 +346,7 @@ func (s *state) fill() error {
 					ErrNotEnoughMachines, s.c.cpCount, s.cps, s.cpCandidateText(), s.workers, s.c.minWorkers)
 			}
 			s.setControlPlane(w, true)
-			s.record(ActionPromoteWorker, w, wsc, fmt.Sprintf("%d control planes, want %d; no unused candidate: highest %s",
+			s.record(ActionPromoteWorker, w, &wsc, fmt.Sprintf("%d control planes, want %d; no unused candidate: highest %s",
 				s.cps-1, s.c.cpCount, wsc.String()))
 		}
 	}
@@ -371,19 +372,19 @@ func (s *state) addWorker(ws []*picker, action, why string) bool {
 	}
 	x, rc := p.peek()
 	p.take()
-	sc := selectionScore(x, rc, groupName(false, t))
+	sc := selectionScore(x, rc, s.groupName(false, t))
 	mb := s.add(x, false)
-	s.record(action, mb, sc, why+s.workerReason(t, sc))
+	s.record(action, mb, &sc, why+s.workerReason(t, &sc))
 	return true
 }
 
 func (s *state) addControlPlane(x *mach, rc int, why string) {
-	sc := selectionScore(x, rc, groupName(true, nil))
-	s.record(ActionAddControlPlane, s.add(x, true), sc, why+": highest "+sc.String())
+	sc := selectionScore(x, rc, s.groupName(true, nil))
+	s.record(ActionAddControlPlane, s.add(x, true), &sc, why+": highest "+sc.String())
 }
 
 func (s *state) cpPicker() *picker {
-	return newPicker(s.machines, s.isCPCandidate, s.cpRackCount)
+	return newPicker(s.machines, len(s.cpRack), s.isCPCandidate, s.cpRackCount)
 }
 
 // workerPickers builds one picker per worker template, in one pass over
@@ -392,7 +393,7 @@ func (s *state) workerPickers() []*picker {
 	ps := make([]*picker, len(s.tmpl.Workers))
 	for i := range s.tmpl.Workers {
 		t := &s.tmpl.Workers[i]
-		ps[i] = newPicker(s.machines,
+		ps[i] = newPicker(s.machines, len(s.cpRack),
 			func(x *mach) bool { return isWorkerCandidate(x, t) },
 			func(x *mach) int { return s.workerRackCount(x, t) })
 	}
@@ -430,15 +431,15 @@ func (s *state) anyWorkerCandidate() bool {
 // bestPromotableWorker returns the worker that would make the best control
 // plane: HEALTHY, untainted, of the control plane's role, not rebooting,
 // with the highest control-plane selection score.
-func (s *state) bestPromotableWorker() (*member, *Score) {
+func (s *state) bestPromotableWorker() (*member, Score) {
 	var best *member
-	var bestScore *Score
+	var bestScore Score
 	s.live(func(mb *member) {
 		x := mb.m
 		if mb.cp || mb.rebooting || x == nil || x.state != machine.StateHealthy || x.tainted || !s.cpRoleMatches(x) {
 			return
 		}
-		sc := selectionScore(x, s.cpRack[x.ri], groupName(true, nil))
+		sc := selectionScore(x, s.cpRack[x.ri], s.groupName(true, nil))
 		if best == nil || betterSelection(x, sc.Total, best.m, bestScore.Total) {
 			best, bestScore = mb, sc
 		}

@@ -1,8 +1,10 @@
 package generator
 
 import (
+	"encoding/binary"
 	"fmt"
 	"maps"
+	"net/netip"
 	"slices"
 	"time"
 
@@ -24,7 +26,8 @@ type mach struct {
 	// counters.
 	ri, oi int
 	state  machine.State
-	retire time.Time
+	// retire is the retire date as a compact, comparable value.
+	retire instant
 	days   int
 	lp     int
 	// tainted: the Kubernetes node carries a taint a control plane may
@@ -82,6 +85,9 @@ type state struct {
 	roleIndex                    map[string]int
 
 	changes []Change
+	scores  []Score // slab behind the changes' scores
+	// workerGroups names each worker template's group in scores.
+	workerGroups []string
 }
 
 // constraintsView holds the three constraints the generator uses.
@@ -117,22 +123,38 @@ func newState(in *Input, current *cluster.Cluster) (*state, error) {
 	}
 
 	// Current nodes first, indexed by address, so that each machine finds
-	// its node in one lookup (cheaper than indexing every machine).
-	var nodeAt map[string]*member
+	// its node in one lookup (cheaper than indexing every machine). The
+	// join is on the IPv4 address as a number: hashing and comparing a
+	// uint32 reads neither string, which matters with ten thousand nodes.
+	// A node address that is not IPv4 matches no machine (sanitized
+	// machines have IPv4 addresses) and is only checked for duplicates.
+	var nodeAt map[uint32]*member
+	var otherNodes map[string]bool
 	if current != nil {
 		s.members = make([]*member, 0, len(current.Nodes)+s.c.cpCount+s.c.minWorkers)
 		slab := make([]member, len(current.Nodes))
-		nodeAt = make(map[string]*member, len(current.Nodes))
+		nodeAt = make(map[uint32]*member, len(current.Nodes))
 		for i, n := range current.Nodes {
 			if n == nil || n.Address == "" {
 				return nil, fmt.Errorf("current cluster: nodes[%d]: address: must not be empty", i)
 			}
-			if _, dup := nodeAt[n.Address]; dup {
-				return nil, fmt.Errorf("current cluster: nodes[%d]: address %s is listed twice", i, n.Address)
-			}
 			mb := &slab[i]
 			*mb = member{cur: n, cp: n.ControlPlane, rebooting: in.Rebooting[n.Address]}
-			nodeAt[n.Address] = mb
+			dup := false
+			if a, ok := ipv4Key(n.Address); ok {
+				before := len(nodeAt)
+				nodeAt[a] = mb
+				dup = len(nodeAt) == before
+			} else {
+				if otherNodes == nil {
+					otherNodes = map[string]bool{}
+				}
+				dup = otherNodes[n.Address]
+				otherNodes[n.Address] = true
+			}
+			if dup {
+				return nil, fmt.Errorf("current cluster: nodes[%d]: address %s is listed twice", i, n.Address)
+			}
 			s.members = append(s.members, mb)
 		}
 	} else {
@@ -148,7 +170,8 @@ func newState(in *Input, current *cluster.Cluster) (*state, error) {
 		x.m = m
 		x.addr = m.Address()
 		x.serial = m.Spec.Serial
-		if x.addr == "" {
+		key, ok := ipv4Key(x.addr)
+		if !ok {
 			return nil, fmt.Errorf("machine %s: no IPv4 address (machines must be sanitized)", x.serial)
 		}
 		x.role = m.Spec.Role
@@ -174,7 +197,7 @@ func newState(in *Input, current *cluster.Cluster) (*state, error) {
 		}
 		x.oi = lastOI
 		x.state = m.Status.State
-		x.retire = m.Spec.RetireDate
+		x.retire = instantOf(m.Spec.RetireDate)
 		x.days = m.LifetimeDays(in.Now)
 		x.lp = lifetimePoints(x.days)
 		if len(in.Rebooting) > 0 {
@@ -185,7 +208,7 @@ func newState(in *Input, current *cluster.Cluster) (*state, error) {
 				x.tainted = true
 			}
 		}
-		if mb, ok := nodeAt[x.addr]; ok {
+		if mb, ok := nodeAt[key]; ok {
 			if mb.m != nil {
 				return nil, fmt.Errorf("machine %s: address %s is also machine %s's (machines must be sanitized)", x.serial, x.addr, mb.m.serial)
 			}
@@ -193,6 +216,10 @@ func newState(in *Input, current *cluster.Cluster) (*state, error) {
 			x.member = mb
 		}
 		s.machines[i] = x
+	}
+	s.workerGroups = make([]string, len(s.tmpl.Workers))
+	for i := range s.tmpl.Workers {
+		s.workerGroups[i] = workerGroupName(&s.tmpl.Workers[i])
 	}
 	s.cpRack = make([]int, len(rackIndex))
 	s.workerRackAll = make([]int, len(rackIndex))
@@ -205,6 +232,18 @@ func newState(in *Input, current *cluster.Cluster) (*state, error) {
 		s.count(mb, +1)
 	}
 	return s, nil
+}
+
+// ipv4Key is an IPv4 address as a number; ok is false for anything else.
+// Parsing is strict (no leading zeros), so two strings have the same key
+// only if they are equal.
+func ipv4Key(addr string) (uint32, bool) {
+	a, err := netip.ParseAddr(addr)
+	if err != nil || !a.Is4() {
+		return 0, false
+	}
+	b := a.As4()
+	return binary.BigEndian.Uint32(b[:]), true
 }
 
 // count adds (d = +1) or subtracts (d = -1) a member to the counters.
@@ -314,10 +353,22 @@ func (s *state) workersOf(t *template.NodeTemplate) int {
 	return s.workersByRole[oi]
 }
 
-func groupName(cp bool, t *template.NodeTemplate) string {
+// groupName names the nodes a score counts in a rack: control planes, or
+// the workers of template t. The names are built once per state, not once
+// per score.
+func (s *state) groupName(cp bool, t *template.NodeTemplate) string {
 	if cp {
 		return "control planes"
 	}
+	for i := range s.tmpl.Workers {
+		if &s.tmpl.Workers[i] == t {
+			return s.workerGroups[i]
+		}
+	}
+	return workerGroupName(t)
+}
+
+func workerGroupName(t *template.NodeTemplate) string {
 	if t == nil || t.Role == "" {
 		return "workers"
 	}
@@ -325,23 +376,23 @@ func groupName(cp bool, t *template.NodeTemplate) string {
 }
 
 // removalScoreOf is the removal score of a member (its machine exists).
-func (s *state) removalScoreOf(mb *member) *Score {
+func (s *state) removalScoreOf(mb *member) Score {
 	x := mb.m
 	if mb.cp {
-		return removalScore(x, s.cpRack[x.ri], groupName(true, nil))
+		return removalScore(x, s.cpRack[x.ri], s.groupName(true, nil))
 	}
 	t := s.workerTemplate(x)
 	if t == nil {
 		return removalScore(x, s.workerRackByRole[x.oi][x.ri], "workers of role "+x.role)
 	}
-	return removalScore(x, s.workerRackCount(x, t), groupName(false, t))
+	return removalScore(x, s.workerRackCount(x, t), s.groupName(false, t))
 }
 
 // lowestRemoval returns the member among those accepted by ok with the lowest
 // removal score, and that score.
-func (s *state) lowestRemoval(ok func(mb *member) bool) (*member, *Score) {
+func (s *state) lowestRemoval(ok func(mb *member) bool) (*member, Score) {
 	var best *member
-	var bestScore *Score
+	var bestScore Score
 	s.live(func(mb *member) {
 		if mb.m == nil || mb.rebooting || !ok(mb) {
 			return
@@ -354,14 +405,37 @@ func (s *state) lowestRemoval(ok func(mb *member) bool) (*member, *Score) {
 	return best, bestScore
 }
 
+// record appends a change; sc (nil when no score was involved) is copied.
 func (s *state) record(action string, mb *member, sc *Score, reason string) {
+	var kept *Score
+	if sc != nil {
+		kept = s.keepScore(sc)
+	}
 	s.changes = append(s.changes, Change{
 		Action:  action,
 		Address: mb.address(),
 		Serial:  mb.serial(),
-		Score:   sc,
+		Score:   kept,
 		Reason:  reason,
 	})
+}
+
+// keepScore copies a score into the state's slab: a decision that explains
+// ten thousand picks allocates a few chunks instead of a score each.
+func (s *state) keepScore(sc *Score) *Score {
+	if len(s.scores) == cap(s.scores) {
+		s.scores = make([]Score, 0, min(max(2*cap(s.scores), 8), 1024))
+	}
+	s.scores = append(s.scores, *sc)
+	return &s.scores[len(s.scores)-1]
+}
+
+// expect sizes the change list and the score slab for n more changes.
+func (s *state) expect(n int) {
+	s.changes = slices.Grow(s.changes, n)
+	if cap(s.scores)-len(s.scores) < n {
+		s.scores = make([]Score, 0, n)
+	}
 }
 
 // render returns the node for a member, re-rendered from the template and
