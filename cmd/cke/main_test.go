@@ -129,6 +129,18 @@ func TestDaemonProcess(t *testing.T) {
 		t.Errorf("/health: %v %v", resp, err)
 	}
 
+	// The built ckecli against an etcd that does not answer: one line on
+	// stderr, nothing else (the etcd client's retry warnings once came
+	// out there as JSON, in the way of whoever reads the output).
+	dead := fmt.Sprintf("http://127.0.0.1:%d", freePort(t))
+	cmd := exec.CommandContext(ctx, filepath.Join(bin, "ckecli"), "--endpoints", dead, "--timeout", "1s", "cluster", "get", "-o", "json")
+	var stdout, stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	wantErr := "ckecli: etcd at " + dead + ": no answer within 1s (--timeout): context deadline exceeded\n"
+	if err := cmd.Run(); err == nil || stdout.String() != "" || stderr.String() != wantErr {
+		t.Errorf("ckecli with no etcd: %v, stdout %q, stderr %q; want exit 1 and only %q", err, stdout.String(), stderr.String(), wantErr)
+	}
+
 	// SIGTERM: resign and exit 0.
 	if err := cke.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)

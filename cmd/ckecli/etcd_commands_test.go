@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -153,5 +154,17 @@ func TestEtcdCommands(t *testing.T) {
 	}
 	if got := raw("/cfg/sabakan/url"); got != "http://cfg/graphql" {
 		t.Errorf("--config prefix: /cfg/sabakan/url = %q", got)
+	}
+}
+
+// TestEtcdUnreachable: a command whose etcd does not answer fails after
+// --timeout, naming the endpoints and the flag, and prints nothing else.
+func TestEtcdUnreachable(t *testing.T) {
+	url := fmt.Sprintf("http://127.0.0.1:%d", etcdtest.FreePort(t))
+	var stdout, stderr strings.Builder
+	code := run([]string{"--endpoints", url, "--timeout", "300ms", "leader"}, strings.NewReader(""), &stdout, &stderr)
+	want := "ckecli: etcd at " + url + ": no answer within 300ms (--timeout): context deadline exceeded\n"
+	if code != 1 || stdout.String() != "" || stderr.String() != want {
+		t.Errorf("code %d, stdout %q, stderr %q; want 1, nothing, %q", code, stdout.String(), stderr.String(), want)
 	}
 }

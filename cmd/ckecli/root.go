@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"strings"
 	"time"
 
@@ -23,11 +25,11 @@ type env struct {
 }
 
 // storage connects to etcd; close releases the connection.
-func (e *env) storage() (st storage.Storage, closeFn func(), err error) {
+func (e *env) storage() (st storage.Storage, endpoints []string, closeFn func(), err error) {
 	cfg := etcdconfig.Config{}
 	if e.config != "" {
 		if cfg, err = etcdconfig.Load(e.config); err != nil {
-			return st, nil, err
+			return st, nil, nil, err
 		}
 	}
 	if e.endpointsSet || len(cfg.Endpoints) == 0 {
@@ -40,21 +42,27 @@ func (e *env) storage() (st storage.Storage, closeFn func(), err error) {
 	// the error that ends a request is returned and printed.
 	cli, err := cfg.Client(nil)
 	if err != nil {
-		return st, nil, err
+		return st, nil, nil, err
 	}
-	return storage.New(cli, cfg.Prefix), func() { cli.Close() }, nil
+	return storage.New(cli, cfg.Prefix), cfg.Endpoints, func() { cli.Close() }, nil
 }
 
-// withStorage runs f with a connected storage and a timeout.
+// withStorage runs f with a connected storage and a timeout. When the
+// timeout ends the command, the error says which etcd did not answer, not
+// only "context deadline exceeded".
 func (e *env) withStorage(f func(ctx context.Context, st storage.Storage) error) error {
-	st, closeFn, err := e.storage()
+	st, endpoints, closeFn, err := e.storage()
 	if err != nil {
 		return err
 	}
 	defer closeFn()
 	ctx, cancel := context.WithTimeout(context.Background(), e.timeout)
 	defer cancel()
-	return f(ctx, st)
+	err = f(ctx, st)
+	if err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return fmt.Errorf("etcd at %s: no answer within %s (--timeout): %w", strings.Join(endpoints, ","), e.timeout, err)
+	}
+	return err
 }
 
 func newRootCmd() *cobra.Command {
