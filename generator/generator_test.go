@@ -45,10 +45,29 @@ func TestRegenerateNothingToDoWhenMemberGone(t *testing.T) {
 	}
 }
 
+// TestNodeWithoutIPv4IsGone: a current node whose address is not IPv4 (a
+// hostname written by hand) matches no machine, so rule 1 removes it.
+func TestNodeWithoutIPv4IsGone(t *testing.T) {
+	tmpl := mustTemplate(simpleTemplate)
+	ms := threeRacks()
+	res, err := Generate(input(tmpl, constraints.Default(), ms, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cur := *res.Cluster
+	cur.Nodes = append(append([]*cluster.Node{}, res.Cluster.Nodes...), &cluster.Node{Address: "node-a", User: "u"})
+	r, err := Update(input(tmpl, constraints.Default(), ms, &cur))
+	if err != nil || r.Op != OpRemoveNonExistent || len(r.Changes) != 1 || r.Changes[0].Address != "node-a" ||
+		r.Changes[0].Action != ActionRemoveNonExistentWorker || len(r.Cluster.Nodes) != len(res.Cluster.Nodes) {
+		t.Errorf("Update = %+v, %v; want node-a removed as non-existent", r, err)
+	}
+}
+
 func TestInputErrors(t *testing.T) {
 	tmpl := mustTemplate(simpleTemplate)
 	ms := threeRacks()
 	dup := &cluster.Cluster{Nodes: []*cluster.Node{{Address: "10.0.1.1", User: "u"}, {Address: "10.0.1.1", User: "u"}}}
+	dupName := &cluster.Cluster{Nodes: []*cluster.Node{{Address: "node-a", User: "u"}, {Address: "10.0.1.1", User: "u"}, {Address: "node-a", User: "u"}}}
 	noAddr := &cluster.Cluster{Nodes: []*cluster.Node{{User: "u"}}}
 	cases := []struct {
 		name string
@@ -69,11 +88,20 @@ func TestInputErrors(t *testing.T) {
 			return err
 		}, "retire wait: must not be negative"},
 		{"a node listed twice", func() error { _, err := Update(input(tmpl, constraints.Default(), ms, dup)); return err }, "is listed twice"},
+		{"a non-IPv4 node address listed twice", func() error { _, err := Update(input(tmpl, constraints.Default(), ms, dupName)); return err }, "nodes[2]: address node-a is listed twice"},
 		{"a node without address", func() error { _, err := Update(input(tmpl, constraints.Default(), ms, noAddr)); return err }, "nodes[0]: address: must not be empty"},
 		{"unsanitized machines", func() error {
 			bad := append([]*machine.Machine{}, ms...)
 			c := *ms[0]
 			c.Spec.IPv4 = nil
+			bad[0] = &c
+			_, err := Generate(input(tmpl, constraints.Default(), bad, nil))
+			return err
+		}, "no IPv4 address"},
+		{"a machine address that is not IPv4", func() error {
+			bad := append([]*machine.Machine{}, ms...)
+			c := *ms[0]
+			c.Spec.IPv4 = []string{"fd00::1"}
 			bad[0] = &c
 			_, err := Generate(input(tmpl, constraints.Default(), bad, nil))
 			return err
