@@ -105,7 +105,7 @@ func TestInputErrors(t *testing.T) {
 			bad[0] = &c
 			_, err := Generate(input(tmpl, constraints.Default(), bad, nil))
 			return err
-		}, "no IPv4 address"},
+		}, `ipv4[0]: "fd00::1" is not an IPv4 address`},
 	}
 	for _, c := range cases {
 		if err := c.run(); err == nil || !strings.Contains(err.Error(), c.want) {

@@ -1,6 +1,7 @@
 package generator
 
 import (
+	"cmp"
 	"strconv"
 	"strings"
 	"time"
@@ -150,17 +151,10 @@ func instantOf(t time.Time) instant {
 }
 
 func (a instant) compare(b instant) int {
-	switch {
-	case a.sec < b.sec:
-		return -1
-	case a.sec > b.sec:
-		return 1
-	case a.nsec < b.nsec:
-		return -1
-	case a.nsec > b.nsec:
-		return 1
+	if c := cmp.Compare(a.sec, b.sec); c != 0 {
+		return c
 	}
-	return 0
+	return cmp.Compare(a.nsec, b.nsec)
 }
 
 // laterFirst orders machines by later retire date, then smaller serial, then

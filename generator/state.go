@@ -172,7 +172,10 @@ func newState(in *Input, current *cluster.Cluster) (*state, error) {
 		x.serial = m.Spec.Serial
 		key, ok := ipv4Key(x.addr)
 		if !ok {
-			return nil, fmt.Errorf("machine %s: no IPv4 address (machines must be sanitized)", x.serial)
+			if x.addr == "" {
+				return nil, fmt.Errorf("machine %s: no IPv4 address (machines must be sanitized)", x.serial)
+			}
+			return nil, fmt.Errorf("machine %s: ipv4[0]: %q is not an IPv4 address (machines must be sanitized)", x.serial, x.addr)
 		}
 		x.role = m.Spec.Role
 		x.rack = m.Spec.Rack
