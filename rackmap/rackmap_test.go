@@ -83,8 +83,10 @@ func TestMapBuildCells(t *testing.T) {
 		mc("no-address", "", 1, 4, "cs", machine.StateHealthy),
 		mc("dup", "10.0.1.5", 1, 5, "cs", machine.StateHealthy),
 		mc("dup", "10.0.1.6", 1, 6, "cs", machine.StateHealthy),
-		mc("same-addr-a", "10.0.2.1", 2, 1, "cs", machine.StateHealthy),
+		// The node joins the machine the daemon keeps (the smaller serial),
+		// not the first one listed.
 		mc("same-addr-b", "10.0.2.1", 2, 2, "cs", machine.StateHealthy),
+		mc("same-addr-a", "10.0.2.1", 2, 1, "cs", machine.StateHealthy),
 		mc("rebooting-member", "10.0.2.3", 2, 3, "ss", machine.StateUnreachable),
 		mc("to-add", "10.0.2.4", 2, 4, "ss", machine.StateHealthy),
 	}
