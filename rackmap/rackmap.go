@@ -298,27 +298,40 @@ func Build(in Input) *Map {
 		}
 	}
 
-	m := &Map{Totals: newCounts(), Orphans: []Orphan{}, Next: next, Warnings: warnings}
+	m := &Map{Totals: newCounts(), Orphans: orphans(in, byAddr, changes), Next: next, Warnings: warnings}
 	if m.Warnings == nil {
 		m.Warnings = []string{}
 	}
-	if in.Current != nil {
-		for _, n := range in.Current.Nodes {
-			if n == nil {
-				continue
-			}
-			if _, ok := byAddr[n.Address]; ok {
-				continue
-			}
-			o := Orphan{Address: n.Address, Kind: KindWorker, Rebooting: in.Rebooting[n.Address], Change: changes[n.Address]}
-			if n.ControlPlane {
-				o.Kind = KindControlPlane
-			}
-			m.Orphans = append(m.Orphans, o)
-		}
-	}
+	m.addRacks(cells, racks)
+	return m
+}
 
-	order := make([]int, len(ms))
+// orphans are the nodes whose address is no machine's, in the cluster's
+// order.
+func orphans(in Input, byAddr map[string]int, changes map[string]string) []Orphan {
+	out := []Orphan{}
+	if in.Current == nil {
+		return out
+	}
+	for _, n := range in.Current.Nodes {
+		if n == nil {
+			continue
+		}
+		if _, ok := byAddr[n.Address]; ok {
+			continue
+		}
+		o := Orphan{Address: n.Address, Kind: KindWorker, Rebooting: in.Rebooting[n.Address], Change: changes[n.Address]}
+		if n.ControlPlane {
+			o.Kind = KindControlPlane
+		}
+		out = append(out, o)
+	}
+	return out
+}
+
+// addRacks sorts the cells by rack, index and serial, and counts them.
+func (m *Map) addRacks(cells []Cell, racks []int) {
+	order := make([]int, len(cells))
 	for i := range order {
 		order[i] = i
 	}
@@ -330,6 +343,7 @@ func Build(in Input) *Map {
 			cmp.Compare(a, b),
 		)
 	})
+	m.Racks = []Rack{}
 	for k, i := range order {
 		if k == 0 || racks[i] != racks[order[k-1]] {
 			m.Racks = append(m.Racks, Rack{Number: racks[i], Counts: newCounts()})
@@ -339,10 +353,6 @@ func Build(in Input) *Map {
 		r.Counts.add(&cells[i])
 		m.Totals.add(&cells[i])
 	}
-	if m.Racks == nil {
-		m.Racks = []Rack{}
-	}
-	return m
 }
 
 // takesRole reports whether some template node takes machines of role.
