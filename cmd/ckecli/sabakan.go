@@ -14,6 +14,7 @@ func newSabakanCmd(e *env) *cobra.Command {
 		newSabakanSetVariablesCmd(e), newSabakanGetVariablesCmd(e),
 		newSabakanStatusCmd(e), newSabakanHistoryCmd(e),
 		newSabakanGenerateCmd(),
+		newSabakanMapCmd(e),
 	)
 	return cmd
 }

@@ -1,0 +1,250 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+
+	"github.com/ckegen/ckegen/cluster"
+	"github.com/ckegen/ckegen/generator"
+	"github.com/ckegen/ckegen/machine"
+	"github.com/ckegen/ckegen/rackmap"
+	"github.com/ckegen/ckegen/sabakan"
+	"github.com/ckegen/ckegen/snapshot"
+	"github.com/ckegen/ckegen/template"
+)
+
+type mapOptions struct {
+	machines  string
+	current   string
+	template  string
+	rebooting []string
+	next      string
+	width     int
+	color     string
+	output    string
+	sabakan   sabakan.Options
+}
+
+func newSabakanMapCmd(e *env) *cobra.Command {
+	o := &mapOptions{}
+	cmd := &cobra.Command{
+		Use:   "map",
+		Short: "draw the data center as racks: control planes, workers, candidates, states",
+		Long: `Map draws one column per rack and one cell per machine in index order:
+C control plane, w worker, . unused candidate, - not usable (not HEALTHY, not
+returned by the query variables, rebooting, a role no template takes, or a bad
+inventory entry). A mark after the cell shows a rebooting node (~), a member
+whose machine is in trouble (!), or what the next step does to it (+ ^ v x *).
+Under each band of racks: the control planes and workers of each rack by role.
+
+Online (the default) it reads the cluster, template and reboot queue from etcd
+and queries sabakan, read only, with the stored URL and query variables.
+Offline, --machines reads a machines file instead, with --current,
+--template and --rebooting as further inputs.
+
+Colour shows the machine state, only on a terminal unless --color=always.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return o.run(e, cmd.OutOrStdout(), cmd.ErrOrStderr())
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.machines, "machines", "", "draw from a machines file instead of etcd and sabakan")
+	f.StringVar(&o.current, "current", "", "with --machines: the current cluster.yml")
+	f.StringVar(&o.template, "template", "", "with --machines: the template, so that roles no template takes are not candidates")
+	f.StringSliceVar(&o.rebooting, "rebooting", nil, "with --machines: addresses of rebooting nodes (comma separated)")
+	f.StringVar(&o.next, "next", "", "highlight a next step: the JSON of `sabakan generate --explain json` or of a plan (its first step)")
+	f.IntVar(&o.width, "width", 0, "terminal width to wrap to (default: the terminal's, or 80)")
+	f.StringVar(&o.color, "color", "auto", "colour the states: auto (only on a terminal), always or never")
+	f.StringVarP(&o.output, "output", "o", "text", "output format: text or json")
+	f.DurationVar(&o.sabakan.Timeout, "sabakan-timeout", sabakan.DefaultTimeout, "timeout of each sabakan request")
+	f.StringVar(&o.sabakan.CAFile, "sabakan-tls-ca-file", "", "CA certificates of sabakan's HTTPS endpoint")
+	f.StringVar(&o.sabakan.CertFile, "sabakan-tls-cert-file", "", "client certificate for sabakan")
+	f.StringVar(&o.sabakan.KeyFile, "sabakan-tls-key-file", "", "client key for sabakan")
+	return cmd
+}
+
+func (o *mapOptions) run(e *env, stdout, stderr io.Writer) error {
+	if err := checkFormat(o.output, "text", "json"); err != nil {
+		return err
+	}
+	switch o.color {
+	case "auto", "always", "never":
+	default:
+		return fmt.Errorf("--color: must be auto, always or never, got %q", o.color)
+	}
+	if o.width < 0 {
+		return fmt.Errorf("--width: must be a number of columns > 0, got %d", o.width)
+	}
+	if o.machines == "" {
+		for _, f := range []struct {
+			name string
+			set  bool
+		}{{"--current", o.current != ""}, {"--template", o.template != ""}, {"--rebooting", len(o.rebooting) > 0}} {
+			if f.set {
+				return fmt.Errorf("%s needs --machines (online, the cluster, template and reboot queue come from etcd)", f.name)
+			}
+		}
+	}
+	var next []generator.Change
+	if o.next != "" {
+		data, err := readFile("--next", o.next)
+		if err != nil {
+			return err
+		}
+		if next, err = parseNextStep(data); err != nil {
+			return fmt.Errorf("--next %s: %w", o.next, err)
+		}
+	}
+
+	var in rackmap.Input
+	var notes []string
+	var err error
+	if o.machines != "" {
+		in, err = o.offlineInput()
+	} else {
+		in, notes, err = o.onlineInput(e)
+	}
+	if err != nil {
+		return err
+	}
+	in.Next = next
+	m := rackmap.Build(in)
+	for _, n := range notes {
+		fmt.Fprintf(stderr, "note: %s\n", n)
+	}
+	for _, w := range m.Warnings {
+		fmt.Fprintf(stderr, "warning: %s\n", w)
+	}
+	if o.output == "json" {
+		data, err := json.MarshalIndent(m, "", "  ")
+		if err != nil {
+			return err
+		}
+		_, err = stdout.Write(append(data, '\n'))
+		return err
+	}
+	tty := isTerminal(stdout)
+	opts := rackmap.TextOptions{Width: o.width, Color: o.color == "always" || (o.color == "auto" && tty && colorWanted())}
+	if opts.Width == 0 && tty {
+		if w, _, err := term.GetSize(int(stdout.(*os.File).Fd())); err == nil {
+			opts.Width = w
+		}
+	}
+	return m.WriteText(stdout, opts)
+}
+
+func (o *mapOptions) offlineInput() (rackmap.Input, error) {
+	var in rackmap.Input
+	data, err := readFile("--machines", o.machines)
+	if err != nil {
+		return in, err
+	}
+	if in.Machines, err = machine.Parse(data); err != nil {
+		return in, fmt.Errorf("--machines %s: %w", o.machines, err)
+	}
+	if o.current != "" {
+		data, err := readFile("--current", o.current)
+		if err != nil {
+			return in, err
+		}
+		if in.Current, err = cluster.Parse(data); err != nil {
+			return in, fmt.Errorf("--current %s: %w", o.current, err)
+		}
+	}
+	if o.template != "" {
+		data, err := readFile("--template", o.template)
+		if err != nil {
+			return in, err
+		}
+		if in.Template, err = template.Parse(data); err != nil {
+			return in, fmt.Errorf("--template %s: %w", o.template, err)
+		}
+	}
+	if len(o.rebooting) > 0 {
+		in.Rebooting = map[string]bool{}
+		for _, a := range o.rebooting {
+			a = strings.TrimSpace(a)
+			if a == "" {
+				return in, errors.New("--rebooting: empty address")
+			}
+			in.Rebooting[a] = true
+		}
+	}
+	return in, nil
+}
+
+// onlineInput reads etcd (within --timeout) and queries sabakan (within
+// --sabakan-timeout per request); an error says which one failed.
+func (o *mapOptions) onlineInput(e *env) (rackmap.Input, []string, error) {
+	st, endpoints, closeFn, err := e.storage()
+	if err != nil {
+		return rackmap.Input{}, nil, err
+	}
+	defer closeFn()
+	r := snapshot.NewReader(st, snapshot.Options{Sabakan: o.sabakan, EtcdTimeout: e.timeout})
+	in, notes, err := r.Input(context.Background())
+	var ee *snapshot.EtcdError
+	if errors.As(err, &ee) && errors.Is(err, context.DeadlineExceeded) {
+		return in, notes, fmt.Errorf("etcd at %s: no answer within %s (--timeout): %w", strings.Join(endpoints, ","), e.timeout, ee.Err)
+	}
+	return in, notes, err
+}
+
+// nextStep is what --next reads: an explanation ({"op", "changes"}) or a
+// plan ({"steps": [{"op", "changes"}, ...]}), of which the first step is
+// the next one.
+type nextStep struct {
+	Op      string       `json:"op"`
+	Changes []nextChange `json:"changes"`
+	Steps   []struct {
+		Changes []nextChange `json:"changes"`
+	} `json:"steps"`
+}
+
+type nextChange struct {
+	Action  string `json:"action"`
+	Address string `json:"address"`
+	Serial  string `json:"serial"`
+	Reason  string `json:"reason"`
+}
+
+func parseNextStep(data []byte) ([]generator.Change, error) {
+	var s nextStep
+	dec := json.NewDecoder(bytes.NewReader(data))
+	if err := dec.Decode(&s); err != nil {
+		return nil, fmt.Errorf("want the JSON of an explanation {\"op\", \"changes\"} or of a plan {\"steps\"}: %w", err)
+	}
+	field := "changes"
+	changes := s.Changes
+	if s.Changes == nil && len(s.Steps) > 0 {
+		field, changes = "steps[0].changes", s.Steps[0].Changes
+	}
+	out := make([]generator.Change, 0, len(changes))
+	for i, c := range changes {
+		if c.Action == "" || c.Address == "" {
+			return nil, fmt.Errorf("%s[%d]: action and address must be set", field, i)
+		}
+		out = append(out, generator.Change{Action: c.Action, Address: c.Address, Serial: c.Serial, Reason: c.Reason})
+	}
+	return out, nil
+}
+
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+// colorWanted follows the NO_COLOR convention and TERM=dumb.
+func colorWanted() bool {
+	return os.Getenv("NO_COLOR") == "" && os.Getenv("TERM") != "dumb"
+}

@@ -1,0 +1,259 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"golang.org/x/tools/txtar"
+
+	"github.com/ckegen/ckegen/internal/dcgen"
+	"github.com/ckegen/ckegen/internal/etcdtest"
+	"github.com/ckegen/ckegen/rackmap"
+	"github.com/ckegen/ckegen/sabakan/server"
+	"github.com/ckegen/ckegen/storage"
+)
+
+// TestMapGolden runs every testdata/map/*.txtar case through `ckecli
+// sabakan map`: the "args" flags plus, for each line of "runs", that run's
+// flags; each run twice. want/NAME holds stdout, want/NAME.stderr stderr
+// and the exit status.
+func TestMapGolden(t *testing.T) {
+	files, err := filepath.Glob("../../testdata/map/*.txtar")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(files) == 0 {
+		t.Fatal("no golden maps found")
+	}
+	for _, file := range files {
+		t.Run(strings.TrimSuffix(filepath.Base(file), ".txtar"), func(t *testing.T) {
+			runMapGolden(t, file)
+		})
+	}
+}
+
+func runMapGolden(t *testing.T, file string) {
+	ar, err := txtar.ParseFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	var base []string
+	var runs [][]string
+	want := map[string]string{}
+	for _, f := range ar.Files {
+		switch {
+		case strings.HasPrefix(f.Name, "want/"):
+			want[strings.TrimPrefix(f.Name, "want/")] = string(f.Data)
+		case f.Name == "args":
+			base = strings.Fields(string(f.Data))
+		case f.Name == "runs":
+			for _, line := range strings.Split(strings.TrimSpace(string(f.Data)), "\n") {
+				runs = append(runs, strings.Fields(line))
+			}
+		case f.Name == "machines.txt":
+			data, err := machinesFromTable(f.Data)
+			if err != nil {
+				t.Fatalf("machines.txt: %v", err)
+			}
+			writeFile(t, filepath.Join(dir, "machines.json"), data)
+		default:
+			writeFile(t, filepath.Join(dir, f.Name), f.Data)
+		}
+	}
+	if len(runs) == 0 {
+		t.Fatal(`no "runs" section`)
+	}
+	got := map[string]string{}
+	for _, r := range runs {
+		args := append([]string{"sabakan", "map"}, base...)
+		args = append(args, r[1:]...)
+		for i, a := range args {
+			if strings.Contains(a, ".") && !strings.HasPrefix(a, "-") {
+				if _, err := os.Stat(filepath.Join(dir, a)); err == nil {
+					args[i] = filepath.Join(dir, a)
+				}
+			}
+		}
+		var outs [2][2]string
+		for i := range outs {
+			var stdout, stderr bytes.Buffer
+			code := run(args, strings.NewReader(""), &stdout, &stderr)
+			outs[i] = [2]string{stdout.String(), strings.ReplaceAll(stderr.String(), dir+"/", "") + "exit " + strconv.Itoa(code) + "\n"}
+		}
+		if outs[0] != outs[1] {
+			t.Fatalf("run %s: two runs differ (nondeterminism):\n%s", r[0], cmp.Diff(outs[0], outs[1]))
+		}
+		got[r[0]] = showEscapes(outs[0][0])
+		got[r[0]+".stderr"] = outs[0][1]
+	}
+
+	if *update {
+		var kept []txtar.File
+		for _, f := range ar.Files {
+			if !strings.HasPrefix(f.Name, "want/") {
+				kept = append(kept, f)
+			}
+		}
+		for _, r := range runs {
+			kept = append(kept,
+				txtar.File{Name: "want/" + r[0], Data: []byte(got[r[0]])},
+				txtar.File{Name: "want/" + r[0] + ".stderr", Data: []byte(got[r[0]+".stderr"])})
+		}
+		ar.Files = kept
+		writeFile(t, file, txtar.Format(ar))
+		return
+	}
+	for _, r := range runs {
+		for _, name := range []string{r[0], r[0] + ".stderr"} {
+			w, ok := want[name]
+			if !ok {
+				t.Errorf("want/%s is missing (run with -update to create it)", name)
+				continue
+			}
+			if diff := cmp.Diff(w, got[name]); diff != "" {
+				t.Errorf("want/%s mismatch (-want +got):\n%s", name, diff)
+			}
+		}
+	}
+}
+
+// showEscapes writes ESC as \e, so that golden files read as text.
+func showEscapes(s string) string { return strings.ReplaceAll(s, "\x1b", `\e`) }
+
+// TestMapOnline: the map from etcd and the compatible server matches the
+// stored cluster; etcd or sabakan failing is an error that says which.
+func TestMapOnline(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	etcdURL := etcdtest.Start(t)
+	st := storage.New(etcdtest.Connect(t, etcdURL), "")
+	store := server.NewStore(func() time.Time { return now })
+	o := dcgen.Default(now)
+	o.Racks, o.PerRack, o.UnhealthyPct = 3, 4, 0
+	if err := store.Load(dcgen.Machines(o)); err != nil {
+		t.Fatal(err)
+	}
+	srv, err := server.New(store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(srv.Handler())
+	defer ts.Close()
+	ctx := context.Background()
+	base := []string{"--endpoints", etcdURL, "sabakan", "map"}
+
+	var stdout, stderr bytes.Buffer
+	if code := run(base, strings.NewReader(""), &stdout, &stderr); code != 1 || stdout.Len() != 0 ||
+		stderr.String() != "ckecli: no sabakan URL: set one with ckecli sabakan set-url\n" {
+		t.Errorf("no URL: exit %d, stdout %q, stderr %q", code, stdout.String(), stderr.String())
+	}
+
+	if err := st.SetURL(ctx, ts.URL+"/graphql"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Client.Put(ctx, st.Key(storage.KeyCluster),
+		`{"name":"t","nodes":[{"address":"10.0.1.2","user":"u","control_plane":true},{"address":"10.0.2.3","user":"u","control_plane":false}],"service_subnet":"10.68.0.0/16"}`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Client.Put(ctx, st.Key(storage.KeyRebootsData+"1"), `{"index":1,"node":"10.0.2.3","status":"rebooting"}`); err != nil {
+		t.Fatal(err)
+	}
+	stdout.Reset()
+	stderr.Reset()
+	if code := run(append(base, "--width", "40"), strings.NewReader(""), &stdout, &stderr); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	// Boot servers (index 1) are left out by the default query: "-".
+	wantGrid := "rack      0  1  2\n        1 -  -  -\n        2 .  C  .\n        3 .  .  w~\n        4 .  .  .\nC storage 0  1  0\nw compute 0  0  1\n"
+	if !strings.HasPrefix(stdout.String(), wantGrid) || stderr.String() != "note: no template is set: unused machines of every role are shown as candidates\n" {
+		t.Errorf("map:\n%s\nstderr:\n%s\nwant the grid:\n%s", stdout.String(), stderr.String(), wantGrid)
+	}
+
+	stdout.Reset()
+	if code := run(append(base, "-o", "json"), strings.NewReader(""), &stdout, &stderr); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	var m rackmap.Map
+	if err := json.Unmarshal(stdout.Bytes(), &m); err != nil {
+		t.Fatal(err)
+	}
+	if m.Totals.Machines != 12 || m.Totals.TotalControlPlanes() != 1 || m.Totals.TotalWorkers() != 1 || m.Totals.Unusable != 3 || m.Totals.Rebooting != 1 {
+		t.Errorf("json totals: %+v", m.Totals)
+	}
+
+	ts.Close()
+	stdout.Reset()
+	stderr.Reset()
+	if code := run(append(base, "--sabakan-timeout", "1s"), strings.NewReader(""), &stdout, &stderr); code != 1 || stdout.Len() != 0 ||
+		!strings.HasPrefix(stderr.String(), "ckecli: sabakan at "+ts.URL+"/graphql: ") {
+		t.Errorf("sabakan down: exit %d, stdout %q, stderr %q", code, stdout.String(), stderr.String())
+	}
+
+	stderr.Reset()
+	dead := fmt.Sprintf("http://127.0.0.1:%d", etcdtest.FreePort(t))
+	if code := run([]string{"--endpoints", dead, "--timeout", "300ms", "sabakan", "map"}, strings.NewReader(""), &stdout, &stderr); code != 1 ||
+		!strings.HasPrefix(stderr.String(), "ckecli: etcd at "+dead+": no answer within 300ms (--timeout)") {
+		t.Errorf("etcd down: exit %d, stderr %q", code, stderr.String())
+	}
+}
+
+// TestMapBadInput: bad flags and files are errors naming the flag, with
+// nothing on stdout.
+func TestMapBadInput(t *testing.T) {
+	dir := t.TempDir()
+	file := func(name, content string) string {
+		p := filepath.Join(dir, name)
+		writeFile(t, p, []byte(content))
+		return p
+	}
+	machines := file("m.json", `[{"spec":{"serial":"A","rack":0,"indexInRack":1,"ipv4":["10.0.0.1"]},"status":{"state":"HEALTHY"}}]`)
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--machines", machines, "--color", "sometimes"}, `--color: must be auto, always or never, got "sometimes"`},
+		{[]string{"--machines", machines, "--width", "-3"}, "--width: must be a number of columns > 0, got -3"},
+		{[]string{"--machines", machines, "-o", "yaml"}, `--output: must be one of [text json], got "yaml"`},
+		{[]string{"--current", machines}, "--current needs --machines"},
+		{[]string{"--rebooting", "10.0.0.1"}, "--rebooting needs --machines"},
+		{[]string{"--template", machines}, "--template needs --machines"},
+		{[]string{"--machines", filepath.Join(dir, "none.json")}, "--machines: open "},
+		{[]string{"--machines", file("bad.json", `[{"spec":{"serial":""}}]`)}, "machines[0]: spec.serial: must not be empty"},
+		{[]string{"--machines", machines, "--current", file("c.yml", "name: x\nnodes:\n- {adress: 1}\n")}, `unknown field "adress"`},
+		{[]string{"--machines", machines, "--template", file("t.yml", "name: x\n")}, "--template "},
+		{[]string{"--machines", machines, "--rebooting", "10.0.0.1,,"}, "--rebooting: empty address"},
+		{[]string{"--machines", machines, "--next", file("n1.json", `not json`)}, `--next `},
+		{[]string{"--machines", machines, "--next", file("n2.json", `{"changes":[{"action":"add-worker"}]}`)}, "changes[0]: action and address must be set"},
+		{[]string{"--machines", machines, "--next", file("n3.json", `{"steps":[{"changes":[{"address":"10.0.0.1"}]}]}`)}, "steps[0].changes[0]: action and address must be set"},
+	} {
+		var stdout, stderr bytes.Buffer
+		code := run(append([]string{"sabakan", "map"}, c.args...), strings.NewReader(""), &stdout, &stderr)
+		if code != 1 || stdout.Len() != 0 || !strings.Contains(stderr.String(), c.want) {
+			t.Errorf("%q: exit %d, stdout %q, stderr %q; want exit 1 and %q", c.args, code, stdout.String(), stderr.String(), c.want)
+		}
+	}
+}
+
+// TestMapNextFromPlan: --next takes the first step of a plan, and the
+// --explain json of generate as it is written.
+func TestMapNextFromPlan(t *testing.T) {
+	for _, c := range []struct{ json, want string }{
+		{`{"result":"settled","steps":[{"op":"increase worker","changes":[{"action":"add-worker","address":"10.0.0.1","serial":"A","score":990,"reason":"r"}]},{"op":"x","changes":[{"action":"remove-retired-worker","address":"10.0.0.1"}]}],"cluster":{}}`, "add-worker"},
+		{`{"op":"taint nodes","changes":[{"action":"change-taint","address":"10.0.0.1","serial":"A","score":null,"reason":"r"}],"warnings":[]}`, "change-taint"},
+	} {
+		got, err := parseNextStep([]byte(c.json))
+		if err != nil || len(got) != 1 || got[0].Action != c.want || got[0].Address != "10.0.0.1" {
+			t.Errorf("%s: got %+v, %v; want one %s", c.json, got, err, c.want)
+		}
+	}
+}

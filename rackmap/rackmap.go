@@ -1,0 +1,412 @@
+// Package rackmap draws the data center as racks of machines: for each
+// machine, whether it is a control plane, a worker, an unused candidate or
+// not usable, with its state, whether it is rebooting, and what the next
+// step of the generator would do to it.
+//
+// Build turns a snapshot (machines, the current cluster, the rebooting set
+// and the changes to highlight) into a Map; Text renders a Map for a
+// terminal and the Map itself marshals to JSON. Build is pure: no I/O, no
+// clock.
+package rackmap
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/ckegen/ckegen/cluster"
+	"github.com/ckegen/ckegen/generator"
+	"github.com/ckegen/ckegen/labels"
+	"github.com/ckegen/ckegen/machine"
+	"github.com/ckegen/ckegen/template"
+)
+
+// Kind is what a machine is to the cluster.
+type Kind string
+
+// The four kinds of cell.
+const (
+	// KindControlPlane: the machine is a control-plane node.
+	KindControlPlane Kind = "control-plane"
+	// KindWorker: the machine is a worker node.
+	KindWorker Kind = "worker"
+	// KindUnused: not in the cluster, and the generator could add it.
+	KindUnused Kind = "unused"
+	// KindUnusable: not in the cluster, and the generator would not add it
+	// (not HEALTHY, not returned by the query, rebooting, a role no
+	// template takes, or ignored as a bad entry).
+	KindUnusable Kind = "unusable"
+)
+
+// Member reports whether the kind is a node of the cluster.
+func (k Kind) Member() bool { return k == KindControlPlane || k == KindWorker }
+
+// NodeRole is how a tooltip names the kind: "control plane", "worker" or
+// "none".
+func (k Kind) NodeRole() string {
+	switch k {
+	case KindControlPlane:
+		return "control plane"
+	case KindWorker:
+		return "worker"
+	}
+	return "none"
+}
+
+// Input is the snapshot a map is drawn from.
+type Input struct {
+	// Machines are the machines to draw: online, every machine sabakan
+	// has (a query without conditions); offline, the machines file.
+	Machines []machine.Machine
+	// Selected holds the serials the daemon's query returns (the stored
+	// query variables); nil means every machine of Machines.
+	Selected map[string]bool
+	// Current is the cluster; nil when there is none yet.
+	Current *cluster.Cluster
+	// Template, when given, decides which roles can be used: an unused
+	// machine whose role no template takes is not a candidate.
+	Template *template.Template
+	// Rebooting holds the addresses of nodes in CKE's reboot queue.
+	Rebooting map[string]bool
+	// Next are the changes of the next step, to highlight.
+	Next []generator.Change
+}
+
+// Cell is one machine.
+type Cell struct {
+	Serial  string        `json:"serial"`
+	Address string        `json:"address"`
+	Index   int           `json:"indexInRack"`
+	Role    string        `json:"role"`
+	State   machine.State `json:"state"`
+	Kind    Kind          `json:"kind"`
+	// Why says why an unusable machine cannot be added, or what is wrong
+	// with a member's machine (not HEALTHY, not returned by the query).
+	Why       string `json:"why,omitempty"`
+	Rebooting bool   `json:"rebooting,omitempty"`
+	// Change is the action of the highlighted next step on this machine.
+	Change string `json:"change,omitempty"`
+}
+
+// Rack is one rack's machines in index order, and its counts.
+type Rack struct {
+	Number int    `json:"rack"`
+	Counts Counts `json:"counts"`
+	Cells  []Cell `json:"cells"`
+}
+
+// Counts are the machines of a rack or of the whole map by kind. Control
+// planes and workers are counted by their machine's role.
+type Counts struct {
+	Machines      int            `json:"machines"`
+	ControlPlanes map[string]int `json:"controlPlanes"`
+	Workers       map[string]int `json:"workers"`
+	Unused        int            `json:"unused"`
+	Unusable      int            `json:"unusable"`
+	Rebooting     int            `json:"rebooting"`
+}
+
+// TotalControlPlanes is the number of control planes of every role.
+func (c Counts) TotalControlPlanes() int { return sum(c.ControlPlanes) }
+
+// TotalWorkers is the number of workers of every role.
+func (c Counts) TotalWorkers() int { return sum(c.Workers) }
+
+func sum(m map[string]int) int {
+	n := 0
+	for _, v := range m {
+		n += v
+	}
+	return n
+}
+
+func (c *Counts) add(cell *Cell) {
+	c.Machines++
+	switch cell.Kind {
+	case KindControlPlane:
+		c.ControlPlanes[cell.Role]++
+	case KindWorker:
+		c.Workers[cell.Role]++
+	case KindUnused:
+		c.Unused++
+	default:
+		c.Unusable++
+	}
+	if cell.Rebooting {
+		c.Rebooting++
+	}
+}
+
+func newCounts() Counts {
+	return Counts{ControlPlanes: map[string]int{}, Workers: map[string]int{}}
+}
+
+// Orphan is a node of the cluster whose address is no machine's.
+type Orphan struct {
+	Address   string `json:"address"`
+	Kind      Kind   `json:"kind"`
+	Rebooting bool   `json:"rebooting,omitempty"`
+	Change    string `json:"change,omitempty"`
+}
+
+// Map is the data center as racks.
+type Map struct {
+	// Racks in rack number order.
+	Racks  []Rack `json:"racks"`
+	Totals Counts `json:"totals"`
+	// Orphans are nodes whose machine is not in the inventory, in the
+	// cluster's order.
+	Orphans []Orphan `json:"orphans"`
+	// Next is the highlighted next step, as given.
+	Next []HighlightedChange `json:"next"`
+	// Warnings are about machines the daemon would ignore.
+	Warnings []string `json:"warnings"`
+}
+
+// HighlightedChange is one change of the next step.
+type HighlightedChange struct {
+	Action  string `json:"action"`
+	Address string `json:"address"`
+	Serial  string `json:"serial,omitempty"`
+	Reason  string `json:"reason,omitempty"`
+}
+
+// ControlPlaneRoles and WorkerRoles are the roles with at least one
+// control plane (worker) anywhere, sorted: the rows of per-rack counts.
+func (m *Map) ControlPlaneRoles() []string { return sortedKeys(m.Totals.ControlPlanes) }
+
+// WorkerRoles: see ControlPlaneRoles.
+func (m *Map) WorkerRoles() []string { return sortedKeys(m.Totals.Workers) }
+
+func sortedKeys(c map[string]int) []string {
+	out := make([]string, 0, len(c))
+	for k, v := range c {
+		if v > 0 {
+			out = append(out, k)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// Build draws the map. It never fails: machines the daemon would ignore
+// are drawn as unusable, with a warning.
+func Build(in Input) *Map {
+	ms := in.Machines
+	selected := func(serial string) bool { return in.Selected == nil || in.Selected[serial] }
+
+	// The machines the daemon would work with: the selected ones, after
+	// the same sanitizing as a tick.
+	var sel []machine.Machine
+	if in.Selected == nil {
+		sel = ms
+	} else {
+		sel = make([]machine.Machine, 0, len(in.Selected))
+		for i := range ms {
+			if in.Selected[ms[i].Spec.Serial] {
+				sel = append(sel, ms[i])
+			}
+		}
+	}
+	kept, warnings := machine.Sanitize(sel, labels.ValidateSabakanLabel)
+	keptSerials := make(map[string]bool, len(kept))
+	for _, m := range kept {
+		keptSerials[m.Spec.Serial] = true
+	}
+
+	nodes := map[string]*cluster.Node{}
+	if in.Current != nil {
+		for _, n := range in.Current.Nodes {
+			if n != nil {
+				nodes[n.Address] = n
+			}
+		}
+	}
+	changes := map[string]string{}
+	next := make([]HighlightedChange, 0, len(in.Next))
+	for _, c := range in.Next {
+		if _, ok := changes[c.Address]; !ok {
+			changes[c.Address] = c.Action
+		}
+		next = append(next, HighlightedChange{Action: c.Action, Address: c.Address, Serial: c.Serial, Reason: c.Reason})
+	}
+
+	cells := make([]Cell, len(ms))
+	racks := make([]int, len(ms))
+	// seen says whether the daemon works with entry i: selected, kept by
+	// Sanitize, and the first entry of its serial (Sanitize keeps that one).
+	seen := make([]bool, len(ms))
+	firstOfSerial := make(map[string]bool, len(ms))
+	// byAddr is the entry a node's address joins: the one the daemon sees
+	// when there is one (Sanitize leaves at most one per address), else
+	// the first.
+	byAddr := make(map[string]int, len(ms))
+	for i := range ms {
+		m := &ms[i]
+		addr := m.Address()
+		cells[i] = Cell{Serial: m.Spec.Serial, Address: addr, Index: m.Spec.IndexInRack, Role: m.Spec.Role, State: m.Status.State}
+		racks[i] = m.Spec.Rack
+		first := !firstOfSerial[m.Spec.Serial]
+		firstOfSerial[m.Spec.Serial] = true
+		seen[i] = first && selected(m.Spec.Serial) && keptSerials[m.Spec.Serial]
+		if addr == "" {
+			continue
+		}
+		if j, ok := byAddr[addr]; !ok || (seen[i] && !seen[j]) {
+			byAddr[addr] = i
+		}
+	}
+
+	for i := range cells {
+		c := &cells[i]
+		joinsAddr := c.Address != "" && byAddr[c.Address] == i
+		var n *cluster.Node
+		if joinsAddr {
+			n = nodes[c.Address]
+			c.Change = changes[c.Address]
+			c.Rebooting = in.Rebooting[c.Address]
+		}
+		why := ""
+		switch {
+		case !selected(c.Serial):
+			why = "not returned by the query variables"
+		case !seen[i]:
+			why = "ignored as a bad inventory entry (see warnings)"
+		case c.State != machine.StateHealthy:
+			why = "state " + string(c.State)
+		}
+		if n != nil {
+			c.Kind = KindWorker
+			if n.ControlPlane {
+				c.Kind = KindControlPlane
+			}
+			c.Why = why
+			continue
+		}
+		switch {
+		case why != "":
+		case c.Rebooting:
+			why = "rebooting"
+		case in.Template != nil && !takesRole(in.Template, c.Role):
+			why = fmt.Sprintf("role %q matches no template", c.Role)
+		}
+		c.Why = why
+		c.Kind = KindUnused
+		if why != "" {
+			c.Kind = KindUnusable
+		}
+	}
+
+	m := &Map{Totals: newCounts(), Orphans: orphans(in, byAddr, changes), Next: next, Warnings: warnings}
+	if m.Warnings == nil {
+		m.Warnings = []string{}
+	}
+	m.addRacks(cells, racks)
+	return m
+}
+
+// orphans are the nodes whose address is no machine's, in the cluster's
+// order.
+func orphans(in Input, byAddr map[string]int, changes map[string]string) []Orphan {
+	out := []Orphan{}
+	if in.Current == nil {
+		return out
+	}
+	for _, n := range in.Current.Nodes {
+		if n == nil {
+			continue
+		}
+		if _, ok := byAddr[n.Address]; ok {
+			continue
+		}
+		o := Orphan{Address: n.Address, Kind: KindWorker, Rebooting: in.Rebooting[n.Address], Change: changes[n.Address]}
+		if n.ControlPlane {
+			o.Kind = KindControlPlane
+		}
+		out = append(out, o)
+	}
+	return out
+}
+
+// addRacks sorts the cells by rack, index and serial, and counts them.
+func (m *Map) addRacks(cells []Cell, racks []int) {
+	order := make([]int, len(cells))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortFunc(order, func(a, b int) int {
+		return cmp.Or(
+			cmp.Compare(racks[a], racks[b]),
+			cmp.Compare(cells[a].Index, cells[b].Index),
+			strings.Compare(cells[a].Serial, cells[b].Serial),
+			cmp.Compare(a, b),
+		)
+	})
+	m.Racks = []Rack{}
+	for k, i := range order {
+		if k == 0 || racks[i] != racks[order[k-1]] {
+			m.Racks = append(m.Racks, Rack{Number: racks[i], Counts: newCounts()})
+		}
+		r := &m.Racks[len(m.Racks)-1]
+		r.Cells = append(r.Cells, cells[i])
+		r.Counts.add(&cells[i])
+		m.Totals.add(&cells[i])
+	}
+}
+
+// takesRole reports whether some template node takes machines of role.
+func takesRole(t *template.Template, role string) bool {
+	if t.ControlPlane.Role == "" || t.ControlPlane.Role == role {
+		return true
+	}
+	return t.WorkerFor(role) != nil
+}
+
+// Marker is the character drawn after a cell's kind: the highlighted
+// change first, then rebooting, then a member whose machine is in
+// trouble; ' ' for none.
+func (c *Cell) Marker() byte {
+	if c.Change != "" {
+		return ChangeMarker(c.Change)
+	}
+	if c.Rebooting {
+		return '~'
+	}
+	if c.Kind.Member() && c.Why != "" {
+		return '!'
+	}
+	return ' '
+}
+
+// Symbol is the character of a kind: C, w, . or -.
+func (k Kind) Symbol() byte {
+	switch k {
+	case KindControlPlane:
+		return 'C'
+	case KindWorker:
+		return 'w'
+	case KindUnused:
+		return '.'
+	}
+	return '-'
+}
+
+// ChangeMarker is the character of a change action: + added, ^ promoted,
+// v demoted, x removed, * re-rendered (taints or template), ? unknown.
+func ChangeMarker(action string) byte {
+	switch action {
+	case generator.ActionGenerate, generator.ActionAddControlPlane, generator.ActionAddWorker:
+		return '+'
+	case generator.ActionPromoteWorker:
+		return '^'
+	case generator.ActionDemoteControlPlane:
+		return 'v'
+	case generator.ActionChangeTaint, generator.ActionRegenerate:
+		return '*'
+	}
+	if strings.HasPrefix(action, "remove-") {
+		return 'x'
+	}
+	return '?'
+}

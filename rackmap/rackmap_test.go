@@ -1,0 +1,346 @@
+package rackmap
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/ckegen/ckegen/cluster"
+	"github.com/ckegen/ckegen/generator"
+	"github.com/ckegen/ckegen/internal/dcgen"
+	"github.com/ckegen/ckegen/machine"
+	"github.com/ckegen/ckegen/template"
+)
+
+var testNow = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// mc builds a machine: serial, address ("" for none), rack, index, role,
+// state.
+func mc(serial, addr string, rack, index int, role string, state machine.State) machine.Machine {
+	m := machine.Machine{
+		Spec: machine.Spec{Serial: serial, Rack: rack, IndexInRack: index, Role: role,
+			RegisterDate: testNow.AddDate(-1, 0, 0), RetireDate: testNow.AddDate(4, 0, 0)},
+		Status: machine.Status{State: state},
+	}
+	if addr != "" {
+		m.Spec.IPv4 = []string{addr}
+	}
+	return m
+}
+
+func node(addr string, cp bool) *cluster.Node {
+	return &cluster.Node{Address: addr, User: "u", ControlPlane: cp}
+}
+
+func mustTemplate(t testing.TB, s string) *template.Template {
+	t.Helper()
+	tm, err := template.Parse([]byte(s))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tm
+}
+
+const roleTemplate = `{"name":"t","nodes":[
+ {"user":"u","control_plane":true,"labels":{"cke.cybozu.com/role":"cs"}},
+ {"user":"u","labels":{"cke.cybozu.com/role":"cs"}},
+ {"user":"u","labels":{"cke.cybozu.com/role":"ss"}}],"service_subnet":"10.68.0.0/16"}`
+
+// cellsBySerial flattens a map; a serial seen twice gets a suffix.
+func cellsBySerial(m *Map) map[string]Cell {
+	out := map[string]Cell{}
+	for _, r := range m.Racks {
+		for _, c := range r.Cells {
+			k := c.Serial
+			for out[k].Serial != "" {
+				k += "'"
+			}
+			out[k] = c
+		}
+	}
+	return out
+}
+
+// TestMapBuildCells: each reason a machine is a control plane, a worker,
+// a candidate or not usable, and what a cell says about it.
+func TestMapBuildCells(t *testing.T) {
+	ms := []machine.Machine{
+		mc("cp", "10.0.0.1", 0, 1, "cs", machine.StateHealthy),
+		mc("sick-worker", "10.0.0.2", 0, 2, "ss", machine.StateUnreachable),
+		mc("free", "10.0.0.3", 0, 3, "cs", machine.StateHealthy),
+		mc("unhealthy", "10.0.0.4", 0, 4, "cs", machine.StateUnhealthy),
+		mc("boot", "10.0.0.5", 0, 5, "boot", machine.StateHealthy),
+		mc("rebooting", "10.0.1.1", 1, 1, "cs", machine.StateHealthy),
+		mc("filtered", "10.0.1.2", 1, 2, "cs", machine.StateHealthy),
+		mc("filtered-member", "10.0.1.3", 1, 3, "cs", machine.StateHealthy),
+		mc("no-address", "", 1, 4, "cs", machine.StateHealthy),
+		mc("dup", "10.0.1.5", 1, 5, "cs", machine.StateHealthy),
+		mc("dup", "10.0.1.6", 1, 6, "cs", machine.StateHealthy),
+		// The node joins the machine the daemon keeps (the smaller serial),
+		// not the first one listed.
+		mc("same-addr-b", "10.0.2.1", 2, 2, "cs", machine.StateHealthy),
+		mc("same-addr-a", "10.0.2.1", 2, 1, "cs", machine.StateHealthy),
+		mc("rebooting-member", "10.0.2.3", 2, 3, "ss", machine.StateUnreachable),
+		mc("to-add", "10.0.2.4", 2, 4, "ss", machine.StateHealthy),
+	}
+	selected := map[string]bool{}
+	for _, m := range ms {
+		if m.Spec.Serial != "filtered" && m.Spec.Serial != "filtered-member" {
+			selected[m.Spec.Serial] = true
+		}
+	}
+	in := Input{
+		Machines: ms,
+		Selected: selected,
+		Current: &cluster.Cluster{Name: "c", Nodes: []*cluster.Node{
+			node("10.0.0.1", true), node("10.0.0.2", false), node("10.0.1.3", false),
+			node("10.0.2.1", false), node("10.0.2.3", false), node("10.9.9.9", true),
+		}},
+		Template:  mustTemplate(t, roleTemplate),
+		Rebooting: map[string]bool{"10.0.1.1": true, "10.0.2.3": true, "10.9.9.9": true},
+		Next: []generator.Change{
+			{Action: generator.ActionAddWorker, Address: "10.0.2.4", Serial: "to-add"},
+			{Action: generator.ActionRemoveNonExistentCP, Address: "10.9.9.9"},
+			{Action: generator.ActionChangeTaint, Address: "10.0.0.2", Serial: "sick-worker"},
+			{Action: generator.ActionRemoveBadCP, Address: "10.0.0.2", Serial: "sick-worker"},
+		},
+	}
+	m := Build(in)
+	want := map[string]Cell{
+		"cp":               {Serial: "cp", Address: "10.0.0.1", Index: 1, Role: "cs", State: "HEALTHY", Kind: KindControlPlane},
+		"sick-worker":      {Serial: "sick-worker", Address: "10.0.0.2", Index: 2, Role: "ss", State: "UNREACHABLE", Kind: KindWorker, Why: "state UNREACHABLE", Change: "change-taint"},
+		"free":             {Serial: "free", Address: "10.0.0.3", Index: 3, Role: "cs", State: "HEALTHY", Kind: KindUnused},
+		"unhealthy":        {Serial: "unhealthy", Address: "10.0.0.4", Index: 4, Role: "cs", State: "UNHEALTHY", Kind: KindUnusable, Why: "state UNHEALTHY"},
+		"boot":             {Serial: "boot", Address: "10.0.0.5", Index: 5, Role: "boot", State: "HEALTHY", Kind: KindUnusable, Why: `role "boot" matches no template`},
+		"rebooting":        {Serial: "rebooting", Address: "10.0.1.1", Index: 1, Role: "cs", State: "HEALTHY", Kind: KindUnusable, Why: "rebooting", Rebooting: true},
+		"filtered":         {Serial: "filtered", Address: "10.0.1.2", Index: 2, Role: "cs", State: "HEALTHY", Kind: KindUnusable, Why: "not returned by the query variables"},
+		"filtered-member":  {Serial: "filtered-member", Address: "10.0.1.3", Index: 3, Role: "cs", State: "HEALTHY", Kind: KindWorker, Why: "not returned by the query variables"},
+		"no-address":       {Serial: "no-address", Index: 4, Role: "cs", State: "HEALTHY", Kind: KindUnusable, Why: "ignored as a bad inventory entry (see warnings)"},
+		"dup":              {Serial: "dup", Address: "10.0.1.5", Index: 5, Role: "cs", State: "HEALTHY", Kind: KindUnused},
+		"dup'":             {Serial: "dup", Address: "10.0.1.6", Index: 6, Role: "cs", State: "HEALTHY", Kind: KindUnusable, Why: "ignored as a bad inventory entry (see warnings)"},
+		"same-addr-a":      {Serial: "same-addr-a", Address: "10.0.2.1", Index: 1, Role: "cs", State: "HEALTHY", Kind: KindWorker},
+		"same-addr-b":      {Serial: "same-addr-b", Address: "10.0.2.1", Index: 2, Role: "cs", State: "HEALTHY", Kind: KindUnusable, Why: "ignored as a bad inventory entry (see warnings)"},
+		"rebooting-member": {Serial: "rebooting-member", Address: "10.0.2.3", Index: 3, Role: "ss", State: "UNREACHABLE", Kind: KindWorker, Why: "state UNREACHABLE", Rebooting: true},
+		"to-add":           {Serial: "to-add", Address: "10.0.2.4", Index: 4, Role: "ss", State: "HEALTHY", Kind: KindUnused, Change: "add-worker"},
+	}
+	if diff := cmp.Diff(want, cellsBySerial(m)); diff != "" {
+		t.Errorf("cells (-want +got):\n%s", diff)
+	}
+	wantOrphans := []Orphan{{Address: "10.9.9.9", Kind: KindControlPlane, Rebooting: true, Change: "remove-non-existent-control-plane"}}
+	if diff := cmp.Diff(wantOrphans, m.Orphans); diff != "" {
+		t.Errorf("orphans (-want +got):\n%s", diff)
+	}
+	if len(m.Next) != 4 || len(m.Warnings) != 3 {
+		t.Errorf("next %v, warnings %q", m.Next, m.Warnings)
+	}
+	wantTotals := Counts{Machines: 15, ControlPlanes: map[string]int{"cs": 1}, Workers: map[string]int{"cs": 2, "ss": 2},
+		Unused: 3, Unusable: 7, Rebooting: 2}
+	if diff := cmp.Diff(wantTotals, m.Totals); diff != "" {
+		t.Errorf("totals (-want +got):\n%s", diff)
+	}
+	wantRack2 := Counts{Machines: 4, ControlPlanes: map[string]int{}, Workers: map[string]int{"cs": 1, "ss": 1},
+		Unused: 1, Unusable: 1, Rebooting: 1}
+	if diff := cmp.Diff(wantRack2, m.Racks[2].Counts); diff != "" {
+		t.Errorf("rack 2 counts (-want +got):\n%s", diff)
+	}
+
+	// Without a template every role is a candidate; without Selected every
+	// machine is queried.
+	in.Template, in.Selected = nil, nil
+	got := cellsBySerial(Build(in))
+	if c := got["boot"]; c.Kind != KindUnused {
+		t.Errorf("boot without a template: %+v, want an unused candidate", c)
+	}
+	if c := got["filtered"]; c.Kind != KindUnused {
+		t.Errorf("filtered without Selected: %+v, want an unused candidate", c)
+	}
+}
+
+// TestMapBuildOrderAndDeterminism: racks in number order, cells in index
+// then serial order, whatever the input order; the same input gives the
+// same JSON.
+func TestMapBuildOrderAndDeterminism(t *testing.T) {
+	o := dcgen.Default(testNow)
+	o.Racks, o.PerRack = 5, 6
+	ms := dcgen.Machines(o)
+	ms = append(ms, mc("Z-extra", "10.0.3.99", 3, 2, "compute", machine.StateHealthy)) // index 2 twice in rack 3
+	in := Input{Machines: ms, Current: &cluster.Cluster{Nodes: []*cluster.Node{node("10.0.0.2", true), node("10.0.1.3", false)}}}
+	want, err := json.Marshal(Build(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	for range 5 {
+		shuffled := append([]machine.Machine(nil), ms...)
+		rng.Shuffle(len(shuffled), func(i, j int) { shuffled[i], shuffled[j] = shuffled[j], shuffled[i] })
+		m := Build(Input{Machines: shuffled, Current: in.Current})
+		got, err := json.Marshal(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Fatalf("the map depends on the input order:\n%s", cmp.Diff(string(want), string(got)))
+		}
+		for k, r := range m.Racks {
+			if k > 0 && m.Racks[k-1].Number >= r.Number {
+				t.Fatalf("racks out of order: %d then %d", m.Racks[k-1].Number, r.Number)
+			}
+			for j := 1; j < len(r.Cells); j++ {
+				a, b := r.Cells[j-1], r.Cells[j]
+				if a.Index > b.Index || (a.Index == b.Index && a.Serial > b.Serial) {
+					t.Fatalf("rack %d: %s (#%d) before %s (#%d)", r.Number, a.Serial, a.Index, b.Serial, b.Index)
+				}
+			}
+		}
+	}
+}
+
+// TestMapBands: racks whose machines share an index share a row; a rack
+// with two machines of one index takes two rows.
+func TestMapBands(t *testing.T) {
+	m := Build(Input{Machines: []machine.Machine{
+		mc("a1", "10.0.0.1", 0, 1, "", machine.StateHealthy),
+		mc("a3", "10.0.0.3", 0, 3, "", machine.StateHealthy),
+		mc("b2", "10.0.1.2", 1, 2, "", machine.StateHealthy),
+		mc("b3", "10.0.1.3", 1, 3, "", machine.StateHealthy),
+		mc("b3bis", "10.0.1.4", 1, 3, "", machine.StateHealthy),
+		mc("c7", "10.0.2.7", 2, 7, "", machine.StateHealthy),
+	}})
+	bands := m.Bands(2)
+	if len(bands) != 2 {
+		t.Fatalf("bands: got %d, want 2", len(bands))
+	}
+	if diff := cmp.Diff([]int{1, 2, 3, 3}, bands[0].Rows); diff != "" {
+		t.Errorf("rows of band 0 (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([][]int{{0, 2}, {1, 2, 3}}, bands[0].CellRow); diff != "" {
+		t.Errorf("cell rows of band 0 (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]int{7}, bands[1].Rows); diff != "" {
+		t.Errorf("rows of band 1 (-want +got):\n%s", diff)
+	}
+	if got := m.Bands(0); len(got) != 3 {
+		t.Errorf("Bands(0): %d bands, want one rack per band", len(got))
+	}
+}
+
+var ansi = regexp.MustCompile("\x1b\\[[0-9;]*m")
+
+// TestMapTextWraps: at every width the rack grid fits (as long as one rack
+// does), the racks are cut into as many bands as needed, and colour
+// changes no column.
+func TestMapTextWraps(t *testing.T) {
+	o := dcgen.Default(testNow)
+	o.Racks, o.PerRack, o.UnhealthyPct = 30, 8, 20
+	ms := dcgen.Machines(o)
+	in := Input{Machines: ms, Current: &cluster.Cluster{Nodes: []*cluster.Node{node("10.0.0.2", true), node("10.0.12.3", false)}},
+		Rebooting: map[string]bool{"10.0.12.3": true}, Next: []generator.Change{{Action: "add-worker", Address: "10.0.29.5"}}}
+	m := Build(in)
+	for width := 10; width <= 200; width += 7 {
+		var plain, color bytes.Buffer
+		if err := m.WriteText(&plain, TextOptions{Width: width}); err != nil {
+			t.Fatal(err)
+		}
+		if err := m.WriteText(&color, TextOptions{Width: width, Color: true}); err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(plain.String(), "\x1b") {
+			t.Fatalf("width %d: escapes without colour", width)
+		}
+		if !strings.Contains(color.String(), "\x1b[1;7;32m.+") {
+			t.Fatalf("width %d: the next step's cell is not highlighted:\n%s", width, color.String())
+		}
+		stripped := ansi.ReplaceAllString(color.String(), "")
+		if i := strings.LastIndex(stripped, "state: "); i < 0 || stripped[:i] != plain.String() {
+			t.Fatalf("width %d: colour changes the layout:\n%s", width, cmp.Diff(plain.String(), stripped))
+		}
+
+		// labels: "w compute" (9), columns: 2 digits + 2
+		perBand := max(1, (width-9)/4)
+		lines := strings.Split(plain.String(), "\n")
+		for i, line := range lines {
+			if line == "" && (i+1 >= len(lines) || !strings.HasPrefix(lines[i+1], "rack ")) {
+				break // the grid ends at the blank line after the last band
+			}
+			if width >= 9+4 && len(line) > width {
+				t.Errorf("width %d: line of %d columns: %q", width, len(line), line)
+			}
+		}
+		if got, want := strings.Count("\n"+plain.String(), "\nrack "), (30+perBand-1)/perBand; got != want {
+			t.Errorf("width %d: %d bands, want %d", width, got, want)
+		}
+	}
+}
+
+// TestMapTextEmpty: no machines is said, not drawn as nothing.
+func TestMapTextEmpty(t *testing.T) {
+	var b bytes.Buffer
+	if err := Build(Input{}).WriteText(&b, TextOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(b.String(), "no machines\n") || !strings.Contains(b.String(), "0 machines in 0 racks") {
+		t.Errorf("empty map:\n%s", b.String())
+	}
+}
+
+// TestMapChangeMarkers: every change action of the generator has a
+// marker, and unknown ones are '?'.
+func TestMapChangeMarkers(t *testing.T) {
+	want := map[string]byte{
+		generator.ActionGenerate: '+', generator.ActionAddControlPlane: '+', generator.ActionAddWorker: '+',
+		generator.ActionPromoteWorker: '^', generator.ActionDemoteControlPlane: 'v',
+		generator.ActionRemoveNonExistentCP: 'x', generator.ActionRemoveNonExistentWorker: 'x',
+		generator.ActionRemoveUnmatchedWorker: 'x', generator.ActionRemoveExcessiveCP: 'x',
+		generator.ActionRemoveBadCP: 'x', generator.ActionRemoveRetiredWorker: 'x',
+		generator.ActionChangeTaint: '*', generator.ActionRegenerate: '*',
+		"something-new": '?',
+	}
+	for action, w := range want {
+		if got := ChangeMarker(action); got != w {
+			t.Errorf("ChangeMarker(%q) = %c, want %c", action, got, w)
+		}
+	}
+}
+
+func BenchmarkMapBuild20000(b *testing.B) {
+	in := bigInput(b)
+	b.ReportAllocs()
+	for b.Loop() {
+		Build(in)
+	}
+}
+
+func BenchmarkMapText20000(b *testing.B) {
+	m := Build(bigInput(b))
+	var buf bytes.Buffer
+	b.ReportAllocs()
+	for b.Loop() {
+		buf.Reset()
+		if err := m.WriteText(&buf, TextOptions{Width: 200, Color: true}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(buf.Len()), "text-bytes")
+}
+
+// bigInput: 500 racks of 40 machines, every other one a node.
+func bigInput(tb testing.TB) Input {
+	o := dcgen.Default(testNow)
+	o.Racks, o.PerRack = 500, 40
+	ms := dcgen.Machines(o)
+	c := &cluster.Cluster{Name: "big"}
+	for i := 0; i < len(ms); i += 2 {
+		c.Nodes = append(c.Nodes, node(ms[i].Address(), i%4000 == 0))
+	}
+	if len(c.Nodes) != 10000 {
+		tb.Fatal(fmt.Sprint("nodes: ", len(c.Nodes)))
+	}
+	return Input{Machines: ms, Current: c}
+}

@@ -1,0 +1,277 @@
+// Package snapshot reads, without writing anything, what the data center
+// and the daemon look like now: the cluster, status and history from etcd,
+// and the machines from sabakan with the stored URL and query variables.
+// `ckecli sabakan map` and the daemon's page at / draw from it.
+//
+// sabakan's answer is kept for a short while, so that a page refreshed by
+// many browsers queries sabakan at most once per CacheTTL.
+package snapshot
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/ckegen/ckegen/generator"
+	"github.com/ckegen/ckegen/machine"
+	"github.com/ckegen/ckegen/rackmap"
+	"github.com/ckegen/ckegen/sabakan"
+	"github.com/ckegen/ckegen/storage"
+	"github.com/ckegen/ckegen/template"
+)
+
+// Defaults of Options.
+const (
+	DefaultCacheTTL     = 10 * time.Second
+	DefaultHistoryLimit = 10
+	DefaultEtcdTimeout  = 10 * time.Second
+)
+
+// Pending is the next step of a pending plan.
+type Pending struct {
+	Op      string
+	Changes []generator.Change
+	// Steps is the number of steps the plan has left, this one included.
+	Steps      int
+	ComputedAt time.Time
+}
+
+// Options configure a Reader. Zero fields take their defaults.
+type Options struct {
+	// Sabakan configures the sabakan client (timeout, TLS).
+	Sabakan sabakan.Options
+	// CacheTTL is how long sabakan's answer is reused.
+	CacheTTL time.Duration
+	// EtcdTimeout bounds the etcd reads of a snapshot (sabakan's requests
+	// have Sabakan.Timeout each).
+	EtcdTimeout time.Duration
+	// HistoryLimit is how many history entries a snapshot keeps.
+	HistoryLimit int
+	// Now is the clock (time.Now by default).
+	Now func() time.Time
+	// Pending returns the pending plan's next step, or nil when there is
+	// none; nil means no plan is read.
+	Pending func(ctx context.Context, st storage.Storage) (*Pending, error)
+}
+
+// Reader reads snapshots. It is safe for concurrent use.
+type Reader struct {
+	st   storage.Storage
+	opts Options
+
+	mu     sync.Mutex // held during a query, so concurrent readers share it
+	cached *answer
+	client *sabakan.Client
+}
+
+// answer is sabakan's answer to both queries, with what it answered.
+type answer struct {
+	url, vars string
+	at        time.Time
+	all       []machine.Machine
+	selected  map[string]bool
+}
+
+// NewReader returns a Reader of the keys of st.
+func NewReader(st storage.Storage, o Options) *Reader {
+	if o.CacheTTL <= 0 {
+		o.CacheTTL = DefaultCacheTTL
+	}
+	if o.EtcdTimeout <= 0 {
+		o.EtcdTimeout = DefaultEtcdTimeout
+	}
+	if o.HistoryLimit <= 0 {
+		o.HistoryLimit = DefaultHistoryLimit
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	return &Reader{st: st, opts: o}
+}
+
+// Snapshot is what the page shows.
+type Snapshot struct {
+	Time time.Time
+	// ClusterName is the current cluster's name ("" when there is none).
+	ClusterName string
+	// Map is the rack map; nil when it could not be drawn, with MapErr
+	// saying why (no URL, sabakan unreachable, ...).
+	Map    *rackmap.Map
+	MapErr error
+	// Status is the last tick's result; nil when none was recorded.
+	Status *storage.Status
+	// History holds the last entries, newest first.
+	History []storage.HistoryEntry
+	// Pending is the pending plan's next step; nil when there is none.
+	Pending *Pending
+	// Notes are things the map could not take into account.
+	Notes []string
+}
+
+// Snapshot reads everything the page shows. It fails only when etcd does
+// not answer; a map that cannot be drawn is reported in MapErr.
+func (r *Reader) Snapshot(ctx context.Context) (*Snapshot, error) {
+	s := &Snapshot{Time: r.opts.Now()}
+	ectx, cancel := context.WithTimeout(ctx, r.opts.EtcdTimeout)
+	defer cancel()
+	st, err := r.st.GetStatus(ectx)
+	switch {
+	case errors.Is(err, storage.ErrNotFound):
+	case err != nil:
+		return nil, &EtcdError{fmt.Errorf("status: %w", err)}
+	default:
+		s.Status = &st
+	}
+	h, err := r.st.History(ectx)
+	if err != nil {
+		return nil, &EtcdError{fmt.Errorf("history: %w", err)}
+	}
+	h = h[max(0, len(h)-r.opts.HistoryLimit):]
+	slices.Reverse(h)
+	s.History = h
+	if r.opts.Pending != nil {
+		if s.Pending, err = r.opts.Pending(ectx, r.st); err != nil {
+			return nil, &EtcdError{fmt.Errorf("pending plan: %w", err)}
+		}
+	}
+
+	in, notes, err := r.Input(ctx)
+	s.Notes = notes
+	var etcdErr *EtcdError
+	switch {
+	case errors.As(err, &etcdErr):
+		return nil, err
+	case err != nil:
+		s.MapErr = err
+		return s, nil
+	}
+	if in.Current != nil {
+		s.ClusterName = in.Current.Name
+	}
+	if s.Pending != nil {
+		in.Next = s.Pending.Changes
+	}
+	s.Map = rackmap.Build(in)
+	return s, nil
+}
+
+// EtcdError is a failure to read etcd (as opposed to a stored value that
+// is missing or invalid, or sabakan failing).
+type EtcdError struct{ Err error }
+
+func (e *EtcdError) Error() string { return "etcd: " + e.Err.Error() }
+func (e *EtcdError) Unwrap() error { return e.Err }
+
+// Input reads what a rack map is drawn from: the cluster, the template and
+// the rebooting nodes from etcd, and the machines from sabakan (every
+// machine, and which of them the stored query variables select). The
+// notes say what could not be taken into account. Next is left empty.
+func (r *Reader) Input(ctx context.Context) (rackmap.Input, []string, error) {
+	var in rackmap.Input
+	var notes []string
+	st := r.st
+	ectx, cancel := context.WithTimeout(ctx, r.opts.EtcdTimeout)
+	defer cancel()
+
+	cur, rev, err := st.GetCluster(ectx)
+	switch {
+	case errors.Is(err, storage.ErrNotFound):
+	case err != nil && rev != 0:
+		return in, nil, fmt.Errorf("the stored cluster is invalid: %w", err)
+	case err != nil:
+		return in, nil, &EtcdError{err}
+	default:
+		in.Current = cur
+	}
+
+	tmplData, _, err := st.GetTemplate(ectx)
+	switch {
+	case errors.Is(err, storage.ErrNotFound):
+		notes = append(notes, "no template is set: unused machines of every role are shown as candidates")
+	case err != nil:
+		return in, nil, &EtcdError{err}
+	default:
+		if in.Template, err = template.Parse(tmplData); err != nil {
+			notes = append(notes, fmt.Sprintf("the stored template is invalid (%v): unused machines of every role are shown as candidates", err))
+		}
+	}
+
+	if in.Rebooting, err = st.RebootingNodes(ectx); err != nil {
+		return in, nil, &EtcdError{err}
+	}
+
+	url, err := st.GetURL(ectx)
+	switch {
+	case errors.Is(err, storage.ErrNotFound):
+		return in, notes, errors.New("no sabakan URL: set one with ckecli sabakan set-url")
+	case err != nil:
+		return in, nil, &EtcdError{err}
+	}
+	varsData, err := st.GetQueryVariables(ectx)
+	switch {
+	case errors.Is(err, storage.ErrNotFound):
+		varsData = nil
+	case err != nil:
+		return in, nil, &EtcdError{err}
+	}
+	a, err := r.query(ctx, url, varsData)
+	if err != nil {
+		return in, notes, err
+	}
+	in.Machines, in.Selected = a.all, a.selected
+	return in, notes, nil
+}
+
+// query returns sabakan's answer for url and the stored variables, from
+// the cache when it is fresh.
+func (r *Reader) query(ctx context.Context, url string, varsData []byte) (*answer, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	now := r.opts.Now()
+	if a := r.cached; a != nil && a.url == url && a.vars == string(varsData) && now.Sub(a.at) < r.opts.CacheTTL && !now.Before(a.at) {
+		return a, nil
+	}
+	var vars sabakan.Variables
+	if varsData != nil {
+		var err error
+		if vars, err = sabakan.ParseVariables(varsData); err != nil {
+			return nil, fmt.Errorf("the stored query variables are invalid: %w", err)
+		}
+	}
+	if r.client == nil || r.client.URL() != url {
+		c, err := sabakan.NewClient(url, r.opts.Sabakan)
+		if err != nil {
+			return nil, err
+		}
+		r.client = c
+	}
+	// Both queries at once: every machine (no condition), and what the
+	// daemon's query returns.
+	everything := sabakan.Variables{Having: &sabakan.MachineParams{}, NotHaving: &sabakan.MachineParams{}}
+	var all, sel []machine.Machine
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() (err error) { all, err = r.client.SearchMachines(gctx, everything); return err })
+	g.Go(func() (err error) { sel, err = r.client.SearchMachines(gctx, vars); return err })
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	a := &answer{url: url, vars: string(varsData), at: now, all: all, selected: make(map[string]bool, len(sel))}
+	inAll := make(map[string]bool, len(all))
+	for i := range all {
+		inAll[all[i].Spec.Serial] = true
+	}
+	for i := range sel {
+		a.selected[sel[i].Spec.Serial] = true
+		// A machine registered between the two queries is drawn too.
+		if !inAll[sel[i].Spec.Serial] {
+			a.all = append(a.all, sel[i])
+		}
+	}
+	r.cached = a
+	return a, nil
+}

@@ -1,0 +1,290 @@
+package snapshot
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/ckegen/ckegen/generator"
+	"github.com/ckegen/ckegen/internal/dcgen"
+	"github.com/ckegen/ckegen/internal/etcdtest"
+	"github.com/ckegen/ckegen/machine"
+	"github.com/ckegen/ckegen/rackmap"
+	"github.com/ckegen/ckegen/sabakan"
+	"github.com/ckegen/ckegen/sabakan/server"
+	"github.com/ckegen/ckegen/storage"
+)
+
+var testNow = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// fixture: an etcd with a URL, template and cluster; the compatible
+// server with 3 racks of 5 (one boot server each), counting requests.
+type fixture struct {
+	st       storage.Storage
+	store    *server.Store
+	sabakan  *httptest.Server
+	requests atomic.Int64
+	clock    *clock
+}
+
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *clock) now() time.Time      { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *clock) add(d time.Duration) { c.mu.Lock(); c.t = c.t.Add(d); c.mu.Unlock() }
+
+func newFixture(t *testing.T) *fixture {
+	t.Helper()
+	f := &fixture{st: storage.New(etcdtest.Client(t), ""), clock: &clock{t: testNow}}
+	f.store = server.NewStore(func() time.Time { return testNow })
+	o := dcgen.Default(testNow)
+	o.Racks, o.PerRack, o.UnhealthyPct = 3, 5, 0
+	must(t, f.store.Load(dcgen.Machines(o)))
+	srv, err := server.New(f.store)
+	must(t, err)
+	h := srv.Handler()
+	f.sabakan = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		f.requests.Add(1)
+		h.ServeHTTP(w, r)
+	}))
+	t.Cleanup(f.sabakan.Close)
+	ctx := context.Background()
+	must(t, f.st.SetURL(ctx, f.sabakan.URL+"/graphql"))
+	must(t, f.st.SetTemplate(ctx, []byte(`{"name":"t","nodes":[{"user":"u","control_plane":true},{"user":"u"}],"service_subnet":"10.68.0.0/16"}`)))
+	// CKE's tools may write the cluster directly; so does this test.
+	_, err = f.st.Client.Put(ctx, f.st.Key(storage.KeyCluster),
+		`{"name":"t","nodes":[{"address":"10.0.0.2","user":"u","control_plane":true},{"address":"10.0.1.3","user":"u","control_plane":false},{"address":"10.0.9.9","user":"u","control_plane":false}],"service_subnet":"10.68.0.0/16"}`)
+	must(t, err)
+	return f
+}
+
+func (f *fixture) reader(o Options) *Reader {
+	o.Now = f.clock.now
+	o.Sabakan = sabakan.Options{Timeout: 2 * time.Second, Retries: -1}
+	return NewReader(f.st, o)
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func cells(m *rackmap.Map) map[string]rackmap.Cell {
+	out := map[string]rackmap.Cell{}
+	for _, r := range m.Racks {
+		for _, c := range r.Cells {
+			out[c.Address] = c
+		}
+	}
+	return out
+}
+
+// TestMapSnapshotInput: the map shows every machine sabakan has, the ones
+// the stored query variables leave out as not usable, the cluster, the
+// reboot queue and the template's roles.
+func TestMapSnapshotInput(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	_, err := f.st.Client.Put(ctx, f.st.Key(storage.KeyRebootsData+"1"), `{"index":1,"node":"10.0.1.3","status":"draining"}`)
+	must(t, err)
+	for _, st := range []machine.State{machine.StateRetiring, machine.StateRetired} { // 10.0.1.2
+		_, err = f.store.SetState("S000007", st)
+		must(t, err)
+	}
+
+	r := f.reader(Options{})
+	s, err := r.Snapshot(ctx)
+	must(t, err)
+	if s.MapErr != nil {
+		t.Fatal(s.MapErr)
+	}
+	if s.Map.Totals.Machines != 15 {
+		t.Errorf("machines: got %d, want 15 (boot servers and RETIRED machines included)", s.Map.Totals.Machines)
+	}
+	c := cells(s.Map)
+	for addr, want := range map[string]struct {
+		kind      rackmap.Kind
+		why       string
+		rebooting bool
+	}{
+		"10.0.0.1": {rackmap.KindUnusable, "not returned by the query variables", false}, // boot: the default query skips it
+		"10.0.1.2": {rackmap.KindUnusable, "not returned by the query variables", false}, // RETIRED: likewise
+		"10.0.0.2": {rackmap.KindControlPlane, "", false},
+		"10.0.1.3": {rackmap.KindWorker, "", true},
+		"10.0.2.4": {rackmap.KindUnused, "", false},
+	} {
+		got := c[addr]
+		if got.Kind != want.kind || got.Why != want.why || got.Rebooting != want.rebooting {
+			t.Errorf("%s: got %+v, want kind %s, why %q, rebooting %v", addr, got, want.kind, want.why, want.rebooting)
+		}
+	}
+	if len(s.Map.Orphans) != 1 || s.Map.Orphans[0].Address != "10.0.9.9" {
+		t.Errorf("orphans: %+v", s.Map.Orphans)
+	}
+	if s.ClusterName != "t" || s.Status != nil || len(s.History) != 0 || s.Pending != nil {
+		t.Errorf("snapshot: %+v", s)
+	}
+
+	// Variables that select one role: the others are filtered out.
+	must(t, f.st.SetQueryVariables(ctx, []byte(`{"having": {"roles": ["storage"]}}`)))
+	s, err = r.Snapshot(ctx)
+	must(t, err)
+	for _, cell := range cells(s.Map) {
+		if selected := cell.Why != "not returned by the query variables"; selected != (cell.Role == "storage") {
+			t.Errorf("with roles [storage]: %+v", cell)
+		}
+	}
+}
+
+// TestMapSnapshotCache: a page refreshed within CacheTTL does not query
+// sabakan again; new variables, a new URL or an expired answer do.
+func TestMapSnapshotCache(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	r := f.reader(Options{CacheTTL: 10 * time.Second})
+	snap := func() *Snapshot {
+		t.Helper()
+		s, err := r.Snapshot(ctx)
+		must(t, err)
+		if s.MapErr != nil {
+			t.Fatal(s.MapErr)
+		}
+		return s
+	}
+	snap()
+	if n := f.requests.Load(); n != 2 {
+		t.Fatalf("first snapshot: %d requests, want 2 (every machine, and the daemon's query)", n)
+	}
+	var wg sync.WaitGroup
+	for range 5 {
+		wg.Go(func() { snap() })
+	}
+	wg.Wait()
+	f.clock.add(9 * time.Second)
+	snap()
+	if n := f.requests.Load(); n != 2 {
+		t.Errorf("within the TTL: %d requests, want still 2", n)
+	}
+
+	// An answer within the TTL is reused even when sabakan changed...
+	_, err := f.store.SetState("S000004", machine.StateUnreachable)
+	must(t, err)
+	if c := cells(snap().Map)["10.0.0.4"]; c.State != machine.StateHealthy {
+		t.Errorf("cached answer: %+v", c)
+	}
+	// ...and not after it.
+	f.clock.add(2 * time.Second)
+	if c := cells(snap().Map)["10.0.0.4"]; c.State != machine.StateUnreachable {
+		t.Errorf("after the TTL: %+v, want UNREACHABLE", c)
+	}
+	if n := f.requests.Load(); n != 4 {
+		t.Errorf("after the TTL: %d requests, want 4", n)
+	}
+	must(t, f.st.SetQueryVariables(ctx, []byte(`{"having": null}`)))
+	snap()
+	if n := f.requests.Load(); n != 6 {
+		t.Errorf("after new variables: %d requests, want 6", n)
+	}
+}
+
+// TestMapSnapshotFailures: sabakan or a setting failing leaves the status
+// and history readable, with the reason in MapErr; etcd failing is an
+// EtcdError.
+func TestMapSnapshotFailures(t *testing.T) {
+	ctx := context.Background()
+	t.Run("no URL", func(t *testing.T) {
+		f := newFixture(t)
+		_, err := f.st.Client.Delete(ctx, f.st.Key(storage.KeySabakanURL))
+		must(t, err)
+		s, err := f.reader(Options{}).Snapshot(ctx)
+		must(t, err)
+		if s.MapErr == nil || !strings.Contains(s.MapErr.Error(), "no sabakan URL: set one with ckecli sabakan set-url") || s.Map != nil {
+			t.Errorf("MapErr %v, map %v", s.MapErr, s.Map)
+		}
+	})
+	t.Run("bad variables", func(t *testing.T) {
+		f := newFixture(t)
+		_, err := f.st.Client.Put(ctx, f.st.Key(storage.KeySabakanQueryVariables), `{"having": {"states": ["BROKEN"]}}`)
+		must(t, err)
+		s, err := f.reader(Options{}).Snapshot(ctx)
+		must(t, err)
+		if s.MapErr == nil || !strings.Contains(s.MapErr.Error(), `stored query variables are invalid: query variables: having.states[0]: unknown state "BROKEN"`) {
+			t.Errorf("MapErr %v", s.MapErr)
+		}
+	})
+	t.Run("bad template", func(t *testing.T) {
+		f := newFixture(t)
+		_, err := f.st.Client.Put(ctx, f.st.Key(storage.KeySabakanTemplate), `{"name":"t"}`)
+		must(t, err)
+		s, err := f.reader(Options{}).Snapshot(ctx)
+		must(t, err)
+		if s.MapErr != nil || len(s.Notes) != 1 || !strings.Contains(s.Notes[0], "the stored template is invalid") {
+			t.Errorf("MapErr %v, notes %q", s.MapErr, s.Notes)
+		}
+	})
+	t.Run("sabakan down", func(t *testing.T) {
+		f := newFixture(t)
+		f.sabakan.Close()
+		s, err := f.reader(Options{}).Snapshot(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.MapErr == nil || !errors.Is(s.MapErr, sabakan.ErrUnreachable) {
+			t.Errorf("MapErr %v, want sabakan unreachable", s.MapErr)
+		}
+	})
+	t.Run("etcd down", func(t *testing.T) {
+		url := etcdtest.Start(t)
+		cli := etcdtest.Connect(t, url)
+		st := storage.New(cli, "")
+		must(t, st.SetURL(ctx, "http://127.0.0.1:1/graphql"))
+		cli.Close()
+		_, err := NewReader(st, Options{EtcdTimeout: 500 * time.Millisecond}).Snapshot(ctx)
+		var ee *EtcdError
+		if !errors.As(err, &ee) {
+			t.Errorf("got %v, want an EtcdError", err)
+		}
+	})
+}
+
+// TestMapSnapshotPendingAndHistory: the pending step is highlighted, and
+// the history is the last HistoryLimit entries, newest first.
+func TestMapSnapshotPendingAndHistory(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	sess := f.st.Key(storage.KeyLeader + "test")
+	_, err := f.st.Client.Put(ctx, sess, "test")
+	must(t, err)
+	for i := 1; i <= 4; i++ {
+		must(t, f.st.AddHistory(ctx, sess, storage.HistoryEntry{Op: fmt.Sprintf("op%d", i), ClusterRevision: int64(i)}))
+	}
+	r := f.reader(Options{HistoryLimit: 3, Pending: func(context.Context, storage.Storage) (*Pending, error) {
+		return &Pending{Op: generator.OpIncreaseWorker, Steps: 2, Changes: []generator.Change{{Action: generator.ActionAddWorker, Address: "10.0.2.4"}}}, nil
+	}})
+	s, err := r.Snapshot(ctx)
+	must(t, err)
+	var ops []string
+	for _, h := range s.History {
+		ops = append(ops, h.Op)
+	}
+	if strings.Join(ops, ",") != "op4,op3,op2" {
+		t.Errorf("history: %q, want op4,op3,op2", ops)
+	}
+	if c := cells(s.Map)["10.0.2.4"]; c.Change != generator.ActionAddWorker {
+		t.Errorf("pending change not highlighted: %+v", c)
+	}
+	if s.Pending == nil || s.Pending.Steps != 2 {
+		t.Errorf("pending: %+v", s.Pending)
+	}
+}

@@ -1,0 +1,306 @@
+package web
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"image/png"
+	"io"
+	"log/slog"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/ckegen/ckegen/cluster"
+	"github.com/ckegen/ckegen/daemon"
+	"github.com/ckegen/ckegen/internal/dcgen"
+	"github.com/ckegen/ckegen/internal/etcdtest"
+	"github.com/ckegen/ckegen/machine"
+	"github.com/ckegen/ckegen/sabakan"
+	"github.com/ckegen/ckegen/sabakan/server"
+	"github.com/ckegen/ckegen/snapshot"
+	"github.com/ckegen/ckegen/storage"
+	"github.com/ckegen/ckegen/template"
+)
+
+var screenshot = flag.String("screenshot", "", "write the browser test's screenshot of the page to this PNG file (relative to the repository root, e.g. docs/rackmap.png)")
+
+// chromium finds Debian's chromium (or another Chrome). Without one the
+// test skips, except under CI, where it fails.
+func chromium(t *testing.T) string {
+	t.Helper()
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome", "google-chrome-stable"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	if os.Getenv("CI") != "" {
+		t.Fatal("no chromium binary in PATH: CI must install it (apt-get install -y chromium)")
+	}
+	t.Skip("no chromium binary in PATH: install Debian's chromium (apt-get install -y chromium) to run the browser test")
+	return ""
+}
+
+// TestMapPageInBrowser: a daemon converges a cluster on a data center served
+// by the compatible server; the page, loaded in headless chromium, has one
+// SVG element per machine, the control planes' tooltips, and draws
+// something.
+func TestMapPageInBrowser(t *testing.T) {
+	chrome := chromium(t)
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+	cli := etcdtest.Client(t)
+	st := storage.New(cli, "")
+	store := server.NewStore(func() time.Time { return now })
+	ms := dcgen.Machines(dcgen.Default(now)) // 12 racks of 20
+	if err := store.Load(ms); err != nil {
+		t.Fatal(err)
+	}
+	srv, err := server.New(store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sabakanServer := httptest.NewServer(srv.Handler())
+	t.Cleanup(sabakanServer.Close)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	data, err := os.ReadFile("../examples/template.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl, err := template.Parse(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmplJSON, err := json.Marshal(tmpl.Cluster)
+	if err != nil {
+		t.Fatal(err)
+	}
+	must(t, st.SetTemplate(ctx, tmplJSON))
+	must(t, st.SetURL(ctx, sabakanServer.URL+"/graphql"))
+	cons, err := st.GetConstraints(ctx)
+	must(t, err)
+	cons.ControlPlaneCount, cons.MinimumWorkers = 3, 100
+	must(t, st.SetConstraints(ctx, cons))
+
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	d := daemon.New(daemon.Config{
+		Storage: st, Name: "browser-test", Interval: 100 * time.Millisecond, SessionTTL: 2 * time.Second,
+		MinBackoff: 20 * time.Millisecond, RetireWait: time.Minute,
+		Sabakan: sabakan.Options{Timeout: 5 * time.Second, Retries: -1},
+		Now:     func() time.Time { return now }, Log: quiet,
+	})
+	dctx, cancelDaemon := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- d.Run(dctx) }()
+	stopDaemon := sync.OnceValue(func() error { cancelDaemon(); return <-done })
+	defer stopDaemon()
+
+	first := waitCluster(t, ctx, st, func(c *cluster.Cluster) bool { return len(c.Nodes) == 103 })
+	// The inventory moves: a control plane becomes UNREACHABLE (the daemon
+	// replaces it) and a worker RETIRING (the daemon taints it); CKE
+	// reboots another worker.
+	var cp, retiring, rebooting string
+	for _, n := range first.Nodes {
+		switch {
+		case n.ControlPlane && cp == "":
+			cp = n.Address
+		case !n.ControlPlane && retiring == "":
+			retiring = n.Address
+		case !n.ControlPlane && rebooting == "":
+			rebooting = n.Address
+		}
+	}
+	bySerial := map[string]*machine.Machine{}
+	byAddr := map[string]*machine.Machine{}
+	for i := range ms {
+		bySerial[ms[i].Spec.Serial] = &ms[i]
+		byAddr[ms[i].Address()] = &ms[i]
+	}
+	_, err = store.SetState(byAddr[cp].Spec.Serial, machine.StateUnreachable)
+	must(t, err)
+	_, err = store.SetState(byAddr[retiring].Spec.Serial, machine.StateRetiring)
+	must(t, err)
+	_, err = cli.Put(ctx, st.Key(storage.KeyRebootsData+"0000000000000001"), fmt.Sprintf(`{"index":1,"node":%q,"status":"rebooting"}`, rebooting))
+	must(t, err)
+
+	final := waitCluster(t, ctx, st, func(c *cluster.Cluster) bool {
+		cps := 0
+		tainted := false
+		for _, n := range c.Nodes {
+			if n.ControlPlane {
+				if n.Address == cp {
+					return false
+				}
+				cps++
+			}
+			if n.Address == retiring && len(n.Taints) > 0 {
+				tainted = true
+			}
+		}
+		return cps == 3 && tainted
+	})
+	// The page is compared with the cluster: nothing may change it now.
+	if err := stopDaemon(); err != nil {
+		t.Fatalf("daemon: %v", err)
+	}
+
+	page := httptest.NewServer(NewHandler(snapshot.NewReader(st, snapshot.Options{Now: func() time.Time { return now.Add(2 * time.Minute) }}), Options{Log: quiet}))
+	t.Cleanup(page.Close)
+
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(chrome),
+		chromedp.Headless,
+		chromedp.NoSandbox,
+		chromedp.DisableGPU,
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.NoFirstRun,
+		chromedp.Flag("hide-scrollbars", true),
+		chromedp.UserDataDir(t.TempDir()),
+		chromedp.WindowSize(1280, 900),
+	)
+	allocCtx, cancelAlloc := chromedp.NewExecAllocator(ctx, opts...)
+	defer cancelAlloc()
+	bctx, cancelBrowser := chromedp.NewContext(allocCtx)
+	defer cancelBrowser()
+
+	if err := chromedp.Do(bctx, chromedp.Navigate(page.URL+"/"), chromedp.WaitVisible(chromedp.CSS("#rackmap"))); err != nil {
+		t.Fatalf("chromium: loading the page: %v", err)
+	}
+	cells := eval[int](t, bctx, `document.querySelectorAll("#rackmap #machines > rect").length`)
+	cpTitles := eval[[]string](t, bctx, `Array.from(document.querySelectorAll("#machines > rect.c > title")).map(e => e.textContent)`)
+	reboot := eval[[]string](t, bctx, `Array.from(document.querySelectorAll("#machines > rect.rb > title")).map(e => e.textContent)`)
+	unreachable := eval[[]string](t, bctx, `Array.from(document.querySelectorAll("#machines > rect.unreachable > title")).map(e => e.textContent)`)
+	statusText := eval[string](t, bctx, `document.querySelector("#status + table").innerText`)
+	historyRows := eval[int](t, bctx, `document.querySelectorAll("#history + table tbody tr").length`)
+	historyFirst := eval[string](t, bctx, `document.querySelector("#history + table tbody tr td:nth-child(2)").innerText + "\t"`)
+	shot, err := chromedp.Run(bctx, chromedp.FullScreenshot(100))
+	if err != nil {
+		t.Fatalf("chromium: screenshot: %v", err)
+	}
+
+	if cells != len(ms) {
+		t.Errorf("SVG machine elements: got %d, want %d (one per machine)", cells, len(ms))
+	}
+	var want []string
+	for _, n := range final.Nodes {
+		if n.ControlPlane {
+			m := byAddr[n.Address]
+			want = append(want, fmt.Sprintf("%s %s: HEALTHY, role %s, control plane, rack %d #%d",
+				m.Spec.Serial, m.Address(), m.Spec.Role, m.Spec.Rack, m.Spec.IndexInRack))
+		}
+	}
+	slices.Sort(want)
+	slices.Sort(cpTitles)
+	if !slices.Equal(cpTitles, want) {
+		t.Errorf("control planes' tooltips:\n got %q\nwant %q", cpTitles, want)
+	}
+	if len(reboot) != 1 || !strings.HasPrefix(reboot[0], byAddr[rebooting].Spec.Serial+" "+rebooting+": ") || !strings.HasSuffix(reboot[0], "; rebooting") {
+		t.Errorf("rebooting cells: got %q, want the one of %s", reboot, rebooting)
+	}
+	cpSerial := byAddr[cp].Spec.Serial
+	if !slices.ContainsFunc(unreachable, func(s string) bool { return strings.HasPrefix(s, cpSerial+" "+cp+": UNREACHABLE") }) {
+		t.Errorf("UNREACHABLE cells %q do not include the former control plane %s", unreachable, cp)
+	}
+	if !strings.Contains(statusText, "ok") || !strings.Contains(statusText, "browser-test") {
+		t.Errorf("status section: %q", statusText)
+	}
+	hist, err := st.History(ctx)
+	must(t, err)
+	if historyRows != len(hist) || len(hist) < 2 || !strings.HasPrefix(historyFirst, hist[len(hist)-1].Op+"\t") {
+		t.Errorf("history: %d rows, the newest %q; etcd has %d entries, the newest %+v", historyRows, historyFirst, len(hist), hist[len(hist)-1])
+	}
+	checkScreenshot(t, shot)
+	if *screenshot != "" {
+		path := *screenshot
+		if !filepath.IsAbs(path) {
+			path = filepath.Join("..", path)
+		}
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, shot, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("screenshot written to %s", path)
+	}
+}
+
+// checkScreenshot: the PNG is a page with a drawing, not a blank or an
+// error page: many colours, and the control planes' fill over at least
+// three cells' area.
+func checkScreenshot(t *testing.T, shot []byte) {
+	t.Helper()
+	img, err := png.Decode(bytes.NewReader(shot))
+	if err != nil {
+		t.Fatalf("screenshot: %v", err)
+	}
+	colors := map[uint32]int{}
+	b := img.Bounds()
+	for y := b.Min.Y; y < b.Max.Y; y++ {
+		for x := b.Min.X; x < b.Max.X; x++ {
+			r, g, bl, _ := img.At(x, y).RGBA()
+			colors[(r>>8)<<16|(g>>8)<<8|bl>>8]++
+		}
+	}
+	if len(colors) < 8 {
+		t.Errorf("screenshot %v has %d colours: blank?", b.Size(), len(colors))
+	}
+	const controlPlaneFill = 0x1e3a8a
+	if n := colors[controlPlaneFill]; n < 3*cellW*cellH {
+		t.Errorf("screenshot has %d pixels of the control planes' colour #%06x: the map is not drawn", n, controlPlaneFill)
+	}
+	if b.Dx() < 1000 || b.Dy() < 600 {
+		t.Errorf("screenshot size %v", b.Size())
+	}
+}
+
+// eval evaluates a JavaScript expression in the page.
+func eval[T any](t *testing.T, ctx context.Context, expr string) T {
+	t.Helper()
+	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](expr))
+	if err != nil {
+		t.Fatalf("chromium: %s: %v", expr, err)
+	}
+	return v
+}
+
+// waitCluster waits until the stored cluster satisfies ok.
+func waitCluster(t *testing.T, ctx context.Context, st storage.Storage, ok func(*cluster.Cluster) bool) *cluster.Cluster {
+	t.Helper()
+	for {
+		c, _, err := st.GetCluster(ctx)
+		if err == nil && ok(c) {
+			return c
+		}
+		if err != nil && !errors.Is(err, storage.ErrNotFound) {
+			t.Fatal(err)
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("the daemon did not converge: last cluster %v, error %v", c, err)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}

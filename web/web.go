@@ -1,0 +1,367 @@
+// Package web is the daemon's page at /: the rack map as SVG (one element
+// per machine, with a tooltip), the last tick's status, the pending plan
+// and the last history entries. It is rendered on the server with
+// html/template and reloads itself; there is no script.
+package web
+
+import (
+	"bytes"
+	"context"
+	_ "embed"
+	"fmt"
+	"html/template"
+	"log/slog"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/ckegen/ckegen/machine"
+	"github.com/ckegen/ckegen/rackmap"
+	"github.com/ckegen/ckegen/snapshot"
+	"github.com/ckegen/ckegen/storage"
+)
+
+// Source reads what the page shows; *snapshot.Reader is one.
+type Source interface {
+	Snapshot(ctx context.Context) (*snapshot.Snapshot, error)
+}
+
+// Options configure the handler. Zero fields take their defaults.
+type Options struct {
+	// Refresh is how often the page reloads itself.
+	Refresh time.Duration
+	// Timeout bounds reading a snapshot.
+	Timeout time.Duration
+	Log     *slog.Logger
+}
+
+// Defaults of Options.
+const (
+	DefaultRefresh = 30 * time.Second
+	DefaultTimeout = 20 * time.Second
+)
+
+// NewHandler returns the handler of the page; mount it at "/".
+func NewHandler(src Source, o Options) http.Handler {
+	if o.Refresh <= 0 {
+		o.Refresh = DefaultRefresh
+	}
+	if o.Timeout <= 0 {
+		o.Timeout = DefaultTimeout
+	}
+	if o.Log == nil {
+		o.Log = slog.Default()
+	}
+	return &handler{src: src, opts: o}
+}
+
+type handler struct {
+	src  Source
+	opts Options
+}
+
+//go:embed page.html
+var pageHTML string
+
+var pageTemplate = template.Must(template.New("page").Funcs(template.FuncMap{
+	"time": formatTime,
+	"ago":  ago,
+}).Parse(pageHTML))
+
+func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path != "/" {
+		http.NotFound(w, r)
+		return
+	}
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		w.Header().Set("Allow", "GET, HEAD")
+		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), h.opts.Timeout)
+	defer cancel()
+	code := http.StatusOK
+	snap, err := h.src.Snapshot(ctx)
+	var p *page
+	if err != nil {
+		h.opts.Log.Warn("page: cannot read the state", "error", err)
+		code = http.StatusServiceUnavailable
+		p = &page{Refresh: int(h.opts.Refresh.Seconds()), Err: err.Error()}
+	} else {
+		p = newPage(snap, h.opts.Refresh)
+	}
+	var buf bytes.Buffer
+	if err := pageTemplate.Execute(&buf, p); err != nil {
+		h.opts.Log.Error("page: rendering failed", "error", err)
+		http.Error(w, "rendering the page failed: "+err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("Content-Length", strconv.Itoa(buf.Len()))
+	w.WriteHeader(code)
+	if r.Method == http.MethodGet {
+		_, _ = w.Write(buf.Bytes())
+	}
+}
+
+// Geometry of the SVG map, in pixels.
+const (
+	cellW      = 12
+	cellH      = 8
+	pitchX     = 16 // a rack column: the cell and a gap
+	pitchY     = 10
+	bandHeader = 16 // the rack numbers above a band
+	bandGap    = 14
+	marginX    = 4
+	// racksPerBand keeps the map about 1200 pixels wide.
+	racksPerBand = 72
+	// A map narrower than zoomedWidth is shown up to maxZoom times larger.
+	zoomedWidth = 720
+	maxZoom     = 3
+)
+
+// page is what the template renders.
+type page struct {
+	Refresh int
+	Err     string // the state could not be read at all
+	Time    time.Time
+	Cluster string
+
+	Status  *storage.Status
+	History []storage.HistoryEntry
+	Pending *snapshot.Pending
+	// PendingChanges are the first maxPendingChanges of the next step's.
+	PendingChanges []rackmapChange
+
+	MapErr   string
+	Notes    []string
+	Map      *rackmap.Map
+	Summary  string
+	SVG      svg
+	Roles    []string // worker roles, columns of the rack table
+	CPRoles  []string
+	Racks    []rackRow
+	Warnings []string
+}
+
+// maxPendingChanges bounds the changes of the next step listed.
+const maxPendingChanges = 100
+
+type rackmapChange = rackmap.HighlightedChange
+
+type svg struct {
+	// Width and Height are the drawing's; it is shown larger, by a whole
+	// factor, when it is small (DisplayWidth, DisplayHeight).
+	Width, Height               int
+	DisplayWidth, DisplayHeight int
+	Cells                       []svgCell
+	Labels                      []svgLabel
+}
+
+type svgCell struct {
+	X, Y  int
+	Class string
+	Title string
+}
+
+type svgLabel struct {
+	X, Y  int
+	Text  string
+	Title string
+}
+
+type rackRow struct {
+	Number  int
+	Counts  rackmap.Counts
+	Workers []int // by Roles
+	CPs     []int // by CPRoles
+	TotalCP int
+	TotalW  int
+}
+
+func newPage(s *snapshot.Snapshot, refresh time.Duration) *page {
+	p := &page{
+		Refresh: int(refresh.Seconds()),
+		Time:    s.Time,
+		Cluster: s.ClusterName,
+		Status:  s.Status,
+		History: s.History,
+		Pending: s.Pending,
+		Notes:   s.Notes,
+	}
+	if s.Pending != nil {
+		for _, c := range s.Pending.Changes[:min(len(s.Pending.Changes), maxPendingChanges)] {
+			p.PendingChanges = append(p.PendingChanges, rackmapChange{Action: c.Action, Address: c.Address, Serial: c.Serial, Reason: c.Reason})
+		}
+	}
+	if s.MapErr != nil {
+		p.MapErr = s.MapErr.Error()
+	}
+	m := s.Map
+	if m == nil {
+		return p
+	}
+	p.Map = m
+	p.Summary = strings.Join(m.SummaryItems(), " ")
+	p.Warnings = m.Warnings
+	p.Roles, p.CPRoles = m.WorkerRoles(), m.ControlPlaneRoles()
+	p.SVG = drawSVG(m)
+	p.Racks = make([]rackRow, len(m.Racks))
+	for i, r := range m.Racks {
+		row := rackRow{Number: r.Number, Counts: r.Counts, TotalCP: r.Counts.TotalControlPlanes(), TotalW: r.Counts.TotalWorkers()}
+		for _, role := range p.Roles {
+			row.Workers = append(row.Workers, r.Counts.Workers[role])
+		}
+		for _, role := range p.CPRoles {
+			row.CPs = append(row.CPs, r.Counts.ControlPlanes[role])
+		}
+		p.Racks[i] = row
+	}
+	return p
+}
+
+// drawSVG places the racks in bands, like the terminal map: one column
+// per rack, one row per index in rack.
+func drawSVG(m *rackmap.Map) svg {
+	var out svg
+	out.Cells = make([]svgCell, 0, m.Totals.Machines)
+	out.Labels = make([]svgLabel, 0, len(m.Racks))
+	y := 0
+	for _, b := range m.Bands(racksPerBand) {
+		for k, r := range b.Racks {
+			x := marginX + k*pitchX
+			out.Width = max(out.Width, x+pitchX)
+			out.Labels = append(out.Labels, svgLabel{X: x + cellW/2, Y: y + bandHeader - 4, Text: strconv.Itoa(r.Number), Title: rackTitle(&r)})
+			for j := range r.Cells {
+				c := &r.Cells[j]
+				out.Cells = append(out.Cells, svgCell{
+					X: x, Y: y + bandHeader + b.CellRow[k][j]*pitchY,
+					Class: cellClass(c), Title: cellTitle(r.Number, c),
+				})
+			}
+		}
+		y += bandHeader + len(b.Rows)*pitchY + bandGap
+	}
+	out.Width += marginX
+	out.Height = max(y-bandGap, 1)
+	zoom := max(1, min(maxZoom, zoomedWidth/out.Width))
+	out.DisplayWidth, out.DisplayHeight = out.Width*zoom, out.Height*zoom
+	return out
+}
+
+var kindClass = map[rackmap.Kind]string{
+	rackmap.KindControlPlane: "c",
+	rackmap.KindWorker:       "w",
+	rackmap.KindUnused:       "u",
+	rackmap.KindUnusable:     "x",
+}
+
+// cellClass: the kind, the state when it is not HEALTHY, rb when
+// rebooting, nx when the next step changes it.
+func cellClass(c *rackmap.Cell) string {
+	cls := kindClass[c.Kind]
+	if c.State != machine.StateHealthy && c.State.Valid() {
+		cls += " " + strings.ToLower(string(c.State))
+	}
+	if c.Rebooting {
+		cls += " rb"
+	}
+	if c.Change != "" {
+		cls += " nx"
+	}
+	return cls
+}
+
+func cellTitle(rack int, c *rackmap.Cell) string {
+	var b strings.Builder
+	b.Grow(96)
+	b.WriteString(c.Serial)
+	b.WriteByte(' ')
+	b.WriteString(c.Address)
+	b.WriteString(": ")
+	b.WriteString(string(c.State))
+	b.WriteString(", role ")
+	if c.Role == "" {
+		b.WriteString("(none)")
+	} else {
+		b.WriteString(c.Role)
+	}
+	b.WriteString(", ")
+	switch c.Kind {
+	case rackmap.KindUnused:
+		b.WriteString("unused candidate")
+	case rackmap.KindUnusable:
+		b.WriteString("not usable")
+	default:
+		b.WriteString(c.Kind.NodeRole())
+	}
+	b.WriteString(", rack ")
+	b.WriteString(strconv.Itoa(rack))
+	b.WriteString(" #")
+	b.WriteString(strconv.Itoa(c.Index))
+	if c.Why != "" {
+		b.WriteString("; ")
+		b.WriteString(c.Why)
+	}
+	if c.Rebooting {
+		b.WriteString("; rebooting")
+	}
+	if c.Change != "" {
+		b.WriteString("; next: ")
+		b.WriteString(c.Change)
+	}
+	return b.String()
+}
+
+func rackTitle(r *rackmap.Rack) string {
+	c := r.Counts
+	var roles []string
+	for _, role := range sortedRoles(c.Workers) {
+		roles = append(roles, fmt.Sprintf("%s %d", role, c.Workers[role]))
+	}
+	s := fmt.Sprintf("rack %d: %d machines, %d control planes, %d workers", r.Number, c.Machines, c.TotalControlPlanes(), c.TotalWorkers())
+	if len(roles) > 0 {
+		s += " (" + strings.Join(roles, ", ") + ")"
+	}
+	return s + fmt.Sprintf(", %d unused, %d not usable", c.Unused, c.Unusable)
+}
+
+func sortedRoles(m map[string]int) []string {
+	out := make([]string, 0, len(m))
+	for k, v := range m {
+		if v > 0 {
+			out = append(out, k)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+func formatTime(t time.Time) string {
+	if t.IsZero() {
+		return "never"
+	}
+	return t.UTC().Format(time.RFC3339)
+}
+
+// ago says how long before now t was, in one unit.
+func ago(now, t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	d := now.Sub(t)
+	switch {
+	case d < 0:
+		return "in the future"
+	case d < time.Minute:
+		return fmt.Sprintf("%ds ago", int(d.Seconds()))
+	case d < time.Hour:
+		return fmt.Sprintf("%dm ago", int(d.Minutes()))
+	case d < 48*time.Hour:
+		return fmt.Sprintf("%dh ago", int(d.Hours()))
+	}
+	return fmt.Sprintf("%dd ago", int(d.Hours()/24))
+}

@@ -1,0 +1,208 @@
+package web
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ckegen/ckegen/generator"
+	"github.com/ckegen/ckegen/internal/dcgen"
+	"github.com/ckegen/ckegen/internal/etcdtest"
+	"github.com/ckegen/ckegen/machine"
+	"github.com/ckegen/ckegen/rackmap"
+	"github.com/ckegen/ckegen/sabakan"
+	"github.com/ckegen/ckegen/sabakan/server"
+	"github.com/ckegen/ckegen/snapshot"
+	"github.com/ckegen/ckegen/storage"
+)
+
+var quietLog = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+// pageFixture: an etcd with a URL, template, cluster, status and history,
+// and the compatible server with 3 racks of 5 machines.
+type pageFixture struct {
+	st      storage.Storage
+	sabakan *httptest.Server
+}
+
+func newPageFixture(t *testing.T) *pageFixture {
+	t.Helper()
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	st := storage.New(etcdtest.Client(t), "")
+	store := server.NewStore(func() time.Time { return now })
+	o := dcgen.Default(now)
+	o.Racks, o.PerRack, o.UnhealthyPct = 3, 5, 0
+	must(t, store.Load(dcgen.Machines(o)))
+	_, err := store.SetState("S000009", machine.StateUnreachable)
+	must(t, err)
+	srv, err := server.New(store)
+	must(t, err)
+	ts := httptest.NewServer(srv.Handler())
+	t.Cleanup(ts.Close)
+	ctx := context.Background()
+	must(t, st.SetURL(ctx, ts.URL+"/graphql"))
+	must(t, st.SetTemplate(ctx, []byte(`{"name":"t","nodes":[{"user":"u","control_plane":true},{"user":"u"}],"service_subnet":"10.68.0.0/16"}`)))
+	leader := st.Key(storage.KeyLeader + "1")
+	_, err = st.Client.Put(ctx, leader, "daemon-1")
+	must(t, err)
+	_, err = st.Client.Put(ctx, st.Key(storage.KeyCluster),
+		`{"name":"demo<1>","nodes":[{"address":"10.0.0.2","user":"u","control_plane":true},{"address":"10.0.1.4","user":"u","control_plane":false}],"service_subnet":"10.68.0.0/16"}`)
+	must(t, err)
+	must(t, st.PutStatus(ctx, leader, storage.Status{Result: "failing", Reason: "NOT_ENOUGH_MACHINES", Message: "need 5 workers, 3 candidates",
+		Since: now.Add(-time.Hour), Time: now, LastOp: "new", LastChangeCount: 2, ConsecutiveFailures: 4, Leader: "daemon-1"}))
+	must(t, st.AddHistory(ctx, leader, storage.HistoryEntry{Time: now.Add(-2 * time.Hour), Op: "new", ChangeCount: 2, ClusterRevision: 7,
+		Changes: []storage.Change{{Action: "generate", Address: "10.0.0.2"}, {Action: "generate", Address: "10.0.1.4"}}}))
+	return &pageFixture{st: st, sabakan: ts}
+}
+
+func (f *pageFixture) handler(pending *snapshot.Pending) http.Handler {
+	o := snapshot.Options{Sabakan: sabakan.Options{Timeout: 2 * time.Second, Retries: -1}, EtcdTimeout: time.Second}
+	if pending != nil {
+		o.Pending = func(context.Context, storage.Storage) (*snapshot.Pending, error) { return pending, nil }
+	}
+	return NewHandler(snapshot.NewReader(f.st, o), Options{Refresh: 15 * time.Second, Log: quietLog})
+}
+
+func get(t *testing.T, h http.Handler, method, path string) *httptest.ResponseRecorder {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(method, path, nil))
+	return rec
+}
+
+var rectRE = regexp.MustCompile(`<rect x="\d+" y="\d+" class="([^"]*)"><title>([^<]*)</title></rect>`)
+
+// TestMapPageSections: the page has one rect per machine with its tooltip,
+// the status, the pending step (highlighted on the map), the history and
+// a refresh.
+func TestMapPageSections(t *testing.T) {
+	f := newPageFixture(t)
+	h := f.handler(&snapshot.Pending{Op: generator.OpIncreaseWorker, Steps: 3,
+		Changes: []generator.Change{{Action: generator.ActionAddWorker, Address: "10.0.2.4", Serial: "S000014", Reason: "highest score"}}})
+	rec := get(t, h, http.MethodGet, "/")
+	body := rec.Body.String()
+	if rec.Code != http.StatusOK || rec.Header().Get("Content-Type") != "text/html; charset=utf-8" {
+		t.Fatalf("GET /: %d %q\n%s", rec.Code, rec.Header().Get("Content-Type"), body)
+	}
+	rects := rectRE.FindAllStringSubmatch(body, -1)
+	if len(rects) != 15 {
+		t.Errorf("machine rects: got %d, want 15", len(rects))
+	}
+	titles := map[string]string{}
+	for _, r := range rects {
+		titles[r[2]] = r[1]
+	}
+	for title, class := range map[string]string{
+		"S000002 10.0.0.2: HEALTHY, role " + roleOf(t, body, "S000002") + ", control plane, rack 0 #2":                      "c",
+		"S000009 10.0.1.4: UNREACHABLE, role " + roleOf(t, body, "S000009") + ", worker, rack 1 #4; state UNREACHABLE":      "w unreachable",
+		"S000014 10.0.2.4: HEALTHY, role " + roleOf(t, body, "S000014") + ", unused candidate, rack 2 #4; next: add-worker": "u nx",
+		"S000001 10.0.0.1: HEALTHY, role boot, not usable, rack 0 #1; not returned by the query variables":                  "x",
+	} {
+		if got, ok := titles[title]; !ok || got != class {
+			t.Errorf("no rect of class %q with tooltip %q (class %q)", class, title, got)
+		}
+	}
+	for _, want := range []string{
+		`<meta http-equiv="refresh" content="15">`,
+		`<title>ckegen: demo&lt;1&gt;</title>`,
+		`<span class="err">failing</span> <code>NOT_ENOUGH_MACHINES</code>`,
+		`<td>need 5 workers, 3 candidates</td>`,
+		`<tr><th>failures in a row</th><td>4</td></tr>`,
+		`<tr><th>leader</th><td>daemon-1</td></tr>`,
+		`Next step: <b>increase worker</b>, 1 changes; 3 steps pending`,
+		`<tr><td>add-worker</td><td><code>10.0.2.4</code></td><td>S000014</td><td>highest score</td></tr>`,
+		`<td>new</td><td class="num">2</td><td>generate <code>10.0.0.2</code>, generate <code>10.0.1.4</code></td>`,
+		`15 machines in 3 racks: 1 control plane`,
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("the page lacks %q", want)
+		}
+	}
+
+	if rec := get(t, h, http.MethodHead, "/"); rec.Code != http.StatusOK || rec.Body.Len() != 0 || rec.Header().Get("Content-Length") != strconv.Itoa(len(body)) {
+		t.Errorf("HEAD /: %d, %d bytes, Content-Length %q", rec.Code, rec.Body.Len(), rec.Header().Get("Content-Length"))
+	}
+	if rec := get(t, h, http.MethodPost, "/"); rec.Code != http.StatusMethodNotAllowed {
+		t.Errorf("POST /: %d", rec.Code)
+	}
+	if rec := get(t, h, http.MethodGet, "/metrics-typo"); rec.Code != http.StatusNotFound {
+		t.Errorf("GET /metrics-typo: %d", rec.Code)
+	}
+}
+
+// roleOf reads a machine's role from its tooltip (dcgen deals roles at
+// random).
+func roleOf(t *testing.T, body, serial string) string {
+	t.Helper()
+	m := regexp.MustCompile(serial + ` [0-9.]+: [A-Z]+, role ([a-z]+)`).FindStringSubmatch(body)
+	if m == nil {
+		t.Fatalf("no tooltip for %s", serial)
+	}
+	return m[1]
+}
+
+// TestMapPageFailures: sabakan down still shows the status and history
+// with the reason there is no map; etcd down is a 503 that says so.
+func TestMapPageFailures(t *testing.T) {
+	f := newPageFixture(t)
+	f.sabakan.Close()
+	rec := get(t, f.handler(nil), http.MethodGet, "/")
+	body := rec.Body.String()
+	if rec.Code != http.StatusOK || !strings.Contains(body, `<p class="err">No rack map: sabakan at `) ||
+		!strings.Contains(body, "NOT_ENOUGH_MACHINES") || !strings.Contains(body, "No pending plan.") || strings.Contains(body, "<rect x=") {
+		t.Errorf("sabakan down: %d\n%s", rec.Code, body)
+	}
+
+	f.st.Client.Close()
+	rec = get(t, f.handler(nil), http.MethodGet, "/")
+	if rec.Code != http.StatusServiceUnavailable || !strings.Contains(rec.Body.String(), `<p class="err">Cannot read the state: etcd: status: `) ||
+		!strings.Contains(rec.Body.String(), `<meta http-equiv="refresh" content="15">`) {
+		t.Errorf("etcd down: %d\n%s", rec.Code, rec.Body.String())
+	}
+}
+
+// TestMapPageEscapes: inventory text is escaped everywhere it appears.
+func TestMapPageEscapes(t *testing.T) {
+	evil := `<script>alert(1)</script>`
+	ms := []machine.Machine{{Spec: machine.Spec{Serial: `S"1` + evil, Rack: 0, IndexInRack: 1, Role: evil, IPv4: []string{"10.0.0.1"}},
+		Status: machine.Status{State: machine.StateHealthy}}}
+	src := &builtSource{in: rackmap.Input{Machines: ms, Next: []generator.Change{{Action: evil, Address: "10.0.0.1"}}},
+		s: snapshot.Snapshot{ClusterName: evil, Notes: []string{evil}, Pending: &snapshot.Pending{Op: evil, Changes: []generator.Change{{Action: evil, Address: evil}}}}}
+	body := get(t, NewHandler(src, Options{Log: quietLog}), http.MethodGet, "/").Body.String()
+	if strings.Contains(body, "<script>") {
+		t.Errorf("unescaped inventory text:\n%s", body)
+	}
+	if !strings.Contains(body, "&lt;script&gt;alert(1)&lt;/script&gt;") {
+		t.Errorf("escaped text missing:\n%s", body)
+	}
+	if n := len(rectRE.FindAllString(body, -1)); n != 1 {
+		t.Errorf("rects: %d, want 1", n)
+	}
+}
+
+// TestMapPageSize20000: at 20,000 machines the page has a rect per machine
+// and stays under 5 MB.
+func TestMapPageSize20000(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds a 20,000-machine data center")
+	}
+	rec := get(t, NewHandler(bigSource(t, 500, 40), Options{Log: quietLog}), http.MethodGet, "/")
+	if rec.Code != http.StatusOK {
+		t.Fatalf("status %d", rec.Code)
+	}
+	if n := strings.Count(rec.Body.String(), "<rect x="); n != 20000 {
+		t.Errorf("rects: %d, want 20000", n)
+	}
+	if size := rec.Body.Len(); size >= 5<<20 {
+		t.Errorf("page of %d bytes, over 5 MB", size)
+	} else {
+		t.Logf("page of %d bytes", size)
+	}
+}
