@@ -2,9 +2,13 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
+	"encoding/json"
+	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -12,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ckegen/ckegen/internal/version"
 	"github.com/ckegen/ckegen/sabakan"
 	"github.com/ckegen/ckegen/sabakan/server"
 )
@@ -25,7 +30,14 @@ func TestBinary(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, "--listen", "127.0.0.1:0", "--machines", "../../examples/machines.json")
+	ipam := filepath.Join(t.TempDir(), "ipam.json")
+	if err := os.WriteFile(ipam, []byte(`{"max-nodes-in-rack": 28, "node-ipv4-pool": "10.69.0.0/16", "node-ipv4-range-size": 6,
+		"node-ipv4-range-mask": 26, "node-ip-per-node": 3, "node-index-offset": 3, "node-gateway-offset": 1,
+		"bmc-ipv4-pool": "10.72.16.0/20", "bmc-ipv4-offset": "0.0.1.0", "bmc-ipv4-range-size": 5,
+		"bmc-ipv4-range-mask": 20, "bmc-ipv4-gateway-offset": 1}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.CommandContext(ctx, bin, "--listen", "127.0.0.1:0", "--machines", "../../examples/machines.json", "--ipam", ipam)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -64,14 +76,66 @@ func TestBinary(t *testing.T) {
 			t.Fatalf("unexpected machine %+v", m.Spec)
 		}
 	}
+
+	// --ipam: a machine registered now gets its index and addresses from
+	// the configuration: index node-index-offset+1 in the empty rack 12,
+	// 10.69.0.0 + 2^6 * 3 * 12 + 4 and the next two ranges.
+	resp, err := http.Post("http://"+addr+"/api/v1/machines", "application/json",
+		strings.NewReader(`[{"serial":"new","rack":12,"role":"cs","bmc":{"type":"IPMI-2.0"}}]`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusCreated {
+		t.Fatalf("POST machines: %s", resp.Status)
+	}
+	resp, err = http.Get("http://" + addr + "/api/v1/machines?serial=new")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var got []struct {
+		Spec struct {
+			IndexInRack int      `json:"index-in-rack"`
+			IPv4        []string `json:"ipv4"`
+		} `json:"spec"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&got); err != nil || len(got) != 1 {
+		t.Fatalf("GET machines: %v %v", got, err)
+	}
+	if got[0].Spec.IndexInRack != 4 || strings.Join(got[0].Spec.IPv4, " ") != "10.69.9.4 10.69.9.68 10.69.9.132" {
+		t.Errorf("registered machine: index %d, ipv4 %v", got[0].Spec.IndexInRack, got[0].Spec.IPv4)
+	}
+}
+
+func TestVersion(t *testing.T) {
+	var out bytes.Buffer
+	if err := run([]string{"--version"}, &out); err != nil {
+		t.Fatal(err)
+	}
+	if out.String() != version.String()+"\n" {
+		t.Errorf("--version printed %q, want %q", out.String(), version.String()+"\n")
+	}
 }
 
 func TestBadFlags(t *testing.T) {
-	if err := run([]string{"--machines", "/nonexistent"}); err == nil {
+	if err := run([]string{"--machines", "/nonexistent"}, io.Discard); err == nil {
 		t.Error("a missing machines file was accepted")
 	}
-	if err := run([]string{"extra"}); err == nil || !strings.Contains(err.Error(), "unexpected arguments") {
+	if err := run([]string{"extra"}, io.Discard); err == nil || !strings.Contains(err.Error(), "unexpected arguments") {
 		t.Errorf("extra arguments: %v", err)
+	}
+	bad := filepath.Join(t.TempDir(), "ipam.json")
+	for content, want := range map[string]string{
+		`{"max-nodes-in-rack": 0}`:         "max-nodes-in-rack: must not be zero",
+		`{"max-nodes-in-rack": 1, "x": 1}`: `unknown field "x"`,
+	} {
+		if err := os.WriteFile(bad, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := run([]string{"--ipam", bad}, io.Discard); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("--ipam %s: %v, want %q", content, err, want)
+		}
 	}
 }
 

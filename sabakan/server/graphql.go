@@ -2,7 +2,9 @@ package server
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	graphql "github.com/graph-gophers/graphql-go"
@@ -10,7 +12,8 @@ import (
 	"github.com/ckegen/ckegen/machine"
 )
 
-// dateTime is the DateTime scalar: RFC 3339 in UTC.
+// dateTime is the DateTime scalar: RFC 3339 with fractional seconds, in the
+// offset the time was given in (as sabakan returns it).
 type dateTime struct{ time.Time }
 
 func (dateTime) ImplementsGraphQLType(name string) bool { return name == "DateTime" }
@@ -29,7 +32,7 @@ func (t *dateTime) UnmarshalGraphQL(input any) error {
 }
 
 func (t dateTime) MarshalJSON() ([]byte, error) {
-	return json.Marshal(t.UTC().Format(time.RFC3339Nano))
+	return json.Marshal(t.Format(time.RFC3339Nano))
 }
 
 // ipAddress is the IPAddress scalar.
@@ -55,13 +58,38 @@ type labelInput struct {
 	Value string
 }
 
+// gqlInt is an Int argument of any size: sabakan (gqlgen) takes Ints as 64-bit
+// integers, so a rack or a day count above 2^31 in variables is accepted.
+type gqlInt int64
+
+func (gqlInt) ImplementsGraphQLType(name string) bool { return name == "Int" }
+
+func (n *gqlInt) UnmarshalGraphQL(input any) error {
+	switch v := input.(type) {
+	case int32:
+		*n = gqlInt(v)
+	case int:
+		*n = gqlInt(v)
+	case int64:
+		*n = gqlInt(v)
+	case float64:
+		if v != math.Trunc(v) || v < math.MinInt64 || v >= math.MaxInt64 {
+			return fmt.Errorf("Int: %v is not an integer", v)
+		}
+		*n = gqlInt(v)
+	default:
+		return fmt.Errorf("Int: want a number, got %T", input)
+	}
+	return nil
+}
+
 // paramsInput is MachineParams; a null list is a nil pointer.
 type paramsInput struct {
 	Labels              *[]*labelInput
-	Racks               *[]int32
+	Racks               *[]gqlInt
 	Roles               *[]string
 	States              *[]string
-	MinDaysBeforeRetire *int32
+	MinDaysBeforeRetire *gqlInt
 }
 
 func deref[T any](p *[]T) []T {
@@ -93,10 +121,32 @@ func (p *paramsInput) query() *Query {
 	return q
 }
 
+// resolverError is a resolver's error as sabakan reports it: a message and
+// extensions naming the serial and the error type.
+type resolverError struct {
+	msg  string
+	ext  map[string]any
+	kind error
+}
+
+func (e *resolverError) Error() string              { return e.msg }
+func (e *resolverError) Extensions() map[string]any { return e.ext }
+func (e *resolverError) Unwrap() error              { return e.kind }
+
+func gqlError(serial string, err error) error {
+	switch {
+	case errors.Is(err, ErrNotFound):
+		return &resolverError{msg: "not found", ext: map[string]any{"serial": serial, "type": "MACHINE_NOT_FOUND"}, kind: err}
+	case errors.Is(err, ErrRefused):
+		return &resolverError{msg: err.Error(), ext: map[string]any{"serial": serial, "type": "INVALID_STATE_TRANSITION"}, kind: err}
+	}
+	return err
+}
+
 func (r *rootResolver) Machine(args struct{ Serial graphql.ID }) (*machineResolver, error) {
 	m, err := r.store.Get(string(args.Serial))
 	if err != nil {
-		return nil, err
+		return nil, gqlError(string(args.Serial), err)
 	}
 	return &machineResolver{m}, nil
 }
@@ -116,7 +166,7 @@ func (r *rootResolver) SetMachineState(args struct {
 }) (*statusResolver, error) {
 	m, err := r.store.SetState(string(args.Serial), machine.State(args.State))
 	if err != nil {
-		return nil, err
+		return nil, gqlError(string(args.Serial), err)
 	}
 	return &statusResolver{m.Status}, nil
 }

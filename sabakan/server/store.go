@@ -1,25 +1,48 @@
 // Package server is a sabakan-compatible server for tests, the demo and the
-// end-to-end tests: the GraphQL queries and REST endpoints ckegen and an
-// operator use, with sabakan's matching rules and lifecycle, in memory.
+// end-to-end tests: sabakan's GraphQL API and its REST endpoints for
+// machines, states, labels, retire dates and the IPAM configuration, with
+// sabakan's matching rules, lifecycle, validation and status codes, in
+// memory.
 package server
 
 import (
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"sync"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/validate/content"
+
 	"github.com/ckegen/ckegen/machine"
 )
 
-// Errors of the store, mapped to HTTP statuses by the REST handlers.
+// Kinds of store errors, for errors.Is. The REST handlers answer them with
+// sabakan's statuses: 404, 409, 400, and 500 for what sabakan's model
+// refuses (a forbidden transition, deleting a machine that is not RETIRED,
+// a full rack, a serial twice in one request, changing the IPAM
+// configuration once machines exist).
 var (
 	ErrNotFound   = errors.New("not found")
-	ErrConflict   = errors.New("conflict")
-	ErrBadRequest = errors.New("bad request")
+	ErrConflict   = errors.New("conflicted")
+	ErrBadRequest = errors.New("invalid request")
+	ErrRefused    = errors.New("refused")
 )
+
+// storeError is an error of one kind with its own message.
+type storeError struct {
+	kind error
+	msg  string
+}
+
+func (e *storeError) Error() string { return e.msg }
+func (e *storeError) Unwrap() error { return e.kind }
+
+func fail(kind error, format string, args ...any) error {
+	return &storeError{kind: kind, msg: fmt.Sprintf(format, args...)}
+}
 
 // transitions is sabakan's lifecycle: the states each state may move to.
 var transitions = map[machine.State][]machine.State{
@@ -42,6 +65,17 @@ func CanTransition(from, to machine.State) bool {
 type entry struct {
 	m       machine.Machine
 	changed time.Time
+	// info is what the IPAM configuration gave the machine at
+	// registration; zero for machines loaded from a file or registered
+	// without one.
+	info MachineInfo
+}
+
+// rackUse is which indices of a rack are taken, and by how many boot
+// servers.
+type rackUse struct {
+	indices map[int]int
+	boots   int
 }
 
 // Store holds the inventory. It is safe for concurrent use.
@@ -49,6 +83,8 @@ type Store struct {
 	mu       sync.RWMutex
 	now      func() time.Time
 	machines map[string]*entry
+	racks    map[int]*rackUse
+	ipam     *IPAMConfig
 }
 
 // NewStore returns an empty store reading time from now (time.Now when
@@ -57,11 +93,39 @@ func NewStore(now func() time.Time) *Store {
 	if now == nil {
 		now = time.Now
 	}
-	return &Store{now: now, machines: map[string]*entry{}}
+	return &Store{now: now, machines: map[string]*entry{}, racks: map[int]*rackUse{}}
 }
 
-// Load adds machines in the machines file format. Each keeps its state, and
-// its duration is counted from status.timestamp, or else from now minus
+func (s *Store) rack(r int) *rackUse {
+	u := s.racks[r]
+	if u == nil {
+		u = &rackUse{indices: map[int]int{}}
+		s.racks[r] = u
+	}
+	return u
+}
+
+func (s *Store) take(m *machine.Machine) {
+	u := s.rack(m.Spec.Rack)
+	u.indices[m.Spec.IndexInRack]++
+	if m.Spec.Role == "boot" {
+		u.boots++
+	}
+}
+
+func (s *Store) release(m *machine.Machine) {
+	u := s.rack(m.Spec.Rack)
+	if u.indices[m.Spec.IndexInRack]--; u.indices[m.Spec.IndexInRack] <= 0 {
+		delete(u.indices, m.Spec.IndexInRack)
+	}
+	if m.Spec.Role == "boot" {
+		u.boots--
+	}
+}
+
+// Load adds machines in the machines file format, as they are: their index,
+// addresses and dates are not assigned. Each keeps its state, and its
+// duration is counted from status.timestamp, or else from now minus
 // status.duration.
 func (s *Store) Load(ms []machine.Machine) error {
 	s.mu.Lock()
@@ -70,10 +134,10 @@ func (s *Store) Load(ms []machine.Machine) error {
 	for i := range ms {
 		m := ms[i]
 		if m.Spec.Serial == "" {
-			return fmt.Errorf("%w: machines[%d]: empty serial", ErrBadRequest, i)
+			return fail(ErrBadRequest, "machines[%d]: empty serial", i)
 		}
 		if _, ok := s.machines[m.Spec.Serial]; ok {
-			return fmt.Errorf("%w: machine %s is already registered", ErrConflict, m.Spec.Serial)
+			return fail(ErrConflict, "machine %s is already registered", m.Spec.Serial)
 		}
 		changed := now.Add(-time.Duration(m.Status.Duration * float64(time.Second)))
 		if m.Status.Timestamp != nil {
@@ -85,6 +149,7 @@ func (s *Store) Load(ms []machine.Machine) error {
 			m.Status.State = machine.StateUninitialized
 		}
 		s.machines[m.Spec.Serial] = &entry{m: m, changed: changed}
+		s.take(&m)
 	}
 	return nil
 }
@@ -106,7 +171,7 @@ func (s *Store) Get(serial string) (machine.Machine, error) {
 	defer s.mu.RUnlock()
 	e, ok := s.machines[serial]
 	if !ok {
-		return machine.Machine{}, fmt.Errorf("%w: machine %s", ErrNotFound, serial)
+		return machine.Machine{}, fail(ErrNotFound, "machine %s", serial)
 	}
 	return s.view(e, s.now()), nil
 }
@@ -140,10 +205,6 @@ func (s *Store) Search(having, notHaving *Query) []machine.Machine {
 	return out
 }
 
-func lifetimeDays(m *machine.Machine, now time.Time) int {
-	return m.LifetimeDays(now)
-}
-
 func hasLabel(m *machine.Machine, l machine.Label) bool {
 	for _, ml := range m.Spec.Labels {
 		if ml.Name == l.Name && ml.Value == l.Value {
@@ -170,7 +231,7 @@ func matchHaving(m *machine.Machine, q *Query, now time.Time) bool {
 	if len(q.States) > 0 && !slices.Contains(q.States, m.Status.State) {
 		return false
 	}
-	if q.MinDaysBeforeRetire != nil && lifetimeDays(m, now) < *q.MinDaysBeforeRetire {
+	if q.MinDaysBeforeRetire != nil && m.LifetimeDays(now) < *q.MinDaysBeforeRetire {
 		return false
 	}
 	return true
@@ -190,24 +251,28 @@ func matchNotHaving(m *machine.Machine, q *Query, now time.Time) bool {
 	return slices.Contains(q.Racks, m.Spec.Rack) ||
 		slices.Contains(q.Roles, m.Spec.Role) ||
 		slices.Contains(q.States, m.Status.State) ||
-		(q.MinDaysBeforeRetire != nil && lifetimeDays(m, now) >= *q.MinDaysBeforeRetire)
+		(q.MinDaysBeforeRetire != nil && m.LifetimeDays(now) >= *q.MinDaysBeforeRetire)
 }
 
+// lower is a state as sabakan's REST API writes it.
+func lower(st machine.State) string { return strings.ToLower(string(st)) }
+
 // SetState moves a machine through the lifecycle. The same state again
-// changes nothing (the duration keeps counting).
+// changes nothing (the duration keeps counting). A transition the
+// lifecycle forbids is refused with sabakan's message.
 func (s *Store) SetState(serial string, to machine.State) (machine.Machine, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	e, ok := s.machines[serial]
 	if !ok {
-		return machine.Machine{}, fmt.Errorf("%w: machine %s", ErrNotFound, serial)
+		return machine.Machine{}, fail(ErrNotFound, "machine %s", serial)
 	}
 	if !to.Valid() {
-		return machine.Machine{}, fmt.Errorf("%w: unknown state %q", ErrBadRequest, to)
+		return machine.Machine{}, fail(ErrBadRequest, "invalid state: %s", to)
 	}
 	from := e.m.Status.State
 	if !CanTransition(from, to) {
-		return machine.Machine{}, fmt.Errorf("%w: transition from %s to %s is forbidden", ErrBadRequest, from, to)
+		return machine.Machine{}, fail(ErrRefused, "transition from [ %s ] to [ %s ] is forbidden", lower(from), lower(to))
 	}
 	now := s.now()
 	if from != to {
@@ -217,63 +282,168 @@ func (s *Store) SetState(serial string, to machine.State) (machine.Machine, erro
 	return s.view(e, now), nil
 }
 
-// Registration is a machine as POST /api/v1/machines takes it.
-type Registration struct {
-	Serial string            `json:"serial"`
-	Labels map[string]string `json:"labels"`
-	Rack   int               `json:"rack"`
-	Role   string            `json:"role"`
-	BMC    struct {
-		Type string `json:"type"`
-	} `json:"bmc"`
-	RetireDate *time.Time `json:"retire-date,omitempty"`
-}
-
-// DefaultLifetime is the retire date of a registered machine without one,
-// counted from registration.
-const DefaultLifetime = 5 * 365 * 24 * time.Hour
-
-// Register adds machines all at once or none: the server assigns each its
-// index in the rack, its IPv4 address 10.<rack/256>.<rack%256>.<index> and its
-// register date; new machines are UNINITIALIZED.
-func (s *Store) Register(rs []Registration) error {
+// SetIPAM sets the IPAM configuration. As in sabakan, it cannot change once
+// a machine is registered.
+func (s *Store) SetIPAM(c IPAMConfig) error {
+	if err := c.Validate(); err != nil {
+		return fail(ErrBadRequest, "%v", err)
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	seen := map[string]bool{}
-	for i, r := range rs {
-		switch {
-		case r.Serial == "":
-			return fmt.Errorf("%w: [%d].serial: must not be empty", ErrBadRequest, i)
-		case r.Role == "":
-			return fmt.Errorf("%w: [%d].role: must not be empty", ErrBadRequest, i)
-		case r.BMC.Type == "":
-			return fmt.Errorf("%w: [%d].bmc.type: must not be empty", ErrBadRequest, i)
-		case r.Rack < 0 || r.Rack > 65535:
-			return fmt.Errorf("%w: [%d].rack: must be 0-65535", ErrBadRequest, i)
-		}
-		if _, ok := s.machines[r.Serial]; ok || seen[r.Serial] {
-			return fmt.Errorf("%w: machine %s is already registered", ErrConflict, r.Serial)
-		}
-		seen[r.Serial] = true
+	if len(s.machines) > 0 {
+		return fail(ErrRefused, "the IPAM configuration cannot be changed: %d machines are registered", len(s.machines))
 	}
+	s.ipam = &c
+	return nil
+}
+
+// IPAM returns the IPAM configuration, if one is set.
+func (s *Store) IPAM() (IPAMConfig, bool) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.ipam == nil {
+		return IPAMConfig{}, false
+	}
+	return *s.ipam, true
+}
+
+// Registration is one MachineSpec as POST /api/v1/machines takes it and
+// `sabactl machines create` sends it. The fields sabakan assigns itself
+// (index-in-rack, ipv4, ipv6, register-date, bmc.ipv4, bmc.ipv6) are
+// accepted and ignored.
+type Registration struct {
+	Serial       string            `json:"serial"`
+	Labels       map[string]string `json:"labels"`
+	Rack         int               `json:"rack"`
+	IndexInRack  int               `json:"index-in-rack"`
+	Role         string            `json:"role"`
+	IPv4         []string          `json:"ipv4"`
+	IPv6         []string          `json:"ipv6"`
+	RegisterDate time.Time         `json:"register-date"`
+	RetireDate   time.Time         `json:"retire-date"`
+	BMC          struct {
+		Type string `json:"type"`
+		IPv4 string `json:"ipv4"`
+		IPv6 string `json:"ipv6"`
+	} `json:"bmc"`
+}
+
+// validName reports why s is not a valid label name or role (sabakan
+// checks both as Kubernetes label values that are not empty), or "".
+func validName(s string) string {
+	if s == "" {
+		return "must not be empty"
+	}
+	return validValue(s)
+}
+
+// validValue reports why s is not a valid label value (a Kubernetes label
+// value, as sabakan checks it), or "".
+func validValue(s string) string {
+	return strings.Join(content.IsLabelValue(s), "; ")
+}
+
+// validBMCType reports whether t is made of letters, digits, '-', '_', '/'
+// and '.'.
+func validBMCType(t string) bool {
+	for _, c := range t {
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || strings.ContainsRune("-_/.", c)) {
+			return false
+		}
+	}
+	return true
+}
+
+// check is sabakan's validation of one registration (HTTP 400).
+func (r *Registration) check() error {
+	if r.Serial == "" {
+		return errors.New("serial is empty")
+	}
+	if why := validName(r.Role); why != "" {
+		return fmt.Errorf("invalid role %q: %s", r.Role, why)
+	}
+	names := make([]string, 0, len(r.Labels))
+	for k := range r.Labels {
+		names = append(names, k)
+	}
+	slices.Sort(names)
+	for _, k := range names {
+		if why := validName(k); why != "" {
+			return fmt.Errorf("labels: invalid label name %q: %s", k, why)
+		}
+		if why := validValue(r.Labels[k]); why != "" {
+			return fmt.Errorf("labels: invalid label value %q of %s: %s", r.Labels[k], k, why)
+		}
+	}
+	if r.BMC.Type == "" {
+		return errors.New("bmc.type: BMC type is empty")
+	}
+	if !validBMCType(r.BMC.Type) {
+		return fmt.Errorf("bmc.type: %q: BMC type contains invalid character (want letters, digits, '-', '_', '/', '.')", r.BMC.Type)
+	}
+	if r.Rack < 0 || r.Rack > math.MaxInt32 {
+		return fmt.Errorf("rack: %d: must be 0 to %d", r.Rack, math.MaxInt32)
+	}
+	return nil
+}
+
+// maxLegacyIndex is the last index of a rack without an IPAM configuration
+// (addresses 10.<rack/256>.<rack%256>.<index>).
+const maxLegacyIndex = 254
+
+// Register adds machines all at once or none, as sabakan does: each is
+// validated (ErrBadRequest), gets its index in the rack (a second boot
+// server in a rack is ErrConflict, a full rack ErrRefused), its addresses
+// and its register date (now, UTC); a retire date left out or zero is the
+// register date; a serial twice in the request is ErrRefused, one already
+// registered ErrConflict. New machines are UNINITIALIZED.
+//
+// With an IPAM configuration, the index and addresses follow it (see
+// IPAMConfig.assign): a boot server gets node-index-offset, the others the
+// smallest free index after it, up to max-nodes-in-rack. Without one, each
+// machine gets the smallest free index from 1 and the address
+// 10.<rack/256>.<rack%256>.<index>, and a rack holds one boot server.
+func (s *Store) Register(rs []Registration) error {
+	for i := range rs {
+		if err := rs[i].check(); err != nil {
+			return fail(ErrBadRequest, "machines[%d]%s: %v", i, serialNote(rs[i].Serial), err)
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	now := s.now().UTC()
-	for _, r := range rs {
-		idx := s.nextIndex(r.Rack)
-		if idx > 254 {
-			return fmt.Errorf("%w: rack %d is full", ErrBadRequest, r.Rack)
+	batch := &batchUse{taken: map[[2]int]bool{}, boots: map[int]bool{}}
+	entries := make([]*entry, len(rs))
+	for i := range rs {
+		r := &rs[i]
+		idx, err := s.assignIndex(r.Rack, r.Role == "boot", batch)
+		if err != nil {
+			return fail(kindOf(err), "machines[%d] (serial %s): %v", i, r.Serial, err)
 		}
 		m := machine.Machine{Spec: machine.Spec{
 			Serial:       r.Serial,
 			Rack:         r.Rack,
 			IndexInRack:  idx,
 			Role:         r.Role,
-			IPv4:         []string{fmt.Sprintf("10.%d.%d.%d", r.Rack/256, r.Rack%256, idx)},
 			RegisterDate: now,
-			RetireDate:   now.Add(DefaultLifetime),
+			RetireDate:   now,
 			BMC:          machine.BMC{BMCType: r.BMC.Type},
 		}, Status: machine.Status{State: machine.StateUninitialized}}
-		if r.RetireDate != nil {
-			m.Spec.RetireDate = r.RetireDate.UTC()
+		if !r.RetireDate.IsZero() {
+			m.Spec.RetireDate = r.RetireDate
+		}
+		e := &entry{changed: now}
+		if s.ipam != nil {
+			a, err := s.ipam.assign(r.Rack, idx)
+			if err != nil {
+				return fail(ErrRefused, "machines[%d] (serial %s): %v", i, r.Serial, err)
+			}
+			m.Spec.IPv4, m.Spec.BMC.IPv4, e.info = a.node, a.bmc, a.info
+		} else {
+			if r.Rack > 65535 {
+				return fail(ErrRefused, "machines[%d] (serial %s): rack %d: without an IPAM configuration racks are 0 to 65535 (set one with PUT /api/v1/config/ipam)", i, r.Serial, r.Rack)
+			}
+			m.Spec.IPv4 = []string{fmt.Sprintf("10.%d.%d.%d", r.Rack/256, r.Rack%256, idx)}
 		}
 		names := make([]string, 0, len(r.Labels))
 		for k := range r.Labels {
@@ -283,38 +453,104 @@ func (s *Store) Register(rs []Registration) error {
 		for _, k := range names {
 			m.Spec.Labels = append(m.Spec.Labels, machine.Label{Name: k, Value: r.Labels[k]})
 		}
-		s.machines[r.Serial] = &entry{m: m, changed: now}
+		e.m = m
+		entries[i] = e
+	}
+	seen := make(map[string]bool, len(rs))
+	for i := range rs {
+		if seen[rs[i].Serial] {
+			return fail(ErrRefused, "machines[%d]: serial %s appears more than once in the request", i, rs[i].Serial)
+		}
+		seen[rs[i].Serial] = true
+	}
+	for i := range rs {
+		if _, ok := s.machines[rs[i].Serial]; ok {
+			return fail(ErrConflict, "machines[%d]: machine %s is already registered", i, rs[i].Serial)
+		}
+	}
+	for _, e := range entries {
+		s.machines[e.m.Spec.Serial] = e
+		s.take(&e.m)
 	}
 	return nil
 }
 
-// nextIndex is the smallest unused index in the rack, from 1.
-func (s *Store) nextIndex(rack int) int {
-	used := map[int]bool{}
-	for _, e := range s.machines {
-		if e.m.Spec.Rack == rack {
-			used[e.m.Spec.IndexInRack] = true
-		}
+func serialNote(serial string) string {
+	if serial == "" {
+		return ""
 	}
-	i := 1
-	for used[i] {
-		i++
-	}
-	return i
+	return " (serial " + serial + ")"
 }
 
-// SetRetireDate changes a machine's retire date.
+func kindOf(err error) error {
+	for _, k := range []error{ErrNotFound, ErrConflict, ErrBadRequest, ErrRefused} {
+		if errors.Is(err, k) {
+			return k
+		}
+	}
+	return ErrRefused
+}
+
+// batchUse is what a registration request has taken so far.
+type batchUse struct {
+	taken map[[2]int]bool
+	boots map[int]bool
+}
+
+// assignIndex picks a machine's index in its rack (see Register).
+func (s *Store) assignIndex(rack int, boot bool, b *batchUse) (int, error) {
+	u := s.racks[rack]
+	used := func(i int) bool { return b.taken[[2]int{rack, i}] || u != nil && u.indices[i] > 0 }
+	pick := func(i int) (int, error) {
+		b.taken[[2]int{rack, i}] = true
+		if boot {
+			b.boots[rack] = true
+		}
+		return i, nil
+	}
+	if s.ipam != nil {
+		off := int(s.ipam.NodeIndexOffset)
+		if boot {
+			if used(off) {
+				return 0, fail(ErrConflict, "rack %d already has a boot server (index %d, node-index-offset, is taken)", rack, off)
+			}
+			return pick(off)
+		}
+		for i := off + 1; i <= off+int(s.ipam.MaxNodesInRack); i++ {
+			if !used(i) {
+				return pick(i)
+			}
+		}
+		return 0, fail(ErrRefused, "no node index is available for new machine: rack %d already holds max-nodes-in-rack (%d) machines", rack, s.ipam.MaxNodesInRack)
+	}
+	if boot && (b.boots[rack] || u != nil && u.boots > 0) {
+		return 0, fail(ErrConflict, "rack %d already has a boot server", rack)
+	}
+	for i := 1; i <= maxLegacyIndex; i++ {
+		if !used(i) {
+			return pick(i)
+		}
+	}
+	return 0, fail(ErrRefused, "no node index is available for new machine: rack %d is full (%d machines)", rack, maxLegacyIndex)
+}
+
+// SetRetireDate changes a machine's retire date; the time keeps the offset
+// it was given in.
 func (s *Store) SetRetireDate(serial string, t time.Time) error {
 	return s.update(serial, func(m *machine.Machine) error {
-		m.Spec.RetireDate = t.UTC()
+		m.Spec.RetireDate = t
 		return nil
 	})
 }
 
-// SetLabel adds or changes a machine's label.
+// SetLabel adds or changes a machine's label. The name and the value must be
+// valid as sabakan checks them (ErrBadRequest).
 func (s *Store) SetLabel(serial, name, value string) error {
-	if name == "" {
-		return fmt.Errorf("%w: empty label name", ErrBadRequest)
+	if why := validName(name); why != "" {
+		return fail(ErrBadRequest, "invalid label name %q: %s", name, why)
+	}
+	if why := validValue(value); why != "" {
+		return fail(ErrBadRequest, "invalid label value %q: %s", value, why)
 	}
 	return s.update(serial, func(m *machine.Machine) error {
 		for i := range m.Spec.Labels {
@@ -328,18 +564,36 @@ func (s *Store) SetLabel(serial, name, value string) error {
 	})
 }
 
-// Delete removes a RETIRED machine.
+// DeleteLabel removes a machine's label; a machine or a label that does not
+// exist is ErrNotFound.
+func (s *Store) DeleteLabel(serial, name string) error {
+	if why := validName(name); why != "" {
+		return fail(ErrBadRequest, "invalid label name %q: %s", name, why)
+	}
+	return s.update(serial, func(m *machine.Machine) error {
+		i := slices.IndexFunc(m.Spec.Labels, func(l machine.Label) bool { return l.Name == name })
+		if i < 0 {
+			return fail(ErrNotFound, "machine %s has no label %s", serial, name)
+		}
+		m.Spec.Labels = slices.Delete(m.Spec.Labels, i, i+1)
+		return nil
+	})
+}
+
+// Delete removes a RETIRED machine; any other is refused (ErrRefused), as
+// sabakan does. Its index in the rack is free again.
 func (s *Store) Delete(serial string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	e, ok := s.machines[serial]
 	if !ok {
-		return fmt.Errorf("%w: machine %s", ErrNotFound, serial)
+		return fail(ErrNotFound, "machine %s", serial)
 	}
 	if e.m.Status.State != machine.StateRetired {
-		return fmt.Errorf("%w: machine %s is %s; only RETIRED machines can be deleted", ErrBadRequest, serial, e.m.Status.State)
+		return fail(ErrRefused, "non-retired machine cannot be deleted: machine %s is %s", serial, lower(e.m.Status.State))
 	}
 	delete(s.machines, serial)
+	s.release(&e.m)
 	return nil
 }
 
@@ -348,7 +602,7 @@ func (s *Store) update(serial string, f func(m *machine.Machine) error) error {
 	defer s.mu.Unlock()
 	e, ok := s.machines[serial]
 	if !ok {
-		return fmt.Errorf("%w: machine %s", ErrNotFound, serial)
+		return fail(ErrNotFound, "machine %s", serial)
 	}
 	c := e.m
 	c.Spec.Labels = slices.Clone(e.m.Spec.Labels)
