@@ -50,12 +50,23 @@ func retiredGeneration(b *testing.B, n, k int) generator.Input {
 }
 
 // BenchmarkPlan: a 100-step plan (100 retired workers replaced one per
-// tick, then settled: 101 ticks). B/op is everything the plan allocates;
-// retained-MB is what the finished plan keeps (its steps and the final
-// cluster's new nodes), measured after a garbage collection.
+// tick, then settled: 101 ticks), and the first of its ticks alone, so that
+// the two can be compared on the same machine and load. B/op is everything
+// the plan allocates; retained-MB is what the finished plan keeps (its steps
+// and the final cluster's new nodes), measured after a garbage collection.
 func BenchmarkPlan(b *testing.B) {
 	const steps = 100
 	for _, n := range []int{2000, 20000} {
+		b.Run(fmt.Sprintf("one-tick/machines=%d", n), func(b *testing.B) {
+			in := retiredGeneration(b, n, steps)
+			b.ReportAllocs()
+			b.ResetTimer()
+			for b.Loop() {
+				if res, err := generator.Tick(in, false); err != nil || res.Op != generator.OpDecreaseWorker {
+					b.Fatalf("Tick: %v", err)
+				}
+			}
+		})
 		b.Run(fmt.Sprintf("retired-workers=%d/machines=%d", steps, n), func(b *testing.B) {
 			in := retiredGeneration(b, n, steps)
 			var p *generator.Plan
