@@ -23,9 +23,6 @@ import (
 	"github.com/ckegen/ckegen/labels"
 )
 
-// Formats are the output formats Write accepts.
-var Formats = []string{"text", "json", "yaml"}
-
 // Document is a plan as it is shown and stored.
 type Document struct {
 	// Result is generator.PlanSettled, PlanRefused or PlanMaxSteps.
