@@ -114,7 +114,8 @@ func drawConstraints(t *rapid.T, label string) constraints.Constraints {
 
 // drawPlanInput draws a data center, a cluster built on it before some
 // inventory events (or none), and the settings of the plan: constraints
-// and template unchanged or changed, rebooting nodes, Kubernetes taints.
+// and template unchanged or changed, the retire wait, rebooting nodes,
+// Kubernetes taints.
 func drawPlanInput(t *rapid.T) (generator.Input, bool) {
 	racks := rapid.IntRange(1, 6).Draw(t, "racks")
 	var ms []machine.Machine
@@ -165,6 +166,7 @@ func drawPlanInput(t *rapid.T) (generator.Input, bool) {
 	if rapid.Bool().Draw(t, "newConstraints") {
 		in.Constraints = drawConstraints(t, "now")
 	}
+	in.RetireWait = time.Duration(rapid.SampledFrom([]int{0, 300, 900}).Draw(t, "retireWait")) * time.Second
 	changed := rapid.Bool().Draw(t, "templateChanged")
 	if changed {
 		in.Template = mustParseTemplate(t, planTemplates[rapid.IntRange(0, len(planTemplates)-1).Draw(t, "template")])
