@@ -1,0 +1,110 @@
+package generator
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/ckegen/ckegen/cluster"
+)
+
+// DefaultMaxSteps is how many steps a plan looks ahead unless told
+// otherwise.
+const DefaultMaxSteps = 100
+
+// How a plan ends.
+const (
+	// PlanSettled: the last tick had nothing to do; the plan's cluster is
+	// what the generator wants.
+	PlanSettled = "settled"
+	// PlanRefused: a tick failed (not enough machines, too many
+	// non-existent control planes); Plan.Err says why, and the daemon
+	// would stop there and write nothing more.
+	PlanRefused = "refused"
+	// PlanMaxSteps: there was still something to do after the maximum
+	// number of steps; the plan does not settle, or not soon.
+	PlanMaxSteps = "max-steps"
+)
+
+// Plan is the sequence of ticks the daemon would make if nothing else
+// changed (SPEC 11.1), and where it leads.
+type Plan struct {
+	// Result is PlanSettled, PlanRefused or PlanMaxSteps.
+	Result string
+	// Err is the refused tick's error; nil unless Result is PlanRefused.
+	Err error
+	// Steps are the ticks that change the cluster, in order: at most the
+	// maximum number of steps.
+	Steps []Step
+	// Start is the cluster the plan starts from (Input.Current, nil when
+	// the first step builds a new cluster).
+	Start *cluster.Cluster
+	// Cluster is the cluster after the last step: Start when there is no
+	// step.
+	Cluster *cluster.Cluster
+	// Warnings are those of the tick that ended the plan (the one with
+	// nothing to do, or the refused one), which has no step of its own.
+	Warnings []string
+}
+
+// Step is one tick of a plan: the decision's operation, its changes with
+// their scores, and its warnings.
+type Step struct {
+	Op       string
+	Changes  []Change
+	Warnings []string
+}
+
+// MakePlan runs Tick the way the daemon would, one tick after another on
+// the same snapshot: each tick's cluster becomes the next tick's current
+// cluster, and the template counts as changed for the first tick only (the
+// first write records the template's revision). It stops when a tick has
+// nothing to do (PlanSettled), when a tick fails (PlanRefused), or when a
+// tick would make step maxSteps+1 (PlanMaxSteps, that step left out).
+//
+// It writes nothing and reads no clock: the plan is a pure function of its
+// arguments. It returns an error only when no plan can be computed: the
+// input is bad (no template, invalid constraints, a current cluster with a
+// duplicate address, unsanitized machines) or maxSteps is below 1.
+//
+// Every tick works on in as given: the sanitized machines, the parsed
+// template, the taints and the rebooting set are shared by all ticks, and a
+// node a tick does not change is the same *cluster.Node in every later
+// cluster, so a step costs one tick and the plan keeps only the steps and
+// the last cluster.
+func MakePlan(in Input, templateChanged bool, maxSteps int) (*Plan, error) {
+	if maxSteps < 1 {
+		return nil, fmt.Errorf("max steps: must be at least 1, got %d", maxSteps)
+	}
+	p := &Plan{Start: in.Current, Cluster: in.Current}
+	for {
+		res, err := Tick(in, templateChanged)
+		switch {
+		case errors.Is(err, ErrNothingToDo):
+			// The settling tick's warnings go to p.Warnings once the
+			// decision carries them.
+			p.Result = PlanSettled
+			return p, nil
+		case err != nil:
+			if len(p.Steps) == 0 && !isRefusal(err) {
+				return nil, err
+			}
+			p.Result, p.Err = PlanRefused, err
+			return p, nil
+		case len(p.Steps) == maxSteps:
+			p.Result = PlanMaxSteps
+			return p, nil
+		}
+		// The decision's warnings go to the step's Warnings once the
+		// decision carries them.
+		p.Steps = append(p.Steps, Step{Op: res.Op, Changes: res.Changes})
+		p.Cluster = res.Cluster
+		in.Current = res.Cluster
+		templateChanged = false
+	}
+}
+
+// isRefusal reports whether err is a tick the daemon would refuse on good
+// input, as opposed to input no tick can be computed from.
+func isRefusal(err error) bool {
+	return errors.Is(err, ErrNotEnoughMachines) || errors.Is(err, ErrTooManyNonExistent)
+}

@@ -1,0 +1,341 @@
+// Package planreport presents a plan (SPEC 11.1): what the daemon would do,
+// tick after tick, if nothing else changed. A Document holds the plan's
+// result, its steps with their changes and scores, a summary of what the
+// whole plan changes, and the final cluster; it is written as text for
+// people, or as JSON or YAML for programs. A Document read back from JSON
+// (a stored plan) is written exactly as the one it was made from.
+package planreport
+
+import (
+	"bytes"
+	"cmp"
+	"encoding/json"
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strconv"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/ckegen/ckegen/cluster"
+	"github.com/ckegen/ckegen/generator"
+	"github.com/ckegen/ckegen/labels"
+)
+
+// Document is a plan as it is shown and stored.
+type Document struct {
+	// Result is generator.PlanSettled, PlanRefused or PlanMaxSteps.
+	Result string `json:"result"`
+	// Error is the refused step's error.
+	Error string `json:"error,omitempty"`
+	Steps []Step `json:"steps"`
+	// Warnings are those of the tick that ended the plan.
+	Warnings []string `json:"warnings"`
+	Summary  Summary  `json:"summary"`
+	// Cluster is the cluster after the last step (null when a new cluster
+	// could not be built).
+	Cluster *cluster.Cluster `json:"cluster"`
+}
+
+// Step is one tick: the same object as `ckecli sabakan generate --explain
+// json` writes for one decision.
+type Step struct {
+	Op       string   `json:"op"`
+	Changes  []Change `json:"changes"`
+	Warnings []string `json:"warnings"`
+}
+
+// Change is one change of a step, with the total of the score that made it
+// (null when no score was involved).
+type Change struct {
+	Action  string `json:"action"`
+	Address string `json:"address"`
+	Serial  string `json:"serial"`
+	Score   *int   `json:"score"`
+	Reason  string `json:"reason"`
+}
+
+// Summary compares the cluster before the plan with the cluster after it.
+// A node is counted once by membership (added, removed, promoted, demoted);
+// a node that stays what it was is counted as re-tainted when its taints
+// change and as re-labelled when its labels or annotations change.
+type Summary struct {
+	Before     Shape `json:"before"`
+	After      Shape `json:"after"`
+	Added      Tally `json:"added"`
+	Removed    Tally `json:"removed"`
+	Promoted   Tally `json:"promoted"`
+	Demoted    Tally `json:"demoted"`
+	Retainted  Tally `json:"re-tainted"`
+	Relabelled Tally `json:"re-labelled"`
+}
+
+// Shape is how many control planes and workers a cluster has.
+type Shape struct {
+	ControlPlanes int `json:"control-planes"`
+	Workers       int `json:"workers"`
+}
+
+// Tally counts nodes, by the machine role and rack of their labels ("-"
+// when a node has no such label).
+type Tally struct {
+	Nodes  int            `json:"nodes"`
+	ByRole map[string]int `json:"by-role"`
+	ByRack map[string]int `json:"by-rack"`
+}
+
+// none names a missing role or rack.
+const none = "-"
+
+func (t *Tally) add(n *cluster.Node) {
+	t.Nodes++
+	t.ByRole[labelOr(n, labels.Role)]++
+	t.ByRack[labelOr(n, labels.Rack)]++
+}
+
+func labelOr(n *cluster.Node, key string) string {
+	if v := n.Labels[key]; v != "" {
+		return v
+	}
+	return none
+}
+
+// New makes the document of a plan.
+func New(p *generator.Plan) *Document {
+	d := &Document{
+		Result:   p.Result,
+		Steps:    make([]Step, len(p.Steps)),
+		Warnings: nonNil(p.Warnings),
+		Summary:  summarize(p.Start, p.Cluster),
+		Cluster:  p.Cluster,
+	}
+	if p.Err != nil {
+		d.Error = p.Err.Error()
+	}
+	for i, s := range p.Steps {
+		d.Steps[i] = Step{Op: s.Op, Changes: Changes(s.Changes), Warnings: nonNil(s.Warnings)}
+	}
+	return d
+}
+
+// Changes converts a decision's changes, keeping each score's total.
+func Changes(cs []generator.Change) []Change {
+	out := make([]Change, len(cs))
+	for i, c := range cs {
+		out[i] = Change{Action: c.Action, Address: c.Address, Serial: c.Serial, Reason: c.Reason}
+		if c.Score != nil {
+			total := c.Score.Total
+			out[i].Score = &total
+		}
+	}
+	return out
+}
+
+func nonNil(ss []string) []string {
+	if ss == nil {
+		return []string{}
+	}
+	return ss
+}
+
+// summarize compares two clusters, joined on the node address; either may
+// be nil (no cluster).
+func summarize(before, after *cluster.Cluster) Summary {
+	s := Summary{Before: shapeOf(before), After: shapeOf(after)}
+	for _, t := range []*Tally{&s.Added, &s.Removed, &s.Promoted, &s.Demoted, &s.Retainted, &s.Relabelled} {
+		t.ByRole, t.ByRack = map[string]int{}, map[string]int{}
+	}
+	var old map[string]*cluster.Node
+	if before != nil {
+		old = make(map[string]*cluster.Node, len(before.Nodes))
+		for _, n := range before.Nodes {
+			old[n.Address] = n
+		}
+	}
+	kept := map[string]bool{}
+	if after != nil {
+		for _, n := range after.Nodes {
+			o, ok := old[n.Address]
+			if !ok {
+				s.Added.add(n)
+				continue
+			}
+			kept[n.Address] = true
+			switch {
+			case n == o:
+			case !o.ControlPlane && n.ControlPlane:
+				s.Promoted.add(n)
+			case o.ControlPlane && !n.ControlPlane:
+				s.Demoted.add(n)
+			default:
+				if !slices.Equal(o.Taints, n.Taints) {
+					s.Retainted.add(n)
+				}
+				if !maps.Equal(o.Labels, n.Labels) || !maps.Equal(o.Annotations, n.Annotations) {
+					s.Relabelled.add(n)
+				}
+			}
+		}
+	}
+	if before != nil {
+		for _, n := range before.Nodes {
+			if !kept[n.Address] {
+				s.Removed.add(n)
+			}
+		}
+	}
+	return s
+}
+
+func shapeOf(c *cluster.Cluster) Shape {
+	var s Shape
+	if c == nil {
+		return s
+	}
+	for _, n := range c.Nodes {
+		if n.ControlPlane {
+			s.ControlPlanes++
+		} else {
+			s.Workers++
+		}
+	}
+	return s
+}
+
+// Write writes d in format: "text", "json" or "yaml".
+func Write(w io.Writer, d *Document, format string) error {
+	var data []byte
+	var err error
+	switch format {
+	case "text":
+		data = d.Text()
+	case "json":
+		data, err = json.MarshalIndent(d, "", "  ")
+		data = append(data, '\n')
+	case "yaml":
+		data, err = yaml.Marshal(d)
+	default:
+		return fmt.Errorf("output: must be text, json or yaml, got %q", format)
+	}
+	if err != nil {
+		return fmt.Errorf("plan: %w", err)
+	}
+	_, err = w.Write(data)
+	return err
+}
+
+// Text is the plan for people: one block per step (the operation, then one
+// line per change with its address, serial, score and reason), then how the
+// plan ends and the summary.
+func (d *Document) Text() []byte {
+	var b bytes.Buffer
+	for i, s := range d.Steps {
+		fmt.Fprintf(&b, "step %d: %s\n", i+1, s.Op)
+		if len(s.Changes) == 0 {
+			b.WriteString("  (no node changes)\n")
+		}
+		for _, c := range s.Changes {
+			writeChange(&b, c)
+		}
+		for _, w := range s.Warnings {
+			fmt.Fprintf(&b, "  warning: %s\n", w)
+		}
+		b.WriteByte('\n')
+	}
+	b.WriteString("plan: ")
+	b.WriteString(d.ending())
+	b.WriteByte('\n')
+	for _, w := range d.Warnings {
+		fmt.Fprintf(&b, "warning: %s\n", w)
+	}
+	s := &d.Summary
+	fmt.Fprintf(&b, "control planes: %d -> %d; workers: %d -> %d\n",
+		s.Before.ControlPlanes, s.After.ControlPlanes, s.Before.Workers, s.After.Workers)
+	for _, row := range []struct {
+		name string
+		t    *Tally
+	}{
+		{"added", &s.Added}, {"removed", &s.Removed}, {"promoted", &s.Promoted},
+		{"demoted", &s.Demoted}, {"re-tainted", &s.Retainted}, {"re-labelled", &s.Relabelled},
+	} {
+		fmt.Fprintf(&b, "  %-12s %d", row.name+":", row.t.Nodes)
+		if row.t.Nodes > 0 {
+			b.WriteString(" (role ")
+			writeCounts(&b, row.t.ByRole, "", cmp.Compare[string])
+			b.WriteString("; ")
+			writeCounts(&b, row.t.ByRack, "rack ", compareRacks)
+			b.WriteByte(')')
+		}
+		b.WriteByte('\n')
+	}
+	return b.Bytes()
+}
+
+func writeChange(b *bytes.Buffer, c Change) {
+	serial := c.Serial
+	if serial == "" {
+		serial = none
+	}
+	fmt.Fprintf(b, "  - %s %s (serial %s", c.Action, c.Address, serial)
+	if c.Score != nil {
+		fmt.Fprintf(b, ", score %d", *c.Score)
+	}
+	fmt.Fprintf(b, "): %s\n", c.Reason)
+}
+
+// ending says how the plan ends.
+func (d *Document) ending() string {
+	n := len(d.Steps)
+	switch d.Result {
+	case generator.PlanSettled:
+		if n == 0 {
+			return "settled: nothing to do"
+		}
+		return "settled after " + steps(n)
+	case generator.PlanRefused:
+		if n == 0 {
+			return "refused at step 1: " + d.Error
+		}
+		return fmt.Sprintf("refused at step %d, after %s: %s", n+1, steps(n), d.Error)
+	case generator.PlanMaxSteps:
+		return "max-steps: stopped after " + steps(n) + " with more to do"
+	}
+	return d.Result
+}
+
+func steps(n int) string {
+	if n == 1 {
+		return "1 step"
+	}
+	return strconv.Itoa(n) + " steps"
+}
+
+// writeCounts writes "a: 1, b: 2" in the order of compare.
+func writeCounts(b *bytes.Buffer, counts map[string]int, prefix string, compare func(a, b string) int) {
+	keys := slices.SortedFunc(maps.Keys(counts), compare)
+	for i, k := range keys {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(b, "%s%s: %d", prefix, k, counts[k])
+	}
+}
+
+// compareRacks orders racks by number, and names that are not numbers
+// after them.
+func compareRacks(a, b string) int {
+	x, errA := strconv.Atoi(a)
+	y, errB := strconv.Atoi(b)
+	switch {
+	case errA == nil && errB == nil && x != y:
+		return cmp.Compare(x, y)
+	case errA == nil && errB == nil:
+		return cmp.Compare(a, b) // "01" and "1"
+	case errA == nil:
+		return -1
+	case errB == nil:
+		return 1
+	}
+	return cmp.Compare(a, b)
+}
