@@ -1,6 +1,7 @@
 // Package testpki makes a throwaway certificate authority for tests: a CA,
 // a server certificate for 127.0.0.1 and localhost, and a client
-// certificate, as PEM files in a test's temporary directory.
+// certificate, as PEM in memory and in files in a test's temporary
+// directory.
 package testpki
 
 import (
@@ -49,7 +50,7 @@ func New(t testing.TB) *PKI {
 	if err != nil {
 		t.Fatal(err)
 	}
-	leaf := func(serial int64, cn string, usage x509.ExtKeyUsage) (certPEM, keyPEM string) {
+	leaf := func(serial int64, cn string, usage ...x509.ExtKeyUsage) (certPEM, keyPEM string) {
 		key := newKey(t)
 		tmpl := &x509.Certificate{
 			SerialNumber: big.NewInt(serial),
@@ -57,7 +58,7 @@ func New(t testing.TB) *PKI {
 			NotBefore:    now.Add(-time.Minute),
 			NotAfter:     now.Add(time.Hour),
 			KeyUsage:     x509.KeyUsageDigitalSignature,
-			ExtKeyUsage:  []x509.ExtKeyUsage{usage},
+			ExtKeyUsage:  usage,
 			IPAddresses:  []net.IP{net.IPv4(127, 0, 0, 1)},
 			DNSNames:     []string{"localhost"},
 		}
@@ -72,7 +73,8 @@ func New(t testing.TB) *PKI {
 		return encode("CERTIFICATE", der), encode("EC PRIVATE KEY", kder)
 	}
 	p := &PKI{CA: encode("CERTIFICATE", caDER)}
-	p.ServerCert, p.ServerKey = leaf(2, "server", x509.ExtKeyUsageServerAuth)
+	// etcd also dials itself with its server certificate, as a client.
+	p.ServerCert, p.ServerKey = leaf(2, "server", x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth)
 	p.ClientCert, p.ClientKey = leaf(3, "root", x509.ExtKeyUsageClientAuth)
 	write := func(name, content string) string {
 		path := filepath.Join(dir, name)
