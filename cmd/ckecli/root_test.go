@@ -5,10 +5,13 @@ import (
 	"errors"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
 	"github.com/spf13/cobra"
+
+	"github.com/ckegen/ckegen/constraints"
 )
 
 // commands lists cmd and every command under it.
@@ -45,6 +48,20 @@ func TestUnknownSubcommandsAndFlags(t *testing.T) {
 	// ckecli, sabakan, constraints, cluster, completion.
 	if groups != 5 {
 		t.Errorf("%d commands group others, want 5: the test no longer sees them all", groups)
+	}
+}
+
+// TestConstraintsSetHelp: `constraints set --help` lists every constraint
+// name with what it means.
+func TestConstraintsSetHelp(t *testing.T) {
+	out, errOut, code := runCLIWithConfig(t, filepath.Join(t.TempDir(), "missing.yml"), "constraints", "set", "--help")
+	if code != 0 || errOut != "" {
+		t.Fatalf("exit %d, stderr %q", code, errOut)
+	}
+	for _, n := range constraints.Names {
+		if !regexp.MustCompile(`(?m)^  ` + regexp.QuoteMeta(n) + ` +\S.*$`).MatchString(out) {
+			t.Errorf("help lacks a line with %s and its meaning:\n%s", n, out)
+		}
 	}
 }
 
@@ -97,6 +114,7 @@ func TestBinary(t *testing.T) {
 		{args: []string{"sabakan", "set-urll", "x"}, code: 1, stderr: `ckecli: unknown command "set-urll" for "ckecli sabakan"; did you mean get-url or set-url?`, stdoutExact: true},
 		{args: []string{"completion", "nosuch"}, code: 1, stderr: `unknown command "nosuch" for "ckecli completion"`, stdoutExact: true},
 		{args: []string{"--no-such-flag"}, code: 1, stderr: "unknown flag: --no-such-flag", stdoutExact: true},
+		{args: []string{"constraints", "set", "control-plane-count", "-1", "--endpoints", "http://127.0.0.1:1", "--timeout", "100ms"}, code: 1, stderr: "etcd at http://127.0.0.1:1: no answer", stdoutExact: true},
 		{args: []string{"sabakan"}, stdout: "sabakan integration", stderrSilent: true},
 		{args: []string{"completion", "bash"}, stdout: "# bash completion", stderrSilent: true},
 	} {
