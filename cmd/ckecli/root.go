@@ -29,8 +29,42 @@ func newRootCmd(configFile string) *cobra.Command {
 	f.DurationVar(&e.timeout, "timeout", 10*time.Second, "time limit of the etcd connection and operations")
 	cmd.AddCommand(newSabakanCmd(e), newConstraintsCmd(e), newClusterCmd(e), newLeaderCmd(e))
 	cmd.InitDefaultCompletionCmd()
+	cmd.SetHelpCommand(newHelpCmd())
 	refuseUnknownSubcommands(cmd)
 	return cmd
+}
+
+// newHelpCmd is `ckecli help [COMMAND...]`; unlike cobra's, it fails on a
+// command that does not exist instead of printing the usage and exiting 0.
+func newHelpCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "help [command]",
+		Short: "Help about any command",
+		RunE: func(cmd *cobra.Command, args []string) error {
+			target, rest, err := cmd.Root().Find(args)
+			if err != nil {
+				return err
+			}
+			if len(rest) > 0 && target.HasSubCommands() {
+				return target.ValidateArgs(rest)
+			}
+			return target.Help()
+		},
+		// Complete command names, as cobra's help does.
+		ValidArgsFunction: func(cmd *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+			target, _, err := cmd.Root().Find(args)
+			if err != nil {
+				return nil, cobra.ShellCompDirectiveNoFileComp
+			}
+			var names []cobra.Completion
+			for _, c := range target.Commands() {
+				if c.IsAvailableCommand() && strings.HasPrefix(c.Name(), toComplete) {
+					names = append(names, cobra.CompletionWithDesc(c.Name(), c.Short))
+				}
+			}
+			return names, cobra.ShellCompDirectiveNoFileComp
+		},
+	}
 }
 
 // refuseUnknownSubcommands makes every command that only groups others

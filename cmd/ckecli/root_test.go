@@ -39,6 +39,10 @@ func TestUnknownSubcommandsAndFlags(t *testing.T) {
 			if code != 1 || out != "" || !strings.Contains(errOut, want) {
 				t.Errorf("%s nosuchcmd: exit %d, stdout %q, stderr %q; want exit 1 and %q", c.CommandPath(), code, out, errOut, want)
 			}
+			out, errOut, code = runCLIWithConfig(t, missing, append(append([]string{"help"}, path...), "nosuchcmd")...)
+			if code != 1 || out != "" || !strings.Contains(errOut, want) {
+				t.Errorf("help %s nosuchcmd: exit %d, stdout %q, stderr %q; want exit 1 and %q", c.CommandPath(), code, out, errOut, want)
+			}
 		}
 		out, errOut, code := runCLIWithConfig(t, missing, append(path, "--no-such-flag")...)
 		if code != 1 || out != "" || !strings.Contains(errOut, "unknown flag: --no-such-flag") {
@@ -116,6 +120,9 @@ func TestBinary(t *testing.T) {
 		{args: []string{"--no-such-flag"}, code: 1, stderr: "unknown flag: --no-such-flag", stdoutExact: true},
 		{args: []string{"constraints", "set", "control-plane-count", "-1", "--endpoints", "http://127.0.0.1:1", "--timeout", "100ms"}, code: 1, stderr: "etcd at http://127.0.0.1:1: no answer", stdoutExact: true},
 		{args: []string{"sabakan"}, stdout: "sabakan integration", stderrSilent: true},
+		{args: []string{"help", "sabakan", "set-url"}, stdout: "set sabakan's URL", stderrSilent: true},
+		{args: []string{"help", "sabakan", "set-urll"}, code: 1, stderr: `unknown command "set-urll" for "ckecli sabakan"`, stdoutExact: true},
+		{args: []string{"__complete", "help", "sabakan", "set-u"}, stdout: "set-url\t"},
 		{args: []string{"completion", "bash"}, stdout: "# bash completion", stderrSilent: true},
 	} {
 		stdout, stderr, code := runBinary(t, bin, c.args...)
