@@ -44,6 +44,13 @@ func TestEtcdCommands(t *testing.T) {
 		return string(resp.Kvs[0].Value)
 	}
 	base := []string{"--endpoints", url}
+	// Whatever /etc/cke/config.yml this machine has, these commands do not
+	// read it.
+	noDefault := filepath.Join(dir, "no-default.yml")
+	runCLI := func(t *testing.T, args ...string) (string, string, int) {
+		t.Helper()
+		return runCLIWithConfig(t, noDefault, args...)
+	}
 	const storedTemplate = `{"name":"demo","nodes":[{"address":"","user":"cybozu","control_plane":true},{"address":"","user":"cybozu","control_plane":false}],"service_subnet":"10.68.0.0/16","options":{"etcd":{"volume_name":"etcd-cke"},"kubelet":{"cri_endpoint":"/run/containerd/containerd.sock"}}}`
 	steps := []struct {
 		args       []string
@@ -172,7 +179,7 @@ func TestEtcdCommands(t *testing.T) {
 func TestEtcdUnreachable(t *testing.T) {
 	url := fmt.Sprintf("http://127.0.0.1:%d", etcdtest.FreePort(t))
 	var stdout, stderr strings.Builder
-	code := run([]string{"--endpoints", url, "--timeout", "300ms", "leader"}, strings.NewReader(""), &stdout, &stderr)
+	code := runWithConfig(filepath.Join(t.TempDir(), "no-default.yml"), []string{"--endpoints", url, "--timeout", "300ms", "leader"}, strings.NewReader(""), &stdout, &stderr)
 	want := "ckecli: etcd at " + url + ": no answer within 300ms (--timeout): dial tcp " + strings.TrimPrefix(url, "http://") + ": connect: connection refused\n"
 	if code != 1 || stdout.String() != "" || stderr.String() != want {
 		t.Errorf("code %d, stdout %q, stderr %q; want 1, nothing, %q", code, stdout.String(), stderr.String(), want)

@@ -306,3 +306,14 @@ func TestConfigTimeout(t *testing.T) {
 		}
 	}
 }
+
+// TestDefaultConfigFileIsCKEs: ckecli as built reads CKE's file.
+func TestDefaultConfigFileIsCKEs(t *testing.T) {
+	var out, errb bytes.Buffer
+	if code := run([]string{"--help"}, strings.NewReader(""), &out, &errb); code != 0 {
+		t.Fatalf("--help: exit %d, stderr %q", code, errb.String())
+	}
+	if want := `(default "/etc/cke/config.yml")`; !strings.Contains(out.String(), want) {
+		t.Errorf("--help does not show the default configuration file %s:\n%s", want, out.String())
+	}
+}
