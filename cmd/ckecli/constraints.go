@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -24,15 +25,21 @@ func newConstraintsCmd(e *env) *cobra.Command {
 	return cmd
 }
 
-// constraintMeanings says what each of CKE's constraint names means to
-// ckegen, in the order of constraints.Names.
-var constraintMeanings = map[string]string{
-	constraints.ControlPlaneCount:                "number of control planes (default 1; keep it odd for etcd's quorum)",
-	constraints.MinimumWorkers:                   "fewest workers the cluster may have (default 1)",
-	constraints.MaximumWorkers:                   "most workers the cluster may have; 0 means no limit (default 0)",
-	constraints.MaximumUnreachableNodesForReboot: "CKE's reboot queue setting: stored and kept, unused by ckegen",
-	constraints.MaximumRepairQueueEntries:        "CKE's repair queue setting: stored and kept, unused by ckegen",
-	constraints.WaitSecondsToRepairRebooting:     "CKE's repair queue setting: stored and kept, unused by ckegen",
+// constraintMeaning says what a constraint name of CKE's means to ckegen.
+func constraintMeaning(name string) string {
+	switch name {
+	case constraints.ControlPlaneCount:
+		return "number of control planes (default 1; keep it odd for etcd's quorum)"
+	case constraints.MinimumWorkers:
+		return "fewest workers the cluster may have (default 1)"
+	case constraints.MaximumWorkers:
+		return "most workers the cluster may have; 0 means no limit (default 0)"
+	case constraints.MaximumUnreachableNodesForReboot:
+		return "CKE's reboot queue setting: stored and kept, unused by ckegen"
+	case constraints.MaximumRepairQueueEntries, constraints.WaitSecondsToRepairRebooting:
+		return "CKE's repair queue setting: stored and kept, unused by ckegen"
+	}
+	return ""
 }
 
 // constraintsHelp lists the names and their meaning for `set --help`.
@@ -43,7 +50,7 @@ func constraintsHelp() string {
 		"integer (a negative one is taken as VALUE, not as a flag).\n\nNAME is one of:\n")
 	tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
 	for _, n := range constraints.Names {
-		fmt.Fprintf(tw, "  %s\t%s\n", n, constraintMeanings[n])
+		fmt.Fprintf(tw, "  %s\t%s\n", n, constraintMeaning(n))
 	}
 	_ = tw.Flush() // a strings.Builder does not fail
 	return b.String()
@@ -73,7 +80,7 @@ func newConstraintsSetCmd(e *env) *cobra.Command {
 				args = args[:2]
 			}
 			name := args[0]
-			if _, ok := constraintMeanings[name]; !ok {
+			if !slices.Contains(constraints.Names, name) {
 				return fmt.Errorf("constraints: unknown key %q (known: %s)", name, strings.Join(constraints.Names, ", "))
 			}
 			v, err := strconv.Atoi(args[1])
