@@ -2,6 +2,8 @@ package sabakan
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -13,8 +15,8 @@ import (
 
 	"github.com/Khan/genqlient/graphql"
 	"github.com/vektah/gqlparser/v2/gqlerror"
+	etcdtransport "go.etcd.io/etcd/client/pkg/v3/transport"
 
-	"github.com/ckegen/ckegen/internal/tlsfiles"
 	"github.com/ckegen/ckegen/machine"
 )
 
@@ -72,14 +74,38 @@ func NewClient(url string, opts Options) (*Client, error) {
 		opts.MaxBodyBytes = DefaultMaxBodyBytes
 	}
 	tr := http.DefaultTransport.(*http.Transport).Clone()
-	tc, err := tlsfiles.Config(opts.CAFile, opts.CertFile, opts.KeyFile)
+	tc, err := tlsConfig(opts)
 	if err != nil {
-		return nil, fmt.Errorf("sabakan %w", err)
+		return nil, err
 	}
 	tr.TLSClientConfig = tc
 	c := &Client{url: url, opts: opts}
 	c.gql = graphql.NewClient(url, &transport{c: c, http: &http.Client{Transport: tr}})
 	return c, nil
+}
+
+// tlsConfig is the TLS client configuration of opts, nil when they set
+// none: etcd's transport.TLSInfo, which also rereads the client
+// certificate at each handshake, so a renewed one is used without a
+// restart.
+func tlsConfig(opts Options) (*tls.Config, error) {
+	if opts.CAFile == "" && opts.CertFile == "" && opts.KeyFile == "" {
+		return nil, nil
+	}
+	if (opts.CertFile == "") != (opts.KeyFile == "") {
+		return nil, errors.New("sabakan client certificate: both the certificate and the key file are needed")
+	}
+	info := etcdtransport.TLSInfo{TrustedCAFile: opts.CAFile, CertFile: opts.CertFile, KeyFile: opts.KeyFile}
+	tc, err := info.ClientConfig()
+	if err != nil {
+		return nil, fmt.Errorf("sabakan TLS: %w", err)
+	}
+	// TLSInfo reads a file without PEM blocks as an empty set of CAs, which
+	// would fail every connection later with a vaguer error.
+	if opts.CAFile != "" && tc.RootCAs.Equal(x509.NewCertPool()) {
+		return nil, fmt.Errorf("sabakan CA file %s: no PEM certificate found", opts.CAFile)
+	}
+	return tc, nil
 }
 
 // URL is the endpoint the client queries.

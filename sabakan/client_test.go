@@ -3,10 +3,12 @@ package sabakan_test
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
-	"encoding/pem"
 	"errors"
 	"io"
+	"log"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -16,6 +18,7 @@ import (
 	"time"
 
 	"github.com/ckegen/ckegen/internal/dcgen"
+	"github.com/ckegen/ckegen/internal/testpki"
 	"github.com/ckegen/ckegen/machine"
 	"github.com/ckegen/ckegen/sabakan"
 	"github.com/ckegen/ckegen/sabakan/server"
@@ -277,26 +280,63 @@ func TestContextCancelled(t *testing.T) {
 	}
 }
 
+// TestTLSOptionsErrors: TLS settings that cannot work are refused when the
+// client is made, naming what is wrong.
 func TestTLSOptionsErrors(t *testing.T) {
-	if _, err := sabakan.NewClient("https://x/graphql", sabakan.Options{CAFile: "/nonexistent"}); err == nil {
-		t.Error("a missing CA file was accepted")
+	pki := testpki.New(t)
+	notPEM := t.TempDir() + "/not.pem"
+	if err := os.WriteFile(notPEM, []byte("not a certificate\n"), 0o644); err != nil {
+		t.Fatal(err)
 	}
-	if _, err := sabakan.NewClient("https://x/graphql", sabakan.Options{CertFile: "/nonexistent", KeyFile: "/nonexistent"}); err == nil {
-		t.Error("a missing client certificate was accepted")
+	for _, c := range []struct {
+		name string
+		opts sabakan.Options
+		want string
+	}{
+		{"missing CA file", sabakan.Options{CAFile: "/nonexistent/ca.pem"}, "/nonexistent/ca.pem"},
+		{"CA file without PEM", sabakan.Options{CAFile: notPEM}, "no PEM certificate found"},
+		{"missing client certificate", sabakan.Options{CertFile: "/nonexistent/c.pem", KeyFile: pki.ClientKeyFile}, "/nonexistent/c.pem"},
+		{"certificate without key", sabakan.Options{CertFile: pki.ClientCertFile}, "both the certificate and the key file"},
+		{"key without certificate", sabakan.Options{KeyFile: pki.ClientKeyFile}, "both the certificate and the key file"},
+		{"key of another certificate", sabakan.Options{CertFile: pki.ClientCertFile, KeyFile: pki.ServerKeyFile}, "private key does not match"},
+	} {
+		_, err := sabakan.NewClient("https://x/graphql", c.opts)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: error %v, want one containing %q", c.name, err, c.want)
+		}
 	}
 }
 
-func TestHTTPSWithCustomCA(t *testing.T) {
-	ts := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+// startTLS serves an empty searchMachines result over HTTPS with the
+// test CA's server certificate, asking for a client certificate signed by
+// that CA when clientAuth is set.
+func startTLS(t *testing.T, pki *testpki.PKI, clientAuth bool) *httptest.Server {
+	t.Helper()
+	ts := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = io.WriteString(w, `{"data":{"searchMachines":[]}}`)
 	}))
-	defer ts.Close()
-	ca := t.TempDir() + "/ca.pem"
-	if err := writePEM(ca, ts.Certificate().Raw); err != nil {
+	cert, err := tls.X509KeyPair([]byte(pki.ServerCert), []byte(pki.ServerKey))
+	if err != nil {
 		t.Fatal(err)
 	}
-	cl, err := sabakan.NewClient(ts.URL+"/graphql", sabakan.Options{CAFile: ca})
+	ts.TLS = &tls.Config{Certificates: []tls.Certificate{cert}}
+	if clientAuth {
+		pool := x509.NewCertPool()
+		pool.AppendCertsFromPEM([]byte(pki.CA))
+		ts.TLS.ClientCAs, ts.TLS.ClientAuth = pool, tls.RequireAndVerifyClientCert
+	}
+	// Handshake failures are the point of some cases, not news.
+	ts.Config.ErrorLog = log.New(io.Discard, "", 0)
+	ts.StartTLS()
+	t.Cleanup(ts.Close)
+	return ts
+}
+
+func TestHTTPSWithCustomCA(t *testing.T) {
+	pki := testpki.New(t)
+	ts := startTLS(t, pki, false)
+	cl, err := sabakan.NewClient(ts.URL+"/graphql", sabakan.Options{CAFile: pki.CAFile})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -306,6 +346,28 @@ func TestHTTPSWithCustomCA(t *testing.T) {
 	plain, _ := sabakan.NewClient(ts.URL+"/graphql", sabakan.Options{Retries: -1})
 	if _, err := plain.SearchMachines(context.Background(), sabakan.Variables{}); err == nil {
 		t.Error("HTTPS without the CA succeeded")
+	}
+}
+
+// TestHTTPSWithClientCertificate: a sabakan that asks for a client
+// certificate gets the one in CertFile and KeyFile, and refuses a client
+// without one.
+func TestHTTPSWithClientCertificate(t *testing.T) {
+	pki := testpki.New(t)
+	ts := startTLS(t, pki, true)
+	cl, err := sabakan.NewClient(ts.URL+"/graphql", sabakan.Options{CAFile: pki.CAFile, CertFile: pki.ClientCertFile, KeyFile: pki.ClientKeyFile})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cl.SearchMachines(context.Background(), sabakan.Variables{}); err != nil {
+		t.Errorf("HTTPS with a client certificate: %v", err)
+	}
+	anon, err := sabakan.NewClient(ts.URL+"/graphql", sabakan.Options{CAFile: pki.CAFile, Retries: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := anon.SearchMachines(context.Background(), sabakan.Variables{}); !errors.Is(err, sabakan.ErrUnreachable) {
+		t.Errorf("HTTPS without the client certificate: error %v, want sabakan unreachable", err)
 	}
 }
 
@@ -333,8 +395,4 @@ func BenchmarkSearch20000(b *testing.B) {
 			b.Fatal(len(ms), err)
 		}
 	}
-}
-
-func writePEM(path string, der []byte) error {
-	return os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o644)
 }

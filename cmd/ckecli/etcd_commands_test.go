@@ -44,6 +44,13 @@ func TestEtcdCommands(t *testing.T) {
 		return string(resp.Kvs[0].Value)
 	}
 	base := []string{"--endpoints", url}
+	// Whatever /etc/cke/config.yml this machine has, these commands do not
+	// read it.
+	noDefault := filepath.Join(dir, "no-default.yml")
+	runCLI := func(t *testing.T, args ...string) (string, string, int) {
+		t.Helper()
+		return runCLIWithConfig(t, noDefault, args...)
+	}
 	const storedTemplate = `{"name":"demo","nodes":[{"address":"","user":"cybozu","control_plane":true},{"address":"","user":"cybozu","control_plane":false}],"service_subnet":"10.68.0.0/16","options":{"etcd":{"volume_name":"etcd-cke"},"kubelet":{"cri_endpoint":"/run/containerd/containerd.sock"}}}`
 	steps := []struct {
 		args       []string
@@ -71,7 +78,8 @@ func TestEtcdCommands(t *testing.T) {
 		{args: []string{"sabakan", "set-variables", badVars}, code: 1, stderr: `having.states[0]: unknown state "BROKEN"`, key: "/cke/sabakan/query-variables", value: "<none>"},
 		{args: []string{"sabakan", "set-variables", goodVars}, key: "/cke/sabakan/query-variables", value: `{"having": {"roles": ["cs"]}, "notHaving": null}`},
 		{args: []string{"sabakan", "get-variables"}, stdout: `{"having": {"roles": ["cs"]}, "notHaving": null}`},
-		{args: []string{"constraints", "show"}, stdout: "{\n  \"control-plane-count\": 1,\n  \"minimum-workers\": 1,\n  \"maximum-workers\": 0\n}\n"},
+		// Every name, indented by four spaces, as CKE's ckecli shows them.
+		{args: []string{"constraints", "show"}, stdout: "{\n    \"control-plane-count\": 1,\n    \"minimum-workers\": 1,\n    \"maximum-workers\": 0,\n    \"maximum-unreachable-nodes-for-reboot\": 0,\n    \"maximum-repair-queue-entries\": 0,\n    \"wait-seconds-to-repair-rebooting\": 0\n}\n"},
 		{args: []string{"constraints", "set", "control-plane-count", "3"}, key: "/cke/constraints", value: `{"control-plane-count":3,"minimum-workers":1,"maximum-workers":0}`},
 		{args: []string{"constraints", "set", "minimum-workers", "5"}, key: "/cke/constraints", value: `{"control-plane-count":3,"minimum-workers":5,"maximum-workers":0}`},
 		{args: []string{"constraints", "set", "maximum-workers", "2"}, code: 1, stderr: "maximum-workers: must be 0 (unlimited) or >= minimum-workers (5), got 2", key: "/cke/constraints", value: `{"control-plane-count":3,"minimum-workers":5,"maximum-workers":0}`},
@@ -79,6 +87,15 @@ func TestEtcdCommands(t *testing.T) {
 		{args: []string{"constraints", "set", "control-plane-cnt", "3"}, code: 1, stderr: `unknown key "control-plane-cnt"`, key: "/cke/constraints", value: `{"control-plane-count":3,"minimum-workers":5,"maximum-workers":0}`},
 		{args: []string{"constraints", "set", "control-plane-count", "4"}, stderr: "warning: constraints: control-plane-count is even (4)", key: "/cke/constraints", value: `{"control-plane-count":4,"minimum-workers":5,"maximum-workers":0}`},
 		{args: []string{"constraints", "set", "maximum-repair-queue-entries", "7"}, stderr: "is even (4)", key: "/cke/constraints", value: `{"control-plane-count":4,"minimum-workers":5,"maximum-workers":0,"maximum-repair-queue-entries":7}`},
+		// A negative VALUE is a value (validated), not an unknown flag.
+		{args: []string{"constraints", "set", "control-plane-count", "-1"}, code: 1, stderr: "control-plane-count: must be >= 1, got -1", key: "/cke/constraints", value: `{"control-plane-count":4,"minimum-workers":5,"maximum-workers":0,"maximum-repair-queue-entries":7}`},
+		{args: []string{"constraints", "set", "wait-seconds-to-repair-rebooting", "-30"}, code: 1, stderr: "wait-seconds-to-repair-rebooting: must be >= 0, got -30", key: "/cke/constraints", value: `{"control-plane-count":4,"minimum-workers":5,"maximum-workers":0,"maximum-repair-queue-entries":7}`},
+		{args: []string{"constraints", "set", "control-plane-count", "3", "5"}, code: 1, stderr: "want NAME VALUE, got 3 arguments", key: "/cke/constraints", value: `{"control-plane-count":4,"minimum-workers":5,"maximum-workers":0,"maximum-repair-queue-entries":7}`},
+		{args: []string{"constraints", "set", "control-plane-count"}, code: 1, stderr: "requires at least 2 arg(s)"},
+		// Flags after NAME VALUE still count.
+		{args: []string{"constraints", "set", "control-plane-count", "5", "--prefix", "/other/"}, key: "/other/constraints", value: `{"control-plane-count":5,"minimum-workers":1,"maximum-workers":0}`},
+		{args: []string{"constraints", "set", "control-plane-count", "5", "--no-such-flag"}, code: 1, stderr: "unknown flag: --no-such-flag"},
+		{args: []string{"constraints", "show"}, stdout: "{\n    \"control-plane-count\": 4,\n    \"minimum-workers\": 5,\n    \"maximum-workers\": 0,\n    \"maximum-unreachable-nodes-for-reboot\": 0,\n    \"maximum-repair-queue-entries\": 7,\n    \"wait-seconds-to-repair-rebooting\": 0\n}\n"},
 		{args: []string{"cluster", "get"}, code: 1, stderr: "cluster: not found"},
 		{args: []string{"leader"}, code: 1, stderr: "leader: not found"},
 		{args: []string{"sabakan", "status"}, code: 1, stderr: "sabakan/status: not found"},
@@ -162,8 +179,8 @@ func TestEtcdCommands(t *testing.T) {
 func TestEtcdUnreachable(t *testing.T) {
 	url := fmt.Sprintf("http://127.0.0.1:%d", etcdtest.FreePort(t))
 	var stdout, stderr strings.Builder
-	code := run([]string{"--endpoints", url, "--timeout", "300ms", "leader"}, strings.NewReader(""), &stdout, &stderr)
-	want := "ckecli: etcd at " + url + ": no answer within 300ms (--timeout): context deadline exceeded\n"
+	code := runWithConfig(filepath.Join(t.TempDir(), "no-default.yml"), []string{"--endpoints", url, "--timeout", "300ms", "leader"}, strings.NewReader(""), &stdout, &stderr)
+	want := "ckecli: etcd at " + url + ": no answer within 300ms (--timeout): dial tcp " + strings.TrimPrefix(url, "http://") + ": connect: connection refused\n"
 	if code != 1 || stdout.String() != "" || stderr.String() != want {
 		t.Errorf("code %d, stdout %q, stderr %q; want 1, nothing, %q", code, stdout.String(), stderr.String(), want)
 	}

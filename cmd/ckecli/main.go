@@ -19,7 +19,13 @@ func main() {
 var errReported = errors.New("error already reported")
 
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	cmd := newRootCmd()
+	return runWithConfig(defaultConfigFile, args, stdin, stdout, stderr)
+}
+
+// runWithConfig runs ckecli with configFile in place of CKE's default
+// configuration file.
+func runWithConfig(configFile string, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	cmd := newRootCmd(configFile)
 	cmd.SetArgs(args)
 	cmd.SetIn(stdin)
 	cmd.SetOut(stdout)

@@ -1,86 +1,101 @@
 package main
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/ckegen/ckegen/etcdconfig"
+	"github.com/ckegen/ckegen/internal/version"
 	"github.com/ckegen/ckegen/storage"
 )
 
-// env is how commands reach etcd: from --config, overridden by --endpoints
-// and --prefix. Commands that need no etcd never connect.
-type env struct {
-	config    string
-	endpoints string
-	prefix    string
-	timeout   time.Duration
-	// endpointsSet: --endpoints was given, so it overrides the file.
-	endpointsSet bool
-}
-
-// storage connects to etcd; close releases the connection.
-func (e *env) storage() (st storage.Storage, endpoints []string, closeFn func(), err error) {
-	cfg := etcdconfig.Config{}
-	if e.config != "" {
-		if cfg, err = etcdconfig.Load(e.config); err != nil {
-			return st, nil, nil, err
-		}
-	}
-	if e.endpointsSet || len(cfg.Endpoints) == 0 {
-		cfg.Endpoints = strings.Split(e.endpoints, ",")
-	}
-	if e.prefix != "" {
-		cfg.Prefix = e.prefix
-	}
-	// The client's retry warnings would mix with the command's output;
-	// the error that ends a request is returned and printed.
-	cli, err := cfg.Client(nil)
-	if err != nil {
-		return st, nil, nil, err
-	}
-	return storage.New(cli, cfg.Prefix), cfg.Endpoints, func() { cli.Close() }, nil
-}
-
-// withStorage runs f with a connected storage and a timeout. When the
-// timeout ends the command, the error says which etcd did not answer, not
-// only "context deadline exceeded".
-func (e *env) withStorage(f func(ctx context.Context, st storage.Storage) error) error {
-	st, endpoints, closeFn, err := e.storage()
-	if err != nil {
-		return err
-	}
-	defer closeFn()
-	ctx, cancel := context.WithTimeout(context.Background(), e.timeout)
-	defer cancel()
-	err = f(ctx, st)
-	if err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
-		return fmt.Errorf("etcd at %s: no answer within %s (--timeout): %w", strings.Join(endpoints, ","), e.timeout, err)
-	}
-	return err
-}
-
-func newRootCmd() *cobra.Command {
-	e := &env{}
+// newRootCmd builds ckecli; configFile is the configuration file read when
+// --config is not given (CKE's, unless a test points it elsewhere).
+func newRootCmd(configFile string) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:           "ckecli",
 		Short:         "control ckegen: cluster membership generated from sabakan",
+		Version:       version.String(),
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
+	e := &env{flags: cmd.PersistentFlags()}
 	f := cmd.PersistentFlags()
-	f.StringVar(&e.config, "config", "", "CKE's etcd configuration file (YAML)")
-	f.StringVar(&e.endpoints, "endpoints", "http://127.0.0.1:2379", "etcd endpoints, comma separated (overrides --config)")
-	f.StringVar(&e.prefix, "prefix", "", "etcd key prefix (default "+storage.DefaultPrefix+")")
-	f.DurationVar(&e.timeout, "timeout", 10*time.Second, "timeout of the etcd operations")
-	cmd.PersistentPreRun = func(cmd *cobra.Command, _ []string) {
-		e.endpointsSet = cmd.Flags().Changed("endpoints")
-	}
+	f.StringVar(&e.config, "config", configFile, "CKE's etcd configuration file (YAML); read when present")
+	f.StringVar(&e.endpoints, "endpoints", "http://127.0.0.1:2379", "etcd endpoints, comma separated (override the configuration file's)")
+	f.StringVar(&e.prefix, "prefix", storage.DefaultPrefix, "etcd key prefix (overrides the configuration file's)")
+	f.DurationVar(&e.timeout, "timeout", 10*time.Second, "time limit of the etcd connection and operations")
 	cmd.AddCommand(newSabakanCmd(e), newConstraintsCmd(e), newClusterCmd(e), newLeaderCmd(e))
+	cmd.InitDefaultCompletionCmd()
+	cmd.SetHelpCommand(newHelpCmd())
+	refuseUnknownSubcommands(cmd)
 	return cmd
+}
+
+// newHelpCmd is `ckecli help [COMMAND...]`; unlike cobra's, it fails on a
+// command that does not exist instead of printing the usage and exiting 0.
+func newHelpCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "help [command]",
+		Short: "Help about any command",
+		RunE: func(cmd *cobra.Command, args []string) error {
+			target, rest, err := cmd.Root().Find(args)
+			if err != nil {
+				return err
+			}
+			if len(rest) > 0 && target.HasSubCommands() {
+				return target.ValidateArgs(rest)
+			}
+			return target.Help()
+		},
+		// Complete command names, as cobra's help does.
+		ValidArgsFunction: func(cmd *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+			target, _, err := cmd.Root().Find(args)
+			if err != nil {
+				return nil, cobra.ShellCompDirectiveNoFileComp
+			}
+			var names []cobra.Completion
+			for _, c := range target.Commands() {
+				if c.IsAvailableCommand() && strings.HasPrefix(c.Name(), toComplete) {
+					names = append(names, cobra.CompletionWithDesc(c.Name(), c.Short))
+				}
+			}
+			return names, cobra.ShellCompDirectiveNoFileComp
+		},
+	}
+}
+
+// refuseUnknownSubcommands makes every command that only groups others
+// (the root, `sabakan`, `constraints`, `completion`, ...) fail on an
+// argument that names none of them: cobra would print the help and exit 0,
+// so that a typo in a script looks like success. With no argument they
+// print their help.
+func refuseUnknownSubcommands(cmd *cobra.Command) {
+	if cmd.HasSubCommands() && !cmd.Runnable() {
+		cmd.SuggestionsMinimumDistance = 2
+		cmd.Args = func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return nil
+			}
+			msg := fmt.Sprintf("unknown command %q for %q", args[0], cmd.CommandPath())
+			if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
+				msg += "; did you mean " + orList(s) + "?"
+			}
+			return fmt.Errorf("%s (see %s --help)", msg, cmd.CommandPath())
+		}
+		cmd.RunE = func(cmd *cobra.Command, _ []string) error { return cmd.Help() }
+	}
+	for _, c := range cmd.Commands() {
+		refuseUnknownSubcommands(c)
+	}
+}
+
+// orList is "a", "a or b", "a, b or c".
+func orList(s []string) string {
+	if len(s) == 1 {
+		return s[0]
+	}
+	return strings.Join(s[:len(s)-1], ", ") + " or " + s[len(s)-1]
 }

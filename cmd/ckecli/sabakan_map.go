@@ -19,6 +19,7 @@ import (
 	"github.com/ckegen/ckegen/rackmap"
 	"github.com/ckegen/ckegen/sabakan"
 	"github.com/ckegen/ckegen/snapshot"
+	"github.com/ckegen/ckegen/storage"
 	"github.com/ckegen/ckegen/template"
 )
 
@@ -185,18 +186,16 @@ func (o *mapOptions) offlineInput() (rackmap.Input, error) {
 
 // onlineInput reads etcd (within --timeout) and queries sabakan (within
 // --sabakan-timeout per request); an error says which one failed.
-func (o *mapOptions) onlineInput(e *env) (rackmap.Input, []string, error) {
-	st, endpoints, closeFn, err := e.storage()
-	if err != nil {
-		return rackmap.Input{}, nil, err
-	}
-	defer closeFn()
-	r := snapshot.NewReader(st, snapshot.Options{Sabakan: o.sabakan, EtcdTimeout: e.timeout})
-	in, notes, err := r.Input(context.Background())
-	var ee *snapshot.EtcdError
-	if errors.As(err, &ee) && errors.Is(err, context.DeadlineExceeded) {
-		return in, notes, fmt.Errorf("etcd at %s: no answer within %s (--timeout): %w", strings.Join(endpoints, ","), e.timeout, ee.Err)
-	}
+func (o *mapOptions) onlineInput(e *env) (in rackmap.Input, notes []string, err error) {
+	err = e.withStorage(func(_ context.Context, st storage.Storage) error {
+		// The reader bounds its etcd reads by --timeout and each sabakan
+		// request by --sabakan-timeout, so a slow sabakan is not reported
+		// as a slow etcd.
+		r := snapshot.NewReader(st, snapshot.Options{Sabakan: o.sabakan, EtcdTimeout: e.timeout})
+		var err error
+		in, notes, err = r.Input(context.Background())
+		return err
+	})
 	return in, notes, err
 }
 

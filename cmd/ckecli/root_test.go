@@ -1,0 +1,136 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/spf13/cobra"
+
+	"github.com/ckegen/ckegen/constraints"
+)
+
+// commands lists cmd and every command under it.
+func commands(cmd *cobra.Command) []*cobra.Command {
+	all := []*cobra.Command{cmd}
+	for _, c := range cmd.Commands() {
+		all = append(all, commands(c)...)
+	}
+	return all
+}
+
+// TestUnknownSubcommandsAndFlags: for every command that groups others, an
+// argument naming none of them is an error (cobra alone prints the help
+// and exits 0); for every command, so is an unknown flag. Nothing is
+// printed on stdout.
+func TestUnknownSubcommandsAndFlags(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "missing.yml")
+	groups := 0
+	for _, c := range commands(newRootCmd(missing)) {
+		path := strings.Fields(c.CommandPath())[1:]
+		if c.HasSubCommands() {
+			groups++
+			out, errOut, code := runCLIWithConfig(t, missing, append(path, "nosuchcmd")...)
+			want := `unknown command "nosuchcmd" for "` + c.CommandPath() + `"`
+			if code != 1 || out != "" || !strings.Contains(errOut, want) {
+				t.Errorf("%s nosuchcmd: exit %d, stdout %q, stderr %q; want exit 1 and %q", c.CommandPath(), code, out, errOut, want)
+			}
+			out, errOut, code = runCLIWithConfig(t, missing, append(append([]string{"help"}, path...), "nosuchcmd")...)
+			if code != 1 || out != "" || !strings.Contains(errOut, want) {
+				t.Errorf("help %s nosuchcmd: exit %d, stdout %q, stderr %q; want exit 1 and %q", c.CommandPath(), code, out, errOut, want)
+			}
+		}
+		out, errOut, code := runCLIWithConfig(t, missing, append(path, "--no-such-flag")...)
+		if code != 1 || out != "" || !strings.Contains(errOut, "unknown flag: --no-such-flag") {
+			t.Errorf("%s --no-such-flag: exit %d, stdout %q, stderr %q; want exit 1 and unknown flag", c.CommandPath(), code, out, errOut)
+		}
+	}
+	// ckecli, sabakan, constraints, cluster, completion.
+	if groups != 5 {
+		t.Errorf("%d commands group others, want 5: the test no longer sees them all", groups)
+	}
+}
+
+// TestConstraintsSetHelp: `constraints set --help` lists every constraint
+// name with what it means.
+func TestConstraintsSetHelp(t *testing.T) {
+	out, errOut, code := runCLIWithConfig(t, filepath.Join(t.TempDir(), "missing.yml"), "constraints", "set", "--help")
+	if code != 0 || errOut != "" {
+		t.Fatalf("exit %d, stderr %q", code, errOut)
+	}
+	for _, n := range constraints.Names {
+		if !regexp.MustCompile(`(?m)^  ` + regexp.QuoteMeta(n) + ` +\S.*$`).MatchString(out) {
+			t.Errorf("help lacks a line with %s and its meaning:\n%s", n, out)
+		}
+	}
+}
+
+const linkedVersion = "v9.8.7-test"
+
+// buildCLI builds ckecli for a test that needs a process, with a version
+// set at link time.
+func buildCLI(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "ckecli")
+	out, err := exec.Command("go", "build", "-o", bin,
+		"-ldflags", "-X github.com/ckegen/ckegen/internal/version.Version="+linkedVersion, ".").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// runBinary runs the built ckecli bin; it reads no /etc/cke/config.yml
+// unless the test passes --config.
+func runBinary(t *testing.T, bin string, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	var ee *exec.ExitError
+	switch {
+	case errors.As(err, &ee):
+		code = ee.ExitCode()
+	case err != nil:
+		t.Fatal(err)
+	}
+	return out.String(), errb.String(), code
+}
+
+// TestBinary runs the built ckecli where only a process shows the result:
+// the exit status, and the version set at link time.
+func TestBinary(t *testing.T) {
+	bin := buildCLI(t)
+	for _, c := range []struct {
+		args         []string
+		code         int
+		stdout       string // a prefix
+		stderr       string // contained
+		stdoutExact  bool
+		stderrSilent bool
+	}{
+		{args: []string{"--version"}, stdout: "ckecli version " + linkedVersion + "\n", stdoutExact: true, stderrSilent: true},
+		{args: []string{"sabakan", "set-urll", "x"}, code: 1, stderr: `ckecli: unknown command "set-urll" for "ckecli sabakan"; did you mean get-url or set-url?`, stdoutExact: true},
+		{args: []string{"completion", "nosuch"}, code: 1, stderr: `unknown command "nosuch" for "ckecli completion"`, stdoutExact: true},
+		{args: []string{"--no-such-flag"}, code: 1, stderr: "unknown flag: --no-such-flag", stdoutExact: true},
+		{args: []string{"constraints", "set", "control-plane-count", "-1", "--endpoints", "http://127.0.0.1:1", "--timeout", "100ms"}, code: 1, stderr: "etcd at http://127.0.0.1:1: no answer", stdoutExact: true},
+		{args: []string{"sabakan"}, stdout: "sabakan integration", stderrSilent: true},
+		{args: []string{"help", "sabakan", "set-url"}, stdout: "set sabakan's URL", stderrSilent: true},
+		{args: []string{"help", "sabakan", "set-urll"}, code: 1, stderr: `unknown command "set-urll" for "ckecli sabakan"`, stdoutExact: true},
+		{args: []string{"__complete", "help", "sabakan", "set-u"}, stdout: "set-url\t"},
+		{args: []string{"completion", "bash"}, stdout: "# bash completion", stderrSilent: true},
+	} {
+		stdout, stderr, code := runBinary(t, bin, c.args...)
+		okOut := strings.HasPrefix(stdout, c.stdout) && (!c.stdoutExact || stdout == c.stdout)
+		okErr := strings.Contains(stderr, c.stderr) && (!c.stderrSilent || stderr == "")
+		if code != c.code || !okOut || !okErr {
+			t.Errorf("ckecli %s: exit %d, stdout %.80q, stderr %q; want exit %d, stdout %q, stderr %q",
+				strings.Join(c.args, " "), code, stdout, stderr, c.code, c.stdout, c.stderr)
+		}
+	}
+}
