@@ -156,3 +156,25 @@ func (r *Reader) PlanInput(ctx context.Context, w WhatIf, retireWait time.Durati
 	in.RetireWait = retireWait
 	return p, nil
 }
+
+// StoredPending is an Options.Pending that reads the daemon's stored plan
+// (sabakan/plan): its first step and how many steps it has; nil when there
+// is no plan, it does not parse, or it has no step.
+func StoredPending(ctx context.Context, st storage.Storage) (*Pending, error) {
+	p, err := st.GetPlan(ctx)
+	switch {
+	case errors.Is(err, storage.ErrNotFound), errors.Is(err, storage.ErrInvalid):
+		// A plan that does not parse is no reason not to draw the rest.
+		return nil, nil
+	case err != nil:
+		return nil, err
+	case len(p.Steps) == 0:
+		return nil, nil
+	}
+	first := p.Steps[0]
+	changes := make([]generator.Change, len(first.Changes))
+	for i, c := range first.Changes {
+		changes[i] = generator.Change{Action: c.Action, Address: c.Address, Serial: c.Serial, Reason: c.Reason}
+	}
+	return &Pending{Op: first.Op, Changes: changes, Steps: len(p.Steps), ComputedAt: p.ComputedAt}, nil
+}

@@ -269,3 +269,70 @@ func (s Storage) DeleteMaxUnhealthy(ctx context.Context) error {
 	_, err := s.Client.Delete(ctx, s.Key(KeySabakanMaxUnhealthy))
 	return err
 }
+
+// ChangeStatus is change management's part of sabakan/status (SPEC 11):
+// what held the tick's writes, what is pending, and what the daemon must
+// remember across leaders (the inventory's digest and since when it is
+// unchanged).
+type ChangeStatus struct {
+	// Trigger is the trigger the tick ran with.
+	Trigger string `json:"trigger,omitempty"`
+	// Pending is the plan from the cluster as the tick left it; nil when
+	// the tick did not get as far as computing one.
+	Pending *PendingPlan `json:"pending,omitempty"`
+	// Quiet is the inventory's stillness; kept by every tick that
+	// queried sabakan, whether or not a quiet time is set.
+	Quiet *QuietStatus `json:"quiet,omitempty"`
+	// Unhealthy counts the unhealthy nodes against max-unhealthy; nil when
+	// no limit is set.
+	Unhealthy *UnhealthyStatus `json:"unhealthy,omitempty"`
+	// Release says what released the plan being applied (the trigger set
+	// to schedule, or the end of quiet time); kept on the history entries
+	// of its steps until the plan settles or is held again.
+	Release string `json:"release,omitempty"`
+}
+
+// PendingPlan sums up the pending plan in the status.
+type PendingPlan struct {
+	// Result is how the plan ends: settled, refused or max-steps.
+	Result string `json:"result"`
+	// Steps is the number of steps pending.
+	Steps int `json:"steps"`
+	// NextOp and NextChanges are the first pending step (at most
+	// MaxChanges of its NextChangeCount changes).
+	NextOp          string   `json:"nextOp,omitempty"`
+	NextChanges     []Change `json:"nextChanges,omitempty"`
+	NextChangeCount int      `json:"nextChangeCount,omitempty"`
+	// Error is a refused plan's error.
+	Error string `json:"error,omitempty"`
+	// Digest identifies the plan stored in sabakan/plan (all of it but
+	// the time), so that an unchanged plan is not written again.
+	Digest string `json:"digest,omitempty"`
+}
+
+// QuietStatus is the inventory's stillness (SPEC 11.3).
+type QuietStatus struct {
+	// QuietTime is the quiet time the tick ran with ("0s": off).
+	QuietTime string `json:"quietTime"`
+	// InventoryDigest identifies the set of serials sabakan returned;
+	// InventorySince is when the daemon first saw that set.
+	InventoryDigest string    `json:"inventoryDigest"`
+	InventorySince  time.Time `json:"inventorySince"`
+	// Remaining is the time left before writes resume ("" when quiet).
+	Remaining string `json:"remaining,omitempty"`
+	// LastMoved names the machines that changed state most recently,
+	// while that is less than the quiet time ago.
+	LastMoved []string `json:"lastMoved,omitempty"`
+}
+
+// UnhealthyStatus is the count of unhealthy nodes against max-unhealthy
+// (SPEC 11.4).
+type UnhealthyStatus struct {
+	Count        int    `json:"count"`
+	Nodes        int    `json:"nodes"`
+	MaxUnhealthy string `json:"maxUnhealthy"`
+	// Limit is MaxUnhealthy for this many nodes.
+	Limit int `json:"limit"`
+	// Addresses are the first MaxChanges unhealthy nodes.
+	Addresses []string `json:"addresses,omitempty"`
+}
