@@ -16,8 +16,6 @@ import (
 	"slices"
 	"strings"
 
-	"sigs.k8s.io/yaml"
-
 	"github.com/ckegen/ckegen/internal/strictjson"
 	"github.com/ckegen/ckegen/internal/suggest"
 )
@@ -275,9 +273,4 @@ func (c *Cluster) ShallowCopy() *Cluster {
 	cp.ControlPlaneTolerations = slices.Clone(c.ControlPlaneTolerations)
 	cp.DNSServers = slices.Clone(c.DNSServers)
 	return &cp
-}
-
-// MarshalYAML returns c as YAML.
-func (c *Cluster) MarshalYAML() ([]byte, error) {
-	return yaml.Marshal(c)
 }
