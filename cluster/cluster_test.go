@@ -62,6 +62,15 @@ func TestParseRefuses(t *testing.T) {
 	}
 }
 
+// TestYAMLErrorsHaveNoJSONPosition: the field checks run on the JSON that
+// YAML becomes, whose lines and columns would point nowhere in the input.
+func TestYAMLErrorsHaveNoJSONPosition(t *testing.T) {
+	_, err := Parse([]byte("name: a\nnodes:\n- {user: u, hostnmae: h}\n"))
+	if want := `nodes[0]: unknown field "hostnmae"; did you mean hostname?`; err == nil || err.Error() != want {
+		t.Errorf("Parse = %v, want %s", err, want)
+	}
+}
+
 // TestParseAccepts: YAML that a JSON reading could mistake, and CKE v1.35's
 // top-level fields.
 func TestParseAccepts(t *testing.T) {

@@ -20,8 +20,9 @@ import (
 // yamlToJSON converts one YAML document to JSON as CKE reads cluster.yml
 // (sigs.k8s.io/yaml over go.yaml.in/yaml/v2: YAML 1.1 scalars, so an
 // unquoted yes is true, and map keys turned into strings). It refuses a key
-// given twice in a mapping, also when two keys become the same string (1
-// and "1"), and a second document, which the conversion would drop.
+// given twice in a mapping and a second document, which the conversion
+// would drop. Two keys that become the same string (1 and "1") are both
+// written, for the caller's JSON check to refuse.
 func yamlToJSON(data []byte) ([]byte, error) {
 	dec := yamlv2.NewDecoder(bytes.NewReader(data))
 	dec.SetStrict(true)
@@ -68,28 +69,29 @@ func yamlError(err error) error {
 func writeJSON(buf *bytes.Buffer, v any, path strictjson.Path) error {
 	switch v := v.(type) {
 	case map[any]any:
-		keys := make([]string, 0, len(v))
-		byKey := make(map[string]any, len(v))
+		// Two keys may become the same string (1 and "1"): both are
+		// written, and the check of the JSON refuses them.
+		type member struct {
+			key string
+			val any
+		}
+		members := make([]member, 0, len(v))
 		for k, val := range v {
 			ks, err := keyString(k)
 			if err != nil {
 				return fmt.Errorf("%s: %w", describe(path), err)
 			}
-			if _, dup := byKey[ks]; dup {
-				return fmt.Errorf("%s: duplicate key %q (two keys that read the same as text)", describe(path), ks)
-			}
-			byKey[ks] = val
-			keys = append(keys, ks)
+			members = append(members, member{ks, val})
 		}
-		slices.Sort(keys)
+		slices.SortFunc(members, func(a, b member) int { return strings.Compare(a.key, b.key) })
 		buf.WriteByte('{')
-		for i, k := range keys {
+		for i, m := range members {
 			if i > 0 {
 				buf.WriteByte(',')
 			}
-			writeString(buf, k)
+			writeString(buf, m.key)
 			buf.WriteByte(':')
-			if err := writeJSON(buf, byKey[k], path.Key(k)); err != nil {
+			if err := writeJSON(buf, m.val, path.Key(m.key)); err != nil {
 				return err
 			}
 		}

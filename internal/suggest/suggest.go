@@ -9,18 +9,11 @@ import (
 	"github.com/agnivade/levenshtein"
 )
 
-// Closest returns the known name nearest to name when it is near enough to
-// be a typo of it: the same letters up to case and separators
-// (criEndpoint, cri-endpoint for cri_endpoint), or an edit distance of at
-// most a third of name's length (at least 1). Ties go to the earlier name in
-// known, so the answer is the same on every run.
+// Closest returns the known name nearest to name (by edit distance, ignoring
+// case) when it is near enough to be a typo of it: at most a third of
+// name's length away, and at least 1. Ties go to the earlier name in known,
+// so the answer is the same on every run.
 func Closest(name string, known []string) (string, bool) {
-	n := fold(name)
-	for _, k := range known {
-		if fold(k) == n {
-			return k, true
-		}
-	}
 	best, bestDist := "", -1
 	lower := strings.ToLower(name)
 	for _, k := range known {
@@ -33,15 +26,4 @@ func Closest(name string, known []string) (string, bool) {
 		return "", false
 	}
 	return best, true
-}
-
-// fold lowercases s and drops the separators people mix up.
-func fold(s string) string {
-	return strings.Map(func(r rune) rune {
-		switch r {
-		case '_', '-', '.', ' ':
-			return -1
-		}
-		return r
-	}, strings.ToLower(s))
 }

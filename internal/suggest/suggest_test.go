@@ -6,8 +6,8 @@ func TestClosest(t *testing.T) {
 	known := []string{"cri_endpoint", "config", "extra_args", "extra_binds", "extra_env", "kube-api", "kubelet", "etcd", "name", "nodes"}
 	cases := []struct{ in, want string }{
 		{"cri_endpiont", "cri_endpoint"}, // transposition: distance 2
-		{"criEndpoint", "cri_endpoint"},  // case and separators
-		{"cri-endpoint", "cri_endpoint"},
+		{"criEndpoint", "cri_endpoint"},  // case and a separator
+		{"CRI-ENDPOINT", "cri_endpoint"},
 		{"kube_api", "kube-api"},
 		{"kubelt", "kubelet"},
 		{"etc", "etcd"},
