@@ -111,6 +111,10 @@ func Parse(data []byte) (*Cluster, error) {
 	}
 	js, err := yamlToJSON(data)
 	if err != nil {
+		if errors.Is(err, errNotYAML) && startsObject(data) {
+			// Most likely meant as JSON: say where it breaks.
+			return nil, fmt.Errorf("%w; as JSON: %v", err, se)
+		}
 		return nil, err
 	}
 	if err := strictjson.Walk(js, knownField); err != nil {

@@ -46,6 +46,8 @@ func TestParseRefuses(t *testing.T) {
 		{"second YAML document", "name: a\n---\nname: b\n", "more than one document"},
 		{"second YAML document, empty", "name: a\n---\n", "more than one document"},
 		{"not YAML", "name: [\n", "not valid YAML or JSON"},
+		{"broken JSON", `{"name": "a" "x": 1}`, `not valid YAML or JSON: yaml: did not find expected ',' or '}'; ` +
+			`as JSON: invalid character '"' after object key:value pair (line 1, column 14)`},
 		{"null key", "~: 1\n", "top level: a null key has no JSON form"},
 		{"NaN", "options: {a: .nan}\n", "options.a: NaN has no JSON form"},
 	}

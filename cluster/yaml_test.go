@@ -20,7 +20,7 @@ import (
 // they might.
 var trickyStrings = []string{
 	"", "yes", "Yes", "no", "on", "OFF", "y", "n", "true", "False", "null", "Null", "~",
-	"1", "-1", "+1", "0", "007", "0x1F", "0o17", "0b101", "-0b101", "1_000", "1e3", "1E+3", ".5", "5.", "-.5e-3",
+	"1", "-1", "+1", "0", "007", "0x1F", "0o17", "0b101", "-0b101", "0b-1", "0b+1", "-0b-1", "0b", "1_000", "1e3", "1E+3", ".5", "5.", "-.5e-3",
 	".nan", ".inf", "-.Inf", "+.INF", "nan", "inf", "Infinity", ".infinity",
 	"1:30", "-1:30:05.5", "190:20:30", "1:60", "12:5", "fd00::1", "2001:db8::1", "a:", ":", ":a", "a:b",
 	"2024-01-01", "2024-01-01T00:00:00Z", "2031-08-01T05:00:00+09:00", "2024-1-1", "2024-01", "2024-01-01 10:00:00", "20240-01-01",
@@ -49,11 +49,21 @@ func drawString(t *rapid.T, label string) string {
 	return rapid.SampledFrom([]string{"10.0.1.1", "cybozu", "true", "cs", "rack3", "2031-01-01T00:00:00Z"}).Draw(t, label)
 }
 
+// drawKey draws a map key. yaml.v2 writes the key << unquoted and reads it
+// back as a merge, as sigs.k8s.io/yaml does: left out here (no Kubernetes
+// label or annotation key starts with '<').
+func drawKey(t *rapid.T, label string) string {
+	if k := drawString(t, label); k != "<<" {
+		return k
+	}
+	return "<"
+}
+
 func drawMap(t *rapid.T, label string) map[string]string {
 	n := rapid.IntRange(0, 6).Draw(t, label+"-len")
 	m := map[string]string{}
 	for i := range n {
-		m[drawString(t, fmt.Sprintf("%s-key%d", label, i))] = drawString(t, fmt.Sprintf("%s-value%d", label, i))
+		m[drawKey(t, fmt.Sprintf("%s-key%d", label, i))] = drawString(t, fmt.Sprintf("%s-value%d", label, i))
 	}
 	if len(m) == 0 && rapid.Bool().Draw(t, label+"-nil") {
 		return nil
@@ -68,7 +78,7 @@ func drawJSON(t *rapid.T, label string, depth int) any {
 	case k == 0 && depth < 3:
 		m := map[string]any{}
 		for i := range rapid.IntRange(0, 4).Draw(t, label+"-len") {
-			m[drawString(t, fmt.Sprintf("%s-k%d", label, i))] = drawJSON(t, fmt.Sprintf("%s-%d", label, i), depth+1)
+			m[drawKey(t, fmt.Sprintf("%s-k%d", label, i))] = drawJSON(t, fmt.Sprintf("%s-%d", label, i), depth+1)
 		}
 		return m
 	case k == 1 && depth < 3:
@@ -89,7 +99,7 @@ func drawRaw(t *rapid.T, label string) json.RawMessage {
 	}
 	m := map[string]any{}
 	for i := range rapid.IntRange(0, 3).Draw(t, label+"-len") {
-		m[drawString(t, fmt.Sprintf("%s-k%d", label, i))] = drawJSON(t, fmt.Sprintf("%s-%d", label, i), 1)
+		m[drawKey(t, fmt.Sprintf("%s-k%d", label, i))] = drawJSON(t, fmt.Sprintf("%s-%d", label, i), 1)
 	}
 	b, err := json.Marshal(m)
 	if err != nil {

@@ -50,10 +50,13 @@ func yamlToJSON(data []byte) ([]byte, error) {
 // duplicateKey matches yaml.v2's strict-mode report of a repeated key.
 var duplicateKey = regexp.MustCompile(`^(line \d+): key (.*) already set in map$`)
 
+// errNotYAML is the error for input that YAML cannot read.
+var errNotYAML = errors.New("not valid YAML or JSON")
+
 func yamlError(err error) error {
 	var te *yamlv2.TypeError
 	if !errors.As(err, &te) {
-		return fmt.Errorf("not valid YAML or JSON: %w", err)
+		return fmt.Errorf("%w: %w", errNotYAML, err)
 	}
 	msgs := make([]string, len(te.Errors))
 	for i, m := range te.Errors {

@@ -31,7 +31,7 @@ func (c *Cluster) MarshalYAML() ([]byte, error) {
 		return nil, err
 	}
 	w := newYAMLWriter()
-	out := make([]byte, 0, 2048+600*len(c.Nodes))
+	out := make([]byte, 0, 2048+700*len(c.Nodes))
 	for _, item := range items {
 		if item.Key == "nodes" && len(c.Nodes) > 0 {
 			out = append(out, "nodes:\n"...)

@@ -86,9 +86,22 @@ func (w *yamlWriter) nonString(s string) bool {
 		if _, err := strconv.ParseUint(n, 0, 64); err == nil {
 			return true
 		}
-		// (Base 0 takes 0b101, 0o17 and 0x1F, with a sign too.)
 		if isYAMLFloat(n) {
-			_, err := strconv.ParseFloat(n, 64)
+			if _, err := strconv.ParseFloat(n, 64); err == nil {
+				return true
+			}
+		}
+		// Base 0 above takes 0b101; these also take a sign after the
+		// prefix (0b-1), as yaml.v2 does.
+		if b, ok := strings.CutPrefix(n, "0b"); ok {
+			if _, err := strconv.ParseInt(b, 2, 64); err == nil {
+				return true
+			}
+			_, err := strconv.ParseUint(b, 2, 64)
+			return err == nil
+		}
+		if b, ok := strings.CutPrefix(n, "-0b"); ok {
+			_, err := strconv.ParseInt("-"+b, 2, 64)
 			return err == nil
 		}
 	}
