@@ -31,13 +31,18 @@ func (c *Cluster) MarshalYAML() ([]byte, error) {
 		return nil, err
 	}
 	w := newYAMLWriter()
-	out := make([]byte, 0, 2048+700*len(c.Nodes))
+	var out []byte
 	for _, item := range items {
 		if item.Key == "nodes" && len(c.Nodes) > 0 {
 			out = append(out, "nodes:\n"...)
 			for j, n := range c.Nodes {
+				start := len(out)
 				if out, err = w.node(out, n); err != nil {
 					return nil, fmt.Errorf("nodes[%d]: %w", j, err)
+				}
+				if j == 0 {
+					// Nodes are alike: make room for the rest at once.
+					out = slices.Grow(out, (len(out)-start)*(len(c.Nodes)-1)*9/8+1024)
 				}
 			}
 			continue
@@ -111,12 +116,13 @@ func ordered(v any) (any, error) {
 // from one node to the next.
 type yamlWriter struct {
 	labels, annotations keyOrder
-	// timestamps remembers which strings read as a YAML timestamp.
-	timestamps map[string]bool
+	// numeric remembers which strings starting with a digit or a sign
+	// read as a number or a date.
+	numeric map[string]bool
 }
 
 func newYAMLWriter() *yamlWriter {
-	return &yamlWriter{timestamps: map[string]bool{}}
+	return &yamlWriter{numeric: map[string]bool{}}
 }
 
 // node appends one entry of nodes. A node holding a string that scalar

@@ -71,39 +71,49 @@ func (w *yamlWriter) nonString(s string) bool {
 		_, err := strconv.ParseFloat(s, 64)
 		return err == nil
 	case c == '+' || c == '-' || c >= '0' && c <= '9':
-		if w.isTimestamp(s) {
-			return true
-		}
 		// Integers have no '.', floats and dates at most one: an IPv4
 		// address is a string.
 		if strings.Count(s, ".") > 1 {
 			return false
 		}
-		n := strings.ReplaceAll(s, "_", "")
-		if _, err := strconv.ParseInt(n, 0, 64); err == nil {
+		// The same few numbers and dates come back on every node.
+		if ns, ok := w.numeric[s]; ok {
+			return ns
+		}
+		ns := isTimestamp(s) || isNumber(s)
+		w.numeric[s] = ns
+		return ns
+	}
+	return false
+}
+
+// isNumber reports whether yaml.v2 reads s, which starts with a digit or a
+// sign, as an integer or a float.
+func isNumber(s string) bool {
+	n := strings.ReplaceAll(s, "_", "")
+	if _, err := strconv.ParseInt(n, 0, 64); err == nil {
+		return true
+	}
+	if _, err := strconv.ParseUint(n, 0, 64); err == nil {
+		return true
+	}
+	if isYAMLFloat(n) {
+		if _, err := strconv.ParseFloat(n, 64); err == nil {
 			return true
 		}
-		if _, err := strconv.ParseUint(n, 0, 64); err == nil {
+	}
+	// Base 0 above takes 0b101; these also take a sign after the prefix
+	// (0b-1), as yaml.v2 does.
+	if b, ok := strings.CutPrefix(n, "0b"); ok {
+		if _, err := strconv.ParseInt(b, 2, 64); err == nil {
 			return true
 		}
-		if isYAMLFloat(n) {
-			if _, err := strconv.ParseFloat(n, 64); err == nil {
-				return true
-			}
-		}
-		// Base 0 above takes 0b101; these also take a sign after the
-		// prefix (0b-1), as yaml.v2 does.
-		if b, ok := strings.CutPrefix(n, "0b"); ok {
-			if _, err := strconv.ParseInt(b, 2, 64); err == nil {
-				return true
-			}
-			_, err := strconv.ParseUint(b, 2, 64)
-			return err == nil
-		}
-		if b, ok := strings.CutPrefix(n, "-0b"); ok {
-			_, err := strconv.ParseInt("-"+b, 2, 64)
-			return err == nil
-		}
+		_, err := strconv.ParseUint(b, 2, 64)
+		return err == nil
+	}
+	if b, ok := strings.CutPrefix(n, "-0b"); ok {
+		_, err := strconv.ParseInt("-"+b, 2, 64)
+		return err == nil
 	}
 	return false
 }
@@ -118,7 +128,7 @@ var timestampLayouts = []string{
 
 // isTimestamp reports whether yaml.v2 reads s as a timestamp: four digits,
 // a dash, then one of timestampLayouts.
-func (w *yamlWriter) isTimestamp(s string) bool {
+func isTimestamp(s string) bool {
 	if len(s) < 5 || s[4] != '-' {
 		return false
 	}
@@ -127,18 +137,12 @@ func (w *yamlWriter) isTimestamp(s string) bool {
 			return false
 		}
 	}
-	if ts, ok := w.timestamps[s]; ok {
-		return ts
-	}
-	ts := false
 	for _, l := range timestampLayouts {
 		if _, err := time.Parse(l, s); err == nil {
-			ts = true
-			break
+			return true
 		}
 	}
-	w.timestamps[s] = ts
-	return ts
+	return false
 }
 
 // isYAMLFloat reports whether s has the form of a YAML 1.1 float:
