@@ -4,6 +4,7 @@ go 1.26.8
 
 require (
 	github.com/Khan/genqlient v0.8.1
+	github.com/agnivade/levenshtein v1.1.1
 	github.com/chromedp/chromedp v0.23.0
 	github.com/cybozu-go/etcdutil v1.6.2
 	github.com/google/go-cmp v0.7.0
@@ -29,7 +30,6 @@ require (
 )
 
 require (
-	github.com/agnivade/levenshtein v1.1.1 // indirect
 	github.com/alexflint/go-arg v1.5.1 // indirect
 	github.com/alexflint/go-scalar v1.2.0 // indirect
 	github.com/beorn7/perks v1.0.1 // indirect

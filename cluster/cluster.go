@@ -1,9 +1,9 @@
 // Package cluster models CKE's cluster.yml: the file the generator writes and
 // the syntax templates are written in.
 //
-// Only the fields ckegen reads are modelled; reboot, repair and options are
-// carried through untouched as JSON objects so that a generated cluster keeps
-// them exactly as the template had them.
+// Only the fields ckegen reads are modelled; reboot, repair, sabakan,
+// trusted_rest_mappings and options are carried through untouched as JSON,
+// so that a generated cluster keeps them exactly as the template had them.
 package cluster
 
 import (
@@ -11,13 +11,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"maps"
+	"reflect"
 	"slices"
 	"strings"
 
-	yamlv2 "go.yaml.in/yaml/v2"
-	"sigs.k8s.io/yaml"
+	"github.com/ckegen/ckegen/internal/strictjson"
+	"github.com/ckegen/ckegen/internal/suggest"
 )
 
 // Taint is a Kubernetes node taint.
@@ -38,7 +38,7 @@ type Node struct {
 	Taints       []Taint           `json:"taints,omitempty"`
 }
 
-// Cluster is cluster.yml.
+// Cluster is cluster.yml, with every top-level field of CKE v1.35.
 type Cluster struct {
 	Name                    string          `json:"name"`
 	Nodes                   []*Node         `json:"nodes"`
@@ -49,11 +49,13 @@ type Cluster struct {
 	DNSService              string          `json:"dns_service,omitempty"`
 	Reboot                  json.RawMessage `json:"reboot,omitempty"`
 	Repair                  json.RawMessage `json:"repair,omitempty"`
+	Sabakan                 json.RawMessage `json:"sabakan,omitempty"`
+	TrustedRESTMappings     json.RawMessage `json:"trusted_rest_mappings,omitempty"`
 	Options                 json.RawMessage `json:"options,omitempty"`
 }
 
 // clusterFields mirrors Cluster with nodes kept raw, so that each node can be
-// decoded on its own and an unknown field can be reported with its index.
+// decoded on its own and an error can name its index.
 type clusterFields struct {
 	Name                    string            `json:"name"`
 	Nodes                   []json.RawMessage `json:"nodes"`
@@ -64,25 +66,100 @@ type clusterFields struct {
 	DNSService              string            `json:"dns_service"`
 	Reboot                  json.RawMessage   `json:"reboot"`
 	Repair                  json.RawMessage   `json:"repair"`
+	Sabakan                 json.RawMessage   `json:"sabakan"`
+	TrustedRESTMappings     json.RawMessage   `json:"trusted_rest_mappings"`
 	Options                 json.RawMessage   `json:"options"`
 }
 
-// Parse reads a cluster.yml (YAML or JSON). Field names are strict: an
-// unknown field at the top level or in a node is an error naming it.
-//
-// JSON input is decoded as is, so that reboot, repair and options keep their
-// exact bytes; YAML is converted to JSON first.
-func Parse(data []byte) (*Cluster, error) {
-	js := data
-	if !json.Valid(data) {
-		if err := singleDocument(data); err != nil {
-			return nil, err
-		}
-		var err error
-		if js, err = yaml.YAMLToJSON(data); err != nil {
-			return nil, fmt.Errorf("not valid YAML or JSON: %w", err)
-		}
+// The field names of each object Parse decodes, exactly as written.
+var (
+	clusterNames = jsonNames(reflect.TypeFor[Cluster]())
+	nodeNames    = jsonNames(reflect.TypeFor[Node]())
+	taintNames   = jsonNames(reflect.TypeFor[Taint]())
+)
+
+func jsonNames(t reflect.Type) []string {
+	names := make([]string, 0, t.NumField())
+	for i := range t.NumField() {
+		name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
+		names = append(names, name)
 	}
+	return names
+}
+
+// Parse reads a cluster.yml (YAML or JSON). It refuses, naming the field and
+// where it is: an unknown field at the top level, in a node or in a taint
+// (names are matched exactly, not ignoring case as encoding/json does); a
+// key given twice in any object; anything after the document.
+//
+// JSON input is decoded as is, so that the fields carried as JSON keep their
+// exact bytes; YAML is converted to JSON first, with YAML 1.1's scalars as
+// CKE reads them.
+func Parse(data []byte) (*Cluster, error) {
+	err := strictjson.Walk(data, knownField)
+	var se *strictjson.Error
+	switch {
+	case err == nil:
+		return decode(data)
+	case !errors.As(err, &se):
+		return nil, err
+	case se.Kind == strictjson.Syntax, se.Kind == strictjson.Trailing && !startsObject(data):
+		// Not JSON (a JSON string or number followed by more is YAML too:
+		// "name": x).
+	default:
+		return nil, err
+	}
+	js, err := yamlToJSON(data)
+	if err != nil {
+		if errors.Is(err, errNotYAML) && startsObject(data) {
+			// Most likely meant as JSON: say where it breaks.
+			return nil, fmt.Errorf("%w; as JSON: %v", err, se)
+		}
+		return nil, err
+	}
+	if err := strictjson.Walk(js, knownField); err != nil {
+		if errors.As(err, &se) {
+			// The position is in the converted JSON, not in the input.
+			se.Line, se.Column = 0, 0
+		}
+		return nil, err
+	}
+	return decode(js)
+}
+
+// startsObject reports whether the first non-space byte of data is '{'.
+func startsObject(data []byte) bool {
+	t := bytes.TrimLeft(data, " \t\r\n")
+	return len(t) > 0 && t[0] == '{'
+}
+
+// knownField refuses a key that is not a field of the object at obj: the
+// cluster, a node or a taint. Other objects (labels, the fields carried as
+// JSON) take any key.
+func knownField(obj strictjson.Path, key string) error {
+	var names []string
+	switch {
+	case len(obj) == 0:
+		names = clusterNames
+	case len(obj) == 2 && obj[0] == strictjson.Step{Key: "nodes"} && obj[1].IsIndex:
+		names = nodeNames
+	case len(obj) == 4 && obj[0] == strictjson.Step{Key: "nodes"} && obj[1].IsIndex &&
+		obj[2] == strictjson.Step{Key: "taints"} && obj[3].IsIndex:
+		names = taintNames
+	default:
+		return nil
+	}
+	if slices.Contains(names, key) {
+		return nil
+	}
+	if s, ok := suggest.Closest(key, names); ok {
+		return fmt.Errorf("unknown field %q; did you mean %s?", key, s)
+	}
+	return fmt.Errorf("unknown field %q", key)
+}
+
+// decode decodes JSON that strictjson.Walk accepted with knownField.
+func decode(js []byte) (*Cluster, error) {
 	if bytes.Equal(bytes.TrimSpace(js), []byte("null")) {
 		return nil, fmt.Errorf("empty document")
 	}
@@ -99,13 +176,21 @@ func Parse(data []byte) (*Cluster, error) {
 		DNSService:              f.DNSService,
 		Reboot:                  nullToNil(f.Reboot),
 		Repair:                  nullToNil(f.Repair),
+		Sabakan:                 nullToNil(f.Sabakan),
+		TrustedRESTMappings:     nullToNil(f.TrustedRESTMappings),
 		Options:                 nullToNil(f.Options),
 	}
 	for _, f := range []struct {
-		name string
-		raw  json.RawMessage
-	}{{"reboot", c.Reboot}, {"repair", c.Repair}, {"options", c.Options}} {
-		if f.raw != nil && !isObject(f.raw) {
+		name  string
+		raw   json.RawMessage
+		array bool
+	}{{"reboot", c.Reboot, false}, {"repair", c.Repair, false}, {"sabakan", c.Sabakan, false},
+		{"trusted_rest_mappings", c.TrustedRESTMappings, true}, {"options", c.Options, false}} {
+		switch {
+		case f.raw == nil:
+		case f.array && !startsWith(f.raw, '['):
+			return nil, fmt.Errorf("%s: must be an array", f.name)
+		case !f.array && !startsWith(f.raw, '{'):
 			return nil, fmt.Errorf("%s: must be an object", f.name)
 		}
 	}
@@ -123,34 +208,11 @@ func Parse(data []byte) (*Cluster, error) {
 	return c, nil
 }
 
-// singleDocument refuses input with more than one YAML document: the
-// conversion to JSON would keep the first and silently drop the rest.
-func singleDocument(data []byte) error {
-	dec := yamlv2.NewDecoder(bytes.NewReader(data))
-	var doc any
-	if err := dec.Decode(&doc); err != nil {
-		if errors.Is(err, io.EOF) {
-			return nil // empty; reported below
-		}
-		return fmt.Errorf("not valid YAML or JSON: %w", err)
-	}
-	if err := dec.Decode(&doc); !errors.Is(err, io.EOF) {
-		if err != nil {
-			return fmt.Errorf("not valid YAML or JSON: %w", err)
-		}
-		return errors.New("more than one document: a cluster.yml holds exactly one")
-	}
-	return nil
-}
-
 func decodeStrict(data []byte, v any) error {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
 		return fmt.Errorf("%s", jsonErrorText(err))
-	}
-	if dec.More() {
-		return fmt.Errorf("trailing data after the document")
 	}
 	return nil
 }
@@ -165,12 +227,7 @@ func jsonErrorText(err error) string {
 		}
 		return fmt.Sprintf("cannot use a %s as %s", te.Value, te.Type.String())
 	}
-	// "json: unknown field \"x\"" is already clear.
-	return trimJSONPrefix(err.Error())
-}
-
-func trimJSONPrefix(s string) string {
-	return strings.TrimPrefix(s, "json: ")
+	return strings.TrimPrefix(err.Error(), "json: ")
 }
 
 func nullToNil(raw json.RawMessage) json.RawMessage {
@@ -180,14 +237,9 @@ func nullToNil(raw json.RawMessage) json.RawMessage {
 	return raw
 }
 
-func isObject(raw json.RawMessage) bool {
+func startsWith(raw json.RawMessage, c byte) bool {
 	t := bytes.TrimSpace(raw)
-	return len(t) > 0 && t[0] == '{'
-}
-
-// MarshalYAML returns c as YAML.
-func (c *Cluster) MarshalYAML() ([]byte, error) {
-	return yaml.Marshal(c)
+	return len(t) > 0 && t[0] == c
 }
 
 // MarshalIndentJSON returns c as indented JSON ending with a newline.

@@ -11,6 +11,9 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/ckegen/ckegen/internal/strictjson"
+	"github.com/ckegen/ckegen/internal/suggest"
 )
 
 // Names of the constraints (CKE's kebab-case keys).
@@ -47,9 +50,17 @@ func Default() Constraints {
 }
 
 // Parse reads a constraints JSON object. Left-out keys take their defaults;
-// an unknown key or a value that is not an integer is an error.
+// an unknown key, a key given twice, a value that is not an integer, or
+// anything after the object is an error.
 func Parse(data []byte) (Constraints, error) {
 	c := Default()
+	if err := strictjson.Check(data); err != nil {
+		var se *strictjson.Error
+		if errors.As(err, &se) && se.Kind == strictjson.Syntax {
+			return c, fmt.Errorf("constraints: want a single JSON object: %w", err)
+		}
+		return c, fmt.Errorf("constraints: %w", err)
+	}
 	var raw map[string]json.RawMessage
 	if err := json.Unmarshal(data, &raw); err != nil {
 		return c, fmt.Errorf("constraints: want a single JSON object: %w", err)
@@ -66,7 +77,7 @@ func Parse(data []byte) (Constraints, error) {
 		v, err := parseInt(raw[k])
 		if err != nil {
 			if !slices.Contains(Names, k) {
-				return c, fmt.Errorf("constraints: unknown key %q (known: %s)", k, strings.Join(Names, ", "))
+				return c, fmt.Errorf("constraints: %w", unknownKey(k))
 			}
 			return c, fmt.Errorf("constraints: %s: %w", k, err)
 		}
@@ -102,9 +113,16 @@ func (c *Constraints) Set(name string, v int) error {
 	case WaitSecondsToRepairRebooting:
 		c.WaitSecondsToRepairRebooting = &v
 	default:
-		return fmt.Errorf("unknown key %q (known: %s)", name, strings.Join(Names, ", "))
+		return unknownKey(name)
 	}
 	return nil
+}
+
+func unknownKey(name string) error {
+	if s, ok := suggest.Closest(name, Names); ok {
+		return fmt.Errorf("unknown key %q; did you mean %s? (known: %s)", name, s, strings.Join(Names, ", "))
+	}
+	return fmt.Errorf("unknown key %q (known: %s)", name, strings.Join(Names, ", "))
 }
 
 // Validate checks the rules between the values.

@@ -37,6 +37,9 @@ type Template struct {
 	Cluster      *cluster.Cluster
 	ControlPlane NodeTemplate
 	Workers      []NodeTemplate
+	// SpareNodeTaintKey is sabakan.spare_node_taint_key (CKE v1.35): the
+	// key of the taint that marks a node as a spare; "" when not set.
+	SpareNodeTaintKey string
 }
 
 // Parse reads and validates a template (YAML or JSON).
@@ -149,6 +152,8 @@ func New(c *cluster.Cluster) (*Template, error) {
 		}
 	}
 	v.cluster(c)
+	v.carried(c)
+	t.SpareNodeTaintKey = v.spareNodeTaintKey(c)
 	if err := errors.Join(v.errs...); err != nil {
 		return nil, err
 	}
@@ -268,6 +273,27 @@ func (v *validator) cluster(c *cluster.Cluster) {
 			v.errorf("template dns_service: must be empty or \"namespace/name\", got %q", c.DNSService)
 		}
 	}
+}
+
+// spareNodeTaintKey returns sabakan.spare_node_taint_key, checked to be a
+// taint key. Empty or absent means no spare nodes, as in CKE, which stores
+// "sabakan": {"spare_node_taint_key": ""} when none is set.
+func (v *validator) spareNodeTaintKey(c *cluster.Cluster) string {
+	var s struct {
+		Key any `json:"spare_node_taint_key"`
+	}
+	if c.Sabakan == nil || json.Unmarshal(c.Sabakan, &s) != nil {
+		return "" // not an object: reported by carried
+	}
+	key, ok := s.Key.(string)
+	if !ok || key == "" {
+		return "" // not a string: reported by carried
+	}
+	if err := labels.ValidateKey(key); err != nil {
+		v.errorf("template sabakan.spare_node_taint_key: invalid taint key %q: %v", key, err)
+		return ""
+	}
+	return key
 }
 
 // maxAnnotationsSize is Kubernetes' limit on the total size of an object's

@@ -3,6 +3,7 @@ package template
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -138,7 +139,7 @@ func TestAllViolationsReported(t *testing.T) {
 
 func TestOpaqueFieldsCarriedThrough(t *testing.T) {
 	doc := `{"name":"a","nodes":[{"user":"u","control_plane":true},{"user":"u"}],"service_subnet":"10.0.0.0/24",` +
-		`"reboot":{"command":["true"],"eviction_timeout_seconds":60},"repair":{"repair_procedures":[]},"options":{"kubelet":{"x":1.50}}}`
+		`"reboot":{"reboot_command":["true"],"eviction_timeout_seconds":60},"repair":{"repair_procedures":[]},"options":{"kubelet":{"config":{"x":1.50}}}}`
 	tmpl, err := Parse([]byte(doc))
 	if err != nil {
 		t.Fatal(err)
@@ -152,9 +153,9 @@ func TestOpaqueFieldsCarriedThrough(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, f := range []struct{ name, got, want string }{
-		{"reboot", string(back.Reboot), `{"command":["true"],"eviction_timeout_seconds":60}`},
+		{"reboot", string(back.Reboot), `{"reboot_command":["true"],"eviction_timeout_seconds":60}`},
 		{"repair", string(back.Repair), `{"repair_procedures":[]}`},
-		{"options", string(back.Options), `{"kubelet":{"x":1.50}}`},
+		{"options", string(back.Options), `{"kubelet":{"config":{"x":1.50}}}`},
 	} {
 		var b bytes.Buffer
 		if err := json.Compact(&b, []byte(f.got)); err != nil {
@@ -183,5 +184,177 @@ func TestFillDefaults(t *testing.T) {
 		if string(cl.Options) != c.want {
 			t.Errorf("FillDefaults(%s) = %s, want %s", c.in, cl.Options, c.want)
 		}
+	}
+}
+
+// everyDocumentedField is a template that sets every field CKE documents
+// under reboot, repair, sabakan, trusted_rest_mappings and options.
+const everyDocumentedField = `name: a
+nodes:
+- {user: u, control_plane: true}
+- {user: u}
+service_subnet: 10.0.0.0/24
+reboot:
+  reboot_command: [reboot]
+  boot_check_command: [check]
+  eviction_timeout_seconds: 600
+  command_timeout_seconds: 0
+  command_retries: 1
+  command_interval: 2
+  evict_retries: 3
+  evict_interval: 4
+  max_concurrent_reboots: 1
+  protected_namespaces: {matchLabels: {team: a}}
+  protected_job_pods: {matchExpressions: [{key: k, operator: In, values: [a, b]}]}
+repair:
+  repair_procedures:
+  - machine_types: [x]
+    repair_operations:
+    - operation: unreachable
+      repair_steps:
+      - {repair_command: [r], command_timeout_seconds: 30, command_retries: 1, command_interval: 5, need_drain: true, watch_seconds: 60}
+      health_check_command: [h]
+      command_timeout_seconds: 30
+      success_command: [s]
+      success_command_timeout: 30
+  max_concurrent_repairs: 1
+  protected_namespaces: {}
+  evict_retries: 1
+  evict_interval: 1
+  eviction_timeout_seconds: 600
+  protected_job_pods: null
+sabakan: {spare_node_taint_key: cke.cybozu.com/spare}
+trusted_rest_mappings:
+- {group: example.com, version: v1, kind: Test, resource: tests, namespaced: true}
+options:
+  etcd: {volume_name: v, extra_args: [--a], extra_binds: [{source: /s, destination: /d, read_only: true, propagation: rshared, selinux_label: z}], extra_env: {A: b}}
+  etcd-rivers: {extra_args: [--a]}
+  rivers: {extra_env: {A: b}}
+  kube-api: {audit_log_enabled: true, audit_log_policy: "x", audit_log_path: /var/log/audit}
+  kube-controller-manager: {extra_args: [--v=2]}
+  kube-scheduler: {config: {apiVersion: kubescheduler.config.k8s.io/v1, profiles: []}}
+  kube-proxy: {config: {mode: ipvs}, disable: false}
+  kubelet:
+    boot_taints: [{key: k, value: v, effect: NoSchedule}]
+    cni_conf_file: {name: 99.conflist, content: "{}"}
+    config: {apiVersion: kubelet.config.k8s.io/v1beta1, containerLogMaxSize: 10Mi}
+    cri_endpoint: /run/containerd/containerd.sock
+    in_place_update: true
+`
+
+func TestEveryDocumentedFieldAccepted(t *testing.T) {
+	tmpl, err := Parse([]byte(everyDocumentedField))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tmpl.SpareNodeTaintKey != "cke.cybozu.com/spare" {
+		t.Errorf("SpareNodeTaintKey = %q", tmpl.SpareNodeTaintKey)
+	}
+}
+
+// TestCarriedFieldsChecked: a field CKE does not document under the carried
+// fields is refused with the documented field it most likely meant, and a
+// value of the wrong type names the field and the type.
+func TestCarriedFieldsChecked(t *testing.T) {
+	base := "name: a\nnodes:\n- {user: u, control_plane: true}\n- {user: u}\nservice_subnet: 10.0.0.0/24\n"
+	cases := []struct{ name, doc, want string }{
+		{"options typo", "options: {kubelet: {cri_endpiont: /x}}",
+			"template options.kubelet.cri_endpiont: unknown field; did you mean cri_endpoint?"},
+		{"options component typo", "options: {kubelt: {}}", "template options.kubelt: unknown field; did you mean kubelet?"},
+		{"options separator", "options: {kube_api: {}}", "template options.kube_api: unknown field; did you mean kube-api?"},
+		{"options camel case", "options: {etcd: {volumeName: v}}", "template options.etcd.volumeName: unknown field; did you mean volume_name?"},
+		{"options nothing close", "options: {kubelet: {port: 1}}",
+			"template options.kubelet.port: unknown field; CKE documents boot_taints, cni_conf_file, config, cri_endpoint, extra_args, extra_binds, extra_env, in_place_update"},
+		{"mount typo", "options: {rivers: {extra_binds: [{source: /a, destination: /b}, {sorce: /a}]}}",
+			"template options.rivers.extra_binds[1].sorce: unknown field; did you mean source?"},
+		{"boot taint typo", "options: {kubelet: {boot_taints: [{key: k, efect: NoSchedule}]}}",
+			"template options.kubelet.boot_taints[0].efect: unknown field; did you mean effect?"},
+		{"reboot typo", "reboot: {reboot_comand: [x]}", "template reboot.reboot_comand: unknown field; did you mean reboot_command?"},
+		{"label selector typo", "reboot: {protected_namespaces: {matchLabel: {a: b}}}",
+			"template reboot.protected_namespaces.matchLabel: unknown field; did you mean matchLabels?"},
+		{"repair step typo", "repair: {repair_procedures: [{repair_operations: [{repair_steps: [{need_drian: true}]}]}]}",
+			"template repair.repair_procedures[0].repair_operations[0].repair_steps[0].need_drian: unknown field; did you mean need_drain?"},
+		{"sabakan typo", "sabakan: {spare_node_taint: k}", "template sabakan.spare_node_taint: unknown field; did you mean spare_node_taint_key?"},
+		{"trusted mapping typo", "trusted_rest_mappings: [{group: g, versoin: v1}]",
+			"template trusted_rest_mappings[0].versoin: unknown field; did you mean version?"},
+		{"string expected", "options: {kubelet: {cri_endpoint: 5}}", "template options.kubelet.cri_endpoint: must be a string, got the number 5"},
+		{"array expected", "options: {etcd: {extra_args: --a}}", `template options.etcd.extra_args: must be an array, got the string "--a"`},
+		{"array of strings", "options: {etcd: {extra_args: [--a, 1]}}", "template options.etcd.extra_args[1]: must be a string, got the number 1"},
+		{"env values are strings", "options: {etcd: {extra_env: {A: true}}}", "template options.etcd.extra_env.A: must be a string, got true"},
+		{"integer expected", "reboot: {max_concurrent_reboots: 1.5}", "template reboot.max_concurrent_reboots: must be an integer, got the number 1.5"},
+		{"integer, not a string", "reboot: {evict_retries: '3'}", `template reboot.evict_retries: must be an integer, got the string "3"`},
+		{"bool expected", "options: {kube-proxy: {disable: 'yes'}}", `template options.kube-proxy.disable: must be true or false, got the string "yes"`},
+		{"object expected", "options: {kubelet: []}", "template options.kubelet: must be an object, got an array"},
+		{"config is an object", "options: {kubelet: {config: x}}", `template options.kubelet.config: must be an object, got the string "x"`},
+		{"spare key invalid", "sabakan: {spare_node_taint_key: 'a b'}", `template sabakan.spare_node_taint_key: invalid taint key "a b"`},
+		{"spare key not a string", "sabakan: {spare_node_taint_key: 1}", "template sabakan.spare_node_taint_key: must be a string, got the number 1"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := Parse([]byte(base + c.doc + "\n"))
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("Parse = %v\nwant an error containing %q", err, c.want)
+			}
+			if n := strings.Count(err.Error(), "\n") + 1; n != 1 { // one mistake, one error
+				t.Errorf("%d errors, want 1: %v", n, err)
+			}
+		})
+	}
+}
+
+// TestSpareNodeTaintKey: sabakan.spare_node_taint_key is read from the
+// template; empty or absent means none, as CKE stores a template without it
+// ("sabakan": {"spare_node_taint_key": ""}).
+func TestSpareNodeTaintKey(t *testing.T) {
+	base := "name: a\nnodes:\n- {user: u, control_plane: true}\n- {user: u}\nservice_subnet: 10.0.0.0/24\n"
+	for _, c := range []struct{ doc, want string }{
+		{"", ""},
+		{"sabakan: {}", ""},
+		{"sabakan: null", ""},
+		{"sabakan: {spare_node_taint_key: ''}", ""},
+		{"sabakan: {spare_node_taint_key: null}", ""},
+		{"sabakan: {spare_node_taint_key: node.cybozu.io/spare}", "node.cybozu.io/spare"},
+	} {
+		tmpl, err := Parse([]byte(base + c.doc + "\n"))
+		if err != nil {
+			t.Errorf("%s: %v", c.doc, err)
+			continue
+		}
+		if tmpl.SpareNodeTaintKey != c.want {
+			t.Errorf("%s: SpareNodeTaintKey = %q, want %q", c.doc, tmpl.SpareNodeTaintKey, c.want)
+		}
+	}
+}
+
+// TestNullCarriedValuesAccepted: CKE reads null as absent.
+func TestNullCarriedValuesAccepted(t *testing.T) {
+	doc := "name: a\nnodes:\n- {user: u, control_plane: true}\n- {user: u}\nservice_subnet: 10.0.0.0/24\n" +
+		"options: {kubelet: null, etcd: {extra_args: null, volume_name: null}}\nreboot: {protected_namespaces: null}\n"
+	if _, err := Parse([]byte(doc)); err != nil {
+		t.Error(err)
+	}
+}
+
+// TestTemplateAsCKEStoresIt: CKE stores a template as encoding/json writes
+// its Go types: every field, null or zero when unset. Such a template (read
+// by the daemon when it takes over from CKE) is valid.
+func TestTemplateAsCKEStoresIt(t *testing.T) {
+	service := `"extra_args":null,"extra_binds":null,"extra_env":null`
+	node := `{"address":"","hostname":"","user":"cybozu","control_plane":%v,"annotations":null,"labels":null,"taints":null}`
+	doc := `{"name":"a","nodes":[` + fmt.Sprintf(node, true) + `,` + fmt.Sprintf(node, false) + `],` +
+		`"taint_control_plane":false,"control_plane_tolerations":null,"service_subnet":"10.68.0.0/16","dns_servers":null,"dns_service":"",` +
+		`"reboot":{"reboot_command":null,"boot_check_command":null,"protected_namespaces":null,"protected_job_pods":null},` +
+		`"repair":{"repair_procedures":null,"protected_namespaces":null},` +
+		`"sabakan":{"spare_node_taint_key":""},"trusted_rest_mappings":null,` +
+		`"options":{"etcd":{` + service + `,"volume_name":"etcd-cke"},"rivers":{` + service + `},"etcd-rivers":{` + service + `},` +
+		`"kube-api":{` + service + `,"audit_log_enabled":false,"audit_log_policy":"","audit_log_path":""},` +
+		`"kube-controller-manager":{` + service + `},"kube-scheduler":{` + service + `},"kube-proxy":{` + service + `,"disable":false},` +
+		`"kubelet":{` + service + `,"boot_taints":null,"cni_conf_file":{"name":"","content":""},"cri_endpoint":"/run/containerd/containerd.sock","in_place_update":false}}}`
+	tmpl, err := Parse([]byte(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tmpl.SpareNodeTaintKey != "" {
+		t.Errorf("SpareNodeTaintKey = %q, want none", tmpl.SpareNodeTaintKey)
 	}
 }

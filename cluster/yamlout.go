@@ -1,0 +1,257 @@
+package cluster
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+
+	yamlv2 "go.yaml.in/yaml/v2"
+)
+
+// MarshalYAML returns c as YAML, byte for byte what sigs.k8s.io/yaml (the
+// library CKE uses) writes for c's JSON: keys in go.yaml.in/yaml/v2's order,
+// scalars quoted where YAML 1.1 would read them as something other than a
+// string.
+//
+// Nodes are written directly; a node with a string this writer does not
+// handle itself (see yamlWriter.scalar) and everything but the nodes (a few
+// fields, and the fields carried as JSON) go through yaml.v2, with map keys
+// put in order here so that the output does not depend on map order.
+func (c *Cluster) MarshalYAML() ([]byte, error) {
+	top := *c
+	if c.Nodes != nil {
+		top.Nodes = []*Node{}
+	}
+	js, err := json.Marshal(&top)
+	if err != nil {
+		return nil, err
+	}
+	items, err := yamlItems(js)
+	if err != nil {
+		return nil, err
+	}
+	w := newYAMLWriter()
+	var out []byte
+	for _, item := range items {
+		if item.Key == "nodes" && len(c.Nodes) > 0 {
+			out = append(out, "nodes:\n"...)
+			for j, n := range c.Nodes {
+				start := len(out)
+				if out, err = w.node(out, n); err != nil {
+					return nil, fmt.Errorf("nodes[%d]: %w", j, err)
+				}
+				if j == 0 {
+					// Nodes are alike: make room for the rest at once.
+					out = slices.Grow(out, (len(out)-start)*(len(c.Nodes)-1)*9/8+1024)
+				}
+			}
+			continue
+		}
+		b, err := yamlv2.Marshal(yamlv2.MapSlice{item})
+		if err != nil {
+			return nil, fmt.Errorf("%v: %w", item.Key, err)
+		}
+		out = append(out, b...)
+	}
+	return out, nil
+}
+
+// yamlItems returns the top-level entries of a JSON object as yaml.v2 reads
+// them, in yaml.v2's order.
+func yamlItems(js []byte) (yamlv2.MapSlice, error) {
+	var v any
+	if err := yamlv2.Unmarshal(js, &v); err != nil {
+		return nil, err
+	}
+	o, err := ordered(v)
+	if err != nil {
+		return nil, err
+	}
+	ms, ok := o.(yamlv2.MapSlice)
+	if !ok {
+		return nil, fmt.Errorf("not an object: %s", js)
+	}
+	return ms, nil
+}
+
+// ordered turns the maps of a value decoded by yaml.v2 into MapSlices with
+// the keys in yaml.v2's order, so that yaml.v2 writes what it would write
+// for the maps, without depending on map order where that order is not
+// total (see yamlKeyLess).
+func ordered(v any) (any, error) {
+	switch v := v.(type) {
+	case map[any]any:
+		keys := make([]string, 0, len(v))
+		for k := range v {
+			s, ok := k.(string)
+			if !ok {
+				return nil, fmt.Errorf("non-string key %v", k)
+			}
+			keys = append(keys, s)
+		}
+		sortYAMLKeys(keys)
+		ms := make(yamlv2.MapSlice, len(keys))
+		for i, k := range keys {
+			val, err := ordered(v[k])
+			if err != nil {
+				return nil, err
+			}
+			ms[i] = yamlv2.MapItem{Key: k, Value: val}
+		}
+		return ms, nil
+	case []any:
+		out := make([]any, len(v))
+		for i, e := range v {
+			var err error
+			if out[i], err = ordered(e); err != nil {
+				return nil, err
+			}
+		}
+		return out, nil
+	}
+	return v, nil
+}
+
+// yamlWriter writes nodes as yaml.v2 does, reusing what it has worked out
+// from one node to the next.
+type yamlWriter struct {
+	labels, annotations keyOrder
+	// numeric remembers which strings starting with a digit or a sign
+	// read as a number or a date.
+	numeric map[string]bool
+}
+
+func newYAMLWriter() *yamlWriter {
+	return &yamlWriter{numeric: map[string]bool{}}
+}
+
+// node appends one entry of nodes. A node holding a string that scalar
+// leaves to yaml.v2 is written by yaml.v2 whole.
+func (w *yamlWriter) node(out []byte, n *Node) ([]byte, error) {
+	if fast, ok := w.fastNode(out, n); ok {
+		return fast, nil
+	}
+	// out still ends where the node starts.
+	js, err := json.Marshal(n)
+	if err != nil {
+		return nil, err
+	}
+	var v any
+	if err := yamlv2.Unmarshal(js, &v); err != nil {
+		return nil, err
+	}
+	o, err := ordered(v)
+	if err != nil {
+		return nil, err
+	}
+	b, err := yamlv2.Marshal([]any{o})
+	if err != nil {
+		return nil, err
+	}
+	return append(out, b...), nil
+}
+
+// fastNode appends n in the layout yaml.v2 gives a node (keys in order:
+// address, annotations, control_plane, hostname, labels, taints, user), or
+// reports false when a string needs yaml.v2.
+func (w *yamlWriter) fastNode(out []byte, n *Node) ([]byte, bool) {
+	ok := true
+	str := func(s string, key bool) {
+		if ok {
+			out, ok = w.scalar(out, s, key)
+		}
+	}
+	smap := func(name string, m map[string]string, order *keyOrder) {
+		if len(m) == 0 {
+			return
+		}
+		out = append(out, "  "...)
+		out = append(out, name...)
+		out = append(out, ":\n"...)
+		for _, k := range order.sorted(m) {
+			out = append(out, "    "...)
+			str(k, true)
+			out = append(out, ": "...)
+			str(m[k], false)
+			out = append(out, '\n')
+		}
+	}
+	out = append(out, "- address: "...)
+	str(n.Address, false)
+	out = append(out, '\n')
+	smap("annotations", n.Annotations, &w.annotations)
+	if n.ControlPlane {
+		out = append(out, "  control_plane: true\n"...)
+	} else {
+		out = append(out, "  control_plane: false\n"...)
+	}
+	if n.Hostname != "" {
+		out = append(out, "  hostname: "...)
+		str(n.Hostname, false)
+		out = append(out, '\n')
+	}
+	smap("labels", n.Labels, &w.labels)
+	if len(n.Taints) > 0 {
+		out = append(out, "  taints:\n"...)
+		for _, t := range n.Taints {
+			out = append(out, "  - effect: "...)
+			str(t.Effect, false)
+			out = append(out, "\n    key: "...)
+			str(t.Key, false)
+			out = append(out, '\n')
+			if t.Value != "" {
+				out = append(out, "    value: "...)
+				str(t.Value, false)
+				out = append(out, '\n')
+			}
+		}
+	}
+	out = append(out, "  user: "...)
+	str(n.User, false)
+	out = append(out, '\n')
+	return out, ok
+}
+
+// keyOrder sorts a map's keys in yaml.v2's order, and reuses the last order
+// when the next map has the same keys, as nodes' labels mostly do.
+type keyOrder struct {
+	keys []string
+}
+
+func (o *keyOrder) sorted(m map[string]string) []string {
+	if len(o.keys) == len(m) {
+		same := true
+		for _, k := range o.keys {
+			if _, ok := m[k]; !ok {
+				same = false
+				break
+			}
+		}
+		if same {
+			return o.keys
+		}
+	}
+	o.keys = o.keys[:0]
+	for k := range m {
+		o.keys = append(o.keys, k)
+	}
+	sortYAMLKeys(o.keys)
+	return o.keys
+}
+
+// sortYAMLKeys sorts keys in yaml.v2's order. That order is not transitive
+// for some sets of keys (a3 < a20 < a2x < a3), where yaml.v2's own output
+// depends on map order; sorting bytewise first makes the result the same on
+// every run.
+func sortYAMLKeys(keys []string) {
+	slices.Sort(keys)
+	slices.SortStableFunc(keys, func(a, b string) int {
+		switch {
+		case yamlKeyLess(a, b):
+			return -1
+		case yamlKeyLess(b, a):
+			return 1
+		}
+		return 0
+	})
+}
