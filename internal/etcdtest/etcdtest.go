@@ -28,17 +28,31 @@ func FreePort(t testing.TB) int {
 // both are stopped when the test ends.
 func Start(t testing.TB) string {
 	t.Helper()
-	url := fmt.Sprintf("http://127.0.0.1:%d", FreePort(t))
-	e, err := embedded.Start(embedded.Options{
-		Dir:       t.TempDir(),
-		ClientURL: url,
-		PeerURL:   fmt.Sprintf("http://127.0.0.1:%d", FreePort(t)),
-	})
+	_, url := StartServer(t, embedded.Options{})
+	return url
+}
+
+// StartServer starts an embedded etcd with o (a temporary directory and
+// free loopback ports where o leaves them empty) and returns it with its
+// client URL; it is stopped when the test ends, if the test has not
+// stopped it.
+func StartServer(t testing.TB, o embedded.Options) (*embedded.Etcd, string) {
+	t.Helper()
+	if o.Dir == "" {
+		o.Dir = t.TempDir()
+	}
+	if o.ClientURL == "" {
+		o.ClientURL = fmt.Sprintf("http://127.0.0.1:%d", FreePort(t))
+	}
+	if o.PeerURL == "" {
+		o.PeerURL = fmt.Sprintf("http://127.0.0.1:%d", FreePort(t))
+	}
+	e, err := embedded.Start(o)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(e.Close)
-	return url
+	return e, o.ClientURL
 }
 
 // Client returns a client of a new embedded etcd.
