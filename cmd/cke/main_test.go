@@ -120,7 +120,7 @@ func TestDaemonProcess(t *testing.T) {
 	}
 	metrics, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	for _, m := range []string{"cke_sabakan_integration_successful 1", `cke_sabakan_workers{role="compute"}`, "ckegen_leader 1"} {
+	for _, m := range []string{"cke_sabakan_integration_successful 1", `cke_sabakan_workers{role="compute"}`, "cke_leader 1"} {
 		if !strings.Contains(string(metrics), m) {
 			t.Errorf("/metrics lacks %q", m)
 		}
