@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/soheilhy/cmux"
+	"go.etcd.io/etcd/client/pkg/v3/transport"
 	"go.etcd.io/etcd/server/v3/embed"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
@@ -30,6 +31,9 @@ type Options struct {
 	MaxRequestBytes uint
 	// Logger receives etcd's log; nil discards it.
 	Logger *zap.Logger
+	// ClientTLS is the TLS of an https ClientURL: certificate, key and,
+	// with ClientCertAuth, the CA that client certificates must chain to.
+	ClientTLS transport.TLSInfo
 }
 
 // Etcd is a running embedded etcd.
@@ -78,6 +82,7 @@ func Start(o Options) (*Etcd, error) {
 	if o.MaxRequestBytes > 0 {
 		cfg.MaxRequestBytes = o.MaxRequestBytes
 	}
+	cfg.ClientTLSInfo = o.ClientTLS
 	e, err := embed.StartEtcd(cfg)
 	if err != nil {
 		return nil, err
