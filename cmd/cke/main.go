@@ -21,7 +21,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/spf13/pflag"
-	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap/zapcore"
 	"sigs.k8s.io/yaml"
 
@@ -195,6 +194,9 @@ func (o *options) etcdConfig() (*etcdutil.Config, error) {
 		if d, err := time.ParseDuration(cfg.Timeout); err != nil || d <= 0 {
 			return nil, fmt.Errorf("--config %s: timeout: want a positive duration such as 2s, got %q", path, cfg.Timeout)
 		}
+		if _, err := tlsConfig(cfg); err != nil {
+			return nil, fmt.Errorf("--config %s: %w", path, err)
+		}
 	}
 	if o.endpoints != "" {
 		cfg.Endpoints = strings.Split(o.endpoints, ",")
@@ -209,21 +211,6 @@ func (o *options) etcdConfig() (*etcdutil.Config, error) {
 		return nil, fmt.Errorf("--config %s: no endpoints", path)
 	}
 	return cfg, nil
-}
-
-// connect returns a client of the etcd cfg names, logging through lg. The
-// prefix is the storage's business: the client is not namespaced.
-func connect(cfg *etcdutil.Config, lg *slog.Logger) (*clientv3.Client, error) {
-	c := *cfg
-	c.Prefix = ""
-	cli, err := etcdutil.NewClient(&c)
-	if err != nil {
-		return nil, fmt.Errorf("etcd client (endpoints, timeout and tls-* of the configuration): %w", err)
-	}
-	// The client's own warnings repeat, once per retry, what the daemon
-	// reports anyway: errors only.
-	cli.WithLogger(logbridge.NewZap(lg.Handler(), zapcore.ErrorLevel))
-	return cli, nil
 }
 
 func run(o *options) error {
@@ -242,7 +229,7 @@ func run(o *options) error {
 			return fmt.Errorf("--embedded-etcd-dir: %w", err)
 		}
 		e, err := embedded.Start(embedded.Options{Dir: o.embeddedDir, ClientURL: o.embeddedClient, PeerURL: o.embedded,
-			MaxRequestBytes: uint(o.maxClusterBytes) + 64*1024, Logger: logbridge.NewZap(lg.Handler(), zapcore.ErrorLevel)})
+			MaxRequestBytes: uint(o.maxClusterBytes + requestMargin), Logger: logbridge.NewZap(lg.Handler(), zapcore.ErrorLevel)})
 		if err != nil {
 			return fmt.Errorf("embedded etcd: %w", err)
 		}
@@ -254,7 +241,7 @@ func run(o *options) error {
 			cfg.Prefix = o.prefix
 		}
 	}
-	cli, err := connect(cfg, lg)
+	cli, err := connect(cfg, o.maxClusterBytes+requestMargin, lg)
 	if err != nil {
 		return err
 	}

@@ -383,7 +383,7 @@ func TestEtcdTLSInline(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
-		cli, err := connect(cfg, lg)
+		cli, err := connect(cfg, o.maxClusterBytes+requestMargin, lg)
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
@@ -403,7 +403,7 @@ func TestEtcdTLSInline(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg, _ := o.etcdConfig()
-	cli, err := connect(cfg, lg)
+	cli, err := connect(cfg, o.maxClusterBytes+requestMargin, lg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -414,11 +414,42 @@ func TestEtcdTLSInline(t *testing.T) {
 		t.Error("a put with another CA succeeded")
 	}
 
-	// A CA that is not PEM.
-	o, _ = parseFlags([]string{"--config", writeFile(t, dir, "garbage.yml", "tls-ca: not a certificate\n")})
-	cfg, _ = o.etcdConfig()
-	if _, err := connect(cfg, lg); err == nil || !strings.Contains(err.Error(), "etcd client") {
-		t.Errorf("a CA that is not PEM: %v", err)
+	// Refused at start, naming the file and the setting.
+	for content, want := range map[string]string{
+		"tls-ca: not a certificate\n":                                                                     "tls-ca: no PEM certificate found",
+		fmt.Sprintf("tls-cert-file: %s\n", pki.clientCertFile):                                            "needs both tls-cert and tls-key",
+		"tls-cert-file: /nonexistent\ntls-key-file: /nonexistent\n":                                       "tls-cert-file: open /nonexistent",
+		fmt.Sprintf("tls-cert: |\n%s\ntls-key: |\n%s\n", indent(pki.clientCert), indent(other.clientKey)): "tls-cert and tls-key: tls: private key does not match public key",
+	} {
+		f := writeFile(t, dir, "bad.yml", content)
+		if _, err := parseFlags([]string{"--config", f}); err == nil || !strings.Contains(err.Error(), "--config "+f+": "+want) {
+			t.Errorf("%q: %v, want %q", content, err, want)
+		}
+	}
+}
+
+// TestLargeCluster: a cluster over the etcd client's default request
+// limit (2 MiB) is written when --max-cluster-bytes and etcd's
+// --max-request-bytes allow it.
+func TestLargeCluster(t *testing.T) {
+	_, url := etcdtest.StartServer(t, embedded.Options{MaxRequestBytes: 8 << 20})
+	o, err := parseFlags([]string{"--etcd-endpoints", url, "--max-cluster-bytes", "6000000"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := o.etcdConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cli, err := connect(cfg, o.maxClusterBytes+requestMargin, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := cli.Put(ctx, "/cke/cluster", strings.Repeat("x", 6000000)); err != nil {
+		t.Errorf("a 6 MB write with --max-cluster-bytes 6000000: %v", err)
 	}
 }
 
