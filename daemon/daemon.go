@@ -15,7 +15,6 @@ import (
 	"go.etcd.io/etcd/client/v3/concurrency"
 	"golang.org/x/sync/errgroup"
 
-	"github.com/ckegen/ckegen/cluster"
 	"github.com/ckegen/ckegen/generator"
 	"github.com/ckegen/ckegen/sabakan"
 	"github.com/ckegen/ckegen/storage"
@@ -38,7 +37,9 @@ type Config struct {
 	Sabakan         sabakan.Options
 	Now             func() time.Time
 	Log             *slog.Logger
-	Registry        prometheus.Registerer
+	// Registry receives the daemon's metrics and is what /metrics serves;
+	// nil: a new one.
+	Registry *prometheus.Registry
 }
 
 // Defaults.
@@ -56,8 +57,9 @@ type Daemon struct {
 	metrics *metrics
 	client  *sabakan.Client
 
-	mu     sync.Mutex
-	status storage.Status
+	mu      sync.Mutex
+	status  storage.Status
+	leading bool
 }
 
 // New returns a daemon; zero fields of cfg take their defaults.
@@ -118,12 +120,12 @@ func (d *Daemon) term(ctx context.Context) error {
 	defer sess.Close()
 	elec := concurrency.NewElection(sess, d.cfg.Storage.Key(storage.KeyLeader))
 	d.log.Info("campaigning for leadership", "name", d.cfg.Name)
-	if err := elec.Campaign(ctx, d.cfg.Name); err != nil {
-		return fmt.Errorf("campaign: %w", err)
+	if err := campaign(ctx, sess, elec, d.cfg.Name); err != nil {
+		return err
 	}
 	d.log.Info("elected leader", "name", d.cfg.Name, "key", elec.Key())
-	d.metrics.leader.Set(1)
-	defer d.metrics.leader.Set(0)
+	d.setLeading(true)
+	defer d.setLeading(false)
 	defer func() {
 		rctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
@@ -132,6 +134,52 @@ func (d *Daemon) term(ctx context.Context) error {
 		}
 	}()
 	return d.lead(ctx, sess, elec.Key())
+}
+
+// campaign waits until elec is won, ctx is done or the session ends,
+// whichever comes first. Without the session's end, a campaign whose
+// lease expired while it waited (etcd unreachable for longer than the
+// TTL) would wait for ever behind a key that no longer exists, or win with
+// it.
+func campaign(ctx context.Context, sess *concurrency.Session, elec *concurrency.Election, name string) error {
+	cctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		select {
+		case <-sess.Done():
+			cancel()
+		case <-cctx.Done():
+		}
+	}()
+	err := elec.Campaign(cctx, name)
+	select {
+	case <-sess.Done():
+		return fmt.Errorf("campaign: %w", errSessionLost)
+	default:
+	}
+	if err != nil {
+		return fmt.Errorf("campaign: %w", err)
+	}
+	return nil
+}
+
+func (d *Daemon) setLeading(leading bool) {
+	d.mu.Lock()
+	d.leading = leading
+	d.mu.Unlock()
+	if leading {
+		d.metrics.leader.Set(1)
+	} else {
+		d.metrics.leader.Set(0)
+		d.metrics.inventory.clear()
+	}
+}
+
+// Leading reports whether this daemon leads.
+func (d *Daemon) Leading() bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.leading
 }
 
 // lead runs, in one group, the session watch, the settings watch and the
@@ -239,56 +287,16 @@ func (d *Daemon) nextWait(err error, backoff time.Duration) (wait, next time.Dur
 	return min(backoff, d.cfg.Interval), min(2*backoff, d.cfg.Interval)
 }
 
-// runOnce is one tick with its status, metrics and log event.
+// runOnce is one tick with its status, metrics and log events.
 func (d *Daemon) runOnce(ctx context.Context, leaderKey string) error {
 	start := time.Now()
 	out, err := d.tick(ctx, leaderKey)
 	d.metrics.tickDuration.Observe(time.Since(start).Seconds())
 	now := d.cfg.Now().UTC()
-	d.metrics.timestamp.Set(float64(now.Unix()))
 
-	prev := d.Status()
-	st := storage.Status{Time: now, Leader: d.cfg.Name, LastSuccess: prev.LastSuccess,
-		LastOp: prev.LastOp, LastChanges: prev.LastChanges, LastChangeCount: prev.LastChangeCount}
-	var te *tickError
-	switch {
-	case err != nil && errors.As(err, &te):
-		st.Result, st.Reason, st.Message = ResultFailing, te.reason, te.err.Error()
-		st.ConsecutiveFailures = prev.ConsecutiveFailures + 1
-		d.metrics.successful.Set(0)
-		d.log.Error("tick failed", "reason", te.reason, "error", te.err, "failures", st.ConsecutiveFailures)
-	case err != nil:
-		st.Result, st.Reason, st.Message = ResultFailing, ReasonEtcdError, err.Error()
-		st.ConsecutiveFailures = prev.ConsecutiveFailures + 1
-		d.metrics.successful.Set(0)
-		d.log.Error("tick failed", "error", err)
-	case out.disabled:
-		st.Result, st.Reason, st.Message = ResultDisabled, ReasonDisabled, "sabakan integration is disabled"
-		d.log.Info("tick skipped: disabled")
-	default:
-		st.Result = ResultOK
-		st.LastSuccess = now
-		d.metrics.successful.Set(1)
-		if out.result != nil {
-			st.LastOp, st.LastChanges, st.LastChangeCount = out.result.Op, storageChanges(out.result.Changes), len(out.result.Changes)
-			d.log.Info("cluster updated", "op", out.result.Op, "changes", changeSummary(out.result.Changes), "nodes", out.nodes)
-		} else {
-			d.log.Info("nothing to do", "nodes", out.nodes, "machines", len(out.machines))
-		}
-	}
-	st.Since = now
-	if prev.Result == st.Result && prev.Reason == st.Reason && !prev.Since.IsZero() {
-		st.Since = prev.Since
-	}
-	if out != nil {
-		var c *cluster.Cluster
-		if out.result != nil {
-			c = out.result.Cluster
-		} else if cur, _, gerr := d.cfg.Storage.GetCluster(ctx); gerr == nil {
-			c = cur
-		}
-		d.metrics.observeInventory(out.machines, c)
-	}
+	st := nextStatus(d.Status(), now, d.cfg.Name, out, err)
+	d.logTick(st, out, err)
+	d.metrics.inventory.observe(now, out, err)
 	d.mu.Lock()
 	d.status = st
 	d.mu.Unlock()
@@ -296,6 +304,61 @@ func (d *Daemon) runOnce(ctx context.Context, leaderKey string) error {
 		d.log.Warn("status not recorded", "error", perr)
 	}
 	return err
+}
+
+// nextStatus is the status after a tick that ended with out and err,
+// following prev.
+func nextStatus(prev storage.Status, now time.Time, leader string, out *outcome, err error) storage.Status {
+	st := storage.Status{Time: now, Leader: leader, LastSuccess: prev.LastSuccess,
+		LastOp: prev.LastOp, LastChanges: prev.LastChanges, LastChangeCount: prev.LastChangeCount}
+	var te *tickError
+	switch {
+	case err != nil:
+		st.Result, st.Reason, st.Message = ResultFailing, ReasonEtcdError, err.Error()
+		if errors.As(err, &te) {
+			st.Reason, st.Message = te.reason, te.err.Error()
+		}
+		st.ConsecutiveFailures = prev.ConsecutiveFailures + 1
+	case out.disabled:
+		st.Result, st.Reason, st.Message = ResultDisabled, ReasonDisabled, "sabakan integration is disabled"
+	default:
+		st.Result = ResultOK
+		st.LastSuccess = now
+		if out.result != nil {
+			st.LastOp, st.LastChanges, st.LastChangeCount = out.result.Op, storage.Changes(out.result.Changes), len(out.result.Changes)
+		}
+	}
+	if out != nil {
+		st.Warnings = out.warnings[:min(len(out.warnings), storage.MaxWarnings)]
+	}
+	st.Since = now
+	if prev.Result == st.Result && prev.Reason == st.Reason && !prev.Since.IsZero() {
+		st.Since = prev.Since
+	}
+	return st
+}
+
+// logTick logs the tick's warnings and result.
+func (d *Daemon) logTick(st storage.Status, out *outcome, err error) {
+	if out != nil {
+		for _, w := range out.warnings {
+			d.log.Warn("tick warning", "warning", w)
+		}
+	}
+	switch {
+	case err != nil:
+		d.log.Error("tick failed", "reason", st.Reason, "error", st.Message, "failures", st.ConsecutiveFailures)
+	case out.disabled:
+		d.log.Info("tick skipped: disabled")
+	case out.result != nil:
+		d.log.Info("cluster updated", "op", out.result.Op, "changes", changeSummary(out.result.Changes), "nodes", len(out.result.Cluster.Nodes))
+	default:
+		nodes := 0
+		if out.current != nil {
+			nodes = len(out.current.Nodes)
+		}
+		d.log.Info("nothing to do", "nodes", nodes, "machines", len(out.machines))
+	}
 }
 
 func changeSummary(cs []generator.Change) []string {
@@ -306,7 +369,7 @@ func changeSummary(cs []generator.Change) []string {
 	return out
 }
 
-// Status is the daemon's last status (for /health).
+// Status is the status of the daemon's last tick (for /health).
 func (d *Daemon) Status() storage.Status {
 	d.mu.Lock()
 	defer d.mu.Unlock()

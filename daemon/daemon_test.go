@@ -4,22 +4,25 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/testutil"
 	dto "github.com/prometheus/client_model/go"
+	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/client/v3/concurrency"
 
 	"github.com/ckegen/ckegen/cluster"
 	"github.com/ckegen/ckegen/internal/dcgen"
+	"github.com/ckegen/ckegen/internal/embedded"
 	"github.com/ckegen/ckegen/internal/etcdtest"
 	"github.com/ckegen/ckegen/machine"
 	"github.com/ckegen/ckegen/sabakan"
@@ -34,6 +37,7 @@ const testTemplate = `{"name":"t","nodes":[{"user":"u","control_plane":true},{"u
 // fixture is an etcd, a sabakan-compatible server with a small data center,
 // and storage configured for them.
 type fixture struct {
+	etcd  *embedded.Etcd
 	st    storage.Storage
 	store *server.Store
 	url   string
@@ -41,7 +45,8 @@ type fixture struct {
 
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
-	cli := etcdtest.Client(t)
+	e, etcdURL := etcdtest.StartServer(t, embedded.Options{})
+	cli := etcdtest.Connect(t, etcdURL)
 	store := server.NewStore(func() time.Time { return testNow })
 	o := dcgen.Default(testNow)
 	o.Racks, o.PerRack, o.UnhealthyPct = 4, 5, 0
@@ -54,7 +59,7 @@ func newFixture(t *testing.T) *fixture {
 	}
 	ts := httptest.NewServer(srv.Handler())
 	t.Cleanup(ts.Close)
-	f := &fixture{st: storage.New(cli, ""), store: store, url: ts.URL + "/graphql"}
+	f := &fixture{etcd: e, st: storage.New(cli, ""), store: store, url: ts.URL + "/graphql"}
 	ctx := context.Background()
 	must(t, f.st.SetTemplate(ctx, []byte(testTemplate)))
 	must(t, f.st.SetURL(ctx, f.url))
@@ -88,7 +93,9 @@ func (f *fixture) daemon(name string, mod func(*Config)) *Daemon {
 // lead makes the test the leader and returns the election key.
 func (f *fixture) lead(t *testing.T) string {
 	t.Helper()
-	sess, err := concurrency.NewSession(f.st.Client)
+	// A short TTL: closing the session when the test ends waits up to the
+	// TTL when the test has stopped etcd.
+	sess, err := concurrency.NewSession(f.st.Client, concurrency.WithTTL(2))
 	must(t, err)
 	t.Cleanup(func() { sess.Close() })
 	e := concurrency.NewElection(sess, f.st.Key(storage.KeyLeader))
@@ -202,6 +209,18 @@ func TestFailureReasons(t *testing.T) {
 			_, err := f.st.Client.Put(context.Background(), f.st.Key(storage.KeyConstraints), `{"control-plane-count":0}`)
 			must(t, err)
 		}, nil, ReasonInvalidConstraints, "control-plane-count: must be >= 1"},
+		{"invalid disabled flag", func(t *testing.T, f *fixture) {
+			_, err := f.st.Client.Put(context.Background(), f.st.Key(storage.KeySabakanDisabled), "yes")
+			must(t, err)
+		}, nil, ReasonInvalidDisabled, `want true or false, got "yes"`},
+		{"invalid stored cluster", func(t *testing.T, f *fixture) {
+			_, err := f.st.Client.Put(context.Background(), f.st.Key(storage.KeyCluster), `{"name": "x", "nodes": [`)
+			must(t, err)
+		}, nil, ReasonInvalidCluster, "stored cluster"},
+		{"invalid cluster-revision", func(t *testing.T, f *fixture) {
+			_, err := f.st.Client.Put(context.Background(), f.st.Key(storage.KeyClusterRevision), "twelve")
+			must(t, err)
+		}, nil, ReasonInvalidCluster, `cluster-revision: invalid stored value: not a decimal revision: "twelve"`},
 		{"not enough machines", func(t *testing.T, f *fixture) {
 			c, _ := f.st.GetConstraints(context.Background())
 			c.MinimumWorkers = 500
@@ -216,6 +235,7 @@ func TestFailureReasons(t *testing.T) {
 				c.setup(t, f)
 			}
 			leader := f.lead(t)
+			before, _ := f.st.GetClusterRaw(context.Background())
 			err := f.daemon("d", c.mod).runOnce(context.Background(), leader)
 			var te *tickError
 			if !errors.As(err, &te) || te.reason != c.reason {
@@ -226,8 +246,43 @@ func TestFailureReasons(t *testing.T) {
 			if st.Result != ResultFailing || st.Reason != c.reason || !strings.Contains(st.Message, c.want) || st.ConsecutiveFailures != 1 {
 				t.Errorf("status %+v, want failing %s with %q", st, c.reason, c.want)
 			}
-			if f.cluster(t) != nil {
-				t.Error("a failed tick wrote a cluster")
+			if after, _ := f.st.GetClusterRaw(context.Background()); string(after) != string(before) {
+				t.Errorf("a failed tick wrote a cluster: %.80s", after)
+			}
+			if h, _ := f.st.History(context.Background()); len(h) != 0 {
+				t.Errorf("a failed tick recorded %d changes", len(h))
+			}
+		})
+	}
+}
+
+// TestEtcdErrorIsEtcdError: when etcd does not answer, the tick fails with
+// ETCD_ERROR, not with the reason of whatever it was reading (it used to
+// be INVALID_CONSTRAINTS or INVALID_CLUSTER), and writes nothing.
+func TestEtcdErrorIsEtcdError(t *testing.T) {
+	t.Parallel() // a stop takes etcd's request timeout (7 s) while a session is open
+	for _, stop := range []struct {
+		name string
+		stop func(f *fixture)
+	}{
+		{"etcd stopped", func(f *fixture) { f.etcd.Close() }},
+		{"client closed", func(f *fixture) { f.st.Client.Close() }},
+	} {
+		t.Run(stop.name, func(t *testing.T) {
+			t.Parallel()
+			f := newFixture(t)
+			leader := f.lead(t)
+			d := f.daemon("d", nil)
+			stop.stop(f)
+			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+			defer cancel()
+			err := d.runOnce(ctx, leader)
+			var te *tickError
+			if !errors.As(err, &te) || te.reason != ReasonEtcdError {
+				t.Fatalf("error %v, want %s", err, ReasonEtcdError)
+			}
+			if st := d.Status(); st.Reason != ReasonEtcdError || st.Result != ResultFailing {
+				t.Errorf("status %+v", st)
 			}
 		})
 	}
@@ -433,39 +488,307 @@ func TestWatchTriggersTick(t *testing.T) {
 	}
 }
 
+// scrape returns d's /metrics, as Prometheus reads it, over HTTP.
+func scrape(t *testing.T, d *Daemon) string {
+	t.Helper()
+	ts := httptest.NewServer(d.Handler())
+	defer ts.Close()
+	resp, err := http.Get(ts.URL + "/metrics")
+	must(t, err)
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	must(t, err)
+	return string(body)
+}
+
+// series returns the lines of a scrape that start with name, sorted as
+// exported.
+func series(scraped, name string) []string {
+	var out []string
+	for _, l := range strings.Split(scraped, "\n") {
+		if strings.HasPrefix(l, name) {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// TestMetrics: CKE's series with CKE's names; the cke_sabakan_* series
+// and ckegen_machines only on the leader, only while the integration is
+// enabled, and only after a tick.
 func TestMetrics(t *testing.T) {
 	f := newFixture(t)
-	reg := prometheus.NewRegistry()
-	d := f.daemon("d", func(c *Config) { c.Registry = reg })
-	must(t, d.runOnce(context.Background(), f.lead(t)))
-	if v := testutil.ToFloat64(d.metrics.successful); v != 1 {
-		t.Errorf("cke_sabakan_integration_successful = %v", v)
+	leader := f.lead(t)
+	d := f.daemon("d", nil)
+	ctx := context.Background()
+
+	// Before leading: cke_leader 0 and no integration series.
+	m := scrape(t, d)
+	if got := series(m, "cke_leader"); len(got) != 1 || got[0] != "cke_leader 0" {
+		t.Errorf("a follower exports %q", got)
 	}
-	if v := testutil.ToFloat64(d.metrics.timestamp); v != float64(testNow.Unix()) {
-		t.Errorf("cke_sabakan_integration_timestamp_seconds = %v", v)
+	for _, name := range []string{"cke_sabakan_", "ckegen_machines"} {
+		if got := series(m, name); len(got) != 0 {
+			t.Errorf("a follower exports %q", got)
+		}
 	}
-	// 20 machines, 4 boot servers not returned, 8 in the cluster.
-	if v := testutil.ToFloat64(d.metrics.unused); v != 8 {
-		t.Errorf("cke_sabakan_unused_machines = %v, want 8", v)
+
+	d.setLeading(true)
+	if got := series(scrape(t, d), "cke_sabakan_"); len(got) != 0 {
+		t.Errorf("a leader exports %q before its first tick", got)
 	}
-	total := 0.0
-	for _, role := range []string{"compute", "storage", "gpu"} {
-		total += testutil.ToFloat64(d.metrics.workers.WithLabelValues(role))
+	must(t, d.runOnce(ctx, leader))
+	m = scrape(t, d)
+	want := []string{
+		"cke_sabakan_integration_successful 1",
+		"cke_sabakan_integration_timestamp_seconds " + strconv.FormatFloat(float64(testNow.Unix()), 'g', -1, 64),
+		// 20 machines, 4 boot servers not returned, 8 in the cluster.
+		"cke_sabakan_unused_machines 8",
+	}
+	for _, w := range want {
+		if !strings.Contains(m, w+"\n") {
+			t.Errorf("/metrics lacks %q:\n%s", w, strings.Join(series(m, "cke_"), "\n"))
+		}
+	}
+	if got := series(m, "cke_leader"); len(got) != 1 || got[0] != "cke_leader 1" {
+		t.Errorf("the leader exports %q", got)
+	}
+	total := 0
+	for _, l := range series(m, "cke_sabakan_workers{") {
+		var n int
+		_, err := fmt.Sscanf(l[strings.LastIndex(l, " ")+1:], "%d", &n)
+		must(t, err)
+		total += n
 	}
 	if total != 5 {
-		t.Errorf("cke_sabakan_workers sums to %v, want 5", total)
+		t.Errorf("cke_sabakan_workers sums to %d, want 5: %q", total, series(m, "cke_sabakan_workers"))
 	}
-	if v := testutil.ToFloat64(d.metrics.machines.WithLabelValues("HEALTHY")); v != 16 {
-		t.Errorf("ckegen_machines{state=HEALTHY} = %v, want 16", v)
+	if !strings.Contains(m, `ckegen_machines{state="HEALTHY"} 16`+"\n") {
+		t.Errorf("ckegen_machines: %q", series(m, "ckegen_machines"))
 	}
-	n, err := testutil.GatherAndCount(reg, "cke_sabakan_integration_successful", "cke_sabakan_workers",
-		"ckegen_tick_duration_seconds", "ckegen_sabakan_query_duration_seconds", "ckegen_leader")
-	if err != nil || n < 5 {
-		t.Errorf("gathered %d series: %v", n, err)
+
+	// A failed tick: successful 0, the counts of the last tick that had
+	// them are kept.
+	must(t, f.st.SetURL(ctx, "http://127.0.0.1:1/graphql"))
+	if err := d.runOnce(ctx, leader); err == nil {
+		t.Fatal("a tick against no sabakan succeeded")
 	}
+	m = scrape(t, d)
+	for _, w := range []string{"cke_sabakan_integration_successful 0", "cke_sabakan_unused_machines 8"} {
+		if !strings.Contains(m, w+"\n") {
+			t.Errorf("after a failed tick /metrics lacks %q", w)
+		}
+	}
+
+	// Disabled is not "successful": nothing is exported.
+	must(t, f.st.SetDisabled(ctx, true))
+	must(t, d.runOnce(ctx, leader))
+	m = scrape(t, d)
+	for _, name := range []string{"cke_sabakan_", "ckegen_machines"} {
+		if got := series(m, name); len(got) != 0 {
+			t.Errorf("a disabled integration exports %q", got)
+		}
+	}
+
+	// Enabled again, then leadership ends: nothing is exported.
+	must(t, f.st.SetDisabled(ctx, false))
+	must(t, f.st.SetURL(ctx, f.url))
+	must(t, d.runOnce(ctx, leader))
+	if got := series(scrape(t, d), "cke_sabakan_integration_successful"); len(got) != 1 {
+		t.Fatalf("enabled again: %q", got)
+	}
+	d.setLeading(false)
+	m = scrape(t, d)
+	if got := series(m, "cke_sabakan_"); len(got) != 0 {
+		t.Errorf("after leadership ended: %q", got)
+	}
+	if got := series(m, "cke_leader"); len(got) != 1 || got[0] != "cke_leader 0" {
+		t.Errorf("after leadership ended: %q", got)
+	}
+
 	// Stale roles disappear.
-	d.metrics.observeInventory(nil, &cluster.Cluster{Nodes: []*cluster.Node{{Address: "x", Labels: map[string]string{"cke.cybozu.com/role": "new"}}}})
-	if n := testutil.CollectAndCount(d.metrics.workers); n != 1 {
-		t.Errorf("%d worker role series after the roles changed, want 1", n)
+	d.setLeading(true)
+	d.metrics.inventory.observe(testNow, &outcome{machines: []*machine.Machine{},
+		current: &cluster.Cluster{Nodes: []*cluster.Node{{Address: "x", Labels: map[string]string{"cke.cybozu.com/role": "new"}}}}}, nil)
+	if got := series(scrape(t, d), "cke_sabakan_workers{"); len(got) != 1 || got[0] != `cke_sabakan_workers{role="new"} 1` {
+		t.Errorf("worker series after the roles changed: %q", got)
 	}
+}
+
+// TestFollowerMetrics: of two running daemons, the follower exports
+// cke_leader 0 and none of the integration's series.
+func TestFollowerMetrics(t *testing.T) {
+	f := newFixture(t)
+	d1, d2 := f.daemon("d1", nil), f.daemon("d2", nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan struct{}, 2)
+	go func() { _ = d1.Run(ctx); done <- struct{}{} }()
+	waitFor(t, "d1 to tick", func() bool { return ticks(d1) > 0 })
+	go func() { _ = d2.Run(ctx); done <- struct{}{} }()
+	time.Sleep(500 * time.Millisecond)
+	m1, m2 := scrape(t, d1), scrape(t, d2)
+	if !strings.Contains(m1, "cke_leader 1\n") || !strings.Contains(m1, "cke_sabakan_integration_successful 1\n") {
+		t.Errorf("the leader: %q", append(series(m1, "cke_leader"), series(m1, "cke_sabakan_integration")...))
+	}
+	if !strings.Contains(m2, "cke_leader 0\n") || len(series(m2, "cke_sabakan_")) != 0 || len(series(m2, "ckegen_machines")) != 0 {
+		t.Errorf("the follower: %q", append(series(m2, "cke_leader"), series(m2, "cke_sabakan_")...))
+	}
+	cancel()
+	<-done
+	<-done
+}
+
+// TestHealthAndVersion: /health and /version answer as CKE's.
+func TestHealthAndVersion(t *testing.T) {
+	t.Parallel() // see TestEtcdErrorIsEtcdError
+	f := newFixture(t)
+	d := f.daemon("d", nil)
+	ts := httptest.NewServer(d.Handler())
+	defer ts.Close()
+	get := func(path string) (int, string, map[string]any) {
+		t.Helper()
+		resp, err := http.Get(ts.URL + path)
+		must(t, err)
+		defer resp.Body.Close()
+		var body map[string]any
+		must(t, json.NewDecoder(resp.Body).Decode(&body))
+		return resp.StatusCode, resp.Header.Get("Content-Type"), body
+	}
+	code, ctype, body := get("/version")
+	if code != 200 || ctype != "application/json" || body["version"] == "" || len(body) != 1 {
+		t.Errorf("/version: %d %s %v", code, ctype, body)
+	}
+
+	code, ctype, body = get("/health")
+	if code != 200 || ctype != "application/json" || body["health"] != "healthy" || body["etcd"] != "ok" || body["leader"] != false {
+		t.Errorf("/health with etcd up: %d %s %v", code, ctype, body)
+	}
+	if _, ok := body["lastTick"]; ok {
+		t.Errorf("a follower shows a last tick: %v", body)
+	}
+	leader := f.lead(t)
+	d.setLeading(true)
+	must(t, d.runOnce(context.Background(), leader))
+	if _, _, body = get("/health"); body["leader"] != true || body["lastTick"].(map[string]any)["result"] != ResultOK {
+		t.Errorf("/health of the leader: %v", body)
+	}
+
+	f.etcd.Close()
+	code, ctype, body = get("/health")
+	if code != http.StatusInternalServerError || ctype != "application/json" || body["health"] != "unhealthy" || body["etcd"] == "ok" {
+		t.Errorf("/health with etcd down: %d %s %v", code, ctype, body)
+	}
+}
+
+// leaderKeys returns the election keys held under name.
+func (f *fixture) leaderKeys(t *testing.T, name string) []*mvccpb.KeyValue {
+	t.Helper()
+	resp, err := f.st.Client.Get(context.Background(), f.st.Key(storage.KeyLeader), clientv3.WithPrefix())
+	must(t, err)
+	var out []*mvccpb.KeyValue
+	for _, kv := range resp.Kvs {
+		if string(kv.Value) == name {
+			out = append(out, kv)
+		}
+	}
+	return out
+}
+
+// TestCampaignGivesUpWhenSessionEnds: a daemon waiting behind a leader
+// whose own session ends (its lease expired while etcd was out of reach)
+// starts a new session and campaigns again, instead of waiting for ever
+// behind a key that no longer exists.
+func TestCampaignGivesUpWhenSessionEnds(t *testing.T) {
+	f := newFixture(t)
+	f.lead(t) // the test leads throughout
+	d := f.daemon("waiting", nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan struct{})
+	go func() { _ = d.Run(ctx); close(done) }()
+	var first *mvccpb.KeyValue
+	waitFor(t, "the daemon's campaign", func() bool {
+		kvs := f.leaderKeys(t, "waiting")
+		if len(kvs) == 1 {
+			first = kvs[0]
+		}
+		return first != nil
+	})
+	_, err := f.st.Client.Revoke(ctx, clientv3.LeaseID(first.Lease))
+	must(t, err)
+	waitFor(t, "a new campaign with a new session", func() bool {
+		kvs := f.leaderKeys(t, "waiting")
+		return len(kvs) == 1 && kvs[0].Lease != first.Lease
+	})
+	if d.Leading() || ticks(d) != 0 {
+		t.Error("the daemon leads while the test holds the leadership")
+	}
+	cancel()
+	<-done
+}
+
+// TestSettingsChangeResetsBackoff: after failures have stretched the
+// backoff, a settings change ticks at once and a failure after it retries
+// after MinBackoff again, not after the stretched backoff.
+func TestSettingsChangeResetsBackoff(t *testing.T) {
+	f := newFixture(t)
+	must(t, f.st.SetURL(context.Background(), "http://127.0.0.1:1/graphql"))
+	d := f.daemon("d", func(c *Config) { c.Interval = time.Hour; c.MinBackoff = 20 * time.Millisecond })
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan struct{})
+	go func() { _ = d.Run(ctx); close(done) }()
+	// Waits of 20, 40, ..., 1280 ms: after the seventh failure the next
+	// wait is 1.28 s, and the one after 2.56 s.
+	waitFor(t, "seven failed ticks", func() bool { return ticks(d) == 7 })
+	must(t, f.st.SetURL(ctx, "http://127.0.0.1:2/graphql"))
+	waitFor(t, "the triggered tick", func() bool { return ticks(d) == 8 })
+	triggered := time.Now()
+	waitFor(t, "the retry after the triggered tick", func() bool { return ticks(d) == 9 })
+	if wait := time.Since(triggered); wait > 800*time.Millisecond {
+		t.Errorf("the retry after a settings change came %s later, want about MinBackoff (20ms)", wait.Round(time.Millisecond))
+	}
+	if st := d.Status(); st.Reason != ReasonSabakanUnreachable {
+		t.Errorf("status %+v", st)
+	}
+	cancel()
+	<-done
+}
+
+// TestWarnings: a warning (here: an even control-plane-count) is in the
+// status and in the log, and the tick goes on.
+func TestWarnings(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	c, _ := f.st.GetConstraints(ctx)
+	c.ControlPlaneCount = 2
+	must(t, f.st.SetConstraints(ctx, c))
+	var log strings.Builder
+	var mu sync.Mutex
+	d := f.daemon("d", func(c *Config) {
+		c.Log = slog.New(slog.NewTextHandler(&lockedWriter{w: &log, mu: &mu}, nil))
+	})
+	must(t, d.runOnce(ctx, f.lead(t)))
+	st, err := f.st.GetStatus(ctx)
+	must(t, err)
+	if st.Result != ResultOK || len(st.Warnings) != 1 || !strings.Contains(st.Warnings[0], "control-plane-count is even (2)") {
+		t.Errorf("status %+v, want ok with the even control-plane-count warning", st)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if !strings.Contains(log.String(), `level=WARN msg="tick warning" warning="constraints: control-plane-count is even (2)`) {
+		t.Errorf("the log lacks the warning:\n%s", log.String())
+	}
+}
+
+type lockedWriter struct {
+	w  io.Writer
+	mu *sync.Mutex
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }

@@ -1,43 +1,31 @@
 package daemon
 
 import (
+	"maps"
+	"slices"
+	"sync"
+	"time"
+
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/ckegen/ckegen/cluster"
 	"github.com/ckegen/ckegen/labels"
 	"github.com/ckegen/ckegen/machine"
 )
 
-// metrics are the daemon's Prometheus metrics: CKE's sabakan integration
-// metrics under their CKE names, and ckegen's own.
+// metrics are the daemon's Prometheus metrics: CKE's cke_leader and
+// sabakan integration metrics under their CKE names, and ckegen's own.
 type metrics struct {
-	successful    prometheus.Gauge
-	timestamp     prometheus.Gauge
-	workers       *prometheus.GaugeVec
-	unused        prometheus.Gauge
+	leader        prometheus.Gauge
 	tickDuration  prometheus.Histogram
 	queryDuration prometheus.Histogram
-	machines      *prometheus.GaugeVec
-	leader        prometheus.Gauge
+	inventory     *inventory
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
 	m := &metrics{
-		successful: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "cke_sabakan_integration_successful",
-			Help: "1 if the last sabakan integration tick succeeded, 0 otherwise.",
-		}),
-		timestamp: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "cke_sabakan_integration_timestamp_seconds",
-			Help: "The time of the last sabakan integration tick.",
-		}),
-		workers: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "cke_sabakan_workers",
-			Help: "The number of worker nodes of each role.",
-		}, []string{"role"}),
-		unused: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "cke_sabakan_unused_machines",
-			Help: "The number of machines sabakan returned that are not in the cluster.",
+		leader: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "cke_leader",
+			Help: "True (=1) if this daemon is the leader.",
 		}),
 		tickDuration: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "ckegen_tick_duration_seconds",
@@ -49,50 +37,130 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Help:    "How long the searchMachines query took.",
 			Buckets: prometheus.ExponentialBuckets(0.001, 4, 10),
 		}),
-		machines: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "ckegen_machines",
-			Help: "The number of machines sabakan returned, by state.",
-		}, []string{"state"}),
-		leader: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "ckegen_leader",
-			Help: "1 while this daemon is the leader.",
-		}),
+		inventory: newInventory(),
 	}
-	reg.MustRegister(m.successful, m.timestamp, m.workers, m.unused, m.tickDuration, m.queryDuration, m.machines, m.leader)
+	reg.MustRegister(m.leader, m.tickDuration, m.queryDuration, m.inventory)
 	return m
 }
 
-// observeInventory sets the per-role, per-state and unused gauges from the
-// machines and the cluster after a tick. Roles that are gone are dropped.
-func (m *metrics) observeInventory(ms []*machine.Machine, c *cluster.Cluster) {
-	if c != nil {
-		inCluster := make(map[string]bool, len(c.Nodes))
-		byRole := map[string]int{}
-		for _, n := range c.Nodes {
-			inCluster[n.Address] = true
-			if !n.ControlPlane {
-				byRole[n.Labels[labels.Role]]++
-			}
-		}
-		m.workers.Reset()
-		for role, n := range byRole {
-			m.workers.WithLabelValues(role).Set(float64(n))
-		}
-		unused := 0
-		for _, x := range ms {
-			if !inCluster[x.Address()] {
-				unused++
-			}
-		}
-		m.unused.Set(float64(unused))
+// inventory collects the series that describe the integration's last
+// tick: CKE's cke_sabakan_* and ckegen_machines. As CKE does, it exports
+// them only on the leader and only while the integration is enabled: a
+// follower or a disabled integration has nothing to say about them, and a
+// 0 would read as a failure.
+type inventory struct {
+	successful, timestamp, workers, unused, machines *prometheus.Desc
+
+	mu   sync.Mutex
+	last lastTick
+}
+
+// lastTick is what the inventory exports.
+type lastTick struct {
+	// ticked: this term has had a tick, and the integration was enabled
+	// in the last one.
+	ticked  bool
+	success bool
+	at      time.Time
+	byRole  map[string]int // nil: no cluster seen yet
+	unused  int
+	byState map[machine.State]int // nil: no machines seen yet
+}
+
+func newInventory() *inventory {
+	return &inventory{
+		successful: prometheus.NewDesc("cke_sabakan_integration_successful",
+			"True (=1) if the last sabakan integration tick succeeded.", nil, nil),
+		timestamp: prometheus.NewDesc("cke_sabakan_integration_timestamp_seconds",
+			"The Unix time when cke_sabakan_integration_successful was last updated.", nil, nil),
+		workers: prometheus.NewDesc("cke_sabakan_workers",
+			"The number of worker nodes of each role.", []string{"role"}, nil),
+		unused: prometheus.NewDesc("cke_sabakan_unused_machines",
+			"The number of machines sabakan returned that are not in the cluster.", nil, nil),
+		machines: prometheus.NewDesc("ckegen_machines",
+			"The number of machines sabakan returned, by state.", []string{"state"}, nil),
 	}
-	if ms != nil {
-		byState := map[machine.State]int{}
-		for _, x := range ms {
-			byState[x.Status.State]++
+}
+
+// Describe implements prometheus.Collector.
+func (v *inventory) Describe(ch chan<- *prometheus.Desc) {
+	ch <- v.successful
+	ch <- v.timestamp
+	ch <- v.workers
+	ch <- v.unused
+	ch <- v.machines
+}
+
+// Collect implements prometheus.Collector.
+func (v *inventory) Collect(ch chan<- prometheus.Metric) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	t := &v.last
+	if !t.ticked {
+		return
+	}
+	success := 0.0
+	if t.success {
+		success = 1
+	}
+	ch <- prometheus.MustNewConstMetric(v.successful, prometheus.GaugeValue, success)
+	ch <- prometheus.MustNewConstMetric(v.timestamp, prometheus.GaugeValue, float64(t.at.Unix()))
+	if t.byRole != nil {
+		for _, role := range slices.Sorted(maps.Keys(t.byRole)) {
+			ch <- prometheus.MustNewConstMetric(v.workers, prometheus.GaugeValue, float64(t.byRole[role]), role)
 		}
+	}
+	if t.byRole != nil && t.byState != nil {
+		ch <- prometheus.MustNewConstMetric(v.unused, prometheus.GaugeValue, float64(t.unused))
+	}
+	if t.byState != nil {
 		for _, s := range machine.States {
-			m.machines.WithLabelValues(string(s)).Set(float64(byState[s]))
+			ch <- prometheus.MustNewConstMetric(v.machines, prometheus.GaugeValue, float64(t.byState[s]), string(s))
 		}
 	}
+}
+
+// observe records a tick that ended at now with out and err. Counts the
+// tick did not get to (sabakan did not answer) keep their last values.
+func (v *inventory) observe(now time.Time, out *outcome, err error) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if out != nil && out.disabled {
+		v.last = lastTick{}
+		return
+	}
+	t := &v.last
+	t.ticked, t.success, t.at = true, err == nil, now
+	if out == nil || out.machines == nil {
+		return
+	}
+	t.byState = map[machine.State]int{}
+	for _, m := range out.machines {
+		t.byState[m.Status.State]++
+	}
+	c := out.cluster()
+	if c == nil {
+		return
+	}
+	inCluster := make(map[string]bool, len(c.Nodes))
+	t.byRole = map[string]int{}
+	for _, n := range c.Nodes {
+		inCluster[n.Address] = true
+		if !n.ControlPlane {
+			t.byRole[n.Labels[labels.Role]]++
+		}
+	}
+	t.unused = 0
+	for _, m := range out.machines {
+		if !inCluster[m.Address()] {
+			t.unused++
+		}
+	}
+}
+
+// clear stops the export until the next tick, as when leadership ends.
+func (v *inventory) clear() {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.last = lastTick{}
 }

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/ckegen/ckegen/cluster"
+	"github.com/ckegen/ckegen/constraints"
 	"github.com/ckegen/ckegen/generator"
 	"github.com/ckegen/ckegen/labels"
 	"github.com/ckegen/ckegen/machine"
@@ -18,6 +20,7 @@ import (
 // Reason codes recorded in sabakan/status when a tick fails.
 const (
 	ReasonDisabled           = "DISABLED"
+	ReasonInvalidDisabled    = "INVALID_DISABLED_FLAG"
 	ReasonNoTemplate         = "NO_TEMPLATE"
 	ReasonInvalidTemplate    = "INVALID_TEMPLATE"
 	ReasonNoURL              = "NO_URL"
@@ -53,169 +56,217 @@ func (e *tickError) Unwrap() error { return e.err }
 
 func fail(reason string, err error) *tickError { return &tickError{reason: reason, err: err} }
 
-// outcome is what one tick did.
-type outcome struct {
-	disabled bool
-	result   *generator.Result // nil when nothing was written
-	machines []*machine.Machine
-	nodes    int
+// settings are what a tick reads from etcd, parsed.
+type settings struct {
+	disabled    bool
+	template    *template.Template
+	templateRev int64 // mod revision of sabakan/template
+	url         string
+	vars        sabakan.Variables
+	constraints constraints.Constraints
+	current     *cluster.Cluster // nil: no cluster yet
+	clusterRev  int64            // mod revision of cluster, for the guarded write
+	builtFrom   int64            // cluster-revision: the template revision current was built from
+	rebooting   map[string]bool
 }
 
-// tick runs one integration step (SPEC 7) and writes the new cluster, if
-// any, with the template revision it was built from.
+// outcome is what one tick saw and did.
+type outcome struct {
+	disabled bool
+	current  *cluster.Cluster  // the cluster the tick read
+	result   *generator.Result // nil when nothing was written
+	machines []*machine.Machine
+	// warnings are for the operator: the tick went on regardless.
+	warnings []string
+}
+
+// cluster is the cluster after the tick.
+func (o *outcome) cluster() *cluster.Cluster {
+	if o.result != nil {
+		return o.result.Cluster
+	}
+	return o.current
+}
+
+// tick runs one integration step (SPEC 7): read the settings, query
+// sabakan, decide, write the new cluster if there is one, and record the
+// change in the history. A failed step ends the tick with its reason; the
+// caller records the status.
 func (d *Daemon) tick(ctx context.Context, leaderKey string) (*outcome, error) {
-	st := d.cfg.Storage
-	// A leader learns that its lease is gone only at the next keepalive;
-	// checking the key first keeps a deposed leader from querying sabakan.
-	// (The cluster write is guarded by the key in any case.)
-	if held, err := st.Holds(ctx, leaderKey); err != nil {
-		return nil, fail(ReasonEtcdError, err)
-	} else if !held {
-		return nil, fail(ReasonLostLeadership, storage.ErrNoLeader)
-	}
-	disabled, err := st.IsDisabled(ctx)
+	s, err := d.readSettings(ctx, leaderKey)
 	if err != nil {
-		return nil, fail(ReasonEtcdError, err)
+		return nil, err
 	}
-	if disabled {
+	if s.disabled {
 		return &outcome{disabled: true}, nil
 	}
+	out := &outcome{current: s.current, warnings: s.constraints.Warnings()}
+	ms, warnings, err := d.querySabakan(ctx, s)
+	out.machines = ms
+	out.warnings = append(out.warnings, warnings...)
+	if err != nil {
+		return out, err
+	}
+	res, err := d.decide(s, ms)
+	if err != nil || res == nil {
+		return out, err
+	}
+	rev, err := d.write(ctx, leaderKey, s, res)
+	if err != nil {
+		return out, err
+	}
+	out.result = res
+	d.record(ctx, leaderKey, s, res, rev)
+	return out, nil
+}
 
-	tmplData, tmplRev, err := st.GetTemplate(ctx)
-	switch {
-	case errors.Is(err, storage.ErrNotFound):
-		return nil, fail(ReasonNoTemplate, errors.New("no template: set one with ckecli sabakan set-template"))
-	case err != nil:
+// readSettings reads everything a tick needs in one etcd transaction and
+// parses it. An etcd error is ETCD_ERROR; a value that does not parse is
+// the reason of that value.
+func (d *Daemon) readSettings(ctx context.Context, leaderKey string) (*settings, error) {
+	snap, err := d.cfg.Storage.Snapshot(ctx, leaderKey)
+	if err != nil {
 		return nil, fail(ReasonEtcdError, err)
 	}
-	tmpl, err := template.Parse(tmplData)
+	// A leader learns that its lease is gone only at the next keepalive;
+	// the election key in the snapshot keeps a deposed leader from
+	// querying sabakan. (The cluster write is guarded by the key in any
+	// case.)
+	if !snap.Leading {
+		return nil, fail(ReasonLostLeadership, storage.ErrNoLeader)
+	}
+	var s settings
+	if s.disabled, err = snap.Disabled(); err != nil {
+		return nil, fail(ReasonInvalidDisabled, fmt.Errorf("%w (set it with ckecli sabakan enable or disable)", err))
+	}
+	if s.disabled {
+		return &s, nil
+	}
+
+	data, rev, err := snap.Template()
 	if err != nil {
+		return nil, fail(ReasonNoTemplate, errors.New("no template: set one with ckecli sabakan set-template"))
+	}
+	if s.template, err = template.Parse(data); err != nil {
 		return nil, fail(ReasonInvalidTemplate, err)
 	}
+	s.templateRev = rev
 
-	url, err := st.GetURL(ctx)
-	switch {
-	case errors.Is(err, storage.ErrNotFound):
+	if s.url, err = snap.URL(); err != nil {
 		return nil, fail(ReasonNoURL, errors.New("no sabakan URL: set one with ckecli sabakan set-url"))
-	case err != nil:
-		return nil, fail(ReasonEtcdError, err)
 	}
-
-	var vars sabakan.Variables
-	varsData, err := st.GetQueryVariables(ctx)
-	switch {
-	case errors.Is(err, storage.ErrNotFound):
-	case err != nil:
-		return nil, fail(ReasonEtcdError, err)
-	default:
-		if vars, err = sabakan.ParseVariables(varsData); err != nil {
+	if data, err := snap.QueryVariables(); err == nil {
+		if s.vars, err = sabakan.ParseVariables(data); err != nil {
 			return nil, fail(ReasonInvalidVariables, err)
 		}
 	}
-
-	cons, err := st.GetConstraints(ctx)
-	if err != nil {
+	if s.constraints, err = snap.Constraints(); err != nil {
 		return nil, fail(ReasonInvalidConstraints, err)
 	}
-	if err := cons.Validate(); err != nil {
+	if err := s.constraints.Validate(); err != nil {
 		return nil, fail(ReasonInvalidConstraints, err)
 	}
 
-	current, clusterRev, err := st.GetCluster(ctx)
+	s.current, s.clusterRev, err = snap.Cluster()
 	switch {
 	case errors.Is(err, storage.ErrNotFound):
-		current, clusterRev = nil, 0
-	case err != nil && clusterRev != 0:
-		return nil, fail(ReasonInvalidCluster, err)
+		s.current, s.clusterRev = nil, 0
 	case err != nil:
-		return nil, fail(ReasonEtcdError, err)
-	}
-	builtFrom, err := st.GetClusterRevision(ctx)
-	if err != nil {
 		return nil, fail(ReasonInvalidCluster, err)
 	}
-	rebooting, err := st.RebootingNodes(ctx)
-	if err != nil {
-		return nil, fail(ReasonEtcdError, err)
+	if s.builtFrom, err = snap.ClusterRevision(); err != nil {
+		return nil, fail(ReasonInvalidCluster, err)
 	}
+	s.rebooting = snap.RebootingNodes()
+	return &s, nil
+}
 
-	client, err := d.sabakanClient(url)
+// querySabakan returns the machines sabakan has for the user's variables,
+// sanitized, with a warning for each machine ignored or changed.
+func (d *Daemon) querySabakan(ctx context.Context, s *settings) ([]*machine.Machine, []string, error) {
+	client, err := d.sabakanClient(s.url)
 	if err != nil {
-		return nil, fail(ReasonQueryError, err)
+		return nil, nil, fail(ReasonQueryError, err)
 	}
-	queryStart := time.Now()
-	raw, err := client.SearchMachines(ctx, vars)
-	d.metrics.queryDuration.Observe(time.Since(queryStart).Seconds())
+	start := time.Now()
+	raw, err := client.SearchMachines(ctx, s.vars)
+	d.metrics.queryDuration.Observe(time.Since(start).Seconds())
 	switch {
 	case errors.Is(err, sabakan.ErrUnreachable):
-		return nil, fail(ReasonSabakanUnreachable, err)
+		return nil, nil, fail(ReasonSabakanUnreachable, err)
 	case err != nil:
-		return nil, fail(ReasonQueryError, err)
+		return nil, nil, fail(ReasonQueryError, err)
 	}
 	ms, warnings := machine.Sanitize(raw, labels.ValidateSabakanLabel)
-	for _, w := range warnings {
-		d.log.Warn("machine ignored or changed", "warning", w)
-	}
-	for _, w := range cons.Warnings() {
-		d.log.Warn("constraints", "warning", w)
-	}
+	return ms, warnings, nil
+}
 
+// decide runs the generator: Generate without a cluster, else Update, and
+// Regenerate when Update has nothing to do and the template changed since
+// the cluster was built. It returns nil when there is nothing to do.
+func (d *Daemon) decide(s *settings, ms []*machine.Machine) (*generator.Result, error) {
 	in := generator.Input{
-		Template:    tmpl,
-		Constraints: cons,
+		Template:    s.template,
+		Constraints: s.constraints,
 		Machines:    ms,
-		Current:     current,
-		Rebooting:   rebooting,
+		Current:     s.current,
+		Rebooting:   s.rebooting,
 		Now:         d.cfg.Now(),
 		RetireWait:  d.cfg.RetireWait,
 	}
-	out := &outcome{machines: ms}
-	if current != nil {
-		out.nodes = len(current.Nodes)
-	}
-	res, err := generator.Tick(in, current != nil && tmplRev != builtFrom)
+	res, err := generator.Tick(in, s.current != nil && s.templateRev != s.builtFrom)
 	switch {
 	case errors.Is(err, generator.ErrNothingToDo):
-		return out, nil
+		return nil, nil
 	case errors.Is(err, generator.ErrNotEnoughMachines):
-		return out, fail(ReasonNotEnoughMachines, err)
+		return nil, fail(ReasonNotEnoughMachines, err)
 	case errors.Is(err, generator.ErrTooManyNonExistent):
-		return out, fail(ReasonTooManyNonExistent, err)
+		return nil, fail(ReasonTooManyNonExistent, err)
 	case err != nil:
-		return out, fail(ReasonGenerationError, err)
+		return nil, fail(ReasonGenerationError, err)
 	}
+	return res, nil
+}
 
+// write stores the new cluster with the template revision it was built
+// from, in one transaction that needs the leadership and an unchanged
+// cluster. It returns the etcd revision of the write.
+func (d *Daemon) write(ctx context.Context, leaderKey string, s *settings, res *generator.Result) (int64, error) {
 	data, err := json.Marshal(res.Cluster)
 	if err != nil {
-		return out, fail(ReasonGenerationError, err)
+		return 0, fail(ReasonGenerationError, err)
 	}
 	if len(data) > d.cfg.MaxClusterBytes {
-		return out, fail(ReasonClusterTooLarge, fmt.Errorf("the cluster is %d bytes of JSON, over etcd's request size limit of %d bytes (raise etcd's --max-request-bytes and --max-cluster-bytes together)",
+		return 0, fail(ReasonClusterTooLarge, fmt.Errorf("the cluster is %d bytes of JSON, over etcd's request size limit of %d bytes (raise etcd's --max-request-bytes and --max-cluster-bytes together)",
 			len(data), d.cfg.MaxClusterBytes))
 	}
-	rev, err := st.PutCluster(ctx, leaderKey, data, clusterRev, tmplRev)
+	rev, err := d.cfg.Storage.PutCluster(ctx, leaderKey, data, s.clusterRev, s.templateRev)
 	switch {
 	case errors.Is(err, storage.ErrNoLeader):
-		return out, fail(ReasonLostLeadership, err)
+		return 0, fail(ReasonLostLeadership, err)
 	case errors.Is(err, storage.ErrConflict):
-		return out, fail(ReasonConflict, err)
+		return 0, fail(ReasonConflict, err)
 	case err != nil:
-		return out, fail(ReasonEtcdError, err)
+		return 0, fail(ReasonEtcdError, err)
 	}
-	out.result = res
-	out.nodes = len(res.Cluster.Nodes)
+	return rev, nil
+}
 
-	if err := st.AddHistory(ctx, leaderKey, storage.HistoryEntry{
+// record adds the written change to the history. The cluster is written
+// by then: a history that could not be recorded is logged, not a failed
+// tick.
+func (d *Daemon) record(ctx context.Context, leaderKey string, s *settings, res *generator.Result, rev int64) {
+	err := d.cfg.Storage.AddHistory(ctx, leaderKey, storage.HistoryEntry{
 		Time:             d.cfg.Now().UTC(),
 		Op:               res.Op,
-		Changes:          storageChanges(res.Changes),
+		Changes:          storage.Changes(res.Changes),
 		ChangeCount:      len(res.Changes),
-		TemplateRevision: tmplRev,
+		TemplateRevision: s.templateRev,
 		ClusterRevision:  rev,
-	}); err != nil {
+	})
+	if err != nil {
 		d.log.Error("history not recorded", "error", err)
 	}
-	return out, nil
 }
 
 func (d *Daemon) sabakanClient(url string) (*sabakan.Client, error) {
@@ -228,18 +279,4 @@ func (d *Daemon) sabakanClient(url string) (*sabakan.Client, error) {
 	}
 	d.client = c
 	return c, nil
-}
-
-// storageChanges converts the first storage.MaxChanges changes.
-func storageChanges(cs []generator.Change) []storage.Change {
-	cs = cs[:min(len(cs), storage.MaxChanges)]
-	out := make([]storage.Change, len(cs))
-	for i, c := range cs {
-		out[i] = storage.Change{Action: c.Action, Address: c.Address, Serial: c.Serial, Reason: c.Reason}
-		if c.Score != nil {
-			total := c.Score.Total
-			out[i].Score = &total
-		}
-	}
-	return out
 }

@@ -53,6 +53,7 @@ func freePort(t *testing.T) int { return etcdtest.FreePort(t) }
 type proc struct {
 	name string
 	args []string
+	env  []string // added to the test's environment
 	log  string
 	cmd  *exec.Cmd
 	done chan struct{}
@@ -65,6 +66,7 @@ func (p *proc) start(t *testing.T) {
 		t.Fatal(err)
 	}
 	p.cmd = exec.Command(filepath.Join(binDir, p.name), p.args...)
+	p.cmd.Env = append(os.Environ(), p.env...)
 	p.cmd.Stdout, p.cmd.Stderr = f, f
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -215,7 +217,11 @@ func newEnv(t *testing.T) *env {
 			"--etcd-endpoints", strings.Join(e.clients, ","), "--http", addr, "--name", fmt.Sprintf("cke-%d", i),
 			"--interval", interval, "--session-ttl", sessionTTL.String(), "--retire-wait", retireWait.String(),
 			"--sabakan-timeout", "1s", "--min-backoff", "200ms",
-		}}
+		},
+			// well waits this long between SIGTERM and the stop (5 s by
+			// default, longer than the session TTL here).
+			env: []string{"CANCELLATION_DELAY_SECONDS=0"},
+		}
 		d.start(t)
 		e.daemons = append(e.daemons, d)
 		e.dHTTP = append(e.dHTTP, addr)
@@ -541,6 +547,32 @@ func (e *env) checkHistory() {
 			e.t.Errorf("cluster write at revision %d has no history entry", w.rev)
 		}
 	}
+}
+
+// metrics returns a daemon's /metrics.
+func (e *env) metrics(addr string) string {
+	e.t.Helper()
+	resp, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return string(data)
+}
+
+// grepLines returns the lines of s that start with prefix.
+func grepLines(s, prefix string) string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		if strings.HasPrefix(l, prefix) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
 }
 
 func writeFile(name, content string) error { return os.WriteFile(name, []byte(content), 0o644) }

@@ -27,8 +27,24 @@ func TestBootstrap(t *testing.T) {
 		t.Errorf("control planes in %d racks, want 3", len(racks))
 	}
 	st, _ := e.status()
+	leader := strings.TrimSpace(e.mustCkecli("leader"))
 	t.Logf("bootstrap: converged in %d cluster write(s), %s; leader %s; last op %q",
-		writes, time.Since(start).Round(100*time.Millisecond), strings.TrimSpace(e.mustCkecli("leader")), st.LastOp)
+		writes, time.Since(start).Round(100*time.Millisecond), leader, st.LastOp)
+
+	// Metrics as CKE's: the leader exports cke_leader 1 and the
+	// integration's series; the follower cke_leader 0 and none of them
+	// (a 0 there would page someone).
+	for i, addr := range e.dHTTP {
+		m := e.metrics(addr)
+		isLeader := leader == fmt.Sprintf("cke-%d", i)
+		switch {
+		case isLeader && (!strings.Contains(m, "\ncke_leader 1\n") || !strings.Contains(m, "\ncke_sabakan_integration_successful 1\n") ||
+			!strings.Contains(m, "\ncke_sabakan_unused_machines ")):
+			t.Errorf("the leader cke-%d exports:\n%s", i, grepLines(m, "cke_"))
+		case !isLeader && (!strings.Contains(m, "\ncke_leader 0\n") || strings.Contains(m, "\ncke_sabakan_")):
+			t.Errorf("the follower cke-%d exports:\n%s", i, grepLines(m, "cke_"))
+		}
+	}
 	e.rec.check()
 	e.checkHistory()
 }
@@ -323,7 +339,7 @@ func TestEtcdMemberLoss(t *testing.T) {
 			resp, err := http.Get("http://" + a + "/health")
 			if err == nil {
 				resp.Body.Close()
-				if resp.StatusCode == http.StatusServiceUnavailable {
+				if resp.StatusCode == http.StatusInternalServerError {
 					return true
 				}
 			}

@@ -11,10 +11,13 @@ import (
 	"strings"
 	"time"
 
+	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.etcd.io/etcd/client/v3/clientv3util"
 
 	"github.com/ckegen/ckegen/cluster"
 	"github.com/ckegen/ckegen/constraints"
+	"github.com/ckegen/ckegen/generator"
 )
 
 // Keys, relative to the prefix (CKE's layout; the last three are ckegen's
@@ -48,7 +51,8 @@ var (
 	ErrNoLeader = errors.New("lost leadership")
 	// ErrConflict: the cluster changed since it was read.
 	ErrConflict = errors.New("cluster changed since it was read")
-	// ErrInvalid: a stored value does not parse or validate.
+	// ErrInvalid: a stored value does not parse or validate (as opposed
+	// to an etcd error, which is returned as it is).
 	ErrInvalid = errors.New("invalid stored value")
 )
 
@@ -91,17 +95,23 @@ func (s Storage) put(ctx context.Context, k string, v []byte) error {
 }
 
 // GetCluster returns the current cluster and the mod revision of its key
-// (for the guarded write), or ErrNotFound.
+// (for the guarded write), or ErrNotFound, or ErrInvalid when it does not
+// parse.
 func (s Storage) GetCluster(ctx context.Context) (*cluster.Cluster, int64, error) {
 	data, rev, err := s.get(ctx, KeyCluster)
 	if err != nil {
 		return nil, 0, err
 	}
+	c, err := parseCluster(data)
+	return c, rev, err
+}
+
+func parseCluster(data []byte) (*cluster.Cluster, error) {
 	c, err := cluster.Parse(data)
 	if err != nil {
-		return nil, rev, fmt.Errorf("stored cluster: %w", err)
+		return nil, fmt.Errorf("stored %s: %w: %w", KeyCluster, ErrInvalid, err)
 	}
-	return c, rev, nil
+	return c, nil
 }
 
 // GetClusterRaw returns the stored cluster as stored (JSON).
@@ -111,7 +121,7 @@ func (s Storage) GetClusterRaw(ctx context.Context) ([]byte, error) {
 }
 
 // GetClusterRevision returns the template revision the cluster was built
-// from; 0 when unset.
+// from; 0 when unset; ErrInvalid when it is not a decimal number.
 func (s Storage) GetClusterRevision(ctx context.Context) (int64, error) {
 	data, _, err := s.get(ctx, KeyClusterRevision)
 	if errors.Is(err, ErrNotFound) {
@@ -120,9 +130,13 @@ func (s Storage) GetClusterRevision(ctx context.Context) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
+	return parseClusterRevision(data)
+}
+
+func parseClusterRevision(data []byte) (int64, error) {
 	rev, err := strconv.ParseInt(string(data), 10, 64)
 	if err != nil {
-		return 0, fmt.Errorf("%s: not a decimal revision: %q", KeyClusterRevision, data)
+		return 0, fmt.Errorf("stored %s: %w: not a decimal revision: %q", KeyClusterRevision, ErrInvalid, data)
 	}
 	return rev, nil
 }
@@ -135,7 +149,7 @@ func (s Storage) GetClusterRevision(ctx context.Context) (int64, error) {
 func (s Storage) PutCluster(ctx context.Context, leaderKey string, data []byte, clusterRev, templateRev int64) (int64, error) {
 	resp, err := s.Client.Txn(ctx).
 		If(
-			clientv3.Compare(clientv3.CreateRevision(leaderKey), ">", 0),
+			clientv3util.KeyExists(leaderKey),
 			clientv3.Compare(clientv3.ModRevision(s.Key(KeyCluster)), "=", clusterRev),
 		).
 		Then(
@@ -188,7 +202,8 @@ func (s Storage) SetQueryVariables(ctx context.Context, data []byte) error {
 	return s.put(ctx, KeySabakanQueryVariables, data)
 }
 
-// GetConstraints returns the constraints; defaults when unset.
+// GetConstraints returns the constraints; defaults when unset; ErrInvalid
+// when they do not parse.
 func (s Storage) GetConstraints(ctx context.Context) (constraints.Constraints, error) {
 	data, _, err := s.get(ctx, KeyConstraints)
 	if errors.Is(err, ErrNotFound) {
@@ -197,6 +212,10 @@ func (s Storage) GetConstraints(ctx context.Context) (constraints.Constraints, e
 	if err != nil {
 		return constraints.Constraints{}, err
 	}
+	return parseConstraints(data)
+}
+
+func parseConstraints(data []byte) (constraints.Constraints, error) {
 	c, err := constraints.Parse(data)
 	if err != nil {
 		return c, fmt.Errorf("%w: %w", ErrInvalid, err)
@@ -214,7 +233,7 @@ func (s Storage) SetConstraints(ctx context.Context, c constraints.Constraints) 
 }
 
 // IsDisabled reports whether the integration is disabled (false when
-// unset).
+// unset; ErrInvalid when neither true nor false).
 func (s Storage) IsDisabled(ctx context.Context) (bool, error) {
 	data, _, err := s.get(ctx, KeySabakanDisabled)
 	if errors.Is(err, ErrNotFound) {
@@ -223,13 +242,17 @@ func (s Storage) IsDisabled(ctx context.Context) (bool, error) {
 	if err != nil {
 		return false, err
 	}
+	return parseDisabled(data)
+}
+
+func parseDisabled(data []byte) (bool, error) {
 	switch string(data) {
 	case "true":
 		return true, nil
 	case "false":
 		return false, nil
 	}
-	return false, fmt.Errorf("%s: want true or false, got %q", KeySabakanDisabled, data)
+	return false, fmt.Errorf("stored %s: %w: want true or false, got %q", KeySabakanDisabled, ErrInvalid, data)
 }
 
 // SetDisabled stores the disabled flag.
@@ -252,8 +275,12 @@ func (s Storage) RebootingNodes(ctx context.Context) (map[string]bool, error) {
 	if err != nil {
 		return nil, err
 	}
+	return rebootingNodes(resp.Kvs), nil
+}
+
+func rebootingNodes(kvs []*mvccpb.KeyValue) map[string]bool {
 	out := map[string]bool{}
-	for _, kv := range resp.Kvs {
+	for _, kv := range kvs {
 		var e RebootEntry
 		if json.Unmarshal(kv.Value, &e) != nil {
 			continue
@@ -262,7 +289,7 @@ func (s Storage) RebootingNodes(ctx context.Context) (map[string]bool, error) {
 			out[e.Node] = true
 		}
 	}
-	return out, nil
+	return out
 }
 
 // Status is the result of the last tick (sabakan/status).
@@ -279,19 +306,41 @@ type Status struct {
 	LastChanges     []Change `json:"lastChanges,omitempty"`
 	LastChangeCount int      `json:"lastChangeCount,omitempty"`
 	Leader          string   `json:"leader,omitempty"`
+	// Warnings are what the operator should fix although the tick went
+	// on (at most MaxWarnings).
+	Warnings []string `json:"warnings,omitempty"`
 }
+
+// MaxWarnings is how many warnings a status keeps.
+const MaxWarnings = 100
 
 // MaxChanges is how many changes a status or history entry keeps: a first
 // cluster of thousands of nodes would not fit in one etcd value.
 const MaxChanges = 100
 
-// Change is one change of a decision, as status and history keep it.
+// Change is a generator.Change as status and history keep it: the score
+// is its total only.
 type Change struct {
 	Action  string `json:"action"`
 	Address string `json:"address"`
 	Serial  string `json:"serial,omitempty"`
 	Score   *int   `json:"score"`
 	Reason  string `json:"reason"`
+}
+
+// Changes returns the first MaxChanges of the generator's changes as
+// status and history keep them.
+func Changes(cs []generator.Change) []Change {
+	cs = cs[:min(len(cs), MaxChanges)]
+	out := make([]Change, len(cs))
+	for i, c := range cs {
+		out[i] = Change{Action: c.Action, Address: c.Address, Serial: c.Serial, Reason: c.Reason}
+		if c.Score != nil {
+			total := c.Score.Total
+			out[i].Score = &total
+		}
+	}
+	return out
 }
 
 // GetStatus returns the last tick's status, or ErrNotFound.
@@ -318,7 +367,7 @@ func (s Storage) PutStatus(ctx context.Context, leaderKey string, st Status) err
 
 func (s Storage) leaderPut(ctx context.Context, leaderKey, k string, data []byte) error {
 	resp, err := s.Client.Txn(ctx).
-		If(clientv3.Compare(clientv3.CreateRevision(leaderKey), ">", 0)).
+		If(clientv3util.KeyExists(leaderKey)).
 		Then(clientv3.OpPut(s.Key(k), string(data))).
 		Commit()
 	if err != nil {
@@ -343,25 +392,39 @@ type HistoryEntry struct {
 
 // AddHistory appends an entry, named after the etcd revision of the
 // cluster write so that keys sort by time, and drops the oldest beyond
-// HistoryLimit.
+// HistoryLimit: both in one transaction that needs leaderKey.
 func (s Storage) AddHistory(ctx context.Context, leaderKey string, e HistoryEntry) error {
 	e.ID = fmt.Sprintf("%016x", e.ClusterRevision)
 	data, err := json.Marshal(e)
 	if err != nil {
 		return err
 	}
-	if err := s.leaderPut(ctx, leaderKey, KeySabakanHistory+e.ID, data); err != nil {
-		return err
-	}
+	key := s.Key(KeySabakanHistory + e.ID)
 	resp, err := s.Client.Get(ctx, s.Key(KeySabakanHistory), clientv3.WithPrefix(), clientv3.WithKeysOnly(),
 		clientv3.WithSort(clientv3.SortByKey, clientv3.SortAscend))
 	if err != nil {
 		return err
 	}
-	for i := 0; i < len(resp.Kvs)-HistoryLimit; i++ {
-		if _, err := s.Client.Delete(ctx, string(resp.Kvs[i].Key)); err != nil {
-			return err
+	ops := []clientv3.Op{clientv3.OpPut(key, string(data))}
+	others := make([]string, 0, len(resp.Kvs))
+	for _, kv := range resp.Kvs {
+		if string(kv.Key) != key {
+			others = append(others, string(kv.Key))
 		}
+	}
+	if excess := len(others) + 1 - HistoryLimit; excess > 0 {
+		// One range from the oldest up to the first kept entry (and never
+		// over the new one, which a transaction may not both put and
+		// delete).
+		end := min(others[excess], key)
+		ops = append(ops, clientv3.OpDelete(others[0], clientv3.WithRange(end)))
+	}
+	tresp, err := s.Client.Txn(ctx).If(clientv3util.KeyExists(leaderKey)).Then(ops...).Commit()
+	if err != nil {
+		return err
+	}
+	if !tresp.Succeeded {
+		return ErrNoLeader
 	}
 	return nil
 }
@@ -405,3 +468,112 @@ func (s Storage) Leader(ctx context.Context) (string, error) {
 	}
 	return string(resp.Kvs[0].Value), nil
 }
+
+// Snapshot is what one tick reads, all of it in one transaction, so at one
+// etcd revision: the settings, the cluster with the template revision it
+// was built from, and CKE's reboot queue. Its methods parse the values and
+// return ErrNotFound or ErrInvalid; reading it is the only etcd request.
+type Snapshot struct {
+	// Leading is whether the election key given to Snapshot existed.
+	Leading bool
+	values  map[string]*mvccpb.KeyValue
+	reboots []*mvccpb.KeyValue
+}
+
+// snapshotKeys are the single keys a Snapshot holds.
+var snapshotKeys = []string{
+	KeySabakanDisabled, KeySabakanTemplate, KeySabakanURL, KeySabakanQueryVariables,
+	KeyConstraints, KeyCluster, KeyClusterRevision,
+}
+
+// Snapshot reads what a tick needs, and whether leaderKey exists, in one
+// transaction.
+func (s Storage) Snapshot(ctx context.Context, leaderKey string) (*Snapshot, error) {
+	ops := make([]clientv3.Op, 0, len(snapshotKeys)+2)
+	ops = append(ops, clientv3.OpGet(leaderKey, clientv3.WithCountOnly()))
+	for _, k := range snapshotKeys {
+		ops = append(ops, clientv3.OpGet(s.Key(k)))
+	}
+	ops = append(ops, clientv3.OpGet(s.Key(KeyRebootsData), clientv3.WithPrefix()))
+	resp, err := s.Client.Txn(ctx).Then(ops...).Commit()
+	if err != nil {
+		return nil, err
+	}
+	r := resp.Responses
+	snap := &Snapshot{
+		Leading: r[0].GetResponseRange().Count > 0,
+		values:  make(map[string]*mvccpb.KeyValue, len(snapshotKeys)),
+		reboots: r[len(r)-1].GetResponseRange().Kvs,
+	}
+	for i, k := range snapshotKeys {
+		if kvs := r[i+1].GetResponseRange().Kvs; len(kvs) > 0 {
+			snap.values[k] = kvs[0]
+		}
+	}
+	return snap, nil
+}
+
+func (s *Snapshot) get(k string) ([]byte, int64, error) {
+	kv, ok := s.values[k]
+	if !ok {
+		return nil, 0, fmt.Errorf("%s: %w", k, ErrNotFound)
+	}
+	return kv.Value, kv.ModRevision, nil
+}
+
+// Disabled is the integration's switch (false when unset).
+func (s *Snapshot) Disabled() (bool, error) {
+	data, _, err := s.get(KeySabakanDisabled)
+	if err != nil {
+		return false, nil
+	}
+	return parseDisabled(data)
+}
+
+// Template is the stored template (JSON) and its mod revision.
+func (s *Snapshot) Template() ([]byte, int64, error) { return s.get(KeySabakanTemplate) }
+
+// URL is sabakan's GraphQL URL.
+func (s *Snapshot) URL() (string, error) {
+	data, _, err := s.get(KeySabakanURL)
+	return string(data), err
+}
+
+// QueryVariables are the user's variables as given.
+func (s *Snapshot) QueryVariables() ([]byte, error) {
+	data, _, err := s.get(KeySabakanQueryVariables)
+	return data, err
+}
+
+// Constraints are the stored constraints (defaults when unset).
+func (s *Snapshot) Constraints() (constraints.Constraints, error) {
+	data, _, err := s.get(KeyConstraints)
+	if err != nil {
+		return constraints.Default(), nil
+	}
+	return parseConstraints(data)
+}
+
+// Cluster is the current cluster and the mod revision of its key.
+func (s *Snapshot) Cluster() (*cluster.Cluster, int64, error) {
+	data, rev, err := s.get(KeyCluster)
+	if err != nil {
+		return nil, 0, err
+	}
+	c, err := parseCluster(data)
+	return c, rev, err
+}
+
+// ClusterRevision is the template revision the cluster was built from (0
+// when unset).
+func (s *Snapshot) ClusterRevision() (int64, error) {
+	data, _, err := s.get(KeyClusterRevision)
+	if err != nil {
+		return 0, nil
+	}
+	return parseClusterRevision(data)
+}
+
+// RebootingNodes are the addresses CKE's reboot queue marks as draining or
+// rebooting.
+func (s *Snapshot) RebootingNodes() map[string]bool { return rebootingNodes(s.reboots) }

@@ -2,6 +2,7 @@ package storage
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"testing"
@@ -11,6 +12,8 @@ import (
 	"go.etcd.io/etcd/client/v3/concurrency"
 
 	"github.com/ckegen/ckegen/constraints"
+	"github.com/ckegen/ckegen/generator"
+	"github.com/ckegen/ckegen/internal/embedded"
 	"github.com/ckegen/ckegen/internal/etcdtest"
 )
 
@@ -194,6 +197,68 @@ func TestHistoryBounded(t *testing.T) {
 	}
 }
 
+// TestHistoryOneGuardedTransaction: adding an entry and pruning the
+// oldest happen in one transaction (one etcd revision), and neither
+// happens without leadership.
+func TestHistoryOneGuardedTransaction(t *testing.T) {
+	ctx := context.Background()
+	cli := etcdtest.Client(t)
+	s := New(cli, "")
+	leader, sess := campaign(t, s)
+	// More entries than the limit, as an older version or a hand may
+	// have left.
+	for i := 1; i <= HistoryLimit+3; i++ {
+		if _, err := cli.Put(ctx, s.Key(KeySabakanHistory)+fmt.Sprintf("%016x", i), fmt.Sprintf(`{"id":"%016x","op":"old"}`, i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	events := cli.Watch(wctx, s.Key(KeySabakanHistory), clientv3.WithPrefix())
+	if err := s.AddHistory(ctx, leader, HistoryEntry{Op: "new", ClusterRevision: 1000}); err != nil {
+		t.Fatal(err)
+	}
+	var puts, deletes int
+	revs := map[int64]bool{}
+	for puts+deletes < 5 {
+		select {
+		case wr := <-events:
+			revs[wr.Header.Revision] = true
+			for _, ev := range wr.Events {
+				if ev.Type == clientv3.EventTypePut {
+					puts++
+				} else {
+					deletes++
+				}
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("saw %d puts and %d deletes, want 1 and 4", puts, deletes)
+		}
+	}
+	if puts != 1 || deletes != 4 || len(revs) != 1 {
+		t.Errorf("%d puts and %d deletes at %d revisions; want 1 put and 4 deletes at one revision", puts, deletes, len(revs))
+	}
+	if h, _ := s.History(ctx); len(h) != HistoryLimit || h[0].ID != fmt.Sprintf("%016x", 5) || h[len(h)-1].Op != "new" {
+		t.Errorf("history after pruning: %d entries from %s", len(h), h[0].ID)
+	}
+
+	// Without leadership: nothing added, nothing pruned.
+	for i := 1; i <= 3; i++ {
+		if _, err := cli.Put(ctx, s.Key(KeySabakanHistory)+fmt.Sprintf("%016x", i), fmt.Sprintf(`{"id":"%016x","op":"old"}`, i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := sess.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.AddHistory(ctx, leader, HistoryEntry{Op: "late", ClusterRevision: 2000}); !errors.Is(err, ErrNoLeader) {
+		t.Errorf("leaderless AddHistory: %v, want ErrNoLeader", err)
+	}
+	if h, _ := s.History(ctx); len(h) != HistoryLimit+3 || h[len(h)-1].Op != "new" {
+		t.Errorf("a leaderless AddHistory changed the history: %d entries, last %q", len(h), h[len(h)-1].Op)
+	}
+}
+
 func TestRebootingNodes(t *testing.T) {
 	ctx := context.Background()
 	cli := etcdtest.Client(t)
@@ -217,6 +282,8 @@ func TestRebootingNodes(t *testing.T) {
 	}
 }
 
+// TestBadStoredValues: a stored value that does not parse is ErrInvalid,
+// read alone or in a snapshot.
 func TestBadStoredValues(t *testing.T) {
 	ctx := context.Background()
 	cli := etcdtest.Client(t)
@@ -225,18 +292,190 @@ func TestBadStoredValues(t *testing.T) {
 		s.Key(KeySabakanDisabled): "yes",
 		s.Key(KeyConstraints):     `{"control-plane-count": 0}`,
 		s.Key(KeyClusterRevision): "x",
+		s.Key(KeyCluster):         `{"name": `,
 	} {
 		if _, err := cli.Put(ctx, k, v); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if _, err := s.IsDisabled(ctx); err == nil {
-		t.Error("disabled=yes accepted")
+	snap, err := s.Snapshot(ctx, "no-leader")
+	if err != nil {
+		t.Fatal(err)
 	}
-	if _, err := s.GetConstraints(ctx); err == nil {
-		t.Error("invalid stored constraints accepted")
+	for name, read := range map[string]func() error{
+		"IsDisabled":               func() error { _, err := s.IsDisabled(ctx); return err },
+		"GetConstraints":           func() error { _, err := s.GetConstraints(ctx); return err },
+		"GetClusterRevision":       func() error { _, err := s.GetClusterRevision(ctx); return err },
+		"GetCluster":               func() error { _, _, err := s.GetCluster(ctx); return err },
+		"Snapshot.Disabled":        func() error { _, err := snap.Disabled(); return err },
+		"Snapshot.Constraints":     func() error { _, err := snap.Constraints(); return err },
+		"Snapshot.ClusterRevision": func() error { _, err := snap.ClusterRevision(); return err },
+		"Snapshot.Cluster":         func() error { _, _, err := snap.Cluster(); return err },
+	} {
+		if err := read(); !errors.Is(err, ErrInvalid) {
+			t.Errorf("%s: %v, want ErrInvalid", name, err)
+		}
 	}
-	if _, err := s.GetClusterRevision(ctx); err == nil {
-		t.Error("cluster-revision x accepted")
+}
+
+// TestEtcdErrorIsNotInvalid: when etcd does not answer, reads return
+// etcd's error, never ErrInvalid or ErrNotFound: a tick must not blame
+// the stored data for an etcd outage.
+func TestEtcdErrorIsNotInvalid(t *testing.T) {
+	e, url := etcdtest.StartServer(t, embedded.Options{})
+	cli := etcdtest.Connect(t, url)
+	s := New(cli, "")
+	ctx := context.Background()
+	if _, err := cli.Put(ctx, s.Key(KeyConstraints), `{"control-plane-count": 3}`); err != nil {
+		t.Fatal(err)
+	}
+	e.Close()
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	for name, read := range map[string]func() error{
+		"IsDisabled":         func() error { _, err := s.IsDisabled(ctx); return err },
+		"GetConstraints":     func() error { _, err := s.GetConstraints(ctx); return err },
+		"GetClusterRevision": func() error { _, err := s.GetClusterRevision(ctx); return err },
+		"GetCluster":         func() error { _, _, err := s.GetCluster(ctx); return err },
+		"Snapshot":           func() error { _, err := s.Snapshot(ctx, "k"); return err },
+	} {
+		if err := read(); err == nil || errors.Is(err, ErrInvalid) || errors.Is(err, ErrNotFound) {
+			t.Errorf("%s with etcd stopped: %v, want etcd's error", name, err)
+		}
+	}
+}
+
+// countingKV counts the requests made through a real client.
+type countingKV struct {
+	clientv3.KV
+	n *int
+}
+
+func (c countingKV) Get(ctx context.Context, key string, opts ...clientv3.OpOption) (*clientv3.GetResponse, error) {
+	*c.n++
+	return c.KV.Get(ctx, key, opts...)
+}
+
+func (c countingKV) Txn(ctx context.Context) clientv3.Txn {
+	*c.n++
+	return c.KV.Txn(ctx)
+}
+
+// TestSnapshot: one transaction reads what a tick needs, so the cluster
+// and the template revision it was built from come from one etcd
+// revision; each value reads as the single-key functions read it.
+func TestSnapshot(t *testing.T) {
+	ctx := context.Background()
+	_, url := etcdtest.StartServer(t, embedded.Options{})
+	cli := etcdtest.Connect(t, url)
+	s := New(cli, "/p/")
+	leader, _ := campaign(t, s)
+
+	empty, err := s.Snapshot(ctx, leader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := empty.Template(); !errors.Is(err, ErrNotFound) {
+		t.Errorf("template of an empty etcd: %v", err)
+	}
+	if _, _, err := empty.Cluster(); !errors.Is(err, ErrNotFound) {
+		t.Errorf("cluster of an empty etcd: %v", err)
+	}
+	if c, err := empty.Constraints(); c != constraints.Default() || err != nil {
+		t.Errorf("constraints of an empty etcd: %+v %v", c, err)
+	}
+	if d, err := empty.Disabled(); d || err != nil {
+		t.Errorf("disabled of an empty etcd: %v %v", d, err)
+	}
+	if rev, err := empty.ClusterRevision(); rev != 0 || err != nil {
+		t.Errorf("cluster-revision of an empty etcd: %d %v", rev, err)
+	}
+
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(s.SetTemplate(ctx, []byte(`{"name":"t"}`)))
+	must(s.SetURL(ctx, "http://sabakan/graphql"))
+	must(s.SetQueryVariables(ctx, []byte(`{}`)))
+	must(s.SetDisabled(ctx, true))
+	c := constraints.Default()
+	c.ControlPlaneCount = 5
+	must(s.SetConstraints(ctx, c))
+	_, tmplRev, _ := s.GetTemplate(ctx)
+	wrote, err := s.PutCluster(ctx, leader, []byte(`{"name":"t","nodes":[],"service_subnet":"10.0.0.0/24"}`), 0, tmplRev)
+	must(err)
+	_, err = cli.Put(ctx, s.Key(KeyRebootsData)+"0000000000000001", `{"index":1,"node":"10.0.0.1","status":"rebooting"}`)
+	must(err)
+	_, err = cli.Put(ctx, "/cke/cluster", `{"name":"another prefix"}`)
+	must(err)
+
+	n := 0
+	counting := etcdtest.Connect(t, url)
+	counting.KV = countingKV{counting.KV, &n}
+	snap, err := New(counting, "/p/").Snapshot(ctx, leader)
+	must(err)
+	if n != 1 {
+		t.Errorf("Snapshot made %d etcd requests, want 1", n)
+	}
+	if !snap.Leading {
+		t.Error("Leading = false while the election key exists")
+	}
+	if d, _ := snap.Disabled(); !d {
+		t.Error("Disabled = false")
+	}
+	if data, rev, _ := snap.Template(); string(data) != `{"name":"t"}` || rev != tmplRev {
+		t.Errorf("Template = %s at %d, want at %d", data, rev, tmplRev)
+	}
+	if u, _ := snap.URL(); u != "http://sabakan/graphql" {
+		t.Errorf("URL = %q", u)
+	}
+	if v, _ := snap.QueryVariables(); string(v) != `{}` {
+		t.Errorf("QueryVariables = %s", v)
+	}
+	if got, _ := snap.Constraints(); got != c {
+		t.Errorf("Constraints = %+v", got)
+	}
+	if cl, rev, err := snap.Cluster(); err != nil || cl.Name != "t" || rev != wrote {
+		t.Errorf("Cluster = %+v at %d (%v), want t at %d", cl, rev, err, wrote)
+	}
+	if rev, _ := snap.ClusterRevision(); rev != tmplRev {
+		t.Errorf("ClusterRevision = %d, want %d", rev, tmplRev)
+	}
+	if r := snap.RebootingNodes(); len(r) != 1 || !r["10.0.0.1"] {
+		t.Errorf("RebootingNodes = %v", r)
+	}
+
+	other, err := s.Snapshot(ctx, s.Key(KeyLeader)+"gone")
+	must(err)
+	if other.Leading {
+		t.Error("Leading = true for an election key that does not exist")
+	}
+}
+
+// TestChanges: status and history keep the first MaxChanges changes, each
+// with its total score, in the JSON they always had.
+func TestChanges(t *testing.T) {
+	var cs []generator.Change
+	for i := range MaxChanges + 5 {
+		c := generator.Change{Action: "add", Address: fmt.Sprintf("10.0.0.%d", i), Serial: "s", Reason: "r"}
+		if i == 0 {
+			c.Score = &generator.Score{Total: 42, Rack: 3}
+		}
+		cs = append(cs, c)
+	}
+	got := Changes(cs)
+	if len(got) != MaxChanges {
+		t.Fatalf("%d changes kept, want %d", len(got), MaxChanges)
+	}
+	data, err := json.Marshal(got[:2])
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `[{"action":"add","address":"10.0.0.0","serial":"s","score":42,"reason":"r"},{"action":"add","address":"10.0.0.1","serial":"s","score":null,"reason":"r"}]`
+	if string(data) != want {
+		t.Errorf("stored changes\n%s\nwant\n%s", data, want)
 	}
 }

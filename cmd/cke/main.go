@@ -1,43 +1,63 @@
 // Command cke is ckegen's daemon: a leader-elected loop that queries
 // sabakan, runs the generator and stores cluster.yml in etcd with CKE's
-// layout. With no etcd endpoints it runs an embedded single-member etcd.
+// layout. It reads CKE's configuration file and takes CKE's logging flags;
+// with no etcd endpoints it runs an embedded single-member etcd.
 package main
 
 import (
-	"context"
-	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
-	"os/signal"
 	"strings"
-	"syscall"
 	"time"
 
+	"github.com/cybozu-go/etcdutil"
+	"github.com/cybozu-go/log"
+	"github.com/cybozu-go/well"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/spf13/pflag"
+	"go.uber.org/zap/zapcore"
+	"sigs.k8s.io/yaml"
 
 	"github.com/ckegen/ckegen/daemon"
-	"github.com/ckegen/ckegen/etcdconfig"
 	"github.com/ckegen/ckegen/generator"
 	"github.com/ckegen/ckegen/internal/embedded"
+	"github.com/ckegen/ckegen/internal/logbridge"
+	"github.com/ckegen/ckegen/internal/version"
 	"github.com/ckegen/ckegen/sabakan"
 	"github.com/ckegen/ckegen/storage"
 )
 
+// defaultConfig is CKE's configuration file, read when it exists and
+// neither --config nor --etcd-endpoints is given.
+var defaultConfig = "/etc/cke/config.yml"
+
 func main() {
-	if err := run(os.Args[1:]); err != nil {
+	o, err := parseFlags(os.Args[1:])
+	if errors.Is(err, pflag.ErrHelp) {
+		return
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "cke: %v\n", err)
+		os.Exit(2)
+	}
+	if o.version {
+		fmt.Println(version.String())
+		return
+	}
+	if err := run(o); err != nil {
 		fmt.Fprintf(os.Stderr, "cke: %v\n", err)
 		os.Exit(1)
 	}
 }
 
 type options struct {
+	version                               bool
 	config, endpoints, prefix             string
 	embeddedDir, embeddedClient, embedded string
 	httpAddr, name                        string
@@ -46,22 +66,25 @@ type options struct {
 	maxClusterBytes                       int
 	sabakanTimeout                        time.Duration
 	sabakanCA, sabakanCert, sabakanKey    string
-	logFormat                             string
+	logFile, logLevel, logFormat          string
 }
 
-func run(args []string) error {
+// parseFlags parses and checks the command line.
+func parseFlags(args []string) (*options, error) {
 	var o options
-	fs := flag.NewFlagSet("cke", flag.ContinueOnError)
-	fs.StringVar(&o.config, "config", "", "CKE's etcd configuration file (YAML: endpoints, prefix, timeout, username, password, tls-*)")
-	fs.StringVar(&o.endpoints, "etcd-endpoints", "", "etcd endpoints, comma separated (overrides the file); none: run an embedded etcd")
-	fs.StringVar(&o.prefix, "etcd-prefix", "", "etcd key prefix (default "+storage.DefaultPrefix+")")
+	fs := pflag.NewFlagSet("cke", pflag.ContinueOnError)
+	fs.SortFlags = false
+	fs.BoolVar(&o.version, "version", false, "print the version and exit")
+	fs.StringVar(&o.config, "config", "", "CKE's etcd configuration file (github.com/cybozu-go/etcdutil's YAML: endpoints, prefix, timeout, username, password, tls-ca[-file], tls-cert[-file], tls-key[-file]); default "+defaultConfig+" when it exists")
+	fs.StringVar(&o.endpoints, "etcd-endpoints", "", "etcd endpoints, comma separated (override the file's); none and no file: run an embedded etcd")
+	fs.StringVar(&o.prefix, "etcd-prefix", "", "etcd key prefix (overrides the file's; default "+storage.DefaultPrefix+")")
 	fs.StringVar(&o.embeddedDir, "embedded-etcd-dir", "./cke-data", "data directory of the embedded etcd")
 	fs.StringVar(&o.embeddedClient, "embedded-etcd-client-url", "http://127.0.0.1:2379", "client URL of the embedded etcd")
 	fs.StringVar(&o.embedded, "embedded-etcd-peer-url", "http://127.0.0.1:2380", "peer URL of the embedded etcd")
-	fs.StringVar(&o.httpAddr, "http", "127.0.0.1:10180", "address of /metrics and /health")
+	fs.StringVar(&o.httpAddr, "http", "127.0.0.1:10180", "<Listen IP>:<Port number> of /metrics, /health and /version")
 	fs.StringVar(&o.name, "name", "", "name in the leader election (default: the host name)")
 	fs.DurationVar(&o.interval, "interval", daemon.DefaultInterval, "time between ticks")
-	fs.DurationVar(&o.sessionTTL, "session-ttl", daemon.DefaultSessionTTL, "etcd session TTL: how long a dead leader keeps leadership")
+	fs.DurationVar(&o.sessionTTL, "session-ttl", daemon.DefaultSessionTTL, "leader session's TTL: how long a dead leader keeps leadership")
 	fs.DurationVar(&o.retireWait, "retire-wait", generator.DefaultRetireWait, "how long a worker stays RETIRED before it is removed")
 	fs.DurationVar(&o.minBackoff, "min-backoff", daemon.DefaultMinBackoff, "first retry delay after a failed tick (doubles up to --interval)")
 	fs.IntVar(&o.maxClusterBytes, "max-cluster-bytes", daemon.DefaultMaxClusterBytes, "etcd's request size limit; a larger cluster is refused")
@@ -69,44 +92,111 @@ func run(args []string) error {
 	fs.StringVar(&o.sabakanCA, "sabakan-tls-ca-file", "", "CA certificates of sabakan's HTTPS endpoint")
 	fs.StringVar(&o.sabakanCert, "sabakan-tls-cert-file", "", "client certificate for sabakan")
 	fs.StringVar(&o.sabakanKey, "sabakan-tls-key-file", "", "client key for sabakan")
-	fs.StringVar(&o.logFormat, "log-format", "text", "log format: text or json")
+	fs.StringVar(&o.logFile, "logfile", "", "Log filename")
+	fs.StringVar(&o.logLevel, "loglevel", "", "Log level [critical,error,warning,info,debug]")
+	fs.StringVar(&o.logFormat, "logformat", "", "Log format [plain,logfmt,json]")
 	if err := fs.Parse(args); err != nil {
-		return err
+		return nil, err
 	}
 	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected arguments: %v", fs.Args())
+		return nil, fmt.Errorf("unexpected arguments: %q", fs.Args())
 	}
-	var handler slog.Handler
-	switch o.logFormat {
-	case "text":
-		handler = slog.NewTextHandler(os.Stderr, nil)
-	case "json":
-		handler = slog.NewJSONHandler(os.Stderr, nil)
-	default:
-		return fmt.Errorf("--log-format: must be text or json, got %q", o.logFormat)
-	}
-	log := slog.New(handler)
-	if o.sessionTTL < time.Second {
-		return fmt.Errorf("--session-ttl: must be at least 1s, got %s", o.sessionTTL)
+	if o.version {
+		return &o, nil
 	}
 	if o.name == "" {
 		h, err := os.Hostname()
 		if err != nil {
-			return err
+			return nil, fmt.Errorf("--name: no host name to default to: %w", err)
 		}
 		o.name = h
 	}
+	return &o, o.check()
+}
 
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
-	defer stop()
-
-	cfg := etcdconfig.Config{}
-	if o.config != "" {
-		c, err := etcdconfig.Load(o.config)
-		if err != nil {
-			return err
+// check refuses values that would fail later or make the daemon spin, each
+// error naming its flag.
+func (o *options) check() error {
+	switch {
+	case o.interval < 100*time.Millisecond:
+		return fmt.Errorf("--interval: must be at least 100ms, got %s", o.interval)
+	case o.sessionTTL < time.Second || o.sessionTTL%time.Second != 0:
+		return fmt.Errorf("--session-ttl: must be a whole number of seconds, at least 1s (etcd leases count seconds), got %s", o.sessionTTL)
+	case o.retireWait < 0:
+		return fmt.Errorf("--retire-wait: must not be negative, got %s", o.retireWait)
+	case o.minBackoff <= 0:
+		return fmt.Errorf("--min-backoff: must be positive, got %s", o.minBackoff)
+	case o.maxClusterBytes <= 0:
+		return fmt.Errorf("--max-cluster-bytes: must be positive, got %d", o.maxClusterBytes)
+	case o.sabakanTimeout <= 0:
+		return fmt.Errorf("--sabakan-timeout: must be positive, got %s", o.sabakanTimeout)
+	case strings.ContainsAny(o.name, "\n\r"):
+		return fmt.Errorf("--name: must be one line, got %q", o.name)
+	}
+	if _, port, err := net.SplitHostPort(o.httpAddr); err != nil || port == "" {
+		return fmt.Errorf("--http: want <Listen IP>:<Port number>, got %q", o.httpAddr)
+	}
+	if o.endpoints != "" {
+		for _, ep := range strings.Split(o.endpoints, ",") {
+			if strings.TrimSpace(ep) == "" {
+				return fmt.Errorf("--etcd-endpoints: an empty endpoint in %q", o.endpoints)
+			}
 		}
-		cfg = c
+	}
+	for _, f := range []struct{ flag, url string }{{"--embedded-etcd-client-url", o.embeddedClient}, {"--embedded-etcd-peer-url", o.embedded}} {
+		p, err := url.Parse(f.url)
+		if err != nil || p.Scheme != "http" || p.Port() == "" || p.Path != "" {
+			return fmt.Errorf("%s: want http://HOST:PORT, got %q", f.flag, f.url)
+		}
+	}
+	if o.logLevel != "" {
+		if err := log.NewLogger().SetThresholdByName(o.logLevel); err != nil {
+			return fmt.Errorf("--loglevel: want critical, error, warning, info or debug, got %q", o.logLevel)
+		}
+	}
+	switch o.logFormat {
+	case "", "plain", "logfmt", "json":
+	default:
+		return fmt.Errorf("--logformat: want plain, logfmt or json, got %q", o.logFormat)
+	}
+	if _, err := sabakan.NewClient("https://sabakan.invalid/graphql", o.sabakanOptions()); err != nil {
+		return fmt.Errorf("--sabakan-tls-ca-file, --sabakan-tls-cert-file, --sabakan-tls-key-file: %w", err)
+	}
+	if _, err := o.etcdConfig(); err != nil {
+		return err
+	}
+	return nil
+}
+
+func (o *options) sabakanOptions() sabakan.Options {
+	return sabakan.Options{Timeout: o.sabakanTimeout, CAFile: o.sabakanCA, CertFile: o.sabakanCert, KeyFile: o.sabakanKey}
+}
+
+// etcdConfig returns the etcd configuration, as CKE reads it from its
+// file, with the flags' endpoints and prefix over it; nil when the daemon
+// is to run an embedded etcd.
+func (o *options) etcdConfig() (*etcdutil.Config, error) {
+	cfg := etcdutil.NewConfig(storage.DefaultPrefix)
+	path := o.config
+	if path == "" && o.endpoints == "" {
+		if _, err := os.Stat(defaultConfig); err == nil {
+			path = defaultConfig
+		}
+	}
+	if path != "" {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return nil, fmt.Errorf("--config: %w", err)
+		}
+		if err := yaml.UnmarshalStrict(data, cfg); err != nil {
+			return nil, fmt.Errorf("--config %s: %w", path, err)
+		}
+		if d, err := time.ParseDuration(cfg.Timeout); err != nil || d <= 0 {
+			return nil, fmt.Errorf("--config %s: timeout: want a positive duration such as 2s, got %q", path, cfg.Timeout)
+		}
+		if _, err := tlsConfig(cfg); err != nil {
+			return nil, fmt.Errorf("--config %s: %w", path, err)
+		}
 	}
 	if o.endpoints != "" {
 		cfg.Endpoints = strings.Split(o.endpoints, ",")
@@ -114,20 +204,44 @@ func run(args []string) error {
 	if o.prefix != "" {
 		cfg.Prefix = o.prefix
 	}
+	if path == "" && o.endpoints == "" {
+		return nil, nil
+	}
 	if len(cfg.Endpoints) == 0 {
+		return nil, fmt.Errorf("--config %s: no endpoints", path)
+	}
+	return cfg, nil
+}
+
+func run(o *options) error {
+	if err := (well.LogConfig{Filename: o.logFile, Level: o.logLevel, Format: o.logFormat}).Apply(); err != nil {
+		return fmt.Errorf("--logfile, --loglevel, --logformat: %w", err)
+	}
+	lg := slog.New(logbridge.NewHandler(log.DefaultLogger()))
+	slog.SetDefault(lg)
+
+	cfg, err := o.etcdConfig()
+	if err != nil {
+		return err
+	}
+	if cfg == nil {
 		if err := os.MkdirAll(o.embeddedDir, 0o700); err != nil {
-			return err
+			return fmt.Errorf("--embedded-etcd-dir: %w", err)
 		}
 		e, err := embedded.Start(embedded.Options{Dir: o.embeddedDir, ClientURL: o.embeddedClient, PeerURL: o.embedded,
-			MaxRequestBytes: uint(o.maxClusterBytes) + 64*1024, Logger: etcdconfig.ErrorLogger(os.Stderr)})
+			MaxRequestBytes: uint(o.maxClusterBytes + requestMargin), Logger: logbridge.NewZap(lg.Handler(), zapcore.ErrorLevel)})
 		if err != nil {
 			return fmt.Errorf("embedded etcd: %w", err)
 		}
 		defer e.Close()
-		log.Info("embedded etcd started", "client", o.embeddedClient, "dir", o.embeddedDir)
+		lg.Info("embedded etcd started", "client", o.embeddedClient, "dir", o.embeddedDir)
+		cfg = etcdutil.NewConfig(storage.DefaultPrefix)
 		cfg.Endpoints = []string{o.embeddedClient}
+		if o.prefix != "" {
+			cfg.Prefix = o.prefix
+		}
 	}
-	cli, err := cfg.Client(etcdconfig.ErrorLogger(os.Stderr))
+	cli, err := connect(cfg, o.maxClusterBytes+requestMargin, lg)
 	if err != nil {
 		return err
 	}
@@ -143,40 +257,30 @@ func run(args []string) error {
 		RetireWait:      o.retireWait,
 		MinBackoff:      o.minBackoff,
 		MaxClusterBytes: o.maxClusterBytes,
-		Sabakan:         sabakan.Options{Timeout: o.sabakanTimeout, CAFile: o.sabakanCA, CertFile: o.sabakanCert, KeyFile: o.sabakanKey},
-		Log:             log,
+		Sabakan:         o.sabakanOptions(),
+		Log:             lg,
 		Registry:        reg,
 	})
 
-	mux := http.NewServeMux()
-	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-	mux.HandleFunc("GET /health", func(w http.ResponseWriter, r *http.Request) {
-		hctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
-		defer cancel()
-		code, body := http.StatusOK, map[string]any{"status": "ok", "lastTick": d.Status()}
-		if _, err := cli.Get(hctx, "health"); err != nil {
-			code, body = http.StatusServiceUnavailable, map[string]any{"status": "etcd unreachable", "error": err.Error()}
-		}
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(code)
-		_ = json.NewEncoder(w).Encode(body)
-	})
 	ln, err := net.Listen("tcp", o.httpAddr)
 	if err != nil {
+		return fmt.Errorf("--http: %w", err)
+	}
+	well.Go(d.Run)
+	s := &well.HTTPServer{
+		Server:          &http.Server{Handler: d.Handler(), ReadHeaderTimeout: 10 * time.Second},
+		ShutdownTimeout: 5 * time.Second,
+	}
+	if err := s.Serve(ln); err != nil {
+		return fmt.Errorf("--http: %w", err)
+	}
+	lg.Info("serving", "http", ln.Addr().String(), "name", o.name, "interval", o.interval.String(),
+		"etcd", strings.Join(cfg.Endpoints, ","), "prefix", cfg.Prefix, "version", version.String())
+	well.Stop()
+	err = well.Wait()
+	if err != nil && !well.IsSignaled(err) {
 		return err
 	}
-	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	go func() {
-		if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			log.Error("http server", "error", err)
-		}
-	}()
-	log.Info("serving", "http", ln.Addr().String(), "name", o.name, "interval", o.interval.String())
-
-	err = d.Run(ctx)
-	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	_ = hs.Shutdown(sctx)
-	log.Info("stopped")
-	return err
+	lg.Info("stopped")
+	return nil
 }

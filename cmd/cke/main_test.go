@@ -3,10 +3,20 @@ package main
 import (
 	"bufio"
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/json"
+	"encoding/pem"
 	"fmt"
 	"io"
+	"log/slog"
+	"math/big"
+	"net"
 	"net/http"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -15,6 +25,9 @@ import (
 	"testing"
 	"time"
 
+	"go.etcd.io/etcd/client/pkg/v3/transport"
+
+	"github.com/ckegen/ckegen/internal/embedded"
 	"github.com/ckegen/ckegen/internal/etcdtest"
 )
 
@@ -49,21 +62,54 @@ func TestDaemonProcess(t *testing.T) {
 
 	etcdURL := fmt.Sprintf("http://127.0.0.1:%d", freePort(t))
 	httpAddr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	logFile := filepath.Join(t.TempDir(), "cke.log")
 	cke := exec.CommandContext(ctx, filepath.Join(bin, "cke"),
 		"--embedded-etcd-dir", t.TempDir(),
 		"--embedded-etcd-client-url", etcdURL,
 		"--embedded-etcd-peer-url", fmt.Sprintf("http://127.0.0.1:%d", freePort(t)),
-		"--http", httpAddr, "--interval", "300ms", "--session-ttl", "5s", "--name", "proc-1")
-	ckePipe, _ := cke.StderrPipe()
-	ckeErr := bufio.NewReader(ckePipe)
+		"--http", httpAddr, "--interval", "300ms", "--session-ttl", "5s", "--name", "proc-1",
+		"--logfile", logFile, "--logformat", "json")
+	// well waits CANCELLATION_DELAY_SECONDS (5 by default) after SIGTERM.
+	cke.Env = append(os.Environ(), "CANCELLATION_DELAY_SECONDS=0")
+	var ckeStderr strings.Builder
+	cke.Stderr = &ckeStderr
 	if err := cke.Start(); err != nil {
 		t.Fatal(err)
 	}
 	defer func() { _ = cke.Process.Kill(); _ = cke.Wait() }()
-	var logs strings.Builder
-	logsDone := make(chan struct{})
-	waitLine(t, ckeErr, regexp.MustCompile(`msg=serving`))
-	go func() { _, _ = io.Copy(&logs, ckeErr); close(logsDone) }()
+	logLines := func() []map[string]any {
+		data, _ := os.ReadFile(logFile)
+		var out []map[string]any
+		for _, l := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+			var m map[string]any
+			if json.Unmarshal([]byte(l), &m) == nil {
+				out = append(out, m)
+			}
+		}
+		return out
+	}
+	hasLine := func(msg string, fields map[string]any) bool {
+		for _, l := range logLines() {
+			if l["message"] != msg {
+				continue
+			}
+			ok := true
+			for k, v := range fields {
+				ok = ok && l[k] == v
+			}
+			if ok {
+				return true
+			}
+		}
+		return false
+	}
+	deadline := time.Now().Add(time.Minute)
+	for !hasLine("serving", map[string]any{"http": httpAddr, "name": "proc-1"}) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no serving line in %s; stderr: %s", logFile, ckeStderr.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 
 	ckecli := func(args ...string) (string, error) {
 		out, err := exec.CommandContext(ctx, filepath.Join(bin, "ckecli"), append([]string{"--endpoints", etcdURL}, args...)...).CombinedOutput()
@@ -88,7 +134,7 @@ func TestDaemonProcess(t *testing.T) {
 			ControlPlane bool   `json:"control_plane"`
 		} `json:"nodes"`
 	}
-	deadline := time.Now().Add(time.Minute)
+	deadline = time.Now().Add(time.Minute)
 	for {
 		out, err := ckecli("cluster", "get", "-o", "json")
 		if err == nil && json.Unmarshal([]byte(out), &cluster) == nil && len(cluster.Nodes) == 23 {
@@ -120,13 +166,32 @@ func TestDaemonProcess(t *testing.T) {
 	}
 	metrics, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	for _, m := range []string{"cke_sabakan_integration_successful 1", `cke_sabakan_workers{role="compute"}`, "ckegen_leader 1"} {
+	for _, m := range []string{"cke_sabakan_integration_successful 1", `cke_sabakan_workers{role="compute"}`, "cke_leader 1"} {
 		if !strings.Contains(string(metrics), m) {
 			t.Errorf("/metrics lacks %q", m)
 		}
 	}
-	if resp, err := http.Get("http://" + httpAddr + "/health"); err != nil || resp.StatusCode != 200 {
-		t.Errorf("/health: %v %v", resp, err)
+	get := func(path string) (int, map[string]any) {
+		resp, err := http.Get("http://" + httpAddr + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var body map[string]any
+		if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		return resp.StatusCode, body
+	}
+	if code, body := get("/health"); code != 200 || body["health"] != "healthy" {
+		t.Errorf("/health: %d %v", code, body)
+	}
+	out, err := exec.Command(filepath.Join(bin, "cke"), "--version").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code, body := get("/version"); code != 200 || body["version"] != strings.TrimSpace(string(out)) || len(out) < 2 {
+		t.Errorf("/version: %d %v; cke --version: %q", code, body, out)
 	}
 
 	// The built ckecli against an etcd that does not answer: one line on
@@ -141,16 +206,29 @@ func TestDaemonProcess(t *testing.T) {
 		t.Errorf("ckecli with no etcd: %v, stdout %q, stderr %q; want exit 1 and only %q", err, stdout.String(), stderr.String(), wantErr)
 	}
 
-	// SIGTERM: resign and exit 0.
+	// SIGTERM: resign and exit 0; from the signal on, nothing is logged
+	// as an error (the embedded etcd's clean stop included).
 	if err := cke.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
-	<-logsDone
 	if err := cke.Wait(); err != nil {
-		t.Errorf("exit after SIGTERM: %v\n%s", err, logs.String())
+		t.Errorf("exit after SIGTERM: %v\n%s", err, ckeStderr.String())
 	}
-	if !strings.Contains(logs.String(), "msg=stopped") || !strings.Contains(logs.String(), "msg=\"cluster updated\" op=new") {
-		t.Errorf("logs lack the tick decision or the stop:\n%s", logs.String())
+	if ckeStderr.String() != "" {
+		t.Errorf("stderr with --logfile: %s", ckeStderr.String())
+	}
+	if !hasLine("stopped", nil) || !hasLine("cluster updated", map[string]any{"op": "new"}) {
+		t.Errorf("the log lacks the tick decision or the stop: %v", logLines())
+	}
+	signaled := false
+	for _, l := range logLines() {
+		signaled = signaled || l["message"] == "well: got signal"
+		if signaled && (l["severity"] == "error" || l["severity"] == "critical") {
+			t.Errorf("an error while stopping: %v", l)
+		}
+	}
+	if !signaled {
+		t.Error("the log lacks well's signal line")
 	}
 }
 
@@ -172,14 +250,256 @@ func waitLine(t *testing.T, r *bufio.Reader, re *regexp.Regexp) string {
 }
 
 func TestBadFlags(t *testing.T) {
-	for _, args := range [][]string{
-		{"--log-format", "xml"},
-		{"--session-ttl", "10ms"},
-		{"extra"},
-		{"--config", "/nonexistent"},
+	dir := t.TempDir()
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--interval", "0"}, "--interval: must be at least 100ms, got 0s"},
+		{[]string{"--interval", "-1m"}, "--interval: must be at least 100ms"},
+		{[]string{"--interval", "soon"}, `invalid argument "soon" for "--interval"`},
+		{[]string{"--session-ttl", "10ms"}, "--session-ttl: must be a whole number of seconds, at least 1s"},
+		{[]string{"--session-ttl", "1500ms"}, "--session-ttl: must be a whole number of seconds"},
+		{[]string{"--retire-wait", "-5m"}, "--retire-wait: must not be negative, got -5m0s"},
+		{[]string{"--min-backoff", "0"}, "--min-backoff: must be positive"},
+		{[]string{"--min-backoff", "-1s"}, "--min-backoff: must be positive, got -1s"},
+		{[]string{"--max-cluster-bytes", "0"}, "--max-cluster-bytes: must be positive"},
+		{[]string{"--sabakan-timeout", "0s"}, "--sabakan-timeout: must be positive"},
+		{[]string{"--http", "10180"}, "--http: want <Listen IP>:<Port number>"},
+		{[]string{"--etcd-endpoints", "http://a:2379,,http://b:2379"}, "--etcd-endpoints: an empty endpoint"},
+		{[]string{"--embedded-etcd-client-url", "127.0.0.1:2379"}, "--embedded-etcd-client-url: want http://HOST:PORT"},
+		{[]string{"--embedded-etcd-peer-url", "http://127.0.0.1"}, "--embedded-etcd-peer-url: want http://HOST:PORT"},
+		{[]string{"--loglevel", "loud"}, `--loglevel: want critical, error, warning, info or debug, got "loud"`},
+		{[]string{"--logformat", "xml"}, `--logformat: want plain, logfmt or json, got "xml"`},
+		{[]string{"--log-format", "json"}, "unknown flag: --log-format"},
+		{[]string{"--sabakan-tls-ca-file", "/nonexistent"}, "--sabakan-tls-ca-file"},
+		{[]string{"--sabakan-tls-cert-file", "/nonexistent"}, "--sabakan-tls-cert-file"},
+		{[]string{"--name", "a\nb"}, "--name: must be one line"},
+		{[]string{"--config", "/nonexistent"}, "--config: open /nonexistent"},
+		{[]string{"--config", writeFile(t, dir, "typo.yml", "endpoints: [http://127.0.0.1:2379]\ntls-ca-flie: x\n")}, `unknown field "tls-ca-flie"`},
+		{[]string{"--config", writeFile(t, dir, "timeout.yml", "timeout: soon\n")}, `timeout: want a positive duration such as 2s, got "soon"`},
+		{[]string{"--config", writeFile(t, dir, "none.yml", "endpoints: []\n")}, "no endpoints"},
+		{[]string{"extra"}, "unexpected arguments"},
 	} {
-		if err := run(args); err == nil {
-			t.Errorf("%v accepted", args)
+		_, err := parseFlags(c.args)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%q: %v, want an error with %q", c.args, err, c.want)
 		}
 	}
+	// The defaults and sensible values start.
+	for _, args := range [][]string{
+		nil,
+		{"--interval", "100ms", "--session-ttl", "3s", "--retire-wait", "0s", "--min-backoff", "10m", "--loglevel", "warning", "--logformat", "json"},
+		{"--etcd-endpoints", "http://a:2379,http://b:2379", "--etcd-prefix", "/x/"},
+	} {
+		if _, err := parseFlags(args); err != nil {
+			t.Errorf("%q refused: %v", args, err)
+		}
+	}
+}
+
+func writeFile(t *testing.T, dir, name, content string) string {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// TestEtcdConfig: CKE's file as etcdutil reads it, with the flags over
+// it; /etc/cke/config.yml when it exists and nothing else is given; the
+// embedded etcd otherwise.
+func TestEtcdConfig(t *testing.T) {
+	dir := t.TempDir()
+	file := writeFile(t, dir, "config.yml", "endpoints: [\"http://10.0.0.1:2379\"]\nprefix: /file/\ntimeout: 5s\nusername: u\npassword: p\n")
+	old := defaultConfig
+	t.Cleanup(func() { defaultConfig = old })
+	defaultConfig = filepath.Join(dir, "absent.yml")
+
+	for _, c := range []struct {
+		args      []string
+		endpoints string // "" means the embedded etcd
+		prefix    string
+	}{
+		{nil, "", ""},
+		{[]string{"--etcd-endpoints", "http://a:2379,http://b:2379"}, "http://a:2379,http://b:2379", "/cke/"},
+		{[]string{"--config", file}, "http://10.0.0.1:2379", "/file/"},
+		{[]string{"--config", file, "--etcd-endpoints", "http://a:2379", "--etcd-prefix", "/flag/"}, "http://a:2379", "/flag/"},
+		{[]string{"--config", writeFile(t, dir, "min.yml", "{}\n")}, "http://127.0.0.1:2379", "/cke/"},
+	} {
+		o, err := parseFlags(c.args)
+		if err != nil {
+			t.Fatalf("%q: %v", c.args, err)
+		}
+		cfg, err := o.etcdConfig()
+		if err != nil {
+			t.Fatalf("%q: %v", c.args, err)
+		}
+		switch {
+		case c.endpoints == "" && cfg != nil:
+			t.Errorf("%q: etcd %v, want the embedded one", c.args, cfg.Endpoints)
+		case c.endpoints != "" && (cfg == nil || strings.Join(cfg.Endpoints, ",") != c.endpoints || cfg.Prefix != c.prefix):
+			t.Errorf("%q: %+v, want %s with prefix %s", c.args, cfg, c.endpoints, c.prefix)
+		}
+	}
+
+	defaultConfig = file
+	o, err := parseFlags(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg, err := o.etcdConfig(); err != nil || cfg == nil || cfg.Endpoints[0] != "http://10.0.0.1:2379" || cfg.Timeout != "5s" || cfg.Username != "u" {
+		t.Errorf("with %s present: %+v %v", file, cfg, err)
+	}
+	o, _ = parseFlags([]string{"--etcd-endpoints", "http://a:2379"})
+	if cfg, _ := o.etcdConfig(); cfg.Endpoints[0] != "http://a:2379" || cfg.Prefix != "/cke/" {
+		t.Errorf("--etcd-endpoints with %s present: %+v, want the flag alone", file, cfg)
+	}
+}
+
+// TestEtcdTLSInline: the certificates written into the file (tls-ca,
+// tls-cert, tls-key), as CKE's file may have them, connect to an etcd that
+// requires client certificates; so do the file paths; a wrong CA does not.
+func TestEtcdTLSInline(t *testing.T) {
+	dir := t.TempDir()
+	pki := newPKI(t, dir)
+	url := fmt.Sprintf("https://127.0.0.1:%d", freePort(t))
+	etcdtest.StartServer(t, embedded.Options{ClientURL: url, ClientTLS: transport.TLSInfo{
+		CertFile: pki.serverCert, KeyFile: pki.serverKey, TrustedCAFile: pki.caFile, ClientCertAuth: true,
+	}})
+	indent := func(pem string) string { return "  " + strings.ReplaceAll(strings.TrimSpace(pem), "\n", "\n  ") }
+	inline := fmt.Sprintf("endpoints: [%q]\ntls-ca: |\n%s\ntls-cert: |\n%s\ntls-key: |\n%s\n",
+		url, indent(pki.ca), indent(pki.clientCert), indent(pki.clientKey))
+	files := fmt.Sprintf("endpoints: [%q]\ntls-ca-file: %s\ntls-cert-file: %s\ntls-key-file: %s\n",
+		url, pki.caFile, pki.clientCertFile, pki.clientKeyFile)
+	lg := slog.New(slog.NewTextHandler(io.Discard, nil))
+	for name, content := range map[string]string{"inline": inline, "files": files} {
+		o, err := parseFlags([]string{"--config", writeFile(t, dir, name+".yml", content)})
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		cfg, err := o.etcdConfig()
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		cli, err := connect(cfg, o.maxClusterBytes+requestMargin, lg)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		if _, err := cli.Put(ctx, "/cke/k", name); err != nil {
+			t.Errorf("%s: put over TLS: %v", name, err)
+		}
+		cancel()
+		cli.Close()
+	}
+
+	// Another CA: the server is not trusted.
+	other := newPKI(t, t.TempDir())
+	o, err := parseFlags([]string{"--config", writeFile(t, dir, "wrong.yml", fmt.Sprintf("endpoints: [%q]\ntimeout: 1s\ntls-ca: |\n%s\ntls-cert: |\n%s\ntls-key: |\n%s\n",
+		url, indent(other.ca), indent(pki.clientCert), indent(pki.clientKey)))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, _ := o.etcdConfig()
+	cli, err := connect(cfg, o.maxClusterBytes+requestMargin, lg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	if _, err := cli.Put(ctx, "/cke/k", "v"); err == nil {
+		t.Error("a put with another CA succeeded")
+	}
+
+	// Refused at start, naming the file and the setting.
+	for content, want := range map[string]string{
+		"tls-ca: not a certificate\n":                                                                     "tls-ca: no PEM certificate found",
+		fmt.Sprintf("tls-cert-file: %s\n", pki.clientCertFile):                                            "needs both tls-cert and tls-key",
+		"tls-cert-file: /nonexistent\ntls-key-file: /nonexistent\n":                                       "tls-cert-file: open /nonexistent",
+		fmt.Sprintf("tls-cert: |\n%s\ntls-key: |\n%s\n", indent(pki.clientCert), indent(other.clientKey)): "tls-cert and tls-key: tls: private key does not match public key",
+	} {
+		f := writeFile(t, dir, "bad.yml", content)
+		if _, err := parseFlags([]string{"--config", f}); err == nil || !strings.Contains(err.Error(), "--config "+f+": "+want) {
+			t.Errorf("%q: %v, want %q", content, err, want)
+		}
+	}
+}
+
+// TestLargeCluster: a cluster over the etcd client's default request
+// limit (2 MiB) is written when --max-cluster-bytes and etcd's
+// --max-request-bytes allow it.
+func TestLargeCluster(t *testing.T) {
+	_, url := etcdtest.StartServer(t, embedded.Options{MaxRequestBytes: 8 << 20})
+	o, err := parseFlags([]string{"--etcd-endpoints", url, "--max-cluster-bytes", "6000000"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := o.etcdConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cli, err := connect(cfg, o.maxClusterBytes+requestMargin, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := cli.Put(ctx, "/cke/cluster", strings.Repeat("x", 6000000)); err != nil {
+		t.Errorf("a 6 MB write with --max-cluster-bytes 6000000: %v", err)
+	}
+}
+
+// pki is a CA with a server certificate for 127.0.0.1 and a client
+// certificate, as PEM strings and files.
+type pki struct {
+	ca, clientCert, clientKey                                    string
+	caFile, serverCert, serverKey, clientCertFile, clientKeyFile string
+}
+
+func newPKI(t *testing.T, dir string) *pki {
+	t.Helper()
+	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	caTmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "test CA"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign}
+	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	caCert, _ := x509.ParseCertificate(caDER)
+	issue := func(serial int64, usage x509.ExtKeyUsage, ips []net.IP) (string, string) {
+		key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tmpl := &x509.Certificate{SerialNumber: big.NewInt(serial), Subject: pkix.Name{CommonName: "test"},
+			NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+			KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{usage}, IPAddresses: ips}
+		der, err := x509.CreateCertificate(rand.Reader, tmpl, caCert, &key.PublicKey, caKey)
+		if err != nil {
+			t.Fatal(err)
+		}
+		keyDER, err := x509.MarshalPKCS8PrivateKey(key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})),
+			string(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER}))
+	}
+	p := &pki{ca: string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER}))}
+	serverCert, serverKey := issue(2, x509.ExtKeyUsageServerAuth, []net.IP{net.ParseIP("127.0.0.1")})
+	p.clientCert, p.clientKey = issue(3, x509.ExtKeyUsageClientAuth, nil)
+	p.caFile = writeFile(t, dir, "ca.pem", p.ca)
+	p.serverCert = writeFile(t, dir, "server.pem", serverCert)
+	p.serverKey = writeFile(t, dir, "server-key.pem", serverKey)
+	p.clientCertFile = writeFile(t, dir, "client.pem", p.clientCert)
+	p.clientKeyFile = writeFile(t, dir, "client-key.pem", p.clientKey)
+	return p
 }

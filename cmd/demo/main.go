@@ -81,7 +81,7 @@ func run() error {
 		return err
 	}
 	d.etcdURL = fmt.Sprintf("http://127.0.0.1:%d", ports[0])
-	cke, _, err := d.start("cke", regexp.MustCompile(`msg=serving`),
+	cke, _, err := d.start("cke", regexp.MustCompile(`info: "serving"`),
 		"--embedded-etcd-dir", filepath.Join(work, "etcd"),
 		"--embedded-etcd-client-url", d.etcdURL,
 		"--embedded-etcd-peer-url", fmt.Sprintf("http://127.0.0.1:%d", ports[1]),
@@ -183,6 +183,9 @@ func step(s string) { fmt.Printf("\n== %s\n", s) }
 // returns the first submatch, if any.
 func (d *demo) start(name string, re *regexp.Regexp, args ...string) (*exec.Cmd, string, error) {
 	cmd := exec.CommandContext(d.ctx, filepath.Join(d.bin, name), args...)
+	// cke, as CKE, waits CANCELLATION_DELAY_SECONDS (5 by default) after
+	// SIGTERM before it stops: the demo need not.
+	cmd.Env = append(os.Environ(), "CANCELLATION_DELAY_SECONDS=0")
 	pipe, err := cmd.StderrPipe()
 	if err != nil {
 		return nil, "", err

@@ -4,12 +4,21 @@
 package embedded
 
 import (
+	"errors"
 	"fmt"
+	"net"
+	"net/http"
 	"net/url"
+	"sync"
+	"sync/atomic"
 	"time"
 
+	"github.com/soheilhy/cmux"
+	"go.etcd.io/etcd/client/pkg/v3/transport"
 	"go.etcd.io/etcd/server/v3/embed"
 	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"google.golang.org/grpc"
 )
 
 // Options of the embedded etcd.
@@ -22,10 +31,30 @@ type Options struct {
 	MaxRequestBytes uint
 	// Logger receives etcd's log; nil discards it.
 	Logger *zap.Logger
+	// ClientTLS is the TLS of an https ClientURL: certificate, key and,
+	// with ClientCertAuth, the CA that client certificates must chain to.
+	ClientTLS transport.TLSInfo
+}
+
+// Etcd is a running embedded etcd.
+type Etcd struct {
+	*embed.Etcd
+	closing *atomic.Bool
+	once    sync.Once
+}
+
+// Close stops etcd. The "closed" errors that etcd logs for each of its
+// listeners while it stops are what a clean stop looks like: they are not
+// logged. Close may be called more than once.
+func (e *Etcd) Close() {
+	e.once.Do(func() {
+		e.closing.Store(true)
+		e.Etcd.Close()
+	})
 }
 
 // Start starts etcd and waits until it serves clients.
-func Start(o Options) (*embed.Etcd, error) {
+func Start(o Options) (*Etcd, error) {
 	cu, err := url.Parse(o.ClientURL)
 	if err != nil {
 		return nil, fmt.Errorf("client URL: %w", err)
@@ -47,17 +76,20 @@ func Start(o Options) (*embed.Etcd, error) {
 	if lg == nil {
 		lg = zap.NewNop()
 	}
+	closing := new(atomic.Bool)
+	lg = lg.WithOptions(zap.WrapCore(func(c zapcore.Core) zapcore.Core { return quietStop{c, closing} }))
 	cfg.ZapLoggerBuilder = embed.NewZapLoggerBuilder(lg)
 	if o.MaxRequestBytes > 0 {
 		cfg.MaxRequestBytes = o.MaxRequestBytes
 	}
+	cfg.ClientTLSInfo = o.ClientTLS
 	e, err := embed.StartEtcd(cfg)
 	if err != nil {
 		return nil, err
 	}
 	select {
 	case <-e.Server.ReadyNotify():
-		return e, nil
+		return &Etcd{Etcd: e, closing: closing}, nil
 	case err := <-e.Err():
 		e.Close()
 		return nil, err
@@ -65,4 +97,45 @@ func Start(o Options) (*embed.Etcd, error) {
 		e.Close()
 		return nil, fmt.Errorf("embedded etcd did not start within 60s")
 	}
+}
+
+// quietStop passes every entry on, except, once closing is set, those
+// whose error only says that a listener or server was closed.
+type quietStop struct {
+	zapcore.Core
+	closing *atomic.Bool
+}
+
+func (q quietStop) With(fs []zapcore.Field) zapcore.Core {
+	return quietStop{q.Core.With(fs), q.closing}
+}
+
+func (q quietStop) Check(ent zapcore.Entry, ce *zapcore.CheckedEntry) *zapcore.CheckedEntry {
+	if q.Enabled(ent.Level) {
+		return ce.AddCore(ent, q)
+	}
+	return ce
+}
+
+func (q quietStop) Write(ent zapcore.Entry, fs []zapcore.Field) error {
+	if q.closing.Load() && closedError(fs) {
+		return nil
+	}
+	return q.Core.Write(ent, fs)
+}
+
+// closedError reports whether one of the fields is an error saying that a
+// listener or server was closed.
+func closedError(fs []zapcore.Field) bool {
+	for _, f := range fs {
+		err, ok := f.Interface.(error)
+		if f.Type != zapcore.ErrorType || !ok {
+			continue
+		}
+		if errors.Is(err, net.ErrClosed) || errors.Is(err, http.ErrServerClosed) || errors.Is(err, grpc.ErrServerStopped) ||
+			errors.Is(err, cmux.ErrServerClosed) || errors.Is(err, cmux.ErrListenerClosed) {
+			return true
+		}
+	}
+	return false
 }

@@ -4,6 +4,7 @@ package etcdtest
 import (
 	"fmt"
 	"net"
+	"sync"
 	"testing"
 	"time"
 
@@ -13,32 +14,64 @@ import (
 	"github.com/ckegen/ckegen/internal/embedded"
 )
 
-// FreePort returns a loopback port that was free a moment ago.
+// FreePort returns a loopback port that was free a moment ago and that
+// it has not returned before in this process: the kernel may hand the
+// same ephemeral port out again once it is closed, and two members of one
+// etcd cluster given the same port do not start.
 func FreePort(t testing.TB) int {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	portsMu.Lock()
+	defer portsMu.Unlock()
+	for range 100 {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		port := ln.Addr().(*net.TCPAddr).Port
+		ln.Close()
+		if !portsGiven[port] {
+			portsGiven[port] = true
+			return port
+		}
 	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
+	t.Fatal("no free port that was not given out before")
+	return 0
 }
+
+var (
+	portsMu    sync.Mutex
+	portsGiven = map[int]bool{}
+)
 
 // Start starts an embedded etcd for the test and returns its client URL;
 // both are stopped when the test ends.
 func Start(t testing.TB) string {
 	t.Helper()
-	url := fmt.Sprintf("http://127.0.0.1:%d", FreePort(t))
-	e, err := embedded.Start(embedded.Options{
-		Dir:       t.TempDir(),
-		ClientURL: url,
-		PeerURL:   fmt.Sprintf("http://127.0.0.1:%d", FreePort(t)),
-	})
+	_, url := StartServer(t, embedded.Options{})
+	return url
+}
+
+// StartServer starts an embedded etcd with o (a temporary directory and
+// free loopback ports where o leaves them empty) and returns it with its
+// client URL; it is stopped when the test ends, if the test has not
+// stopped it.
+func StartServer(t testing.TB, o embedded.Options) (*embedded.Etcd, string) {
+	t.Helper()
+	if o.Dir == "" {
+		o.Dir = t.TempDir()
+	}
+	if o.ClientURL == "" {
+		o.ClientURL = fmt.Sprintf("http://127.0.0.1:%d", FreePort(t))
+	}
+	if o.PeerURL == "" {
+		o.PeerURL = fmt.Sprintf("http://127.0.0.1:%d", FreePort(t))
+	}
+	e, err := embedded.Start(o)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(e.Close)
-	return url
+	return e, o.ClientURL
 }
 
 // Client returns a client of a new embedded etcd.

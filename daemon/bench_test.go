@@ -1,0 +1,181 @@
+package daemon
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net/http/httptest"
+	"os"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.etcd.io/etcd/client/v3/concurrency"
+	"sigs.k8s.io/yaml"
+
+	"github.com/ckegen/ckegen/internal/dcgen"
+	"github.com/ckegen/ckegen/internal/embedded"
+	"github.com/ckegen/ckegen/internal/etcdtest"
+	"github.com/ckegen/ckegen/machine"
+	"github.com/ckegen/ckegen/sabakan"
+	"github.com/ckegen/ckegen/sabakan/server"
+	"github.com/ckegen/ckegen/storage"
+)
+
+// benchLimit is the request size limit of the benchmark's etcd, client
+// and daemon: a 10,003-node cluster is about 6 MB of JSON.
+const benchLimit = 64 << 20
+
+// tickBench is a daemon leading over an embedded etcd, with the
+// compatible server holding a data center of n machines (40 per rack, no
+// boot servers, roles 6:3:1), the bundled template, 3 control planes and
+// minimum-workers n/2.
+type tickBench struct {
+	d      *Daemon
+	st     storage.Storage
+	store  *server.Store
+	leader string
+}
+
+func newTickBench(b *testing.B, n int) *tickBench {
+	b.Helper()
+	_, url := etcdtest.StartServer(b, embedded.Options{MaxRequestBytes: benchLimit})
+	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{url}, DialTimeout: 5 * time.Second,
+		MaxCallSendMsgSize: benchLimit, MaxCallRecvMsgSize: benchLimit})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { cli.Close() })
+
+	o := dcgen.Default(testNow)
+	o.Racks, o.PerRack, o.BootPerRack = n/40, 40, 0
+	store := server.NewStore(func() time.Time { return testNow })
+	if err := store.Load(dcgen.Machines(o)); err != nil {
+		b.Fatal(err)
+	}
+	srv, err := server.New(store)
+	if err != nil {
+		b.Fatal(err)
+	}
+	ts := httptest.NewServer(srv.Handler())
+	b.Cleanup(ts.Close)
+
+	tmpl, err := os.ReadFile("../examples/template.yml")
+	if err != nil {
+		b.Fatal(err)
+	}
+	tmplJSON, err := yaml.YAMLToJSON(tmpl)
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	st := storage.New(cli, "")
+	c, _ := st.GetConstraints(ctx)
+	c.ControlPlaneCount, c.MinimumWorkers = 3, n/2
+	for _, err := range []error{st.SetTemplate(ctx, tmplJSON), st.SetURL(ctx, ts.URL+"/graphql"), st.SetConstraints(ctx, c)} {
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+	sess, err := concurrency.NewSession(cli)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { sess.Close() })
+	e := concurrency.NewElection(sess, st.Key(storage.KeyLeader))
+	if err := e.Campaign(ctx, "bench"); err != nil {
+		b.Fatal(err)
+	}
+	d := New(Config{
+		Storage: st, Name: "bench", RetireWait: time.Minute, MaxClusterBytes: benchLimit,
+		Sabakan: sabakan.Options{Timeout: time.Minute, Retries: -1, MaxBodyBytes: 1 << 30},
+		Now:     func() time.Time { return testNow },
+		Log:     slog.New(slog.NewTextHandler(io.Discard, nil)),
+	})
+	return &tickBench{d: d, st: st, store: store, leader: e.Key()}
+}
+
+// tick runs one tick and checks, off the clock, whether it wrote the
+// cluster.
+func (tb *tickBench) tick(b *testing.B, wantWrite bool) {
+	before := tb.clusterRev(b)
+	if err := tb.d.runOnce(context.Background(), tb.leader); err != nil {
+		b.Fatal(err)
+	}
+	b.StopTimer()
+	if wrote := tb.clusterRev(b) != before; wrote != wantWrite {
+		b.Fatalf("the tick wrote the cluster: %v, want %v", wrote, wantWrite)
+	}
+	b.StartTimer()
+}
+
+// clusterRev returns the cluster key's mod revision (0: none).
+func (tb *tickBench) clusterRev(b *testing.B) int64 {
+	resp, err := tb.st.Client.Get(context.Background(), tb.st.Key(storage.KeyCluster), clientv3.WithKeysOnly())
+	if err != nil {
+		b.Fatal(err)
+	}
+	if len(resp.Kvs) == 0 {
+		return 0
+	}
+	return resp.Kvs[0].ModRevision
+}
+
+// BenchmarkTick20000 is the daemon's whole tick on 20,000 machines: the
+// compatible server's searchMachines over real HTTP, decoding and
+// sanitizing, the generator, the cluster's JSON, and the guarded write to
+// an embedded etcd with its request size limit raised, then the status
+// and the history. The server and etcd run in the benchmark's process:
+// the figures count their work too.
+//
+//   - generate: no cluster yet; the first one (10,003 nodes) is written;
+//   - update: a worker's machine turns UNREACHABLE or back to HEALTHY
+//     before each tick, which writes the change;
+//   - nothing: nothing changed; nothing is written.
+func BenchmarkTick20000(b *testing.B) {
+	const n = 20000
+	b.Run("generate", func(b *testing.B) {
+		tb := newTickBench(b, n)
+		b.ReportAllocs()
+		for b.Loop() {
+			b.StopTimer()
+			if _, err := tb.st.Client.Delete(context.Background(), tb.st.Key(storage.KeyCluster)); err != nil {
+				b.Fatal(err)
+			}
+			b.StartTimer()
+			tb.tick(b, true)
+		}
+	})
+	b.Run("update", func(b *testing.B) {
+		tb := newTickBench(b, n)
+		tb.tick(b, true)
+		c, _, err := tb.st.GetCluster(context.Background())
+		if err != nil {
+			b.Fatal(err)
+		}
+		serial := c.Nodes[len(c.Nodes)-1].Annotations["cke.cybozu.com/serial"]
+		state := machine.StateHealthy
+		b.ReportAllocs()
+		for b.Loop() {
+			b.StopTimer()
+			if state == machine.StateHealthy {
+				state = machine.StateUnreachable
+			} else {
+				state = machine.StateHealthy
+			}
+			if _, err := tb.store.SetState(serial, state); err != nil {
+				b.Fatal(err)
+			}
+			b.StartTimer()
+			tb.tick(b, true)
+		}
+	})
+	b.Run("nothing", func(b *testing.B) {
+		tb := newTickBench(b, n)
+		tb.tick(b, true)
+		b.ReportAllocs()
+		for b.Loop() {
+			tb.tick(b, false)
+		}
+	})
+}
