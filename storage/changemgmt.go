@@ -336,3 +336,32 @@ type UnhealthyStatus struct {
 	// Addresses are the first MaxChanges unhealthy nodes.
 	Addresses []string `json:"addresses,omitempty"`
 }
+
+// Trigger is the trigger (TriggerSchedule when unset) and the mod revision
+// of its key (0 when unset).
+func (s *Snapshot) Trigger() (string, int64, error) {
+	data, rev, err := s.get(KeySabakanTrigger)
+	if err != nil {
+		return TriggerSchedule, 0, nil
+	}
+	t, err := parseStoredTrigger(data)
+	return t, rev, err
+}
+
+// QuietTime is the quiet time (0 when unset: off).
+func (s *Snapshot) QuietTime() (time.Duration, error) {
+	data, _, err := s.get(KeySabakanQuietTime)
+	if err != nil {
+		return 0, nil
+	}
+	return parseStoredQuietTime(data)
+}
+
+// MaxUnhealthy is the limit of unhealthy nodes (nil when unset: off).
+func (s *Snapshot) MaxUnhealthy() (*MaxUnhealthy, error) {
+	data, _, err := s.get(KeySabakanMaxUnhealthy)
+	if err != nil {
+		return nil, nil
+	}
+	return parseStoredMaxUnhealthy(data)
+}
