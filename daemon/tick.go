@@ -68,6 +68,7 @@ type settings struct {
 	clusterRev  int64            // mod revision of cluster, for the guarded write
 	builtFrom   int64            // cluster-revision: the template revision current was built from
 	rebooting   map[string]bool
+	changeSettings
 }
 
 // outcome is what one tick saw and did.
@@ -78,6 +79,7 @@ type outcome struct {
 	machines []*machine.Machine
 	// warnings are for the operator: the tick went on regardless.
 	warnings []string
+	changeOutcome
 }
 
 // cluster is the cluster after the tick.
@@ -107,17 +109,23 @@ func (d *Daemon) tick(ctx context.Context, leaderKey string) (*outcome, error) {
 	if err != nil {
 		return out, err
 	}
-	res, err := d.decide(s, ms)
-	if err != nil || res == nil {
-		return out, err
+	in := d.input(s, ms)
+	res, err := d.manage(s, in, out)
+	clusterRev := s.clusterRev
+	if err == nil && res != nil {
+		rev, werr := d.write(ctx, leaderKey, s, res)
+		if werr != nil {
+			return out, werr
+		}
+		out.result = res
+		d.record(ctx, leaderKey, s, res, rev)
+		clusterRev = rev
 	}
-	rev, err := d.write(ctx, leaderKey, s, res)
+	d.keepPlan(ctx, leaderKey, s, in, out, clusterRev)
 	if err != nil {
 		return out, err
 	}
-	out.result = res
-	d.record(ctx, leaderKey, s, res, rev)
-	return out, nil
+	return out, out.tooManyUnhealthy()
 }
 
 // readSettings reads everything a tick needs in one etcd transaction and
@@ -178,6 +186,9 @@ func (d *Daemon) readSettings(ctx context.Context, leaderKey string) (*settings,
 		return nil, fail(ReasonInvalidCluster, err)
 	}
 	s.rebooting = snap.RebootingNodes()
+	if err := readChangeSettings(snap, &s.changeSettings); err != nil {
+		return nil, err
+	}
 	return &s, nil
 }
 
@@ -201,11 +212,9 @@ func (d *Daemon) querySabakan(ctx context.Context, s *settings) ([]*machine.Mach
 	return ms, warnings, nil
 }
 
-// decide runs the generator: Generate without a cluster, else Update, and
-// Regenerate when Update has nothing to do and the template changed since
-// the cluster was built. It returns nil when there is nothing to do.
-func (d *Daemon) decide(s *settings, ms []*machine.Machine) (*generator.Result, error) {
-	in := generator.Input{
+// input is the generator's input of a tick.
+func (d *Daemon) input(s *settings, ms []*machine.Machine) generator.Input {
+	return generator.Input{
 		Template:    s.template,
 		Constraints: s.constraints,
 		Machines:    ms,
@@ -214,6 +223,12 @@ func (d *Daemon) decide(s *settings, ms []*machine.Machine) (*generator.Result, 
 		Now:         d.cfg.Now(),
 		RetireWait:  d.cfg.RetireWait,
 	}
+}
+
+// decide runs the generator: Generate without a cluster, else Update, and
+// Regenerate when Update has nothing to do and the template changed since
+// the cluster was built. It returns nil when there is nothing to do.
+func (d *Daemon) decide(s *settings, in generator.Input) (*generator.Result, error) {
 	res, err := generator.Tick(in, s.current != nil && s.templateRev != s.builtFrom)
 	switch {
 	case errors.Is(err, generator.ErrNothingToDo):
@@ -263,6 +278,7 @@ func (d *Daemon) record(ctx context.Context, leaderKey string, s *settings, res 
 		ChangeCount:      len(res.Changes),
 		TemplateRevision: s.templateRev,
 		ClusterRevision:  rev,
+		ReleasedBy:       s.release,
 	})
 	if err != nil {
 		d.log.Error("history not recorded", "error", err)
