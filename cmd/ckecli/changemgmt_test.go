@@ -468,3 +468,58 @@ func serialOf(t *testing.T, store *server.Store, addr string) string {
 	t.Fatalf("no machine at %s", addr)
 	return ""
 }
+
+// TestStatusShowsChangeManagement: the status table shows the trigger,
+// the quiet time, the unhealthy count and the pending plan's next step;
+// the history says what released each step.
+func TestStatusShowsChangeManagement(t *testing.T) {
+	url := etcdtest.Start(t)
+	st := storage.New(etcdtest.Connect(t, url), "")
+	ctx := context.Background()
+	leader := campaignAs(t, st, "host-1")
+	score := 990
+	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(st.PutStatus(ctx, leader, storage.Status{
+		Result: "planning", Reason: "QUIET_TIME", Message: "m", Since: at, Time: at, LastSuccess: at, Leader: "host-1",
+		ChangeStatus: storage.ChangeStatus{
+			Trigger: "schedule",
+			Quiet: &storage.QuietStatus{QuietTime: "10m0s", InventoryDigest: "d", InventorySince: at, Remaining: "4m10s",
+				LastMoved: []string{"10.0.1.2 (serial s12) UNREACHABLE for 5m50s"}},
+			Unhealthy: &storage.UnhealthyStatus{Count: 1, Nodes: 8, MaxUnhealthy: "25%", Limit: 2},
+			Pending: &storage.PendingPlan{Result: "settled", Steps: 2, NextOp: "increase worker", NextChangeCount: 1,
+				NextChanges: []storage.Change{{Action: "add-worker", Address: "10.0.3.4", Serial: "s34", Score: &score, Reason: "4 workers, want 5"}}},
+		},
+	}))
+	want := "RESULT        planning\nREASON        QUIET_TIME\nMESSAGE       m\nSINCE         2026-01-01T00:00:00Z\nLAST TICK     2026-01-01T00:00:00Z\n" +
+		"FAILURES      0\nLAST SUCCESS  2026-01-01T00:00:00Z\nLEADER        host-1\nTRIGGER       schedule\nQUIET TIME    10m0s: 4m10s left\n" +
+		"LAST MOVED    10.0.1.2 (serial s12) UNREACHABLE for 5m50s\nUNHEALTHY     1 of 8 nodes (max-unhealthy 25%: 2)\n" +
+		"PENDING       2 steps (settled)\nNEXT STEP     increase worker (1 changes)\n" +
+		"  ACTION      ADDRESS   SERIAL  SCORE  REASON\n  add-worker  10.0.3.4  s34     990    4 workers, want 5\n"
+	noDefault := filepath.Join(t.TempDir(), "no-default.yml")
+	out, errOut, code := runCLIWithConfig(t, noDefault, "--endpoints", url, "sabakan", "status")
+	if code != 0 || out != want {
+		t.Errorf("status: exit %d, stderr %q, stdout\n%s\nwant\n%s", code, errOut, out, want)
+	}
+	out, _, _ = runCLIWithConfig(t, noDefault, "--endpoints", url, "sabakan", "status", "-o", "json")
+	for _, key := range []string{`"trigger": "schedule"`, `"inventorySince": "2026-01-01T00:00:00Z"`, `"nextOp": "increase worker"`, `"maxUnhealthy": "25%"`} {
+		if !strings.Contains(out, key) {
+			t.Errorf("status -o json lacks %s:\n%s", key, out)
+		}
+	}
+
+	must(st.AddHistory(ctx, leader, storage.HistoryEntry{Time: at, Op: "new", ChangeCount: 8, TemplateRevision: 2, ClusterRevision: 10}))
+	must(st.AddHistory(ctx, leader, storage.HistoryEntry{Time: at, Op: "increase worker", ChangeCount: 1, TemplateRevision: 2, ClusterRevision: 20,
+		ReleasedBy: "the trigger set to schedule (sabakan/trigger revision 15)"}))
+	want = "TIME                  OP               CHANGES  TEMPLATE REV  CLUSTER REV  RELEASED BY\n" +
+		"2026-01-01T00:00:00Z  new              8        2             10           -\n" +
+		"2026-01-01T00:00:00Z  increase worker  1        2             20           the trigger set to schedule (sabakan/trigger revision 15)\n"
+	if out, _, code := runCLIWithConfig(t, noDefault, "--endpoints", url, "sabakan", "history"); code != 0 || out != want {
+		t.Errorf("history:\n%s\nwant\n%s", out, want)
+	}
+}

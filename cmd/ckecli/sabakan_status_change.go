@@ -9,25 +9,20 @@ import (
 	"github.com/ckegen/ckegen/storage"
 )
 
-// changeStatusTable writes change management's part of the status: the
-// trigger, what holds writes, and the pending plan's next step.
-func changeStatusTable(w io.Writer, c storage.ChangeStatus) error {
-	if c.Trigger == "" && c.Pending == nil && c.Quiet == nil && c.Unhealthy == nil {
-		return nil
-	}
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+// changeStatusRows writes change management's rows of the status table:
+// the trigger and what holds writes.
+func changeStatusRows(tw io.Writer, c storage.ChangeStatus) {
 	if c.Trigger != "" {
 		fmt.Fprintf(tw, "TRIGGER\t%s\n", c.Trigger)
 	}
 	if q := c.Quiet; q != nil && q.QuietTime != "0s" {
-		switch {
-		case q.Remaining != "":
+		if q.Remaining != "" {
 			fmt.Fprintf(tw, "QUIET TIME\t%s: %s left\n", q.QuietTime, q.Remaining)
-			if len(q.LastMoved) > 0 {
-				fmt.Fprintf(tw, "LAST MOVED\t%s\n", strings.Join(q.LastMoved, ", "))
-			}
-		default:
-			fmt.Fprintf(tw, "QUIET TIME\t%s: quiet (machines unchanged since %s)\n", q.QuietTime, ts(q.InventorySince))
+		} else {
+			fmt.Fprintf(tw, "QUIET TIME\t%s: quiet (the same machines since %s)\n", q.QuietTime, ts(q.InventorySince))
+		}
+		if len(q.LastMoved) > 0 {
+			fmt.Fprintf(tw, "LAST MOVED\t%s\n", strings.Join(q.LastMoved, ", "))
 		}
 	}
 	if u := c.Unhealthy; u != nil {
@@ -36,32 +31,39 @@ func changeStatusTable(w io.Writer, c storage.ChangeStatus) error {
 	if c.Release != "" {
 		fmt.Fprintf(tw, "RELEASED BY\t%s\n", c.Release)
 	}
-	p := c.Pending
-	if p != nil {
-		switch {
-		case p.Steps == 0 && p.Result == "settled":
-			fmt.Fprintf(tw, "PENDING\tnothing (settled)\n")
-		case p.Steps == 0:
-			fmt.Fprintf(tw, "PENDING\tnothing (%s: %s)\n", p.Result, p.Error)
-		default:
-			ending := p.Result
-			if p.Error != "" {
-				ending += ": " + p.Error
-			}
-			fmt.Fprintf(tw, "PENDING\t%s (%s)\n", steps(p.Steps), ending)
-			fmt.Fprintf(tw, "NEXT STEP\t%s (%d changes)\n", p.NextOp, p.NextChangeCount)
-		}
+}
+
+// statusLabelWidth is the width of the status table's first column
+// ("LAST SUCCESS" and the padding), so that a table written after another
+// lines up with it.
+const statusLabelWidth = len("LAST SUCCESS") + 2
+
+// pendingTable writes the pending plan and its next step's changes.
+func pendingTable(w io.Writer, p *storage.PendingPlan) error {
+	if p == nil {
+		return nil
+	}
+	tw := tabwriter.NewWriter(w, statusLabelWidth, 4, 2, ' ', 0)
+	ending := p.Result
+	if p.Error != "" {
+		ending += ": " + p.Error
+	}
+	if p.Steps == 0 {
+		fmt.Fprintf(tw, "PENDING\tnothing (%s)\n", ending)
+	} else {
+		fmt.Fprintf(tw, "PENDING\t%s (%s)\n", planSteps(p.Steps), ending)
+		fmt.Fprintf(tw, "NEXT STEP\t%s (%d changes)\n", p.NextOp, p.NextChangeCount)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	if p != nil && p.Steps > 0 {
-		return changesTable(w, p.NextChanges)
+	if p.Steps == 0 {
+		return nil
 	}
-	return nil
+	return changesTable(w, p.NextChanges)
 }
 
-func steps(n int) string {
+func planSteps(n int) string {
 	if n == 1 {
 		return "1 step"
 	}
