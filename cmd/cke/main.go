@@ -30,7 +30,9 @@ import (
 	"github.com/ckegen/ckegen/internal/logbridge"
 	"github.com/ckegen/ckegen/internal/version"
 	"github.com/ckegen/ckegen/sabakan"
+	"github.com/ckegen/ckegen/snapshot"
 	"github.com/ckegen/ckegen/storage"
+	"github.com/ckegen/ckegen/web"
 )
 
 // defaultConfig is CKE's configuration file, read when it exists and
@@ -262,13 +264,19 @@ func run(o *options) error {
 		Registry:        reg,
 	})
 
+	// The page at / shows the racks, the status and the history; it reads
+	// etcd and queries sabakan read-only, with a short cache.
+	mux := d.Handler()
+	st := storage.New(cli, cfg.Prefix)
+	mux.Handle("/", web.NewHandler(snapshot.NewReader(st, snapshot.Options{Sabakan: o.sabakanOptions()}), web.Options{Log: lg}))
+
 	ln, err := net.Listen("tcp", o.httpAddr)
 	if err != nil {
 		return fmt.Errorf("--http: %w", err)
 	}
 	well.Go(d.Run)
 	s := &well.HTTPServer{
-		Server:          &http.Server{Handler: d.Handler(), ReadHeaderTimeout: 10 * time.Second},
+		Server:          &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second},
 		ShutdownTimeout: 5 * time.Second,
 	}
 	if err := s.Serve(ln); err != nil {
