@@ -99,6 +99,18 @@ type ProviderSpec struct {
 	Values map[string]map[string]Number `json:"values,omitempty"`
 }
 
+// Canonical returns d as compact JSON, map keys sorted and "<" and ">"
+// written as is (the form stored in etcd).
+func (d *Document) Canonical() ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(d); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
+}
+
 // TimeoutOrDefault is the provider's timeout, DefaultTimeout when unset.
 func (p *ProviderSpec) TimeoutOrDefault() time.Duration {
 	if p.Timeout == 0 {

@@ -101,7 +101,17 @@ func TestParseSpecExample(t *testing.T) {
 	}
 	js2, _ := json.Marshal(back)
 	if string(js) != string(js2) {
-		t.Errorf("canonical JSON is not stable:\n%s\n%s", js, js2)
+		t.Errorf("JSON is not stable:\n%s\n%s", js, js2)
+	}
+	canon, err := d.Canonical()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(canon), `"inlet_temperature < 35"`) || strings.HasSuffix(string(canon), "\n") {
+		t.Errorf("canonical JSON escapes < or ends with a newline: %s", canon)
+	}
+	if c2, _ := mustParse(t, string(canon)).Canonical(); string(c2) != string(canon) {
+		t.Errorf("canonical JSON is not stable:\n%s\n%s", canon, c2)
 	}
 	if _, err := Compile(d, exampleTemplate(t)); err != nil {
 		t.Errorf("Compile with the example template: %v", err)
