@@ -133,6 +133,7 @@ func TestPrometheusMatching(t *testing.T) {
 		sample(`"serial":"GONE","address":"10.0.0.6"`, "7"), // a serial names no machine: no fallback
 		sample(`"serial":"S7"`, "NaN"),                      // NaN: no value
 		sample(`"serial":"S8"`, "+Inf"),
+		sample(`"Serial":"S9"`, "9"), // label names are case-sensitive
 	})
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
@@ -155,29 +156,33 @@ func TestPrometheusMatching(t *testing.T) {
 			t.Errorf("%s = %v, want %v", serial, got, w)
 		}
 	}
-	if stats[0].Samples != 9 || stats[0].Matched != 7 {
-		t.Errorf("stat %s, want 9 samples, 7 matched", stats[0])
+	if stats[0].Samples != 10 || stats[0].Matched != 7 {
+		t.Errorf("stat %s, want 10 samples, 7 matched", stats[0])
 	}
 }
 
 func TestPrometheusBadAnswers(t *testing.T) {
 	for _, tc := range []struct {
 		name, body, msg string
+		status          int
 	}{
 		{"two samples for one machine", promResponse([]string{
 			sample(`"serial":"S1","sensor":"inlet"`, "1"), sample(`"serial":"S1","sensor":"outlet"`, "2")}),
-			`returned two samples for one machine, {"serial":"S1","sensor":"inlet"} and {"serial":"S1","sensor":"outlet"}: aggregate it`},
+			`returned two samples for one machine, {"serial":"S1","sensor":"inlet"} and {"serial":"S1","sensor":"outlet"}: aggregate it`, 0},
 		{"a scalar", `{"status":"success","data":{"resultType":"scalar","result":[1700000000,"1"]}}`,
-			"returned a scalar, want an instant vector"},
+			"returned a scalar, want an instant vector", 0},
 		{"a query error", `{"status":"error","errorType":"bad_data","error":"parse error: unexpected end of input"}`,
-			"bad_data: parse error: unexpected end of input"},
-		{"not JSON", `<html>proxy error</html>`, `query "m"`},
+			"bad_data: parse error: unexpected end of input", 0},
+		{"not JSON", `<html>proxy error</html>`, `query "m"`, 0},
+		{"an HTTP error with an answer", promResponse([]string{sample(`"serial":"S1"`, "1")}), "server_error: HTTP 500 Internal Server Error", 500},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				w.Header().Set("Content-Type", "application/json")
 				if strings.Contains(tc.body, `"status":"error"`) {
 					w.WriteHeader(http.StatusBadRequest)
+				} else if tc.status != 0 {
+					w.WriteHeader(tc.status)
 				}
 				fmt.Fprint(w, tc.body)
 			}))
