@@ -310,3 +310,44 @@ func hasPathError(err error, path, msg string) bool {
 	}
 	return false
 }
+
+// FuzzParse: any input parses or is refused with an *Error naming a
+// path, never a panic; what parses compiles for the example template or
+// is refused, and its canonical JSON parses back to itself.
+func FuzzParse(f *testing.F) {
+	f.Add([]byte(specExample))
+	f.Add([]byte(base))
+	f.Add([]byte("placements:\n  gpu:\n    metrics:\n    - {name: t, weight: .inf}\n"))
+	f.Add([]byte(`{"a": 1, "a": 2}`))
+	f.Add([]byte("stickiness: 1\n---\n"))
+	tmpl := exampleTemplate(f)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		d, err := Parse(data)
+		if err != nil {
+			if !errors.As(err, new(*Error)) {
+				t.Fatalf("error %v is not a policy *Error", err)
+			}
+			return
+		}
+		canon, err := d.Canonical()
+		if err != nil {
+			t.Fatal(err)
+		}
+		back, err := Parse(canon)
+		if err != nil {
+			t.Fatalf("canonical JSON %s does not parse: %v", canon, err)
+		}
+		if c2, _ := back.Canonical(); string(c2) != string(canon) {
+			t.Fatalf("canonical JSON not stable:\n%s\n%s", canon, c2)
+		}
+		if p, err := Compile(d, tmpl); err == nil {
+			for _, k := range Keys(tmpl) {
+				pl := p.Placement(k)
+				pl.Admit(LabelMap{"a": "b"}, nil)
+				pl.Points(nil)
+				pl.Terms(Row{1, 2, 3})
+				pl.Rejection(LabelMap{}, nil)
+			}
+		}
+	})
+}
