@@ -18,6 +18,9 @@ type Server struct {
 	// does.
 	schema    *graphql.Schema
 	gqlSchema *ast.Schema
+	// noPlans executes every request with graph-gophers (tests compare
+	// both ways).
+	noPlans bool
 }
 
 // New returns a server for store. The schema is the project's own
