@@ -269,7 +269,8 @@ func (s *Server) execPlan(w http.ResponseWriter, doc *ast.QueryDocument, op *ast
 	if s.noPlans {
 		return false
 	}
-	body, ok := s.planBody(nil, doc, op, query, vars)
+	body, ok := s.planBody(s.takeBuffer(), doc, op, query, vars)
+	defer s.keepBuffer(body)
 	if !ok {
 		return false
 	}
@@ -292,4 +293,31 @@ func (s *Server) planBody(b []byte, doc *ast.QueryDocument, op *ast.OperationDef
 		return b, false
 	}
 	return s.Store.render(b, pl)
+}
+
+// maxSpareBuffer is the largest response buffer kept for the next request.
+const maxSpareBuffer = 64 << 20
+
+// takeBuffer returns the spare response buffer, empty, or nil when
+// another request has it. A 20,000-machine answer is about 7 MB: growing a
+// new buffer to that size allocates and copies twice as much, and a
+// sync.Pool loses it at every garbage collection.
+func (s *Server) takeBuffer() []byte {
+	s.spareMu.Lock()
+	defer s.spareMu.Unlock()
+	b := s.spare
+	s.spare = nil
+	return b[:0]
+}
+
+// keepBuffer keeps b as the spare buffer if it is the largest one offered.
+func (s *Server) keepBuffer(b []byte) {
+	if cap(b) > maxSpareBuffer {
+		return
+	}
+	s.spareMu.Lock()
+	defer s.spareMu.Unlock()
+	if cap(b) > cap(s.spare) {
+		s.spare = b
+	}
 }
