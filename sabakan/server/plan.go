@@ -302,16 +302,15 @@ func (c *compiler) argument(f *ast.Field, name string) (any, string) {
 }
 
 // plainLiteral reports why a literal value may be read differently by
-// graph-gophers than by gqlparser, or "". graph-gophers reads string
-// literals with Go's rules (strconv.Unquote), which differ from GraphQL's on
-// surrogate pairs ("\uD83D\uDE00") and block strings; a string whose value
-// is printable ASCII reads the same either way. ("\/", which Go refuses,
-// fails graph-gophers' validation: see planBody.)
+// graph-gophers than by gqlparser, or "". They differ on string literals:
+// gqlparser does not join a surrogate pair ("\uD83D\uDE00"), and the two
+// trim the lines of a block string differently. A string whose value is
+// printable ASCII (a block string of one line) reads the same either way.
+// ("\/", which graph-gophers' parser refuses, fails its validation: see
+// planBody.)
 func plainLiteral(v *ast.Value) string {
 	switch v.Kind {
-	case ast.BlockValue:
-		return "a block string"
-	case ast.StringValue:
+	case ast.StringValue, ast.BlockValue:
 		for i := 0; i < len(v.Raw); i++ {
 			if c := v.Raw[i]; c < 0x20 || c > 0x7e {
 				return fmt.Sprintf("string literal %q", v.Raw)
