@@ -770,3 +770,67 @@ func TestPlanStringLiterals(t *testing.T) {
 		}
 	}
 }
+
+// TestPlanConcurrent: plans answered at once, for different racks, while
+// machines change state, each get a whole answer of their own (the spare
+// buffer is never shared).
+func TestPlanConcurrent(t *testing.T) {
+	o := dcgen.Default(now)
+	store := NewStore(func() time.Time { return now })
+	ms := dcgen.Machines(o)
+	if err := store.Load(ms); err != nil {
+		t.Fatal(err)
+	}
+	perRack := map[int]int{}
+	for _, m := range ms {
+		perRack[m.Spec.Rack]++
+	}
+	p := servePair(t, store)
+	defer p.Close()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := range 200 {
+			to := machine.StateUnhealthy
+			if i%2 == 1 {
+				to = machine.StateHealthy
+			}
+			if _, err := store.SetState(ms[5].Spec.Serial, to); err != nil {
+				t.Error(err)
+				return
+			}
+		}
+	}()
+	errs := make(chan error, 8)
+	for g := range 8 {
+		go func() {
+			rack := ms[g*len(ms)/8].Spec.Rack
+			body := `{"query": ` + strconv.Quote(daemonQuery(t)) + `, "variables": {"having": {"racks": [` + strconv.Itoa(rack) + `]}, "notHaving": null}}`
+			var err error
+			for range 20 {
+				got := postGraphQL(t, p.planURL, body)
+				var resp struct {
+					Data struct {
+						SearchMachines []struct{ Spec struct{ Rack int } }
+					}
+				}
+				if e := json.Unmarshal([]byte(got.body), &resp); e != nil || len(resp.Data.SearchMachines) != perRack[rack] {
+					err = fmt.Errorf("rack %d: HTTP %d, %d machines, want %d, %v: %.200s", rack, got.code, len(resp.Data.SearchMachines), perRack[rack], e, got.body)
+					break
+				}
+				for _, m := range resp.Data.SearchMachines {
+					if m.Spec.Rack != rack {
+						err = fmt.Errorf("rack %d: a machine of rack %d", rack, m.Spec.Rack)
+					}
+				}
+			}
+			errs <- err
+		}()
+	}
+	for range 8 {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+	<-done
+}
