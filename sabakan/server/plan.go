@@ -2,7 +2,6 @@ package server
 
 import (
 	"fmt"
-	"strings"
 
 	"github.com/vektah/gqlparser/v2/ast"
 )
@@ -104,25 +103,20 @@ func compilePlan(schema *ast.Schema, doc *ast.QueryDocument, op *ast.OperationDe
 	return &plan{root: root}, ""
 }
 
-// group is the fields of one response key, in the order met.
-type group struct {
-	fields []*ast.Field
-}
-
 // selection compiles the selection set sels of an object of type typ.
 // Fields are grouped by response key in the order each key is first met,
 // and the selections of a key's fields are merged, as graph-gophers does
 // (collectFieldsToResolve).
 func (c *compiler) selection(typ string, sels ast.SelectionSet) ([]step, string) {
 	var order []string
-	groups := map[string]*group{}
+	groups := map[string][]*ast.Field{}
 	if why := c.collect(typ, sels, &order, groups); why != "" {
 		return nil, why
 	}
 	steps := make([]step, 0, len(order))
 	for _, key := range order {
-		g := groups[key]
-		f := g.fields[0]
+		fields := groups[key]
+		f := fields[0]
 		st := step{key: `"` + key + `":`}
 		if f.Name == "__typename" {
 			st.kind, st.typename = kTypename, typ
@@ -139,7 +133,7 @@ func (c *compiler) selection(typ string, sels ast.SelectionSet) ([]step, string)
 		}
 		if sub := f.Definition.Type.Name(); c.schema.Types[sub] != nil && c.schema.Types[sub].Kind == ast.Object {
 			var merged ast.SelectionSet
-			for _, gf := range g.fields {
+			for _, gf := range fields {
 				merged = append(merged, gf.SelectionSet...)
 			}
 			var why string
@@ -155,37 +149,36 @@ func (c *compiler) selection(typ string, sels ast.SelectionSet) ([]step, string)
 	return steps, ""
 }
 
-// collect adds the fields of sels to their groups, expanding fragments and
-// leaving out what @skip and @include leave out.
-func (c *compiler) collect(typ string, sels ast.SelectionSet, order *[]string, groups map[string]*group) string {
+// collect adds the fields of sels to the fields of their response keys,
+// expanding fragments and leaving out what @skip and @include leave out.
+func (c *compiler) collect(typ string, sels ast.SelectionSet, order *[]string, groups map[string][]*ast.Field) string {
 	for _, sel := range sels {
 		if c.visited++; c.visited > maxPlanSelections {
 			return "too many selections"
 		}
+		var dirs ast.DirectiveList
 		switch sel := sel.(type) {
 		case *ast.Field:
-			skip, why := c.skipped(sel.Directives)
-			if why != "" {
-				return why
-			}
-			if skip {
-				continue
-			}
-			g := groups[sel.Alias]
-			if g == nil {
-				g = &group{}
-				groups[sel.Alias] = g
+			dirs = sel.Directives
+		case *ast.InlineFragment:
+			dirs = sel.Directives
+		case *ast.FragmentSpread:
+			dirs = sel.Directives
+		}
+		skip, why := c.skipped(dirs)
+		if why != "" {
+			return why
+		}
+		if skip {
+			continue
+		}
+		switch sel := sel.(type) {
+		case *ast.Field:
+			if groups[sel.Alias] == nil {
 				*order = append(*order, sel.Alias)
 			}
-			g.fields = append(g.fields, sel)
+			groups[sel.Alias] = append(groups[sel.Alias], sel)
 		case *ast.InlineFragment:
-			skip, why := c.skipped(sel.Directives)
-			if why != "" {
-				return why
-			}
-			if skip {
-				continue
-			}
 			if sel.TypeCondition != "" && sel.TypeCondition != typ {
 				return "a fragment on " + sel.TypeCondition + " in " + typ
 			}
@@ -193,13 +186,6 @@ func (c *compiler) collect(typ string, sels ast.SelectionSet, order *[]string, g
 				return why
 			}
 		case *ast.FragmentSpread:
-			skip, why := c.skipped(sel.Directives)
-			if why != "" {
-				return why
-			}
-			if skip {
-				continue
-			}
 			def := c.doc.Fragments.ForName(sel.Name)
 			if def == nil {
 				return "fragment " + sel.Name + " not found"
@@ -412,25 +398,4 @@ func stringOf(v any) (string, string) {
 		return "", fmt.Sprintf("want a string, got %T", v)
 	}
 	return s, ""
-}
-
-// String describes the plan's shape, for test failures.
-func (p *plan) String() string {
-	var b strings.Builder
-	var walk func([]step)
-	walk = func(steps []step) {
-		b.WriteByte('{')
-		for i, st := range steps {
-			if i > 0 {
-				b.WriteByte(' ')
-			}
-			b.WriteString(st.key[1 : len(st.key)-2])
-			if st.sub != nil {
-				walk(st.sub)
-			}
-		}
-		b.WriteByte('}')
-	}
-	walk(p.root)
-	return b.String()
 }
