@@ -31,15 +31,24 @@ func taint(key, value string, effect corev1.TaintEffect) corev1.Taint {
 	return corev1.Taint{Key: key, Value: value, Effect: effect}
 }
 
+// createNodes creates Nodes with exactly the taints given: the API server
+// adds node.kubernetes.io/not-ready to a new Node (admission plugin
+// TaintNodesByCondition), so the taints are set again by an update.
 func createNodes(t testing.TB, cfg *rest.Config, nodes ...*corev1.Node) {
 	t.Helper()
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
+	ctx := context.Background()
 	for _, n := range nodes {
-		if _, err := cs.CoreV1().Nodes().Create(context.Background(), n, metav1.CreateOptions{}); err != nil {
+		created, err := cs.CoreV1().Nodes().Create(ctx, n, metav1.CreateOptions{})
+		if err != nil {
 			t.Fatalf("creating Node %s: %v", n.Name, err)
+		}
+		created.Spec.Taints = n.Spec.Taints
+		if _, err := cs.CoreV1().Nodes().Update(ctx, created, metav1.UpdateOptions{}); err != nil {
+			t.Fatalf("setting the taints of Node %s: %v", n.Name, err)
 		}
 	}
 }

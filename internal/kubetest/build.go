@@ -15,6 +15,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -98,6 +99,7 @@ func CachePath() (string, error) {
 	}
 	h := sha256.New()
 	fmt.Fprintf(h, "%s/%s\n", runtime.GOOS, runtime.GOARCH)
+	fmt.Fprintf(h, "%q\n", buildArgs("VERSION"))
 	for _, name := range []string{"go.mod", "go.sum", "main.go"} {
 		data, err := os.ReadFile(filepath.Join(dir, name))
 		if err != nil {
@@ -147,8 +149,12 @@ func binary() (string, error) {
 	if _, err := os.Stat(path); err == nil {
 		return path, nil
 	}
+	version, err := kubernetesVersion(dir)
+	if err != nil {
+		return "", err
+	}
 	tmp := path + ".tmp"
-	cmd := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w", "-o", tmp, ".")
+	cmd := exec.Command("go", append(buildArgs(version), "-o", tmp, ".")...)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=readonly -buildvcs=false")
 	out, err := cmd.CombinedOutput()
@@ -160,4 +166,30 @@ func binary() (string, error) {
 		return "", err
 	}
 	return path, nil
+}
+
+// buildArgs are the arguments of go build, stamping the binary with the
+// Kubernetes version (as /version reports it) that the module requires.
+func buildArgs(version string) []string {
+	major, minor, _ := strings.Cut(strings.TrimPrefix(version, "v"), ".")
+	minor, _, _ = strings.Cut(minor, ".")
+	const pkg = "k8s.io/component-base/version"
+	return []string{"build", "-ldflags=-s -w" +
+		" -X " + pkg + ".gitVersion=" + version +
+		" -X " + pkg + ".gitMajor=" + major +
+		" -X " + pkg + ".gitMinor=" + minor +
+		" -X " + pkg + ".gitTreeState=clean"}
+}
+
+// kubernetesVersion is the version of k8s.io/kubernetes that the module in
+// dir requires.
+func kubernetesVersion(dir string) (string, error) {
+	cmd := exec.Command("go", "list", "-m", "-f", "{{.Version}}", "k8s.io/kubernetes")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GOWORK=off")
+	out, err := cmd.Output()
+	if err != nil {
+		return "", fmt.Errorf("the version of k8s.io/kubernetes in %s: %w", dir, err)
+	}
+	return strings.TrimSpace(string(out)), nil
 }

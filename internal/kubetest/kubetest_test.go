@@ -4,7 +4,10 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"regexp"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -55,5 +58,36 @@ func TestStart(t *testing.T) {
 	s.Restart()
 	if _, err := cs.CoreV1().Namespaces().Get(ctx, ns.Name, metav1.GetOptions{}); err != nil {
 		t.Fatalf("the namespace after a restart: %v", err)
+	}
+}
+
+// TestUnavailable: without an API server, a test that needs one is skipped
+// with the reason, and fails under CI=true.
+func TestUnavailable(t *testing.T) {
+	if os.Getenv("KUBETEST_CHILD") == "1" {
+		kubetest.Start(t)
+		t.Fatal("Start returned without an API server")
+	}
+	missing := filepath.Join(t.TempDir(), "no-kube-apiserver")
+	for _, c := range []struct {
+		ci       string
+		wantExit int
+		want     string
+	}{
+		{"", 0, "--- SKIP: TestUnavailable"},
+		{"true", 1, "--- FAIL: TestUnavailable"},
+	} {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestUnavailable$", "-test.v")
+		cmd.Env = append(os.Environ(), "KUBETEST_CHILD=1", "CI="+c.ci, kubetest.EnvBinary+"="+missing)
+		out, err := cmd.CombinedOutput()
+		code := 0
+		if ee, ok := err.(*exec.ExitError); ok {
+			code = ee.ExitCode()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		if code != c.wantExit || !strings.Contains(string(out), c.want) || !strings.Contains(string(out), missing) {
+			t.Errorf("CI=%q: exit %d, output:\n%s\nwant exit %d, %q and the missing binary named", c.ci, code, out, c.wantExit, c.want)
+		}
 	}
 }

@@ -156,6 +156,7 @@ func (s *Server) Restart() {
 	if err := cmd.Start(); err != nil {
 		unavailable(s.t, fmt.Errorf("starting %s: %w", s.bin, err))
 	}
+	start := time.Now()
 	s.cmd = cmd
 	s.done = make(chan struct{})
 	go func(done chan struct{}) {
@@ -167,6 +168,7 @@ func (s *Server) Restart() {
 		s.Stop()
 		s.t.Fatalf("kube-apiserver did not become ready: %v\nlast lines of its log:\n%s", err, tail(data, 30))
 	}
+	s.t.Logf("kube-apiserver ready in %s at %s", time.Since(start).Round(time.Millisecond), s.URL)
 }
 
 // Stop stops the server (SIGTERM, then SIGKILL after 10 s) and waits for
