@@ -190,8 +190,10 @@ func badCPText(x *mach) string {
 }
 
 // Rule 5: replace the worst bad control plane (SPEC 6.2.5). The rule
-// applies only when a replacement exists, so that a bad control plane with
-// nothing to replace it does not stop the rules below.
+// applies only when something can replace it in this tick, so that a bad
+// control plane with nothing to replace it does not stop the rules below.
+// The replacement is chosen after the bad control plane was demoted or
+// removed: the rack counts of its score no longer include the bad one.
 func (s *state) replaceControlPlane() (string, error) {
 	if s.cps < 2 {
 		return "", nil
@@ -201,42 +203,40 @@ func (s *state) replaceControlPlane() (string, error) {
 		return "", nil
 	}
 	demotable := s.workerTemplate(bad.m) != nil
-	atMax := s.c.workersAtMax(s.workers)
-	cand, candRC := s.cpPicker().peek()
+	// Whether a candidate or a promotable worker exists does not depend on
+	// rack counts, so it can be known before anything changes; which one
+	// is best is decided after.
+	hasCandidate := s.anyCPCandidate()
+	canPromote, _ := s.bestPromotableWorker()
 	why := fmt.Sprintf("control plane %s: lowest %s", badCPText(bad.m), sc.String())
 
-	if demotable && atMax {
-		// Swap: the best worker becomes a control plane and the bad one
-		// takes its place among the workers.
-		if w, wsc := s.bestPromotableWorker(); w != nil {
-			s.setControlPlane(w, true)
-			s.record(ActionPromoteWorker, w, &wsc, "replaces a bad control plane; workers at maximum-workers: highest "+wsc.String())
+	if demotable && s.c.workersAtMax(s.workers) {
+		// Swap: the bad control plane takes its place among the workers
+		// and the best worker becomes a control plane; the worker count
+		// does not change.
+		if canPromote != nil {
 			s.setControlPlane(bad, false)
 			s.record(ActionDemoteControlPlane, bad, &sc, why)
+			s.promoteWorker("replaces a bad control plane; workers at maximum-workers")
 			return OpReplaceCP, nil
 		}
-		if cand == nil {
+		if !hasCandidate {
 			return "", nil
 		}
 		s.remove(bad)
 		s.record(ActionRemoveBadCP, bad, &sc, why+"; workers at maximum-workers and none can be promoted")
-		s.addControlPlane(cand, candRC, "replaces a bad control plane")
+		s.addBestControlPlane("replaces a bad control plane")
 		return OpReplaceCP, nil
 	}
 
-	// Demote (or remove) the bad one; a candidate or a promoted worker
-	// takes its place.
+	// Demote (or remove) the bad one; a candidate, or else a promoted
+	// worker, takes its place.
 	workersAfter := s.workers
 	if demotable {
 		workersAfter++
 	}
-	if cand == nil {
-		if workersAfter <= s.c.minWorkers {
-			return "", nil
-		}
-		if w, _ := s.bestPromotableWorker(); w == nil {
-			return "", nil
-		}
+	if !hasCandidate && (canPromote == nil || workersAfter <= s.c.minWorkers) {
+		return "", nil
 	}
 	if demotable {
 		s.setControlPlane(bad, false)
@@ -245,13 +245,11 @@ func (s *state) replaceControlPlane() (string, error) {
 		s.remove(bad)
 		s.record(ActionRemoveBadCP, bad, &sc, fmt.Sprintf("%s; role %q matches no worker template", why, bad.m.role))
 	}
-	if cand != nil {
-		s.addControlPlane(cand, candRC, "replaces a bad control plane")
-		return OpReplaceCP, nil
+	if hasCandidate {
+		s.addBestControlPlane("replaces a bad control plane")
+	} else {
+		s.promoteWorker("replaces a bad control plane; no unused candidate")
 	}
-	w, wsc := s.bestPromotableWorker()
-	s.setControlPlane(w, true)
-	s.record(ActionPromoteWorker, w, &wsc, "replaces a bad control plane; no unused candidate: highest "+wsc.String())
 	return OpReplaceCP, nil
 }
 
@@ -378,6 +376,21 @@ func (s *state) addWorker(ws []*picker, action, why string) bool {
 	return true
 }
 
+// addBestControlPlane adds the best unused control-plane candidate, which
+// must exist, scored on the counters as they are now.
+func (s *state) addBestControlPlane(why string) {
+	x, rc := s.cpPicker().peek()
+	s.addControlPlane(x, rc, why)
+}
+
+// promoteWorker promotes the best promotable worker, which must exist,
+// scored on the counters as they are now.
+func (s *state) promoteWorker(why string) {
+	w, wsc := s.bestPromotableWorker()
+	s.setControlPlane(w, true)
+	s.record(ActionPromoteWorker, w, &wsc, why+": highest "+wsc.String())
+}
+
 func (s *state) addControlPlane(x *mach, rc int, why string) {
 	sc := selectionScore(x, rc, s.groupName(true, nil))
 	s.record(ActionAddControlPlane, s.add(x, true), &sc, why+": highest "+sc.String())
@@ -417,6 +430,15 @@ func (s *state) chooseWorkerTemplate(ps []*picker) (*template.NodeTemplate, *pic
 		}
 	}
 	return best, bestP
+}
+
+func (s *state) anyCPCandidate() bool {
+	for _, x := range s.machines {
+		if s.isCPCandidate(x) {
+			return true
+		}
+	}
+	return false
 }
 
 func (s *state) anyWorkerCandidate() bool {
