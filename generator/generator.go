@@ -87,6 +87,11 @@ type Input struct {
 	// RetireWait is how long a worker stays RETIRED before removal
 	// (callers default it to DefaultRetireWait).
 	RetireWait time.Duration
+	// InventoryRoles are the roles of the machines as sabakan returned
+	// them, before sanitizing (machine.Roles); rule 2's typo guard
+	// compares the worker templates' roles with them. When nil, the roles
+	// of Machines are used.
+	InventoryRoles []string
 }
 
 // Change is one step of a decision: a machine chosen, removed, moved
@@ -103,10 +108,16 @@ type Change struct {
 }
 
 // Result is a decision.
+//
+// Update, Regenerate and Tick also return a Result along with
+// ErrNothingToDo: then only Warnings is set.
 type Result struct {
 	Cluster *cluster.Cluster
 	Op      string
 	Changes []Change
+	// Warnings are for the operator: a worker template whose role matches
+	// no machine (a likely typo, which stops rule 2) and the like.
+	Warnings []string
 }
 
 // Generate builds a first cluster: control-plane-count control planes, then
@@ -160,12 +171,13 @@ func Update(in Input) (*Result, error) {
 		}
 		return s.result(op), nil
 	}
-	return nil, ErrNothingToDo
+	return s.nothingToDo(), ErrNothingToDo
 }
 
 // Regenerate re-renders the current membership with in.Template, then fills
 // up to the constraints. It returns ErrNothingToDo when a member's machine is
-// gone or matches no template: Update removes those first.
+// gone or matches no template: Update removes those first, or rule 2's typo
+// guard keeps them until the template is fixed.
 func Regenerate(in Input) (*Result, error) {
 	if in.Current == nil {
 		return nil, errors.New("regenerate: no current cluster")
@@ -175,6 +187,9 @@ func Regenerate(in Input) (*Result, error) {
 		return nil, err
 	}
 	if err := s.regenerate(); err != nil {
+		if errors.Is(err, ErrNothingToDo) {
+			return s.nothingToDo(), err
+		}
 		return nil, err
 	}
 	if err := s.fill(); err != nil {

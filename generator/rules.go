@@ -115,8 +115,12 @@ func (s *state) removeNonExistentNodes() (string, error) {
 }
 
 // Rule 2: remove workers whose role no worker template takes (SPEC 6.2.2).
+// Not while a worker template's role matches no machine at all: that
+// template is most likely a misspelt role, and removing every worker of the
+// role it replaced would be a large change made by mistake (the result
+// warns about it instead).
 func (s *state) removeUnmatchedRoleWorkers() (string, error) {
-	if !s.tmpl.WorkersHaveRoles() {
+	if !s.tmpl.WorkersHaveRoles() || s.unknownTemplateRole {
 		return "", nil
 	}
 	var unmatched []*member

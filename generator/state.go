@@ -6,6 +6,7 @@ import (
 	"maps"
 	"net/netip"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/ckegen/ckegen/cluster"
@@ -84,10 +85,14 @@ type state struct {
 	workersByRole                []int   // [oi]
 	roleIndex                    map[string]int
 
-	changes []Change
-	scores  []Score // slab behind the changes' scores
+	changes  []Change
+	warnings []string
+	scores   []Score // slab behind the changes' scores
 	// workerGroups names each worker template's group in scores.
 	workerGroups []string
+	// unknownTemplateRole: a worker template's role matches no machine of
+	// the inventory, which stops rule 2.
+	unknownTemplateRole bool
 }
 
 // constraintsView holds the three constraints the generator uses.
@@ -234,7 +239,36 @@ func newState(in *Input, current *cluster.Cluster) (*state, error) {
 	for _, mb := range s.members {
 		s.count(mb, +1)
 	}
+	s.checkTemplateRoles()
 	return s, nil
+}
+
+// checkTemplateRoles finds the worker templates whose role matches no
+// machine of the inventory (SPEC 6.2 rule 2's typo guard) and warns about
+// each.
+func (s *state) checkTemplateRoles() {
+	roles := s.in.InventoryRoles
+	if roles == nil {
+		roles = make([]string, 0, len(s.roleIndex))
+		for r := range s.roleIndex {
+			if r != "" {
+				roles = append(roles, r)
+			}
+		}
+	}
+	for i := range s.tmpl.Workers {
+		r := s.tmpl.Workers[i].Role
+		if r == "" || slices.Contains(roles, r) {
+			continue
+		}
+		s.unknownTemplateRole = true
+		list := "none"
+		if len(roles) > 0 {
+			sorted := slices.Sorted(slices.Values(roles))
+			list = strings.Join(sorted, ", ")
+		}
+		s.warnings = append(s.warnings, fmt.Sprintf("template role %q matches no machine; inventory roles: %s", r, list))
+	}
 }
 
 // ipv4Key is an IPv4 address as a number; ok is false for anything else.
@@ -502,7 +536,12 @@ func (s *state) result(op string) *Result {
 	s.live(func(mb *member) {
 		c.Nodes = append(c.Nodes, s.render(mb))
 	})
-	return &Result{Cluster: c, Op: op, Changes: s.changes}
+	return &Result{Cluster: c, Op: op, Changes: s.changes, Warnings: s.warnings}
+}
+
+// nothingToDo is the result that goes with ErrNothingToDo.
+func (s *state) nothingToDo() *Result {
+	return &Result{Warnings: s.warnings}
 }
 
 // nodeEqual compares two nodes, treating nil and empty maps and lists alike.

@@ -164,6 +164,31 @@ func Validate(ms []Machine) error {
 	return nil
 }
 
+// Roles returns the distinct non-empty roles of ms, sorted. Called on the
+// machines as sabakan returned them (before Sanitize drops any), it is the
+// inventory's roles that the generator's typo guard compares template roles
+// with. The result is never nil, so that "no roles" differs from "not
+// known".
+func Roles(ms []Machine) []string {
+	roles := []string{}
+	seen := map[string]bool{}
+	last := ""
+	for i := range ms {
+		r := ms[i].Spec.Role
+		// Inventories come in serial order, where roles run in streaks.
+		if r == "" || r == last {
+			continue
+		}
+		last = r
+		if !seen[r] {
+			seen[r] = true
+			roles = append(roles, r)
+		}
+	}
+	slices.Sort(roles)
+	return roles
+}
+
 // LabelValidator reports why a sabakan label cannot become a Kubernetes
 // label, or nil. It is injected so that this package stays free of
 // rendering rules.

@@ -116,3 +116,20 @@ func TestParseState(t *testing.T) {
 		t.Error("ParseState(gone) succeeded")
 	}
 }
+
+func TestRoles(t *testing.T) {
+	ms := []Machine{
+		{Spec: Spec{Serial: "1", Role: "storage"}},
+		{Spec: Spec{Serial: "2", Role: "compute"}},
+		{Spec: Spec{Serial: "3", Role: "compute"}},
+		{Spec: Spec{Serial: "4", Role: ""}},
+		{Spec: Spec{Serial: "5", Role: "storage"}},
+		{Spec: Spec{Serial: "6", Role: "gpu"}},
+	}
+	if got, want := strings.Join(Roles(ms), ","), "compute,gpu,storage"; got != want {
+		t.Errorf("Roles = %q, want %q", got, want)
+	}
+	if got := Roles(nil); got == nil || len(got) != 0 {
+		t.Errorf("Roles(nil) = %#v, want an empty, non-nil list", got)
+	}
+}

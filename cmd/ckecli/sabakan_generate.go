@@ -107,6 +107,9 @@ func (o *generateOptions) run(stdout, stderr io.Writer) error {
 	var res *generator.Result
 	if err == nil {
 		res, err = generator.Tick(in, o.templateChanged)
+		if res != nil {
+			warnings = append(warnings, res.Warnings...)
+		}
 	}
 	var out []byte
 	if err == nil {
@@ -226,6 +229,7 @@ func (o *generateOptions) load() (generator.Input, []string, error) {
 		return in, nil, fmt.Errorf("--machines %s: %w", o.machines, err)
 	}
 	var warnings []string
+	in.InventoryRoles = machine.Roles(ms)
 	in.Machines, warnings = machine.Sanitize(ms, labels.ValidateSabakanLabel)
 
 	in.Constraints = constraints.Default()

@@ -88,3 +88,26 @@ func TestExplainJSONOnError(t *testing.T) {
 		t.Errorf("explanation = %+v", e)
 	}
 }
+
+// TestGenerateWarningWithoutExplain: without --explain, the generator's
+// warnings still reach stderr, one "warning:" line each, and stdout holds
+// only the cluster.
+func TestGenerateWarningWithoutExplain(t *testing.T) {
+	dir := t.TempDir()
+	tmpl := filepath.Join(dir, "t.yml")
+	if err := os.WriteFile(tmpl, []byte(`name: example
+nodes:
+- {user: cybozu, control_plane: true}
+- {user: cybozu, labels: {cke.cybozu.com/role: compute}}
+- {user: cybozu, labels: {cke.cybozu.com/role: gpuu}}
+service_subnet: 10.68.0.0/16
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	args := exampleArgs("--template", tmpl)
+	out, errOut, code := runCLI(t, args...)
+	want := "warning: template role \"gpuu\" matches no machine; inventory roles: boot, compute, gpu, storage\n"
+	if code != 0 || !strings.HasPrefix(out, "name: example") || errOut != want {
+		t.Errorf("exit %d, stderr %q, stdout %.40q; want exit 0, stderr %q and a cluster", code, errOut, out, want)
+	}
+}
