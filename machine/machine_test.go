@@ -133,3 +133,23 @@ func TestRoles(t *testing.T) {
 		t.Errorf("Roles(nil) = %#v, want an empty, non-nil list", got)
 	}
 }
+
+// TestParseKeepsOffset: dates keep the UTC offset and the fractional
+// seconds sabakan returned, in both shapes of the file.
+func TestParseKeepsOffset(t *testing.T) {
+	m := strings.NewReplacer(`"2024-01-01T00:00:00Z"`, `"2024-04-01T09:00:00.123456+09:00"`,
+		`"2030-01-01T00:00:00Z"`, `"2031-08-01T05:00:00-05:30"`).Replace(one)
+	for _, doc := range []string{"[" + m + "]", `{"data":{"searchMachines":[` + m + `]}}`} {
+		ms, err := Parse([]byte(doc))
+		if err != nil {
+			t.Fatal(err)
+		}
+		reg, ret := ms[0].Spec.RegisterDate, ms[0].Spec.RetireDate
+		if got := reg.Format(time.RFC3339Nano); got != "2024-04-01T09:00:00.123456+09:00" {
+			t.Errorf("registerDate = %s", got)
+		}
+		if got := ret.Format(time.RFC3339Nano); got != "2031-08-01T05:00:00-05:30" {
+			t.Errorf("retireDate = %s", got)
+		}
+	}
+}
