@@ -2,6 +2,7 @@ package machine
 
 import (
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -150,6 +151,28 @@ func TestParseKeepsOffset(t *testing.T) {
 		}
 		if got := ret.Format(time.RFC3339Nano); got != "2031-08-01T05:00:00-05:30" {
 			t.Errorf("retireDate = %s", got)
+		}
+	}
+}
+
+// TestParseRefusesTrailingData: a file holds one JSON value, array or
+// GraphQL response; anything after it is refused, whatever it is.
+func TestParseRefusesTrailingData(t *testing.T) {
+	for _, doc := range []string{"[" + one + "]", `{"data":{"searchMachines":[` + one + `]}}`} {
+		for _, tail := range []string{"]", " ]\n", "}", "[]", " {}", " x", "\n" + doc} {
+			_, err := Parse([]byte(doc + tail))
+			if err == nil || !strings.Contains(err.Error(), "trailing data after the JSON value, which ends at byte "+strconv.Itoa(len(doc))) {
+				t.Errorf("Parse(%.20s...%q) = %v, want trailing data refused", doc, tail, err)
+			}
+		}
+		if _, err := Parse([]byte(doc + " \n\t")); err != nil {
+			t.Errorf("Parse with trailing white space: %v", err)
+		}
+	}
+	// Other errors keep their own message.
+	for _, doc := range []string{`[{"spec":{"serial":"s","rack":"1"}}]`, `[{"spec":{"serial":"s","rack":"1"}}] `} {
+		if _, err := Parse([]byte(doc)); err == nil || !strings.Contains(err.Error(), "cannot unmarshal") {
+			t.Errorf("Parse(%s) = %v, want the type error", doc, err)
 		}
 	}
 }

@@ -295,8 +295,11 @@ func parseK8sNodes(data []byte) (map[string][]cluster.Taint, error) {
 	if err := dec.Decode(&nodes); err != nil {
 		return nil, fmt.Errorf("want [{\"name\": ADDRESS, \"taints\": [...]}]: %w", err)
 	}
-	if dec.More() {
-		return nil, errors.New("trailing data after the JSON array")
+	// More() does not see a stray closing bracket; only a second Decode
+	// that meets the end of the input proves there is nothing after.
+	end := dec.InputOffset()
+	if err := dec.Decode(&struct{}{}); err != io.EOF {
+		return nil, fmt.Errorf("trailing data after the JSON array, which ends at byte %d: remove it", end)
 	}
 	out := make(map[string][]cluster.Taint, len(nodes))
 	for i, n := range nodes {
