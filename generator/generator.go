@@ -133,10 +133,6 @@ func Generate(in Input) (*Result, error) {
 	return s.result(OpNew), nil
 }
 
-// rule is one step of the maintenance ladder: it changes the state and
-// returns the operation name, or returns "" when it does not apply.
-type rule func() (string, error)
-
 // Update makes at most one change to in.Current: the first rule of the
 // ladder that applies, followed by fill. It returns ErrNothingToDo when no
 // rule applies.
@@ -148,30 +144,42 @@ func Update(in Input) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	ladder := []rule{
-		s.removeNonExistentNodes,     // 1
-		s.removeUnmatchedRoleWorkers, // 2
-		s.increaseControlPlanes,      // 3
-		s.decreaseControlPlanes,      // 4
-		s.replaceControlPlane,        // 5
-		s.increaseWorkers,            // 6
-		s.decreaseWorkers,            // 7
-		s.taintNodes,                 // 8
-	}
-	for _, r := range ladder {
-		op, err := r()
+	for _, r := range s.ladder() {
+		applied, err := r.apply()
 		if err != nil {
 			return nil, err
 		}
-		if op == "" {
+		if !applied {
 			continue
 		}
 		if err := s.fill(); err != nil {
-			return nil, fmt.Errorf("%s: %w", op, err)
+			return nil, fmt.Errorf("%s: %w", r.op, err)
 		}
-		return s.result(op), nil
+		return s.result(r.op), nil
 	}
 	return s.nothingToDo(), ErrNothingToDo
+}
+
+// rule is one step of the maintenance ladder: apply changes the state and
+// reports true, or reports false when the rule does not apply.
+type rule struct {
+	op    string
+	apply func() (bool, error)
+}
+
+// ladder is SPEC 6.2's maintenance ladder, in order: the first rule that
+// applies wins.
+func (s *state) ladder() []rule {
+	return []rule{
+		{OpRemoveNonExistent, s.removeNonExistentNodes},       // 1
+		{OpRemoveUnmatchedRole, s.removeUnmatchedRoleWorkers}, // 2
+		{OpIncreaseCP, s.increaseControlPlanes},               // 3
+		{OpDecreaseCP, s.decreaseControlPlanes},               // 4
+		{OpReplaceCP, s.replaceControlPlane},                  // 5
+		{OpIncreaseWorker, s.increaseWorkers},                 // 6
+		{OpDecreaseWorker, s.decreaseWorkers},                 // 7
+		{OpTaintNodes, s.taintNodes},                          // 8
+	}
 }
 
 // Regenerate re-renders the current membership with in.Template, then fills

@@ -2,6 +2,7 @@ package generator
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
@@ -144,4 +145,26 @@ func marshalCluster(t *testing.T, c *cluster.Cluster) string {
 		t.Fatal(err)
 	}
 	return string(data)
+}
+
+// TestLadderOrder: Update tries SPEC 6.2's rules in SPEC's order. The
+// golden cases ladder-N-before-M show each order that a decision can
+// reveal; rules 3 and 4 never apply together (fewer, and more, control
+// planes than wanted), so only this test sees theirs.
+func TestLadderOrder(t *testing.T) {
+	spec := []string{
+		OpRemoveNonExistent, OpRemoveUnmatchedRole, OpIncreaseCP, OpDecreaseCP,
+		OpReplaceCP, OpIncreaseWorker, OpDecreaseWorker, OpTaintNodes,
+	}
+	s, err := newState(&Input{Template: mustTemplate(simpleTemplate), Constraints: constraints.Default(), Now: testNow}, &cluster.Cluster{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, r := range s.ladder() {
+		got = append(got, r.op)
+	}
+	if !slices.Equal(got, spec) {
+		t.Errorf("ladder = %q, want SPEC 6.2's order %q", got, spec)
+	}
 }

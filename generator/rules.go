@@ -85,7 +85,7 @@ func (s *state) regenerate() error {
 }
 
 // Rule 1: remove nodes whose machines are gone (SPEC 6.2.1).
-func (s *state) removeNonExistentNodes() (string, error) {
+func (s *state) removeNonExistentNodes() (bool, error) {
 	var gone []*member
 	goneCPs := 0
 	s.live(func(mb *member) {
@@ -97,10 +97,10 @@ func (s *state) removeNonExistentNodes() (string, error) {
 		}
 	})
 	if len(gone) == 0 {
-		return "", nil
+		return false, nil
 	}
 	if goneCPs > 0 && 2*goneCPs >= s.cps {
-		return "", fmt.Errorf("%w: %d of %d control planes are not in sabakan; removing them would break etcd's quorum: fix the cluster by hand",
+		return false, fmt.Errorf("%w: %d of %d control planes are not in sabakan; removing them would break etcd's quorum: fix the cluster by hand",
 			ErrTooManyNonExistent, goneCPs, s.cps)
 	}
 	for _, mb := range gone {
@@ -111,7 +111,7 @@ func (s *state) removeNonExistentNodes() (string, error) {
 		s.remove(mb)
 		s.record(action, mb, nil, "not among the machines sabakan returned")
 	}
-	return OpRemoveNonExistent, nil
+	return true, nil
 }
 
 // Rule 2: remove workers whose role no worker template takes (SPEC 6.2.2).
@@ -119,9 +119,9 @@ func (s *state) removeNonExistentNodes() (string, error) {
 // template is most likely a misspelt role, and removing every worker of the
 // role it replaced would be a large change made by mistake (the result
 // warns about it instead).
-func (s *state) removeUnmatchedRoleWorkers() (string, error) {
+func (s *state) removeUnmatchedRoleWorkers() (bool, error) {
 	if !s.tmpl.WorkersHaveRoles() || s.unknownTemplateRole {
-		return "", nil
+		return false, nil
 	}
 	var unmatched []*member
 	s.live(func(mb *member) {
@@ -130,34 +130,34 @@ func (s *state) removeUnmatchedRoleWorkers() (string, error) {
 		}
 	})
 	if len(unmatched) == 0 {
-		return "", nil
+		return false, nil
 	}
 	for _, mb := range unmatched {
 		sc := s.removalScoreOf(mb)
 		s.remove(mb)
 		s.record(ActionRemoveUnmatchedWorker, mb, &sc, fmt.Sprintf("role %q matches no worker template", mb.m.role))
 	}
-	return OpRemoveUnmatchedRole, nil
+	return true, nil
 }
 
 // Rule 3: fewer control planes than control-plane-count; fill adds them
 // (SPEC 6.2.3).
-func (s *state) increaseControlPlanes() (string, error) {
+func (s *state) increaseControlPlanes() (bool, error) {
 	if s.cps >= s.c.cpCount {
-		return "", nil
+		return false, nil
 	}
-	return OpIncreaseCP, nil
+	return true, nil
 }
 
 // Rule 4: more control planes than control-plane-count: demote (or remove)
 // the one with the lowest removal score (SPEC 6.2.4).
-func (s *state) decreaseControlPlanes() (string, error) {
+func (s *state) decreaseControlPlanes() (bool, error) {
 	if s.cps <= s.c.cpCount {
-		return "", nil
+		return false, nil
 	}
 	mb, sc := s.lowestRemoval(func(mb *member) bool { return mb.cp })
 	if mb == nil {
-		return "", nil // every control plane is rebooting
+		return false, nil // every control plane is rebooting
 	}
 	switch {
 	case s.workerTemplate(mb.m) == nil:
@@ -173,7 +173,7 @@ func (s *state) decreaseControlPlanes() (string, error) {
 		s.record(ActionDemoteControlPlane, mb, &sc, fmt.Sprintf("%d control planes, want %d: lowest %s",
 			s.cps+1, s.c.cpCount, sc.String()))
 	}
-	return OpDecreaseCP, nil
+	return true, nil
 }
 
 // isBadCP: a control plane that is neither HEALTHY, UPDATING nor
@@ -198,13 +198,13 @@ func badCPText(x *mach) string {
 // control plane with nothing to replace it does not stop the rules below.
 // The replacement is chosen after the bad control plane was demoted or
 // removed: the rack counts of its score no longer include the bad one.
-func (s *state) replaceControlPlane() (string, error) {
+func (s *state) replaceControlPlane() (bool, error) {
 	if s.cps < 2 {
-		return "", nil
+		return false, nil
 	}
 	bad, sc := s.lowestRemoval(func(mb *member) bool { return mb.cp && isBadCP(mb.m) })
 	if bad == nil {
-		return "", nil
+		return false, nil
 	}
 	demotable := s.workerTemplate(bad.m) != nil
 	// Whether a candidate or a promotable worker exists does not depend on
@@ -222,15 +222,15 @@ func (s *state) replaceControlPlane() (string, error) {
 			s.setControlPlane(bad, false)
 			s.record(ActionDemoteControlPlane, bad, &sc, why)
 			s.promoteWorker("replaces a bad control plane; workers at maximum-workers")
-			return OpReplaceCP, nil
+			return true, nil
 		}
 		if !hasCandidate {
-			return "", nil
+			return false, nil
 		}
 		s.remove(bad)
 		s.record(ActionRemoveBadCP, bad, &sc, why+"; workers at maximum-workers and none can be promoted")
 		s.addBestControlPlane("replaces a bad control plane")
-		return OpReplaceCP, nil
+		return true, nil
 	}
 
 	// Demote (or remove) the bad one; a candidate, or else a promoted
@@ -240,7 +240,7 @@ func (s *state) replaceControlPlane() (string, error) {
 		workersAfter++
 	}
 	if !hasCandidate && (canPromote == nil || workersAfter <= s.c.minWorkers) {
-		return "", nil
+		return false, nil
 	}
 	if demotable {
 		s.setControlPlane(bad, false)
@@ -254,14 +254,14 @@ func (s *state) replaceControlPlane() (string, error) {
 	} else {
 		s.promoteWorker("replaces a bad control plane; no unused candidate")
 	}
-	return OpReplaceCP, nil
+	return true, nil
 }
 
 // Rule 6: fewer HEALTHY workers than minimum-workers: add workers while
 // there is room and candidates (SPEC 6.2.6).
-func (s *state) increaseWorkers() (string, error) {
+func (s *state) increaseWorkers() (bool, error) {
 	if s.healthyWorkers >= s.c.minWorkers || s.c.workersAtMax(s.workers) {
-		return "", nil
+		return false, nil
 	}
 	ws := s.workerPickers()
 	added := false
@@ -272,35 +272,35 @@ func (s *state) increaseWorkers() (string, error) {
 		added = true
 	}
 	if !added {
-		return "", nil
+		return false, nil
 	}
-	return OpIncreaseWorker, nil
+	return true, nil
 }
 
 // Rule 7: remove (or replace) the worst worker that stayed RETIRED longer
 // than the retire wait (SPEC 6.2.7).
-func (s *state) decreaseWorkers() (string, error) {
+func (s *state) decreaseWorkers() (bool, error) {
 	wait := s.retireWait.Seconds()
 	mb, sc := s.lowestRemoval(func(mb *member) bool {
 		return !mb.cp && mb.m.state == machine.StateRetired && mb.m.m.Status.Duration > wait
 	})
 	if mb == nil {
-		return "", nil
+		return false, nil
 	}
 	reason := fmt.Sprintf("RETIRED for %.0fs (> %s): lowest %s", mb.m.m.Status.Duration, s.retireWait, sc.String())
 	if s.workers <= s.c.minWorkers {
 		if !s.anyWorkerCandidate() {
-			return "", nil
+			return false, nil
 		}
 		reason += "; a new worker replaces it"
 	}
 	s.remove(mb)
 	s.record(ActionRemoveRetiredWorker, mb, &sc, reason)
-	return OpDecreaseWorker, nil
+	return true, nil
 }
 
 // Rule 8: state taints that differ from the machine's state (SPEC 6.2.8).
-func (s *state) taintNodes() (string, error) {
+func (s *state) taintNodes() (bool, error) {
 	changed := false
 	s.live(func(mb *member) {
 		if mb.cur == nil || s.templateOf(mb) == nil {
@@ -325,9 +325,9 @@ func (s *state) taintNodes() (string, error) {
 		changed = true
 	})
 	if !changed {
-		return "", nil
+		return false, nil
 	}
-	return OpTaintNodes, nil
+	return true, nil
 }
 
 // fill adds control planes up to control-plane-count (promoting workers when
