@@ -101,7 +101,7 @@ type Change struct {
 	Address string `json:"address"`
 	Serial  string `json:"serial"`
 	// Score is the selection or removal score that made the choice, nil
-	// where no score was involved.
+	// where no score was involved (its total in JSON).
 	Score *Score `json:"score"`
 	// Reason explains the change for people, score terms included.
 	Reason string `json:"reason"`
@@ -144,8 +144,8 @@ func Update(in Input) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	for _, r := range s.ladder() {
-		applied, err := r.apply()
+	for _, r := range ladder {
+		applied, err := r.apply(s)
 		if err != nil {
 			return nil, err
 		}
@@ -164,22 +164,20 @@ func Update(in Input) (*Result, error) {
 // reports true, or reports false when the rule does not apply.
 type rule struct {
 	op    string
-	apply func() (bool, error)
+	apply func(*state) (bool, error)
 }
 
 // ladder is SPEC 6.2's maintenance ladder, in order: the first rule that
 // applies wins.
-func (s *state) ladder() []rule {
-	return []rule{
-		{OpRemoveNonExistent, s.removeNonExistentNodes},       // 1
-		{OpRemoveUnmatchedRole, s.removeUnmatchedRoleWorkers}, // 2
-		{OpIncreaseCP, s.increaseControlPlanes},               // 3
-		{OpDecreaseCP, s.decreaseControlPlanes},               // 4
-		{OpReplaceCP, s.replaceControlPlane},                  // 5
-		{OpIncreaseWorker, s.increaseWorkers},                 // 6
-		{OpDecreaseWorker, s.decreaseWorkers},                 // 7
-		{OpTaintNodes, s.taintNodes},                          // 8
-	}
+var ladder = [...]rule{
+	{OpRemoveNonExistent, (*state).removeNonExistentNodes},       // 1
+	{OpRemoveUnmatchedRole, (*state).removeUnmatchedRoleWorkers}, // 2
+	{OpIncreaseCP, (*state).increaseControlPlanes},               // 3
+	{OpDecreaseCP, (*state).decreaseControlPlanes},               // 4
+	{OpReplaceCP, (*state).replaceControlPlane},                  // 5
+	{OpIncreaseWorker, (*state).increaseWorkers},                 // 6
+	{OpDecreaseWorker, (*state).decreaseWorkers},                 // 7
+	{OpTaintNodes, (*state).taintNodes},                          // 8
 }
 
 // Regenerate re-renders the current membership with in.Template, then fills

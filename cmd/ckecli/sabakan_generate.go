@@ -69,20 +69,14 @@ nothing on stdout; 1 with the error on stderr and nothing on stdout.`,
 	return cmd
 }
 
-// explanation is the --explain json object.
+// explanation is the --explain json object. A change is
+// {"action", "address", "serial", "score", "reason"}, score being the total
+// or null.
 type explanation struct {
-	Op       string          `json:"op"`
-	Changes  []explainChange `json:"changes"`
-	Warnings []string        `json:"warnings"`
-	Error    string          `json:"error,omitempty"`
-}
-
-type explainChange struct {
-	Action  string `json:"action"`
-	Address string `json:"address"`
-	Serial  string `json:"serial"`
-	Score   *int   `json:"score"`
-	Reason  string `json:"reason"`
+	Op       string             `json:"op"`
+	Changes  []generator.Change `json:"changes"`
+	Warnings []string           `json:"warnings"`
+	Error    string             `json:"error,omitempty"`
 }
 
 // opNothingToDo is the op --explain reports when no rule applies.
@@ -119,7 +113,7 @@ func (o *generateOptions) run(stdout, stderr io.Writer) error {
 
 	switch o.explain {
 	case "json":
-		e := explanation{Changes: []explainChange{}, Warnings: warnings}
+		e := explanation{Changes: []generator.Change{}, Warnings: warnings}
 		if e.Warnings == nil {
 			e.Warnings = []string{}
 		}
@@ -130,14 +124,7 @@ func (o *generateOptions) run(stdout, stderr io.Writer) error {
 			e.Error = err.Error()
 		default:
 			e.Op = res.Op
-			for _, c := range res.Changes {
-				ec := explainChange{Action: c.Action, Address: c.Address, Serial: c.Serial, Reason: c.Reason}
-				if c.Score != nil {
-					total := c.Score.Total
-					ec.Score = &total
-				}
-				e.Changes = append(e.Changes, ec)
-			}
+			e.Changes = append(e.Changes, res.Changes...)
 		}
 		data, merr := json.Marshal(e)
 		if merr != nil {
