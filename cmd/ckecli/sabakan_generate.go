@@ -69,20 +69,14 @@ nothing on stdout; 1 with the error on stderr and nothing on stdout.`,
 	return cmd
 }
 
-// explanation is the --explain json object.
+// explanation is the --explain json object. A change is
+// {"action", "address", "serial", "score", "reason"}, score being the total
+// or null.
 type explanation struct {
-	Op       string          `json:"op"`
-	Changes  []explainChange `json:"changes"`
-	Warnings []string        `json:"warnings"`
-	Error    string          `json:"error,omitempty"`
-}
-
-type explainChange struct {
-	Action  string `json:"action"`
-	Address string `json:"address"`
-	Serial  string `json:"serial"`
-	Score   *int   `json:"score"`
-	Reason  string `json:"reason"`
+	Op       string             `json:"op"`
+	Changes  []generator.Change `json:"changes"`
+	Warnings []string           `json:"warnings"`
+	Error    string             `json:"error,omitempty"`
 }
 
 // opNothingToDo is the op --explain reports when no rule applies.
@@ -107,6 +101,9 @@ func (o *generateOptions) run(stdout, stderr io.Writer) error {
 	var res *generator.Result
 	if err == nil {
 		res, err = generator.Tick(in, o.templateChanged)
+		if res != nil {
+			warnings = append(warnings, res.Warnings...)
+		}
 	}
 	var out []byte
 	if err == nil {
@@ -116,7 +113,7 @@ func (o *generateOptions) run(stdout, stderr io.Writer) error {
 
 	switch o.explain {
 	case "json":
-		e := explanation{Changes: []explainChange{}, Warnings: warnings}
+		e := explanation{Changes: []generator.Change{}, Warnings: warnings}
 		if e.Warnings == nil {
 			e.Warnings = []string{}
 		}
@@ -127,14 +124,7 @@ func (o *generateOptions) run(stdout, stderr io.Writer) error {
 			e.Error = err.Error()
 		default:
 			e.Op = res.Op
-			for _, c := range res.Changes {
-				ec := explainChange{Action: c.Action, Address: c.Address, Serial: c.Serial, Reason: c.Reason}
-				if c.Score != nil {
-					total := c.Score.Total
-					ec.Score = &total
-				}
-				e.Changes = append(e.Changes, ec)
-			}
+			e.Changes = append(e.Changes, res.Changes...)
 		}
 		data, merr := json.Marshal(e)
 		if merr != nil {
@@ -226,6 +216,7 @@ func (o *generateOptions) load() (generator.Input, []string, error) {
 		return in, nil, fmt.Errorf("--machines %s: %w", o.machines, err)
 	}
 	var warnings []string
+	in.InventoryRoles = machine.Roles(ms)
 	in.Machines, warnings = machine.Sanitize(ms, labels.ValidateSabakanLabel)
 
 	in.Constraints = constraints.Default()
@@ -291,8 +282,11 @@ func parseK8sNodes(data []byte) (map[string][]cluster.Taint, error) {
 	if err := dec.Decode(&nodes); err != nil {
 		return nil, fmt.Errorf("want [{\"name\": ADDRESS, \"taints\": [...]}]: %w", err)
 	}
-	if dec.More() {
-		return nil, errors.New("trailing data after the JSON array")
+	// More() does not see a stray closing bracket; only a second Decode
+	// that meets the end of the input proves there is nothing after.
+	end := dec.InputOffset()
+	if err := dec.Decode(&struct{}{}); err != io.EOF {
+		return nil, fmt.Errorf("trailing data after the JSON array, which ends at byte %d: remove it", end)
 	}
 	out := make(map[string][]cluster.Taint, len(nodes))
 	for i, n := range nodes {
