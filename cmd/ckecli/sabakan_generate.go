@@ -15,6 +15,7 @@ import (
 	"github.com/ckegen/ckegen/cluster"
 	"github.com/ckegen/ckegen/constraints"
 	"github.com/ckegen/ckegen/generator"
+	"github.com/ckegen/ckegen/kubenodes"
 	"github.com/ckegen/ckegen/labels"
 	"github.com/ckegen/ckegen/machine"
 	"github.com/ckegen/ckegen/template"
@@ -59,7 +60,7 @@ nothing on stdout; 1 with the error on stderr and nothing on stdout.`,
 	f.StringVar(&o.current, "current", "", "current cluster.yml: make one maintenance step instead of a new cluster")
 	f.StringVar(&o.now, "now", "", "the time of the decision, RFC3339 (default: the current time)")
 	f.DurationVar(&o.retireWait, "retire-wait", generator.DefaultRetireWait, "how long a worker stays RETIRED before it is removed")
-	f.StringVar(&o.k8sNodes, "k8s-nodes", "", `Kubernetes nodes file: [{"name": ADDRESS, "taints": [...]}]`)
+	f.StringVar(&o.k8sNodes, "k8s-nodes", "", `Kubernetes nodes file: [{"name": ADDRESS, "taints": [...]}], or kubectl get nodes -o json`)
 	f.StringSliceVar(&o.rebooting, "rebooting", nil, "addresses of nodes that are rebooting (comma separated)")
 	f.BoolVar(&o.templateChanged, "template-changed", false, "with --current: re-render from the template when there is nothing else to do")
 	f.StringVar(&o.explain, "explain", "", "write the decision to stderr: text or json")
@@ -245,7 +246,7 @@ func (o *generateOptions) load() (generator.Input, []string, error) {
 		if err != nil {
 			return in, nil, err
 		}
-		if in.NodeTaints, err = parseK8sNodes(data); err != nil {
+		if in.NodeTaints, err = kubenodes.Parse(data); err != nil {
 			return in, nil, fmt.Errorf("--k8s-nodes %s: %w", o.k8sNodes, err)
 		}
 	}
@@ -268,32 +269,4 @@ func readFile(flag, name string) ([]byte, error) {
 		return nil, fmt.Errorf("%s: %w", flag, err)
 	}
 	return data, nil
-}
-
-type k8sNode struct {
-	Name   string          `json:"name"`
-	Taints []cluster.Taint `json:"taints"`
-}
-
-func parseK8sNodes(data []byte) (map[string][]cluster.Taint, error) {
-	var nodes []k8sNode
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&nodes); err != nil {
-		return nil, fmt.Errorf("want [{\"name\": ADDRESS, \"taints\": [...]}]: %w", err)
-	}
-	// More() does not see a stray closing bracket; only a second Decode
-	// that meets the end of the input proves there is nothing after.
-	end := dec.InputOffset()
-	if err := dec.Decode(&struct{}{}); err != io.EOF {
-		return nil, fmt.Errorf("trailing data after the JSON array, which ends at byte %d: remove it", end)
-	}
-	out := make(map[string][]cluster.Taint, len(nodes))
-	for i, n := range nodes {
-		if n.Name == "" {
-			return nil, fmt.Errorf("[%d].name: must not be empty", i)
-		}
-		out[n.Name] = append(out[n.Name], n.Taints...)
-	}
-	return out, nil
 }
