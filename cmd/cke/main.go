@@ -83,7 +83,7 @@ func parseFlags(args []string) (*options, error) {
 	fs.StringVar(&o.embeddedDir, "embedded-etcd-dir", "./cke-data", "data directory of the embedded etcd")
 	fs.StringVar(&o.embeddedClient, "embedded-etcd-client-url", "http://127.0.0.1:2379", "client URL of the embedded etcd")
 	fs.StringVar(&o.embedded, "embedded-etcd-peer-url", "http://127.0.0.1:2380", "peer URL of the embedded etcd")
-	fs.StringVar(&o.httpAddr, "http", "127.0.0.1:10180", "<Listen IP>:<Port number> of /metrics, /health and /version")
+	fs.StringVar(&o.httpAddr, "http", "127.0.0.1:10180", "<Listen IP>:<Port number> of the page at /, /metrics, /health and /version")
 	fs.StringVar(&o.name, "name", "", "name in the leader election (default: the host name)")
 	fs.DurationVar(&o.interval, "interval", daemon.DefaultInterval, "time between ticks")
 	fs.DurationVar(&o.sessionTTL, "session-ttl", daemon.DefaultSessionTTL, "leader session's TTL: how long a dead leader keeps leadership")
