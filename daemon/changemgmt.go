@@ -123,6 +123,9 @@ func (d *Daemon) manage(s *settings, in generator.Input, out *outcome) (*generat
 	c.Release = s.release
 	if out.overLimit != "" {
 		res, err := generator.Taints(in)
+		if res != nil {
+			out.warnings = append(out.warnings, res.Warnings...)
+		}
 		if errors.Is(err, generator.ErrNothingToDo) {
 			return nil, nil
 		}
@@ -131,7 +134,9 @@ func (d *Daemon) manage(s *settings, in generator.Input, out *outcome) (*generat
 		}
 		return res, nil
 	}
-	return d.decide(s, in)
+	res, warnings, err := d.decide(s, in)
+	out.warnings = append(out.warnings, warnings...)
+	return res, err
 }
 
 // releasedBy says what released the plan a tick in schedule applies: the
@@ -190,6 +195,14 @@ func (d *Daemon) keepPlan(ctx context.Context, leaderKey string, s *settings, in
 		pending.NextOp, pending.NextChanges, pending.NextChangeCount = next.Op, storage.Changes(next.Changes), len(next.Changes)
 	}
 	out.change.Pending = pending
+	if out.held != "" {
+		// No decision was made: the plan's first tick has its warnings.
+		if len(p.Steps) > 0 {
+			out.warnings = append(out.warnings, p.Steps[0].Warnings...)
+		} else {
+			out.warnings = append(out.warnings, p.Warnings...)
+		}
+	}
 	digest, err := planDigest(stored)
 	if err != nil {
 		out.warnings = append(out.warnings, "plan: "+err.Error())

@@ -792,3 +792,53 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 	defer l.mu.Unlock()
 	return l.w.Write(p)
 }
+
+// A misspelt worker role in a new template is held by the generator's
+// typo guard: the daemon shows the warning in its status and removes no
+// worker of the role the template used to name.
+func TestMisspeltRoleWarning(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	roles := func(gpu string) []byte {
+		return []byte(`{"name":"t","nodes":[{"user":"u","control_plane":true,"labels":{"cke.cybozu.com/role":"compute"}},` +
+			`{"user":"u","labels":{"cke.cybozu.com/role":"compute"}},{"user":"u","labels":{"cke.cybozu.com/role":"storage"}},` +
+			`{"user":"u","labels":{"cke.cybozu.com/role":"` + gpu + `"}}],"service_subnet":"10.68.0.0/16"}`)
+	}
+	c, _ := f.st.GetConstraints(ctx)
+	c.MinimumWorkers = 12
+	must(t, f.st.SetConstraints(ctx, c))
+	must(t, f.st.SetTemplate(ctx, roles("gpu")))
+	d := f.daemon("d", nil)
+	leader := f.lead(t)
+	must(t, d.runOnce(ctx, leader))
+	gpuWorkers := func() int {
+		n := 0
+		for _, nd := range f.cluster(t).Nodes {
+			if !nd.ControlPlane && nd.Labels["cke.cybozu.com/role"] == "gpu" {
+				n++
+			}
+		}
+		return n
+	}
+	before := gpuWorkers()
+	if before == 0 {
+		t.Fatal("the first cluster has no gpu worker; the test needs one")
+	}
+
+	must(t, f.st.SetTemplate(ctx, roles("gpuu")))
+	for range 3 {
+		_ = d.runOnce(ctx, leader)
+	}
+	if got := gpuWorkers(); got != before {
+		t.Errorf("gpu workers %d after the misspelt template, want %d kept", got, before)
+	}
+	st, err := f.st.GetStatus(ctx)
+	must(t, err)
+	found := false
+	for _, w := range st.Warnings {
+		found = found || strings.Contains(w, `template role "gpuu" matches no machine`)
+	}
+	if !found {
+		t.Errorf("status warnings %q lack the misspelt role", st.Warnings)
+	}
+}

@@ -103,13 +103,13 @@ func (d *Daemon) tick(ctx context.Context, leaderKey string) (*outcome, error) {
 		return &outcome{disabled: true}, nil
 	}
 	out := &outcome{current: s.current, warnings: s.constraints.Warnings()}
-	ms, warnings, err := d.querySabakan(ctx, s)
+	ms, roles, warnings, err := d.querySabakan(ctx, s)
 	out.machines = ms
 	out.warnings = append(out.warnings, warnings...)
 	if err != nil {
 		return out, err
 	}
-	in := d.input(s, ms)
+	in := d.input(s, ms, roles)
 	res, err := d.manage(s, in, out)
 	clusterRev := s.clusterRev
 	if err == nil && res != nil {
@@ -193,54 +193,65 @@ func (d *Daemon) readSettings(ctx context.Context, leaderKey string) (*settings,
 }
 
 // querySabakan returns the machines sabakan has for the user's variables,
-// sanitized, with a warning for each machine ignored or changed.
-func (d *Daemon) querySabakan(ctx context.Context, s *settings) ([]*machine.Machine, []string, error) {
+// sanitized, the roles of every machine it returned (before sanitizing,
+// for the generator's typo guard), and a warning for each machine ignored
+// or changed.
+func (d *Daemon) querySabakan(ctx context.Context, s *settings) ([]*machine.Machine, []string, []string, error) {
 	client, err := d.sabakanClient(s.url)
 	if err != nil {
-		return nil, nil, fail(ReasonQueryError, err)
+		return nil, nil, nil, fail(ReasonQueryError, err)
 	}
 	start := time.Now()
 	raw, err := client.SearchMachines(ctx, s.vars)
 	d.metrics.queryDuration.Observe(time.Since(start).Seconds())
 	switch {
 	case errors.Is(err, sabakan.ErrUnreachable):
-		return nil, nil, fail(ReasonSabakanUnreachable, err)
+		return nil, nil, nil, fail(ReasonSabakanUnreachable, err)
 	case err != nil:
-		return nil, nil, fail(ReasonQueryError, err)
+		return nil, nil, nil, fail(ReasonQueryError, err)
 	}
+	roles := machine.Roles(raw)
 	ms, warnings := machine.Sanitize(raw, labels.ValidateSabakanLabel)
-	return ms, warnings, nil
+	return ms, roles, warnings, nil
 }
 
-// input is the generator's input of a tick.
-func (d *Daemon) input(s *settings, ms []*machine.Machine) generator.Input {
+// input is the generator's input of a tick; roles are the machines'
+// roles as sabakan returned them, before sanitizing.
+func (d *Daemon) input(s *settings, ms []*machine.Machine, roles []string) generator.Input {
 	return generator.Input{
-		Template:    s.template,
-		Constraints: s.constraints,
-		Machines:    ms,
-		Current:     s.current,
-		Rebooting:   s.rebooting,
-		Now:         d.cfg.Now(),
-		RetireWait:  d.cfg.RetireWait,
+		Template:       s.template,
+		Constraints:    s.constraints,
+		Machines:       ms,
+		InventoryRoles: roles,
+		Current:        s.current,
+		Rebooting:      s.rebooting,
+		Now:            d.cfg.Now(),
+		RetireWait:     d.cfg.RetireWait,
 	}
 }
 
 // decide runs the generator: Generate without a cluster, else Update, and
 // Regenerate when Update has nothing to do and the template changed since
-// the cluster was built. It returns nil when there is nothing to do.
-func (d *Daemon) decide(s *settings, in generator.Input) (*generator.Result, error) {
+// the cluster was built. It returns a nil result when there is nothing to
+// do, and the generator's warnings (a template role that matches no
+// machine) in every case.
+func (d *Daemon) decide(s *settings, in generator.Input) (*generator.Result, []string, error) {
 	res, err := generator.Tick(in, s.current != nil && s.templateRev != s.builtFrom)
+	var warnings []string
+	if res != nil {
+		warnings = res.Warnings
+	}
 	switch {
 	case errors.Is(err, generator.ErrNothingToDo):
-		return nil, nil
+		return nil, warnings, nil
 	case errors.Is(err, generator.ErrNotEnoughMachines):
-		return nil, fail(ReasonNotEnoughMachines, err)
+		return nil, warnings, fail(ReasonNotEnoughMachines, err)
 	case errors.Is(err, generator.ErrTooManyNonExistent):
-		return nil, fail(ReasonTooManyNonExistent, err)
+		return nil, warnings, fail(ReasonTooManyNonExistent, err)
 	case err != nil:
-		return nil, fail(ReasonGenerationError, err)
+		return nil, warnings, fail(ReasonGenerationError, err)
 	}
-	return res, nil
+	return res, warnings, nil
 }
 
 // write stores the new cluster with the template revision it was built

@@ -37,8 +37,8 @@ func Unhealthy(in Input) []string {
 // Taints is the decision the daemon makes while too many nodes are
 // unhealthy (SPEC 11.4): rule 8 alone. Membership stays as it is (no rule
 // 1-7, no fill, no regeneration); state taints follow the machines, since
-// they only protect workloads. It returns ErrNothingToDo when no taint
-// changes.
+// they only protect workloads. It returns ErrNothingToDo, with a Result
+// that holds only the warnings, when no taint changes.
 func Taints(in Input) (*Result, error) {
 	if in.Current == nil {
 		return nil, errors.New("taints: no current cluster")
@@ -47,12 +47,12 @@ func Taints(in Input) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	op, err := s.taintNodes()
+	applied, err := s.taintNodes()
 	if err != nil {
 		return nil, err
 	}
-	if op == "" {
-		return nil, ErrNothingToDo
+	if !applied {
+		return s.nothingToDo(), ErrNothingToDo
 	}
-	return s.result(op), nil
+	return s.result(OpTaintNodes), nil
 }

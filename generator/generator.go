@@ -87,6 +87,11 @@ type Input struct {
 	// RetireWait is how long a worker stays RETIRED before removal
 	// (callers default it to DefaultRetireWait).
 	RetireWait time.Duration
+	// InventoryRoles are the roles of the machines as sabakan returned
+	// them, before sanitizing (machine.Roles); rule 2's typo guard
+	// compares the worker templates' roles with them. When nil, the roles
+	// of Machines are used.
+	InventoryRoles []string
 }
 
 // Change is one step of a decision: a machine chosen, removed, moved
@@ -96,17 +101,23 @@ type Change struct {
 	Address string `json:"address"`
 	Serial  string `json:"serial"`
 	// Score is the selection or removal score that made the choice, nil
-	// where no score was involved.
+	// where no score was involved (its total in JSON).
 	Score *Score `json:"score"`
 	// Reason explains the change for people, score terms included.
 	Reason string `json:"reason"`
 }
 
 // Result is a decision.
+//
+// Update, Regenerate and Tick also return a Result along with
+// ErrNothingToDo: then only Warnings is set.
 type Result struct {
 	Cluster *cluster.Cluster
 	Op      string
 	Changes []Change
+	// Warnings are for the operator: a worker template whose role matches
+	// no machine (a likely typo, which stops rule 2) and the like.
+	Warnings []string
 }
 
 // Generate builds a first cluster: control-plane-count control planes, then
@@ -122,10 +133,6 @@ func Generate(in Input) (*Result, error) {
 	return s.result(OpNew), nil
 }
 
-// rule is one step of the maintenance ladder: it changes the state and
-// returns the operation name, or returns "" when it does not apply.
-type rule func() (string, error)
-
 // Update makes at most one change to in.Current: the first rule of the
 // ladder that applies, followed by fill. It returns ErrNothingToDo when no
 // rule applies.
@@ -137,35 +144,46 @@ func Update(in Input) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	ladder := []rule{
-		s.removeNonExistentNodes,     // 1
-		s.removeUnmatchedRoleWorkers, // 2
-		s.increaseControlPlanes,      // 3
-		s.decreaseControlPlanes,      // 4
-		s.replaceControlPlane,        // 5
-		s.increaseWorkers,            // 6
-		s.decreaseWorkers,            // 7
-		s.taintNodes,                 // 8
-	}
 	for _, r := range ladder {
-		op, err := r()
+		applied, err := r.apply(s)
 		if err != nil {
 			return nil, err
 		}
-		if op == "" {
+		if !applied {
 			continue
 		}
 		if err := s.fill(); err != nil {
-			return nil, fmt.Errorf("%s: %w", op, err)
+			return nil, fmt.Errorf("%s: %w", r.op, err)
 		}
-		return s.result(op), nil
+		return s.result(r.op), nil
 	}
-	return nil, ErrNothingToDo
+	return s.nothingToDo(), ErrNothingToDo
+}
+
+// rule is one step of the maintenance ladder: apply changes the state and
+// reports true, or reports false when the rule does not apply.
+type rule struct {
+	op    string
+	apply func(*state) (bool, error)
+}
+
+// ladder is SPEC 6.2's maintenance ladder, in order: the first rule that
+// applies wins.
+var ladder = [...]rule{
+	{OpRemoveNonExistent, (*state).removeNonExistentNodes},       // 1
+	{OpRemoveUnmatchedRole, (*state).removeUnmatchedRoleWorkers}, // 2
+	{OpIncreaseCP, (*state).increaseControlPlanes},               // 3
+	{OpDecreaseCP, (*state).decreaseControlPlanes},               // 4
+	{OpReplaceCP, (*state).replaceControlPlane},                  // 5
+	{OpIncreaseWorker, (*state).increaseWorkers},                 // 6
+	{OpDecreaseWorker, (*state).decreaseWorkers},                 // 7
+	{OpTaintNodes, (*state).taintNodes},                          // 8
 }
 
 // Regenerate re-renders the current membership with in.Template, then fills
 // up to the constraints. It returns ErrNothingToDo when a member's machine is
-// gone or matches no template: Update removes those first.
+// gone or matches no template: Update removes those first, or rule 2's typo
+// guard keeps them until the template is fixed.
 func Regenerate(in Input) (*Result, error) {
 	if in.Current == nil {
 		return nil, errors.New("regenerate: no current cluster")
@@ -175,6 +193,9 @@ func Regenerate(in Input) (*Result, error) {
 		return nil, err
 	}
 	if err := s.regenerate(); err != nil {
+		if errors.Is(err, ErrNothingToDo) {
+			return s.nothingToDo(), err
+		}
 		return nil, err
 	}
 	if err := s.fill(); err != nil {

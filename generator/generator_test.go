@@ -1,7 +1,9 @@
 package generator
 
 import (
+	"encoding/json"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
@@ -144,4 +146,48 @@ func marshalCluster(t *testing.T, c *cluster.Cluster) string {
 		t.Fatal(err)
 	}
 	return string(data)
+}
+
+// TestLadderOrder: Update tries SPEC 6.2's rules in SPEC's order. The
+// golden cases ladder-N-before-M show each order that a decision can
+// reveal; rules 3 and 4 never apply together (fewer, and more, control
+// planes than wanted), so only this test sees theirs.
+func TestLadderOrder(t *testing.T) {
+	spec := []string{
+		OpRemoveNonExistent, OpRemoveUnmatchedRole, OpIncreaseCP, OpDecreaseCP,
+		OpReplaceCP, OpIncreaseWorker, OpDecreaseWorker, OpTaintNodes,
+	}
+	var got []string
+	for _, r := range ladder {
+		got = append(got, r.op)
+	}
+	if !slices.Equal(got, spec) {
+		t.Errorf("ladder = %q, want SPEC 6.2's order %q", got, spec)
+	}
+}
+
+// TestChangeJSON: a change is {"action", "address", "serial", "score",
+// "reason"} in JSON, the score as its total or null, and reads back.
+func TestChangeJSON(t *testing.T) {
+	sc := Score{Total: 993, Removal: true, Rack: 3, RackCount: 1, RackPoints: 990, LifetimeDays: 1826, LifetimePoints: 3}
+	cs := []Change{
+		{Action: ActionDemoteControlPlane, Address: "10.0.3.1", Serial: "c1", Score: &sc, Reason: "r"},
+		{Action: ActionRemoveNonExistentWorker, Address: "10.0.9.9", Reason: "gone"},
+	}
+	data, err := json.Marshal(cs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `[{"action":"demote-control-plane","address":"10.0.3.1","serial":"c1","score":993,"reason":"r"},` +
+		`{"action":"remove-non-existent-worker","address":"10.0.9.9","serial":"","score":null,"reason":"gone"}]`
+	if string(data) != want {
+		t.Errorf("JSON = %s\nwant %s", data, want)
+	}
+	var back []Change
+	if err := json.Unmarshal(data, &back); err != nil {
+		t.Fatal(err)
+	}
+	if len(back) != 2 || back[0].Score == nil || back[0].Score.Total != 993 || back[1].Score != nil || back[1].Reason != "gone" {
+		t.Errorf("read back %+v", back)
+	}
 }

@@ -17,8 +17,8 @@ import (
 // reaches the top.
 type picker struct {
 	racks     rackHeap
-	rackCount func(x *mach) int
-	eligible  func(x *mach) bool
+	rackCount func(x *machineInfo) int
+	eligible  func(x *machineInfo) bool
 }
 
 // rackQueue is one rack's candidates, best first. key, top and retire are
@@ -27,18 +27,18 @@ type picker struct {
 // re-ranking correct. Keeping key and retire inline lets most heap
 // comparisons decide without touching the machines.
 type rackQueue struct {
-	ms     []*mach
+	ms     []*machineInfo
 	pos    int
 	key    int
 	retire instant
-	top    *mach
+	top    *machineInfo
 }
 
-func (q *rackQueue) head() *mach { return q.ms[q.pos] }
+func (q *rackQueue) head() *machineInfo { return q.ms[q.pos] }
 
 // rank records x as the queue's top with score key.
-func (q *rackQueue) rank(x *mach, key int) {
-	q.top, q.key, q.retire = x, key, x.retire
+func (q *rackQueue) rank(x *machineInfo, key int) {
+	q.top, q.key, q.retire = x, key, x.retireAt
 }
 
 type rackHeap []*rackQueue
@@ -70,36 +70,36 @@ func (h *rackHeap) Pop() any {
 // The candidates are bucketed by rack with a counting sort into one
 // backing array (serial order kept within a rack), so a picker costs a
 // handful of allocations whatever the number of machines and racks.
-func newPicker(ms []*mach, racks int, eligible func(x *mach) bool, rackCount func(x *mach) int) *picker {
+func newPicker(ms []*machineInfo, racks int, eligible func(x *machineInfo) bool, rackCount func(x *machineInfo) int) *picker {
 	start := make([]int, racks+1)
-	var cands []*mach
+	var cands []*machineInfo
 	for _, x := range ms {
 		if eligible(x) {
 			cands = append(cands, x)
-			start[x.ri+1]++
+			start[x.rackSlot+1]++
 		}
 	}
 	nonEmpty := 0
-	for ri := range racks {
-		if start[ri+1] > 0 {
+	for slot := range racks {
+		if start[slot+1] > 0 {
 			nonEmpty++
 		}
-		start[ri+1] += start[ri]
+		start[slot+1] += start[slot]
 	}
-	sorted := make([]*mach, len(cands))
+	sorted := make([]*machineInfo, len(cands))
 	next := start[:racks:racks]
 	for _, x := range cands {
-		sorted[next[x.ri]] = x
-		next[x.ri]++
+		sorted[next[x.rackSlot]] = x
+		next[x.rackSlot]++
 	}
-	// next[ri] is now the end of rack ri's bucket and, shifted by one, the
+	// next[slot] is now the end of rack slot's bucket and, shifted by one, the
 	// start of the following one.
 	p := &picker{rackCount: rackCount, eligible: eligible}
 	queues := make([]rackQueue, 0, nonEmpty)
 	p.racks = make(rackHeap, 0, nonEmpty)
 	lo := 0
-	for ri := range racks {
-		hi := next[ri]
+	for slot := range racks {
+		hi := next[slot]
 		if hi == lo {
 			continue
 		}
@@ -114,8 +114,8 @@ func newPicker(ms []*mach, racks int, eligible func(x *mach) bool, rackCount fun
 	return p
 }
 
-func (p *picker) score(x *mach) int {
-	return rackPoints(p.rackCount(x)) + x.lp
+func (p *picker) score(x *machineInfo) int {
+	return rackPoints(p.rackCount(x)) + x.lifetimePoints
 }
 
 // settle brings the best valid candidate to the top: it drops machines that
@@ -140,7 +140,7 @@ func (p *picker) settle() {
 }
 
 // peek returns the best candidate and its rack count, or nil.
-func (p *picker) peek() (*mach, int) {
+func (p *picker) peek() (*machineInfo, int) {
 	p.settle()
 	if len(p.racks) == 0 {
 		return nil, 0

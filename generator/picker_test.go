@@ -40,13 +40,13 @@ func TestPickerMatchesLinearScan(t *testing.T) {
 		p := s.cpPicker()
 		for {
 			got, _ := p.peek()
-			var want *mach
+			var want *machineInfo
 			wantScore := 0
 			for _, x := range s.machines {
 				if !s.isCPCandidate(x) {
 					continue
 				}
-				sc := rackPoints(s.cpRackCount(x)) + x.lp
+				sc := rackPoints(s.cpRackCount(x)) + x.lifetimePoints
 				if want == nil || betterSelection(x, sc, want, wantScore) {
 					want, wantScore = x, sc
 				}
@@ -63,7 +63,7 @@ func TestPickerMatchesLinearScan(t *testing.T) {
 	})
 }
 
-func name(x *mach) string {
+func name(x *machineInfo) string {
 	if x == nil {
 		return "<none>"
 	}

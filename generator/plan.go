@@ -80,13 +80,17 @@ func MakePlan(in Input, templateChanged bool, maxSteps int) (*Plan, error) {
 		res, err := Tick(in, templateChanged)
 		switch {
 		case errors.Is(err, ErrNothingToDo):
-			// The settling tick's warnings go to p.Warnings once the
-			// decision carries them.
+			if res != nil {
+				p.Warnings = res.Warnings
+			}
 			p.Result = PlanSettled
 			return p, nil
 		case err != nil:
 			if len(p.Steps) == 0 && !isRefusal(err) {
 				return nil, err
+			}
+			if res != nil {
+				p.Warnings = res.Warnings
 			}
 			p.Result, p.Err = PlanRefused, err
 			return p, nil
@@ -94,9 +98,7 @@ func MakePlan(in Input, templateChanged bool, maxSteps int) (*Plan, error) {
 			p.Result = PlanMaxSteps
 			return p, nil
 		}
-		// The decision's warnings go to the step's Warnings once the
-		// decision carries them.
-		p.Steps = append(p.Steps, Step{Op: res.Op, Changes: res.Changes})
+		p.Steps = append(p.Steps, Step{Op: res.Op, Changes: res.Changes, Warnings: res.Warnings})
 		p.Cluster = res.Cluster
 		in.Current = res.Cluster
 		templateChanged = false

@@ -2,64 +2,37 @@ package generator
 
 import (
 	"fmt"
-	"strconv"
 
 	"github.com/ckegen/ckegen/cluster"
 	"github.com/ckegen/ckegen/machine"
 	"github.com/ckegen/ckegen/taints"
-	"github.com/ckegen/ckegen/template"
 )
+
+// Generate (SPEC 6.1), Regenerate (6.3), the rules of the Update ladder
+// (6.2) and fill.
 
 // generate picks the first cluster (SPEC 6.1).
 func (s *state) generate() error {
-	s.expect(s.c.cpCount + s.c.minWorkers)
+	s.expect(s.limits.controlPlaneCount + s.limits.minimumWorkers)
 	cp := s.cpPicker()
-	for s.cps < s.c.cpCount {
-		x, rc := cp.peek()
+	for s.cpCount < s.limits.controlPlaneCount {
+		x, rackCount := cp.peek()
 		if x == nil {
 			return fmt.Errorf("%w: need %d control planes, found %d candidates (%s)",
-				ErrNotEnoughMachines, s.c.cpCount, s.cps, s.cpCandidateText())
+				ErrNotEnoughMachines, s.limits.controlPlaneCount, s.cpCount, s.cpCandidateText())
 		}
 		cp.take()
-		sc := selectionScore(x, rc, s.groupName(true, nil))
+		sc := selectionScore(x, rackCount, s.groupName(true, nil))
 		s.record(ActionGenerate, s.add(x, true), &sc, "control plane: highest "+sc.String())
 	}
 	ws := s.workerPickers()
-	for s.workers < s.c.minWorkers {
+	for s.workerCount < s.limits.minimumWorkers {
 		if !s.addWorker(ws, ActionGenerate, "") {
 			return fmt.Errorf("%w: need %d workers, found %d candidates (HEALTHY machines matching a worker template, not used as control planes)",
-				ErrNotEnoughMachines, s.c.minWorkers, s.workers)
+				ErrNotEnoughMachines, s.limits.minimumWorkers, s.workerCount)
 		}
 	}
 	return nil
-}
-
-func (s *state) cpCandidateText() string {
-	if r := s.tmpl.ControlPlane.Role; r != "" {
-		return fmt.Sprintf("HEALTHY machines of role %q without intolerable taints", r)
-	}
-	return "HEALTHY machines without intolerable taints"
-}
-
-// workerReason explains a worker pick; the template's part is built once
-// per template.
-func (s *state) workerReason(t *template.NodeTemplate, sc *Score) string {
-	b := make([]byte, 0, 192)
-	b = append(b, "worker for template nodes["...)
-	b = strconv.AppendInt(b, int64(t.Index), 10)
-	b = append(b, "] ("...)
-	if t.Role != "" {
-		b = append(b, "role "...)
-		b = append(b, t.Role...)
-	} else {
-		b = append(b, "any role"...)
-	}
-	b = append(b, ", weight "...)
-	b = strconv.AppendFloat(b, t.Weight, 'g', -1, 64)
-	b = append(b, ", "...)
-	b = strconv.AppendInt(b, int64(s.workersOf(t)-1), 10)
-	b = append(b, " workers): highest "...)
-	return string(sc.appendTo(b))
 }
 
 // regenerate re-renders the membership (SPEC 6.3). Nodes whose rendering
@@ -69,15 +42,15 @@ func (s *state) regenerate() error {
 		if mb.rebooting {
 			continue
 		}
-		if mb.m == nil {
-			return fmt.Errorf("%w: node %s is not in sabakan any more", ErrNothingToDo, mb.cur.Address)
+		if mb.machine == nil {
+			return fmt.Errorf("%w: node %s is not in sabakan any more", ErrNothingToDo, mb.current.Address)
 		}
 		if s.templateOf(mb) == nil {
-			return fmt.Errorf("%w: node %s matches no worker template", ErrNothingToDo, mb.cur.Address)
+			return fmt.Errorf("%w: node %s matches no worker template", ErrNothingToDo, mb.current.Address)
 		}
 	}
 	for _, mb := range s.members {
-		if !nodeEqual(mb.cur, s.render(mb)) {
+		if !nodeEqual(mb.current, s.render(mb)) {
 			s.record(ActionRegenerate, mb, nil, "re-rendered from the new template")
 		}
 	}
@@ -85,277 +58,270 @@ func (s *state) regenerate() error {
 }
 
 // Rule 1: remove nodes whose machines are gone (SPEC 6.2.1).
-func (s *state) removeNonExistentNodes() (string, error) {
+func (s *state) removeNonExistentNodes() (bool, error) {
 	var gone []*member
 	goneCPs := 0
 	s.live(func(mb *member) {
-		if mb.m == nil && !mb.rebooting {
+		if mb.machine == nil && !mb.rebooting {
 			gone = append(gone, mb)
-			if mb.cp {
+			if mb.controlPlane {
 				goneCPs++
 			}
 		}
 	})
 	if len(gone) == 0 {
-		return "", nil
+		return false, nil
 	}
-	if goneCPs > 0 && 2*goneCPs >= s.cps {
-		return "", fmt.Errorf("%w: %d of %d control planes are not in sabakan; removing them would break etcd's quorum: fix the cluster by hand",
-			ErrTooManyNonExistent, goneCPs, s.cps)
+	if goneCPs > 0 && 2*goneCPs >= s.cpCount {
+		return false, fmt.Errorf("%w: %d of %d control planes are not in sabakan; removing them would break etcd's quorum: fix the cluster by hand",
+			ErrTooManyNonExistent, goneCPs, s.cpCount)
 	}
 	for _, mb := range gone {
 		action := ActionRemoveNonExistentWorker
-		if mb.cp {
+		if mb.controlPlane {
 			action = ActionRemoveNonExistentCP
 		}
 		s.remove(mb)
 		s.record(action, mb, nil, "not among the machines sabakan returned")
 	}
-	return OpRemoveNonExistent, nil
+	return true, nil
 }
 
 // Rule 2: remove workers whose role no worker template takes (SPEC 6.2.2).
-func (s *state) removeUnmatchedRoleWorkers() (string, error) {
-	if !s.tmpl.WorkersHaveRoles() {
-		return "", nil
+// Not while a worker template's role matches no machine at all: that
+// template is most likely a misspelt role, and removing every worker of the
+// role it replaced would be a large change made by mistake (the result
+// warns about it instead).
+func (s *state) removeUnmatchedRoleWorkers() (bool, error) {
+	if !s.tmpl.WorkersHaveRoles() || s.unknownTemplateRole {
+		return false, nil
 	}
 	var unmatched []*member
 	s.live(func(mb *member) {
-		if !mb.cp && !mb.rebooting && mb.m != nil && s.workerTemplate(mb.m) == nil {
+		if !mb.controlPlane && !mb.rebooting && mb.machine != nil && s.workerTemplate(mb.machine) == nil {
 			unmatched = append(unmatched, mb)
 		}
 	})
 	if len(unmatched) == 0 {
-		return "", nil
+		return false, nil
 	}
 	for _, mb := range unmatched {
 		sc := s.removalScoreOf(mb)
 		s.remove(mb)
-		s.record(ActionRemoveUnmatchedWorker, mb, &sc, fmt.Sprintf("role %q matches no worker template", mb.m.role))
+		s.record(ActionRemoveUnmatchedWorker, mb, &sc, fmt.Sprintf("role %q matches no worker template", mb.machine.role))
 	}
-	return OpRemoveUnmatchedRole, nil
+	return true, nil
 }
 
 // Rule 3: fewer control planes than control-plane-count; fill adds them
 // (SPEC 6.2.3).
-func (s *state) increaseControlPlanes() (string, error) {
-	if s.cps >= s.c.cpCount {
-		return "", nil
-	}
-	return OpIncreaseCP, nil
+func (s *state) increaseControlPlanes() (bool, error) {
+	return s.cpCount < s.limits.controlPlaneCount, nil
 }
 
 // Rule 4: more control planes than control-plane-count: demote (or remove)
 // the one with the lowest removal score (SPEC 6.2.4).
-func (s *state) decreaseControlPlanes() (string, error) {
-	if s.cps <= s.c.cpCount {
-		return "", nil
+func (s *state) decreaseControlPlanes() (bool, error) {
+	if s.cpCount <= s.limits.controlPlaneCount {
+		return false, nil
 	}
-	mb, sc := s.lowestRemoval(func(mb *member) bool { return mb.cp })
+	mb, sc := s.lowestRemoval(func(mb *member) bool { return mb.controlPlane })
 	if mb == nil {
-		return "", nil // every control plane is rebooting
+		return false, nil // every control plane is rebooting
 	}
 	switch {
-	case s.workerTemplate(mb.m) == nil:
+	case s.workerTemplate(mb.machine) == nil:
 		s.remove(mb)
 		s.record(ActionRemoveExcessiveCP, mb, &sc, fmt.Sprintf("%d control planes, want %d; role %q matches no worker template: lowest %s",
-			s.cps+1, s.c.cpCount, mb.m.role, sc.String()))
-	case s.c.workersAtMax(s.workers):
+			s.cpCount+1, s.limits.controlPlaneCount, mb.machine.role, sc.String()))
+	case s.limits.workersAtMax(s.workerCount):
 		s.remove(mb)
 		s.record(ActionRemoveExcessiveCP, mb, &sc, fmt.Sprintf("%d control planes, want %d; workers at maximum-workers (%d): lowest %s",
-			s.cps+1, s.c.cpCount, s.c.maxWorkers, sc.String()))
+			s.cpCount+1, s.limits.controlPlaneCount, s.limits.maximumWorkers, sc.String()))
 	default:
 		s.setControlPlane(mb, false)
 		s.record(ActionDemoteControlPlane, mb, &sc, fmt.Sprintf("%d control planes, want %d: lowest %s",
-			s.cps+1, s.c.cpCount, sc.String()))
+			s.cpCount+1, s.limits.controlPlaneCount, sc.String()))
 	}
-	return OpDecreaseCP, nil
+	return true, nil
 }
 
 // isBadCP: a control plane that is neither HEALTHY, UPDATING nor
 // UNINITIALIZED, or carries an intolerable Kubernetes taint.
-func isBadCP(x *mach) bool {
+func isBadCP(x *machineInfo) bool {
 	switch x.state {
 	case machine.StateHealthy, machine.StateUpdating, machine.StateUninitialized:
-		return x.tainted
+		return x.intolerableTaint
 	}
 	return true
 }
 
-func badCPText(x *mach) string {
-	if x.tainted {
+func badCPText(x *machineInfo) string {
+	if x.intolerableTaint {
 		return "has an intolerable Kubernetes taint"
 	}
 	return "is " + string(x.state)
 }
 
 // Rule 5: replace the worst bad control plane (SPEC 6.2.5). The rule
-// applies only when a replacement exists, so that a bad control plane with
-// nothing to replace it does not stop the rules below.
-func (s *state) replaceControlPlane() (string, error) {
-	if s.cps < 2 {
-		return "", nil
+// applies only when something can replace it in this tick, so that a bad
+// control plane with nothing to replace it does not stop the rules below.
+// The replacement is chosen after the bad control plane was demoted or
+// removed: the rack counts of its score no longer include the bad one.
+func (s *state) replaceControlPlane() (bool, error) {
+	if s.cpCount < 2 {
+		return false, nil
 	}
-	bad, sc := s.lowestRemoval(func(mb *member) bool { return mb.cp && isBadCP(mb.m) })
+	bad, sc := s.lowestRemoval(func(mb *member) bool { return mb.controlPlane && isBadCP(mb.machine) })
 	if bad == nil {
-		return "", nil
+		return false, nil
 	}
-	demotable := s.workerTemplate(bad.m) != nil
-	atMax := s.c.workersAtMax(s.workers)
-	cand, candRC := s.cpPicker().peek()
-	why := fmt.Sprintf("control plane %s: lowest %s", badCPText(bad.m), sc.String())
+	demotable := s.workerTemplate(bad.machine) != nil
+	// Whether a candidate or a promotable worker exists does not depend on
+	// rack counts, so it can be known before anything changes; which one
+	// is best is decided after.
+	hasCandidate := s.anyCPCandidate()
+	promotable, _ := s.bestPromotableWorker()
+	why := fmt.Sprintf("control plane %s: lowest %s", badCPText(bad.machine), sc.String())
 
-	if demotable && atMax {
-		// Swap: the best worker becomes a control plane and the bad one
-		// takes its place among the workers.
-		if w, wsc := s.bestPromotableWorker(); w != nil {
-			s.setControlPlane(w, true)
-			s.record(ActionPromoteWorker, w, &wsc, "replaces a bad control plane; workers at maximum-workers: highest "+wsc.String())
+	if demotable && s.limits.workersAtMax(s.workerCount) {
+		// Swap: the bad control plane takes its place among the workers
+		// and the best worker becomes a control plane; the worker count
+		// does not change.
+		if promotable != nil {
 			s.setControlPlane(bad, false)
 			s.record(ActionDemoteControlPlane, bad, &sc, why)
-			return OpReplaceCP, nil
+			s.promoteWorker("replaces a bad control plane; workers at maximum-workers")
+			return true, nil
 		}
-		if cand == nil {
-			return "", nil
+		if !hasCandidate {
+			return false, nil
 		}
 		s.remove(bad)
 		s.record(ActionRemoveBadCP, bad, &sc, why+"; workers at maximum-workers and none can be promoted")
-		s.addControlPlane(cand, candRC, "replaces a bad control plane")
-		return OpReplaceCP, nil
+		s.addBestControlPlane("replaces a bad control plane")
+		return true, nil
 	}
 
-	// Demote (or remove) the bad one; a candidate or a promoted worker
-	// takes its place.
-	workersAfter := s.workers
+	// Demote (or remove) the bad one; a candidate, or else a promoted
+	// worker, takes its place.
+	workersAfter := s.workerCount
 	if demotable {
 		workersAfter++
 	}
-	if cand == nil {
-		if workersAfter <= s.c.minWorkers {
-			return "", nil
-		}
-		if w, _ := s.bestPromotableWorker(); w == nil {
-			return "", nil
-		}
+	if !hasCandidate && (promotable == nil || workersAfter <= s.limits.minimumWorkers) {
+		return false, nil
 	}
 	if demotable {
 		s.setControlPlane(bad, false)
 		s.record(ActionDemoteControlPlane, bad, &sc, why)
 	} else {
 		s.remove(bad)
-		s.record(ActionRemoveBadCP, bad, &sc, fmt.Sprintf("%s; role %q matches no worker template", why, bad.m.role))
+		s.record(ActionRemoveBadCP, bad, &sc, fmt.Sprintf("%s; role %q matches no worker template", why, bad.machine.role))
 	}
-	if cand != nil {
-		s.addControlPlane(cand, candRC, "replaces a bad control plane")
-		return OpReplaceCP, nil
+	if hasCandidate {
+		s.addBestControlPlane("replaces a bad control plane")
+	} else {
+		s.promoteWorker("replaces a bad control plane; no unused candidate")
 	}
-	w, wsc := s.bestPromotableWorker()
-	s.setControlPlane(w, true)
-	s.record(ActionPromoteWorker, w, &wsc, "replaces a bad control plane; no unused candidate: highest "+wsc.String())
-	return OpReplaceCP, nil
+	return true, nil
 }
 
 // Rule 6: fewer HEALTHY workers than minimum-workers: add workers while
 // there is room and candidates (SPEC 6.2.6).
-func (s *state) increaseWorkers() (string, error) {
-	if s.healthyWorkers >= s.c.minWorkers || s.c.workersAtMax(s.workers) {
-		return "", nil
+func (s *state) increaseWorkers() (bool, error) {
+	if s.healthyWorkerCount >= s.limits.minimumWorkers || s.limits.workersAtMax(s.workerCount) {
+		return false, nil
 	}
 	ws := s.workerPickers()
 	added := false
-	for s.healthyWorkers < s.c.minWorkers && !s.c.workersAtMax(s.workers) {
-		if !s.addWorker(ws, ActionAddWorker, fmt.Sprintf("%d HEALTHY workers, want %d; ", s.healthyWorkers, s.c.minWorkers)) {
+	for s.healthyWorkerCount < s.limits.minimumWorkers && !s.limits.workersAtMax(s.workerCount) {
+		if !s.addWorker(ws, ActionAddWorker, fmt.Sprintf("%d HEALTHY workers, want %d; ", s.healthyWorkerCount, s.limits.minimumWorkers)) {
 			break
 		}
 		added = true
 	}
-	if !added {
-		return "", nil
-	}
-	return OpIncreaseWorker, nil
+	return added, nil
 }
 
 // Rule 7: remove (or replace) the worst worker that stayed RETIRED longer
 // than the retire wait (SPEC 6.2.7).
-func (s *state) decreaseWorkers() (string, error) {
+func (s *state) decreaseWorkers() (bool, error) {
 	wait := s.retireWait.Seconds()
 	mb, sc := s.lowestRemoval(func(mb *member) bool {
-		return !mb.cp && mb.m.state == machine.StateRetired && mb.m.m.Status.Duration > wait
+		return !mb.controlPlane && mb.machine.state == machine.StateRetired && mb.machine.raw.Status.Duration > wait
 	})
 	if mb == nil {
-		return "", nil
+		return false, nil
 	}
-	reason := fmt.Sprintf("RETIRED for %.0fs (> %s): lowest %s", mb.m.m.Status.Duration, s.retireWait, sc.String())
-	if s.workers <= s.c.minWorkers {
+	reason := fmt.Sprintf("RETIRED for %.0fs (> %s): lowest %s", mb.machine.raw.Status.Duration, s.retireWait, sc.String())
+	if s.workerCount <= s.limits.minimumWorkers {
 		if !s.anyWorkerCandidate() {
-			return "", nil
+			return false, nil
 		}
 		reason += "; a new worker replaces it"
 	}
 	s.remove(mb)
 	s.record(ActionRemoveRetiredWorker, mb, &sc, reason)
-	return OpDecreaseWorker, nil
+	return true, nil
 }
 
 // Rule 8: state taints that differ from the machine's state (SPEC 6.2.8).
-func (s *state) taintNodes() (string, error) {
+func (s *state) taintNodes() (bool, error) {
 	changed := false
 	s.live(func(mb *member) {
-		if mb.cur == nil || s.templateOf(mb) == nil {
+		if mb.current == nil || s.templateOf(mb) == nil {
 			return // new, or written back as it was
 		}
-		want := taints.ForState(mb.m.state, mb.rebooting)
+		want := taints.ForState(mb.machine.state, mb.rebooting)
 		var wantList []cluster.Taint
 		if want != nil {
 			wantList = []cluster.Taint{*want}
 		}
-		if taints.StateTaintsEqual(mb.cur.Taints, wantList) {
+		if taints.StateTaintsEqual(mb.current.Taints, wantList) {
 			return
 		}
-		reason := fmt.Sprintf("machine is %s: state taint removed", mb.m.state)
+		reason := fmt.Sprintf("machine is %s: state taint removed", mb.machine.state)
 		if mb.rebooting {
 			reason = "node is rebooting: state taint removed"
 		}
 		if want != nil {
-			reason = fmt.Sprintf("machine is %s: taint %s=%s:%s", mb.m.state, want.Key, want.Value, want.Effect)
+			reason = fmt.Sprintf("machine is %s: taint %s=%s:%s", mb.machine.state, want.Key, want.Value, want.Effect)
 		}
 		s.record(ActionChangeTaint, mb, nil, reason)
 		changed = true
 	})
-	if !changed {
-		return "", nil
-	}
-	return OpTaintNodes, nil
+	return changed, nil
 }
 
 // fill adds control planes up to control-plane-count (promoting workers when
 // no machine is left and workers exceed minimum-workers), then workers up to
 // minimum-workers. It fails when the constraints cannot be met.
 func (s *state) fill() error {
-	if s.cps < s.c.cpCount {
+	if s.cpCount < s.limits.controlPlaneCount {
 		p := s.cpPicker()
-		for s.cps < s.c.cpCount {
-			if x, rc := p.peek(); x != nil {
+		for s.cpCount < s.limits.controlPlaneCount {
+			if x, rackCount := p.peek(); x != nil {
 				p.take()
-				s.addControlPlane(x, rc, fmt.Sprintf("%d control planes, want %d", s.cps, s.c.cpCount))
+				s.addControlPlane(x, rackCount, fmt.Sprintf("%d control planes, want %d", s.cpCount, s.limits.controlPlaneCount))
 				continue
 			}
-			w, wsc := s.bestPromotableWorker()
-			if w == nil || s.workers <= s.c.minWorkers {
+			w, workerScore := s.bestPromotableWorker()
+			if w == nil || s.workerCount <= s.limits.minimumWorkers {
 				return fmt.Errorf("%w: need %d control planes, have %d, and no candidate (%s) nor a worker to promote (workers %d, minimum-workers %d)",
-					ErrNotEnoughMachines, s.c.cpCount, s.cps, s.cpCandidateText(), s.workers, s.c.minWorkers)
+					ErrNotEnoughMachines, s.limits.controlPlaneCount, s.cpCount, s.cpCandidateText(), s.workerCount, s.limits.minimumWorkers)
 			}
 			s.setControlPlane(w, true)
-			s.record(ActionPromoteWorker, w, &wsc, fmt.Sprintf("%d control planes, want %d; no unused candidate: highest %s",
-				s.cps-1, s.c.cpCount, wsc.String()))
+			s.record(ActionPromoteWorker, w, &workerScore, fmt.Sprintf("%d control planes, want %d; no unused candidate: highest %s",
+				s.cpCount-1, s.limits.controlPlaneCount, workerScore.String()))
 		}
 	}
-	if s.workers < s.c.minWorkers {
+	if s.workerCount < s.limits.minimumWorkers {
 		ws := s.workerPickers()
-		for s.workers < s.c.minWorkers {
-			if !s.addWorker(ws, ActionAddWorker, fmt.Sprintf("%d workers, want %d; ", s.workers, s.c.minWorkers)) {
+		for s.workerCount < s.limits.minimumWorkers {
+			if !s.addWorker(ws, ActionAddWorker, fmt.Sprintf("%d workers, want %d; ", s.workerCount, s.limits.minimumWorkers)) {
 				return fmt.Errorf("%w: need %d workers, have %d, and no candidate (HEALTHY unused machine matching a worker template)",
-					ErrNotEnoughMachines, s.c.minWorkers, s.workers)
+					ErrNotEnoughMachines, s.limits.minimumWorkers, s.workerCount)
 			}
 		}
 	}
@@ -370,79 +336,30 @@ func (s *state) addWorker(ws []*picker, action, why string) bool {
 	if t == nil {
 		return false
 	}
-	x, rc := p.peek()
+	x, rackCount := p.peek()
 	p.take()
-	sc := selectionScore(x, rc, s.groupName(false, t))
+	sc := selectionScore(x, rackCount, s.groupName(false, t))
 	mb := s.add(x, false)
 	s.record(action, mb, &sc, why+s.workerReason(t, &sc))
 	return true
 }
 
-func (s *state) addControlPlane(x *mach, rc int, why string) {
-	sc := selectionScore(x, rc, s.groupName(true, nil))
+// addBestControlPlane adds the best unused control-plane candidate, which
+// must exist, scored on the counters as they are now.
+func (s *state) addBestControlPlane(why string) {
+	x, rackCount := s.cpPicker().peek()
+	s.addControlPlane(x, rackCount, why)
+}
+
+// promoteWorker promotes the best promotable worker, which must exist,
+// scored on the counters as they are now.
+func (s *state) promoteWorker(why string) {
+	w, workerScore := s.bestPromotableWorker()
+	s.setControlPlane(w, true)
+	s.record(ActionPromoteWorker, w, &workerScore, why+": highest "+workerScore.String())
+}
+
+func (s *state) addControlPlane(x *machineInfo, rackCount int, why string) {
+	sc := selectionScore(x, rackCount, s.groupName(true, nil))
 	s.record(ActionAddControlPlane, s.add(x, true), &sc, why+": highest "+sc.String())
-}
-
-func (s *state) cpPicker() *picker {
-	return newPicker(s.machines, len(s.cpRack), s.isCPCandidate, s.cpRackCount)
-}
-
-// workerPickers builds one picker per worker template, in one pass over
-// the machines.
-func (s *state) workerPickers() []*picker {
-	ps := make([]*picker, len(s.tmpl.Workers))
-	for i := range s.tmpl.Workers {
-		t := &s.tmpl.Workers[i]
-		ps[i] = newPicker(s.machines, len(s.cpRack),
-			func(x *mach) bool { return isWorkerCandidate(x, t) },
-			func(x *mach) int { return s.workerRackCount(x, t) })
-	}
-	return ps
-}
-
-// chooseWorkerTemplate picks the worker template for the next worker (SPEC
-// 4): the lowest workers/weight among templates with a candidate, the first
-// listed on ties.
-func (s *state) chooseWorkerTemplate(ps []*picker) (*template.NodeTemplate, *picker) {
-	var best *template.NodeTemplate
-	var bestP *picker
-	for i := range s.tmpl.Workers {
-		t := &s.tmpl.Workers[i]
-		if x, _ := ps[i].peek(); x == nil {
-			continue
-		}
-		// a/wa < b/wb, without dividing.
-		if best == nil || float64(s.workersOf(t))*best.Weight < float64(s.workersOf(best))*t.Weight {
-			best, bestP = t, ps[i]
-		}
-	}
-	return best, bestP
-}
-
-func (s *state) anyWorkerCandidate() bool {
-	for _, x := range s.machines {
-		if x.unused() && x.state == machine.StateHealthy && s.workerTemplate(x) != nil {
-			return true
-		}
-	}
-	return false
-}
-
-// bestPromotableWorker returns the worker that would make the best control
-// plane: HEALTHY, untainted, of the control plane's role, not rebooting,
-// with the highest control-plane selection score.
-func (s *state) bestPromotableWorker() (*member, Score) {
-	var best *member
-	var bestScore Score
-	s.live(func(mb *member) {
-		x := mb.m
-		if mb.cp || mb.rebooting || x == nil || x.state != machine.StateHealthy || x.tainted || !s.cpRoleMatches(x) {
-			return
-		}
-		sc := selectionScore(x, s.cpRack[x.ri], s.groupName(true, nil))
-		if best == nil || betterSelection(x, sc.Total, best.m, bestScore.Total) {
-			best, bestScore = mb, sc
-		}
-	})
-	return best, bestScore
 }

@@ -2,6 +2,7 @@ package generator
 
 import (
 	"cmp"
+	"encoding/json"
 	"strconv"
 	"strings"
 	"time"
@@ -10,23 +11,36 @@ import (
 )
 
 // Score is a machine's score with the terms that make it up, so that every
-// choice can be explained.
+// choice can be explained. In JSON a score is its total (the terms are in
+// the change's reason): that is the "score" of `ckecli sabakan generate
+// --explain json` and of the daemon's history.
 type Score struct {
-	Total int `json:"total"`
+	Total int
 	// Removal is true for a removal score (lowest is removed), false for a
 	// selection score (highest is added).
-	Removal bool `json:"removal"`
-	Rack    int  `json:"rack"`
+	Removal bool
+	Rack    int
 	// RackCount is the number of nodes of the same kind already in the rack
 	// (including the machine itself for a removal score).
-	RackCount  int    `json:"rackCount"`
-	RackPoints int    `json:"rackPoints"`
-	Group      string `json:"group"`
+	RackCount  int
+	RackPoints int
+	Group      string
 	// LifetimeDays is the number of whole days before the retire date.
-	LifetimeDays   int           `json:"lifetimeDays"`
-	LifetimePoints int           `json:"lifetimePoints"`
-	State          machine.State `json:"state"`
-	HealthPoints   int           `json:"healthPoints"`
+	LifetimeDays   int
+	LifetimePoints int
+	State          machine.State
+	HealthPoints   int
+}
+
+// MarshalJSON writes the score's total.
+func (s Score) MarshalJSON() ([]byte, error) {
+	return strconv.AppendInt(nil, int64(s.Total), 10), nil
+}
+
+// UnmarshalJSON reads a total; the terms stay zero.
+func (s *Score) UnmarshalJSON(data []byte) error {
+	*s = Score{}
+	return json.Unmarshal(data, &s.Total)
 }
 
 // rackPoints is the rack-spread term: fewer nodes of the same kind in the
@@ -60,21 +74,21 @@ func healthPoints(s machine.State) int {
 	return 0
 }
 
-func selectionScore(m *mach, rackCount int, group string) Score {
+func selectionScore(m *machineInfo, rackCount int, group string) Score {
 	s := Score{
 		Rack:           m.rack,
 		RackCount:      rackCount,
 		RackPoints:     rackPoints(rackCount),
 		Group:          group,
-		LifetimeDays:   m.days,
-		LifetimePoints: m.lp,
+		LifetimeDays:   m.lifetimeDays,
+		LifetimePoints: m.lifetimePoints,
 		State:          m.state,
 	}
 	s.Total = s.RackPoints + s.LifetimePoints
 	return s
 }
 
-func removalScore(m *mach, rackCount int, group string) Score {
+func removalScore(m *machineInfo, rackCount int, group string) Score {
 	s := selectionScore(m, rackCount, group)
 	s.Removal = true
 	s.HealthPoints = healthPoints(m.state)
@@ -132,7 +146,7 @@ func appendSigned(b []byte, n int) []byte {
 
 // betterSelection is the total order of selection: higher score, then later
 // retire date, then smaller serial, then smaller address.
-func betterSelection(a *mach, as int, b *mach, bs int) bool {
+func betterSelection(a *machineInfo, as int, b *machineInfo, bs int) bool {
 	if as != bs {
 		return as > bs
 	}
@@ -159,8 +173,8 @@ func (a instant) compare(b instant) int {
 
 // laterFirst orders machines by later retire date, then smaller serial, then
 // smaller address: the selection order among equal scores.
-func laterFirst(a, b *mach) int {
-	if c := b.retire.compare(a.retire); c != 0 {
+func laterFirst(a, b *machineInfo) int {
+	if c := b.retireAt.compare(a.retireAt); c != 0 {
 		return c
 	}
 	if a.serial != b.serial {
@@ -169,20 +183,20 @@ func laterFirst(a, b *mach) int {
 		}
 		return 1
 	}
-	return strings.Compare(a.addr, b.addr)
+	return strings.Compare(a.address, b.address)
 }
 
 // worseForRemoval is the total order of removal: lower score, then earlier
 // retire date, then smaller serial, then smaller address.
-func worseForRemoval(a *mach, as int, b *mach, bs int) bool {
+func worseForRemoval(a *machineInfo, as int, b *machineInfo, bs int) bool {
 	if as != bs {
 		return as < bs
 	}
-	if c := a.retire.compare(b.retire); c != 0 {
+	if c := a.retireAt.compare(b.retireAt); c != 0 {
 		return c < 0
 	}
 	if a.serial != b.serial {
 		return a.serial < b.serial
 	}
-	return a.addr < b.addr
+	return a.address < b.address
 }

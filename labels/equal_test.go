@@ -2,6 +2,7 @@ package labels
 
 import (
 	"maps"
+	"slices"
 	"testing"
 	"time"
 
@@ -16,8 +17,8 @@ func drawMachine(t *rapid.T) *machine.Machine {
 		Rack:         rapid.IntRange(-2, 300).Draw(t, "rack"),
 		IndexInRack:  rapid.IntRange(0, 120).Draw(t, "index"),
 		Role:         rapid.SampledFrom([]string{"", "cs", "ss"}).Draw(t, "role"),
-		RegisterDate: time.Unix(rapid.Int64Range(-1e10, 1e11).Draw(t, "reg"), 0),
-		RetireDate:   time.Unix(rapid.Int64Range(-1e10, 3e11).Draw(t, "ret"), 0).In(time.FixedZone("z", 3600)),
+		RegisterDate: drawDate(t, "reg"),
+		RetireDate:   drawDate(t, "ret"),
 	}}
 	for i := 0; i < rapid.IntRange(0, 3).Draw(t, "labels"); i++ {
 		m.Spec.Labels = append(m.Spec.Labels, machine.Label{
@@ -26,6 +27,25 @@ func drawMachine(t *rapid.T) *machine.Machine {
 		})
 	}
 	return m
+}
+
+// drawDate draws a date in some UTC offset, with or without fractional
+// seconds, around year boundaries more often than not.
+func drawDate(t *rapid.T, label string) time.Time {
+	sec := rapid.OneOf(
+		rapid.Int64Range(-1e10, 3e11),
+		rapid.Int64Range(1924991999-2*86400, 1924991999+2*86400), // around 2030-12-31T23:59:59Z
+	).Draw(t, label)
+	nsec := rapid.SampledFrom([]int64{0, 1, 5e8, 999999999}).Draw(t, label+" nsec")
+	return time.Unix(sec, nsec).In(drawZone(t, label))
+}
+
+func drawZone(t *rapid.T, label string) *time.Location {
+	off := rapid.SampledFrom([]int{0, 3600, 9 * 3600, -5*3600 - 1800, 14 * 3600, -12 * 3600}).Draw(t, label+" offset")
+	if off == 0 && rapid.Bool().Draw(t, label+" utc") {
+		return time.UTC
+	}
+	return time.FixedZone("", off)
 }
 
 func drawTemplate(t *rapid.T) Template {
@@ -51,12 +71,26 @@ func TestEqualAgreesWithRender(t *testing.T) {
 		if !Equal(ls, as, m1, t1, cp1) && !hasDuplicateNames(m1) {
 			t.Fatal("Equal(Render(x), x) = false")
 		}
+		// A rendering with one value changed is not equal.
+		if !hasDuplicateNames(m1) {
+			tampered, tamperedAs := maps.Clone(ls), maps.Clone(as)
+			target := tampered
+			if rapid.Bool().Draw(t, "tamper annotation") {
+				target = tamperedAs
+			}
+			keys := slices.Sorted(maps.Keys(target))
+			k := rapid.SampledFrom(keys).Draw(t, "tampered key")
+			target[k] += "x"
+			if Equal(tampered, tamperedAs, m1, t1, cp1) {
+				t.Fatalf("Equal = true with %s changed to %q", k, target[k])
+			}
+		}
 		m2, t2, cp2 := m1, t1, cp1
 		// Change one field at a time, so that no check hides behind another.
 		other := drawMachine(t)
 		c := *m1
 		c.Spec.Labels = append([]machine.Label(nil), m1.Spec.Labels...)
-		switch rapid.IntRange(0, 10).Draw(t, "change") {
+		switch rapid.IntRange(0, 12).Draw(t, "change") {
 		case 1:
 			c.Spec.Rack = other.Spec.Rack
 		case 2:
@@ -77,6 +111,11 @@ func TestEqualAgreesWithRender(t *testing.T) {
 			t2 = drawTemplate(t)
 		case 10:
 			cp2 = !cp1
+		case 11:
+			// The same instant in another offset renders differently.
+			c.Spec.RetireDate = m1.Spec.RetireDate.In(drawZone(t, "other retire zone"))
+		case 12:
+			c.Spec.RegisterDate = m1.Spec.RegisterDate.In(drawZone(t, "other register zone"))
 		}
 		m2 = &c
 		ls2, as2 := Render(m2, t2, cp2)

@@ -4,7 +4,6 @@
 package labels
 
 import (
-	"bytes"
 	"errors"
 	"maps"
 	"strconv"
@@ -24,6 +23,7 @@ const (
 	IndexInRack  = "cke.cybozu.com/index-in-rack"
 	RegisterMon  = "cke.cybozu.com/register-month"
 	RetireMon    = "cke.cybozu.com/retire-month"
+	RetireYear   = "cke.cybozu.com/retire-year"
 	Zone         = "topology.kubernetes.io/zone"
 	ZoneBeta     = "failure-domain.beta.kubernetes.io/zone"
 	NodeRoleBase = "node-role.kubernetes.io/"
@@ -40,7 +40,7 @@ const (
 	AnnotationRetireDate   = "cke.cybozu.com/retire-date"
 )
 
-var reservedLabels = []string{Rack, IndexInRack, RegisterMon, RetireMon, Zone, ZoneBeta}
+var reservedLabels = []string{Rack, IndexInRack, RegisterMon, RetireMon, RetireYear, Zone, ZoneBeta}
 
 var reservedAnnotations = []string{AnnotationSerial, AnnotationRegisterDate, AnnotationRetireDate}
 
@@ -102,10 +102,14 @@ type Template struct {
 // from template t, in SPEC section 2's order (later wins on equal keys):
 // sabakan labels, the template's labels except the weight, the machine's
 // fields, and for control planes the node-role labels.
+//
+// Dates are rendered in the UTC offset sabakan returned them with (SPEC
+// 1.5), as CKE does: 2031-08-01T05:00:00+09:00 gives the retire month
+// 2031-08, the retire year 2031 and that same annotation, to the second.
 func Render(m *machine.Machine, t Template, controlPlane bool) (map[string]string, map[string]string) {
 	spec := &m.Spec
 	// An exact size keeps the map in the smallest table that fits.
-	n := len(spec.Labels) + len(t.Labels) + 7
+	n := len(spec.Labels) + len(t.Labels) + 8
 	if _, ok := t.Labels[Weight]; ok {
 		n--
 	}
@@ -127,15 +131,15 @@ func Render(m *machine.Machine, t Template, controlPlane bool) (map[string]strin
 			ls[k] = v
 		}
 	}
-	// Months are the first seven bytes of the RFC3339 dates (both UTC).
-	registered := spec.RegisterDate.UTC().Format(time.RFC3339)
-	retires := spec.RetireDate.UTC().Format(time.RFC3339)
+	registered := FormatDate(spec.RegisterDate)
+	retires := FormatDate(spec.RetireDate)
 	rack := strconv.Itoa(spec.Rack)
 	ls[Rack] = rack
 	ls[IndexInRack] = strconv.Itoa(spec.IndexInRack)
 	ls[Role] = spec.Role
 	ls[RegisterMon] = month(registered)
 	ls[RetireMon] = month(retires)
+	ls[RetireYear] = year(retires)
 	if spec.Role != "" {
 		ls[NodeRoleBase+spec.Role] = "true"
 	}
@@ -155,17 +159,32 @@ func Render(m *machine.Machine, t Template, controlPlane bool) (map[string]strin
 	return ls, as
 }
 
-// month returns yyyy-MM of an RFC3339 date; years outside 0000-9999 keep
-// their full form.
-func month(rfc3339 string) string {
-	i := strings.IndexByte(rfc3339[1:], '-') + 1
-	return rfc3339[:i+3]
+// FormatDate is a date as the node annotations carry it: RFC3339 to the
+// second (fractional seconds dropped), in the date's own UTC offset, "Z"
+// for UTC.
+func FormatDate(t time.Time) string {
+	return t.Format(time.RFC3339)
 }
 
-func monthBytes(rfc3339 []byte) []byte {
-	i := bytes.IndexByte(rfc3339[1:], '-') + 1
-	return rfc3339[:i+3]
+// yearEnd is the length of the year of an RFC3339 date: four digits, or
+// the full form of years outside 0000-9999.
+func yearEnd[S string | []byte](rfc3339 S) int {
+	for i := 1; i < len(rfc3339); i++ {
+		if rfc3339[i] == '-' {
+			return i
+		}
+	}
+	return len(rfc3339)
 }
+
+// year returns yyyy of an RFC3339 date.
+func year(rfc3339 string) string { return rfc3339[:yearEnd(rfc3339)] }
+
+// month returns yyyy-MM of an RFC3339 date.
+func month(rfc3339 string) string { return rfc3339[:yearEnd(rfc3339)+3] }
+
+func yearBytes(rfc3339 []byte) []byte  { return rfc3339[:yearEnd(rfc3339)] }
+func monthBytes(rfc3339 []byte) []byte { return rfc3339[:yearEnd(rfc3339)+3] }
 
 // Equal reports whether ls and as are exactly what Render would return for
 // the same arguments, without building them: the generator keeps a current
@@ -176,7 +195,7 @@ func Equal(ls, as map[string]string, m *machine.Machine, t Template, controlPlan
 	spec := &m.Spec
 	// Count: Render's keys are distinct except for repeated sabakan label
 	// names; give up on those rather than count them.
-	n := len(spec.Labels) + len(t.Labels) + 7
+	n := len(spec.Labels) + len(t.Labels) + 8
 	for i := range spec.Labels {
 		for j := i + 1; j < len(spec.Labels); j++ {
 			if spec.Labels[i].Name == spec.Labels[j].Name {
@@ -207,8 +226,8 @@ func Equal(ls, as map[string]string, m *machine.Machine, t Template, controlPlan
 	rack := strconv.AppendInt(rackBuf[:0], int64(spec.Rack), 10)
 	zone := append(append(zoneBuf[:0], "rack"...), rack...)
 	idx := strconv.AppendInt(idxBuf[:0], int64(spec.IndexInRack), 10)
-	registered := spec.RegisterDate.UTC().AppendFormat(regBuf[:0], time.RFC3339)
-	retires := spec.RetireDate.UTC().AppendFormat(retBuf[:0], time.RFC3339)
+	registered := spec.RegisterDate.AppendFormat(regBuf[:0], time.RFC3339)
+	retires := spec.RetireDate.AppendFormat(retBuf[:0], time.RFC3339)
 	for k, v := range ls {
 		var ok bool
 		switch k {
@@ -224,6 +243,8 @@ func Equal(ls, as map[string]string, m *machine.Machine, t Template, controlPlan
 			ok = v == string(monthBytes(registered))
 		case RetireMon:
 			ok = v == string(monthBytes(retires))
+		case RetireYear:
+			ok = v == string(yearBytes(retires))
 		case Master, ControlPlane:
 			ok = controlPlane && v == "true"
 		default:

@@ -28,8 +28,9 @@ func TestRender(t *testing.T) {
 		"cke.cybozu.com/rack":                    "3",
 		"cke.cybozu.com/index-in-rack":           "7",
 		"cke.cybozu.com/role":                    "compute",
-		"cke.cybozu.com/register-month":          "2024-03", // UTC
-		"cke.cybozu.com/retire-month":            "2031-01", // UTC
+		"cke.cybozu.com/register-month":          "2024-02", // in the date's offset
+		"cke.cybozu.com/retire-month":            "2030-12",
+		"cke.cybozu.com/retire-year":             "2030",
 		"node-role.kubernetes.io/compute":        "true",
 		"topology.kubernetes.io/zone":            "rack3",
 		"failure-domain.beta.kubernetes.io/zone": "rack3",
@@ -42,11 +43,43 @@ func TestRender(t *testing.T) {
 	wantAnnotations := map[string]string{
 		"example.com/note":             "n",
 		"cke.cybozu.com/serial":        "s1",
-		"cke.cybozu.com/register-date": "2024-03-01T00:00:00Z",
-		"cke.cybozu.com/retire-date":   "2031-01-01T00:30:00Z",
+		"cke.cybozu.com/register-date": "2024-02-29T23:00:00-01:00",
+		"cke.cybozu.com/retire-date":   "2030-12-31T23:30:00-01:00",
 	}
 	if diff := cmp.Diff(wantAnnotations, as); diff != "" {
 		t.Errorf("annotations (-want +got):\n%s", diff)
+	}
+}
+
+// TestRenderDates: month, year and date annotations are rendered in the
+// offset sabakan returned the date with (SPEC 1.5), to the second.
+func TestRenderDates(t *testing.T) {
+	cases := []struct {
+		date               string // as sabakan returns it
+		month, year, annot string
+	}{
+		{"2031-08-01T05:00:00+09:00", "2031-08", "2031", "2031-08-01T05:00:00+09:00"},
+		{"2031-08-01T05:00:00Z", "2031-08", "2031", "2031-08-01T05:00:00Z"},
+		{"2027-12-31T22:33:31.123456789+09:00", "2027-12", "2027", "2027-12-31T22:33:31+09:00"},
+		{"2028-01-01T00:00:00.999-05:30", "2028-01", "2028", "2028-01-01T00:00:00-05:30"},
+		{"2030-12-31T23:59:59.5Z", "2030-12", "2030", "2030-12-31T23:59:59Z"},
+	}
+	for _, c := range cases {
+		var d time.Time
+		if err := d.UnmarshalJSON([]byte(`"` + c.date + `"`)); err != nil {
+			t.Fatal(err)
+		}
+		m := &machine.Machine{Spec: machine.Spec{Serial: "s", RegisterDate: d, RetireDate: d}}
+		ls, as := Render(m, Template{}, false)
+		if ls[RetireMon] != c.month || ls[RegisterMon] != c.month || ls[RetireYear] != c.year ||
+			as[AnnotationRetireDate] != c.annot || as[AnnotationRegisterDate] != c.annot {
+			t.Errorf("%s: months %s/%s, year %s, annotations %s/%s; want %s, %s, %s", c.date,
+				ls[RegisterMon], ls[RetireMon], ls[RetireYear], as[AnnotationRegisterDate], as[AnnotationRetireDate],
+				c.month, c.year, c.annot)
+		}
+		if !Equal(ls, as, m, Template{}, false) {
+			t.Errorf("%s: Equal(Render(m), m) = false", c.date)
+		}
 	}
 }
 
@@ -64,7 +97,7 @@ func TestRenderWorkerWithoutRole(t *testing.T) {
 }
 
 func TestReserved(t *testing.T) {
-	for _, k := range []string{Rack, IndexInRack, RegisterMon, RetireMon, Zone, ZoneBeta, "node-role.kubernetes.io/x", "sabakan.cke.cybozu.com/y"} {
+	for _, k := range []string{Rack, IndexInRack, RegisterMon, RetireMon, RetireYear, Zone, ZoneBeta, "node-role.kubernetes.io/x", "sabakan.cke.cybozu.com/y"} {
 		if !IsReservedLabel(k) {
 			t.Errorf("%s is not reserved", k)
 		}

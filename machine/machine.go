@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/netip"
 	"slices"
 	"strings"
@@ -127,13 +128,13 @@ func Parse(data []byte) ([]Machine, error) {
 	var ms []Machine
 	switch t[0] {
 	case '[':
-		if err := json.Unmarshal(t, &ms); err != nil {
-			return nil, fmt.Errorf("machines: %w", err)
+		if err := decodeOne(t, &ms); err != nil {
+			return nil, err
 		}
 	case '{':
 		var resp graphQLResponse
-		if err := json.Unmarshal(t, &resp); err != nil {
-			return nil, fmt.Errorf("machines: %w", err)
+		if err := decodeOne(t, &resp); err != nil {
+			return nil, err
 		}
 		if resp.Data == nil || resp.Data.SearchMachines == nil {
 			return nil, fmt.Errorf("machines: object without data.searchMachines")
@@ -146,6 +147,28 @@ func Parse(data []byte) ([]Machine, error) {
 		return nil, err
 	}
 	return ms, nil
+}
+
+// decodeOne decodes the one JSON value of data into v and refuses anything
+// after it. json.Unmarshal checks the whole input (without the copy a
+// Decoder makes of a 6 MB inventory); when it fails, a Decoder tells
+// trailing data (the first value decodes, and a second Decode does not
+// meet the end of the input) from other errors, so that the message says
+// what to fix.
+func decodeOne(data []byte, v any) error {
+	err := json.Unmarshal(data, v)
+	if err == nil {
+		return nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	var first json.RawMessage
+	if dec.Decode(&first) == nil {
+		end := dec.InputOffset()
+		if dec.Decode(&first) != io.EOF {
+			return fmt.Errorf("machines: trailing data after the JSON value, which ends at byte %d: remove it", end)
+		}
+	}
+	return fmt.Errorf("machines: %w", err)
 }
 
 // Validate checks what no machine may lack: a serial and one of the seven
@@ -162,6 +185,31 @@ func Validate(ms []Machine) error {
 		}
 	}
 	return nil
+}
+
+// Roles returns the distinct non-empty roles of ms, sorted. Called on the
+// machines as sabakan returned them (before Sanitize drops any), it is the
+// inventory's roles that the generator's typo guard compares template roles
+// with. The result is never nil, so that "no roles" differs from "not
+// known".
+func Roles(ms []Machine) []string {
+	roles := []string{}
+	seen := map[string]bool{}
+	last := ""
+	for i := range ms {
+		r := ms[i].Spec.Role
+		// Inventories come in serial order, where roles run in streaks.
+		if r == "" || r == last {
+			continue
+		}
+		last = r
+		if !seen[r] {
+			seen[r] = true
+			roles = append(roles, r)
+		}
+	}
+	slices.Sort(roles)
+	return roles
 }
 
 // LabelValidator reports why a sabakan label cannot become a Kubernetes

@@ -2,6 +2,7 @@ package machine
 
 import (
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -114,5 +115,64 @@ func TestParseState(t *testing.T) {
 	}
 	if _, err := ParseState("gone"); err == nil {
 		t.Error("ParseState(gone) succeeded")
+	}
+}
+
+func TestRoles(t *testing.T) {
+	ms := []Machine{
+		{Spec: Spec{Serial: "1", Role: "storage"}},
+		{Spec: Spec{Serial: "2", Role: "compute"}},
+		{Spec: Spec{Serial: "3", Role: "compute"}},
+		{Spec: Spec{Serial: "4", Role: ""}},
+		{Spec: Spec{Serial: "5", Role: "storage"}},
+		{Spec: Spec{Serial: "6", Role: "gpu"}},
+	}
+	if got, want := strings.Join(Roles(ms), ","), "compute,gpu,storage"; got != want {
+		t.Errorf("Roles = %q, want %q", got, want)
+	}
+	if got := Roles(nil); got == nil || len(got) != 0 {
+		t.Errorf("Roles(nil) = %#v, want an empty, non-nil list", got)
+	}
+}
+
+// TestParseKeepsOffset: dates keep the UTC offset and the fractional
+// seconds sabakan returned, in both shapes of the file.
+func TestParseKeepsOffset(t *testing.T) {
+	m := strings.NewReplacer(`"2024-01-01T00:00:00Z"`, `"2024-04-01T09:00:00.123456+09:00"`,
+		`"2030-01-01T00:00:00Z"`, `"2031-08-01T05:00:00-05:30"`).Replace(one)
+	for _, doc := range []string{"[" + m + "]", `{"data":{"searchMachines":[` + m + `]}}`} {
+		ms, err := Parse([]byte(doc))
+		if err != nil {
+			t.Fatal(err)
+		}
+		reg, ret := ms[0].Spec.RegisterDate, ms[0].Spec.RetireDate
+		if got := reg.Format(time.RFC3339Nano); got != "2024-04-01T09:00:00.123456+09:00" {
+			t.Errorf("registerDate = %s", got)
+		}
+		if got := ret.Format(time.RFC3339Nano); got != "2031-08-01T05:00:00-05:30" {
+			t.Errorf("retireDate = %s", got)
+		}
+	}
+}
+
+// TestParseRefusesTrailingData: a file holds one JSON value, array or
+// GraphQL response; anything after it is refused, whatever it is.
+func TestParseRefusesTrailingData(t *testing.T) {
+	for _, doc := range []string{"[" + one + "]", `{"data":{"searchMachines":[` + one + `]}}`} {
+		for _, tail := range []string{"]", " ]\n", "}", "[]", " {}", " x", "\n" + doc} {
+			_, err := Parse([]byte(doc + tail))
+			if err == nil || !strings.Contains(err.Error(), "trailing data after the JSON value, which ends at byte "+strconv.Itoa(len(doc))) {
+				t.Errorf("Parse(%.20s...%q) = %v, want trailing data refused", doc, tail, err)
+			}
+		}
+		if _, err := Parse([]byte(doc + " \n\t")); err != nil {
+			t.Errorf("Parse with trailing white space: %v", err)
+		}
+	}
+	// Other errors keep their own message.
+	for _, doc := range []string{`[{"spec":{"serial":"s","rack":"1"}}]`, `[{"spec":{"serial":"s","rack":"1"}}] `} {
+		if _, err := Parse([]byte(doc)); err == nil || !strings.Contains(err.Error(), "cannot unmarshal") {
+			t.Errorf("Parse(%s) = %v, want the type error", doc, err)
+		}
 	}
 }

@@ -218,8 +218,9 @@ func (c *goldenCase) world(prefix string) (generator.Input, error) {
 	if err != nil {
 		return in, fmt.Errorf("%smachines.txt: %w", prefix, err)
 	}
-	// The machines as sabakan returned them (raw) would also give the
-	// generator the inventory's roles, for the misspelt role guard.
+	// The machines as sabakan returned them give the generator the
+	// inventory's roles, for the misspelt role guard.
+	in.InventoryRoles = machine.Roles(raw)
 	var warnings []string
 	in.Machines, warnings = machine.Sanitize(raw, labels.ValidateSabakanLabel)
 	if len(warnings) > 0 {

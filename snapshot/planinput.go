@@ -149,6 +149,7 @@ func (r *Reader) PlanInput(ctx context.Context, w WhatIf, retireWait time.Durati
 	if err != nil {
 		return nil, err
 	}
+	in.InventoryRoles = machine.Roles(raw)
 	ms, warnings := machine.Sanitize(raw, labels.ValidateSabakanLabel)
 	in.Machines = ms
 	p.Warnings = append(p.Warnings, warnings...)

@@ -30,7 +30,9 @@ import (
 	"github.com/ckegen/ckegen/internal/logbridge"
 	"github.com/ckegen/ckegen/internal/version"
 	"github.com/ckegen/ckegen/sabakan"
+	"github.com/ckegen/ckegen/snapshot"
 	"github.com/ckegen/ckegen/storage"
+	"github.com/ckegen/ckegen/web"
 )
 
 // defaultConfig is CKE's configuration file, read when it exists and
@@ -81,7 +83,7 @@ func parseFlags(args []string) (*options, error) {
 	fs.StringVar(&o.embeddedDir, "embedded-etcd-dir", "./cke-data", "data directory of the embedded etcd")
 	fs.StringVar(&o.embeddedClient, "embedded-etcd-client-url", "http://127.0.0.1:2379", "client URL of the embedded etcd")
 	fs.StringVar(&o.embedded, "embedded-etcd-peer-url", "http://127.0.0.1:2380", "peer URL of the embedded etcd")
-	fs.StringVar(&o.httpAddr, "http", "127.0.0.1:10180", "<Listen IP>:<Port number> of /metrics, /health and /version")
+	fs.StringVar(&o.httpAddr, "http", "127.0.0.1:10180", "<Listen IP>:<Port number> of the page at /, /metrics, /health and /version")
 	fs.StringVar(&o.name, "name", "", "name in the leader election (default: the host name)")
 	fs.DurationVar(&o.interval, "interval", daemon.DefaultInterval, "time between ticks")
 	fs.DurationVar(&o.sessionTTL, "session-ttl", daemon.DefaultSessionTTL, "leader session's TTL: how long a dead leader keeps leadership")
@@ -262,13 +264,19 @@ func run(o *options) error {
 		Registry:        reg,
 	})
 
+	// The page at / shows the racks, the status and the history; it reads
+	// etcd and queries sabakan read-only, with a short cache.
+	mux := d.Handler()
+	st := storage.New(cli, cfg.Prefix)
+	mux.Handle("/", web.NewHandler(snapshot.NewReader(st, snapshot.Options{Sabakan: o.sabakanOptions()}), web.Options{Log: lg}))
+
 	ln, err := net.Listen("tcp", o.httpAddr)
 	if err != nil {
 		return fmt.Errorf("--http: %w", err)
 	}
 	well.Go(d.Run)
 	s := &well.HTTPServer{
-		Server:          &http.Server{Handler: d.Handler(), ReadHeaderTimeout: 10 * time.Second},
+		Server:          &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second},
 		ShutdownTimeout: 5 * time.Second,
 	}
 	if err := s.Serve(ln); err != nil {

@@ -180,7 +180,8 @@ func writeFile(t *testing.T, name string, data []byte) {
 //	SERIAL ADDRESS RACK ROLE STATE RETIRE-DATE [key=value ...]
 //
 // ROLE "-" is the empty role, ADDRESS "-" no address; RETIRE-DATE is
-// YYYY-MM-DD. Keys: idx (index in rack, default the line number), reg
+// YYYY-MM-DD (midnight UTC) or RFC3339 with its offset and fractional
+// seconds as sabakan returns them (2031-08-01T05:00:00.5+09:00). Keys: idx (index in rack, default the line number), reg
 // (register date, default 2024-01-01), dur (status duration in seconds,
 // default 0), label:NAME (a sabakan label). Lines starting with # are
 // comments.
@@ -199,7 +200,7 @@ func machinesFromTable(data []byte) ([]byte, error) {
 		if err != nil {
 			return nil, fmt.Errorf("line %d: rack: %v", n+1, err)
 		}
-		retire, err := time.Parse(time.DateOnly, f[5])
+		retire, err := parseTableDate(f[5])
 		if err != nil {
 			return nil, fmt.Errorf("line %d: retire date: %v", n+1, err)
 		}
@@ -233,7 +234,7 @@ func machinesFromTable(data []byte) ([]byte, error) {
 					return nil, fmt.Errorf("line %d: idx: %v", n+1, err)
 				}
 			case k == "reg":
-				if m.Spec.RegisterDate, err = time.Parse(time.DateOnly, v); err != nil {
+				if m.Spec.RegisterDate, err = parseTableDate(v); err != nil {
 					return nil, fmt.Errorf("line %d: reg: %v", n+1, err)
 				}
 			case k == "dur":
@@ -249,4 +250,13 @@ func machinesFromTable(data []byte) ([]byte, error) {
 		ms = append(ms, m)
 	}
 	return json.MarshalIndent(ms, "", "  ")
+}
+
+// parseTableDate reads a date of the machine table: YYYY-MM-DD, or RFC3339
+// whose offset is kept.
+func parseTableDate(s string) (time.Time, error) {
+	if strings.Contains(s, "T") {
+		return time.Parse(time.RFC3339, s)
+	}
+	return time.Parse(time.DateOnly, s)
 }

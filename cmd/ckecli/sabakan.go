@@ -12,6 +12,7 @@ func newSabakanCmd(e *env) *cobra.Command {
 		newSabakanSetURLCmd(e), newSabakanGetURLCmd(e),
 		newSabakanSetTemplateCmd(e), newSabakanGetTemplateCmd(e),
 		newSabakanSetVariablesCmd(e), newSabakanGetVariablesCmd(e),
+		newSabakanSetPolicyCmd(e), newSabakanGetPolicyCmd(e), newSabakanClearPolicyCmd(e),
 		newSabakanStatusCmd(e), newSabakanHistoryCmd(e),
 		newSabakanGenerateCmd(),
 		newSabakanMapCmd(e),

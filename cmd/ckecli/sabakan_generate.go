@@ -15,6 +15,7 @@ import (
 	"github.com/ckegen/ckegen/cluster"
 	"github.com/ckegen/ckegen/constraints"
 	"github.com/ckegen/ckegen/generator"
+	"github.com/ckegen/ckegen/kubenodes"
 	"github.com/ckegen/ckegen/labels"
 	"github.com/ckegen/ckegen/machine"
 	"github.com/ckegen/ckegen/template"
@@ -59,7 +60,7 @@ nothing on stdout; 1 with the error on stderr and nothing on stdout.`,
 	f.StringVar(&o.current, "current", "", "current cluster.yml: make one maintenance step instead of a new cluster")
 	f.StringVar(&o.now, "now", "", "the time of the decision, RFC3339 (default: the current time)")
 	f.DurationVar(&o.retireWait, "retire-wait", generator.DefaultRetireWait, "how long a worker stays RETIRED before it is removed")
-	f.StringVar(&o.k8sNodes, "k8s-nodes", "", `Kubernetes nodes file: [{"name": ADDRESS, "taints": [...]}]`)
+	f.StringVar(&o.k8sNodes, "k8s-nodes", "", `Kubernetes nodes file: [{"name": ADDRESS, "taints": [...]}], or kubectl get nodes -o json`)
 	f.StringSliceVar(&o.rebooting, "rebooting", nil, "addresses of nodes that are rebooting (comma separated)")
 	f.BoolVar(&o.templateChanged, "template-changed", false, "with --current: re-render from the template when there is nothing else to do")
 	f.StringVar(&o.explain, "explain", "", "write the decision to stderr: text or json")
@@ -69,20 +70,14 @@ nothing on stdout; 1 with the error on stderr and nothing on stdout.`,
 	return cmd
 }
 
-// explanation is the --explain json object.
+// explanation is the --explain json object. A change is
+// {"action", "address", "serial", "score", "reason"}, score being the total
+// or null.
 type explanation struct {
-	Op       string          `json:"op"`
-	Changes  []explainChange `json:"changes"`
-	Warnings []string        `json:"warnings"`
-	Error    string          `json:"error,omitempty"`
-}
-
-type explainChange struct {
-	Action  string `json:"action"`
-	Address string `json:"address"`
-	Serial  string `json:"serial"`
-	Score   *int   `json:"score"`
-	Reason  string `json:"reason"`
+	Op       string             `json:"op"`
+	Changes  []generator.Change `json:"changes"`
+	Warnings []string           `json:"warnings"`
+	Error    string             `json:"error,omitempty"`
 }
 
 // opNothingToDo is the op --explain reports when no rule applies.
@@ -107,6 +102,9 @@ func (o *generateOptions) run(stdout, stderr io.Writer) error {
 	var res *generator.Result
 	if err == nil {
 		res, err = generator.Tick(in, o.templateChanged)
+		if res != nil {
+			warnings = append(warnings, res.Warnings...)
+		}
 	}
 	var out []byte
 	if err == nil {
@@ -116,7 +114,7 @@ func (o *generateOptions) run(stdout, stderr io.Writer) error {
 
 	switch o.explain {
 	case "json":
-		e := explanation{Changes: []explainChange{}, Warnings: warnings}
+		e := explanation{Changes: []generator.Change{}, Warnings: warnings}
 		if e.Warnings == nil {
 			e.Warnings = []string{}
 		}
@@ -127,14 +125,7 @@ func (o *generateOptions) run(stdout, stderr io.Writer) error {
 			e.Error = err.Error()
 		default:
 			e.Op = res.Op
-			for _, c := range res.Changes {
-				ec := explainChange{Action: c.Action, Address: c.Address, Serial: c.Serial, Reason: c.Reason}
-				if c.Score != nil {
-					total := c.Score.Total
-					ec.Score = &total
-				}
-				e.Changes = append(e.Changes, ec)
-			}
+			e.Changes = append(e.Changes, res.Changes...)
 		}
 		data, merr := json.Marshal(e)
 		if merr != nil {
@@ -226,6 +217,7 @@ func (o *generateOptions) load() (generator.Input, []string, error) {
 		return in, nil, fmt.Errorf("--machines %s: %w", o.machines, err)
 	}
 	var warnings []string
+	in.InventoryRoles = machine.Roles(ms)
 	in.Machines, warnings = machine.Sanitize(ms, labels.ValidateSabakanLabel)
 
 	in.Constraints = constraints.Default()
@@ -254,7 +246,7 @@ func (o *generateOptions) load() (generator.Input, []string, error) {
 		if err != nil {
 			return in, nil, err
 		}
-		if in.NodeTaints, err = parseK8sNodes(data); err != nil {
+		if in.NodeTaints, err = kubenodes.Parse(data); err != nil {
 			return in, nil, fmt.Errorf("--k8s-nodes %s: %w", o.k8sNodes, err)
 		}
 	}
@@ -277,29 +269,4 @@ func readFile(flag, name string) ([]byte, error) {
 		return nil, fmt.Errorf("%s: %w", flag, err)
 	}
 	return data, nil
-}
-
-type k8sNode struct {
-	Name   string          `json:"name"`
-	Taints []cluster.Taint `json:"taints"`
-}
-
-func parseK8sNodes(data []byte) (map[string][]cluster.Taint, error) {
-	var nodes []k8sNode
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&nodes); err != nil {
-		return nil, fmt.Errorf("want [{\"name\": ADDRESS, \"taints\": [...]}]: %w", err)
-	}
-	if dec.More() {
-		return nil, errors.New("trailing data after the JSON array")
-	}
-	out := make(map[string][]cluster.Taint, len(nodes))
-	for i, n := range nodes {
-		if n.Name == "" {
-			return nil, fmt.Errorf("[%d].name: must not be empty", i)
-		}
-		out[n.Name] = append(out[n.Name], n.Taints...)
-	}
-	return out, nil
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -86,5 +87,76 @@ func TestExplainJSONOnError(t *testing.T) {
 	}
 	if !strings.Contains(e.Error, "not enough machines: need 100000 workers") || len(e.Changes) != 0 {
 		t.Errorf("explanation = %+v", e)
+	}
+}
+
+// TestGenerateWarningWithoutExplain: without --explain, the generator's
+// warnings still reach stderr, one "warning:" line each, and stdout holds
+// only the cluster.
+func TestGenerateWarningWithoutExplain(t *testing.T) {
+	dir := t.TempDir()
+	tmpl := filepath.Join(dir, "t.yml")
+	if err := os.WriteFile(tmpl, []byte(`name: example
+nodes:
+- {user: cybozu, control_plane: true}
+- {user: cybozu, labels: {cke.cybozu.com/role: compute}}
+- {user: cybozu, labels: {cke.cybozu.com/role: gpuu}}
+service_subnet: 10.68.0.0/16
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	args := exampleArgs("--template", tmpl)
+	out, errOut, code := runCLI(t, args...)
+	want := "warning: template role \"gpuu\" matches no machine; inventory roles: boot, compute, gpu, storage\n"
+	if code != 0 || !strings.HasPrefix(out, "name: example") || errOut != want {
+		t.Errorf("exit %d, stderr %q, stdout %.40q; want exit 0, stderr %q and a cluster", code, errOut, out, want)
+	}
+}
+
+// TestGenerateRefusesTrailingData: the machines and --k8s-nodes files hold
+// exactly one JSON value; anything after it (a stray closing bracket, a
+// second value) is an error naming the file.
+func TestGenerateRefusesTrailingData(t *testing.T) {
+	machines, err := os.ReadFile("../../examples/machines.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	graphQL := append(append([]byte(`{"data":{"searchMachines":`), machines...), "}}"...)
+	const nodes = `[{"name": "10.0.1.1", "taints": [{"key": "example.com/x", "effect": "NoSchedule"}]}]`
+	cases := []struct {
+		flag, data, want string
+	}{
+		{"--k8s-nodes", nodes + " ]", "--k8s-nodes"},
+		{"--k8s-nodes", nodes + "\n]\n", "trailing data after the JSON document"},
+		{"--k8s-nodes", nodes + " {}", "trailing data after the JSON document"},
+		{"--k8s-nodes", nodes + nodes, "trailing data after the JSON document"},
+		{"--k8s-nodes", nodes + " x", "trailing data after the JSON document"},
+		{"--machines", string(machines) + " ]", "--machines"},
+		{"--machines", string(machines) + "]", "trailing data after the JSON value"},
+		{"--machines", string(machines) + " []", "trailing data after the JSON value"},
+		{"--machines", string(graphQL) + "}", "trailing data after the JSON value"},
+		{"--machines", string(graphQL) + ` {"data":{}}`, "trailing data after the JSON value"},
+	}
+	dir := t.TempDir()
+	for i, c := range cases {
+		file := filepath.Join(dir, fmt.Sprintf("%d.json", i))
+		if err := os.WriteFile(file, []byte(c.data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		out, errOut, code := runCLI(t, exampleArgs(c.flag, file)...)
+		if code != 1 || out != "" || !strings.Contains(errOut, c.flag+" "+file) || !strings.Contains(errOut, c.want) {
+			t.Errorf("%s with %q...%q: exit %d, stdout %.40q, stderr %q; want exit 1 and an error naming the file and containing %q",
+				c.flag, c.data[:10], c.data[len(c.data)-10:], code, out, errOut, c.want)
+		}
+	}
+	// The same files without the trailing data are accepted.
+	for flag, data := range map[string][]byte{"--k8s-nodes": []byte(nodes + "\n"), "--machines": graphQL} {
+		file := filepath.Join(dir, "ok.json")
+		if err := os.WriteFile(file, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if out, errOut, code := runCLI(t, exampleArgs(flag, file)...); code != 0 || out == "" {
+			t.Errorf("%s without trailing data: exit %d, stderr %q", flag, code, errOut)
+		}
 	}
 }

@@ -2,6 +2,7 @@ package server
 
 import (
 	"net/http"
+	"sync"
 
 	graphql "github.com/graph-gophers/graphql-go"
 	"github.com/vektah/gqlparser/v2"
@@ -18,6 +19,12 @@ type Server struct {
 	// does.
 	schema    *graphql.Schema
 	gqlSchema *ast.Schema
+	// noPlans executes every request with graph-gophers (tests compare
+	// both ways).
+	noPlans bool
+	// spare is a response buffer of a plan, kept for the next one.
+	spareMu sync.Mutex
+	spare   []byte
 }
 
 // New returns a server for store. The schema is the project's own

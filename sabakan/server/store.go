@@ -191,7 +191,19 @@ func (s *Store) Search(having, notHaving *Query) []machine.Machine {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	now := s.now()
-	out := []machine.Machine{}
+	es := s.matching(having, notHaving, now)
+	out := make([]machine.Machine, len(es))
+	for i, e := range es {
+		out[i] = s.view(e, now)
+	}
+	return out
+}
+
+// matching returns the entries that match every condition of having and
+// none of notHaving's at now, sorted by serial (byte order). The caller
+// holds s.mu.
+func (s *Store) matching(having, notHaving *Query, now time.Time) []*entry {
+	var out []*entry
 	for _, e := range s.machines {
 		if having != nil && !matchHaving(&e.m, having, now) {
 			continue
@@ -199,9 +211,9 @@ func (s *Store) Search(having, notHaving *Query) []machine.Machine {
 		if notHaving != nil && matchNotHaving(&e.m, notHaving, now) {
 			continue
 		}
-		out = append(out, s.view(e, now))
+		out = append(out, e)
 	}
-	slices.SortFunc(out, func(a, b machine.Machine) int { return strings.Compare(a.Spec.Serial, b.Spec.Serial) })
+	slices.SortFunc(out, func(a, b *entry) int { return strings.Compare(a.m.Spec.Serial, b.m.Spec.Serial) })
 	return out
 }
 

@@ -1,0 +1,143 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/spf13/cobra"
+	"sigs.k8s.io/yaml"
+
+	"github.com/ckegen/ckegen/policy"
+	"github.com/ckegen/ckegen/storage"
+	"github.com/ckegen/ckegen/template"
+)
+
+// setPolicyAttempts bounds the retries when the template changes while a
+// policy is checked against it.
+const setPolicyAttempts = 3
+
+func newSabakanSetPolicyCmd(e *env) *cobra.Command {
+	return &cobra.Command{
+		Use:   "set-policy FILE",
+		Short: "validate and store the placement policy (YAML or JSON; - for stdin)",
+		Long: `set-policy validates the placement policy (constraints, metrics, providers,
+groups, stickiness) and checks that each placement names a template of the
+stored template: "control-plane" or a worker template's role. It stores the
+policy as JSON. An invalid policy is refused, naming the path of each
+problem, and nothing is stored. Without a stored template the placements
+are not checked (a warning says so); the daemon checks them at every tick.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			data, err := readInput(cmd, args[0])
+			if err != nil {
+				return err
+			}
+			doc, err := policy.Parse(data)
+			if err != nil {
+				return fmt.Errorf("%s: %w", args[0], err)
+			}
+			js, err := doc.Canonical()
+			if err != nil {
+				return err
+			}
+			return e.withStorage(func(ctx context.Context, st storage.Storage) error {
+				for range setPolicyAttempts {
+					rev, err := checkAgainstStoredTemplate(ctx, cmd, st, doc)
+					if err != nil {
+						return fmt.Errorf("%s: %w", args[0], err)
+					}
+					err = st.SetPolicy(ctx, js, rev)
+					if !errors.Is(err, storage.ErrTemplateChanged) {
+						return err
+					}
+				}
+				return fmt.Errorf("%s: not stored: %w %d times in a row; try again", args[0], storage.ErrTemplateChanged, setPolicyAttempts)
+			})
+		},
+	}
+}
+
+// checkAgainstStoredTemplate checks the placements against the stored
+// template and returns the template's revision (0 when none is stored).
+// Without a usable template it warns and checks nothing.
+func checkAgainstStoredTemplate(ctx context.Context, cmd *cobra.Command, st storage.Storage, doc *policy.Document) (int64, error) {
+	data, rev, err := st.GetTemplate(ctx)
+	if errors.Is(err, storage.ErrNotFound) {
+		fmt.Fprintln(cmd.ErrOrStderr(), "warning: no template is stored: the placements were not checked against one (the daemon checks them at every tick)")
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	tmpl, err := template.Parse(data)
+	if err != nil {
+		fmt.Fprintf(cmd.ErrOrStderr(), "warning: the stored template is invalid, the placements were not checked against it: %v\n", err)
+		return rev, nil
+	}
+	return rev, doc.CheckTemplate(tmpl)
+}
+
+func newSabakanGetPolicyCmd(e *env) *cobra.Command {
+	var output string
+	cmd := &cobra.Command{
+		Use:   "get-policy",
+		Short: "print the stored placement policy",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := checkFormat(output, "yaml", "json"); err != nil {
+				return err
+			}
+			return e.withStorage(func(ctx context.Context, st storage.Storage) error {
+				data, _, err := st.GetPolicy(ctx)
+				if err != nil {
+					return err
+				}
+				doc, err := policy.Parse(data)
+				if err != nil {
+					return fmt.Errorf("stored %s: %w", storage.KeySabakanPolicy, err)
+				}
+				js, err := doc.Canonical()
+				if err != nil {
+					return err
+				}
+				var out bytes.Buffer
+				if output == "json" {
+					if err := json.Indent(&out, js, "", "  "); err != nil {
+						return err
+					}
+					out.WriteByte('\n')
+				} else {
+					y, err := yaml.JSONToYAML(js)
+					if err != nil {
+						return err
+					}
+					out.Write(y)
+				}
+				_, err = cmd.OutOrStdout().Write(out.Bytes())
+				return err
+			})
+		},
+	}
+	cmd.Flags().StringVarP(&output, "output", "o", "yaml", "output format: yaml or json")
+	return cmd
+}
+
+func newSabakanClearPolicyCmd(e *env) *cobra.Command {
+	return &cobra.Command{
+		Use:   "clear-policy",
+		Short: "remove the placement policy (machines are placed by role and weight only)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return e.withStorage(func(ctx context.Context, st storage.Storage) error {
+				had, err := st.ClearPolicy(ctx)
+				if err == nil && !had {
+					fmt.Fprintln(cmd.ErrOrStderr(), "no policy was set")
+				}
+				return err
+			})
+		},
+	}
+}

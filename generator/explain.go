@@ -1,0 +1,94 @@
+package generator
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+
+	"github.com/ckegen/ckegen/template"
+)
+
+// The explanation of a decision: each change with the score that made it.
+
+// record appends a change; sc (nil when no score was involved) is copied.
+func (s *state) record(action string, mb *member, sc *Score, reason string) {
+	var kept *Score
+	if sc != nil {
+		kept = s.keepScore(sc)
+	}
+	s.changes = append(s.changes, Change{
+		Action:  action,
+		Address: mb.address(),
+		Serial:  mb.serial(),
+		Score:   kept,
+		Reason:  reason,
+	})
+}
+
+// keepScore copies a score into the state's slab: a decision that explains
+// ten thousand picks allocates a few chunks instead of a score each.
+func (s *state) keepScore(sc *Score) *Score {
+	if len(s.scores) == cap(s.scores) {
+		s.scores = make([]Score, 0, min(max(2*cap(s.scores), 8), 1024))
+	}
+	s.scores = append(s.scores, *sc)
+	return &s.scores[len(s.scores)-1]
+}
+
+// expect sizes the change list and the score slab for n more changes.
+func (s *state) expect(n int) {
+	s.changes = slices.Grow(s.changes, n)
+	if cap(s.scores)-len(s.scores) < n {
+		s.scores = make([]Score, 0, n)
+	}
+}
+
+// groupName names the nodes a score counts in a rack: control planes, or
+// the workers of template t. The names are built once per state, not once
+// per score.
+func (s *state) groupName(cp bool, t *template.NodeTemplate) string {
+	if cp {
+		return "control planes"
+	}
+	for i := range s.tmpl.Workers {
+		if &s.tmpl.Workers[i] == t {
+			return s.workerGroups[i]
+		}
+	}
+	return workerGroupName(t)
+}
+
+func workerGroupName(t *template.NodeTemplate) string {
+	if t == nil || t.Role == "" {
+		return "workers"
+	}
+	return "workers of role " + t.Role
+}
+
+// workerReason explains a worker pick; the template's part is built once
+// per template.
+func (s *state) workerReason(t *template.NodeTemplate, sc *Score) string {
+	b := make([]byte, 0, 192)
+	b = append(b, "worker for template nodes["...)
+	b = strconv.AppendInt(b, int64(t.Index), 10)
+	b = append(b, "] ("...)
+	if t.Role != "" {
+		b = append(b, "role "...)
+		b = append(b, t.Role...)
+	} else {
+		b = append(b, "any role"...)
+	}
+	b = append(b, ", weight "...)
+	b = strconv.AppendFloat(b, t.Weight, 'g', -1, 64)
+	b = append(b, ", "...)
+	b = strconv.AppendInt(b, int64(s.workersOf(t)-1), 10)
+	b = append(b, " workers): highest "...)
+	return string(sc.appendTo(b))
+}
+
+func (s *state) cpCandidateText() string {
+	if r := s.tmpl.ControlPlane.Role; r != "" {
+		return fmt.Sprintf("HEALTHY machines of role %q without intolerable taints", r)
+	}
+	return "HEALTHY machines without intolerable taints"
+}

@@ -1,0 +1,164 @@
+// Package kubenodes reads the taints of a Kubernetes cluster's Nodes: from
+// the API server once per call (a paged list with client-go), or from a file
+// for the offline generator. Both give the generator's input: the taints of
+// every Node, by Node name.
+package kubenodes
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/ckegen/ckegen/cluster"
+	"github.com/ckegen/ckegen/taints"
+)
+
+// ErrUnreachable is wrapped by every error of Reader.List that comes from
+// the API server or the way to it: no answer in time, no connection, or an
+// error status. The error also wraps the cause (errors.Is/As work on both).
+var ErrUnreachable = errors.New("Kubernetes API server unreachable")
+
+// Defaults of Options.
+const (
+	DefaultTimeout  = 10 * time.Second
+	DefaultPageSize = 500
+)
+
+// Options tune a Reader. Zero values take the defaults.
+type Options struct {
+	// Timeout bounds one whole List, every page included.
+	Timeout time.Duration
+	// PageSize is the number of Nodes asked for per request.
+	PageSize int64
+}
+
+// Reader lists the Nodes of one Kubernetes cluster.
+type Reader struct {
+	nodes    typedcorev1.NodeInterface
+	host     string
+	timeout  time.Duration
+	pageSize int64
+}
+
+// LoadKubeconfig reads a kubeconfig file (its current context), as kubectl
+// does with --kubeconfig.
+func LoadKubeconfig(path string) (*rest.Config, error) {
+	cfg, err := clientcmd.BuildConfigFromFlags("", path)
+	if err != nil {
+		return nil, fmt.Errorf("kubeconfig %s: %w", path, err)
+	}
+	return cfg, nil
+}
+
+// NewReader returns a Reader of the API server that cfg points to. It does
+// not connect: the first List does.
+//
+// The Reader asks for protobuf (JSON when the server has none), and has no
+// client-side rate limit unless cfg sets one: a List is a few sequential
+// requests once per call, and the API server's own fairness limits apply.
+func NewReader(cfg *rest.Config, o Options) (*Reader, error) {
+	if o.Timeout < 0 {
+		return nil, fmt.Errorf("timeout: must not be negative, got %s", o.Timeout)
+	}
+	if o.PageSize < 0 {
+		return nil, fmt.Errorf("page size: must not be negative, got %d", o.PageSize)
+	}
+	if o.Timeout == 0 {
+		o.Timeout = DefaultTimeout
+	}
+	if o.PageSize == 0 {
+		o.PageSize = DefaultPageSize
+	}
+	c := rest.CopyConfig(cfg)
+	if c.ContentType == "" {
+		c.ContentType = "application/vnd.kubernetes.protobuf"
+		c.AcceptContentTypes = "application/vnd.kubernetes.protobuf,application/json"
+	}
+	if c.QPS == 0 && c.RateLimiter == nil {
+		c.QPS = -1
+	}
+	if c.UserAgent == "" {
+		c.UserAgent = "ckegen"
+	}
+	cs, err := kubernetes.NewForConfig(c)
+	if err != nil {
+		return nil, fmt.Errorf("Kubernetes client for %s: %w", cfg.Host, err)
+	}
+	return &Reader{nodes: cs.CoreV1().Nodes(), host: cfg.Host, timeout: o.Timeout, pageSize: o.PageSize}, nil
+}
+
+// Host is the API server's address, for messages.
+func (r *Reader) Host() string { return r.host }
+
+// List lists every Node, page by page, within the Reader's timeout, and
+// returns the taints of each by Node name (every Node has an entry; one
+// without taints has a nil slice). The taints keep the Node's order.
+//
+// When the API server fails or does not answer in time the error wraps
+// ErrUnreachable. When ctx itself ends first, the error wraps ctx's error
+// and not ErrUnreachable: the server was not the problem.
+func (r *Reader) List(ctx context.Context) (map[string][]cluster.Taint, error) {
+	lctx, cancel := context.WithTimeout(ctx, r.timeout)
+	defer cancel()
+	var out map[string][]cluster.Taint
+	opts := metav1.ListOptions{Limit: r.pageSize}
+	for page := 1; ; page++ {
+		list, err := r.nodes.List(lctx, opts)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil, fmt.Errorf("listing Nodes from %s: %w", r.host, context.Cause(ctx))
+			}
+			if lctx.Err() != nil {
+				return nil, fmt.Errorf("%w: %s: no answer within %s (page %d of Nodes): %w", ErrUnreachable, r.host, r.timeout, page, err)
+			}
+			return nil, fmt.Errorf("%w: %s: listing Nodes (page %d): %w", ErrUnreachable, r.host, page, err)
+		}
+		if out == nil {
+			n := len(list.Items)
+			if c := list.RemainingItemCount; c != nil && *c > 0 {
+				n += int(*c)
+			}
+			out = make(map[string][]cluster.Taint, n)
+		}
+		addNodes(out, list.Items)
+		if list.Continue == "" {
+			return out, nil
+		}
+		opts.Continue = list.Continue
+	}
+}
+
+func addNodes(out map[string][]cluster.Taint, nodes []corev1.Node) {
+	for i := range nodes {
+		n := &nodes[i]
+		var ts []cluster.Taint
+		if len(n.Spec.Taints) > 0 {
+			ts = make([]cluster.Taint, len(n.Spec.Taints))
+			for j, t := range n.Spec.Taints {
+				ts[j] = cluster.Taint{Key: t.Key, Value: t.Value, Effect: string(t.Effect)}
+			}
+		}
+		out[n.Name] = ts
+	}
+}
+
+// CountIntolerable counts the Nodes that carry a taint a control plane may
+// not carry (SPEC 6.4), given the template's control_plane_tolerations and
+// any other key tolerated on control planes.
+func CountIntolerable(nodeTaints map[string][]cluster.Taint, tolerations []string) int {
+	n := 0
+	for _, ts := range nodeTaints {
+		if taints.Intolerable(ts, tolerations) != nil {
+			n++
+		}
+	}
+	return n
+}

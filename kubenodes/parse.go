@@ -1,0 +1,165 @@
+package kubenodes
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/ckegen/ckegen/cluster"
+	"github.com/ckegen/ckegen/taints"
+)
+
+// wantShape names the formats Parse accepts, for its errors.
+const wantShape = `want [{"name": ADDRESS, "taints": [...]}], or Nodes as "kubectl get nodes -o json" writes them`
+
+// Parse reads the taints of Kubernetes Nodes from a file, in either of two
+// JSON formats:
+//
+//   - ckegen's own: [{"name": ADDRESS, "taints": [{"key", "value", "effect"}]}],
+//     field names strict;
+//   - Kubernetes': what "kubectl get nodes -o json" writes (kind List of
+//     Nodes), a NodeList as the API returns it, or one Node (kind Node);
+//     fields other than the Node's name and taints are ignored.
+//
+// It returns the taints by Node name, as Reader.List does. A Node named
+// twice, a taint that is not valid, trailing data and any other shape are
+// errors naming where the problem is.
+func Parse(data []byte) (map[string][]cluster.Taint, error) {
+	trimmed := bytes.TrimLeft(data, " \t\r\n")
+	if len(trimmed) == 0 {
+		return nil, fmt.Errorf("empty file: %s", wantShape)
+	}
+	var (
+		out map[string][]cluster.Taint
+		err error
+	)
+	dec := json.NewDecoder(bytes.NewReader(trimmed))
+	switch trimmed[0] {
+	case '[':
+		out, err = parseNodesArray(dec)
+	case '{':
+		out, err = parseKubernetes(dec)
+	default:
+		return nil, fmt.Errorf("not a JSON array or object: %s", wantShape)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return nil, errors.New("trailing data after the JSON document: one document per file")
+	}
+	return out, nil
+}
+
+type namedNode struct {
+	Name   string          `json:"name"`
+	Taints []cluster.Taint `json:"taints"`
+}
+
+func parseNodesArray(dec *json.Decoder) (map[string][]cluster.Taint, error) {
+	dec.DisallowUnknownFields()
+	var nodes []namedNode
+	if err := dec.Decode(&nodes); err != nil {
+		return nil, fmt.Errorf("%s: %w", wantShape, err)
+	}
+	b := newBuilder(len(nodes))
+	for i, n := range nodes {
+		where := fmt.Sprintf("[%d]", i)
+		if err := b.add(where+".name", n.Name, where+".taints", n.Taints); err != nil {
+			return nil, err
+		}
+	}
+	return b.out, nil
+}
+
+// kubeObject is the part of a Kubernetes Node, NodeList or List that Parse
+// reads.
+type kubeObject struct {
+	kubeItem
+	Items []kubeItem `json:"items"`
+}
+
+type kubeItem struct {
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	Metadata   struct {
+		Name string `json:"name"`
+	} `json:"metadata"`
+	Spec struct {
+		Taints []cluster.Taint `json:"taints"`
+	} `json:"spec"`
+}
+
+func parseKubernetes(dec *json.Decoder) (map[string][]cluster.Taint, error) {
+	var obj kubeObject
+	if err := dec.Decode(&obj); err != nil {
+		return nil, fmt.Errorf("%s: %w", wantShape, err)
+	}
+	switch obj.Kind {
+	case "Node", "List", "NodeList":
+	case "":
+		return nil, fmt.Errorf("kind: missing (%s)", wantShape)
+	default:
+		return nil, fmt.Errorf("kind: want List, NodeList or Node, got %q", obj.Kind)
+	}
+	if obj.APIVersion != "v1" {
+		return nil, fmt.Errorf("apiVersion: want v1, got %q", obj.APIVersion)
+	}
+	if obj.Kind == "Node" {
+		b := newBuilder(1)
+		if err := b.add("metadata.name", obj.Metadata.Name, "spec.taints", obj.Spec.Taints); err != nil {
+			return nil, err
+		}
+		return b.out, nil
+	}
+	b := newBuilder(len(obj.Items))
+	for i, it := range obj.Items {
+		where := fmt.Sprintf("items[%d]", i)
+		// kubectl's List names each item's kind and apiVersion; a NodeList
+		// from the API may leave them out.
+		if it.Kind != "Node" && (obj.Kind == "List" || it.Kind != "") {
+			return nil, fmt.Errorf("%s.kind: want Node, got %q", where, it.Kind)
+		}
+		if it.APIVersion != "v1" && (obj.Kind == "List" || it.APIVersion != "") {
+			return nil, fmt.Errorf("%s.apiVersion: want v1, got %q", where, it.APIVersion)
+		}
+		if err := b.add(where+".metadata.name", it.Metadata.Name, where+".spec.taints", it.Spec.Taints); err != nil {
+			return nil, err
+		}
+	}
+	return b.out, nil
+}
+
+// builder collects Nodes' taints, refusing bad names and taints.
+type builder struct {
+	out   map[string][]cluster.Taint
+	where map[string]string
+}
+
+func newBuilder(n int) *builder {
+	return &builder{out: make(map[string][]cluster.Taint, n), where: make(map[string]string, n)}
+}
+
+// add adds one Node; nameAt and taintsAt say where its name and taints are
+// in the file.
+func (b *builder) add(nameAt, name, taintsAt string, ts []cluster.Taint) error {
+	if name == "" {
+		return fmt.Errorf("%s: must not be empty", nameAt)
+	}
+	if prev, ok := b.where[name]; ok {
+		return fmt.Errorf("%s: Node %q is named at %s too: each Node once", nameAt, name, prev)
+	}
+	for j, t := range ts {
+		if err := taints.Validate(t); err != nil {
+			return fmt.Errorf("%s[%d]: %w", taintsAt, j, err)
+		}
+	}
+	b.where[name] = nameAt
+	if len(ts) == 0 {
+		ts = nil
+	}
+	b.out[name] = ts
+	return nil
+}

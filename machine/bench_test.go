@@ -1,0 +1,44 @@
+package machine_test
+
+import (
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/ckegen/ckegen/internal/dcgen"
+	"github.com/ckegen/ckegen/labels"
+	"github.com/ckegen/ckegen/machine"
+)
+
+// inventory20000 is a synthetic data center of 20,000 machines (500 racks
+// of 40), as sabakan would return it.
+func inventory20000() []machine.Machine {
+	o := dcgen.Default(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	o.Racks, o.PerRack = 500, 40
+	return dcgen.Machines(o)
+}
+
+// BenchmarkParse20000: a 20,000-machine file (JSON array) into machines.
+func BenchmarkParse20000(b *testing.B) {
+	data, err := json.Marshal(inventory20000())
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(int64(len(data)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := machine.Parse(data); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkSanitize20000: sanitizing 20,000 machines with the label
+// validator the daemon and the CLI use.
+func BenchmarkSanitize20000(b *testing.B) {
+	ms := inventory20000()
+	b.ReportAllocs()
+	for b.Loop() {
+		machine.Sanitize(ms, labels.ValidateSabakanLabel)
+	}
+}

@@ -1,0 +1,199 @@
+// Package metricprovider fetches the values of a placement policy's
+// metrics for the machines of one tick (SPEC 12.3): from Prometheus, with
+// one instant query per metric through the HTTP API, or from the values a
+// static provider lists by serial.
+package metricprovider
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"strings"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/ckegen/ckegen/machine"
+	"github.com/ckegen/ckegen/policy"
+)
+
+// ErrUnavailable marks every failure to get a metric: a provider that
+// does not answer, answers too late, refuses the query, or answers with
+// something that cannot be read as one value per machine. The daemon
+// reports it as METRICS_UNAVAILABLE; compare with errors.Is.
+var ErrUnavailable = errors.New("metrics unavailable")
+
+// The labels that tie a Prometheus sample to a machine, in order of
+// precedence: the first one a sample has decides.
+const (
+	LabelSerial   = "serial"
+	LabelAddress  = "address"
+	LabelInstance = "instance"
+)
+
+// maxParallel bounds the queries in flight at once.
+const maxParallel = 4
+
+// Stat says what one metric's fetch found, for logs.
+type Stat struct {
+	Metric   string
+	Provider string
+	// Samples is the number of samples or static values read; Matched of
+	// them belong to a machine of the tick; the others name no machine.
+	Samples, Matched int
+	// Warnings are Prometheus' warnings about the query.
+	Warnings []string
+}
+
+// Fetch gets every metric of the policy for the machines, once: the
+// returned table has one row per machine, in the order given (Values.Row,
+// or Values.Lookup by serial). A machine no sample names has no value.
+// Metrics are fetched in parallel; every failure is reported, in the
+// order of the metrics' names, and wraps ErrUnavailable.
+func Fetch(ctx context.Context, p *policy.Policy, machines []machine.Machine) (*policy.Values, []Stat, error) {
+	serials := make([]string, len(machines))
+	for i := range machines {
+		serials[i] = machines[i].Spec.Serial
+	}
+	vals := p.NewValues(serials)
+	names := p.Metrics()
+	stats := make([]Stat, len(names))
+	errs := make([]error, len(names))
+	idx := newMachineIndex(vals, machines)
+	doc := p.Document()
+	var g errgroup.Group
+	g.SetLimit(maxParallel)
+	for col, name := range names {
+		m := doc.Metrics[name]
+		prov := doc.Providers[m.Provider]
+		stats[col] = Stat{Metric: name, Provider: m.Provider}
+		// Each metric writes its own column only.
+		g.Go(func() error {
+			var err error
+			switch prov.Type {
+			case policy.ProviderPrometheus:
+				err = fetchPrometheus(ctx, prov, m, col, vals, idx, &stats[col])
+			case policy.ProviderStatic:
+				fetchStatic(prov, name, col, vals, &stats[col])
+			default:
+				err = fmt.Errorf("unknown provider type %q", prov.Type)
+			}
+			if err != nil {
+				errs[col] = fmt.Errorf("%w: metric %s from provider %s: %w", ErrUnavailable, name, m.Provider, err)
+			}
+			return nil
+		})
+	}
+	_ = g.Wait() // the goroutines report through errs
+	if err := errors.Join(errs...); err != nil {
+		return nil, stats, err
+	}
+	return vals, stats, nil
+}
+
+// machineIndex finds a machine's row by its node address.
+type machineIndex struct {
+	byAddr map[netip.Addr]int
+}
+
+func newMachineIndex(vals *policy.Values, machines []machine.Machine) *machineIndex {
+	idx := &machineIndex{byAddr: make(map[netip.Addr]int, len(machines))}
+	for i := range machines {
+		if row, _ := vals.Index(machines[i].Spec.Serial); row != i {
+			continue // a repeated serial: its first machine holds the row
+		}
+		a, err := netip.ParseAddr(machines[i].Address())
+		if err != nil {
+			continue
+		}
+		if _, dup := idx.byAddr[a]; !dup {
+			idx.byAddr[a] = i
+		}
+	}
+	return idx
+}
+
+// row returns the row of the machine a sample belongs to (SPEC 12.3): by
+// its serial label; without one, by its address label; without one, by
+// the host part of its instance label.
+func (idx *machineIndex) row(vals *policy.Values, labels *sampleLabels) (int, bool) {
+	if labels.Serial != "" {
+		return vals.Index(labels.Serial)
+	}
+	host := labels.Address
+	if host == "" {
+		inst := labels.Instance
+		if h, _, err := net.SplitHostPort(inst); err == nil {
+			host = h
+		} else {
+			host = inst
+		}
+	}
+	a, err := netip.ParseAddr(host)
+	if err != nil {
+		return 0, false
+	}
+	i, ok := idx.byAddr[a.Unmap()]
+	return i, ok
+}
+
+func fetchPrometheus(ctx context.Context, prov *policy.ProviderSpec, m *policy.MetricSpec, col int,
+	vals *policy.Values, idx *machineIndex, st *Stat) error {
+	timeout := prov.TimeoutOrDefault()
+	qctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	samples, warnings, err := queryPrometheus(qctx, prov.URL, m.Query, timeout)
+	st.Warnings = warnings
+	if err != nil {
+		if errors.Is(qctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil {
+			return fmt.Errorf("%s: no answer within %s (the provider's timeout): %w", prov.URL, timeout, err)
+		}
+		return fmt.Errorf("%s: query %q: %w", prov.URL, m.Query, err)
+	}
+	st.Samples = len(samples)
+	// seen holds, per row, the index+1 of the sample that set it.
+	seen := make([]int, vals.Len())
+	for i := range samples {
+		s := &samples[i]
+		row, ok := idx.row(vals, &s.Metric)
+		if !ok {
+			continue
+		}
+		if !s.Value.ok {
+			return fmt.Errorf("%s: query %q: sample %s has no float value (a native histogram?)", prov.URL, m.Query, s.Metric)
+		}
+		if prev := seen[row]; prev != 0 {
+			return fmt.Errorf("%s: query %q returned two samples for one machine, %s and %s: aggregate it to one sample per machine (e.g. max by (%s) (...))",
+				prov.URL, m.Query, samples[prev-1].Metric, s.Metric, LabelSerial)
+		}
+		seen[row] = i + 1
+		st.Matched++
+		vals.Set(row, col, s.Value.v) // NaN stays "no value"
+	}
+	return nil
+}
+
+func fetchStatic(prov *policy.ProviderSpec, name string, col int, vals *policy.Values, st *Stat) {
+	for serial, byMetric := range prov.Values {
+		v, ok := byMetric[name]
+		if !ok {
+			continue
+		}
+		st.Samples++
+		if row, ok := vals.Index(serial); ok {
+			st.Matched++
+			vals.Set(row, col, float64(v))
+		}
+	}
+}
+
+// String summarizes a stat for logs.
+func (s Stat) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "metric %s from %s: %d samples, %d matched a machine", s.Metric, s.Provider, s.Samples, s.Matched)
+	if len(s.Warnings) > 0 {
+		fmt.Fprintf(&b, "; warnings: %s", strings.Join(s.Warnings, "; "))
+	}
+	return b.String()
+}

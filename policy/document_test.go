@@ -1,0 +1,353 @@
+package policy
+
+import (
+	"encoding/json"
+	"errors"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/ckegen/ckegen/template"
+)
+
+// specExample is SPEC 12.1's example policy, with the gpu constraint
+// quoted: unquoted in a YAML flow list, the comma would end the item.
+const specExample = `
+placements:                    # by template
+  control-plane:
+    constraints:
+    - topology.kubernetes.io/zone in (rack0, rack1, rack2, rack3, rack4)
+    metricConstraints:
+    - inlet_temperature < 35
+    groups:
+    - name: dedicated
+      constraints: [sabakan.cke.cybozu.com/cp-ready is true]
+    - name: any
+    metrics:
+    - name: inlet_temperature
+      weight: -5
+  gpu:
+    constraints: ["sabakan.cke.cybozu.com/gpu in (a100, h100)"]
+metrics:
+  inlet_temperature:
+    provider: prom
+    query: max by (serial) (ipmi_temperature_celsius{sensor="inlet"})
+    min: 15
+    max: 45
+providers:
+  prom:   {type: prometheus, url: "http://127.0.0.1:9090", timeout: 10s}
+  lab:    {type: static, values: {"SERIAL1": {inlet_temperature: 20}}}
+stickiness: 5
+`
+
+func exampleTemplate(t testing.TB) *template.Template {
+	t.Helper()
+	data, err := os.ReadFile("../examples/template.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl, err := template.Parse(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tmpl
+}
+
+func TestParseSpecExample(t *testing.T) {
+	d, err := Parse([]byte(specExample))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := &Document{
+		Placements: map[string]*PlacementSpec{
+			"control-plane": {
+				Constraints:       []string{"topology.kubernetes.io/zone in (rack0, rack1, rack2, rack3, rack4)"},
+				MetricConstraints: []string{"inlet_temperature < 35"},
+				Groups: []GroupSpec{
+					{Name: "dedicated", Constraints: []string{"sabakan.cke.cybozu.com/cp-ready is true"}},
+					{Name: "any"},
+				},
+				Metrics: []MetricScore{{Name: "inlet_temperature", Weight: -5}},
+			},
+			"gpu": {Constraints: []string{"sabakan.cke.cybozu.com/gpu in (a100, h100)"}},
+		},
+		Metrics: map[string]*MetricSpec{
+			"inlet_temperature": {Provider: "prom", Query: `max by (serial) (ipmi_temperature_celsius{sensor="inlet"})`, Min: 15, Max: 45},
+		},
+		Providers: map[string]*ProviderSpec{
+			"prom": {Type: "prometheus", URL: "http://127.0.0.1:9090", Timeout: Duration(10 * time.Second)},
+			"lab":  {Type: "static", Values: map[string]map[string]Number{"SERIAL1": {"inlet_temperature": 20}}},
+		},
+		Stickiness: 5,
+	}
+	if diff := cmp.Diff(want, d); diff != "" {
+		t.Fatalf("parsed document (-want +got):\n%s", diff)
+	}
+	// The canonical JSON parses back to the same document, byte for byte
+	// the same JSON again.
+	js, err := json.Marshal(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := Parse(js)
+	if err != nil {
+		t.Fatalf("canonical JSON does not parse: %v\n%s", err, js)
+	}
+	if diff := cmp.Diff(d, back); diff != "" {
+		t.Errorf("JSON round trip (-before +after):\n%s", diff)
+	}
+	js2, _ := json.Marshal(back)
+	if string(js) != string(js2) {
+		t.Errorf("JSON is not stable:\n%s\n%s", js, js2)
+	}
+	canon, err := d.Canonical()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(canon), `"inlet_temperature < 35"`) || strings.HasSuffix(string(canon), "\n") {
+		t.Errorf("canonical JSON escapes < or ends with a newline: %s", canon)
+	}
+	if c2, _ := mustParse(t, string(canon)).Canonical(); string(c2) != string(canon) {
+		t.Errorf("canonical JSON is not stable:\n%s\n%s", canon, c2)
+	}
+	if _, err := Compile(d, exampleTemplate(t)); err != nil {
+		t.Errorf("Compile with the example template: %v", err)
+	}
+}
+
+// base is a valid policy the refusal cases change one thing of.
+const base = `{
+  "placements": {
+    "control-plane": {
+      "constraints": ["topology.kubernetes.io/zone in (rack0, rack1)"],
+      "metricConstraints": ["temp < 35"],
+      "groups": [{"name": "a", "constraints": ["x is y"]}, {"name": "b"}],
+      "metrics": [{"name": "temp", "weight": -5}]
+    },
+    "gpu": {"constraints": ["sabakan.cke.cybozu.com/gpu in (a100)"]}
+  },
+  "metrics": {"temp": {"provider": "prom", "query": "t", "min": 15, "max": 45}},
+  "providers": {
+    "prom": {"type": "prometheus", "url": "http://127.0.0.1:9090", "timeout": "5s"},
+    "lab": {"type": "static", "values": {}}
+  },
+  "stickiness": 5
+}`
+
+// TestValidationRefusals: each refusal of SPEC 12.1 (and the others the
+// document needs) names its path.
+func TestValidationRefusals(t *testing.T) {
+	if _, err := Compile(mustParse(t, base), exampleTemplate(t)); err != nil {
+		t.Fatalf("base policy: %v", err)
+	}
+	r := strings.NewReplacer
+	for _, tc := range []struct {
+		name string
+		doc  string
+		path string
+		msg  string
+	}{
+		// unknown fields, at every level
+		{"unknown top-level field", r(`"stickiness": 5`, `"stickyness": 5`).Replace(base), "stickyness", "unknown field (fields here: placements, metrics, providers, stickiness)"},
+		{"unknown placement field", r(`"metricConstraints": ["temp < 35"]`, `"metricConstraint": ["temp < 35"]`).Replace(base), "placements.control-plane.metricConstraint", "unknown field"},
+		{"unknown group field", r(`{"name": "b"}`, `{"name": "b", "constraint": []}`).Replace(base), "placements.control-plane.groups[1].constraint", "unknown field"},
+		{"unknown metric score field", r(`"weight": -5`, `"weight": -5, "wieght": 1`).Replace(base), "placements.control-plane.metrics[0].wieght", "unknown field"},
+		{"unknown metric field", r(`"max": 45`, `"max": 45, "maximum": 1`).Replace(base), "metrics.temp.maximum", "unknown field"},
+		{"unknown provider field", r(`"timeout": "5s"`, `"timeout": "5s", "adress": "x"`).Replace(base), "providers.prom.adress", "unknown field"},
+		// repeated keys
+		{"duplicate key", r(`"stickiness": 5`, `"stickiness": 5, "stickiness": 6`).Replace(base), "", `key "stickiness" appears twice`},
+		{"duplicate nested key", r(`"min": 15`, `"min": 15, "min": 16`).Replace(base), "metrics.temp", `key "min" appears twice`},
+		{"duplicate YAML key", "stickiness: 1\nstickiness: 2\n", "", `key "stickiness" already set`},
+		// constraints that do not parse
+		{"bad label constraint", r(`rack0, rack1)`, `rack0 rack1)`).Replace(base), "placements.control-plane.constraints[0]", `column 39: expected "," or ")" after a value in the list, got "rack1"`},
+		{"bad group constraint", r(`"x is y"`, `"x is"`).Replace(base), "placements.control-plane.groups[0].constraints[0]", `column 5: expected a value after "is"`},
+		{"bad metric constraint", r(`"temp < 35"`, `"temp smaller 35"`).Replace(base), "placements.control-plane.metricConstraints[0]", "column 6: expected a comparison"},
+		// metrics used but not defined, or with an unknown provider
+		{"undefined metric in a constraint", r(`"temp < 35"`, `"power < 35"`).Replace(base), "placements.control-plane.metricConstraints[0]", `metric "power" is not defined (defined: temp)`},
+		{"undefined metric in a group", r(`{"name": "b"}`, `{"name": "b", "metricConstraints": ["power gt 1"]}`).Replace(base), "placements.control-plane.groups[1].metricConstraints[0]", `metric "power" is not defined`},
+		{"undefined metric scored", r(`"name": "temp", "weight"`, `"name": "power", "weight"`).Replace(base), "placements.control-plane.metrics[0].name", `metric "power" is not defined`},
+		{"metric with an unknown provider", r(`"provider": "prom"`, `"provider": "promm"`).Replace(base), "metrics.temp.provider", `provider "promm" is not defined (defined: lab, prom)`},
+		{"metric without a provider", r(`"provider": "prom", `, ``).Replace(base), "metrics.temp.provider", "required"},
+		{"prometheus metric without a query", r(`"query": "t", `, ``).Replace(base), "metrics.temp.query", "required with a prometheus provider"},
+		{"static metric with a query", r(`"provider": "prom"`, `"provider": "lab"`).Replace(base), "metrics.temp.query", "not used with a static provider"},
+		// min >= max
+		{"min > max", r(`"min": 15, "max": 45`, `"min": 45, "max": 15`).Replace(base), "metrics.temp", "min (45) must be less than max (15)"},
+		{"min = max", r(`"min": 15, "max": 45`, `"min": 15, "max": 15`).Replace(base), "metrics.temp", "min (15) must be less than max (15)"},
+		{"max missing", r(`, "max": 45`, ``).Replace(base), "metrics.temp.max", "required"},
+		{"infinite max", r(`"max": 45`, `"max": 1e999`).Replace(base), "metrics.temp.max", "must be a finite number, got +Inf"},
+		// non-finite weights
+		{"infinite weight (JSON)", r(`"weight": -5`, `"weight": -1e400`).Replace(base), "placements.control-plane.metrics[0].weight", "must be a finite number, got -Inf"},
+		{"infinite weight (YAML)", "placements:\n  gpu:\n    metrics:\n    - {name: t, weight: .inf}\n", "placements.gpu.metrics[0].weight", "must be a finite number, got +Inf"},
+		{"NaN weight (YAML)", "placements:\n  gpu:\n    metrics:\n    - {name: t, weight: .nan}\n", "placements.gpu.metrics[0].weight", "must be a finite number, got NaN"},
+		{"weight missing", r(`, "weight": -5`, ``).Replace(base), "placements.control-plane.metrics[0].weight", "required"},
+		{"weight not a number", r(`"weight": -5`, `"weight": "-5"`).Replace(base), "placements.control-plane.metrics[0].weight", "must be a number, got a string"},
+		{"metric scored twice", r(`[{"name": "temp", "weight": -5}]`, `[{"name": "temp", "weight": -5}, {"name": "temp", "weight": 1}]`).Replace(base), "placements.control-plane.metrics[1].name", `metric "temp" is already scored at metrics[0]`},
+		// unknown provider types, and what a type needs
+		{"unknown provider type", r(`"type": "prometheus"`, `"type": "prometeus"`).Replace(base), "providers.prom.type", `unknown provider type "prometeus" (known: prometheus, static)`},
+		{"provider without a type", r(`"type": "static", `, ``).Replace(base), "providers.lab.type", "required"},
+		{"prometheus without a url", r(`"url": "http://127.0.0.1:9090", `, ``).Replace(base), "providers.prom.url", "required"},
+		{"prometheus with a bad url", r(`http://127.0.0.1:9090`, `127.0.0.1:9090`).Replace(base), "providers.prom.url", "must be an absolute http or https URL"},
+		{"bad timeout", r(`"5s"`, `"5 seconds"`).Replace(base), "providers.prom.timeout", `must be a duration such as 10s or 1m30s, got a string "5 seconds"`},
+		{"negative timeout", r(`"5s"`, `"-5s"`).Replace(base), "providers.prom.timeout", "must be > 0, got -5s"},
+		{"static with a url", r(`"type": "static", `, `"type": "static", "url": "http://x", `).Replace(base), "providers.lab.url", "only a prometheus provider has a url"},
+		{"static value of an undefined metric", r(`"values": {}`, `"values": {"S1": {"power": 3}}`).Replace(base), "providers.lab.values.S1.power", `metric "power" is not defined`},
+		// duplicate group names
+		{"duplicate group names", r(`{"name": "b"}`, `{"name": "a"}`).Replace(base), "placements.control-plane.groups[1].name", `"a" is already the name of groups[0]`},
+		{"group without a name", r(`{"name": "b"}`, `{}`).Replace(base), "placements.control-plane.groups[1].name", "required"},
+		// negative stickiness
+		{"negative stickiness", r(`"stickiness": 5`, `"stickiness": -1`).Replace(base), "stickiness", "must be a finite number >= 0 (0: never rebalance), got -1"},
+		// shapes
+		{"placement not an object", r(`"gpu": {"constraints": ["sabakan.cke.cybozu.com/gpu in (a100)"]}`, `"gpu": null`).Replace(base), "placements.gpu", "must be an object, got null"},
+		{"constraints not a list", r(`"constraints": ["sabakan.cke.cybozu.com/gpu in (a100)"]`, `"constraints": "sabakan.cke.cybozu.com/gpu in (a100)"`).Replace(base), "placements.gpu.constraints", "must be a list of strings, got a string"},
+		{"document not an object", `[1]`, "", "must be an object, got an array"},
+		{"YAML list", "- a\n", "", "must be an object"},
+		{"empty document", "  \n", "", "empty document"},
+		{"two YAML documents", "stickiness: 1\n---\nstickiness: 2\n", "", "more than one YAML document"},
+		{"not YAML", "a: [\n", "", "not valid YAML or JSON"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d, err := Parse([]byte(tc.doc))
+			if err == nil {
+				_, err = Compile(d, exampleTemplate(t))
+			}
+			if err == nil {
+				t.Fatal("accepted")
+			}
+			if !hasPathError(err, tc.path, tc.msg) {
+				t.Errorf("error:\n%v\nwant one at path %q containing %q", err, tc.path, tc.msg)
+			}
+		})
+	}
+}
+
+// TestFlowListHint: SPEC 12.1's example as printed writes
+// [sabakan.cke.cybozu.com/gpu in (a100, h100)], which YAML reads as two
+// items; the error says why.
+func TestFlowListHint(t *testing.T) {
+	doc := strings.Replace(specExample, `["sabakan.cke.cybozu.com/gpu in (a100, h100)"]`, `[sabakan.cke.cybozu.com/gpu in (a100, h100)]`, 1)
+	_, err := Parse([]byte(doc))
+	for _, want := range []struct{ path, msg string }{
+		{"placements.gpu.constraints[0]", `column 36: expected "," or ")" after a value in the list, got the end of the constraint (in "sabakan.cke.cybozu.com/gpu in (a100"); in a YAML flow list [...] a comma ends the item`},
+		{"placements.gpu.constraints[1]", `column 5: expected an operator after the label key`},
+	} {
+		if !hasPathError(err, want.path, want.msg) {
+			t.Errorf("error:\n%v\nwant one at %s containing %q", err, want.path, want.msg)
+		}
+	}
+}
+
+// TestPlacementMustNameATemplate: checked against the template given.
+func TestPlacementMustNameATemplate(t *testing.T) {
+	d := mustParse(t, `{"placements": {"gpuu": {}, "compute": {}, "control-plane": {}}}`)
+	_, err := Compile(d, exampleTemplate(t))
+	if !hasPathError(err, "placements.gpuu", `no template takes this placement (placements of this template: "control-plane", "compute", "storage", "gpu")`) {
+		t.Errorf("error %v", err)
+	}
+	var pe *Error
+	if errors.As(err, &pe) && strings.Contains(err.Error(), "placements.compute") {
+		t.Errorf("a placement of an existing role was refused: %v", err)
+	}
+	// A single worker template without a role: its placement is "".
+	single, err := template.Parse([]byte("name: s\nnodes:\n- {user: u, control_plane: true}\n- {user: u}\nservice_subnet: 10.0.0.0/16\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Compile(mustParse(t, `{"placements": {"": {"constraints": ["a is b"]}}}`), single); err != nil {
+		t.Errorf(`placement "" with a single worker template: %v`, err)
+	}
+	_, err = Compile(mustParse(t, `{"placements": {"compute": {}}}`), single)
+	if !hasPathError(err, "placements.compute", `placements of this template: "control-plane", ""`) {
+		t.Errorf("error %v", err)
+	}
+}
+
+// TestEveryErrorReported: all problems at once, in a fixed order.
+func TestEveryErrorReported(t *testing.T) {
+	doc := `{"placements": {"gpu": {"constraints": ["a is"]}, "control-plane": {"metricConstraints": ["x < 1"]}},
+	"metrics": {"m": {"provider": "p", "max": 1}}, "stickiness": -2}`
+	_, err := Parse([]byte(doc))
+	if err == nil {
+		t.Fatal("accepted")
+	}
+	got := err.Error()
+	want := strings.Join([]string{
+		`policy: placements.control-plane.metricConstraints[0]: metric "x" is not defined (defined: m)`,
+		`policy: placements.gpu.constraints[0]: column 5: expected a value after "is", got the end of the constraint (in "a is")`,
+		`policy: metrics.m.provider: provider "p" is not defined (defined: )`,
+		`policy: stickiness: must be a finite number >= 0 (0: never rebalance), got -2`,
+	}, "\n")
+	if got != want {
+		t.Errorf("errors:\n%s\nwant\n%s", got, want)
+	}
+}
+
+func mustParse(t testing.TB, s string) *Document {
+	t.Helper()
+	d, err := Parse([]byte(s))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+// hasPathError reports whether err holds an *Error at path whose message
+// contains msg.
+func hasPathError(err error, path, msg string) bool {
+	var errs []error
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		errs = j.Unwrap()
+	} else {
+		errs = []error{err}
+	}
+	for _, e := range errs {
+		var pe *Error
+		if errors.As(e, &pe) && pe.Path == path && strings.Contains(pe.Msg, msg) {
+			return true
+		}
+	}
+	return false
+}
+
+// FuzzParse: any input parses or is refused with an *Error naming a
+// path, never a panic; what parses compiles for the example template or
+// is refused, and its canonical JSON parses back to itself.
+func FuzzParse(f *testing.F) {
+	f.Add([]byte(specExample))
+	f.Add([]byte(base))
+	f.Add([]byte("placements:\n  gpu:\n    metrics:\n    - {name: t, weight: .inf}\n"))
+	f.Add([]byte(`{"a": 1, "a": 2}`))
+	f.Add([]byte("stickiness: 1\n---\n"))
+	tmpl := exampleTemplate(f)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		d, err := Parse(data)
+		if err != nil {
+			if !errors.As(err, new(*Error)) {
+				t.Fatalf("error %v is not a policy *Error", err)
+			}
+			return
+		}
+		canon, err := d.Canonical()
+		if err != nil {
+			t.Fatal(err)
+		}
+		back, err := Parse(canon)
+		if err != nil {
+			t.Fatalf("canonical JSON %s does not parse: %v", canon, err)
+		}
+		if c2, _ := back.Canonical(); string(c2) != string(canon) {
+			t.Fatalf("canonical JSON not stable:\n%s\n%s", canon, c2)
+		}
+		if p, err := Compile(d, tmpl); err == nil {
+			for _, k := range Keys(tmpl) {
+				pl := p.Placement(k)
+				pl.Admit(LabelMap{"a": "b"}, nil)
+				pl.Points(nil)
+				pl.Terms(Row{1, 2, 3})
+				pl.Rejection(LabelMap{}, nil)
+			}
+		}
+	})
+}
