@@ -173,17 +173,22 @@ func (o *outcome) tooManyUnhealthy() error {
 // keepPlan computes the plan from the cluster as the tick leaves it and
 // stores it in sabakan/plan: at every tick that was held (planning, quiet
 // time), otherwise only when it differs from the stored one. A plan that
-// cannot be computed or stored is a warning: the tick's own work is done.
-func (d *Daemon) keepPlan(ctx context.Context, leaderKey string, s *settings, in generator.Input, out *outcome, clusterRev int64) {
+// cannot be stored is a warning. A plan that cannot be computed fails a
+// held tick, whose work it was, and is a warning otherwise (the decision
+// has failed already or is done).
+func (d *Daemon) keepPlan(ctx context.Context, leaderKey string, s *settings, in generator.Input, out *outcome, clusterRev int64) error {
 	prev := d.Status().Pending
 	templateChanged := s.current != nil && s.templateRev != s.builtFrom
 	if out.result != nil {
 		in.Current, templateChanged = out.result.Cluster, false
 	}
 	p, err := generator.MakePlan(in, templateChanged, generator.DefaultMaxSteps)
+	if err != nil && out.held != "" {
+		return fail(ReasonGenerationError, fmt.Errorf("plan: %w", err))
+	}
 	if err != nil {
 		out.warnings = append(out.warnings, "plan: "+err.Error())
-		return
+		return nil
 	}
 	stored := storage.StoredPlan{Document: *planreport.New(p), TemplateRevision: s.templateRev, ClusterRevision: clusterRev, Trigger: s.trigger}
 	pending := &storage.PendingPlan{Result: p.Result, Steps: len(p.Steps)}
@@ -206,13 +211,13 @@ func (d *Daemon) keepPlan(ctx context.Context, leaderKey string, s *settings, in
 	digest, err := planDigest(stored)
 	if err != nil {
 		out.warnings = append(out.warnings, "plan: "+err.Error())
-		return
+		return nil
 	}
 	if prev != nil {
 		pending.Digest = prev.Digest
 	}
 	if out.held == "" && pending.Digest == digest {
-		return
+		return nil
 	}
 	stored.ComputedAt = d.cfg.Now().UTC()
 	data, err := storage.MarshalPlan(stored, d.cfg.MaxClusterBytes)
@@ -221,20 +226,20 @@ func (d *Daemon) keepPlan(ctx context.Context, leaderKey string, s *settings, in
 	}
 	if err != nil {
 		out.warnings = append(out.warnings, fmt.Sprintf("plan not stored in %s: %v", storage.KeySabakanPlan, err))
-		return
+		return nil
 	}
 	pending.Digest = digest
+	return nil
 }
 
 // planDigest identifies a stored plan by all of it but the time.
 func planDigest(p storage.StoredPlan) (string, error) {
 	p.ComputedAt = time.Time{}
-	data, err := json.Marshal(p)
-	if err != nil {
+	h := sha256.New()
+	if err := json.NewEncoder(h).Encode(p); err != nil {
 		return "", err
 	}
-	sum := sha256.Sum256(data)
-	return hex.EncodeToString(sum[:16]), nil
+	return hex.EncodeToString(h.Sum(nil)[:16]), nil
 }
 
 // changeStatus completes a tick's status with change management's part.
@@ -246,9 +251,6 @@ func changeStatus(st *storage.Status, prev storage.Status, out *outcome, err err
 		return
 	}
 	c := out.change
-	if c.Quiet == nil {
-		c.Quiet = prev.Quiet
-	}
 	if c.Pending == nil {
 		c.Pending = prev.Pending
 	}
@@ -317,10 +319,15 @@ func (m *changeMetrics) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(m.quiet, prometheus.GaugeValue, m.remaining.Seconds())
 }
 
-// observe records a tick's status.
+// observe records a tick's status; a disabled integration exports
+// nothing, as CKE's series.
 func (m *changeMetrics) observe(st storage.Status, out *outcome) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if out != nil && out.disabled {
+		m.set, m.steps, m.remaining = false, 0, 0
+		return
+	}
 	if st.Pending == nil {
 		return
 	}

@@ -403,6 +403,15 @@ func TestBreaker(t *testing.T) {
 		t.Errorf("second tick: %q, %d failures", st.Message, st.ConsecutiveFailures)
 	}
 
+	// In planning, the count is the reason, and nothing is written.
+	must(t, f.st.SetTrigger(ctx, storage.TriggerPlanning))
+	must(t, d.runOnce(ctx, leader))
+	if st := f.status(t); st.Result != ResultPlanning || st.Reason != ReasonTooManyUnhealthy || f.clusterRev(t) != rev ||
+		!strings.Contains(st.Message, "the trigger is planning") || !strings.Contains(st.Message, "also 2 of 8 nodes are unhealthy") {
+		t.Errorf("planning over the limit: %s %s %q, cluster written %v", st.Result, st.Reason, st.Message, f.clusterRev(t) != rev)
+	}
+	must(t, f.st.SetTrigger(ctx, storage.TriggerSchedule))
+
 	// A limit of 25% of 8 nodes is 2: membership changes resume.
 	must(t, f.st.SetMaxUnhealthy(ctx, storage.MaxUnhealthy{Value: 25, Percent: true}))
 	must(t, d.runOnce(ctx, leader))
@@ -411,6 +420,34 @@ func TestBreaker(t *testing.T) {
 	}
 	if st := f.status(t); st.Result != ResultOK || st.Unhealthy.Limit != 2 {
 		t.Errorf("status after the limit was raised: %s %+v", st.Result, st.Unhealthy)
+	}
+
+	// Disabled: the plan's series goes, as CKE's do.
+	d.setLeading(true)
+	if got := series(scrape(t, d), "ckegen_plan_pending_steps"); len(got) != 1 {
+		t.Errorf("enabled: %q", got)
+	}
+	must(t, f.st.SetDisabled(ctx, true))
+	must(t, d.runOnce(ctx, leader))
+	if got := series(scrape(t, d), "ckegen_"); slices.ContainsFunc(got, func(l string) bool {
+		return strings.HasPrefix(l, "ckegen_plan") || strings.HasPrefix(l, "ckegen_quiet")
+	}) {
+		t.Errorf("disabled: %q", got)
+	}
+}
+
+// TestPlanningFailsWithoutAPlan: a held tick whose plan cannot be computed
+// fails as the decision would have.
+func TestPlanningFailsWithoutAPlan(t *testing.T) {
+	f := newFixture(t)
+	must(t, f.st.SetTrigger(context.Background(), storage.TriggerPlanning))
+	err := f.daemon("d", func(c *Config) { c.RetireWait = -time.Second }).runOnce(context.Background(), f.lead(t))
+	var te *tickError
+	if !errors.As(err, &te) || te.reason != ReasonGenerationError || !strings.Contains(err.Error(), "retire wait: must not be negative") {
+		t.Fatalf("error %v, want %s", err, ReasonGenerationError)
+	}
+	if st := f.status(t); st.Result != ResultFailing || f.planRev(t) != 0 || f.cluster(t) != nil {
+		t.Errorf("status %s, plan stored %v, cluster %v", st.Result, f.planRev(t) != 0, f.cluster(t) != nil)
 	}
 }
 
@@ -488,6 +525,16 @@ func TestChangeStatusKept(t *testing.T) {
 	after := f.status(t)
 	if diff := cmp.Diff(st.ChangeStatus, after.ChangeStatus); diff != "" {
 		t.Errorf("a failed tick changed the change status (-before +after):\n%s", diff)
+	}
+	// A tick that fails to decide and to plan keeps the last plan too.
+	must(t, f.st.SetURL(ctx, f.url))
+	bad := f.daemon("d", func(c *Config) { c.RetireWait = -time.Second })
+	bad.status = after
+	if err := bad.runOnce(ctx, leader); err == nil {
+		t.Fatal("a tick with a negative retire wait succeeded")
+	}
+	if got := f.status(t); got.Reason != ReasonGenerationError || !cmp.Equal(got.Pending, st.Pending) {
+		t.Errorf("after a failed decision: %s, pending %+v, want %+v", got.Reason, got.Pending, st.Pending)
 	}
 	raw, _ := json.Marshal(after)
 	if !strings.Contains(string(raw), `"inventoryDigest":"`+st.Quiet.InventoryDigest+`"`) {

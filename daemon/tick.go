@@ -121,7 +121,9 @@ func (d *Daemon) tick(ctx context.Context, leaderKey string) (*outcome, error) {
 		d.record(ctx, leaderKey, s, res, rev)
 		clusterRev = rev
 	}
-	d.keepPlan(ctx, leaderKey, s, in, out, clusterRev)
+	if perr := d.keepPlan(ctx, leaderKey, s, in, out, clusterRev); err == nil {
+		err = perr
+	}
 	if err != nil {
 		return out, err
 	}
