@@ -87,6 +87,23 @@ func (s *state) chooseWorkerTemplate(ps []*picker) (*template.NodeTemplate, *pic
 	return best, bestP
 }
 
+// promotable reports whether a member is a worker that may become a
+// control plane: HEALTHY, untainted, of the control plane's role, not
+// rebooting.
+func (s *state) promotable(mb *member) bool {
+	x := mb.machine
+	return !mb.controlPlane && !mb.rebooting && x != nil && x.state == machine.StateHealthy && !x.intolerableTaint && s.cpRoleMatches(x)
+}
+
+func (s *state) anyPromotableWorker() bool {
+	for _, mb := range s.members {
+		if !mb.removed && s.promotable(mb) {
+			return true
+		}
+	}
+	return false
+}
+
 // bestPromotableWorker returns the worker that would make the best control
 // plane: HEALTHY, untainted, of the control plane's role, not rebooting,
 // with the highest control-plane selection score.
@@ -94,10 +111,10 @@ func (s *state) bestPromotableWorker() (*member, Score) {
 	var best *member
 	var bestScore Score
 	s.live(func(mb *member) {
-		x := mb.machine
-		if mb.controlPlane || mb.rebooting || x == nil || x.state != machine.StateHealthy || x.intolerableTaint || !s.cpRoleMatches(x) {
+		if !s.promotable(mb) {
 			return
 		}
+		x := mb.machine
 		sc := selectionScore(x, s.cpsInRack[x.rackSlot], s.groupName(true, nil))
 		if best == nil || betterSelection(x, sc.Total, best.machine, bestScore.Total) {
 			best, bestScore = mb, sc

@@ -181,14 +181,13 @@ func (s *state) replaceControlPlane() (bool, error) {
 	// rack counts, so it can be known before anything changes; which one
 	// is best is decided after.
 	hasCandidate := s.anyCPCandidate()
-	promotable, _ := s.bestPromotableWorker()
 	why := fmt.Sprintf("control plane %s: lowest %s", badCPText(bad.machine), sc.String())
 
 	if demotable && s.limits.workersAtMax(s.workerCount) {
 		// Swap: the bad control plane takes its place among the workers
 		// and the best worker becomes a control plane; the worker count
 		// does not change.
-		if promotable != nil {
+		if s.anyPromotableWorker() {
 			s.setControlPlane(bad, false)
 			s.record(ActionDemoteControlPlane, bad, &sc, why)
 			s.promoteWorker("replaces a bad control plane; workers at maximum-workers")
@@ -209,7 +208,7 @@ func (s *state) replaceControlPlane() (bool, error) {
 	if demotable {
 		workersAfter++
 	}
-	if !hasCandidate && (promotable == nil || workersAfter <= s.limits.minimumWorkers) {
+	if !hasCandidate && (workersAfter <= s.limits.minimumWorkers || !s.anyPromotableWorker()) {
 		return false, nil
 	}
 	if demotable {

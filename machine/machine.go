@@ -214,7 +214,8 @@ func Roles(ms []Machine) []string {
 
 // LabelValidator reports why a sabakan label cannot become a Kubernetes
 // label, or nil. It is injected so that this package stays free of
-// rendering rules.
+// rendering rules. It must be a pure function of its arguments: Sanitize
+// asks once per distinct label.
 type LabelValidator func(name, value string) error
 
 // Sanitize returns the machines that can be used, in serial order, and a
@@ -233,13 +234,20 @@ func Sanitize(ms []Machine, validLabel LabelValidator) ([]*Machine, []string) {
 		sorted = append(sorted, &ms[i])
 	}
 	// Stable: equal serials keep their input order, so "the later entry"
-	// is well defined.
-	slices.SortStableFunc(sorted, func(a, b *Machine) int {
-		return strings.Compare(a.Spec.Serial, b.Spec.Serial)
-	})
+	// is well defined. sabakan answers in serial order already.
+	bySerial := func(a, b *Machine) int { return strings.Compare(a.Spec.Serial, b.Spec.Serial) }
+	if !slices.IsSortedFunc(sorted, bySerial) {
+		slices.SortStableFunc(sorted, bySerial)
+	}
+	// An inventory has few distinct labels (product, datacenter...), and
+	// checking one against Kubernetes' syntax costs microseconds: check
+	// each once.
+	labelErrs := map[Label]error{}
 
 	out := make([]*Machine, 0, len(sorted))
-	byAddr := make(map[string]string, len(sorted))
+	// Addresses as 4 bytes: parsing is strict (no leading zeros), so equal
+	// bytes are equal strings.
+	byAddr := make(map[[4]byte]string, len(sorted))
 	for i, m := range sorted {
 		if i > 0 && sorted[i-1].Spec.Serial == m.Spec.Serial {
 			warnings = append(warnings, fmt.Sprintf("machine %s: duplicate serial: later entry ignored", m.Spec.Serial))
@@ -250,26 +258,38 @@ func Sanitize(ms []Machine, validLabel LabelValidator) ([]*Machine, []string) {
 			warnings = append(warnings, fmt.Sprintf("machine %s: no IPv4 address: ignored", m.Spec.Serial))
 			continue
 		}
-		if ip, err := netip.ParseAddr(addr); err != nil || !ip.Is4() {
+		ip, err := netip.ParseAddr(addr)
+		if err != nil || !ip.Is4() {
 			warnings = append(warnings, fmt.Sprintf("machine %s: ipv4[0] %q is not an IPv4 address: ignored", m.Spec.Serial, addr))
 			continue
 		}
-		if other, ok := byAddr[addr]; ok {
+		key := ip.As4()
+		if other, ok := byAddr[key]; ok {
 			warnings = append(warnings, fmt.Sprintf("machine %s: address %s is also used by machine %s: ignored", m.Spec.Serial, addr, other))
 			continue
 		}
-		byAddr[addr] = m.Spec.Serial
+		byAddr[key] = m.Spec.Serial
 
 		if validLabel != nil && len(m.Spec.Labels) > 0 {
+			// kept is built only once a label is dropped.
 			var kept []Label
 			dropped := false
-			for _, l := range m.Spec.Labels {
-				if err := validLabel(l.Name, l.Value); err != nil {
-					warnings = append(warnings, fmt.Sprintf("machine %s: label %q skipped: %v", m.Spec.Serial, l.Name, err))
-					dropped = true
-					continue
+			for j, l := range m.Spec.Labels {
+				err, seen := labelErrs[l]
+				if !seen {
+					err = validLabel(l.Name, l.Value)
+					labelErrs[l] = err
 				}
-				kept = append(kept, l)
+				switch {
+				case err != nil:
+					warnings = append(warnings, fmt.Sprintf("machine %s: label %q skipped: %v", m.Spec.Serial, l.Name, err))
+					if !dropped {
+						kept = append(kept, m.Spec.Labels[:j]...)
+					}
+					dropped = true
+				case dropped:
+					kept = append(kept, l)
+				}
 			}
 			if dropped {
 				c := *m

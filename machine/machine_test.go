@@ -2,10 +2,15 @@ package machine
 
 import (
 	"errors"
+	"net/netip"
+	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"pgregory.net/rapid"
 )
 
 const one = `{"spec":{"serial":"s1","labels":null,"rack":1,"indexInRack":2,"role":"cs","ipv4":["10.0.0.1"],
@@ -175,4 +180,96 @@ func TestParseRefusesTrailingData(t *testing.T) {
 			t.Errorf("Parse(%s) = %v, want the type error", doc, err)
 		}
 	}
+}
+
+// sanitizeReference is Sanitize as SPEC 1.1 states it, without the
+// shortcuts: sort by serial, keep the first of each serial and address,
+// drop invalid labels.
+func sanitizeReference(ms []Machine, valid LabelValidator) []Machine {
+	sorted := slices.Clone(ms)
+	slices.SortStableFunc(sorted, func(a, b Machine) int { return strings.Compare(a.Spec.Serial, b.Spec.Serial) })
+	var out []Machine
+	serials, addrs := map[string]bool{}, map[string]bool{}
+	for _, m := range sorted {
+		if serials[m.Spec.Serial] {
+			continue
+		}
+		serials[m.Spec.Serial] = true
+		ip, err := netip.ParseAddr(m.Address())
+		if err != nil || !ip.Is4() || addrs[m.Address()] {
+			continue
+		}
+		addrs[m.Address()] = true
+		var kept []Label
+		for _, l := range m.Spec.Labels {
+			if valid(l.Name, l.Value) == nil {
+				kept = append(kept, l)
+			}
+		}
+		if len(kept) != len(m.Spec.Labels) {
+			m.Spec.Labels = kept
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+// TestSanitizeMatchesReference: random inventories (serials and addresses
+// that repeat, in any order, labels valid or not anywhere in the list)
+// give what the plain statement of the rules gives, and each distinct
+// label is checked once.
+func TestSanitizeMatchesReference(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		var ms []Machine
+		for i := range rapid.IntRange(0, 30).Draw(t, "machines") {
+			m := mk(rapid.SampledFrom([]string{"a", "b", "c", "d", "e", "f"}).Draw(t, "serial"),
+				rapid.SampledFrom([]string{"10.0.0.1", "10.0.0.2", "10.0.0.3", "10.0.0.03", "fd00::1"}).Draw(t, "address"))
+			if rapid.IntRange(0, 9).Draw(t, "no address") == 0 {
+				m.Spec.IPv4 = nil
+			}
+			for range rapid.IntRange(0, 4).Draw(t, "labels") {
+				m.Spec.Labels = append(m.Spec.Labels, Label{
+					Name:  rapid.SampledFrom([]string{"x", "y", "z"}).Draw(t, "name"),
+					Value: rapid.SampledFrom([]string{"1", "2", "!"}).Draw(t, "value"),
+				})
+			}
+			m.Spec.IndexInRack = i
+			ms = append(ms, m)
+		}
+		calls := map[Label]int{}
+		valid := func(name, value string) error {
+			calls[Label{name, value}]++
+			if value == "!" {
+				return errors.New("bad value")
+			}
+			return nil
+		}
+		input := slices.Clone(ms)
+		for i := range input {
+			input[i].Spec.Labels = slices.Clone(ms[i].Spec.Labels)
+		}
+		got, _ := Sanitize(ms, valid)
+		for l, n := range calls {
+			if n != 1 {
+				t.Fatalf("label %v checked %d times", l, n)
+			}
+		}
+		want := sanitizeReference(input, func(name, value string) error {
+			if value == "!" {
+				return errors.New("bad value")
+			}
+			return nil
+		})
+		if len(got) != len(want) {
+			t.Fatalf("kept %d machines, want %d", len(got), len(want))
+		}
+		for i := range want {
+			if !reflect.DeepEqual(*got[i], want[i]) {
+				t.Fatalf("machine %d = %+v, want %+v", i, *got[i], want[i])
+			}
+		}
+		if !reflect.DeepEqual(ms, input) {
+			t.Fatal("Sanitize modified its input")
+		}
+	})
 }
