@@ -523,3 +523,55 @@ func TestStatusShowsChangeManagement(t *testing.T) {
 		t.Errorf("history:\n%s\nwant\n%s", out, want)
 	}
 }
+
+// TestPlanInventoryRoles: the online plan gives rule 2's typo guard the
+// roles sabakan returned before sanitizing, as the daemon does: the only
+// gpu machine has no address (ignored), yet gpu is no typo, so the worker
+// of a role the template dropped is removed.
+func TestPlanInventoryRoles(t *testing.T) {
+	f := newPlanFixture(t)
+	ctx := context.Background()
+	store := server.NewStore(time.Now)
+	retire := time.Now().AddDate(5, 0, 0)
+	var ms []machine.Machine
+	for _, m := range []struct{ serial, addr, role string }{
+		{"c1", "10.0.1.1", "compute"}, {"c2", "10.0.1.2", "compute"}, {"c3", "10.0.2.1", "compute"},
+		{"s1", "10.0.2.2", "storage"}, {"g1", "", "gpu"}, {"x1", "10.0.4.1", "ssd"},
+	} {
+		mm := machine.Machine{Spec: machine.Spec{Serial: m.serial, Role: m.role, RetireDate: retire, RegisterDate: time.Now().AddDate(-1, 0, 0)},
+			Status: machine.Status{State: machine.StateHealthy}}
+		if m.addr != "" {
+			mm.Spec.IPv4 = []string{m.addr}
+		}
+		ms = append(ms, mm)
+	}
+	if err := store.Load(ms); err != nil {
+		t.Fatal(err)
+	}
+	srv, err := server.New(store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(srv.Handler())
+	defer ts.Close()
+	tmpl := f.file("t.yml", "name: test\nnodes:\n- {user: cybozu, control_plane: true, labels: {cke.cybozu.com/role: compute}}\n"+
+		"- {user: cybozu, labels: {cke.cybozu.com/role: compute}}\n- {user: cybozu, labels: {cke.cybozu.com/role: storage}}\n"+
+		"- {user: cybozu, labels: {cke.cybozu.com/role: gpu}}\nservice_subnet: 10.68.0.0/16\n")
+	if _, errOut, code := f.run("sabakan", "set-template", tmpl); code != 0 {
+		t.Fatal(errOut)
+	}
+	if err := f.st.SetURL(ctx, ts.URL+"/graphql"); err != nil {
+		t.Fatal(err)
+	}
+	_, tmplRev, _ := f.st.GetTemplate(ctx)
+	leader := campaignAs(t, f.st, "host-1")
+	cur := `{"name":"test","service_subnet":"10.68.0.0/16","nodes":[{"address":"10.0.1.1","user":"cybozu","control_plane":true},` +
+		`{"address":"10.0.2.1","user":"cybozu"},{"address":"10.0.2.2","user":"cybozu"},{"address":"10.0.4.1","user":"cybozu"}]}`
+	if _, err := f.st.PutCluster(ctx, leader, []byte(cur), 0, tmplRev); err != nil {
+		t.Fatal(err)
+	}
+	d, errOut := f.plan()
+	if len(d.Steps) == 0 || d.Steps[0].Op != generator.OpRemoveUnmatchedRole || len(d.Steps[0].Changes) != 1 || d.Steps[0].Changes[0].Address != "10.0.4.1" {
+		t.Errorf("first step %v (stderr %q), want the ssd worker removed", d.Steps, errOut)
+	}
+}
