@@ -172,6 +172,7 @@ func (d *Daemon) setLeading(leading bool) {
 	} else {
 		d.metrics.leader.Set(0)
 		d.metrics.inventory.clear()
+		d.metrics.change.clear()
 	}
 }
 
@@ -185,6 +186,7 @@ func (d *Daemon) Leading() bool {
 // lead runs, in one group, the session watch, the settings watch and the
 // ticker; the first to fail ends the term.
 func (d *Daemon) lead(ctx context.Context, sess *concurrency.Session, leaderKey string) error {
+	d.loadStatus(ctx)
 	g, ctx := errgroup.WithContext(ctx)
 	trigger := make(chan struct{}, 1)
 	g.Go(func() error {
@@ -207,6 +209,9 @@ var watched = map[string]bool{
 	storage.KeySabakanQueryVariables: true,
 	storage.KeySabakanDisabled:       true,
 	storage.KeyConstraints:           true,
+	storage.KeySabakanTrigger:        true,
+	storage.KeySabakanQuietTime:      true,
+	storage.KeySabakanMaxUnhealthy:   true,
 }
 
 func (d *Daemon) watchSettings(ctx context.Context, trigger chan<- struct{}) error {
@@ -259,6 +264,7 @@ func (d *Daemon) tickLoop(ctx context.Context, leaderKey string, trigger <-chan 
 		}
 		var wait time.Duration
 		wait, backoff = d.nextWait(err, backoff)
+		wait = d.metrics.change.untilQuiet(wait)
 		timer := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():
@@ -297,6 +303,7 @@ func (d *Daemon) runOnce(ctx context.Context, leaderKey string) error {
 	st := nextStatus(d.Status(), now, d.cfg.Name, out, err)
 	d.logTick(st, out, err)
 	d.metrics.inventory.observe(now, out, err)
+	d.metrics.change.observe(st, out)
 	d.mu.Lock()
 	d.status = st
 	d.mu.Unlock()
@@ -331,6 +338,7 @@ func nextStatus(prev storage.Status, now time.Time, leader string, out *outcome,
 	if out != nil {
 		st.Warnings = out.warnings[:min(len(out.warnings), storage.MaxWarnings)]
 	}
+	changeStatus(&st, prev, out, err)
 	st.Since = now
 	if prev.Result == st.Result && prev.Reason == st.Reason && !prev.Since.IsZero() {
 		st.Since = prev.Since

@@ -19,6 +19,7 @@ type metrics struct {
 	tickDuration  prometheus.Histogram
 	queryDuration prometheus.Histogram
 	inventory     *inventory
+	change        *changeMetrics
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -38,8 +39,9 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Buckets: prometheus.ExponentialBuckets(0.001, 4, 10),
 		}),
 		inventory: newInventory(),
+		change:    newChangeMetrics(),
 	}
-	reg.MustRegister(m.leader, m.tickDuration, m.queryDuration, m.inventory)
+	reg.MustRegister(m.leader, m.tickDuration, m.queryDuration, m.inventory, m.change)
 	return m
 }
 

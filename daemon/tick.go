@@ -68,6 +68,7 @@ type settings struct {
 	clusterRev  int64            // mod revision of cluster, for the guarded write
 	builtFrom   int64            // cluster-revision: the template revision current was built from
 	rebooting   map[string]bool
+	changeSettings
 }
 
 // outcome is what one tick saw and did.
@@ -78,6 +79,7 @@ type outcome struct {
 	machines []*machine.Machine
 	// warnings are for the operator: the tick went on regardless.
 	warnings []string
+	changeOutcome
 }
 
 // cluster is the cluster after the tick.
@@ -107,18 +109,25 @@ func (d *Daemon) tick(ctx context.Context, leaderKey string) (*outcome, error) {
 	if err != nil {
 		return out, err
 	}
-	res, warnings, err := d.decide(s, ms, roles)
-	out.warnings = append(out.warnings, warnings...)
-	if err != nil || res == nil {
-		return out, err
+	in := d.input(s, ms, roles)
+	res, err := d.manage(s, in, out)
+	clusterRev := s.clusterRev
+	if err == nil && res != nil {
+		rev, werr := d.write(ctx, leaderKey, s, res)
+		if werr != nil {
+			return out, werr
+		}
+		out.result = res
+		d.record(ctx, leaderKey, s, res, rev)
+		clusterRev = rev
 	}
-	rev, err := d.write(ctx, leaderKey, s, res)
+	if perr := d.keepPlan(ctx, leaderKey, s, in, out, clusterRev); err == nil {
+		err = perr
+	}
 	if err != nil {
 		return out, err
 	}
-	out.result = res
-	d.record(ctx, leaderKey, s, res, rev)
-	return out, nil
+	return out, out.tooManyUnhealthy()
 }
 
 // readSettings reads everything a tick needs in one etcd transaction and
@@ -179,6 +188,9 @@ func (d *Daemon) readSettings(ctx context.Context, leaderKey string) (*settings,
 		return nil, fail(ReasonInvalidCluster, err)
 	}
 	s.rebooting = snap.RebootingNodes()
+	if err := readChangeSettings(snap, &s.changeSettings); err != nil {
+		return nil, err
+	}
 	return &s, nil
 }
 
@@ -205,13 +217,10 @@ func (d *Daemon) querySabakan(ctx context.Context, s *settings) ([]*machine.Mach
 	return ms, roles, warnings, nil
 }
 
-// decide runs the generator: Generate without a cluster, else Update, and
-// Regenerate when Update has nothing to do and the template changed since
-// the cluster was built. It returns a nil result when there is nothing to
-// do, and the generator's warnings (a template role that matches no
-// machine) in every case.
-func (d *Daemon) decide(s *settings, ms []*machine.Machine, roles []string) (*generator.Result, []string, error) {
-	in := generator.Input{
+// input is the generator's input of a tick; roles are the machines'
+// roles as sabakan returned them, before sanitizing.
+func (d *Daemon) input(s *settings, ms []*machine.Machine, roles []string) generator.Input {
+	return generator.Input{
 		Template:       s.template,
 		Constraints:    s.constraints,
 		Machines:       ms,
@@ -221,6 +230,14 @@ func (d *Daemon) decide(s *settings, ms []*machine.Machine, roles []string) (*ge
 		Now:            d.cfg.Now(),
 		RetireWait:     d.cfg.RetireWait,
 	}
+}
+
+// decide runs the generator: Generate without a cluster, else Update, and
+// Regenerate when Update has nothing to do and the template changed since
+// the cluster was built. It returns a nil result when there is nothing to
+// do, and the generator's warnings (a template role that matches no
+// machine) in every case.
+func (d *Daemon) decide(s *settings, in generator.Input) (*generator.Result, []string, error) {
 	res, err := generator.Tick(in, s.current != nil && s.templateRev != s.builtFrom)
 	var warnings []string
 	if res != nil {
@@ -274,6 +291,7 @@ func (d *Daemon) record(ctx context.Context, leaderKey string, s *settings, res 
 		ChangeCount:      len(res.Changes),
 		TemplateRevision: s.templateRev,
 		ClusterRevision:  rev,
+		ReleasedBy:       s.release,
 	})
 	if err != nil {
 		d.log.Error("history not recorded", "error", err)

@@ -2,6 +2,7 @@ package mtest
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
@@ -482,4 +483,195 @@ func TestRebootingNode(t *testing.T) {
 	})
 	e.rec.check()
 	e.checkHistory()
+}
+
+// changeStatus is the change management part of sabakan/status as ckecli
+// prints it.
+type changeStatus struct {
+	Result  string `json:"result"`
+	Reason  string `json:"reason"`
+	Message string `json:"message"`
+	Trigger string `json:"trigger"`
+	Pending *struct {
+		Steps  int    `json:"steps"`
+		NextOp string `json:"nextOp"`
+	} `json:"pending"`
+	Quiet *struct {
+		Remaining string `json:"remaining"`
+	} `json:"quiet"`
+}
+
+func (e *env) changeStatus() changeStatus {
+	e.t.Helper()
+	var st changeStatus
+	if err := json.Unmarshal([]byte(e.mustCkecli("sabakan", "status", "-o", "json")), &st); err != nil {
+		e.t.Fatal(err)
+	}
+	return st
+}
+
+// planOps runs ckecli sabakan plan with args and -o json, and returns the
+// ops of its steps.
+func (e *env) planOps(args ...string) []string {
+	e.t.Helper()
+	var p struct {
+		Result string `json:"result"`
+		Steps  []struct {
+			Op string `json:"op"`
+		} `json:"steps"`
+	}
+	out := e.mustCkecli(append([]string{"sabakan", "plan", "-o", "json"}, args...)...)
+	if err := json.Unmarshal([]byte(out), &p); err != nil {
+		e.t.Fatalf("plan %v: %v\n%s", args, err, out)
+	}
+	if p.Result != "settled" {
+		e.t.Errorf("plan %v: %s", args, p.Result)
+	}
+	ops := make([]string, len(p.Steps))
+	for i, s := range p.Steps {
+		ops[i] = s.Op
+	}
+	return ops
+}
+
+// Scenario 10: change management. In planning, machine state changes and
+// a constraint change are planned, not applied; the plan is stored and
+// shown; switched to schedule, it is applied one step per tick. With a
+// quiet time, a flapping machine holds every write until it has been
+// still for that long.
+func TestChangeManagement(t *testing.T) {
+	e := newEnv(t)
+	e.converge(90 * time.Second)
+	c := e.cluster()
+	w := c.workers()
+
+	// Bad settings are refused, nothing stored.
+	for _, bad := range [][]string{
+		{"sabakan", "trigger", "paused"}, {"sabakan", "set-quiet-time", "-1s"}, {"sabakan", "set-max-unhealthy", "140%"},
+	} {
+		if _, err := e.ckecli(bad...); err == nil {
+			t.Errorf("ckecli %v accepted", bad)
+		}
+	}
+	for _, get := range [][]string{{"sabakan", "trigger"}, {"sabakan", "get-quiet-time"}, {"sabakan", "get-max-unhealthy"}} {
+		if got, want := strings.TrimSpace(e.mustCkecli(get...)), map[string]string{"trigger": "schedule", "get-quiet-time": "0s", "get-max-unhealthy": "off"}[get[1]]; got != want {
+			t.Errorf("ckecli %v = %q after refused settings, want %q", get, got, want)
+		}
+	}
+
+	// Planning: changes are planned, not applied.
+	e.mustCkecli("sabakan", "trigger", "planning")
+	before := e.rec.count()
+	e.setState(w[0].serial(), "unreachable")
+	e.mustCkecli("constraints", "set", "minimum-workers", "22")
+	e.eventually("the plan of the changes", 20*time.Second, func() bool {
+		st := e.changeStatus()
+		return st.Result == "planning" && st.Pending != nil && st.Pending.Steps >= 1 && st.Trigger == "planning"
+	})
+	time.Sleep(3 * time.Second) // six ticks
+	if n := e.rec.count() - before; n != 0 {
+		t.Fatalf("%d cluster writes in planning", n)
+	}
+	var stored struct {
+		Trigger string `json:"trigger"`
+		Steps   []struct {
+			Op string `json:"op"`
+		} `json:"steps"`
+	}
+	if err := json.Unmarshal([]byte(e.mustCkecli("sabakan", "plan", "--stored", "-o", "json")), &stored); err != nil {
+		t.Fatal(err)
+	}
+	var storedOps []string
+	for _, s := range stored.Steps {
+		storedOps = append(storedOps, s.Op)
+	}
+	if live := e.planOps(); stored.Trigger != "planning" || len(storedOps) == 0 || strings.Join(live, ",") != strings.Join(storedOps, ",") {
+		t.Errorf("stored plan %v (trigger %s), live plan %v", storedOps, stored.Trigger, live)
+	}
+	if text := e.mustCkecli("sabakan", "plan", "--stored"); !strings.Contains(text, fmt.Sprintf("plan: settled after %d step", len(storedOps))) {
+		t.Errorf("plan --stored:\n%s", text)
+	}
+	// A dry run shows more, stores nothing.
+	if text := e.mustCkecli("constraints", "set", "minimum-workers", "24", "--dry-run"); !strings.Contains(text, "step 1: ") {
+		t.Errorf("constraints set --dry-run:\n%s", text)
+	}
+	if show := e.mustCkecli("constraints", "show"); !strings.Contains(show, `"minimum-workers": 22`) {
+		t.Errorf("a dry run changed the constraints:\n%s", show)
+	}
+	if m := e.metrics(e.dHTTP[leaderIndex(e)]); !strings.Contains(m, fmt.Sprintf("\nckegen_plan_pending_steps %d\n", len(storedOps))) {
+		t.Errorf("the leader's metrics:\n%s", grepLines(m, "ckegen_plan"))
+	}
+
+	// Schedule: the plan, one step per tick.
+	e.mustCkecli("sabakan", "trigger", "schedule")
+	e.converge(60 * time.Second)
+	if n := e.rec.count() - before; n != len(storedOps) {
+		t.Errorf("%d writes for a plan of %d steps", n, len(storedOps))
+	}
+	var h []struct {
+		Op         string `json:"op"`
+		ReleasedBy string `json:"releasedBy"`
+	}
+	if err := json.Unmarshal([]byte(e.mustCkecli("sabakan", "history", "-o", "json")), &h); err != nil {
+		t.Fatal(err)
+	}
+	applied := h[max(0, len(h)-len(storedOps)):]
+	for i, x := range applied {
+		if i < len(storedOps) && (x.Op != storedOps[i] || !strings.HasPrefix(x.ReleasedBy, "the trigger set to schedule")) {
+			t.Errorf("applied step %d: %s released by %q; the plan said %s", i+1, x.Op, x.ReleasedBy, storedOps[i])
+		}
+	}
+	c = e.cluster()
+	if len(c.workers()) != 23 || c.find(w[0].Address).stateTaint() != "unreachable:NoSchedule" {
+		t.Errorf("after the plan: %d workers, %s tainted %q", len(c.workers()), w[0].Address, c.find(w[0].Address).stateTaint())
+	}
+
+	// Quiet time: a machine flaps; nothing is written until it has been
+	// still for 4 s.
+	const quiet = 4 * time.Second
+	e.mustCkecli("sabakan", "set-quiet-time", quiet.String())
+	before = e.rec.count()
+	e.setState(w[1].serial(), "unreachable")
+	time.Sleep(1500 * time.Millisecond)
+	e.setState(w[1].serial(), "healthy")
+	time.Sleep(1500 * time.Millisecond)
+	e.setState(w[1].serial(), "unreachable")
+	last := time.Now()
+	e.eventually("the quiet time status", 5*time.Second, func() bool {
+		st := e.changeStatus()
+		return st.Result == "planning" && st.Reason == "QUIET_TIME" && strings.Contains(st.Message, w[1].Address) && st.Quiet != nil && st.Quiet.Remaining != ""
+	})
+	if m := e.metrics(e.dHTTP[leaderIndex(e)]); !strings.Contains(m, "\nckegen_quiet_time_remaining_seconds ") || strings.Contains(m, "\nckegen_quiet_time_remaining_seconds 0\n") {
+		t.Errorf("the leader's metrics while not quiet:\n%s", grepLines(m, "ckegen_quiet"))
+	}
+	e.eventually("the taint after the quiet time", 15*time.Second, func() bool {
+		return e.cluster().find(w[1].Address).stateTaint() == "unreachable:NoSchedule"
+	})
+	e.rec.mu.Lock()
+	first := e.rec.writes[before]
+	e.rec.mu.Unlock()
+	if early := first.at.Sub(last); early < quiet-200*time.Millisecond {
+		t.Errorf("the first write came %s after the machine last moved, before the quiet time %s", early, quiet)
+	}
+	if err := json.Unmarshal([]byte(e.mustCkecli("sabakan", "history", "-o", "json")), &h); err != nil {
+		t.Fatal(err)
+	}
+	if r := h[len(h)-1].ReleasedBy; !strings.HasPrefix(r, "the end of the quiet time 4s") {
+		t.Errorf("the write after the quiet time was released by %q", r)
+	}
+	e.rec.check()
+	e.checkHistory()
+}
+
+// leaderIndex is the index in e.dHTTP of the leading daemon.
+func leaderIndex(e *env) int {
+	e.t.Helper()
+	name := strings.TrimSpace(e.mustCkecli("leader"))
+	for i := range e.dHTTP {
+		if name == fmt.Sprintf("cke-%d", i) {
+			return i
+		}
+	}
+	e.t.Fatalf("leader %q is none of the daemons", name)
+	return 0
 }

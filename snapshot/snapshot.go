@@ -243,20 +243,17 @@ func (r *Reader) query(ctx context.Context, url string, varsData []byte) (*answe
 			return nil, fmt.Errorf("the stored query variables are invalid: %w", err)
 		}
 	}
-	if r.client == nil || r.client.URL() != url {
-		c, err := sabakan.NewClient(url, r.opts.Sabakan)
-		if err != nil {
-			return nil, err
-		}
-		r.client = c
+	client, err := r.sabakanClient(url)
+	if err != nil {
+		return nil, err
 	}
 	// Both queries at once: every machine (no condition), and what the
 	// daemon's query returns.
 	everything := sabakan.Variables{Having: &sabakan.MachineParams{}, NotHaving: &sabakan.MachineParams{}}
 	var all, sel []machine.Machine
 	g, gctx := errgroup.WithContext(ctx)
-	g.Go(func() (err error) { all, err = r.client.SearchMachines(gctx, everything); return err })
-	g.Go(func() (err error) { sel, err = r.client.SearchMachines(gctx, vars); return err })
+	g.Go(func() (err error) { all, err = client.SearchMachines(gctx, everything); return err })
+	g.Go(func() (err error) { sel, err = client.SearchMachines(gctx, vars); return err })
 	if err := g.Wait(); err != nil {
 		return nil, err
 	}
@@ -274,4 +271,17 @@ func (r *Reader) query(ctx context.Context, url string, varsData []byte) (*answe
 	}
 	r.cached = a
 	return a, nil
+}
+
+// sabakanClient returns the client of url, made once per URL; r.mu must be
+// held.
+func (r *Reader) sabakanClient(url string) (*sabakan.Client, error) {
+	if r.client == nil || r.client.URL() != url {
+		c, err := sabakan.NewClient(url, r.opts.Sabakan)
+		if err != nil {
+			return nil, err
+		}
+		r.client = c
+	}
+	return r.client, nil
 }

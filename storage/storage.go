@@ -309,6 +309,7 @@ type Status struct {
 	// Warnings are what the operator should fix although the tick went
 	// on (at most MaxWarnings).
 	Warnings []string `json:"warnings,omitempty"`
+	ChangeStatus
 }
 
 // MaxWarnings is how many warnings a status keeps.
@@ -388,6 +389,9 @@ type HistoryEntry struct {
 	ChangeCount      int       `json:"changeCount"`
 	TemplateRevision int64     `json:"templateRevision"`
 	ClusterRevision  int64     `json:"clusterRevision"`
+	// ReleasedBy says what released the plan this change belongs to: the
+	// trigger set to schedule, or the end of the quiet time.
+	ReleasedBy string `json:"releasedBy,omitempty"`
 }
 
 // AddHistory appends an entry, named after the etcd revision of the
@@ -484,6 +488,7 @@ type Snapshot struct {
 var snapshotKeys = []string{
 	KeySabakanDisabled, KeySabakanTemplate, KeySabakanURL, KeySabakanQueryVariables,
 	KeyConstraints, KeyCluster, KeyClusterRevision,
+	KeySabakanTrigger, KeySabakanQuietTime, KeySabakanMaxUnhealthy,
 }
 
 // Snapshot reads what a tick needs, and whether leaderKey exists, in one

@@ -268,7 +268,7 @@ func run(o *options) error {
 	// etcd and queries sabakan read-only, with a short cache.
 	mux := d.Handler()
 	st := storage.New(cli, cfg.Prefix)
-	mux.Handle("/", web.NewHandler(snapshot.NewReader(st, snapshot.Options{Sabakan: o.sabakanOptions()}), web.Options{Log: lg}))
+	mux.Handle("/", web.NewHandler(snapshot.NewReader(st, snapshot.Options{Sabakan: o.sabakanOptions(), Pending: snapshot.StoredPending}), web.Options{Log: lg}))
 
 	ln, err := net.Listen("tcp", o.httpAddr)
 	if err != nil {

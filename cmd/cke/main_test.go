@@ -194,6 +194,27 @@ func TestDaemonProcess(t *testing.T) {
 		t.Errorf("/version: %d %v; cke --version: %q", code, body, out)
 	}
 
+	// In planning, the page shows the stored plan's next step.
+	for _, args := range [][]string{{"sabakan", "trigger", "planning"}, {"constraints", "set", "minimum-workers", "21"}} {
+		if out, err := ckecli(args...); err != nil {
+			t.Fatalf("ckecli %v: %v\n%s", args, err, out)
+		}
+	}
+	deadline = time.Now().Add(30 * time.Second)
+	for page := ""; !strings.Contains(page, "Next step: <b>increase worker</b>, 1 changes; 1 steps pending"); {
+		if time.Now().After(deadline) {
+			t.Fatalf("the page shows no pending step:\n%s", page)
+		}
+		time.Sleep(100 * time.Millisecond)
+		resp, err := http.Get("http://" + httpAddr + "/")
+		if err != nil {
+			t.Fatal(err)
+		}
+		data, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		page = string(data)
+	}
+
 	// The built ckecli against an etcd that does not answer: one line on
 	// stderr, nothing else (the etcd client's retry warnings once came
 	// out there as JSON, in the way of whoever reads the output).

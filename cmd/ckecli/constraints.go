@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ckegen/ckegen/constraints"
+	"github.com/ckegen/ckegen/snapshot"
 	"github.com/ckegen/ckegen/storage"
 )
 
@@ -47,7 +48,9 @@ func constraintsHelp() string {
 	var b strings.Builder
 	b.WriteString("set NAME VALUE sets one constraint. The constraints that result are\n" +
 		"validated before they are stored; nothing is stored on error. VALUE is an\n" +
-		"integer (a negative one is taken as VALUE, not as a flag).\n\nNAME is one of:\n")
+		"integer (a negative one is taken as VALUE, not as a flag). With --dry-run\n" +
+		"nothing is stored: the plan the daemon would follow with the new constraints\n" +
+		"is printed instead.\n\nNAME is one of:\n")
 	tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
 	for _, n := range constraints.Names {
 		fmt.Fprintf(tw, "  %s\t%s\n", n, constraintMeaning(n))
@@ -57,6 +60,7 @@ func constraintsHelp() string {
 }
 
 func newConstraintsSetCmd(e *env) *cobra.Command {
+	var dry *dryRun
 	cmd := &cobra.Command{
 		Use:       "set NAME VALUE",
 		Short:     "set one constraint; the result is validated before it is stored",
@@ -87,8 +91,10 @@ func newConstraintsSetCmd(e *env) *cobra.Command {
 			if err != nil {
 				return fmt.Errorf("%s: value must be an integer, got %q", name, args[1])
 			}
-			return e.withStorage(func(ctx context.Context, st storage.Storage) error {
-				c, err := st.GetConstraints(ctx)
+			var c constraints.Constraints
+			err = e.withStorage(func(ctx context.Context, st storage.Storage) error {
+				var err error
+				c, err = st.GetConstraints(ctx)
 				switch {
 				case errors.Is(err, storage.ErrInvalid):
 					fmt.Fprintf(cmd.ErrOrStderr(), "warning: %v; setting %s on what could be read\n", err, name)
@@ -104,11 +110,19 @@ func newConstraintsSetCmd(e *env) *cobra.Command {
 				for _, w := range c.Warnings() {
 					fmt.Fprintf(cmd.ErrOrStderr(), "warning: %s\n", w)
 				}
+				if dry.enabled {
+					return nil
+				}
 				return st.SetConstraints(ctx, c)
 			})
+			if err != nil || !dry.enabled {
+				return err
+			}
+			return dry.run(e, cmd, snapshot.WhatIf{Constraints: &c})
 		},
 	}
 	cmd.Flags().SetInterspersed(false)
+	dry = addDryRun(cmd)
 	return cmd
 }
 

@@ -16,6 +16,7 @@ func newSabakanCmd(e *env) *cobra.Command {
 		newSabakanStatusCmd(e), newSabakanHistoryCmd(e),
 		newSabakanGenerateCmd(),
 		newSabakanMapCmd(e),
+		newSabakanPlanCmd(e), newSabakanTriggerCmd(e), newSabakanSetQuietTimeCmd(e), newSabakanGetQuietTimeCmd(e), newSabakanSetMaxUnhealthyCmd(e), newSabakanGetMaxUnhealthyCmd(e),
 	)
 	return cmd
 }

@@ -33,6 +33,8 @@ type generateOptions struct {
 	templateChanged bool
 	explain         string
 	output          string
+	plan            bool
+	maxSteps        int
 }
 
 func newSabakanGenerateCmd() *cobra.Command {
@@ -47,9 +49,19 @@ one maintenance step (Update), and with --template-changed it re-renders the
 cluster from the template when Update has nothing to do (Regenerate).
 
 Exit status 0 with the cluster on stdout; 0 with "nothing to do" on stderr and
-nothing on stdout; 1 with the error on stderr and nothing on stdout.`,
+nothing on stdout; 1 with the error on stderr and nothing on stdout.
+
+With --plan it prints instead every step the daemon would make until there is
+nothing left to do, as ckecli sabakan plan does (-o text, json or yaml; text
+by default), and exits 0 whatever the plan's result.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if o.plan {
+				return o.runPlan(cmd)
+			}
+			if cmd.Flags().Changed("max-steps") {
+				return errors.New("--max-steps needs --plan")
+			}
 			return o.run(cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
@@ -64,7 +76,9 @@ nothing on stdout; 1 with the error on stderr and nothing on stdout.`,
 	f.StringSliceVar(&o.rebooting, "rebooting", nil, "addresses of nodes that are rebooting (comma separated)")
 	f.BoolVar(&o.templateChanged, "template-changed", false, "with --current: re-render from the template when there is nothing else to do")
 	f.StringVar(&o.explain, "explain", "", "write the decision to stderr: text or json")
-	f.StringVarP(&o.output, "output", "o", "yaml", "output format: yaml or json")
+	f.StringVarP(&o.output, "output", "o", "yaml", "output format: yaml or json (with --plan: text, json or yaml)")
+	f.BoolVar(&o.plan, "plan", false, "print the plan (every step until nothing is left to do) instead of one step")
+	f.IntVar(&o.maxSteps, "max-steps", generator.DefaultMaxSteps, "with --plan: stop the plan after this many steps")
 	_ = cmd.MarkFlagRequired("template")
 	_ = cmd.MarkFlagRequired("machines")
 	return cmd

@@ -1,10 +1,12 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"text/tabwriter"
 	"time"
 
@@ -103,13 +105,17 @@ func statusTable(w io.Writer, s storage.Status) error {
 	fmt.Fprintf(tw, "FAILURES\t%d\n", s.ConsecutiveFailures)
 	fmt.Fprintf(tw, "LAST SUCCESS\t%s\n", ts(s.LastSuccess))
 	fmt.Fprintf(tw, "LEADER\t%s\n", s.Leader)
+	changeStatusRows(tw, s.ChangeStatus)
 	if s.LastOp != "" {
 		fmt.Fprintf(tw, "LAST OP\t%s (%d changes)\n", s.LastOp, s.LastChangeCount)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	return changesTable(w, s.LastChanges)
+	if err := changesTable(w, s.LastChanges); err != nil {
+		return err
+	}
+	return pendingTable(w, s.Pending)
 }
 
 func changesTable(w io.Writer, cs []storage.Change) error {
@@ -130,9 +136,18 @@ func changesTable(w io.Writer, cs []storage.Change) error {
 
 func historyTable(w io.Writer, h []storage.HistoryEntry) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "TIME\tOP\tCHANGES\tTEMPLATE REV\tCLUSTER REV")
+	released := slices.ContainsFunc(h, func(e storage.HistoryEntry) bool { return e.ReleasedBy != "" })
+	header := "TIME\tOP\tCHANGES\tTEMPLATE REV\tCLUSTER REV"
+	if released {
+		header += "\tRELEASED BY"
+	}
+	fmt.Fprintln(tw, header)
 	for _, e := range h {
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\n", ts(e.Time), e.Op, e.ChangeCount, e.TemplateRevision, e.ClusterRevision)
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d", ts(e.Time), e.Op, e.ChangeCount, e.TemplateRevision, e.ClusterRevision)
+		if released {
+			fmt.Fprintf(tw, "\t%s", cmp.Or(e.ReleasedBy, "-"))
+		}
+		fmt.Fprintln(tw)
 	}
 	return tw.Flush()
 }

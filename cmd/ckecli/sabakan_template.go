@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ckegen/ckegen/cluster"
+	"github.com/ckegen/ckegen/snapshot"
 	"github.com/ckegen/ckegen/storage"
 	"github.com/ckegen/ckegen/template"
 )
@@ -23,34 +24,35 @@ func readInput(cmd *cobra.Command, name string) ([]byte, error) {
 }
 
 func newSabakanSetTemplateCmd(e *env) *cobra.Command {
-	return &cobra.Command{
+	var dry *dryRun
+	cmd := &cobra.Command{
 		Use:   "set-template FILE",
 		Short: "validate and store the cluster template (YAML or JSON; - for stdin)",
 		Long: `set-template validates the template, fills CKE's defaults for
 options.etcd.volume_name and options.kubelet.cri_endpoint when absent, and
-stores it as JSON. An invalid template is refused and nothing is stored.`,
+stores it as JSON. An invalid template is refused and nothing is stored.
+With --dry-run nothing is stored either: the plan the daemon would follow
+with this template is printed instead (ckecli sabakan plan --template FILE).`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			data, err := readInput(cmd, args[0])
 			if err != nil {
 				return err
 			}
-			tmpl, err := template.Parse(data)
+			js, err := templateToStore(data)
 			if err != nil {
 				return fmt.Errorf("%s: %w", args[0], err)
 			}
-			if err := template.FillDefaults(tmpl.Cluster); err != nil {
-				return fmt.Errorf("%s: %w", args[0], err)
-			}
-			js, err := json.Marshal(tmpl.Cluster)
-			if err != nil {
-				return err
+			if dry.enabled {
+				return dry.run(e, cmd, snapshot.WhatIf{Template: js})
 			}
 			return e.withStorage(func(ctx context.Context, st storage.Storage) error {
 				return st.SetTemplate(ctx, js)
 			})
 		},
 	}
+	dry = addDryRun(cmd)
+	return cmd
 }
 
 func newSabakanGetTemplateCmd(e *env) *cobra.Command {
@@ -74,6 +76,19 @@ func newSabakanGetTemplateCmd(e *env) *cobra.Command {
 	}
 	cmd.Flags().StringVarP(&output, "output", "o", "yaml", "output format: yaml or json")
 	return cmd
+}
+
+// templateToStore validates a template and returns it as set-template
+// stores it: JSON, with CKE's option defaults.
+func templateToStore(data []byte) ([]byte, error) {
+	tmpl, err := template.Parse(data)
+	if err != nil {
+		return nil, err
+	}
+	if err := template.FillDefaults(tmpl.Cluster); err != nil {
+		return nil, err
+	}
+	return json.Marshal(tmpl.Cluster)
 }
 
 // printCluster prints a stored cluster or template (JSON) in the format.

@@ -7,16 +7,20 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ckegen/ckegen/sabakan"
+	"github.com/ckegen/ckegen/snapshot"
 	"github.com/ckegen/ckegen/storage"
 )
 
 func newSabakanSetVariablesCmd(e *env) *cobra.Command {
-	return &cobra.Command{
+	var dry *dryRun
+	cmd := &cobra.Command{
 		Use:   "set-variables FILE",
 		Short: `set the query variables: {"having": MachineParams|null, "notHaving": MachineParams|null} (- for stdin)`,
 		Long: `set-variables validates the variables of sabakan's searchMachines query
 and stores them as given. A key left out keeps the query's default (notHaving
-skips boot servers and RETIRED machines); null means no condition.`,
+skips boot servers and RETIRED machines); null means no condition. With
+--dry-run nothing is stored: the plan the daemon would follow with these
+variables is printed instead (ckecli sabakan plan --variables FILE).`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			data, err := readInput(cmd, args[0])
@@ -26,11 +30,16 @@ skips boot servers and RETIRED machines); null means no condition.`,
 			if _, err := sabakan.ParseVariables(data); err != nil {
 				return fmt.Errorf("%s: %w", args[0], err)
 			}
+			if dry.enabled {
+				return dry.run(e, cmd, snapshot.WhatIf{Variables: data})
+			}
 			return e.withStorage(func(ctx context.Context, st storage.Storage) error {
 				return st.SetQueryVariables(ctx, data)
 			})
 		},
 	}
+	dry = addDryRun(cmd)
+	return cmd
 }
 
 func newSabakanGetVariablesCmd(e *env) *cobra.Command {

@@ -1,0 +1,43 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/ckegen/ckegen/generator"
+	"github.com/ckegen/ckegen/planreport"
+)
+
+// runPlan is `sabakan generate --plan`: the plan from the files, printed
+// as `sabakan plan` prints it; the input's warnings go to stderr.
+func (o *generateOptions) runPlan(cmd *cobra.Command) error {
+	if !cmd.Flags().Changed("output") {
+		o.output = "text"
+	}
+	if err := checkFormat(o.output, "text", "json", "yaml"); err != nil {
+		return err
+	}
+	if o.explain != "" {
+		return errors.New("--explain: a plan explains every step already; leave out --explain with --plan")
+	}
+	if o.templateChanged && o.current == "" {
+		return errors.New("--template-changed needs --current")
+	}
+	if o.maxSteps < 1 {
+		return fmt.Errorf("--max-steps: must be at least 1, got %d", o.maxSteps)
+	}
+	in, warnings, err := o.load()
+	if err != nil {
+		return err
+	}
+	p, err := generator.MakePlan(in, o.templateChanged, o.maxSteps)
+	if err != nil {
+		return err
+	}
+	for _, w := range warnings {
+		fmt.Fprintf(cmd.ErrOrStderr(), "warning: %s\n", w)
+	}
+	return planreport.Write(cmd.OutOrStdout(), planreport.New(p), o.output)
+}

@@ -1,0 +1,245 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/ckegen/ckegen/constraints"
+	"github.com/ckegen/ckegen/generator"
+	"github.com/ckegen/ckegen/planreport"
+	"github.com/ckegen/ckegen/sabakan"
+	"github.com/ckegen/ckegen/snapshot"
+	"github.com/ckegen/ckegen/storage"
+)
+
+// planOptions are the flags of `sabakan plan`; the --dry-run of the
+// setting commands uses them too.
+type planOptions struct {
+	template, constraints, variables string
+	maxSteps                         int
+	stored                           bool
+	output                           string
+	retireWait                       time.Duration
+	sabakan                          sabakan.Options
+}
+
+func newSabakanPlanCmd(e *env) *cobra.Command {
+	o := &planOptions{}
+	cmd := &cobra.Command{
+		Use:   "plan",
+		Short: "print what the daemon would do, tick after tick, if nothing else changed",
+		Long: `Plan reads the settings and the cluster from etcd, queries sabakan (read
+only) with the stored URL and query variables, and prints the ticks the daemon
+would make until there is nothing left to do: each step's operation and
+changes with their scores, then how the plan ends (settled, refused at a
+step, or still changing after --max-steps) and a summary of the whole plan.
+Nothing is written anywhere.
+
+--template, --constraints and --variables replace the stored settings: what
+would happen if they were set. --stored prints instead the plan the daemon
+stored at its last tick (kept while the trigger is planning or while it waits
+for quiet time, and whenever it changes).
+
+Exit status 0 when a plan was computed, whatever its result; 1 when it could
+not be (bad input, etcd or sabakan unreachable).`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return o.run(e, cmd.OutOrStdout(), cmd.ErrOrStderr())
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.template, "template", "", "what if this template (YAML or JSON) were set")
+	f.StringVar(&o.constraints, "constraints", "", "what if these constraints (JSON, CKE's names) were set")
+	f.StringVar(&o.variables, "variables", "", "what if these query variables (JSON) were set")
+	f.BoolVar(&o.stored, "stored", false, "print the plan the daemon stored in sabakan/plan instead")
+	f.StringVarP(&o.output, "output", "o", "text", "output format: text, json or yaml")
+	o.addFlags(f)
+	return cmd
+}
+
+// addFlags adds the flags a plan needs besides the what-if files.
+func (o *planOptions) addFlags(f *pflag.FlagSet) {
+	f.IntVar(&o.maxSteps, "max-steps", generator.DefaultMaxSteps, "stop the plan after this many steps")
+	f.DurationVar(&o.retireWait, "retire-wait", generator.DefaultRetireWait, "the daemon's --retire-wait: how long a worker stays RETIRED before it is removed")
+	f.DurationVar(&o.sabakan.Timeout, "sabakan-timeout", sabakan.DefaultTimeout, "timeout of each sabakan request")
+	f.StringVar(&o.sabakan.CAFile, "sabakan-tls-ca-file", "", "CA certificates of sabakan's HTTPS endpoint")
+	f.StringVar(&o.sabakan.CertFile, "sabakan-tls-cert-file", "", "client certificate for sabakan")
+	f.StringVar(&o.sabakan.KeyFile, "sabakan-tls-key-file", "", "client key for sabakan")
+}
+
+func (o *planOptions) run(e *env, stdout, stderr io.Writer) error {
+	if err := checkFormat(o.output, "text", "json", "yaml"); err != nil {
+		return err
+	}
+	if o.stored {
+		for _, f := range []struct{ name, value string }{{"--template", o.template}, {"--constraints", o.constraints}, {"--variables", o.variables}} {
+			if f.value != "" {
+				return fmt.Errorf("%s: --stored prints the daemon's plan, computed from the stored settings; leave out --stored to see a plan with %s", f.name, f.name)
+			}
+		}
+		return printStoredPlan(e, o.output, stdout, stderr)
+	}
+	var w snapshot.WhatIf
+	if o.template != "" {
+		data, err := readFile("--template", o.template)
+		if err != nil {
+			return err
+		}
+		if w.Template, err = templateToStore(data); err != nil {
+			return fmt.Errorf("--template %s: %w", o.template, err)
+		}
+	}
+	if o.constraints != "" {
+		data, err := readFile("--constraints", o.constraints)
+		if err != nil {
+			return err
+		}
+		c, err := constraints.Parse(data)
+		if err == nil {
+			err = c.Validate()
+		}
+		if err != nil {
+			return fmt.Errorf("--constraints %s: %w", o.constraints, err)
+		}
+		w.Constraints = &c
+	}
+	if o.variables != "" {
+		data, err := readFile("--variables", o.variables)
+		if err != nil {
+			return err
+		}
+		if _, err := sabakan.ParseVariables(data); err != nil {
+			return fmt.Errorf("--variables %s: %w", o.variables, err)
+		}
+		w.Variables = data
+	}
+	return o.plan(e, w, stdout, stderr)
+}
+
+// plan computes the plan from the live state with w applied, and prints
+// it; warnings and notes go to stderr.
+func (o *planOptions) plan(e *env, w snapshot.WhatIf, stdout, stderr io.Writer) error {
+	if o.maxSteps < 1 {
+		return fmt.Errorf("--max-steps: must be at least 1, got %d", o.maxSteps)
+	}
+	if o.retireWait < 0 {
+		return fmt.Errorf("--retire-wait: must not be negative, got %s", o.retireWait)
+	}
+	var in *snapshot.PlanInput
+	var notes []string
+	err := e.withStorage(func(ctx context.Context, st storage.Storage) error {
+		// The reader bounds its etcd reads by --timeout and each sabakan
+		// request by --sabakan-timeout, so a slow sabakan is not reported
+		// as a slow etcd.
+		r := snapshot.NewReader(st, snapshot.Options{Sabakan: o.sabakan, EtcdTimeout: e.timeout})
+		var err error
+		if in, err = r.PlanInput(context.Background(), w, o.retireWait); err != nil {
+			return err
+		}
+		notes, err = holdNotes(ctx, st, in)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	p, err := generator.MakePlan(in.Input, in.TemplateChanged, o.maxSteps)
+	if err != nil {
+		return err
+	}
+	for _, w := range in.Warnings {
+		fmt.Fprintf(stderr, "warning: %s\n", w)
+	}
+	for _, n := range notes {
+		fmt.Fprintf(stderr, "note: %s\n", n)
+	}
+	return planreport.Write(stdout, planreport.New(p), o.output)
+}
+
+// dryRun is --dry-run of a setting command: print the plan with the new
+// value instead of storing it.
+type dryRun struct {
+	enabled bool
+	plan    planOptions
+}
+
+// addDryRun adds --dry-run, and the flags of the plan it prints, to cmd.
+func addDryRun(cmd *cobra.Command) *dryRun {
+	d := &dryRun{plan: planOptions{output: "text"}}
+	cmd.Flags().BoolVar(&d.enabled, "dry-run", false, "store nothing; print the plan the daemon would follow with this value (as ckecli sabakan plan)")
+	d.plan.addFlags(cmd.Flags())
+	return d
+}
+
+// run prints the plan with w applied; a note on stderr says that nothing
+// was stored.
+func (d *dryRun) run(e *env, cmd *cobra.Command, w snapshot.WhatIf) error {
+	if err := d.plan.plan(e, w, cmd.OutOrStdout(), cmd.ErrOrStderr()); err != nil {
+		return err
+	}
+	fmt.Fprintln(cmd.ErrOrStderr(), "dry run: nothing was stored")
+	return nil
+}
+
+// holdNotes says what keeps the daemon from applying the plan now.
+func holdNotes(ctx context.Context, st storage.Storage, in *snapshot.PlanInput) ([]string, error) {
+	var notes []string
+	trigger, err := st.GetTrigger(ctx)
+	switch {
+	case errors.Is(err, storage.ErrInvalid):
+		notes = append(notes, err.Error())
+	case err != nil:
+		return nil, err
+	case trigger == storage.TriggerPlanning:
+		notes = append(notes, "the trigger is planning: the daemon applies nothing until ckecli sabakan trigger schedule")
+	}
+	limit, err := st.GetMaxUnhealthy(ctx)
+	switch {
+	case errors.Is(err, storage.ErrInvalid):
+		notes = append(notes, err.Error())
+	case err != nil:
+		return nil, err
+	case limit != nil && in.Input.Current != nil:
+		bad, nodes := len(generator.Unhealthy(in.Input)), len(in.Input.Current.Nodes)
+		if allowed := limit.Limit(nodes); bad > allowed {
+			notes = append(notes, fmt.Sprintf("%d of %d nodes are unhealthy, more than max-unhealthy %s (%d): the daemon changes only state taints until fewer are",
+				bad, nodes, limit, allowed))
+		}
+	}
+	return notes, nil
+}
+
+// printStoredPlan prints sabakan/plan: in text, a line about when and
+// from what the daemon computed it, then the plan.
+func printStoredPlan(e *env, format string, stdout, stderr io.Writer) error {
+	return e.withStorage(func(ctx context.Context, st storage.Storage) error {
+		p, err := st.GetPlan(ctx)
+		if errors.Is(err, storage.ErrNotFound) {
+			return errors.New("no stored plan: the daemon stores one while the trigger is planning or while it waits for quiet time (ckecli sabakan plan computes one now)")
+		}
+		if err != nil {
+			return err
+		}
+		_, clusterRev, err := st.GetCluster(ctx)
+		if err != nil && !errors.Is(err, storage.ErrNotFound) && clusterRev == 0 {
+			return err
+		}
+		if clusterRev != p.ClusterRevision {
+			fmt.Fprintf(stderr, "note: the cluster changed since the plan was computed (revision %d, now %d); the daemon recomputes it at every tick\n", p.ClusterRevision, clusterRev)
+		}
+		if p.Omitted != "" {
+			fmt.Fprintf(stderr, "note: left out of the stored plan: %s\n", p.Omitted)
+		}
+		if format != "text" {
+			return printData(stdout, p, format)
+		}
+		fmt.Fprintf(stdout, "plan computed at %s (trigger %s, template revision %d, cluster revision %d)\n\n",
+			ts(p.ComputedAt), p.Trigger, p.TemplateRevision, p.ClusterRevision)
+		return planreport.Write(stdout, &p.Document, "text")
+	})
+}

@@ -1,0 +1,543 @@
+package daemon
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/ckegen/ckegen/cluster"
+	"github.com/ckegen/ckegen/generator"
+	"github.com/ckegen/ckegen/internal/dcgen"
+	"github.com/ckegen/ckegen/internal/embedded"
+	"github.com/ckegen/ckegen/internal/etcdtest"
+	"github.com/ckegen/ckegen/machine"
+	"github.com/ckegen/ckegen/sabakan/server"
+	"github.com/ckegen/ckegen/storage"
+)
+
+// testClock is a clock the test moves, shared by the daemon and the
+// compatible server (whose status.duration counts from it).
+type testClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *testClock) now() time.Time      { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *testClock) add(d time.Duration) { c.mu.Lock(); c.t = c.t.Add(d); c.mu.Unlock() }
+
+// newClockFixture is newFixture with the compatible server on clk.
+func newClockFixture(t *testing.T, clk *testClock) *fixture {
+	t.Helper()
+	e, etcdURL := etcdtest.StartServer(t, embedded.Options{})
+	store := server.NewStore(clk.now)
+	o := dcgen.Default(testNow)
+	o.Racks, o.PerRack, o.UnhealthyPct = 4, 5, 0
+	must(t, store.Load(dcgen.Machines(o)))
+	srv, err := server.New(store)
+	must(t, err)
+	ts := httptest.NewServer(srv.Handler())
+	t.Cleanup(ts.Close)
+	f := &fixture{etcd: e, st: storage.New(etcdtest.Connect(t, etcdURL), ""), store: store, url: ts.URL + "/graphql"}
+	ctx := context.Background()
+	must(t, f.st.SetTemplate(ctx, []byte(testTemplate)))
+	must(t, f.st.SetURL(ctx, f.url))
+	c, _ := f.st.GetConstraints(ctx)
+	c.ControlPlaneCount, c.MinimumWorkers = 3, 5
+	must(t, f.st.SetConstraints(ctx, c))
+	return f
+}
+
+// rest calls the compatible server's REST API, as sabakan's users do.
+func (f *fixture) rest(t *testing.T, method, path, body string) {
+	t.Helper()
+	req, err := http.NewRequest(method, strings.TrimSuffix(f.url, "/graphql")+path, strings.NewReader(body))
+	must(t, err)
+	resp, err := http.DefaultClient.Do(req)
+	must(t, err)
+	defer resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		data, _ := io.ReadAll(resp.Body)
+		t.Fatalf("%s %s %q: %s %s", method, path, body, resp.Status, data)
+	}
+}
+
+func (f *fixture) status(t *testing.T) storage.Status {
+	t.Helper()
+	st, err := f.st.GetStatus(context.Background())
+	must(t, err)
+	return st
+}
+
+func (f *fixture) clusterRev(t *testing.T) int64 {
+	t.Helper()
+	_, rev, err := f.st.GetCluster(context.Background())
+	if errors.Is(err, storage.ErrNotFound) {
+		return 0
+	}
+	must(t, err)
+	return rev
+}
+
+func (f *fixture) planRev(t *testing.T) int64 {
+	t.Helper()
+	resp, err := f.st.Client.Get(context.Background(), f.st.Key(storage.KeySabakanPlan))
+	must(t, err)
+	if len(resp.Kvs) == 0 {
+		return 0
+	}
+	return resp.Kvs[0].ModRevision
+}
+
+func workers(c *cluster.Cluster) []*cluster.Node {
+	var out []*cluster.Node
+	for _, n := range c.Nodes {
+		if !n.ControlPlane {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+func serial(n *cluster.Node) string { return n.Annotations["cke.cybozu.com/serial"] }
+
+// TestPlanningThenSchedule: in planning, ticks store the plan and write no
+// cluster; switched to schedule, each tick applies the next step of that
+// plan until it settles on the plan's cluster, and the history says what
+// released them.
+func TestPlanningThenSchedule(t *testing.T) {
+	f := newFixture(t)
+	leader := f.lead(t)
+	d := f.daemon("d", nil)
+	ctx := context.Background()
+	must(t, d.runOnce(ctx, leader))
+	before := f.cluster(t)
+	if st := f.status(t); st.Trigger != storage.TriggerSchedule || st.Pending == nil || st.Pending.Steps != 0 {
+		t.Fatalf("schedule, settled: trigger %q, pending %+v", st.Trigger, st.Pending)
+	}
+
+	must(t, f.st.SetTrigger(ctx, storage.TriggerPlanning))
+	c, _ := f.st.GetConstraints(ctx)
+	c.ControlPlaneCount = 5
+	must(t, f.st.SetConstraints(ctx, c))
+	_, err := f.store.SetState(serial(workers(before)[0]), machine.StateUnreachable)
+	must(t, err)
+
+	rev0 := f.clusterRev(t)
+	var planRevs []int64
+	for range 3 {
+		must(t, d.runOnce(ctx, leader))
+		if f.clusterRev(t) != rev0 {
+			t.Fatal("a tick in planning wrote the cluster")
+		}
+		planRevs = append(planRevs, f.planRev(t))
+	}
+	if planRevs[0] == 0 || planRevs[1] <= planRevs[0] || planRevs[2] <= planRevs[1] {
+		t.Errorf("in planning each tick stores the plan: sabakan/plan revisions %v", planRevs)
+	}
+	plan, err := f.st.GetPlan(ctx)
+	must(t, err)
+	_, tmplRev, _ := f.st.GetTemplate(ctx)
+	if plan.Result != generator.PlanSettled || len(plan.Steps) < 2 || plan.Trigger != storage.TriggerPlanning ||
+		!plan.ComputedAt.Equal(testNow) || plan.TemplateRevision != tmplRev || plan.ClusterRevision != rev0 {
+		t.Fatalf("stored plan: %s, %d steps, trigger %s, computed at %s, template %d (want %d), cluster %d (want %d)",
+			plan.Result, len(plan.Steps), plan.Trigger, plan.ComputedAt, plan.TemplateRevision, tmplRev, plan.ClusterRevision, rev0)
+	}
+	st := f.status(t)
+	if st.Result != ResultPlanning || st.Reason != "" || st.Trigger != storage.TriggerPlanning || st.Pending == nil ||
+		st.Pending.Steps != len(plan.Steps) || st.Pending.NextOp != plan.Steps[0].Op || len(st.Pending.NextChanges) != len(plan.Steps[0].Changes) ||
+		!strings.Contains(st.Message, "the trigger is planning") {
+		t.Errorf("status in planning: %s %s %q, pending %+v", st.Result, st.Reason, st.Message, st.Pending)
+	}
+	if h, _ := f.st.History(ctx); len(h) != 1 {
+		t.Errorf("planning recorded %d history entries after the first", len(h)-1)
+	}
+	d.setLeading(true)
+	if got := series(scrape(t, d), "ckegen_plan_pending_steps"); !slices.Equal(got, []string{"ckegen_plan_pending_steps " + strconv.Itoa(len(plan.Steps))}) {
+		t.Errorf("metrics in planning: %q", got)
+	}
+
+	// Schedule: one step of the plan per tick, in order.
+	must(t, f.st.SetTrigger(ctx, storage.TriggerSchedule))
+	_, trigRev, _ := f.st.GetTriggerRevision(ctx)
+	for i, step := range plan.Steps {
+		rev := f.clusterRev(t)
+		must(t, d.runOnce(ctx, leader))
+		if f.clusterRev(t) == rev {
+			t.Fatalf("step %d (%s): no write", i+1, step.Op)
+		}
+		h, _ := f.st.History(ctx)
+		last := h[len(h)-1]
+		if last.Op != step.Op || last.ChangeCount != len(step.Changes) {
+			t.Errorf("step %d: applied %s (%d changes), the plan said %s (%d)", i+1, last.Op, last.ChangeCount, step.Op, len(step.Changes))
+		}
+		want := "the trigger set to schedule (sabakan/trigger revision " + strconv.FormatInt(trigRev, 10) + ")"
+		if last.ReleasedBy != want {
+			t.Errorf("step %d: released by %q, want %q", i+1, last.ReleasedBy, want)
+		}
+		if st := f.status(t); st.Result != ResultOK || st.Pending == nil || st.Pending.Steps != len(plan.Steps)-i-1 {
+			t.Errorf("after step %d: %s, pending %+v", i+1, st.Result, st.Pending)
+		}
+	}
+	rev := f.clusterRev(t)
+	prev := f.planRev(t)
+	must(t, d.runOnce(ctx, leader))
+	must(t, d.runOnce(ctx, leader))
+	if f.clusterRev(t) != rev {
+		t.Error("the plan did not settle where it said")
+	}
+	if f.planRev(t) != prev {
+		t.Error("in schedule, an unchanged plan was stored again")
+	}
+	if st := f.status(t); st.Result != ResultOK || st.Release != "" || st.Pending.Steps != 0 {
+		t.Errorf("settled: %s, release %q, pending %+v", st.Result, st.Release, st.Pending)
+	}
+	if diff := cmp.Diff(plan.Cluster, f.cluster(t)); diff != "" {
+		t.Errorf("the cluster applied is not the plan's (-plan +applied):\n%s", diff)
+	}
+
+	// Something new to do in schedule: the stored plan follows.
+	c.MinimumWorkers = 6
+	must(t, f.st.SetConstraints(ctx, c))
+	must(t, d.runOnce(ctx, leader))
+	if f.planRev(t) == prev {
+		t.Error("in schedule, a changed plan was not stored")
+	}
+	if h, _ := f.st.History(ctx); h[len(h)-1].ReleasedBy != "" {
+		t.Errorf("a change made as it came says it was released by %q", h[len(h)-1].ReleasedBy)
+	}
+}
+
+// TestQuietTime: while a machine flaps (state changes through the
+// compatible server's REST API), nothing is written and the status says
+// how long is left and which machine moved; once it has been still for the
+// quiet time, the change is written.
+func TestQuietTime(t *testing.T) {
+	clk := &testClock{t: testNow}
+	f := newClockFixture(t, clk)
+	leader := f.lead(t)
+	d := f.daemon("d", func(c *Config) { c.Now = clk.now })
+	ctx := context.Background()
+	must(t, d.runOnce(ctx, leader))
+	worker := workers(f.cluster(t))[2]
+	rev0 := f.clusterRev(t)
+
+	must(t, f.st.SetQuietTime(ctx, time.Minute))
+	f.rest(t, http.MethodPut, "/api/v1/state/"+serial(worker), "unreachable")
+	clk.add(10 * time.Second)
+	must(t, d.runOnce(ctx, leader))
+	st := f.status(t)
+	want := "the inventory has not been quiet for the quiet time 1m0s: 50s left; last moved: " + worker.Address + " (serial " + serial(worker) + ") UNREACHABLE for 10s"
+	if st.Result != ResultPlanning || st.Reason != ReasonQuietTime || !strings.HasPrefix(st.Message, want) ||
+		st.Quiet == nil || st.Quiet.Remaining != "50s" || st.Pending == nil || st.Pending.Steps == 0 {
+		t.Errorf("held by quiet time: %s %s %q, quiet %+v, pending %+v\nwant the message to start with %q", st.Result, st.Reason, st.Message, st.Quiet, st.Pending, want)
+	}
+	d.setLeading(true)
+	if got := series(scrape(t, d), "ckegen_quiet_time_remaining_seconds"); !slices.Equal(got, []string{"ckegen_quiet_time_remaining_seconds 50"}) {
+		t.Errorf("metrics: %q", got)
+	}
+
+	// It flaps: back to HEALTHY, then UNREACHABLE again.
+	clk.add(20 * time.Second)
+	f.rest(t, http.MethodPut, "/api/v1/state/"+serial(worker), "healthy")
+	clk.add(10 * time.Second)
+	must(t, d.runOnce(ctx, leader))
+	if st := f.status(t); st.Reason != ReasonQuietTime || st.Quiet.Remaining != "50s" {
+		t.Errorf("after the flap back: %s %+v", st.Reason, st.Quiet)
+	}
+	f.rest(t, http.MethodPut, "/api/v1/state/"+serial(worker), "unreachable")
+	clk.add(59 * time.Second)
+	must(t, d.runOnce(ctx, leader))
+	if st := f.status(t); st.Reason != ReasonQuietTime || st.Quiet.Remaining != "1s" || f.clusterRev(t) != rev0 {
+		t.Errorf("one second before the end: %s %+v, cluster written %v", st.Reason, st.Quiet, f.clusterRev(t) != rev0)
+	}
+	if w := d.metrics.change.untilQuiet(time.Minute); w > 2*time.Second {
+		t.Errorf("the next tick waits %s, not until the quiet time ends", w)
+	}
+
+	clk.add(time.Second)
+	must(t, d.runOnce(ctx, leader))
+	if f.clusterRev(t) == rev0 {
+		t.Fatal("nothing written after the quiet time")
+	}
+	st = f.status(t)
+	h, _ := f.st.History(ctx)
+	if st.Result != ResultOK || st.Reason != "" || h[len(h)-1].ReleasedBy != "the end of the quiet time 1m0s (the inventory unchanged since 2026-01-01T00:00:00Z)" {
+		t.Errorf("released: %s %s, history %q", st.Result, st.Reason, h[len(h)-1].ReleasedBy)
+	}
+	for _, n := range f.cluster(t).Nodes {
+		if n.Address == worker.Address && (len(n.Taints) != 1 || n.Taints[0].Value != "unreachable") {
+			t.Errorf("the unreachable worker: taints %+v", n.Taints)
+		}
+	}
+}
+
+// TestQuietTimeAcrossFailover: the set of machines changed (one left the
+// query's result, no state changed); the leader dies; the new leader
+// counts the quiet time from when the old one first saw the set, not from
+// its own first tick.
+func TestQuietTimeAcrossFailover(t *testing.T) {
+	clk := &testClock{t: testNow}
+	f := newClockFixture(t, clk)
+	ctx := context.Background()
+	must(t, f.st.SetQueryVariables(ctx, []byte(`{"notHaving": {"labels": [{"name": "gone", "value": "yes"}], "roles": ["boot"]}}`)))
+	fast := func(c *Config) { c.Now, c.Interval = clk.now, 30*time.Millisecond }
+	d1, d2 := f.daemon("d1", fast), f.daemon("d2", fast)
+	ctx1, stop1 := context.WithCancel(ctx)
+	done1 := make(chan struct{})
+	go func() { _ = d1.Run(ctx1); close(done1) }()
+	defer func() { stop1(); <-done1 }()
+	waitFor(t, "the first cluster", func() bool { return f.cluster(t) != nil })
+	in := map[string]bool{}
+	for _, n := range f.cluster(t).Nodes {
+		in[serial(n)] = true
+	}
+	rev0 := f.clusterRev(t)
+
+	// Five minutes later, the set changes.
+	clk.add(5 * time.Minute)
+	t1 := clk.now()
+	must(t, f.st.SetQuietTime(ctx, time.Minute))
+	var unused string
+	for _, m := range f.store.Search(nil, nil) {
+		if !in[m.Spec.Serial] && m.Spec.Role != "boot" {
+			unused = m.Spec.Serial
+			break
+		}
+	}
+	f.rest(t, http.MethodPut, "/api/v1/labels/"+unused+"/gone", "yes")
+	waitFor(t, "d1 to see the set change", func() bool {
+		st, err := f.st.GetStatus(ctx)
+		return err == nil && st.Reason == ReasonQuietTime && st.Quiet != nil && st.Quiet.InventorySince.Equal(t1) &&
+			strings.Contains(st.Message, "machines joined or left the query's result 0s ago")
+	})
+	// Something to write, held by the quiet time.
+	c, _ := f.st.GetConstraints(ctx)
+	c.MinimumWorkers = 6
+	must(t, f.st.SetConstraints(ctx, c))
+	waitFor(t, "d1 to hold the new worker", func() bool {
+		st, err := f.st.GetStatus(ctx)
+		return err == nil && st.Reason == ReasonQuietTime && st.Pending != nil && st.Pending.NextOp == generator.OpIncreaseWorker
+	})
+
+	stop1()
+	<-done1
+	ctx2, stop2 := context.WithCancel(ctx)
+	defer stop2()
+	done2 := make(chan struct{})
+	go func() { _ = d2.Run(ctx2); close(done2) }()
+	defer func() { stop2(); <-done2 }()
+	clk.add(50 * time.Second)
+	waitFor(t, "d2 to tick 50 s later", func() bool {
+		st, err := f.st.GetStatus(ctx)
+		return err == nil && st.Leader == "d2" && st.Time.Equal(t1.Add(50*time.Second))
+	})
+	if st := f.status(t); st.Reason != ReasonQuietTime || st.Quiet.Remaining != "10s" || !st.Quiet.InventorySince.Equal(t1) || f.clusterRev(t) != rev0 {
+		t.Fatalf("d2 50 s later: %s %q %+v, cluster written %v", st.Reason, st.Message, st.Quiet, f.clusterRev(t) != rev0)
+	}
+	clk.add(10 * time.Second)
+	waitFor(t, "d2 to write once the set has been still for a minute", func() bool { return f.clusterRev(t) != rev0 })
+	if n := len(workers(f.cluster(t))); n != 6 {
+		t.Errorf("%d workers after the write, want 6", n)
+	}
+}
+
+// TestBreaker: over max-unhealthy, the tick writes the state taints and no
+// membership change, and fails with TOO_MANY_UNHEALTHY naming the count and
+// the limit; with a higher limit, membership changes resume.
+func TestBreaker(t *testing.T) {
+	f := newFixture(t)
+	leader := f.lead(t)
+	d := f.daemon("d", nil)
+	ctx := context.Background()
+	must(t, d.runOnce(ctx, leader))
+	before := f.cluster(t)
+	must(t, f.st.SetMaxUnhealthy(ctx, storage.MaxUnhealthy{Value: 1}))
+	ws := workers(before)
+	for _, w := range ws[:2] {
+		_, err := f.store.SetState(serial(w), machine.StateUnreachable)
+		must(t, err)
+	}
+
+	err := d.runOnce(ctx, leader)
+	var te *tickError
+	if !errors.As(err, &te) || te.reason != ReasonTooManyUnhealthy {
+		t.Fatalf("error %v, want %s", err, ReasonTooManyUnhealthy)
+	}
+	after := f.cluster(t)
+	if len(after.Nodes) != len(before.Nodes) {
+		t.Fatalf("membership changed: %d nodes, had %d", len(after.Nodes), len(before.Nodes))
+	}
+	for i, n := range after.Nodes {
+		tainted := len(n.Taints) == 1 && n.Taints[0].Value == "unreachable"
+		if n.Address != before.Nodes[i].Address || n.ControlPlane != before.Nodes[i].ControlPlane || tainted != (n.Address == ws[0].Address || n.Address == ws[1].Address) {
+			t.Errorf("node %d: %s cp=%v taints %+v; was %s cp=%v", i, n.Address, n.ControlPlane, n.Taints, before.Nodes[i].Address, before.Nodes[i].ControlPlane)
+		}
+	}
+	st := f.status(t)
+	want := "2 of 8 nodes are unhealthy (" + ws[0].Address + ", " + ws[1].Address + "), more than max-unhealthy 1 allows (1): no node is added, removed, promoted or demoted until fewer are; state taints written (2 changes)"
+	if st.Result != ResultFailing || st.Reason != ReasonTooManyUnhealthy || st.Message != want || st.LastOp != generator.OpTaintNodes ||
+		st.Unhealthy == nil || st.Unhealthy.Count != 2 || st.Unhealthy.Limit != 1 || st.Pending == nil || st.Pending.Steps == 0 {
+		t.Errorf("status: %s %s %q (last op %s), unhealthy %+v, pending %+v\nwant %q", st.Result, st.Reason, st.Message, st.LastOp, st.Unhealthy, st.Pending, want)
+	}
+	if h, _ := f.st.History(ctx); h[len(h)-1].Op != generator.OpTaintNodes {
+		t.Errorf("history: %s", h[len(h)-1].Op)
+	}
+
+	// Still over the limit: nothing more to write.
+	rev := f.clusterRev(t)
+	if err := d.runOnce(ctx, leader); !errors.As(err, &te) || te.reason != ReasonTooManyUnhealthy || f.clusterRev(t) != rev {
+		t.Errorf("second tick over the limit: %v, cluster written %v", err, f.clusterRev(t) != rev)
+	}
+	if st := f.status(t); !strings.HasSuffix(st.Message, "until fewer are") || st.ConsecutiveFailures != 2 {
+		t.Errorf("second tick: %q, %d failures", st.Message, st.ConsecutiveFailures)
+	}
+
+	// In planning, the count is the reason, and nothing is written.
+	must(t, f.st.SetTrigger(ctx, storage.TriggerPlanning))
+	must(t, d.runOnce(ctx, leader))
+	if st := f.status(t); st.Result != ResultPlanning || st.Reason != ReasonTooManyUnhealthy || f.clusterRev(t) != rev ||
+		!strings.Contains(st.Message, "the trigger is planning") || !strings.Contains(st.Message, "also 2 of 8 nodes are unhealthy") {
+		t.Errorf("planning over the limit: %s %s %q, cluster written %v", st.Result, st.Reason, st.Message, f.clusterRev(t) != rev)
+	}
+	must(t, f.st.SetTrigger(ctx, storage.TriggerSchedule))
+
+	// A limit of 25% of 8 nodes is 2: membership changes resume.
+	must(t, f.st.SetMaxUnhealthy(ctx, storage.MaxUnhealthy{Value: 25, Percent: true}))
+	must(t, d.runOnce(ctx, leader))
+	if n := len(f.cluster(t).Nodes); n != len(before.Nodes)+2 {
+		t.Errorf("%d nodes after the limit was raised, want %d", n, len(before.Nodes)+2)
+	}
+	if st := f.status(t); st.Result != ResultOK || st.Unhealthy.Limit != 2 {
+		t.Errorf("status after the limit was raised: %s %+v", st.Result, st.Unhealthy)
+	}
+
+	// Disabled: the plan's series goes, as CKE's do.
+	d.setLeading(true)
+	if got := series(scrape(t, d), "ckegen_plan_pending_steps"); len(got) != 1 {
+		t.Errorf("enabled: %q", got)
+	}
+	must(t, f.st.SetDisabled(ctx, true))
+	must(t, d.runOnce(ctx, leader))
+	if got := series(scrape(t, d), "ckegen_"); slices.ContainsFunc(got, func(l string) bool {
+		return strings.HasPrefix(l, "ckegen_plan") || strings.HasPrefix(l, "ckegen_quiet")
+	}) {
+		t.Errorf("disabled: %q", got)
+	}
+}
+
+// TestPlanningFailsWithoutAPlan: a held tick whose plan cannot be computed
+// fails as the decision would have.
+func TestPlanningFailsWithoutAPlan(t *testing.T) {
+	f := newFixture(t)
+	must(t, f.st.SetTrigger(context.Background(), storage.TriggerPlanning))
+	err := f.daemon("d", func(c *Config) { c.RetireWait = -time.Second }).runOnce(context.Background(), f.lead(t))
+	var te *tickError
+	if !errors.As(err, &te) || te.reason != ReasonGenerationError || !strings.Contains(err.Error(), "retire wait: must not be negative") {
+		t.Fatalf("error %v, want %s", err, ReasonGenerationError)
+	}
+	if st := f.status(t); st.Result != ResultFailing || f.planRev(t) != 0 || f.cluster(t) != nil {
+		t.Errorf("status %s, plan stored %v, cluster %v", st.Result, f.planRev(t) != 0, f.cluster(t) != nil)
+	}
+}
+
+// TestChangeManagementReasons: a bad stored setting is a failed tick with
+// its reason, which writes nothing.
+func TestChangeManagementReasons(t *testing.T) {
+	for _, c := range []struct {
+		key, value, reason, want string
+	}{
+		{storage.KeySabakanTrigger, "paused", ReasonInvalidTrigger, `got "paused" (set it with ckecli sabakan trigger)`},
+		{storage.KeySabakanQuietTime, "-1s", ReasonInvalidQuietTime, "must not be negative"},
+		{storage.KeySabakanMaxUnhealthy, "140%", ReasonInvalidMaxUnhealthy, "at most 100%"},
+	} {
+		t.Run(c.reason, func(t *testing.T) {
+			f := newFixture(t)
+			_, err := f.st.Client.Put(context.Background(), f.st.Key(c.key), c.value)
+			must(t, err)
+			err = f.daemon("d", nil).runOnce(context.Background(), f.lead(t))
+			var te *tickError
+			if !errors.As(err, &te) || te.reason != c.reason {
+				t.Fatalf("error %v, want %s", err, c.reason)
+			}
+			if st := f.status(t); st.Result != ResultFailing || st.Reason != c.reason || !strings.Contains(st.Message, c.want) {
+				t.Errorf("status %s %s %q, want %q", st.Result, st.Reason, st.Message, c.want)
+			}
+			if f.cluster(t) != nil || f.planRev(t) != 0 {
+				t.Error("a failed tick wrote the cluster or the plan")
+			}
+		})
+	}
+}
+
+// TestChangeSettingsWakeTheDaemon: the trigger, the quiet time and
+// max-unhealthy are watched like the other settings.
+func TestChangeSettingsWakeTheDaemon(t *testing.T) {
+	f := newFixture(t)
+	d := f.daemon("d", func(c *Config) { c.Interval = time.Hour })
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan struct{})
+	go func() { _ = d.Run(ctx); close(done) }()
+	defer func() { cancel(); <-done }()
+	waitFor(t, "the first tick", func() bool { return ticks(d) == 1 })
+	for _, change := range []func() error{
+		func() error { return f.st.SetTrigger(ctx, storage.TriggerPlanning) },
+		func() error { return f.st.SetQuietTime(ctx, time.Second) },
+		func() error { return f.st.SetMaxUnhealthy(ctx, storage.MaxUnhealthy{Value: 3}) },
+	} {
+		before := ticks(d)
+		must(t, change())
+		waitFor(t, "a triggered tick", func() bool { return ticks(d) > before })
+	}
+	waitFor(t, "the planning status", func() bool {
+		st, err := f.st.GetStatus(ctx)
+		return err == nil && st.Result == ResultPlanning
+	})
+}
+
+// TestChangeStatusKept: a tick that fails before it queries sabakan keeps
+// the quiet state and the pending plan of the last one.
+func TestChangeStatusKept(t *testing.T) {
+	f := newFixture(t)
+	leader := f.lead(t)
+	d := f.daemon("d", nil)
+	ctx := context.Background()
+	must(t, d.runOnce(ctx, leader))
+	st := f.status(t)
+	if st.Quiet == nil || st.Pending == nil || st.Pending.Digest == "" {
+		t.Fatalf("first status: %+v %+v", st.Quiet, st.Pending)
+	}
+	must(t, f.st.SetURL(ctx, "http://127.0.0.1:1/graphql"))
+	if err := d.runOnce(ctx, leader); err == nil {
+		t.Fatal("a tick without sabakan succeeded")
+	}
+	after := f.status(t)
+	if diff := cmp.Diff(st.ChangeStatus, after.ChangeStatus); diff != "" {
+		t.Errorf("a failed tick changed the change status (-before +after):\n%s", diff)
+	}
+	// A tick that fails to decide and to plan keeps the last plan too.
+	must(t, f.st.SetURL(ctx, f.url))
+	bad := f.daemon("d", func(c *Config) { c.RetireWait = -time.Second })
+	bad.status = after
+	if err := bad.runOnce(ctx, leader); err == nil {
+		t.Fatal("a tick with a negative retire wait succeeded")
+	}
+	if got := f.status(t); got.Reason != ReasonGenerationError || !cmp.Equal(got.Pending, st.Pending) {
+		t.Errorf("after a failed decision: %s, pending %+v, want %+v", got.Reason, got.Pending, st.Pending)
+	}
+	raw, _ := json.Marshal(after)
+	if !strings.Contains(string(raw), `"inventoryDigest":"`+st.Quiet.InventoryDigest+`"`) {
+		t.Errorf("status JSON: %s", raw)
+	}
+}
