@@ -116,7 +116,7 @@ func TestMapPageSections(t *testing.T) {
 		`<td>need 5 workers, 3 candidates</td>`,
 		`<tr><th>failures in a row</th><td>4</td></tr>`,
 		`<tr><th>leader</th><td>daemon-1</td></tr>`,
-		`Next step: <b>increase worker</b>, 1 changes; 3 steps pending`,
+		`Next step: <b>increase worker</b>, 1 change; 3 steps pending`,
 		`<tr><td>add-worker</td><td><code>10.0.2.4</code></td><td>S000014</td><td>highest score</td></tr>`,
 		`<td>new</td><td class="num">2</td><td>generate <code>10.0.0.2</code>, generate <code>10.0.1.4</code></td>`,
 		`15 machines in 3 racks: 1 control plane`,

@@ -201,7 +201,7 @@ func TestDaemonProcess(t *testing.T) {
 		}
 	}
 	deadline = time.Now().Add(30 * time.Second)
-	for page := ""; !strings.Contains(page, "Next step: <b>increase worker</b>, 1 changes; 1 steps pending"); {
+	for page := ""; !strings.Contains(page, "Next step: <b>increase worker</b>, 1 change; 1 step pending"); {
 		if time.Now().After(deadline) {
 			t.Fatalf("the page shows no pending step:\n%s", page)
 		}
