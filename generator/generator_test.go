@@ -3,6 +3,7 @@ package generator
 import (
 	"encoding/json"
 	"errors"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -44,6 +45,40 @@ func TestRegenerateNothingToDoWhenMemberGone(t *testing.T) {
 	r2, err := Regenerate(input(tmpl, constraints.Default(), ms, res.Cluster))
 	if err != nil || r2.Op != OpRegenerate || len(r2.Changes) != 0 {
 		t.Errorf("Regenerate = %+v, %v", r2, err)
+	}
+}
+
+// TestRegenerateKeepsRebootingGoneMember: SPEC 6.3, a member whose machine
+// is gone does not block Regenerate when it is rebooting; it is written back
+// exactly as it was.
+func TestRegenerateKeepsRebootingGoneMember(t *testing.T) {
+	tmpl := mustTemplate(simpleTemplate)
+	ms := threeRacks()
+	res, err := Generate(input(tmpl, constraints.Default(), ms, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	gone := res.Cluster.Nodes[1]
+	var rest []*machine.Machine
+	for _, m := range ms {
+		if m.Address() != gone.Address {
+			rest = append(rest, m)
+		}
+	}
+	in := input(tmpl, constraints.Default(), rest, res.Cluster)
+	in.Rebooting = map[string]bool{gone.Address: true}
+	r, err := Regenerate(in)
+	if err != nil {
+		t.Fatalf("Regenerate with a rebooting member whose machine is gone: %v, want a result", err)
+	}
+	var kept *cluster.Node
+	for _, n := range r.Cluster.Nodes {
+		if n.Address == gone.Address {
+			kept = n
+		}
+	}
+	if kept == nil || !reflect.DeepEqual(kept, gone) {
+		t.Errorf("the rebooting member is %+v, want it written back as it was: %+v", kept, gone)
 	}
 }
 
