@@ -28,6 +28,7 @@ const (
 	ReasonInvalidConstraints = "INVALID_CONSTRAINTS"
 	ReasonInvalidCluster     = "INVALID_CLUSTER"
 	ReasonSabakanUnreachable = "SABAKAN_UNREACHABLE"
+	ReasonKubernetesUnreach  = "KUBERNETES_UNREACHABLE"
 	ReasonQueryError         = "QUERY_ERROR"
 	ReasonNotEnoughMachines  = "NOT_ENOUGH_MACHINES"
 	ReasonTooManyNonExistent = "TOO_MANY_NONEXISTENT_CONTROL_PLANES"
@@ -109,7 +110,12 @@ func (d *Daemon) tick(ctx context.Context, leaderKey string) (*outcome, error) {
 	if err != nil {
 		return out, err
 	}
+	taints, err := d.listNodes(ctx)
+	if err != nil {
+		return out, err
+	}
 	in := d.input(s, ms, roles)
+	in.NodeTaints = taints
 	res, err := d.manage(s, in, out)
 	clusterRev := s.clusterRev
 	if err == nil && res != nil {
@@ -215,6 +221,21 @@ func (d *Daemon) querySabakan(ctx context.Context, s *settings) ([]*machine.Mach
 	roles := machine.Roles(raw)
 	ms, warnings := machine.Sanitize(raw, labels.ValidateSabakanLabel)
 	return ms, roles, warnings, nil
+}
+
+// listNodes returns the taints of the Kubernetes Nodes by name, or nil
+// when the daemon has no Kubernetes access. A failure is
+// KUBERNETES_UNREACHABLE: without the Nodes a tick could keep a control
+// plane Kubernetes has given up on, so it decides nothing.
+func (d *Daemon) listNodes(ctx context.Context) (map[string][]cluster.Taint, error) {
+	if d.cfg.Nodes == nil {
+		return nil, nil
+	}
+	taints, err := d.cfg.Nodes.List(ctx)
+	if err != nil {
+		return nil, fail(ReasonKubernetesUnreach, err)
+	}
+	return taints, nil
 }
 
 // input is the generator's input of a tick; roles are the machines'
