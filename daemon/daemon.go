@@ -347,6 +347,7 @@ func nextStatus(prev storage.Status, now time.Time, leader string, out *outcome,
 	}
 	if out != nil {
 		st.Warnings = out.warnings[:min(len(out.warnings), storage.MaxWarnings)]
+		st.Kubernetes = out.kube
 	}
 	changeStatus(&st, prev, out, err)
 	st.Since = now

@@ -14,6 +14,7 @@ import (
 	"github.com/ckegen/ckegen/cluster"
 	"github.com/ckegen/ckegen/internal/kubetest"
 	"github.com/ckegen/ckegen/kubenodes"
+	"github.com/ckegen/ckegen/storage"
 )
 
 // kubeFixture is the daemon's fixture plus a real kube-apiserver holding
@@ -107,8 +108,12 @@ func TestKubernetesTaintReplacesControlPlane(t *testing.T) {
 	}
 	st, err := k.st.GetStatus(ctx)
 	must(t, err)
-	if st.Result != ResultOK {
-		t.Errorf("status %+v", st)
+	want := storage.KubernetesStatus{Read: true, Nodes: 8, Intolerable: 1}
+	if st.Result != ResultOK || st.Kubernetes == nil || *st.Kubernetes != want {
+		t.Errorf("status %+v, kubernetes %+v, want %+v", st, st.Kubernetes, want)
+	}
+	if got := series(scrape(t, k.d), "ckegen_kubernetes_nodes_intolerable"); len(got) != 1 || got[0] != "ckegen_kubernetes_nodes_intolerable 1" {
+		t.Errorf("metrics: %q", got)
 	}
 }
 
@@ -141,8 +146,8 @@ func TestKubernetesUnreachable(t *testing.T) {
 	}
 	st, err := k.st.GetStatus(ctx)
 	must(t, err)
-	if st.Result != ResultFailing || st.Reason != ReasonKubernetesUnreach {
-		t.Errorf("status %+v", st)
+	if st.Result != ResultFailing || st.Reason != ReasonKubernetesUnreach || st.Kubernetes == nil || st.Kubernetes.Read {
+		t.Errorf("status %+v, kubernetes %+v", st, st.Kubernetes)
 	}
 	if after, _ := k.st.GetClusterRaw(ctx); string(after) != string(before) {
 		t.Error("a tick without Kubernetes wrote a cluster")

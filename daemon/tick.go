@@ -10,6 +10,7 @@ import (
 	"github.com/ckegen/ckegen/cluster"
 	"github.com/ckegen/ckegen/constraints"
 	"github.com/ckegen/ckegen/generator"
+	"github.com/ckegen/ckegen/kubenodes"
 	"github.com/ckegen/ckegen/labels"
 	"github.com/ckegen/ckegen/machine"
 	"github.com/ckegen/ckegen/sabakan"
@@ -80,6 +81,8 @@ type outcome struct {
 	machines []*machine.Machine
 	// warnings are for the operator: the tick went on regardless.
 	warnings []string
+	// kube is what the tick read from Kubernetes; nil without access.
+	kube *storage.KubernetesStatus
 	changeOutcome
 }
 
@@ -104,13 +107,16 @@ func (d *Daemon) tick(ctx context.Context, leaderKey string) (*outcome, error) {
 		return &outcome{disabled: true}, nil
 	}
 	out := &outcome{current: s.current, warnings: s.constraints.Warnings()}
+	if d.cfg.Nodes != nil {
+		out.kube = &storage.KubernetesStatus{}
+	}
 	ms, roles, warnings, err := d.querySabakan(ctx, s)
 	out.machines = ms
 	out.warnings = append(out.warnings, warnings...)
 	if err != nil {
 		return out, err
 	}
-	taints, err := d.listNodes(ctx)
+	taints, err := d.listNodes(ctx, s, out)
 	if err != nil {
 		return out, err
 	}
@@ -227,7 +233,8 @@ func (d *Daemon) querySabakan(ctx context.Context, s *settings) ([]*machine.Mach
 // when the daemon has no Kubernetes access. A failure is
 // KUBERNETES_UNREACHABLE: without the Nodes a tick could keep a control
 // plane Kubernetes has given up on, so it decides nothing.
-func (d *Daemon) listNodes(ctx context.Context) (map[string][]cluster.Taint, error) {
+// It records in out what it read.
+func (d *Daemon) listNodes(ctx context.Context, s *settings, out *outcome) (map[string][]cluster.Taint, error) {
 	if d.cfg.Nodes == nil {
 		return nil, nil
 	}
@@ -235,6 +242,8 @@ func (d *Daemon) listNodes(ctx context.Context) (map[string][]cluster.Taint, err
 	if err != nil {
 		return nil, fail(ReasonKubernetesUnreach, err)
 	}
+	out.kube.Read, out.kube.Nodes = true, len(taints)
+	out.kube.Intolerable = kubenodes.CountIntolerable(taints, s.template.Cluster.ControlPlaneTolerations)
 	return taints, nil
 }
 
