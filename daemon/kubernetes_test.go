@@ -164,3 +164,41 @@ func TestKubernetesUnreachable(t *testing.T) {
 		t.Errorf("after the restart: status %+v, %d nodes", st, len(k.cluster(t).Nodes))
 	}
 }
+
+// TestKubernetesSparePromotedFirst: with spare_node_taint_key, a control
+// plane with an intolerable taint is replaced by the worker whose Node
+// carries the spare taint, and the spare taint counts as tolerated.
+func TestKubernetesSparePromotedFirst(t *testing.T) {
+	tmpl := strings.Replace(testTemplate, `"service_subnet"`, `"sabakan":{"spare_node_taint_key":"example.com/spare"},"service_subnet"`, 1)
+	k := newKubeFixture(t, tmpl)
+	ctx := context.Background()
+	c := k.cluster(t)
+	before := cps(c)
+	var spare string
+	for _, n := range c.Nodes {
+		if !n.ControlPlane {
+			spare = n.Address // the last worker: not the one a score would pick first
+		}
+	}
+	k.setTaints(t, spare, []corev1.Taint{{Key: "example.com/spare", Effect: corev1.TaintEffectNoSchedule}})
+	_, rev, _ := k.st.GetCluster(ctx)
+	must(t, k.d.runOnce(ctx, k.leader))
+	if _, again, _ := k.st.GetCluster(ctx); again != rev {
+		t.Fatalf("a spare worker alone changed the cluster: control planes %v, were %v", cps(k.cluster(t)), before)
+	}
+
+	k.setTaints(t, before[0], []corev1.Taint{{Key: "example.com/broken", Effect: corev1.TaintEffectNoSchedule}})
+	must(t, k.d.runOnce(ctx, k.leader))
+	after := cps(k.cluster(t))
+	if contains(after, before[0]) || !contains(after, spare) {
+		t.Fatalf("control planes %v after %s was tainted, were %v; want spare %s promoted", after, before[0], before, spare)
+	}
+	st, err := k.st.GetStatus(ctx)
+	must(t, err)
+	if len(st.LastChanges) != 2 || !strings.Contains(st.LastChanges[1].Reason, "spare node") {
+		t.Errorf("changes %+v, want the spare node's promotion", st.LastChanges)
+	}
+	if want := (storage.KubernetesStatus{Read: true, Nodes: 8, Intolerable: 1}); st.Kubernetes == nil || *st.Kubernetes != want {
+		t.Errorf("kubernetes %+v, want %+v (the spare taint is tolerated)", st.Kubernetes, want)
+	}
+}

@@ -243,7 +243,7 @@ func (d *Daemon) listNodes(ctx context.Context, s *settings, out *outcome) (map[
 		return nil, fail(ReasonKubernetesUnreach, err)
 	}
 	out.kube.Read, out.kube.Nodes = true, len(taints)
-	out.kube.Intolerable = kubenodes.CountIntolerable(taints, s.template.Cluster.ControlPlaneTolerations)
+	out.kube.Intolerable = kubenodes.CountIntolerable(taints, generator.Tolerations(s.template))
 	return taints, nil
 }
 
