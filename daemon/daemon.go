@@ -15,6 +15,7 @@ import (
 	"go.etcd.io/etcd/client/v3/concurrency"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/ckegen/ckegen/cluster"
 	"github.com/ckegen/ckegen/generator"
 	"github.com/ckegen/ckegen/sabakan"
 	"github.com/ckegen/ckegen/storage"
@@ -35,11 +36,20 @@ type Config struct {
 	// refused with CLUSTER_TOO_LARGE instead of failing in etcd.
 	MaxClusterBytes int
 	Sabakan         sabakan.Options
-	Now             func() time.Time
-	Log             *slog.Logger
+	// Nodes lists the Kubernetes Nodes' taints once per tick (SPEC 6.4);
+	// nil: no Kubernetes access, the generator sees no taints.
+	Nodes Nodes
+	Now   func() time.Time
+	Log   *slog.Logger
 	// Registry receives the daemon's metrics and is what /metrics serves;
 	// nil: a new one.
 	Registry *prometheus.Registry
+}
+
+// Nodes lists the taints of the cluster's Kubernetes Nodes by Node name;
+// *kubenodes.Reader is one.
+type Nodes interface {
+	List(ctx context.Context) (map[string][]cluster.Taint, error)
 }
 
 // Defaults.
@@ -337,6 +347,7 @@ func nextStatus(prev storage.Status, now time.Time, leader string, out *outcome,
 	}
 	if out != nil {
 		st.Warnings = out.warnings[:min(len(out.warnings), storage.MaxWarnings)]
+		st.Kubernetes = out.kube
 	}
 	changeStatus(&st, prev, out, err)
 	st.Since = now

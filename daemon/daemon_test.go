@@ -527,7 +527,7 @@ func TestMetrics(t *testing.T) {
 	if got := series(m, "cke_leader"); len(got) != 1 || got[0] != "cke_leader 0" {
 		t.Errorf("a follower exports %q", got)
 	}
-	for _, name := range []string{"cke_sabakan_", "ckegen_machines"} {
+	for _, name := range []string{"cke_sabakan_", "ckegen_machines", "ckegen_kubernetes_"} {
 		if got := series(m, name); len(got) != 0 {
 			t.Errorf("a follower exports %q", got)
 		}
@@ -539,6 +539,9 @@ func TestMetrics(t *testing.T) {
 	}
 	must(t, d.runOnce(ctx, leader))
 	m = scrape(t, d)
+	if got := series(m, "ckegen_kubernetes_"); len(got) != 0 {
+		t.Errorf("a daemon without Kubernetes access exports %q", got)
+	}
 	want := []string{
 		"cke_sabakan_integration_successful 1",
 		"cke_sabakan_integration_timestamp_seconds " + strconv.FormatFloat(float64(testNow.Unix()), 'g', -1, 64),

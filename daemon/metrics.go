@@ -52,6 +52,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 // 0 would read as a failure.
 type inventory struct {
 	successful, timestamp, workers, unused, machines *prometheus.Desc
+	intolerable                                      *prometheus.Desc
 
 	mu   sync.Mutex
 	last lastTick
@@ -67,6 +68,10 @@ type lastTick struct {
 	byRole  map[string]int // nil: no cluster seen yet
 	unused  int
 	byState map[machine.State]int // nil: no machines seen yet
+	// intolerable: Nodes with a taint a control plane does not tolerate;
+	// kubeRead: this term has read the Kubernetes Nodes.
+	intolerable int
+	kubeRead    bool
 }
 
 func newInventory() *inventory {
@@ -81,6 +86,8 @@ func newInventory() *inventory {
 			"The number of machines sabakan returned that are not in the cluster.", nil, nil),
 		machines: prometheus.NewDesc("ckegen_machines",
 			"The number of machines sabakan returned, by state.", []string{"state"}, nil),
+		intolerable: prometheus.NewDesc("ckegen_kubernetes_nodes_intolerable",
+			"The number of Kubernetes Nodes carrying a taint a control plane does not tolerate, at the last tick that read them.", nil, nil),
 	}
 }
 
@@ -91,6 +98,7 @@ func (v *inventory) Describe(ch chan<- *prometheus.Desc) {
 	ch <- v.workers
 	ch <- v.unused
 	ch <- v.machines
+	ch <- v.intolerable
 }
 
 // Collect implements prometheus.Collector.
@@ -115,6 +123,9 @@ func (v *inventory) Collect(ch chan<- prometheus.Metric) {
 	if t.byRole != nil && t.byState != nil {
 		ch <- prometheus.MustNewConstMetric(v.unused, prometheus.GaugeValue, float64(t.unused))
 	}
+	if t.kubeRead {
+		ch <- prometheus.MustNewConstMetric(v.intolerable, prometheus.GaugeValue, float64(t.intolerable))
+	}
 	if t.byState != nil {
 		for _, s := range machine.States {
 			ch <- prometheus.MustNewConstMetric(v.machines, prometheus.GaugeValue, float64(t.byState[s]), string(s))
@@ -133,6 +144,9 @@ func (v *inventory) observe(now time.Time, out *outcome, err error) {
 	}
 	t := &v.last
 	t.ticked, t.success, t.at = true, err == nil, now
+	if out != nil && out.kube != nil && out.kube.Read {
+		t.kubeRead, t.intolerable = true, out.kube.Intolerable
+	}
 	if out == nil || out.machines == nil {
 		return
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/ckegen/ckegen/cluster"
 	"github.com/ckegen/ckegen/constraints"
 	"github.com/ckegen/ckegen/generator"
+	"github.com/ckegen/ckegen/kubenodes"
 	"github.com/ckegen/ckegen/labels"
 	"github.com/ckegen/ckegen/machine"
 	"github.com/ckegen/ckegen/sabakan"
@@ -28,6 +29,7 @@ const (
 	ReasonInvalidConstraints = "INVALID_CONSTRAINTS"
 	ReasonInvalidCluster     = "INVALID_CLUSTER"
 	ReasonSabakanUnreachable = "SABAKAN_UNREACHABLE"
+	ReasonKubernetesUnreach  = "KUBERNETES_UNREACHABLE"
 	ReasonQueryError         = "QUERY_ERROR"
 	ReasonNotEnoughMachines  = "NOT_ENOUGH_MACHINES"
 	ReasonTooManyNonExistent = "TOO_MANY_NONEXISTENT_CONTROL_PLANES"
@@ -79,6 +81,8 @@ type outcome struct {
 	machines []*machine.Machine
 	// warnings are for the operator: the tick went on regardless.
 	warnings []string
+	// kube is what the tick read from Kubernetes; nil without access.
+	kube *storage.KubernetesStatus
 	changeOutcome
 }
 
@@ -103,13 +107,21 @@ func (d *Daemon) tick(ctx context.Context, leaderKey string) (*outcome, error) {
 		return &outcome{disabled: true}, nil
 	}
 	out := &outcome{current: s.current, warnings: s.constraints.Warnings()}
+	if d.cfg.Nodes != nil {
+		out.kube = &storage.KubernetesStatus{}
+	}
 	ms, roles, warnings, err := d.querySabakan(ctx, s)
 	out.machines = ms
 	out.warnings = append(out.warnings, warnings...)
 	if err != nil {
 		return out, err
 	}
+	taints, err := d.listNodes(ctx, s, out)
+	if err != nil {
+		return out, err
+	}
 	in := d.input(s, ms, roles)
+	in.NodeTaints = taints
 	res, err := d.manage(s, in, out)
 	clusterRev := s.clusterRev
 	if err == nil && res != nil {
@@ -215,6 +227,24 @@ func (d *Daemon) querySabakan(ctx context.Context, s *settings) ([]*machine.Mach
 	roles := machine.Roles(raw)
 	ms, warnings := machine.Sanitize(raw, labels.ValidateSabakanLabel)
 	return ms, roles, warnings, nil
+}
+
+// listNodes returns the taints of the Kubernetes Nodes by name, or nil
+// when the daemon has no Kubernetes access. A failure is
+// KUBERNETES_UNREACHABLE: without the Nodes a tick could keep a control
+// plane Kubernetes has given up on, so it decides nothing.
+// It records in out what it read.
+func (d *Daemon) listNodes(ctx context.Context, s *settings, out *outcome) (map[string][]cluster.Taint, error) {
+	if d.cfg.Nodes == nil {
+		return nil, nil
+	}
+	taints, err := d.cfg.Nodes.List(ctx)
+	if err != nil {
+		return nil, fail(ReasonKubernetesUnreach, err)
+	}
+	out.kube.Read, out.kube.Nodes = true, len(taints)
+	out.kube.Intolerable = kubenodes.CountIntolerable(taints, generator.Tolerations(s.template))
+	return taints, nil
 }
 
 // input is the generator's input of a tick; roles are the machines'

@@ -123,6 +123,39 @@ func (s *state) bestPromotableWorker() (*member, Score) {
 	return best, bestScore
 }
 
+// bestSpareWorker returns the best promotable worker whose Node carries the
+// spare node taint (SPEC 13), nil when there is none.
+func (s *state) bestSpareWorker() (*member, Score) {
+	var best *member
+	var bestScore Score
+	if s.tmpl.SpareNodeTaintKey == "" || len(s.input.NodeTaints) == 0 {
+		return nil, bestScore
+	}
+	s.live(func(mb *member) {
+		if !s.promotable(mb) || !mb.machine.spare {
+			return
+		}
+		x := mb.machine
+		sc := selectionScore(x, s.cpsInRack[x.rackSlot], s.groupName(true, nil))
+		if best == nil || betterSelection(x, sc.Total, best.machine, bestScore.Total) {
+			best, bestScore = mb, sc
+		}
+	})
+	return best, bestScore
+}
+
+// promoteSpare promotes the best spare worker, if any, and records it with
+// why; it reports whether it did.
+func (s *state) promoteSpare(why string) bool {
+	w, sc := s.bestSpareWorker()
+	if w == nil {
+		return false
+	}
+	s.setControlPlane(w, true)
+	s.record(ActionPromoteWorker, w, &sc, why+": spare node, highest "+sc.String())
+	return true
+}
+
 // removalScoreOf is the removal score of a member (its machine exists).
 func (s *state) removalScoreOf(mb *member) Score {
 	x := mb.machine

@@ -183,6 +183,21 @@ func (s *state) replaceControlPlane() (bool, error) {
 	hasCandidate := s.anyCPCandidate()
 	why := fmt.Sprintf("control plane %s: lowest %s", badCPText(bad.machine), sc.String())
 
+	// A spare worker replaces it first (SPEC 13), whatever the worker
+	// limits: the bad one, demoted, takes its place among the workers (or
+	// leaves, and the worker rules below fill the gap).
+	if spare, _ := s.bestSpareWorker(); spare != nil {
+		if demotable {
+			s.setControlPlane(bad, false)
+			s.record(ActionDemoteControlPlane, bad, &sc, why)
+		} else {
+			s.remove(bad)
+			s.record(ActionRemoveBadCP, bad, &sc, fmt.Sprintf("%s; role %q matches no worker template", why, bad.machine.role))
+		}
+		s.promoteSpare("replaces a bad control plane")
+		return true, nil
+	}
+
 	if demotable && s.limits.workersAtMax(s.workerCount) {
 		// Swap: the bad control plane takes its place among the workers
 		// and the best worker becomes a control plane; the worker count
@@ -300,6 +315,9 @@ func (s *state) fill() error {
 	if s.cpCount < s.limits.controlPlaneCount {
 		p := s.cpPicker()
 		for s.cpCount < s.limits.controlPlaneCount {
+			if s.promoteSpare(fmt.Sprintf("%d control planes, want %d", s.cpCount, s.limits.controlPlaneCount)) {
+				continue
+			}
 			if x, rackCount := p.peek(); x != nil {
 				p.take()
 				s.addControlPlane(x, rackCount, fmt.Sprintf("%d control planes, want %d", s.cpCount, s.limits.controlPlaneCount))

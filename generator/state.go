@@ -40,6 +40,9 @@ type machineInfo struct {
 	// intolerableTaint: its Kubernetes node carries a taint a control
 	// plane may not have (SPEC 6.4).
 	intolerableTaint bool
+	// spare: its Kubernetes node carries the template's spare node taint
+	// (SPEC 13): as a worker it is the first to become a control plane.
+	spare bool
 	// member is the machine's entry in the next cluster, nil if unused.
 	member *member
 	// excluded: the machine may not be added by this decision, because it
@@ -131,7 +134,7 @@ func newState(in *Input, current *cluster.Cluster) (*state, error) {
 			maximumWorkers:    in.Constraints.MaximumWorkers,
 		},
 		retireWait:  in.RetireWait,
-		tolerations: in.Template.Cluster.ControlPlaneTolerations,
+		tolerations: Tolerations(in.Template),
 		roleSlots:   map[string]int{},
 	}
 	nodeAt, err := s.addCurrentNodes(current)
@@ -252,8 +255,9 @@ func (s *state) addMachines(nodeAt map[uint32]*member) (int, error) {
 			x.excluded = in.Rebooting[x.address]
 		}
 		if len(in.NodeTaints) > 0 {
-			if ts, ok := in.NodeTaints[x.address]; ok && taints.Intolerable(ts, s.tolerations) != nil {
-				x.intolerableTaint = true
+			if ts, ok := in.NodeTaints[x.address]; ok {
+				x.intolerableTaint = taints.Intolerable(ts, s.tolerations) != nil
+				x.spare = hasKey(ts, s.tmpl.SpareNodeTaintKey)
 			}
 		}
 		if mb, ok := nodeAt[key]; ok {
@@ -330,4 +334,27 @@ func (s *state) live(f func(mb *member)) {
 			f(mb)
 		}
 	}
+}
+
+// Tolerations are the taint keys a control plane tolerates besides SPEC
+// 6.4's built-in ones: the template's control_plane_tolerations and its
+// spare node taint key (SPEC 13).
+func Tolerations(t *template.Template) []string {
+	if t.SpareNodeTaintKey == "" {
+		return t.Cluster.ControlPlaneTolerations
+	}
+	return append(slices.Clip(t.Cluster.ControlPlaneTolerations), t.SpareNodeTaintKey)
+}
+
+// hasKey reports whether a taint of ts has the key; never for "".
+func hasKey(ts []cluster.Taint, key string) bool {
+	if key == "" {
+		return false
+	}
+	for _, t := range ts {
+		if t.Key == key {
+			return true
+		}
+	}
+	return false
 }

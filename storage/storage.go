@@ -309,7 +309,20 @@ type Status struct {
 	// Warnings are what the operator should fix although the tick went
 	// on (at most MaxWarnings).
 	Warnings []string `json:"warnings,omitempty"`
+	// Kubernetes is what the tick read from the Kubernetes API; nil when
+	// the daemon has no Kubernetes access (no --kubeconfig).
+	Kubernetes *KubernetesStatus `json:"kubernetes,omitempty"`
 	ChangeStatus
+}
+
+// KubernetesStatus is what a tick learnt from the Kubernetes Nodes.
+type KubernetesStatus struct {
+	// Read: the tick listed the Nodes.
+	Read bool `json:"read"`
+	// Nodes is how many Nodes it listed, Intolerable how many of them
+	// carried a taint a control plane does not tolerate (SPEC 6.4).
+	Nodes       int `json:"nodes"`
+	Intolerable int `json:"intolerable"`
 }
 
 // MaxWarnings is how many warnings a status keeps.

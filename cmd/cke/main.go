@@ -29,6 +29,7 @@ import (
 	"github.com/ckegen/ckegen/internal/embedded"
 	"github.com/ckegen/ckegen/internal/logbridge"
 	"github.com/ckegen/ckegen/internal/version"
+	"github.com/ckegen/ckegen/kubenodes"
 	"github.com/ckegen/ckegen/sabakan"
 	"github.com/ckegen/ckegen/snapshot"
 	"github.com/ckegen/ckegen/storage"
@@ -68,6 +69,8 @@ type options struct {
 	maxClusterBytes                       int
 	sabakanTimeout                        time.Duration
 	sabakanCA, sabakanCert, sabakanKey    string
+	kubeconfig                            string
+	kubeTimeout                           time.Duration
 	logFile, logLevel, logFormat          string
 }
 
@@ -94,6 +97,8 @@ func parseFlags(args []string) (*options, error) {
 	fs.StringVar(&o.sabakanCA, "sabakan-tls-ca-file", "", "CA certificates of sabakan's HTTPS endpoint")
 	fs.StringVar(&o.sabakanCert, "sabakan-tls-cert-file", "", "client certificate for sabakan")
 	fs.StringVar(&o.sabakanKey, "sabakan-tls-key-file", "", "client key for sabakan")
+	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig of the Kubernetes cluster: the daemon reads its Nodes' taints every tick (none: no taints known)")
+	fs.DurationVar(&o.kubeTimeout, "kubernetes-timeout", kubenodes.DefaultTimeout, "timeout of listing the Kubernetes Nodes")
 	fs.StringVar(&o.logFile, "logfile", "", "Log filename")
 	fs.StringVar(&o.logLevel, "loglevel", "", "Log level [critical,error,warning,info,debug]")
 	fs.StringVar(&o.logFormat, "logformat", "", "Log format [plain,logfmt,json]")
@@ -167,7 +172,30 @@ func (o *options) check() error {
 	if _, err := o.etcdConfig(); err != nil {
 		return err
 	}
+	if _, err := o.nodes(); err != nil {
+		return err
+	}
 	return nil
+}
+
+// nodes returns the Kubernetes Node reader of --kubeconfig, nil without
+// it.
+func (o *options) nodes() (daemon.Nodes, error) {
+	if o.kubeTimeout <= 0 {
+		return nil, fmt.Errorf("--kubernetes-timeout: must be positive, got %s", o.kubeTimeout)
+	}
+	if o.kubeconfig == "" {
+		return nil, nil
+	}
+	cfg, err := kubenodes.LoadKubeconfig(o.kubeconfig)
+	if err != nil {
+		return nil, fmt.Errorf("--kubeconfig: %w", err)
+	}
+	r, err := kubenodes.NewReader(cfg, kubenodes.Options{Timeout: o.kubeTimeout})
+	if err != nil {
+		return nil, fmt.Errorf("--kubeconfig %s: %w", o.kubeconfig, err)
+	}
+	return r, nil
 }
 
 func (o *options) sabakanOptions() sabakan.Options {
@@ -249,6 +277,10 @@ func run(o *options) error {
 	}
 	defer cli.Close()
 
+	nodes, err := o.nodes()
+	if err != nil {
+		return err
+	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	d := daemon.New(daemon.Config{
@@ -260,6 +292,7 @@ func run(o *options) error {
 		MinBackoff:      o.minBackoff,
 		MaxClusterBytes: o.maxClusterBytes,
 		Sabakan:         o.sabakanOptions(),
+		Nodes:           nodes,
 		Log:             lg,
 		Registry:        reg,
 	})

@@ -300,6 +300,9 @@ func TestBadFlags(t *testing.T) {
 		{[]string{"--config", writeFile(t, dir, "typo.yml", "endpoints: [http://127.0.0.1:2379]\ntls-ca-flie: x\n")}, `unknown field "tls-ca-flie"`},
 		{[]string{"--config", writeFile(t, dir, "timeout.yml", "timeout: soon\n")}, `timeout: want a positive duration such as 2s, got "soon"`},
 		{[]string{"--config", writeFile(t, dir, "none.yml", "endpoints: []\n")}, "no endpoints"},
+		{[]string{"--kubeconfig", "/nonexistent"}, "--kubeconfig"},
+		{[]string{"--kubeconfig", writeFile(t, dir, "kubeconfig", "clusters: [\n")}, "--kubeconfig"},
+		{[]string{"--kubernetes-timeout", "0s"}, "--kubernetes-timeout: must be positive"},
 		{[]string{"extra"}, "unexpected arguments"},
 	} {
 		_, err := parseFlags(c.args)
@@ -312,6 +315,7 @@ func TestBadFlags(t *testing.T) {
 		nil,
 		{"--interval", "100ms", "--session-ttl", "3s", "--retire-wait", "0s", "--min-backoff", "10m", "--loglevel", "warning", "--logformat", "json"},
 		{"--etcd-endpoints", "http://a:2379,http://b:2379", "--etcd-prefix", "/x/"},
+		{"--kubeconfig", writeFile(t, dir, "good-kubeconfig", "apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: \"https://127.0.0.1:6443\"}}]\ncontexts: [{name: c, context: {cluster: c}}]\ncurrent-context: c\n"), "--kubernetes-timeout", "3s"},
 	} {
 		if _, err := parseFlags(args); err != nil {
 			t.Errorf("%q refused: %v", args, err)

@@ -105,6 +105,13 @@ func statusTable(w io.Writer, s storage.Status) error {
 	fmt.Fprintf(tw, "FAILURES\t%d\n", s.ConsecutiveFailures)
 	fmt.Fprintf(tw, "LAST SUCCESS\t%s\n", ts(s.LastSuccess))
 	fmt.Fprintf(tw, "LEADER\t%s\n", s.Leader)
+	if k := s.Kubernetes; k != nil {
+		if k.Read {
+			fmt.Fprintf(tw, "KUBERNETES\tread: %d nodes, %d with intolerable taints\n", k.Nodes, k.Intolerable)
+		} else {
+			fmt.Fprintf(tw, "KUBERNETES\tnot read\n")
+		}
+	}
 	changeStatusRows(tw, s.ChangeStatus)
 	if s.LastOp != "" {
 		fmt.Fprintf(tw, "LAST OP\t%s (%d changes)\n", s.LastOp, s.LastChangeCount)
