@@ -118,7 +118,10 @@ func (o *mapOptions) run(e *env, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	in.Next = next
+	if next != nil {
+		// --next replaces the stored plan's next step.
+		in.Next = next
+	}
 	m := rackmap.Build(in)
 	for _, n := range notes {
 		fmt.Fprintf(stderr, "note: %s\n", n)
@@ -187,13 +190,20 @@ func (o *mapOptions) offlineInput() (rackmap.Input, error) {
 // onlineInput reads etcd (within --timeout) and queries sabakan (within
 // --sabakan-timeout per request); an error says which one failed.
 func (o *mapOptions) onlineInput(e *env) (in rackmap.Input, notes []string, err error) {
-	err = e.withStorage(func(_ context.Context, st storage.Storage) error {
+	err = e.withStorage(func(ctx context.Context, st storage.Storage) error {
 		// The reader bounds its etcd reads by --timeout and each sabakan
 		// request by --sabakan-timeout, so a slow sabakan is not reported
 		// as a slow etcd.
 		r := snapshot.NewReader(st, snapshot.Options{Sabakan: o.sabakan, EtcdTimeout: e.timeout})
 		var err error
-		in, notes, err = r.Input(context.Background())
+		if in, notes, err = r.Input(context.Background()); err != nil {
+			return err
+		}
+		// The daemon's stored plan gives the next step to highlight.
+		pending, err := snapshot.StoredPending(ctx, st)
+		if pending != nil {
+			in.Next = pending.Changes
+		}
 		return err
 	})
 	return in, notes, err

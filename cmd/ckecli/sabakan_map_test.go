@@ -191,6 +191,20 @@ func TestMapOnline(t *testing.T) {
 		t.Errorf("json totals: %+v", m.Totals)
 	}
 
+	// The daemon's stored plan: its first step is highlighted.
+	if _, err := st.Client.Put(ctx, st.Key(storage.KeySabakanPlan),
+		`{"result":"settled","steps":[{"op":"increase worker","changes":[{"action":"add-worker","address":"10.0.1.3","serial":"x","score":null,"reason":"r"}],"warnings":[]}]}`); err != nil {
+		t.Fatal(err)
+	}
+	stdout.Reset()
+	stderr.Reset()
+	if code := run(append(base, "--width", "40", "--color", "never"), strings.NewReader(""), &stdout, &stderr); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	if !strings.Contains(stdout.String(), "add-worker 10.0.1.3") || !strings.Contains(stdout.String(), ".+") {
+		t.Errorf("map with a stored plan:\n%s\nwant its next step (add-worker 10.0.1.3) marked +", stdout.String())
+	}
+
 	ts.Close()
 	stdout.Reset()
 	stderr.Reset()
