@@ -226,3 +226,31 @@ func TestChangeJSON(t *testing.T) {
 		t.Errorf("read back %+v", back)
 	}
 }
+
+// TestPlanStepCarriesWarnings: a step's warnings are its decision's (here
+// the typo guard's, given on Generate too), so a plan shows them where they
+// arose.
+func TestPlanStepCarriesWarnings(t *testing.T) {
+	tmpl := mustTemplate(`name: t
+nodes:
+- {user: u, control_plane: true, labels: {cke.cybozu.com/role: compute}}
+- {user: u, labels: {cke.cybozu.com/role: compute}}
+- {user: u, labels: {cke.cybozu.com/role: gpuu}}
+service_subnet: 10.68.0.0/16
+`)
+	var ms []*machine.Machine
+	for _, m := range threeRacks() {
+		m.Spec.Role = "compute"
+		ms = append(ms, m)
+	}
+	p, err := MakePlan(input(tmpl, constraints.Default(), ms, nil), false, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Steps) == 0 || p.Steps[0].Op != OpNew {
+		t.Fatalf("plan steps %+v, want a first step %q", p.Steps, OpNew)
+	}
+	if w := strings.Join(p.Steps[0].Warnings, "\n"); !strings.Contains(w, `template role "gpuu" matches no machine`) {
+		t.Errorf("first step's warnings %q, want the misspelt role", p.Steps[0].Warnings)
+	}
+}
