@@ -36,6 +36,10 @@ func (b *machineBuilder) retireIn(days int) *machineBuilder {
 	b.m.Spec.RetireDate = testNow.AddDate(0, 0, days)
 	return b
 }
+func (b *machineBuilder) label(name, value string) *machineBuilder {
+	b.m.Spec.Labels = append(b.m.Spec.Labels, machine.Label{Name: name, Value: value})
+	return b
+}
 func (b *machineBuilder) obj() *machine.Machine { m := b.m; return &m }
 
 func mustTemplate(doc string) *template.Template {

@@ -23,45 +23,53 @@ func (x *machineInfo) unused() bool {
 	return x.member == nil && !x.excluded
 }
 
-// isCPCandidate: SPEC 5 for control planes.
+// isCPCandidate: SPEC 5 for control planes, without the placement.
 func (s *state) isCPCandidate(x *machineInfo) bool {
 	return x.unused() && x.state == machine.StateHealthy && !x.intolerableTaint && s.cpRoleMatches(x)
 }
 
-// isWorkerCandidate: SPEC 5 for the worker template t.
+// isWorkerCandidate: SPEC 5 for the worker template t, without the
+// placement.
 func isWorkerCandidate(x *machineInfo, t *template.NodeTemplate) bool {
 	return x.unused() && x.state == machine.StateHealthy && (t.Role == "" || t.Role == x.role)
 }
 
+// anyCPCandidate reports whether an unused machine may be added as a
+// control plane, placement included.
 func (s *state) anyCPCandidate() bool {
+	pi := s.cpPlacement()
 	for _, x := range s.machines {
-		if s.isCPCandidate(x) {
+		if s.isCPCandidate(x) && pi.admits(s, x) {
 			return true
 		}
 	}
 	return false
 }
 
+// anyWorkerCandidate reports whether an unused machine may be added as a
+// worker of its template, placement included.
 func (s *state) anyWorkerCandidate() bool {
 	for _, x := range s.machines {
-		if x.unused() && x.state == machine.StateHealthy && s.workerTemplate(x) != nil {
+		if !x.unused() || x.state != machine.StateHealthy {
+			continue
+		}
+		if t := s.workerTemplate(x); t != nil && s.workerPlacement(t).admits(s, x) {
 			return true
 		}
 	}
 	return false
 }
 
-func (s *state) cpPicker() *picker {
-	return newPicker(s.machines, len(s.cpsInRack), s.isCPCandidate, s.cpRackCount)
+func (s *state) cpPool() *pool {
+	return s.newPool(s.cpPlacement(), s.isCPCandidate, s.cpRackCount)
 }
 
-// workerPickers builds one picker per worker template, in one pass over
-// the machines.
-func (s *state) workerPickers() []*picker {
-	ps := make([]*picker, len(s.tmpl.Workers))
+// workerPools builds one pool per worker template.
+func (s *state) workerPools() []*pool {
+	ps := make([]*pool, len(s.tmpl.Workers))
 	for i := range s.tmpl.Workers {
 		t := &s.tmpl.Workers[i]
-		ps[i] = newPicker(s.machines, len(s.cpsInRack),
+		ps[i] = s.newPool(s.workerPlacement(t),
 			func(x *machineInfo) bool { return isWorkerCandidate(x, t) },
 			func(x *machineInfo) int { return s.workerRackCount(x, t) })
 	}
@@ -71,9 +79,9 @@ func (s *state) workerPickers() []*picker {
 // chooseWorkerTemplate picks the worker template for the next worker (SPEC
 // 4): the lowest workers/weight among templates with a candidate, the first
 // listed on ties.
-func (s *state) chooseWorkerTemplate(ps []*picker) (*template.NodeTemplate, *picker) {
+func (s *state) chooseWorkerTemplate(ps []*pool) (*template.NodeTemplate, *pool) {
 	var best *template.NodeTemplate
-	var bestP *picker
+	var bestP *pool
 	for i := range s.tmpl.Workers {
 		t := &s.tmpl.Workers[i]
 		if x, _ := ps[i].peek(); x == nil {
@@ -89,10 +97,11 @@ func (s *state) chooseWorkerTemplate(ps []*picker) (*template.NodeTemplate, *pic
 
 // promotable reports whether a member is a worker that may become a
 // control plane: HEALTHY, untainted, of the control plane's role, not
-// rebooting.
+// rebooting, admitted by the control plane's placement.
 func (s *state) promotable(mb *member) bool {
 	x := mb.machine
-	return !mb.controlPlane && !mb.rebooting && x != nil && x.state == machine.StateHealthy && !x.intolerableTaint && s.cpRoleMatches(x)
+	return !mb.controlPlane && !mb.rebooting && x != nil && x.state == machine.StateHealthy && !x.intolerableTaint && s.cpRoleMatches(x) &&
+		s.cpPlacement().admits(s, x)
 }
 
 func (s *state) anyPromotableWorker() bool {
@@ -105,68 +114,73 @@ func (s *state) anyPromotableWorker() bool {
 }
 
 // bestPromotableWorker returns the worker that would make the best control
-// plane: HEALTHY, untainted, of the control plane's role, not rebooting,
-// with the highest control-plane selection score.
-func (s *state) bestPromotableWorker() (*member, Score) {
-	var best *member
-	var bestScore Score
-	s.live(func(mb *member) {
-		if !s.promotable(mb) {
-			return
-		}
-		x := mb.machine
-		sc := selectionScore(x, s.cpsInRack[x.rackSlot], s.groupName(true, nil))
-		if best == nil || betterSelection(x, sc.Total, best.machine, bestScore.Total) {
-			best, bestScore = mb, sc
-		}
-	})
-	return best, bestScore
+// plane: promotable, from the first group of the control plane's placement
+// that has one, with the highest control-plane selection score; and the
+// name of that group.
+func (s *state) bestPromotableWorker() (*member, Score, string) {
+	return s.bestPromotable(func(*member) bool { return true })
 }
 
 // bestSpareWorker returns the best promotable worker whose Node carries the
 // spare node taint (SPEC 13), nil when there is none.
-func (s *state) bestSpareWorker() (*member, Score) {
+func (s *state) bestSpareWorker() (*member, Score, string) {
+	if s.tmpl.SpareNodeTaintKey == "" || len(s.input.NodeTaints) == 0 {
+		return nil, Score{}, ""
+	}
+	return s.bestPromotable(func(mb *member) bool { return mb.machine.spare })
+}
+
+// bestPromotable is the best promotable worker accepted by ok, as
+// bestPromotableWorker chooses.
+func (s *state) bestPromotable(ok func(*member) bool) (*member, Score, string) {
+	pi := s.cpPlacement()
 	var best *member
 	var bestScore Score
-	if s.tmpl.SpareNodeTaintKey == "" || len(s.input.NodeTaints) == 0 {
-		return nil, bestScore
-	}
+	bestRank := 0
 	s.live(func(mb *member) {
-		if !s.promotable(mb) || !mb.machine.spare {
+		if !s.promotable(mb) || !ok(mb) {
 			return
 		}
 		x := mb.machine
-		sc := selectionScore(x, s.cpsInRack[x.rackSlot], s.groupName(true, nil))
-		if best == nil || betterSelection(x, sc.Total, best.machine, bestScore.Total) {
-			best, bestScore = mb, sc
+		r := pi.rank(s, x)
+		if best != nil && r > bestRank {
+			return
+		}
+		sc := s.scored(selectionScore(x, s.cpsInRack[x.rackSlot], s.groupName(true, nil)), pi, x)
+		if best == nil || r < bestRank || betterSelection(x, sc.Value(), best.machine, bestScore.Value()) {
+			best, bestScore, bestRank = mb, sc, r
 		}
 	})
-	return best, bestScore
+	if best == nil || pi == nil || pi.pl.NumGroups() == 0 {
+		return best, bestScore, ""
+	}
+	return best, bestScore, pi.groupName(bestRank)
 }
 
 // promoteSpare promotes the best spare worker, if any, and records it with
 // why; it reports whether it did.
 func (s *state) promoteSpare(why string) bool {
-	w, sc := s.bestSpareWorker()
+	w, sc, group := s.bestSpareWorker()
 	if w == nil {
 		return false
 	}
 	s.setControlPlane(w, true)
-	s.record(ActionPromoteWorker, w, &sc, why+": spare node, highest "+sc.String())
+	s.recordPick(ActionPromoteWorker, w, &sc, s.cpPlacement(), group, why+": spare node, ")
 	return true
 }
 
-// removalScoreOf is the removal score of a member (its machine exists).
+// removalScoreOf is the removal score of a member (its machine exists),
+// with the metric points of its template's placement.
 func (s *state) removalScoreOf(mb *member) Score {
 	x := mb.machine
 	if mb.controlPlane {
-		return removalScore(x, s.cpsInRack[x.rackSlot], s.groupName(true, nil))
+		return s.scored(removalScore(x, s.cpsInRack[x.rackSlot], s.groupName(true, nil)), s.cpPlacement(), x)
 	}
 	t := s.workerTemplate(x)
 	if t == nil {
 		return removalScore(x, s.roleWorkersInRack[x.roleSlot][x.rackSlot], "workers of role "+x.role)
 	}
-	return removalScore(x, s.workerRackCount(x, t), s.groupName(false, t))
+	return s.scored(removalScore(x, s.workerRackCount(x, t), s.groupName(false, t)), s.workerPlacement(t), x)
 }
 
 // lowestRemoval returns the member among those accepted by ok with the lowest
@@ -179,7 +193,7 @@ func (s *state) lowestRemoval(ok func(mb *member) bool) (*member, Score) {
 			return
 		}
 		sc := s.removalScoreOf(mb)
-		if best == nil || worseForRemoval(mb.machine, sc.Total, best.machine, bestScore.Total) {
+		if best == nil || worseForRemoval(mb.machine, sc.Value(), best.machine, bestScore.Value()) {
 			best, bestScore = mb, sc
 		}
 	})

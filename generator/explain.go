@@ -25,6 +25,26 @@ func (s *state) record(action string, mb *member, sc *Score, reason string) {
 	})
 }
 
+// recordPick records a change that adds a machine to a template (or
+// promotes one): why, the group of the template's placement it was picked
+// from (SPEC 12.4; "" without groups), and the score that chose it. The
+// reason reads "<why>group NAME, highest <score>".
+func (s *state) recordPick(action string, mb *member, sc *Score, pi *placement, group, why string) {
+	b := make([]byte, 0, len(why)+160)
+	b = append(b, why...)
+	if group != "" {
+		b = append(b, "group "...)
+		b = append(b, group...)
+		b = append(b, ", "...)
+	}
+	b = append(b, "highest "...)
+	s.record(action, mb, sc, string(sc.appendTo(b)))
+	if group != "" {
+		c := &s.changes[len(s.changes)-1]
+		c.Placement, c.Group = pi.keyIfGrouped(), group
+	}
+}
+
 // keepScore copies a score into the state's slab: a decision that explains
 // ten thousand picks allocates a few chunks instead of a score each.
 func (s *state) keepScore(sc *Score) *Score {
@@ -65,10 +85,10 @@ func workerGroupName(t *template.NodeTemplate) string {
 	return "workers of role " + t.Role
 }
 
-// workerReason explains a worker pick; the template's part is built once
-// per template.
-func (s *state) workerReason(t *template.NodeTemplate, sc *Score) string {
-	b := make([]byte, 0, 192)
+// workerWhy is the start of a worker pick's reason, before its group and
+// score.
+func (s *state) workerWhy(t *template.NodeTemplate) string {
+	b := make([]byte, 0, 96)
 	b = append(b, "worker for template nodes["...)
 	b = strconv.AppendInt(b, int64(t.Index), 10)
 	b = append(b, "] ("...)
@@ -82,8 +102,8 @@ func (s *state) workerReason(t *template.NodeTemplate, sc *Score) string {
 	b = strconv.AppendFloat(b, t.Weight, 'g', -1, 64)
 	b = append(b, ", "...)
 	b = strconv.AppendInt(b, int64(s.workersOf(t)-1), 10)
-	b = append(b, " workers): highest "...)
-	return string(sc.appendTo(b))
+	b = append(b, " workers): "...)
+	return string(b)
 }
 
 func (s *state) cpCandidateText() string {

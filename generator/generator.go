@@ -18,6 +18,7 @@ import (
 	"github.com/ckegen/ckegen/cluster"
 	"github.com/ckegen/ckegen/constraints"
 	"github.com/ckegen/ckegen/machine"
+	"github.com/ckegen/ckegen/policy"
 	"github.com/ckegen/ckegen/template"
 )
 
@@ -50,6 +51,7 @@ const (
 	OpIncreaseWorker      = "increase worker"
 	OpDecreaseWorker      = "decrease worker"
 	OpTaintNodes          = "taint nodes"
+	OpRebalanceCP         = "rebalance control plane"
 )
 
 // Change actions.
@@ -67,6 +69,9 @@ const (
 	ActionRemoveBadCP             = "remove-bad-control-plane"
 	ActionRemoveRetiredWorker     = "remove-retired-worker"
 	ActionChangeTaint             = "change-taint"
+	ActionRebalanceDemoteCP       = "rebalance-demote-control-plane"
+	ActionRebalanceRemoveCP       = "rebalance-remove-control-plane"
+	ActionRebalanceAddCP          = "rebalance-add-control-plane"
 )
 
 // Input is the snapshot a decision is made from.
@@ -92,6 +97,13 @@ type Input struct {
 	// compares the worker templates' roles with them. When nil, the roles
 	// of Machines are used.
 	InventoryRoles []string
+	// Policy is the placement policy (SPEC 12) compiled for Template; nil
+	// for none, which leaves every decision as without a policy.
+	Policy *policy.Policy
+	// Metrics are the policy's metric values of this tick (metricprovider.
+	// Fetch), looked up by serial; nil when there are none: every machine
+	// then has no value.
+	Metrics *policy.Values
 }
 
 // Change is one step of a decision: a machine chosen, removed, moved
@@ -105,6 +117,11 @@ type Change struct {
 	Score *Score `json:"score"`
 	// Reason explains the change for people, score terms included.
 	Reason string `json:"reason"`
+	// Placement and Group are set on a change that adds a machine to a
+	// template whose placement has ordered groups (SPEC 12.4): the
+	// placement's key and the group the machine was picked from.
+	Placement string `json:"placement,omitempty"`
+	Group     string `json:"group,omitempty"`
 }
 
 // Result is a decision.

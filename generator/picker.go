@@ -15,10 +15,15 @@ import (
 // only that rack's key changes; keys can only fall while a picker lives
 // (nodes are added, never removed), and a stale key is re-computed when it
 // reaches the top.
+//
+// With a placement policy, a machine's metric points (bonus) join its
+// score: a rack's candidates are then ranked by lifetime and metric points
+// together, which are the same for a machine whatever the rack count.
 type picker struct {
 	racks     rackHeap
 	rackCount func(x *machineInfo) int
 	eligible  func(x *machineInfo) bool
+	bonus     func(x *machineInfo) float64 // nil: no metric points
 }
 
 // rackQueue is one rack's candidates, best first. key, top and retire are
@@ -29,7 +34,7 @@ type picker struct {
 type rackQueue struct {
 	ms     []*machineInfo
 	pos    int
-	key    int
+	key    float64
 	retire instant
 	top    *machineInfo
 }
@@ -37,7 +42,7 @@ type rackQueue struct {
 func (q *rackQueue) head() *machineInfo { return q.ms[q.pos] }
 
 // rank records x as the queue's top with score key.
-func (q *rackQueue) rank(x *machineInfo, key int) {
+func (q *rackQueue) rank(x *machineInfo, key float64) {
 	q.top, q.key, q.retire = x, key, x.retireAt
 }
 
@@ -65,12 +70,13 @@ func (h *rackHeap) Pop() any {
 
 // newPicker builds a picker over the machines accepted by eligible; racks
 // is the number of dense rack indexes. The rackCount function reads the
-// live counters of the state.
+// live counters of the state; bonus, when not nil, gives each machine's
+// metric points.
 //
 // The candidates are bucketed by rack with a counting sort into one
 // backing array (serial order kept within a rack), so a picker costs a
 // handful of allocations whatever the number of machines and racks.
-func newPicker(ms []*machineInfo, racks int, eligible func(x *machineInfo) bool, rackCount func(x *machineInfo) int) *picker {
+func newPicker(ms []*machineInfo, racks int, eligible func(x *machineInfo) bool, rackCount func(x *machineInfo) int, bonus func(x *machineInfo) float64) *picker {
 	start := make([]int, racks+1)
 	var cands []*machineInfo
 	for _, x := range ms {
@@ -94,7 +100,7 @@ func newPicker(ms []*machineInfo, racks int, eligible func(x *machineInfo) bool,
 	}
 	// next[slot] is now the end of rack slot's bucket and, shifted by one, the
 	// start of the following one.
-	p := &picker{rackCount: rackCount, eligible: eligible}
+	p := &picker{rackCount: rackCount, eligible: eligible, bonus: bonus}
 	queues := make([]rackQueue, 0, nonEmpty)
 	p.racks = make(rackHeap, 0, nonEmpty)
 	lo := 0
@@ -105,7 +111,7 @@ func newPicker(ms []*machineInfo, racks int, eligible func(x *machineInfo) bool,
 		}
 		q := rackQueue{ms: sorted[lo:hi:hi]}
 		lo = hi
-		slices.SortFunc(q.ms, laterFirst)
+		p.rankRack(q.ms)
 		q.rank(q.head(), p.score(q.head()))
 		queues = append(queues, q)
 		p.racks = append(p.racks, &queues[len(queues)-1])
@@ -114,8 +120,43 @@ func newPicker(ms []*machineInfo, racks int, eligible func(x *machineInfo) bool,
 	return p
 }
 
-func (p *picker) score(x *machineInfo) int {
-	return rackPoints(p.rackCount(x)) + x.lifetimePoints
+// rankRack sorts one rack's candidates best first. Without metric points
+// the lifetime term grows with the retire date, so laterFirst alone ranks
+// them; with them, lifetime and metric points come first.
+func (p *picker) rankRack(ms []*machineInfo) {
+	if p.bonus == nil {
+		slices.SortFunc(ms, laterFirst)
+		return
+	}
+	own := make([]float64, len(ms))
+	idx := make([]int, len(ms))
+	for i, x := range ms {
+		own[i] = float64(x.lifetimePoints) + p.bonus(x)
+		idx[i] = i
+	}
+	slices.SortFunc(idx, func(a, b int) int {
+		if own[a] != own[b] {
+			if own[a] > own[b] {
+				return -1
+			}
+			return 1
+		}
+		return laterFirst(ms[a], ms[b])
+	})
+	sorted := make([]*machineInfo, len(ms))
+	for i, j := range idx {
+		sorted[i] = ms[j]
+	}
+	copy(ms, sorted)
+}
+
+// score is x's selection score as the picker ranks it.
+func (p *picker) score(x *machineInfo) float64 {
+	k := float64(rackPoints(p.rackCount(x)) + x.lifetimePoints)
+	if p.bonus != nil {
+		k += p.bonus(x)
+	}
+	return k
 }
 
 // settle brings the best valid candidate to the top: it drops machines that

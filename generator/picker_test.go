@@ -8,15 +8,58 @@ import (
 
 	"github.com/ckegen/ckegen/constraints"
 	"github.com/ckegen/ckegen/machine"
+	"github.com/ckegen/ckegen/policy"
+	"github.com/ckegen/ckegen/template"
 )
+
+// drawMetrics compiles doc for tmpl and draws each machine's value of
+// every metric of the policy: none, or one in [0, 60].
+func drawMetrics(t *rapid.T, tmpl *template.Template, doc string, ms []*machine.Machine) (*policy.Policy, *policy.Values) {
+	pol, err := policy.Load([]byte(doc), tmpl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	serials := make([]string, len(ms))
+	for i, m := range ms {
+		serials[i] = m.Spec.Serial
+	}
+	vals := pol.NewValues(serials)
+	for i := range ms {
+		for col := range pol.Metrics() {
+			if rapid.IntRange(0, 4).Draw(t, "has value") > 0 {
+				vals.Set(i, col, float64(rapid.IntRange(0, 60).Draw(t, "value")))
+			}
+		}
+	}
+	return pol, vals
+}
+
+// pickerPolicy places control planes in two ordered groups (tier 1
+// first, then any machine of racks 0-5) and scores them by temperature.
+const pickerPolicy = `
+placements:
+  control-plane:
+    constraints: ["cke.cybozu.com/rack not in (6, 7)"]
+    groups:
+    - {name: tier1, constraints: ["sabakan.cke.cybozu.com/tier = 1"]}
+    - {name: any}
+    metrics: [{name: temp, weight: -7}]
+metrics:
+  temp: {provider: lab, min: 10, max: 50}
+providers:
+  lab: {type: static, values: {}}
+`
 
 // TestPickerMatchesLinearScan checks the heap picker against the plain
 // definition: at every step, the candidate with the best (score, retire
-// date, serial, address) computed from the live rack counts.
+// date, serial, address) computed from the live rack counts; with a
+// policy, among the admitted candidates of the first group that has one,
+// metric points included.
 func TestPickerMatchesLinearScan(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		n := rapid.IntRange(1, 60).Draw(t, "machines")
 		racks := rapid.IntRange(1, 8).Draw(t, "racks")
+		withPolicy := rapid.Bool().Draw(t, "policy")
 		var ms []*machine.Machine
 		for i := 0; i < n; i++ {
 			rack := rapid.IntRange(0, racks-1).Draw(t, "rack")
@@ -25,34 +68,46 @@ func TestPickerMatchesLinearScan(t *testing.T) {
 			if rapid.IntRange(0, 4).Draw(t, "sick") == 0 {
 				b.state(machine.StateUnhealthy)
 			}
+			if withPolicy && rapid.IntRange(0, 3).Draw(t, "tier1") == 0 {
+				b.label("tier", "1")
+			}
 			ms = append(ms, b.obj())
 		}
-		s, err := newState(&Input{Template: mustTemplate(simpleTemplate), Constraints: constraints.Default(), Machines: ms, Now: testNow}, nil)
+		in := &Input{Template: mustTemplate(simpleTemplate), Constraints: constraints.Default(), Machines: ms, Now: testNow}
+		if withPolicy {
+			in.Policy, in.Metrics = drawMetrics(t, in.Template, pickerPolicy, ms)
+		}
+		s, err := newState(in, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
+		pi := s.cpPlacement()
 		// Seed some control planes so that rack counts start uneven.
 		for i := 0; i < rapid.IntRange(0, 3).Draw(t, "seeded"); i++ {
 			if x := s.machines[rapid.IntRange(0, n-1).Draw(t, "seed")]; x.member == nil {
 				s.add(x, true)
 			}
 		}
-		p := s.cpPicker()
+		p := s.cpPool()
 		for {
 			got, _ := p.peek()
 			var want *machineInfo
-			wantScore := 0
+			wantScore, wantRank := 0.0, 0
 			for _, x := range s.machines {
-				if !s.isCPCandidate(x) {
+				if !s.isCPCandidate(x) || !pi.admits(s, x) {
 					continue
 				}
-				sc := rackPoints(s.cpRackCount(x)) + x.lifetimePoints
-				if want == nil || betterSelection(x, sc, want, wantScore) {
-					want, wantScore = x, sc
+				r := pi.rank(s, x)
+				sc := float64(rackPoints(s.cpRackCount(x))+x.lifetimePoints) + pi.points(s, x)
+				if want == nil || r < wantRank || r == wantRank && betterSelection(x, sc, want, wantScore) {
+					want, wantScore, wantRank = x, sc, r
 				}
 			}
 			if got != want {
 				t.Fatalf("picker chose %v, linear scan %v", name(got), name(want))
+			}
+			if got != nil && withPolicy && p.group() != pi.groupName(wantRank) {
+				t.Fatalf("picker says group %q, linear scan %q", p.group(), pi.groupName(wantRank))
 			}
 			if got == nil {
 				return

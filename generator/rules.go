@@ -14,7 +14,7 @@ import (
 // generate picks the first cluster (SPEC 6.1).
 func (s *state) generate() error {
 	s.expect(s.limits.controlPlaneCount + s.limits.minimumWorkers)
-	cp := s.cpPicker()
+	cp := s.cpPool()
 	for s.cpCount < s.limits.controlPlaneCount {
 		x, rackCount := cp.peek()
 		if x == nil {
@@ -22,10 +22,9 @@ func (s *state) generate() error {
 				ErrNotEnoughMachines, s.limits.controlPlaneCount, s.cpCount, s.cpCandidateText())
 		}
 		cp.take()
-		sc := selectionScore(x, rackCount, s.groupName(true, nil))
-		s.record(ActionGenerate, s.add(x, true), &sc, "control plane: highest "+sc.String())
+		s.addControlPlane(ActionGenerate, x, rackCount, cp, "control plane: ")
 	}
-	ws := s.workerPickers()
+	ws := s.workerPools()
 	for s.workerCount < s.limits.minimumWorkers {
 		if !s.addWorker(ws, ActionGenerate, "") {
 			return fmt.Errorf("%w: need %d workers, found %d candidates (HEALTHY machines matching a worker template, not used as control planes)",
@@ -186,7 +185,7 @@ func (s *state) replaceControlPlane() (bool, error) {
 	// A spare worker replaces it first (SPEC 13), whatever the worker
 	// limits: the bad one, demoted, takes its place among the workers (or
 	// leaves, and the worker rules below fill the gap).
-	if spare, _ := s.bestSpareWorker(); spare != nil {
+	if spare, _, _ := s.bestSpareWorker(); spare != nil {
 		if demotable {
 			s.setControlPlane(bad, false)
 			s.record(ActionDemoteControlPlane, bad, &sc, why)
@@ -247,7 +246,7 @@ func (s *state) increaseWorkers() (bool, error) {
 	if s.healthyWorkerCount >= s.limits.minimumWorkers || s.limits.workersAtMax(s.workerCount) {
 		return false, nil
 	}
-	ws := s.workerPickers()
+	ws := s.workerPools()
 	added := false
 	for s.healthyWorkerCount < s.limits.minimumWorkers && !s.limits.workersAtMax(s.workerCount) {
 		if !s.addWorker(ws, ActionAddWorker, fmt.Sprintf("%d HEALTHY workers, want %d; ", s.healthyWorkerCount, s.limits.minimumWorkers)) {
@@ -313,28 +312,28 @@ func (s *state) taintNodes() (bool, error) {
 // minimum-workers. It fails when the constraints cannot be met.
 func (s *state) fill() error {
 	if s.cpCount < s.limits.controlPlaneCount {
-		p := s.cpPicker()
+		p := s.cpPool()
 		for s.cpCount < s.limits.controlPlaneCount {
 			if s.promoteSpare(fmt.Sprintf("%d control planes, want %d", s.cpCount, s.limits.controlPlaneCount)) {
 				continue
 			}
 			if x, rackCount := p.peek(); x != nil {
 				p.take()
-				s.addControlPlane(x, rackCount, fmt.Sprintf("%d control planes, want %d", s.cpCount, s.limits.controlPlaneCount))
+				s.addControlPlane(ActionAddControlPlane, x, rackCount, p, fmt.Sprintf("%d control planes, want %d: ", s.cpCount, s.limits.controlPlaneCount))
 				continue
 			}
-			w, workerScore := s.bestPromotableWorker()
+			w, workerScore, group := s.bestPromotableWorker()
 			if w == nil || s.workerCount <= s.limits.minimumWorkers {
 				return fmt.Errorf("%w: need %d control planes, have %d, and no candidate (%s) nor a worker to promote (workers %d, minimum-workers %d)",
 					ErrNotEnoughMachines, s.limits.controlPlaneCount, s.cpCount, s.cpCandidateText(), s.workerCount, s.limits.minimumWorkers)
 			}
 			s.setControlPlane(w, true)
-			s.record(ActionPromoteWorker, w, &workerScore, fmt.Sprintf("%d control planes, want %d; no unused candidate: highest %s",
-				s.cpCount-1, s.limits.controlPlaneCount, workerScore.String()))
+			s.recordPick(ActionPromoteWorker, w, &workerScore, s.cpPlacement(), group, fmt.Sprintf("%d control planes, want %d; no unused candidate: ",
+				s.cpCount-1, s.limits.controlPlaneCount))
 		}
 	}
 	if s.workerCount < s.limits.minimumWorkers {
-		ws := s.workerPickers()
+		ws := s.workerPools()
 		for s.workerCount < s.limits.minimumWorkers {
 			if !s.addWorker(ws, ActionAddWorker, fmt.Sprintf("%d workers, want %d; ", s.workerCount, s.limits.minimumWorkers)) {
 				return fmt.Errorf("%w: need %d workers, have %d, and no candidate (HEALTHY unused machine matching a worker template)",
@@ -348,35 +347,37 @@ func (s *state) fill() error {
 // addWorker adds the next worker, SPEC 4's template by weight and then that
 // template's best candidate, and records it with why before the score's
 // explanation. It returns false when no template has a candidate.
-func (s *state) addWorker(ws []*picker, action, why string) bool {
+func (s *state) addWorker(ws []*pool, action, why string) bool {
 	t, p := s.chooseWorkerTemplate(ws)
 	if t == nil {
 		return false
 	}
 	x, rackCount := p.peek()
 	p.take()
-	sc := selectionScore(x, rackCount, s.groupName(false, t))
+	sc := s.scored(selectionScore(x, rackCount, s.groupName(false, t)), p.pi, x)
 	mb := s.add(x, false)
-	s.record(action, mb, &sc, why+s.workerReason(t, &sc))
+	s.recordPick(action, mb, &sc, p.pi, p.group(), why+s.workerWhy(t))
 	return true
 }
 
 // addBestControlPlane adds the best unused control-plane candidate, which
 // must exist, scored on the counters as they are now.
 func (s *state) addBestControlPlane(why string) {
-	x, rackCount := s.cpPicker().peek()
-	s.addControlPlane(x, rackCount, why)
+	p := s.cpPool()
+	x, rackCount := p.peek()
+	s.addControlPlane(ActionAddControlPlane, x, rackCount, p, why+": ")
 }
 
 // promoteWorker promotes the best promotable worker, which must exist,
 // scored on the counters as they are now.
 func (s *state) promoteWorker(why string) {
-	w, workerScore := s.bestPromotableWorker()
+	w, workerScore, group := s.bestPromotableWorker()
 	s.setControlPlane(w, true)
-	s.record(ActionPromoteWorker, w, &workerScore, why+": highest "+workerScore.String())
+	s.recordPick(ActionPromoteWorker, w, &workerScore, s.cpPlacement(), group, why+": ")
 }
 
-func (s *state) addControlPlane(x *machineInfo, rackCount int, why string) {
-	sc := selectionScore(x, rackCount, s.groupName(true, nil))
-	s.record(ActionAddControlPlane, s.add(x, true), &sc, why+": highest "+sc.String())
+// addControlPlane adds x, the last peek of p, as a control plane.
+func (s *state) addControlPlane(action string, x *machineInfo, rackCount int, p *pool, why string) {
+	sc := s.scored(selectionScore(x, rackCount, s.groupName(true, nil)), p.pi, x)
+	s.recordPick(action, s.add(x, true), &sc, p.pi, p.group(), why)
 }

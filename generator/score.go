@@ -3,19 +3,27 @@ package generator
 import (
 	"cmp"
 	"encoding/json"
+	"math"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/ckegen/ckegen/machine"
+	"github.com/ckegen/ckegen/policy"
 )
 
 // Score is a machine's score with the terms that make it up, so that every
-// choice can be explained. In JSON a score is its total (the terms are in
+// choice can be explained. In JSON a score is its Value (the terms are in
 // the change's reason): that is the "score" of `ckecli sabakan generate
 // --explain json` and of the daemon's history.
 type Score struct {
+	// Total is the sum of the integer terms of SPEC 3 (rack, lifetime,
+	// health); Value adds the metric points.
 	Total int
+	// MetricPoints is the placement's metric score (SPEC 12.3), 0 without
+	// a policy; Terms explain it, one per metric of the placement.
+	MetricPoints float64
+	Terms        []policy.Term
 	// Removal is true for a removal score (lowest is removed), false for a
 	// selection score (highest is added).
 	Removal bool
@@ -32,15 +40,28 @@ type Score struct {
 	HealthPoints   int
 }
 
-// MarshalJSON writes the score's total.
-func (s Score) MarshalJSON() ([]byte, error) {
-	return strconv.AppendInt(nil, int64(s.Total), 10), nil
+// Value is the whole score: Total plus the metric points.
+func (s *Score) Value() float64 {
+	return float64(s.Total) + s.MetricPoints
 }
 
-// UnmarshalJSON reads a total; the terms stay zero.
+// MarshalJSON writes the score's value as explanations show it: an
+// integer without metric points, else rounded to three decimals.
+func (s Score) MarshalJSON() ([]byte, error) {
+	return s.appendValue(nil), nil
+}
+
+// UnmarshalJSON reads a value; the terms stay zero. An integral value is
+// the Total, any other splits into the integer Total and MetricPoints.
 func (s *Score) UnmarshalJSON(data []byte) error {
 	*s = Score{}
-	return json.Unmarshal(data, &s.Total)
+	var v float64
+	if err := json.Unmarshal(data, &v); err != nil {
+		return err
+	}
+	t := math.Floor(v)
+	s.Total, s.MetricPoints = int(t), v-t
+	return nil
 }
 
 // rackPoints is the rack-spread term: fewer nodes of the same kind in the
@@ -107,7 +128,7 @@ func (s *Score) String() string {
 func (s *Score) appendTo(b []byte) []byte {
 	if s.Removal {
 		b = append(b, "removal score "...)
-		b = strconv.AppendInt(b, int64(s.Total), 10)
+		b = s.appendValue(b)
 		b = append(b, " = "...)
 		b = append(b, s.State...)
 		b = append(b, " ("...)
@@ -115,7 +136,7 @@ func (s *Score) appendTo(b []byte) []byte {
 		b = append(b, ") + "...)
 	} else {
 		b = append(b, "score "...)
-		b = strconv.AppendInt(b, int64(s.Total), 10)
+		b = s.appendValue(b)
 		b = append(b, " = "...)
 	}
 	b = append(b, "rack "...)
@@ -133,7 +154,31 @@ func (s *Score) appendTo(b []byte) []byte {
 	b = strconv.AppendInt(b, int64(s.LifetimeDays), 10)
 	b = append(b, " days to retire ("...)
 	b = appendSigned(b, s.LifetimePoints)
-	return append(b, ')')
+	b = append(b, ')')
+	for _, t := range s.Terms {
+		b = append(b, " + "...)
+		b = append(b, t.String()...)
+	}
+	return b
+}
+
+// appendValue appends the score's value: its Total, or with metric points
+// the value rounded to three decimals.
+func (s *Score) appendValue(b []byte) []byte {
+	if s.MetricPoints == 0 {
+		return strconv.AppendInt(b, int64(s.Total), 10)
+	}
+	return appendRounded(b, s.Value())
+}
+
+// appendRounded appends v rounded to three decimals, without trailing
+// zeros.
+func appendRounded(b []byte, v float64) []byte {
+	r := math.Round(v*1000) / 1000
+	if r == 0 {
+		r = 0 // no "-0"
+	}
+	return strconv.AppendFloat(b, r, 'f', -1, 64)
 }
 
 // appendSigned appends n with its sign, as %+d does.
@@ -146,7 +191,7 @@ func appendSigned(b []byte, n int) []byte {
 
 // betterSelection is the total order of selection: higher score, then later
 // retire date, then smaller serial, then smaller address.
-func betterSelection(a *machineInfo, as int, b *machineInfo, bs int) bool {
+func betterSelection(a *machineInfo, as float64, b *machineInfo, bs float64) bool {
 	if as != bs {
 		return as > bs
 	}
@@ -188,7 +233,7 @@ func laterFirst(a, b *machineInfo) int {
 
 // worseForRemoval is the total order of removal: lower score, then earlier
 // retire date, then smaller serial, then smaller address.
-func worseForRemoval(a *machineInfo, as int, b *machineInfo, bs int) bool {
+func worseForRemoval(a *machineInfo, as float64, b *machineInfo, bs float64) bool {
 	if as != bs {
 		return as < bs
 	}

@@ -24,7 +24,9 @@ import (
 // machineInfo is a machine of the inventory with what the decision needs
 // precomputed.
 type machineInfo struct {
-	raw     *machine.Machine
+	raw *machine.Machine
+	// idx is the machine's index in state.machines.
+	idx     int
 	address string
 	serial  string
 	role    string
@@ -85,6 +87,9 @@ type state struct {
 	members     []*member      // current nodes in order, then new ones
 	retireWait  time.Duration
 	tolerations []string
+	// placements are the policy's, by template (see newPlacements); nil
+	// without a policy.
+	placements []*placement
 
 	// Counters of the next cluster. Slices are indexed by the machines'
 	// rackSlot and roleSlot.
@@ -136,6 +141,7 @@ func newState(in *Input, current *cluster.Cluster) (*state, error) {
 		retireWait:  in.RetireWait,
 		tolerations: Tolerations(in.Template),
 		roleSlots:   map[string]int{},
+		placements:  newPlacements(in.Policy, in.Template),
 	}
 	nodeAt, err := s.addCurrentNodes(current)
 	if err != nil {
@@ -218,6 +224,7 @@ func (s *state) addMachines(nodeAt map[uint32]*member) (int, error) {
 	for i, m := range in.Machines {
 		x := &infos[i]
 		x.raw = m
+		x.idx = i
 		x.address = m.Address()
 		x.serial = m.Spec.Serial
 		key, ok := ipv4Key(x.address)
