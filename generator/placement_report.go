@@ -1,6 +1,5 @@
 package generator
 
-
 // PlacementNodes is one placement of the policy and how many nodes of
 // its template are in each of its groups (SPEC 12.4): what the daemon's
 // status and the metric ckegen_placement_nodes report.
