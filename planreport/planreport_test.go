@@ -122,6 +122,9 @@ func TestText(t *testing.T) {
 				"  - remove-non-existent-worker 10.0.0.2 (serial -): gone\n" +
 				"  warning: step warning\n\n" +
 				"plan: settled after 1 step\n"},
+		{"metric points", generator.Plan{Result: generator.PlanSettled, Steps: []generator.Step{{Op: generator.OpIncreaseWorker, Changes: []generator.Change{
+			{Action: generator.ActionAddWorker, Address: "10.0.0.3", Serial: "s3", Score: &generator.Score{Total: 993, MetricPoints: 2.5004}, Reason: "why"}}}}},
+			"  - add-worker 10.0.0.3 (serial s3, score 995.5): why\n"},
 		{"no node changes", generator.Plan{Result: generator.PlanSettled, Steps: []generator.Step{empty}},
 			"step 1: regenerate\n  (no node changes)\n\nplan: settled after 1 step\n"},
 		{"refused at once", generator.Plan{Result: generator.PlanRefused, Err: refusal},
