@@ -222,8 +222,8 @@ func (d *Daemon) readSettings(ctx context.Context, leaderKey string) (*settings,
 	s.rebooting = snap.RebootingNodes()
 	if data, _, err := snap.Policy(); err == nil {
 		if s.policy, err = policy.Load(data, s.template); err != nil {
-			return nil, fail(ReasonInvalidPolicy, fmt.Errorf("stored %s: %w (fix it with ckecli sabakan set-policy, or remove it with ckecli sabakan clear-policy)",
-				storage.KeySabakanPolicy, err))
+			return nil, fail(ReasonInvalidPolicy, fmt.Errorf("%w; this is the policy stored in %s: fix it with ckecli sabakan set-policy, or remove it with ckecli sabakan clear-policy",
+				err, storage.KeySabakanPolicy))
 		}
 	}
 	if err := readChangeSettings(snap, &s.changeSettings); err != nil {
