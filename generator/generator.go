@@ -185,7 +185,8 @@ type rule struct {
 }
 
 // ladder is SPEC 6.2's maintenance ladder, in order: the first rule that
-// applies wins.
+// applies wins. Rule 9 is SPEC 12.5's rebalance, which runs only with a
+// policy's stickiness.
 var ladder = [...]rule{
 	{OpRemoveNonExistent, (*state).removeNonExistentNodes},       // 1
 	{OpRemoveUnmatchedRole, (*state).removeUnmatchedRoleWorkers}, // 2
@@ -195,6 +196,7 @@ var ladder = [...]rule{
 	{OpIncreaseWorker, (*state).increaseWorkers},                 // 6
 	{OpDecreaseWorker, (*state).decreaseWorkers},                 // 7
 	{OpTaintNodes, (*state).taintNodes},                          // 8
+	{OpRebalanceCP, (*state).rebalanceControlPlanes},             // 9
 }
 
 // Regenerate re-renders the current membership with in.Template, then fills

@@ -191,6 +191,7 @@ func TestLadderOrder(t *testing.T) {
 	spec := []string{
 		OpRemoveNonExistent, OpRemoveUnmatchedRole, OpIncreaseCP, OpDecreaseCP,
 		OpReplaceCP, OpIncreaseWorker, OpDecreaseWorker, OpTaintNodes,
+		OpRebalanceCP, // SPEC 12.5: after every rule of 6.2
 	}
 	var got []string
 	for _, r := range ladder {

@@ -91,7 +91,7 @@ func (pi *placement) rank(s *state, x *machineInfo) int {
 		return 0
 	}
 	e := pi.eval(s, x)
-	n := pi.pl.NumGroups()
+	n := pi.numGroups()
 	switch {
 	case !e.admit:
 		return max(n, 1)
@@ -99,6 +99,14 @@ func (pi *placement) rank(s *state, x *machineInfo) int {
 		return 0
 	}
 	return e.groups.First()
+}
+
+// numGroups is the number of the placement's groups, 0 for nil.
+func (pi *placement) numGroups() int {
+	if pi == nil {
+		return 0
+	}
+	return pi.pl.NumGroups()
 }
 
 // groupName names group g of the placement; "" without groups.
