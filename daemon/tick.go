@@ -265,12 +265,8 @@ func (d *Daemon) fetchMetrics(ctx context.Context, s *settings, ms []*machine.Ma
 	if s.policy == nil || len(s.policy.Metrics()) == 0 {
 		return nil, nil
 	}
-	machines := make([]machine.Machine, len(ms))
-	for i, m := range ms {
-		machines[i] = *m
-	}
 	start := time.Now()
-	vals, stats, err := metricprovider.Fetch(ctx, s.policy, machines)
+	vals, stats, err := metricprovider.Fetch(ctx, s.policy, ms)
 	d.metrics.metricsDuration.Observe(time.Since(start).Seconds())
 	if err != nil {
 		return nil, fail(ReasonMetricsUnavailable, err)
