@@ -316,7 +316,7 @@ func (d *Daemon) runOnce(ctx context.Context, leaderKey string) error {
 	d.logTick(st, out, err)
 	d.metrics.inventory.observe(now, out, err)
 	d.metrics.change.observe(st, out)
-	d.metrics.placements.observe(st, out)
+	d.metrics.placements.observe(st)
 	d.mu.Lock()
 	d.status = st
 	d.mu.Unlock()

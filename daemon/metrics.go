@@ -224,14 +224,11 @@ func (m *placementMetrics) Collect(ch chan<- prometheus.Metric) {
 }
 
 // observe records a tick's status: its placements, which a tick that did
-// not count them kept from the last one.
-func (m *placementMetrics) observe(st storage.Status, out *outcome) {
+// not count them kept from the last one, and a disabled one has not.
+func (m *placementMetrics) observe(st storage.Status) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.last = st.Placements
-	if out != nil && out.disabled {
-		m.last = nil
-	}
 }
 
 // clear stops the export, as when leadership ends.

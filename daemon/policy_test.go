@@ -175,6 +175,21 @@ func TestPolicyPlacesControlPlanes(t *testing.T) {
 		t.Errorf("after the replacement: observed group %q, want dedicated (%+v)", p.ObservedGroup, p)
 	}
 
+	// Disabled: no placements, no series; enabled again: both back.
+	must(t, f.st.SetDisabled(ctx, true))
+	must(t, d.runOnce(ctx, leader))
+	if st := f.status(t); st.Placements != nil {
+		t.Errorf("placements while disabled: %+v", st.Placements)
+	}
+	if got := series(scrape(t, d), "ckegen_placement_nodes{"); len(got) != 0 {
+		t.Errorf("ckegen_placement_nodes while disabled: %q", got)
+	}
+	must(t, f.st.SetDisabled(ctx, false))
+	must(t, d.runOnce(ctx, leader))
+	if got := series(scrape(t, d), "ckegen_placement_nodes{"); len(got) != 3 {
+		t.Errorf("ckegen_placement_nodes enabled again: %q", got)
+	}
+
 	// The policy removed: no placements, no series.
 	_, err = f.st.ClearPolicy(ctx)
 	must(t, err)
@@ -315,5 +330,21 @@ func TestPolicyPrometheus(t *testing.T) {
 	coolCPs(c)
 	if st := f.status(t); st.Result != ResultOK || st.ConsecutiveFailures != 0 {
 		t.Errorf("status after recovery %+v", st)
+	}
+}
+
+// TestPolicyMetricWithoutValues: a metric that no machine of the tick has
+// a value of is a warning (a provider listing other serials, a query
+// whose labels name no machine), and the tick goes on.
+func TestPolicyMetricWithoutValues(t *testing.T) {
+	f := newFixture(t)
+	putPolicy(t, f, `{"placements": {"control-plane": {"metrics": [{"name": "temp", "weight": -5}]}},
+		"metrics": {"temp": {"provider": "lab", "max": 50}},
+		"providers": {"lab": {"type": "static", "values": {"NOT-HERE": {"temp": 20}}}}}`)
+	must(t, f.daemon("d", nil).runOnce(context.Background(), f.lead(t)))
+	st := f.status(t)
+	want := "metric temp from provider lab: no value for any of the 16 machines (1 samples)"
+	if st.Result != ResultOK || !slices.ContainsFunc(st.Warnings, func(w string) bool { return strings.HasPrefix(w, want) }) {
+		t.Errorf("status %s with warnings %q, want ok with %q", st.Result, st.Warnings, want)
 	}
 }
