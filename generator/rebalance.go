@@ -20,7 +20,9 @@ import (
 // end.
 func (s *state) rebalanceControlPlanes() (bool, error) {
 	stickiness := s.input.Policy.Stickiness()
-	if stickiness <= 0 {
+	// A single control plane is never moved: etcd would lose its only
+	// member's data, as rule 5 never replaces it either.
+	if stickiness <= 0 || s.cpCount < 2 {
 		return false, nil
 	}
 	pi := s.cpPlacement()
