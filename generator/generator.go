@@ -75,6 +75,16 @@ const (
 	ActionRebalanceAddCP          = "rebalance-add-control-plane"
 )
 
+// Actions lists every change action, for tools that show changes.
+func Actions() []string {
+	return []string{
+		ActionGenerate, ActionRegenerate, ActionAddControlPlane, ActionAddWorker, ActionPromoteWorker,
+		ActionDemoteControlPlane, ActionRemoveNonExistentCP, ActionRemoveNonExistentWorker,
+		ActionRemoveUnmatchedWorker, ActionRemoveExcessiveCP, ActionRemoveBadCP, ActionRemoveRetiredWorker,
+		ActionChangeTaint, ActionRebalanceDemoteCP, ActionRebalanceRemoveCP, ActionRebalanceAddCP,
+	}
+}
+
 // Input is the snapshot a decision is made from.
 type Input struct {
 	Template    *template.Template
