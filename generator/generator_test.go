@@ -3,8 +3,8 @@ package generator
 import (
 	"encoding/json"
 	"errors"
-	"reflect"
 	"maps"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
