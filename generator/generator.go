@@ -2,8 +2,9 @@
 // control planes and which are workers.
 //
 // It is a pure function of a snapshot (template, constraints, machines,
-// current cluster, Kubernetes taints, rebooting nodes and the time): no I/O,
-// no clock, no logging. Generate builds a first cluster, Update changes an
+// current cluster, Kubernetes taints, rebooting nodes, the placement policy
+// with the tick's metric values, and the time): no I/O, no clock, no
+// logging. Generate builds a first cluster, Update changes an
 // existing one by at most one rule of the maintenance ladder, and Regenerate
 // re-renders the same membership with a new template. Each returns the
 // cluster, the operation's name and the changes with the score that made
@@ -73,6 +74,16 @@ const (
 	ActionRebalanceRemoveCP       = "rebalance-remove-control-plane"
 	ActionRebalanceAddCP          = "rebalance-add-control-plane"
 )
+
+// Actions lists every change action, for tools that show changes.
+func Actions() []string {
+	return []string{
+		ActionGenerate, ActionRegenerate, ActionAddControlPlane, ActionAddWorker, ActionPromoteWorker,
+		ActionDemoteControlPlane, ActionRemoveNonExistentCP, ActionRemoveNonExistentWorker,
+		ActionRemoveUnmatchedWorker, ActionRemoveExcessiveCP, ActionRemoveBadCP, ActionRemoveRetiredWorker,
+		ActionChangeTaint, ActionRebalanceDemoteCP, ActionRebalanceRemoveCP, ActionRebalanceAddCP,
+	}
+}
 
 // Input is the snapshot a decision is made from.
 type Input struct {

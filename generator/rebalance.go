@@ -20,7 +20,9 @@ import (
 // end.
 func (s *state) rebalanceControlPlanes() (bool, error) {
 	stickiness := s.input.Policy.Stickiness()
-	if stickiness <= 0 {
+	// A single control plane is never moved: etcd would lose its only
+	// member's data, as rule 5 never replaces it either.
+	if stickiness <= 0 || s.cpCount < 2 {
 		return false, nil
 	}
 	pi := s.cpPlacement()
@@ -53,13 +55,15 @@ func (s *state) rebalanceControlPlanes() (bool, error) {
 	// C: the candidate a pick would take with W gone from its rack.
 	wx := w.machine
 	s.cpsInRack[wx.rackSlot]--
-	p := s.cpPool()
-	c, rackCount := p.peek()
+	c, cRank := s.bestCPCandidate()
+	rackCount := 0
+	if c != nil {
+		rackCount = s.cpsInRack[c.rackSlot]
+	}
 	s.cpsInRack[wx.rackSlot]++
 	if c == nil {
 		return false, nil
 	}
-	cRank := pi.rank(s, c)
 	cScore := s.scored(selectionScore(c, rackCount, s.groupName(true, nil)), pi, c)
 	var because string
 	switch gain := cScore.Value() - wScore.Value(); {
@@ -87,6 +91,34 @@ func (s *state) rebalanceControlPlanes() (bool, error) {
 		s.record(ActionRebalanceDemoteCP, w, &wScore, why)
 	}
 	// The rack counts are now those C was scored with.
-	s.recordPick(ActionRebalanceAddCP, s.add(c, true), &cScore, p.pi, p.group(), "rebalance: replaces "+w.address()+": ")
+	group := ""
+	if pi.numGroups() > 0 {
+		group = pi.groupName(cRank)
+	}
+	s.recordPick(ActionRebalanceAddCP, s.add(c, true), &cScore, pi, group, "rebalance: replaces "+w.address()+": ")
 	return true, nil
+}
+
+// bestCPCandidate is the unused machine a control plane pick would take
+// now (SPEC 12.4: the first group with a candidate, the best of it), and
+// its rank; nil when there is none. It is the cpPool's first pick, found
+// in one pass: rule 9 needs one candidate per tick, not a picker.
+func (s *state) bestCPCandidate() (*machineInfo, int) {
+	pi := s.cpPlacement()
+	var best *machineInfo
+	bestScore, bestRank := 0.0, 0
+	for _, x := range s.machines {
+		if !s.isCPCandidate(x) || !pi.admits(s, x) {
+			continue
+		}
+		r := pi.rank(s, x)
+		if best != nil && r > bestRank {
+			continue
+		}
+		sc := float64(rackPoints(s.cpsInRack[x.rackSlot])+x.lifetimePoints) + pi.points(s, x)
+		if best == nil || r < bestRank || betterSelection(x, sc, best, bestScore) {
+			best, bestScore, bestRank = x, sc, r
+		}
+	}
+	return best, bestRank
 }
