@@ -66,6 +66,8 @@ type Daemon struct {
 	log     *slog.Logger
 	metrics *metrics
 	client  *sabakan.Client
+	// compiled is the last policy compiled (tick goroutine only).
+	compiled compiledPolicy
 
 	mu      sync.Mutex
 	status  storage.Status

@@ -348,3 +348,30 @@ func TestPolicyMetricWithoutValues(t *testing.T) {
 		t.Errorf("status %s with warnings %q, want ok with %q", st.Result, st.Warnings, want)
 	}
 }
+
+// TestPolicyRecompiled: a tick uses the policy as stored now, compiled
+// for the template as stored now: a new policy, or a template that no
+// longer has a placement's template, is seen at the next tick.
+func TestPolicyRecompiled(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	leader := f.lead(t)
+	d := f.daemon("d", nil)
+	// "" is the single worker template without a role.
+	putPolicy(t, f, `{"placements": {"": {"constraints": ["topology.kubernetes.io/zone != rack0"]}}}`)
+	must(t, d.runOnce(ctx, leader))
+	if p, ok := placement(f.status(t), ""); !ok || groupNodes(p) != "=5" {
+		t.Fatalf("placements %+v, want the 5 workers", f.status(t).Placements)
+	}
+	putPolicy(t, f, `{"placements": {"": {"constraints": ["topology.kubernetes.io/zone != rack0"]}, "control-plane": {}}}`)
+	must(t, d.runOnce(ctx, leader))
+	if n := len(f.status(t).Placements); n != 2 {
+		t.Errorf("after a new policy: %d placements, want 2", n)
+	}
+	must(t, f.st.SetTemplate(ctx, []byte(strings.Replace(testTemplate, `{"user":"u"}]`, `{"user":"u","labels":{"cke.cybozu.com/role":"cs"}}]`, 1))))
+	err := d.runOnce(ctx, leader)
+	var te *tickError
+	if !errors.As(err, &te) || te.reason != ReasonInvalidPolicy || !strings.Contains(err.Error(), `placements."": no template takes this placement`) {
+		t.Errorf("after the template lost the placement's template: error %v, want %s naming placements.\"\"", err, ReasonInvalidPolicy)
+	}
+}

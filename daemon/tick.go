@@ -220,16 +220,43 @@ func (d *Daemon) readSettings(ctx context.Context, leaderKey string) (*settings,
 		return nil, fail(ReasonInvalidCluster, err)
 	}
 	s.rebooting = snap.RebootingNodes()
-	if data, _, err := snap.Policy(); err == nil {
-		if s.policy, err = policy.Load(data, s.template); err != nil {
-			return nil, fail(ReasonInvalidPolicy, fmt.Errorf("%w; this is the policy stored in %s: fix it with ckecli sabakan set-policy, or remove it with ckecli sabakan clear-policy",
-				err, storage.KeySabakanPolicy))
-		}
+	if s.policy, err = d.loadPolicy(snap, s.templateRev, s.template); err != nil {
+		return nil, err
 	}
 	if err := readChangeSettings(snap, &s.changeSettings); err != nil {
 		return nil, err
 	}
 	return &s, nil
+}
+
+// compiledPolicy is a policy compiled for a template, by the mod
+// revisions of both.
+type compiledPolicy struct {
+	rev, templateRev int64
+	policy           *policy.Policy
+}
+
+// loadPolicy returns the stored policy compiled for the tick's template,
+// or nil when there is none. An invalid policy is INVALID_POLICY. The
+// last compiled policy is reused while neither the policy nor the
+// template has changed: the same bytes compile to the same policy, and a
+// static provider listing thousands of machines is costly to parse at
+// every tick. Only the tick's goroutine uses the cache.
+func (d *Daemon) loadPolicy(snap *storage.Snapshot, templateRev int64, t *template.Template) (*policy.Policy, error) {
+	data, rev, err := snap.Policy()
+	if err != nil {
+		return nil, nil // none stored
+	}
+	if c := d.compiled; c.policy != nil && c.rev == rev && c.templateRev == templateRev {
+		return c.policy, nil
+	}
+	p, err := policy.Load(data, t)
+	if err != nil {
+		return nil, fail(ReasonInvalidPolicy, fmt.Errorf("%w; this is the policy stored in %s: fix it with ckecli sabakan set-policy, or remove it with ckecli sabakan clear-policy",
+			err, storage.KeySabakanPolicy))
+	}
+	d.compiled = compiledPolicy{rev: rev, templateRev: templateRev, policy: p}
+	return p, nil
 }
 
 // querySabakan returns the machines sabakan has for the user's variables,
