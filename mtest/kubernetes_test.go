@@ -1,7 +1,6 @@
 package mtest
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"path/filepath"
@@ -11,8 +10,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 
 	"github.com/ckegen/ckegen/internal/kubetest"
 )
@@ -48,25 +45,6 @@ func (e *env) kubeStatus() kubeStatus {
 	return st
 }
 
-// setNodeTaints creates the Node named addr with the taints, or replaces
-// the taints of the existing one.
-func setNodeTaints(t *testing.T, kube kubernetes.Interface, addr string, ts ...corev1.Taint) {
-	t.Helper()
-	ctx := context.Background()
-	n, err := kube.CoreV1().Nodes().Get(ctx, addr, metav1.GetOptions{})
-	if err != nil {
-		n = &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: addr}, Spec: corev1.NodeSpec{Taints: ts}}
-		if _, err := kube.CoreV1().Nodes().Create(ctx, n, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	n.Spec.Taints = ts
-	if _, err := kube.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-}
-
 // Scenario 11: the daemons read the Nodes of a real kube-apiserver
 // (--kubeconfig). Taints a control plane tolerates change nothing; an
 // intolerable one has it replaced, by the spare worker first; with the
@@ -74,10 +52,6 @@ func setNodeTaints(t *testing.T, kube kubernetes.Interface, addr string, ts ...c
 // pending change is made.
 func TestKubernetes(t *testing.T) {
 	api := kubetest.Start(t)
-	kube, err := kubernetes.NewForConfig(api.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
 	tmpl := filepath.Join(t.TempDir(), "template.yml")
 	if err := writeFile(tmpl, readFile(t, "../examples/template.yml")+
 		"control_plane_tolerations: [example.com/tolerated]\nsabakan:\n  spare_node_taint_key: example.com/spare\n"); err != nil {
@@ -89,10 +63,12 @@ func TestKubernetes(t *testing.T) {
 		t.Fatalf("before any Node: kubernetes %+v, want read, 0 nodes", st.Kubernetes)
 	}
 
-	// A Node for every member, as kubelet would register them.
+	// A Node for every member, as kubelet would register them. The API
+	// server's admission taints each new Node node.kubernetes.io/not-ready
+	// (no kubelet ever reports it ready), which control planes tolerate.
 	c := e.cluster()
 	for _, n := range c.Nodes {
-		setNodeTaints(t, kube, n.Address)
+		api.SetTaints(t, n.Address)
 	}
 	cps := c.cps()
 	cpRacks := map[string]bool{}
@@ -114,9 +90,9 @@ func TestKubernetes(t *testing.T) {
 	// Tolerated taints: Kubernetes' own node.kubernetes.io/*, the
 	// template's control_plane_tolerations, and the spare key on a
 	// worker. Nothing changes.
-	setNodeTaints(t, kube, cps[0].Address, corev1.Taint{Key: "node.kubernetes.io/unreachable", Effect: corev1.TaintEffectNoExecute})
-	setNodeTaints(t, kube, cps[1].Address, corev1.Taint{Key: "example.com/tolerated", Effect: corev1.TaintEffectNoSchedule})
-	setNodeTaints(t, kube, spare, corev1.Taint{Key: "example.com/spare", Effect: corev1.TaintEffectNoSchedule})
+	api.SetTaints(t, cps[0].Address, corev1.Taint{Key: "node.kubernetes.io/unreachable", Effect: corev1.TaintEffectNoExecute})
+	api.SetTaints(t, cps[1].Address, corev1.Taint{Key: "example.com/tolerated", Effect: corev1.TaintEffectNoSchedule})
+	api.SetTaints(t, spare, corev1.Taint{Key: "example.com/spare", Effect: corev1.TaintEffectNoSchedule})
 	if w := e.converge(60 * time.Second); w != 0 {
 		t.Errorf("tolerated taints caused %d cluster write(s)", w)
 	}
@@ -127,7 +103,7 @@ func TestKubernetes(t *testing.T) {
 	// An intolerable taint: that control plane goes, and the spare worker
 	// takes its place, not a new machine.
 	broken := cps[2].Address
-	setNodeTaints(t, kube, broken, corev1.Taint{Key: "example.com/broken", Effect: corev1.TaintEffectNoSchedule})
+	api.SetTaints(t, broken, corev1.Taint{Key: "example.com/broken", Effect: corev1.TaintEffectNoSchedule})
 	if w := e.converge(60 * time.Second); w != 1 {
 		t.Errorf("the tainted control plane was replaced in %d writes, want 1", w)
 	}

@@ -8,6 +8,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -70,4 +71,28 @@ func (s *Server) CreateNodes(tb testing.TB, nodes []*corev1.Node) {
 		tb.Fatal(err)
 	}
 	tb.Logf("created %d Nodes in %s", len(nodes), time.Since(start).Round(time.Millisecond))
+}
+
+// SetTaints creates the Node named name with the taints, or replaces the
+// taints of the existing one.
+func (s *Server) SetTaints(tb testing.TB, name string, taints ...corev1.Taint) {
+	tb.Helper()
+	cs, err := kubernetes.NewForConfig(s.Config)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	nodes := cs.CoreV1().Nodes()
+	ctx := context.Background()
+	n, err := nodes.Get(ctx, name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		n = &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: corev1.NodeSpec{Taints: taints}}
+		_, err = nodes.Create(ctx, n, metav1.CreateOptions{})
+	case err == nil:
+		n.Spec.Taints = taints
+		_, err = nodes.Update(ctx, n, metav1.UpdateOptions{})
+	}
+	if err != nil {
+		tb.Fatalf("setting the taints of Node %s: %v", name, err)
+	}
 }
