@@ -107,8 +107,47 @@ func (s *state) workerWhy(t *template.NodeTemplate) string {
 }
 
 func (s *state) cpCandidateText() string {
+	text := "HEALTHY machines without intolerable taints"
 	if r := s.tmpl.ControlPlane.Role; r != "" {
-		return fmt.Sprintf("HEALTHY machines of role %q without intolerable taints", r)
+		text = fmt.Sprintf("HEALTHY machines of role %q without intolerable taints", r)
 	}
-	return "HEALTHY machines without intolerable taints"
+	if pi := s.cpPlacement(); pi != nil {
+		text += " that the placement admits" + s.refusals(pi, s.isCPCandidate)
+	}
+	return text
+}
+
+// workerCandidateText describes the worker candidates for an error: text,
+// then what the worker templates' placements refused.
+func (s *state) workerCandidateText(text string) string {
+	for i := range s.tmpl.Workers {
+		t := &s.tmpl.Workers[i]
+		if pi := s.workerPlacement(t); pi != nil {
+			text += s.refusals(pi, func(x *machineInfo) bool { return isWorkerCandidate(x, t) })
+		}
+	}
+	return text
+}
+
+// refusals says how many machines accepted by base the placement refuses,
+// and why it refuses the first of them (SPEC 12: an operator who sees
+// "not enough machines" must see which constraint is in the way).
+func (s *state) refusals(pi *placement, base func(x *machineInfo) bool) string {
+	n := 0
+	var first *machineInfo
+	for _, x := range s.machines {
+		if base(x) && !pi.admits(s, x) {
+			if first == nil {
+				first = x
+			}
+			n++
+		}
+	}
+	if n == 0 {
+		return ""
+	}
+	pi.node.Machine = first.raw
+	pi.node.RackText, pi.node.ZoneText = s.rackTexts(first)
+	why := pi.pl.Rejection(&pi.node, s.input.Metrics.Lookup(first.serial))
+	return fmt.Sprintf("; placement %q refuses %d, such as %s: %s", pi.pl.Key(), n, first.serial, why)
 }

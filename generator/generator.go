@@ -2,8 +2,9 @@
 // control planes and which are workers.
 //
 // It is a pure function of a snapshot (template, constraints, machines,
-// current cluster, Kubernetes taints, rebooting nodes and the time): no I/O,
-// no clock, no logging. Generate builds a first cluster, Update changes an
+// current cluster, Kubernetes taints, rebooting nodes, the placement policy
+// with the tick's metric values, and the time): no I/O, no clock, no
+// logging. Generate builds a first cluster, Update changes an
 // existing one by at most one rule of the maintenance ladder, and Regenerate
 // re-renders the same membership with a new template. Each returns the
 // cluster, the operation's name and the changes with the score that made
@@ -73,6 +74,16 @@ const (
 	ActionRebalanceRemoveCP       = "rebalance-remove-control-plane"
 	ActionRebalanceAddCP          = "rebalance-add-control-plane"
 )
+
+// Actions lists every change action, for tools that show changes.
+func Actions() []string {
+	return []string{
+		ActionGenerate, ActionRegenerate, ActionAddControlPlane, ActionAddWorker, ActionPromoteWorker,
+		ActionDemoteControlPlane, ActionRemoveNonExistentCP, ActionRemoveNonExistentWorker,
+		ActionRemoveUnmatchedWorker, ActionRemoveExcessiveCP, ActionRemoveBadCP, ActionRemoveRetiredWorker,
+		ActionChangeTaint, ActionRebalanceDemoteCP, ActionRebalanceRemoveCP, ActionRebalanceAddCP,
+	}
+}
 
 // Input is the snapshot a decision is made from.
 type Input struct {
@@ -185,7 +196,8 @@ type rule struct {
 }
 
 // ladder is SPEC 6.2's maintenance ladder, in order: the first rule that
-// applies wins.
+// applies wins. Rule 9 is SPEC 12.5's rebalance, which runs only with a
+// policy's stickiness.
 var ladder = [...]rule{
 	{OpRemoveNonExistent, (*state).removeNonExistentNodes},       // 1
 	{OpRemoveUnmatchedRole, (*state).removeUnmatchedRoleWorkers}, // 2
@@ -195,6 +207,7 @@ var ladder = [...]rule{
 	{OpIncreaseWorker, (*state).increaseWorkers},                 // 6
 	{OpDecreaseWorker, (*state).decreaseWorkers},                 // 7
 	{OpTaintNodes, (*state).taintNodes},                          // 8
+	{OpRebalanceCP, (*state).rebalanceControlPlanes},             // 9
 }
 
 // Regenerate re-renders the current membership with in.Template, then fills

@@ -3,6 +3,7 @@ package generator
 import (
 	"encoding/json"
 	"errors"
+	"maps"
 	"reflect"
 	"slices"
 	"strings"
@@ -191,6 +192,7 @@ func TestLadderOrder(t *testing.T) {
 	spec := []string{
 		OpRemoveNonExistent, OpRemoveUnmatchedRole, OpIncreaseCP, OpDecreaseCP,
 		OpReplaceCP, OpIncreaseWorker, OpDecreaseWorker, OpTaintNodes,
+		OpRebalanceCP, // SPEC 12.5: after every rule of 6.2
 	}
 	var got []string
 	for _, r := range ladder {
@@ -252,5 +254,26 @@ service_subnet: 10.68.0.0/16
 	}
 	if w := strings.Join(p.Steps[0].Warnings, "\n"); !strings.Contains(w, `template role "gpuu" matches no machine`) {
 		t.Errorf("first step's warnings %q, want the misspelt role", p.Steps[0].Warnings)
+	}
+}
+
+// TestActionsListed: Actions lists every action a rule can make (the
+// property test's allowed table), and nothing else.
+func TestActionsListed(t *testing.T) {
+	made := map[string]bool{ActionGenerate: true}
+	for _, acts := range allowed {
+		for _, a := range acts {
+			made[a] = true
+		}
+	}
+	for _, a := range fillActions {
+		made[a] = true
+	}
+	listed := map[string]bool{}
+	for _, a := range Actions() {
+		listed[a] = true
+	}
+	if !maps.Equal(made, listed) {
+		t.Errorf("Actions() = %v, rules make %v", slices.Sorted(maps.Keys(listed)), slices.Sorted(maps.Keys(made)))
 	}
 }

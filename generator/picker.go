@@ -128,26 +128,16 @@ func (p *picker) rankRack(ms []*machineInfo) {
 		slices.SortFunc(ms, laterFirst)
 		return
 	}
-	own := make([]float64, len(ms))
-	idx := make([]int, len(ms))
-	for i, x := range ms {
-		own[i] = float64(x.lifetimePoints) + p.bonus(x)
-		idx[i] = i
-	}
-	slices.SortFunc(idx, func(a, b int) int {
-		if own[a] != own[b] {
-			if own[a] > own[b] {
+	own := func(x *machineInfo) float64 { return float64(x.lifetimePoints) + p.bonus(x) }
+	slices.SortFunc(ms, func(a, b *machineInfo) int {
+		if oa, ob := own(a), own(b); oa != ob {
+			if oa > ob {
 				return -1
 			}
 			return 1
 		}
-		return laterFirst(ms[a], ms[b])
+		return laterFirst(a, b)
 	})
-	sorted := make([]*machineInfo, len(ms))
-	for i, j := range idx {
-		sorted[i] = ms[j]
-	}
-	copy(ms, sorted)
 }
 
 // score is x's selection score as the picker ranks it.

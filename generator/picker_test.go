@@ -106,6 +106,9 @@ func TestPickerMatchesLinearScan(t *testing.T) {
 			if got != want {
 				t.Fatalf("picker chose %v, linear scan %v", name(got), name(want))
 			}
+			if best, _ := s.bestCPCandidate(); best != want {
+				t.Fatalf("rule 9's candidate %v, linear scan %v", name(best), name(want))
+			}
 			if got != nil && withPolicy && p.group() != pi.groupName(wantRank) {
 				t.Fatalf("picker says group %q, linear scan %q", p.group(), pi.groupName(wantRank))
 			}

@@ -1,6 +1,8 @@
 package generator
 
 import (
+	"strconv"
+
 	"github.com/ckegen/ckegen/labels"
 	"github.com/ckegen/ckegen/policy"
 	"github.com/ckegen/ckegen/template"
@@ -62,11 +64,26 @@ func (pi *placement) eval(s *state, x *machineInfo) *evaluation {
 	if !e.done {
 		row := s.input.Metrics.Lookup(x.serial)
 		pi.node.Machine = x.raw
+		pi.node.RackText, pi.node.ZoneText = s.rackTexts(x)
 		e.groups, e.admit = pi.pl.Admit(&pi.node, row)
 		e.points = pi.pl.Points(row)
 		e.done = true
 	}
 	return e
+}
+
+// rackTexts returns x's rack as text and its zone, formatted once per
+// rack and decision.
+func (s *state) rackTexts(x *machineInfo) (string, string) {
+	if s.rackText == nil {
+		s.rackText = make([][2]string, len(s.cpsInRack))
+	}
+	t := &s.rackText[x.rackSlot]
+	if t[0] == "" {
+		t[0] = strconv.Itoa(x.rack)
+		t[1] = "rack" + t[0]
+	}
+	return t[0], t[1]
 }
 
 // admits reports whether x may be added to the placement's template; a
@@ -91,7 +108,7 @@ func (pi *placement) rank(s *state, x *machineInfo) int {
 		return 0
 	}
 	e := pi.eval(s, x)
-	n := pi.pl.NumGroups()
+	n := pi.numGroups()
 	switch {
 	case !e.admit:
 		return max(n, 1)
@@ -99,6 +116,14 @@ func (pi *placement) rank(s *state, x *machineInfo) int {
 		return 0
 	}
 	return e.groups.First()
+}
+
+// numGroups is the number of the placement's groups, 0 for nil.
+func (pi *placement) numGroups() int {
+	if pi == nil {
+		return 0
+	}
+	return pi.pl.NumGroups()
 }
 
 // groupName names group g of the placement; "" without groups.

@@ -15,6 +15,7 @@ import (
 	"github.com/ckegen/ckegen/cluster"
 	"github.com/ckegen/ckegen/constraints"
 	"github.com/ckegen/ckegen/machine"
+	"github.com/ckegen/ckegen/policy"
 	"github.com/ckegen/ckegen/taints"
 	"github.com/ckegen/ckegen/template"
 )
@@ -37,6 +38,53 @@ type world struct {
 	// the cluster was last written with (the daemon's cluster-revision).
 	templates []*template.Template
 	builtWith *template.Template
+	// policy, when not "", is the placement policy (propertyPolicy with
+	// its weight and stickiness); temps are the machines' values of its
+	// metric, by serial (absent: no value).
+	policy string
+	temps  map[string]float64
+}
+
+// propertyPolicy places control planes outside rack 5 and below 50
+// degrees, in two ordered groups (machines labelled tier 1, then racks
+// 0-3: a machine of rack 4 without the label is in neither), scored by
+// temperature; %v are the weight and the stickiness.
+const propertyPolicy = `
+placements:
+  control-plane:
+    constraints: ["cke.cybozu.com/rack != 5"]
+    metricConstraints: ["temp < 50"]
+    groups:
+    - {name: tier1, constraints: ["sabakan.cke.cybozu.com/tier is 1"]}
+    - {name: rest, constraints: ["cke.cybozu.com/rack in (0, 1, 2, 3)"]}
+    metrics: [{name: temp, weight: %v}]
+metrics:
+  temp: {provider: lab, min: 0, max: 60}
+providers:
+  lab: {type: static, values: {}}
+stickiness: %v
+`
+
+// cpAdmitted is propertyPolicy's verdict on a control plane, stated
+// independently of the policy package: its first group, or "" when the
+// placement does not admit the machine.
+func (w *world) cpAdmitted(m *machine.Machine) (string, bool) {
+	if w.policy == "" {
+		return "", true
+	}
+	temp, ok := w.temps[m.Spec.Serial]
+	if m.Spec.Rack == 5 || !ok || temp >= 50 {
+		return "", false
+	}
+	for _, l := range m.Spec.Labels {
+		if l.Name == "tier" && l.Value == "1" {
+			return "tier1", true
+		}
+	}
+	if m.Spec.Rack >= 0 && m.Spec.Rack <= 3 {
+		return "rest", true
+	}
+	return "", false
 }
 
 // The property templates tolerate example.com/ok on control planes. Events
@@ -80,6 +128,12 @@ func drawWorld(t *rapid.T) *world {
 	}
 	w.tmpl = w.templates[0]
 	w.c = drawConstraints(t)
+	if rapid.Bool().Draw(t, "policy") {
+		w.policy = fmt.Sprintf(propertyPolicy,
+			rapid.SampledFrom([]float64{-10, -3, 0, 4}).Draw(t, "weight"),
+			rapid.SampledFrom([]float64{0, 0.5, 3, 10, 25}).Draw(t, "stickiness"))
+		w.temps = map[string]float64{}
+	}
 	w.retireWait = time.Duration(rapid.SampledFrom([]int{0, 1, 300, 600}).Draw(t, "retireWait")) * time.Second
 	racks := rapid.IntRange(1, 6).Draw(t, "racks")
 	n := rapid.IntRange(0, 30).Draw(t, "machines")
@@ -127,6 +181,14 @@ func (w *world) addMachine(t *rapid.T, rack int) {
 		retireIn(rapid.IntRange(-1200, 1800).Draw(t, "days"))
 	if rapid.IntRange(0, 5).Draw(t, "sick") == 0 {
 		b.state(rapid.SampledFrom(allStates).Draw(t, "state"))
+	}
+	if w.policy != "" {
+		if rapid.IntRange(0, 3).Draw(t, "tier1") == 0 {
+			b.label("tier", "1")
+		}
+		if rapid.IntRange(0, 5).Draw(t, "has temp") > 0 {
+			w.temps[b.m.Spec.Serial] = float64(rapid.IntRange(0, 60).Draw(t, "temp"))
+		}
 	}
 	w.machines = append(w.machines, b.obj())
 }
@@ -216,6 +278,23 @@ func (w *world) input() Input {
 	in.Rebooting = w.rebooting
 	in.NodeTaints = w.nodeTaints
 	in.RetireWait = w.retireWait
+	if w.policy != "" {
+		pol, err := policy.Load([]byte(w.policy), w.tmpl)
+		if err != nil {
+			panic(err) // the property policy fits every property template
+		}
+		serials := make([]string, len(w.machines))
+		for i, m := range w.machines {
+			serials[i] = m.Spec.Serial
+		}
+		vals := pol.NewValues(serials)
+		for i, sn := range serials {
+			if v, ok := w.temps[sn]; ok {
+				vals.Set(i, 0, v)
+			}
+		}
+		in.Policy, in.Metrics = pol, vals
+	}
 	return in
 }
 
@@ -256,6 +335,7 @@ var allowed = map[string][]string{
 	OpDecreaseWorker:      {ActionRemoveRetiredWorker},
 	OpTaintNodes:          {ActionChangeTaint},
 	OpRegenerate:          {ActionRegenerate},
+	OpRebalanceCP:         {ActionRebalanceDemoteCP, ActionRebalanceRemoveCP, ActionRebalanceAddCP},
 }
 
 var fillActions = []string{ActionAddControlPlane, ActionPromoteWorker, ActionAddWorker}
@@ -350,6 +430,23 @@ func checkResult(t *rapid.T, w *world, prev *cluster.Cluster, res *Result) {
 		case n.ControlPlane && w.tmpl.ControlPlane.Role != "" && m.Spec.Role != w.tmpl.ControlPlane.Role:
 			t.Fatalf("%s: %s of role %s made a control plane", res.Op, n.Address, m.Spec.Role)
 		}
+		if _, ok := w.cpAdmitted(m); n.ControlPlane && !ok {
+			t.Fatalf("%s: %s (rack %d, labels %v, temp %v) made a control plane against the placement", res.Op, n.Address,
+				m.Spec.Rack, m.Spec.Labels, w.temps[m.Spec.Serial])
+		}
+	}
+	// A control plane added or promoted records the group it came from:
+	// its first group (had an earlier group had a candidate, the pick
+	// would have been made there).
+	for _, c := range res.Changes {
+		n := nodesByAddress(next)[c.Address]
+		if n == nil || !n.ControlPlane || c.Action == ActionChangeTaint || c.Action == ActionRegenerate {
+			continue
+		}
+		m := w.machineAt(c.Address)
+		if group, _ := w.cpAdmitted(m); c.Group != group || (group != "" && c.Placement != "control-plane") {
+			t.Fatalf("%s: %s %s records placement %q group %q, want group %q", res.Op, c.Action, c.Address, c.Placement, c.Group, group)
+		}
 	}
 	if prev == nil {
 		if res.Op != OpNew {
@@ -405,6 +502,8 @@ func checkResult(t *rapid.T, w *world, prev *cluster.Cluster, res *Result) {
 		case OpDecreaseWorker:
 			ok = n == nil && !old.ControlPlane && m != nil && m.Status.State == machine.StateRetired &&
 				m.Status.Duration > w.retireWait.Seconds()
+		case OpRebalanceCP:
+			ok = old.ControlPlane && m != nil && m.Status.State == machine.StateHealthy && w.policy != ""
 		}
 		if !ok {
 			st := "gone"
@@ -539,7 +638,7 @@ func checkSettled(t *rapid.T, w *world) {
 		if inCluster[a] != nil || w.rebooting[a] || m.Status.State != machine.StateHealthy {
 			continue
 		}
-		if !w.intolerable(a) && (w.tmpl.ControlPlane.Role == "" || w.tmpl.ControlPlane.Role == m.Spec.Role) {
+		if _, ok := w.cpAdmitted(m); ok && !w.intolerable(a) && (w.tmpl.ControlPlane.Role == "" || w.tmpl.ControlPlane.Role == m.Spec.Role) {
 			cpCandidate = a
 		}
 		if w.tmpl.WorkerFor(m.Spec.Role) != nil {
@@ -606,8 +705,12 @@ func TestUpdateInvariants(t *testing.T) {
 			t.Logf("event: %s", w.event(t))
 			w.tick(t)
 		}
-		// No more events: the cluster must settle.
+		// No more events: the cluster must settle; rebalancing may take
+		// a move per control plane and candidate.
 		limit := 2*len(w.machines) + 10
+		if w.policy != "" {
+			limit *= 2
+		}
 		for i := 0; ; i++ {
 			if i == limit {
 				t.Fatalf("no settling after %d steps on an unchanged inventory", limit)

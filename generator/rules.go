@@ -27,8 +27,9 @@ func (s *state) generate() error {
 	ws := s.workerPools()
 	for s.workerCount < s.limits.minimumWorkers {
 		if !s.addWorker(ws, ActionGenerate, "") {
-			return fmt.Errorf("%w: need %d workers, found %d candidates (HEALTHY machines matching a worker template, not used as control planes)",
-				ErrNotEnoughMachines, s.limits.minimumWorkers, s.workerCount)
+			return fmt.Errorf("%w: need %d workers, found %d candidates (%s)",
+				ErrNotEnoughMachines, s.limits.minimumWorkers, s.workerCount,
+				s.workerCandidateText("HEALTHY machines matching a worker template, not used as control planes"))
 		}
 	}
 	return nil
@@ -336,8 +337,9 @@ func (s *state) fill() error {
 		ws := s.workerPools()
 		for s.workerCount < s.limits.minimumWorkers {
 			if !s.addWorker(ws, ActionAddWorker, fmt.Sprintf("%d workers, want %d; ", s.workerCount, s.limits.minimumWorkers)) {
-				return fmt.Errorf("%w: need %d workers, have %d, and no candidate (HEALTHY unused machine matching a worker template)",
-					ErrNotEnoughMachines, s.limits.minimumWorkers, s.workerCount)
+				return fmt.Errorf("%w: need %d workers, have %d, and no candidate (%s)",
+					ErrNotEnoughMachines, s.limits.minimumWorkers, s.workerCount,
+					s.workerCandidateText("HEALTHY unused machine matching a worker template"))
 			}
 		}
 	}

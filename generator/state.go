@@ -90,6 +90,9 @@ type state struct {
 	// placements are the policy's, by template (see newPlacements); nil
 	// without a policy.
 	placements []*placement
+	// rackText holds each rack's number and zone as label values, by
+	// rackSlot, for the placements' label constraints.
+	rackText [][2]string
 
 	// Counters of the next cluster. Slices are indexed by the machines'
 	// rackSlot and roleSlot.

@@ -1,6 +1,7 @@
 package labels
 
 import (
+	"strconv"
 	"testing"
 
 	"pgregory.net/rapid"
@@ -26,6 +27,9 @@ func TestNodeLabelAgreesWithRender(t *testing.T) {
 		}
 		ls, _ := Render(m, tm, cp)
 		n := Node{Machine: m, Template: tm, ControlPlane: cp}
+		if rapid.Bool().Draw(t, "texts given") {
+			n.RackText, n.ZoneText = strconv.Itoa(m.Spec.Rack), "rack"+strconv.Itoa(m.Spec.Rack)
+		}
 		for _, k := range keys {
 			want, wantOK := ls[k]
 			got, ok := n.Label(k)

@@ -51,7 +51,7 @@ type Stat struct {
 // or Values.Lookup by serial). A machine no sample names has no value.
 // Metrics are fetched in parallel; every failure is reported, in the
 // order of the metrics' names, and wraps ErrUnavailable.
-func Fetch(ctx context.Context, p *policy.Policy, machines []machine.Machine) (*policy.Values, []Stat, error) {
+func Fetch(ctx context.Context, p *policy.Policy, machines []*machine.Machine) (*policy.Values, []Stat, error) {
 	serials := make([]string, len(machines))
 	for i := range machines {
 		serials[i] = machines[i].Spec.Serial
@@ -97,7 +97,7 @@ type machineIndex struct {
 	byAddr map[netip.Addr]int
 }
 
-func newMachineIndex(vals *policy.Values, machines []machine.Machine) *machineIndex {
+func newMachineIndex(vals *policy.Values, machines []*machine.Machine) *machineIndex {
 	idx := &machineIndex{byAddr: make(map[netip.Addr]int, len(machines))}
 	for i := range machines {
 		if row, _ := vals.Index(machines[i].Spec.Serial); row != i {

@@ -31,13 +31,13 @@ func load(t testing.TB, doc string) *policy.Policy {
 	return p
 }
 
-func mach(serial, addr string) machine.Machine {
+func mach(serial, addr string) *machine.Machine {
 	var m machine.Machine
 	m.Spec.Serial = serial
 	if addr != "" {
 		m.Spec.IPv4 = []string{addr}
 	}
-	return m
+	return &m
 }
 
 // value returns a fetched value, or NaN.
@@ -55,7 +55,7 @@ func TestStatic(t *testing.T) {
 		"providers": {"lab": {"type": "static", "values": {"S1": {"temp": 20}, "S2": {"temp": 30, "power": 9}, "GONE": {"temp": 1}}},
 		              "lab2": {"type": "static", "values": {"S2": {"power": 0.5}}}},
 		"placements": {"control-plane": {"metrics": [{"name": "temp", "weight": 10}]}}}`)
-	machines := []machine.Machine{mach("S1", "10.0.0.1"), mach("S2", "10.0.0.2"), mach("S3", "10.0.0.3")}
+	machines := []*machine.Machine{mach("S1", "10.0.0.1"), mach("S2", "10.0.0.2"), mach("S3", "10.0.0.3")}
 	vals, stats, err := Fetch(context.Background(), p, machines)
 	if err != nil {
 		t.Fatal(err)
@@ -109,7 +109,7 @@ func TestPrometheusTimeout(t *testing.T) {
 	p := load(t, `{"metrics": {"temp": {"provider": "prom", "query": "temp", "max": 1}},
 		"providers": {"prom": {"type": "prometheus", "url": "`+srv.URL+`", "timeout": "200ms"}}}`)
 	start := time.Now()
-	_, _, err := Fetch(context.Background(), p, []machine.Machine{mach("S1", "10.0.0.1")})
+	_, _, err := Fetch(context.Background(), p, []*machine.Machine{mach("S1", "10.0.0.1")})
 	if !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), "no answer within 200ms") {
 		t.Fatalf("error %v, want ErrUnavailable naming the timeout", err)
 	}
@@ -142,7 +142,7 @@ func TestPrometheusMatching(t *testing.T) {
 	defer srv.Close()
 	p := load(t, `{"metrics": {"m": {"provider": "prom", "query": "m", "max": 1}},
 		"providers": {"prom": {"type": "prometheus", "url": "`+srv.URL+`"}}}`)
-	machines := []machine.Machine{
+	machines := []*machine.Machine{
 		mach("S1", "10.0.0.1"), mach("S2", "10.0.0.2"), mach("S3", "10.0.0.3"), mach("S4", "10.0.0.4"),
 		mach("S5", "10.0.0.5"), mach("S6", "10.0.0.6"), mach("S7", "10.0.0.7"), mach("S8", "10.0.0.8"), mach("S9", ""),
 	}
@@ -189,7 +189,7 @@ func TestPrometheusBadAnswers(t *testing.T) {
 			defer srv.Close()
 			p := load(t, `{"metrics": {"m": {"provider": "prom", "query": "m", "max": 1}},
 				"providers": {"prom": {"type": "prometheus", "url": "`+srv.URL+`"}}}`)
-			_, _, err := Fetch(context.Background(), p, []machine.Machine{mach("S1", "10.0.0.1")})
+			_, _, err := Fetch(context.Background(), p, []*machine.Machine{mach("S1", "10.0.0.1")})
 			if !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), tc.msg) {
 				t.Errorf("error %v, want ErrUnavailable containing %q", err, tc.msg)
 			}
@@ -222,7 +222,7 @@ func BenchmarkFetchPrometheus20000(b *testing.B) {
 	const n = 20000
 	for _, by := range []string{"serial", "instance"} {
 		b.Run(by, func(b *testing.B) {
-			machines := make([]machine.Machine, n)
+			machines := make([]*machine.Machine, n)
 			samples := make([]string, n)
 			for i := range n {
 				serial, addr := fmt.Sprintf("S%05d", i), fmt.Sprintf("10.%d.%d.%d", i/65536, i/256%256, i%256)

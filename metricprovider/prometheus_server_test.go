@@ -162,7 +162,7 @@ func TestPrometheusServer(t *testing.T) {
 		"load": {"provider": "prom", "query": "node_load1", "min": 0, "max": 4}`))
 	// LOCAL has the exporter's address: every scraped series has
 	// instance="127.0.0.1:PORT", which must not win over serial or address.
-	machines := []machine.Machine{
+	machines := []*machine.Machine{
 		mach("S1", "10.0.0.1"), mach("S2", "10.0.0.2"), mach("S3", "10.0.0.3"),
 		mach("S4", "10.0.0.4"), mach("S5", "10.0.0.5"), mach("LOCAL", "127.0.0.1"),
 	}

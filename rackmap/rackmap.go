@@ -396,16 +396,16 @@ func (k Kind) Symbol() byte {
 // v demoted, x removed, * re-rendered (taints or template), ? unknown.
 func ChangeMarker(action string) byte {
 	switch action {
-	case generator.ActionGenerate, generator.ActionAddControlPlane, generator.ActionAddWorker:
+	case generator.ActionGenerate, generator.ActionAddControlPlane, generator.ActionAddWorker, generator.ActionRebalanceAddCP:
 		return '+'
 	case generator.ActionPromoteWorker:
 		return '^'
-	case generator.ActionDemoteControlPlane:
+	case generator.ActionDemoteControlPlane, generator.ActionRebalanceDemoteCP:
 		return 'v'
 	case generator.ActionChangeTaint, generator.ActionRegenerate:
 		return '*'
 	}
-	if strings.HasPrefix(action, "remove-") {
+	if strings.HasPrefix(action, "remove-") || action == generator.ActionRebalanceRemoveCP {
 		return 'x'
 	}
 	return '?'

@@ -300,7 +300,13 @@ func TestMapChangeMarkers(t *testing.T) {
 		generator.ActionRemoveUnmatchedWorker: 'x', generator.ActionRemoveExcessiveCP: 'x',
 		generator.ActionRemoveBadCP: 'x', generator.ActionRemoveRetiredWorker: 'x',
 		generator.ActionChangeTaint: '*', generator.ActionRegenerate: '*',
+		generator.ActionRebalanceAddCP: '+', generator.ActionRebalanceDemoteCP: 'v', generator.ActionRebalanceRemoveCP: 'x',
 		"something-new": '?',
+	}
+	for _, action := range generator.Actions() {
+		if _, ok := want[action]; !ok {
+			t.Errorf("action %q has no expected marker here", action)
+		}
 	}
 	for action, w := range want {
 		if got := ChangeMarker(action); got != w {

@@ -10,6 +10,8 @@ import (
 	"github.com/ckegen/ckegen/generator"
 	"github.com/ckegen/ckegen/labels"
 	"github.com/ckegen/ckegen/machine"
+	"github.com/ckegen/ckegen/metricprovider"
+	"github.com/ckegen/ckegen/policy"
 	"github.com/ckegen/ckegen/sabakan"
 	"github.com/ckegen/ckegen/storage"
 	"github.com/ckegen/ckegen/template"
@@ -25,6 +27,8 @@ type WhatIf struct {
 	Constraints *constraints.Constraints
 	// Variables are query variables as stored (JSON).
 	Variables []byte
+	// Policy is a placement policy (YAML or JSON).
+	Policy []byte
 }
 
 // PlanInput is what a plan is computed from: the generator's input as the
@@ -153,6 +157,9 @@ func (r *Reader) PlanInput(ctx context.Context, w WhatIf, retireWait time.Durati
 	ms, warnings := machine.Sanitize(raw, labels.ValidateSabakanLabel)
 	in.Machines = ms
 	p.Warnings = append(p.Warnings, warnings...)
+	if err := r.loadPolicy(ctx, w, p); err != nil {
+		return nil, err
+	}
 	in.Now = r.opts.Now()
 	in.RetireWait = retireWait
 	return p, nil
@@ -178,4 +185,45 @@ func StoredPending(ctx context.Context, st storage.Storage) (*Pending, error) {
 		changes[i] = generator.Change{Action: c.Action, Address: c.Address, Serial: c.Serial, Reason: c.Reason}
 	}
 	return &Pending{Op: first.Op, Changes: changes, Steps: len(p.Steps), ComputedAt: p.ComputedAt}, nil
+}
+
+// loadPolicy reads the stored placement policy (or the what-if one),
+// compiles it for the plan's template and fetches its metrics once, as
+// the daemon's tick does. Without a policy it does nothing.
+func (r *Reader) loadPolicy(ctx context.Context, w WhatIf, p *PlanInput) error {
+	data := w.Policy
+	if data == nil {
+		ectx, cancel := context.WithTimeout(ctx, r.opts.EtcdTimeout)
+		defer cancel()
+		var err error
+		data, _, err = r.st.GetPolicy(ectx)
+		switch {
+		case errors.Is(err, storage.ErrNotFound):
+			return nil
+		case err != nil:
+			return &EtcdError{err}
+		}
+	}
+	pol, err := policy.Load(data, p.Input.Template)
+	switch {
+	case err != nil && w.Policy != nil:
+		return fmt.Errorf("policy: %w", err)
+	case err != nil:
+		return fmt.Errorf("the stored policy is invalid for the template: %w (fix it with ckecli sabakan set-policy, or clear it with clear-policy)", err)
+	}
+	p.Input.Policy = pol
+	if len(pol.Metrics()) == 0 {
+		return nil
+	}
+	vals, stats, err := metricprovider.Fetch(ctx, pol, p.Input.Machines)
+	if err != nil {
+		return err
+	}
+	p.Input.Metrics = vals
+	for _, st := range stats {
+		for _, w := range st.Warnings {
+			p.Warnings = append(p.Warnings, fmt.Sprintf("metric %s (provider %s): %s", st.Metric, st.Provider, w))
+		}
+	}
+	return nil
 }

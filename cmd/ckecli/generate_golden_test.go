@@ -35,7 +35,8 @@ service_subnet: 10.68.0.0/16
 // status with the case's want/ sections.
 //
 // A case holds its input files (template.yml, machines.txt or
-// machines.json, constraints.json, current.yml, k8s-nodes.json) and an
+// machines.json, constraints.json, current.yml, k8s-nodes.json,
+// policy.yml) and an
 // optional "args" line with extra flags. Flags for the files present are
 // added, as are --now 2026-01-01T00:00:00Z and --explain text, unless args
 // sets them.
@@ -98,6 +99,7 @@ func runGoldenCase(t *testing.T, file string) {
 		{"--constraints", "constraints.json"},
 		{"--current", "current.yml"},
 		{"--k8s-nodes", "k8s-nodes.json"},
+		{"--policy", "policy.yml"},
 	} {
 		if present[fl.file] && !slices.Contains(extra, fl.flag) {
 			args = append(args, fl.flag, fl.file)

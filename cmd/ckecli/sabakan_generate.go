@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -18,6 +19,8 @@ import (
 	"github.com/ckegen/ckegen/kubenodes"
 	"github.com/ckegen/ckegen/labels"
 	"github.com/ckegen/ckegen/machine"
+	"github.com/ckegen/ckegen/metricprovider"
+	"github.com/ckegen/ckegen/policy"
 	"github.com/ckegen/ckegen/template"
 )
 
@@ -29,6 +32,7 @@ type generateOptions struct {
 	now             string
 	retireWait      time.Duration
 	k8sNodes        string
+	policy          string
 	rebooting       []string
 	templateChanged bool
 	explain         string
@@ -73,6 +77,7 @@ by default), and exits 0 whatever the plan's result.`,
 	f.StringVar(&o.now, "now", "", "the time of the decision, RFC3339 (default: the current time)")
 	f.DurationVar(&o.retireWait, "retire-wait", generator.DefaultRetireWait, "how long a worker stays RETIRED before it is removed")
 	f.StringVar(&o.k8sNodes, "k8s-nodes", "", `Kubernetes nodes file: [{"name": ADDRESS, "taints": [...]}], or kubectl get nodes -o json`)
+	f.StringVar(&o.policy, "policy", "", "placement policy file (YAML or JSON, SPEC 12); its metrics are fetched from its providers")
 	f.StringSliceVar(&o.rebooting, "rebooting", nil, "addresses of nodes that are rebooting (comma separated)")
 	f.BoolVar(&o.templateChanged, "template-changed", false, "with --current: re-render from the template when there is nothing else to do")
 	f.StringVar(&o.explain, "explain", "", "write the decision to stderr: text or json")
@@ -264,6 +269,17 @@ func (o *generateOptions) load() (generator.Input, []string, error) {
 			return in, nil, fmt.Errorf("--k8s-nodes %s: %w", o.k8sNodes, err)
 		}
 	}
+	if o.policy != "" {
+		data, err := readFile("--policy", o.policy)
+		if err != nil {
+			return in, nil, err
+		}
+		pw, err := loadPolicy(context.Background(), data, &in)
+		if err != nil {
+			return in, nil, fmt.Errorf("--policy %s: %w", o.policy, err)
+		}
+		warnings = append(warnings, pw...)
+	}
 	if len(o.rebooting) > 0 {
 		in.Rebooting = map[string]bool{}
 		for _, a := range o.rebooting {
@@ -275,6 +291,32 @@ func (o *generateOptions) load() (generator.Input, []string, error) {
 		}
 	}
 	return in, warnings, nil
+}
+
+// loadPolicy compiles a policy (YAML or JSON) for in.Template and fetches
+// its metrics for in.Machines, once, as a daemon's tick does. It returns
+// the providers' warnings.
+func loadPolicy(ctx context.Context, data []byte, in *generator.Input) ([]string, error) {
+	pol, err := policy.Load(data, in.Template)
+	if err != nil {
+		return nil, err
+	}
+	in.Policy = pol
+	if len(pol.Metrics()) == 0 {
+		return nil, nil
+	}
+	vals, stats, err := metricprovider.Fetch(ctx, pol, in.Machines)
+	if err != nil {
+		return nil, err
+	}
+	in.Metrics = vals
+	var warnings []string
+	for _, st := range stats {
+		for _, w := range st.Warnings {
+			warnings = append(warnings, fmt.Sprintf("metric %s (provider %s): %s", st.Metric, st.Provider, w))
+		}
+	}
+	return warnings, nil
 }
 
 func readFile(flag, name string) ([]byte, error) {

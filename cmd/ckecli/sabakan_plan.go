@@ -13,6 +13,7 @@ import (
 	"github.com/ckegen/ckegen/constraints"
 	"github.com/ckegen/ckegen/generator"
 	"github.com/ckegen/ckegen/planreport"
+	"github.com/ckegen/ckegen/policy"
 	"github.com/ckegen/ckegen/sabakan"
 	"github.com/ckegen/ckegen/snapshot"
 	"github.com/ckegen/ckegen/storage"
@@ -22,6 +23,7 @@ import (
 // setting commands uses them too.
 type planOptions struct {
 	template, constraints, variables string
+	policy                           string
 	maxSteps                         int
 	stored                           bool
 	output                           string
@@ -41,8 +43,9 @@ changes with their scores, then how the plan ends (settled, refused at a
 step, or still changing after --max-steps) and a summary of the whole plan.
 Nothing is written anywhere.
 
---template, --constraints and --variables replace the stored settings: what
-would happen if they were set. --stored prints instead the plan the daemon
+--template, --constraints, --variables and --policy replace the stored
+settings: what would happen if they were set. With a placement policy (stored
+or --policy), its metrics are fetched once, as the daemon's tick does. --stored prints instead the plan the daemon
 stored at its last tick (kept while the trigger is planning or while it waits
 for quiet time, and whenever it changes).
 
@@ -57,6 +60,7 @@ not be (bad input, etcd or sabakan unreachable).`,
 	f.StringVar(&o.template, "template", "", "what if this template (YAML or JSON) were set")
 	f.StringVar(&o.constraints, "constraints", "", "what if these constraints (JSON, CKE's names) were set")
 	f.StringVar(&o.variables, "variables", "", "what if these query variables (JSON) were set")
+	f.StringVar(&o.policy, "policy", "", "what if this placement policy (YAML or JSON) were set")
 	f.BoolVar(&o.stored, "stored", false, "print the plan the daemon stored in sabakan/plan instead")
 	f.StringVarP(&o.output, "output", "o", "text", "output format: text, json or yaml")
 	o.addFlags(f)
@@ -78,7 +82,7 @@ func (o *planOptions) run(e *env, stdout, stderr io.Writer) error {
 		return err
 	}
 	if o.stored {
-		for _, f := range []struct{ name, value string }{{"--template", o.template}, {"--constraints", o.constraints}, {"--variables", o.variables}} {
+		for _, f := range []struct{ name, value string }{{"--template", o.template}, {"--constraints", o.constraints}, {"--variables", o.variables}, {"--policy", o.policy}} {
 			if f.value != "" {
 				return fmt.Errorf("%s: --stored prints the daemon's plan, computed from the stored settings; leave out --stored to see a plan with %s", f.name, f.name)
 			}
@@ -118,6 +122,19 @@ func (o *planOptions) run(e *env, stdout, stderr io.Writer) error {
 			return fmt.Errorf("--variables %s: %w", o.variables, err)
 		}
 		w.Variables = data
+	}
+	if o.policy != "" {
+		data, err := readFile("--policy", o.policy)
+		if err != nil {
+			return err
+		}
+		doc, err := policy.Parse(data)
+		if err != nil {
+			return fmt.Errorf("--policy %s: %w", o.policy, err)
+		}
+		if w.Policy, err = doc.Canonical(); err != nil {
+			return err
+		}
 	}
 	return o.plan(e, w, stdout, stderr)
 }
