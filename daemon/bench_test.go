@@ -13,11 +13,14 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/client/v3/concurrency"
+	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
 
 	"github.com/ckegen/ckegen/internal/dcgen"
 	"github.com/ckegen/ckegen/internal/embedded"
 	"github.com/ckegen/ckegen/internal/etcdtest"
+	"github.com/ckegen/ckegen/internal/kubetest"
+	"github.com/ckegen/ckegen/kubenodes"
 	"github.com/ckegen/ckegen/machine"
 	"github.com/ckegen/ckegen/sabakan"
 	"github.com/ckegen/ckegen/sabakan/server"
@@ -31,7 +34,8 @@ const benchLimit = 64 << 20
 // tickBench is a daemon leading over an embedded etcd, with the
 // compatible server holding a data center of n machines (40 per rack, no
 // boot servers, roles 6:3:1), the bundled template, 3 control planes and
-// minimum-workers n/2.
+// minimum-workers workers. nodes is the daemon's Kubernetes lister (nil:
+// none, as without --kubeconfig).
 type tickBench struct {
 	d      *Daemon
 	st     storage.Storage
@@ -39,7 +43,7 @@ type tickBench struct {
 	leader string
 }
 
-func newTickBench(b *testing.B, n int) *tickBench {
+func newTickBench(b *testing.B, n, workers int, nodes Nodes) *tickBench {
 	b.Helper()
 	_, url := etcdtest.StartServer(b, embedded.Options{MaxRequestBytes: benchLimit})
 	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{url}, DialTimeout: 5 * time.Second,
@@ -73,7 +77,7 @@ func newTickBench(b *testing.B, n int) *tickBench {
 	ctx := context.Background()
 	st := storage.New(cli, "")
 	c, _ := st.GetConstraints(ctx)
-	c.ControlPlaneCount, c.MinimumWorkers = 3, n/2
+	c.ControlPlaneCount, c.MinimumWorkers = 3, workers
 	for _, err := range []error{st.SetTemplate(ctx, tmplJSON), st.SetURL(ctx, ts.URL+"/graphql"), st.SetConstraints(ctx, c)} {
 		if err != nil {
 			b.Fatal(err)
@@ -89,7 +93,7 @@ func newTickBench(b *testing.B, n int) *tickBench {
 		b.Fatal(err)
 	}
 	d := New(Config{
-		Storage: st, Name: "bench", RetireWait: time.Minute, MaxClusterBytes: benchLimit,
+		Storage: st, Name: "bench", RetireWait: time.Minute, MaxClusterBytes: benchLimit, Nodes: nodes,
 		Sabakan: sabakan.Options{Timeout: time.Minute, Retries: -1, MaxBodyBytes: 1 << 30},
 		Now:     func() time.Time { return testNow },
 		Log:     slog.New(slog.NewTextHandler(io.Discard, nil)),
@@ -123,21 +127,36 @@ func (tb *tickBench) clusterRev(b *testing.B) int64 {
 	return resp.Kvs[0].ModRevision
 }
 
-// BenchmarkTick20000 is the daemon's whole tick on 20,000 machines: the
-// compatible server's searchMachines over real HTTP, decoding and
-// sanitizing, the generator, the cluster's JSON, and the guarded write to
-// an embedded etcd with its request size limit raised, then the status
-// and the history. The server and etcd run in the benchmark's process:
-// the figures count their work too.
+// settle runs ticks until one writes nothing.
+func (tb *tickBench) settle(b *testing.B) {
+	b.Helper()
+	for range 10 {
+		before := tb.clusterRev(b)
+		if err := tb.d.runOnce(context.Background(), tb.leader); err != nil {
+			b.Fatal(err)
+		}
+		if tb.clusterRev(b) == before {
+			return
+		}
+	}
+	b.Fatal("the cluster does not settle in 10 ticks")
+}
+
+// benchTicks measures the daemon's whole tick on the data centers newTB
+// makes: the compatible server's searchMachines over real HTTP, decoding
+// and sanitizing, the Kubernetes Nodes when the daemon has a lister, the
+// generator, the cluster's JSON, and the guarded write to an embedded
+// etcd with its request size limit raised, then the status and the
+// history. The server and etcd run in the benchmark's process: the
+// figures count their work too.
 //
-//   - generate: no cluster yet; the first one (10,003 nodes) is written;
+//   - generate: no cluster yet; the first one is written;
 //   - update: a worker's machine turns UNREACHABLE or back to HEALTHY
 //     before each tick, which writes the change;
 //   - nothing: nothing changed; nothing is written.
-func BenchmarkTick20000(b *testing.B) {
-	const n = 20000
+func benchTicks(b *testing.B, newTB func(b *testing.B) *tickBench) {
 	b.Run("generate", func(b *testing.B) {
-		tb := newTickBench(b, n)
+		tb := newTB(b)
 		b.ReportAllocs()
 		for b.Loop() {
 			b.StopTimer()
@@ -149,8 +168,8 @@ func BenchmarkTick20000(b *testing.B) {
 		}
 	})
 	b.Run("update", func(b *testing.B) {
-		tb := newTickBench(b, n)
-		tb.tick(b, true)
+		tb := newTB(b)
+		tb.settle(b)
 		c, _, err := tb.st.GetCluster(context.Background())
 		if err != nil {
 			b.Fatal(err)
@@ -173,12 +192,90 @@ func BenchmarkTick20000(b *testing.B) {
 		}
 	})
 	b.Run("nothing", func(b *testing.B) {
-		tb := newTickBench(b, n)
-		tb.tick(b, true)
+		tb := newTB(b)
+		tb.settle(b)
 		b.ReportAllocs()
 		for b.Loop() {
 			tb.tick(b, false)
 		}
+	})
+}
+
+// BenchmarkTick20000: 20,000 machines, a cluster of 10,003 nodes
+// (minimum-workers 10,000), no Kubernetes.
+func BenchmarkTick20000(b *testing.B) {
+	benchTicks(b, func(b *testing.B) *tickBench { return newTickBench(b, 20000, 10000, nil) })
+}
+
+// tick10000 is the data center of the 10,000-node benchmarks: 10,800
+// machines (3% of them not HEALTHY), a cluster of 10,000 nodes
+// (3 control planes, minimum-workers 9,997).
+const (
+	tick10000Machines = 10800
+	tick10000Workers  = 9997
+)
+
+// BenchmarkTick10000 is the tick on a cluster of 10,000 nodes without
+// Kubernetes: the reference of BenchmarkTick10000Kubernetes.
+func BenchmarkTick10000(b *testing.B) {
+	benchTicks(b, func(b *testing.B) *tickBench {
+		return newTickBench(b, tick10000Machines, tick10000Workers, nil)
+	})
+}
+
+// BenchmarkTick10000Kubernetes is BenchmarkTick10000 with the daemon
+// reading the Nodes of a real kube-apiserver, as cmd/cke wires
+// --kubeconfig: one Node per node of the cluster (10,000), one in ten
+// with a taint control planes do not tolerate (kubetest.Node). The ticks
+// list all the Nodes; update and nothing have the cluster's tainted
+// control planes replaced first (settle) so that only the measured change
+// is written. list is the Reader's List alone, on the same server.
+func BenchmarkTick10000Kubernetes(b *testing.B) {
+	api := kubetest.Start(b)
+	// The cluster the data center gets, to name the Nodes after.
+	tb := newTickBench(b, tick10000Machines, tick10000Workers, nil)
+	tb.settle(b)
+	c, _, err := tb.st.GetCluster(context.Background())
+	if err != nil {
+		b.Fatal(err)
+	}
+	nodes := make([]*corev1.Node, len(c.Nodes))
+	for i, n := range c.Nodes {
+		nodes[i] = kubetest.Node(i, n.Address)
+	}
+	api.CreateNodes(b, nodes)
+	cfg, err := kubenodes.LoadKubeconfig(api.Kubeconfig)
+	if err != nil {
+		b.Fatal(err)
+	}
+	r, err := kubenodes.NewReader(cfg, kubenodes.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	// The list alone, the part of a tick the Nodes add at least.
+	b.Run("list", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			got, err := r.List(context.Background())
+			if err != nil {
+				b.Fatal(err)
+			}
+			if len(got) != len(nodes) {
+				b.Fatalf("listed %d Nodes, want %d", len(got), len(nodes))
+			}
+		}
+	})
+	benchTicks(b, func(b *testing.B) *tickBench {
+		tb := newTickBench(b, tick10000Machines, tick10000Workers, r)
+		tb.settle(b)
+		st, err := tb.st.GetStatus(context.Background())
+		if err != nil {
+			b.Fatal(err)
+		}
+		if k := st.Kubernetes; k == nil || !k.Read || k.Nodes != len(nodes) || k.Intolerable != (len(nodes)+9)/10 {
+			b.Fatalf("the tick read %+v from Kubernetes, want %d Nodes, %d intolerable", k, len(nodes), (len(nodes)+9)/10)
+		}
+		return tb
 	})
 }
 
@@ -214,52 +311,21 @@ func benchPolicy(n int) string {
 }`
 }
 
-// BenchmarkTick20000Policy is BenchmarkTick20000's update and nothing
-// with benchPolicy stored: the policy's parsing and compilation, the
-// static fetch, the constrained and scored generator, and the placements'
-// counts, every tick. Compare with BenchmarkTick20000.
+// BenchmarkTick20000Policy is BenchmarkTick20000 with benchPolicy stored:
+// the policy read and compiled (once while it is unchanged), the static
+// fetch, the constrained and scored generator, and the placements'
+// counts. Compare with BenchmarkTick20000.
 func BenchmarkTick20000Policy(b *testing.B) {
-	const n = 20000
-	setup := func(b *testing.B) *tickBench {
-		tb := newTickBench(b, n)
-		if _, err := tb.st.Client.Put(context.Background(), tb.st.Key(storage.KeySabakanPolicy), benchPolicy(n)); err != nil {
+	benchTicks(b, func(b *testing.B) *tickBench {
+		tb := newTickBench(b, 20000, 10000, nil)
+		if _, err := tb.st.Client.Put(context.Background(), tb.st.Key(storage.KeySabakanPolicy), benchPolicy(20000)); err != nil {
 			b.Fatal(err)
 		}
-		tb.tick(b, true)
+		tb.settle(b)
 		st, err := tb.st.GetStatus(context.Background())
 		if err != nil || len(st.Placements) != 3 {
 			b.Fatalf("placements %+v (%v), want 3", st.Placements, err)
 		}
 		return tb
-	}
-	b.Run("update", func(b *testing.B) {
-		tb := setup(b)
-		c, _, err := tb.st.GetCluster(context.Background())
-		if err != nil {
-			b.Fatal(err)
-		}
-		serial := c.Nodes[len(c.Nodes)-1].Annotations["cke.cybozu.com/serial"]
-		state := machine.StateHealthy
-		b.ReportAllocs()
-		for b.Loop() {
-			b.StopTimer()
-			if state == machine.StateHealthy {
-				state = machine.StateUnreachable
-			} else {
-				state = machine.StateHealthy
-			}
-			if _, err := tb.store.SetState(serial, state); err != nil {
-				b.Fatal(err)
-			}
-			b.StartTimer()
-			tb.tick(b, true)
-		}
-	})
-	b.Run("nothing", func(b *testing.B) {
-		tb := setup(b)
-		b.ReportAllocs()
-		for b.Loop() {
-			tb.tick(b, false)
-		}
 	})
 }

@@ -8,8 +8,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 
 	"github.com/ckegen/ckegen/cluster"
 	"github.com/ckegen/ckegen/internal/kubetest"
@@ -22,7 +20,6 @@ import (
 type kubeFixture struct {
 	*fixture
 	api    *kubetest.Server
-	kube   kubernetes.Interface
 	leader string
 	d      *Daemon
 }
@@ -34,13 +31,11 @@ func newKubeFixture(t *testing.T, tmpl string) *kubeFixture {
 	if tmpl != "" {
 		must(t, f.st.SetTemplate(context.Background(), []byte(tmpl)))
 	}
-	kube, err := kubernetes.NewForConfig(api.Config)
-	must(t, err)
 	cfg, err := kubenodes.LoadKubeconfig(api.Kubeconfig)
 	must(t, err)
 	r, err := kubenodes.NewReader(cfg, kubenodes.Options{Timeout: 2 * time.Second, PageSize: 3})
 	must(t, err)
-	k := &kubeFixture{fixture: f, api: api, kube: kube, leader: f.lead(t)}
+	k := &kubeFixture{fixture: f, api: api, leader: f.lead(t)}
 	k.d = f.daemon("d", func(c *Config) { c.Nodes = r })
 	// No Nodes yet: the first tick builds the cluster.
 	must(t, k.d.runOnce(context.Background(), k.leader))
@@ -53,17 +48,7 @@ func newKubeFixture(t *testing.T, tmpl string) *kubeFixture {
 // setTaints creates the Node named addr, or replaces its taints.
 func (k *kubeFixture) setTaints(t *testing.T, addr string, ts []corev1.Taint) {
 	t.Helper()
-	ctx := context.Background()
-	n, err := k.kube.CoreV1().Nodes().Get(ctx, addr, metav1.GetOptions{})
-	if err != nil {
-		n = &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: addr}, Spec: corev1.NodeSpec{Taints: ts}}
-		_, err = k.kube.CoreV1().Nodes().Create(ctx, n, metav1.CreateOptions{})
-		must(t, err)
-		return
-	}
-	n.Spec.Taints = ts
-	_, err = k.kube.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{})
-	must(t, err)
+	k.api.SetTaints(t, addr, ts...)
 }
 
 func cps(c *cluster.Cluster) []string {

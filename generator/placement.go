@@ -62,7 +62,7 @@ func (pi *placement) eval(s *state, x *machineInfo) *evaluation {
 	}
 	e := &pi.evals[x.idx]
 	if !e.done {
-		row := s.input.Metrics.Lookup(x.serial)
+		row := s.input.Metrics.LookupAt(x.idx, x.serial)
 		pi.node.Machine = x.raw
 		pi.node.RackText, pi.node.ZoneText = s.rackTexts(x)
 		e.groups, e.admit = pi.pl.Admit(&pi.node, row)

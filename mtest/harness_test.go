@@ -124,9 +124,32 @@ const (
 	retireWait = 4 * time.Second
 )
 
+// envOption changes what newEnv starts; with none, newEnv is the
+// scenarios' usual data center.
+type envOption func(*envOptions)
+
+type envOptions struct {
+	daemonArgs []string // added to every cke daemon's flags
+	template   string   // the template file set with ckecli
+}
+
+// withDaemonArgs adds flags to every cke daemon.
+func withDaemonArgs(args ...string) envOption {
+	return func(o *envOptions) { o.daemonArgs = append(o.daemonArgs, args...) }
+}
+
+// withTemplate sets this template file instead of the bundled one.
+func withTemplate(file string) envOption {
+	return func(o *envOptions) { o.template = file }
+}
+
 // newEnv starts everything and configures the integration with ckecli:
 // 3 control planes, 20 workers, the bundled template.
-func newEnv(t *testing.T) *env {
+func newEnv(t *testing.T, opts ...envOption) *env {
+	eo := envOptions{template: "../examples/template.yml"}
+	for _, opt := range opts {
+		opt(&eo)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	e := &env{t: t, dir: t.TempDir(), ctx: ctx}
 	t.Cleanup(func() {
@@ -213,11 +236,11 @@ func newEnv(t *testing.T) *env {
 	// Two daemons.
 	for i := 0; i < 2; i++ {
 		addr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
-		d := &proc{name: "cke", log: filepath.Join(e.dir, fmt.Sprintf("cke%d.log", i)), args: []string{
+		d := &proc{name: "cke", log: filepath.Join(e.dir, fmt.Sprintf("cke%d.log", i)), args: append([]string{
 			"--etcd-endpoints", strings.Join(e.clients, ","), "--http", addr, "--name", fmt.Sprintf("cke-%d", i),
 			"--interval", interval, "--session-ttl", sessionTTL.String(), "--retire-wait", retireWait.String(),
 			"--sabakan-timeout", "1s", "--min-backoff", "200ms",
-		},
+		}, eo.daemonArgs...),
 			// well waits this long between SIGTERM and the stop (5 s by
 			// default, longer than the session TTL here).
 			env: []string{"CANCELLATION_DELAY_SECONDS=0"},
@@ -230,7 +253,7 @@ func newEnv(t *testing.T) *env {
 	e.mustCkecli("sabakan", "set-url", "http://"+e.sabAddr)
 	e.mustCkecli("constraints", "set", "control-plane-count", "3")
 	e.mustCkecli("constraints", "set", "minimum-workers", "20")
-	e.mustCkecli("sabakan", "set-template", "../examples/template.yml")
+	e.mustCkecli("sabakan", "set-template", eo.template)
 	return e
 }
 

@@ -247,6 +247,30 @@ func TestValues(t *testing.T) {
 	if got := p.Placement(ControlPlane).Points(v.Lookup("S2")); got != -2.5 {
 		t.Errorf("Points(S2) = %v, want -2.5", got)
 	}
+	// LookupAt agrees with Lookup wherever the caller's index is: right,
+	// wrong, out of range, or at a repeated serial's second row.
+	v.Set(0, p.MetricIndex("temp"), 20)
+	v.Set(2, p.MetricIndex("temp"), 99) // S1's second row: never read
+	temp := p.MetricIndex("temp")
+	for _, c := range []struct {
+		i      int
+		serial string
+	}{{0, "S1"}, {2, "S1"}, {1, "S2"}, {0, "S2"}, {7, "S2"}, {-1, "S1"}, {1, "S9"}} {
+		got, _ := v.LookupAt(c.i, c.serial).Get(temp)
+		want, _ := v.Lookup(c.serial).Get(temp)
+		if got != want && !(math.IsNaN(got) && math.IsNaN(want)) {
+			t.Errorf("LookupAt(%d, %s) temp = %v, Lookup = %v", c.i, c.serial, got, want)
+		}
+	}
+	u := p.NewValues([]string{"A", "B"})
+	u.Set(1, temp, 5)
+	if got, _ := u.LookupAt(1, "B").Get(temp); got != 5 {
+		t.Errorf("LookupAt(1, B) = %v, want 5", got)
+	}
+	var none *Values
+	if none.LookupAt(0, "A") != nil {
+		t.Error("a nil table has a row")
+	}
 }
 
 // TestEvaluationDoesNotAllocate: the calls the generator makes for every

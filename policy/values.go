@@ -11,6 +11,8 @@ import (
 // column per metric (Policy.Metrics). NaN stands for "no value".
 type Values struct {
 	metrics []string
+	serials []string // by row
+	dups    bool     // a serial was given twice
 	rows    map[string]int
 	cells   []float64
 }
@@ -37,13 +39,15 @@ func (r Row) Get(col int) (float64, bool) {
 // row.
 func (p *Policy) NewValues(serials []string) *Values {
 	m := len(p.Metrics())
-	v := &Values{metrics: p.Metrics(), rows: make(map[string]int, len(serials)), cells: make([]float64, len(serials)*m)}
+	v := &Values{metrics: p.Metrics(), serials: serials, rows: make(map[string]int, len(serials)), cells: make([]float64, len(serials)*m)}
 	for i := range v.cells {
 		v.cells[i] = math.NaN()
 	}
 	for i, s := range serials {
 		if _, dup := v.rows[s]; !dup {
 			v.rows[s] = i
+		} else {
+			v.dups = true
 		}
 	}
 	return v
@@ -88,6 +92,16 @@ func (v *Values) Lookup(serial string) Row {
 		return nil
 	}
 	return v.Row(i)
+}
+
+// LookupAt is Lookup for a caller that expects the machine at row i (it
+// holds the machines in the order the table was made for): row i when it
+// belongs to serial, without hashing; otherwise Lookup(serial).
+func (v *Values) LookupAt(i int, serial string) Row {
+	if v != nil && !v.dups && i >= 0 && i < len(v.serials) && v.serials[i] == serial {
+		return v.Row(i)
+	}
+	return v.Lookup(serial)
 }
 
 // Set sets the value of column col in row i. A NaN means no value.

@@ -1,0 +1,169 @@
+package mtest
+
+import (
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/ckegen/ckegen/internal/kubetest"
+)
+
+// kubeStatus is the part of sabakan/status this scenario reads.
+type kubeStatus struct {
+	Result      string    `json:"result"`
+	Reason      string    `json:"reason"`
+	Message     string    `json:"message"`
+	Time        time.Time `json:"time"`
+	LastChanges []struct {
+		Action  string `json:"action"`
+		Address string `json:"address"`
+		Reason  string `json:"reason"`
+	} `json:"lastChanges"`
+	Kubernetes *kubeRead `json:"kubernetes"`
+}
+
+// kubeRead is what the last tick read from Kubernetes.
+type kubeRead struct {
+	Read        bool `json:"read"`
+	Nodes       int  `json:"nodes"`
+	Intolerable int  `json:"intolerable"`
+}
+
+func (e *env) kubeStatus() kubeStatus {
+	e.t.Helper()
+	var st kubeStatus
+	out := e.mustCkecli("sabakan", "status", "-o", "json")
+	if err := json.Unmarshal([]byte(out), &st); err != nil {
+		e.t.Fatalf("sabakan status: %v\n%s", err, out)
+	}
+	return st
+}
+
+// Scenario 11: the daemons read the Nodes of a real kube-apiserver
+// (--kubeconfig). Taints a control plane tolerates change nothing; an
+// intolerable one has it replaced, by the spare worker first; with the
+// API server stopped nothing is written, and after its restart the
+// pending change is made.
+func TestKubernetes(t *testing.T) {
+	api := kubetest.Start(t)
+	tmpl := filepath.Join(t.TempDir(), "template.yml")
+	if err := writeFile(tmpl, readFile(t, "../examples/template.yml")+
+		"control_plane_tolerations: [example.com/tolerated]\nsabakan:\n  spare_node_taint_key: example.com/spare\n"); err != nil {
+		t.Fatal(err)
+	}
+	e := newEnv(t, withDaemonArgs("--kubeconfig", api.Kubeconfig, "--kubernetes-timeout", "2s"), withTemplate(tmpl))
+	e.converge(90 * time.Second)
+	if st := e.kubeStatus(); st.Kubernetes == nil || !st.Kubernetes.Read || st.Kubernetes.Nodes != 0 {
+		t.Fatalf("before any Node: kubernetes %+v, want read, 0 nodes", st.Kubernetes)
+	}
+
+	// A Node for every member, as kubelet would register them. The API
+	// server's admission taints each new Node node.kubernetes.io/not-ready
+	// (no kubelet ever reports it ready), which control planes tolerate.
+	c := e.cluster()
+	for _, n := range c.Nodes {
+		api.SetTaints(t, n.Address)
+	}
+	cps := c.cps()
+	cpRacks := map[string]bool{}
+	for _, n := range cps {
+		cpRacks[n.Labels["cke.cybozu.com/rack"]] = true
+	}
+	// The spare: a worker that could be a control plane, in a rack
+	// without one.
+	var spare string
+	for _, n := range c.workers() {
+		if n.Labels["cke.cybozu.com/role"] == "compute" && !cpRacks[n.Labels["cke.cybozu.com/rack"]] {
+			spare = n.Address
+		}
+	}
+	if spare == "" {
+		t.Fatal("no compute worker outside the control planes' racks")
+	}
+
+	// Tolerated taints: Kubernetes' own node.kubernetes.io/*, the
+	// template's control_plane_tolerations, and the spare key on a
+	// worker. Nothing changes.
+	api.SetTaints(t, cps[0].Address, corev1.Taint{Key: "node.kubernetes.io/unreachable", Effect: corev1.TaintEffectNoExecute})
+	api.SetTaints(t, cps[1].Address, corev1.Taint{Key: "example.com/tolerated", Effect: corev1.TaintEffectNoSchedule})
+	api.SetTaints(t, spare, corev1.Taint{Key: "example.com/spare", Effect: corev1.TaintEffectNoSchedule})
+	if w := e.converge(60 * time.Second); w != 0 {
+		t.Errorf("tolerated taints caused %d cluster write(s)", w)
+	}
+	if st := e.kubeStatus(); st.Kubernetes == nil || *st.Kubernetes != (kubeRead{Read: true, Nodes: len(c.Nodes)}) {
+		t.Errorf("with tolerated taints: kubernetes %+v, want read, %d nodes, 0 intolerable", st.Kubernetes, len(c.Nodes))
+	}
+
+	// An intolerable taint: that control plane goes, and the spare worker
+	// takes its place, not a new machine.
+	broken := cps[2].Address
+	api.SetTaints(t, broken, corev1.Taint{Key: "example.com/broken", Effect: corev1.TaintEffectNoSchedule})
+	if w := e.converge(60 * time.Second); w != 1 {
+		t.Errorf("the tainted control plane was replaced in %d writes, want 1", w)
+	}
+	c = e.cluster()
+	if n := c.find(broken); n != nil && n.ControlPlane {
+		t.Errorf("%s with an intolerable taint is still a control plane", broken)
+	}
+	if n := c.find(spare); n == nil || !n.ControlPlane {
+		t.Errorf("the spare worker %s was not promoted; control planes %+v", spare, c.cps())
+	}
+	for _, n := range cps[:2] {
+		if m := c.find(n.Address); m == nil || !m.ControlPlane {
+			t.Errorf("%s with a tolerated taint is no longer a control plane", n.Address)
+		}
+	}
+	st := e.kubeStatus()
+	promoted := false
+	for _, ch := range st.LastChanges {
+		promoted = promoted || ch.Address == spare && strings.Contains(ch.Reason, "spare node")
+	}
+	if !promoted {
+		t.Errorf("last changes %+v do not name the spare node", st.LastChanges)
+	}
+	if st.Kubernetes == nil || st.Kubernetes.Intolerable != 1 {
+		t.Errorf("kubernetes %+v, want 1 intolerable", st.Kubernetes)
+	}
+	leader := strings.TrimSpace(e.mustCkecli("leader"))
+	for i, addr := range e.dHTTP {
+		if leader != fmt.Sprintf("cke-%d", i) {
+			continue
+		}
+		if got := grepLines(e.metrics(addr), "ckegen_kubernetes_nodes_intolerable "); got != "ckegen_kubernetes_nodes_intolerable 1" {
+			t.Errorf("the leader's metric: %q", got)
+		}
+	}
+
+	// The API server stops while a change is pending: the ticks fail with
+	// KUBERNETES_UNREACHABLE and write nothing.
+	workers := len(c.workers())
+	api.Stop()
+	before := e.rec.count()
+	e.mustCkecli("constraints", "set", "minimum-workers", strconv.Itoa(workers+1))
+	e.waitStatus("failing", "KUBERNETES_UNREACHABLE", api.URL, 20*time.Second)
+	time.Sleep(2 * time.Second) // four more ticks
+	if st := e.kubeStatus(); st.Reason != "KUBERNETES_UNREACHABLE" || st.Kubernetes == nil || st.Kubernetes.Read {
+		t.Errorf("with the API server stopped: status %s %s, kubernetes %+v", st.Result, st.Reason, st.Kubernetes)
+	}
+	if w := e.rec.count() - before; w != 0 {
+		t.Errorf("%d cluster write(s) while Kubernetes was unreachable", w)
+	}
+
+	// Restarted: the pending change is made.
+	api.Restart()
+	e.converge(60 * time.Second)
+	if n := len(e.cluster().workers()); n != workers+1 {
+		t.Errorf("%d workers after the restart, want %d", n, workers+1)
+	}
+	if st := e.kubeStatus(); st.Result != "ok" || st.Kubernetes == nil || !st.Kubernetes.Read {
+		t.Errorf("after the restart: status %s %s, kubernetes %+v", st.Result, st.Reason, st.Kubernetes)
+	}
+	e.rec.check()
+	e.checkHistory()
+}
