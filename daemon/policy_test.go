@@ -140,6 +140,9 @@ func TestPolicyPlacesControlPlanes(t *testing.T) {
 	if got := series(scrape(t, d), "ckegen_placement_nodes{"); !slices.Equal(got, want) {
 		t.Errorf("ckegen_placement_nodes:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
+	if got := series(scrape(t, d), "ckegen_policy_metrics_duration_seconds_count"); !slices.Equal(got, []string{"ckegen_policy_metrics_duration_seconds_count 1"}) {
+		t.Errorf("one fetch timed, got %q", got)
+	}
 
 	// Nothing to do: the observed group stays.
 	must(t, d.runOnce(ctx, leader))
