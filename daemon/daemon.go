@@ -66,6 +66,8 @@ type Daemon struct {
 	log     *slog.Logger
 	metrics *metrics
 	client  *sabakan.Client
+	// compiled is the last policy compiled (tick goroutine only).
+	compiled compiledPolicy
 
 	mu      sync.Mutex
 	status  storage.Status
@@ -183,6 +185,7 @@ func (d *Daemon) setLeading(leading bool) {
 		d.metrics.leader.Set(0)
 		d.metrics.inventory.clear()
 		d.metrics.change.clear()
+		d.metrics.placements.clear()
 	}
 }
 
@@ -222,6 +225,7 @@ var watched = map[string]bool{
 	storage.KeySabakanTrigger:        true,
 	storage.KeySabakanQuietTime:      true,
 	storage.KeySabakanMaxUnhealthy:   true,
+	storage.KeySabakanPolicy:         true,
 }
 
 func (d *Daemon) watchSettings(ctx context.Context, trigger chan<- struct{}) error {
@@ -314,6 +318,7 @@ func (d *Daemon) runOnce(ctx context.Context, leaderKey string) error {
 	d.logTick(st, out, err)
 	d.metrics.inventory.observe(now, out, err)
 	d.metrics.change.observe(st, out)
+	d.metrics.placements.observe(st)
 	d.mu.Lock()
 	d.status = st
 	d.mu.Unlock()
@@ -349,12 +354,26 @@ func nextStatus(prev storage.Status, now time.Time, leader string, out *outcome,
 		st.Warnings = out.warnings[:min(len(out.warnings), storage.MaxWarnings)]
 		st.Kubernetes = out.kube
 	}
+	placementsStatus(&st, prev, out)
 	changeStatus(&st, prev, out, err)
 	st.Since = now
 	if prev.Result == st.Result && prev.Reason == st.Reason && !prev.Since.IsZero() {
 		st.Since = prev.Since
 	}
 	return st
+}
+
+// placementsStatus completes a tick's status with the placements: those
+// the tick counted, or, when it did not get to count them (sabakan or a
+// metric provider failed), the last ones; none while disabled.
+func placementsStatus(st *storage.Status, prev storage.Status, out *outcome) {
+	switch {
+	case out != nil && out.disabled:
+	case out != nil && out.placed:
+		st.Placements = out.placements
+	default:
+		st.Placements = prev.Placements
+	}
 }
 
 // logTick logs the tick's warnings and result.

@@ -226,6 +226,17 @@ func TestFailureReasons(t *testing.T) {
 			c.MinimumWorkers = 500
 			must(t, f.st.SetConstraints(context.Background(), c))
 		}, nil, ReasonNotEnoughMachines, "need 500 workers"},
+		{"invalid policy: no such template", func(t *testing.T, f *fixture) {
+			putPolicy(t, f, `{"placements": {"gpu": {"constraints": ["topology.kubernetes.io/zone in (rack1)"]}}}`)
+		}, nil, ReasonInvalidPolicy, "placements.gpu: no template takes this placement"},
+		{"invalid policy: bad constraint", func(t *testing.T, f *fixture) {
+			putPolicy(t, f, `{"placements": {"control-plane": {"constraints": ["topology.kubernetes.io/zone in rack1"]}}}`)
+		}, nil, ReasonInvalidPolicy, "placements.control-plane.constraints[0]"},
+		{"metrics unavailable", func(t *testing.T, f *fixture) {
+			putPolicy(t, f, `{"placements": {"control-plane": {"metrics": [{"name": "temp", "weight": -5}]}},
+				"metrics": {"temp": {"provider": "prom", "query": "temp", "max": 50}},
+				"providers": {"prom": {"type": "prometheus", "url": "http://127.0.0.1:1", "timeout": "1s"}}}`)
+		}, nil, ReasonMetricsUnavailable, "metric temp from provider prom"},
 		{"cluster too large", nil, func(c *Config) { c.MaxClusterBytes = 1000 }, ReasonClusterTooLarge, "over etcd's request size limit of 1000 bytes"},
 	}
 	for _, c := range cases {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/ckegen/ckegen/labels"
 	"github.com/ckegen/ckegen/machine"
+	"github.com/ckegen/ckegen/storage"
 )
 
 // metrics are the daemon's Prometheus metrics: CKE's cke_leader and
@@ -18,8 +19,11 @@ type metrics struct {
 	leader        prometheus.Gauge
 	tickDuration  prometheus.Histogram
 	queryDuration prometheus.Histogram
-	inventory     *inventory
-	change        *changeMetrics
+	// metricsDuration: fetching the placement policy's metric values.
+	metricsDuration prometheus.Histogram
+	inventory       *inventory
+	change          *changeMetrics
+	placements      *placementMetrics
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -38,10 +42,16 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Help:    "How long the searchMachines query took.",
 			Buckets: prometheus.ExponentialBuckets(0.001, 4, 10),
 		}),
-		inventory: newInventory(),
-		change:    newChangeMetrics(),
+		metricsDuration: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "ckegen_policy_metrics_duration_seconds",
+			Help:    "How long fetching the placement policy's metric values took.",
+			Buckets: prometheus.ExponentialBuckets(0.001, 4, 10),
+		}),
+		inventory:  newInventory(),
+		change:     newChangeMetrics(),
+		placements: newPlacementMetrics(),
 	}
-	reg.MustRegister(m.leader, m.tickDuration, m.queryDuration, m.inventory, m.change)
+	reg.MustRegister(m.leader, m.tickDuration, m.queryDuration, m.metricsDuration, m.inventory, m.change, m.placements)
 	return m
 }
 
@@ -179,4 +189,51 @@ func (v *inventory) clear() {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	v.last = lastTick{}
+}
+
+// placementMetrics export the placement policy's nodes by placement and
+// group (SPEC 12.4) as the status has them: on the leader, while the
+// integration is enabled and a policy is set.
+type placementMetrics struct {
+	nodes *prometheus.Desc
+
+	mu   sync.Mutex
+	last []storage.PlacementStatus
+}
+
+func newPlacementMetrics() *placementMetrics {
+	return &placementMetrics{
+		nodes: prometheus.NewDesc("ckegen_placement_nodes",
+			`The number of nodes of each placement of the placement policy by group ("": in no group, or the placement has no groups).`,
+			[]string{"template", "group"}, nil),
+	}
+}
+
+// Describe implements prometheus.Collector.
+func (m *placementMetrics) Describe(ch chan<- *prometheus.Desc) { ch <- m.nodes }
+
+// Collect implements prometheus.Collector.
+func (m *placementMetrics) Collect(ch chan<- prometheus.Metric) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, p := range m.last {
+		for _, g := range p.Groups {
+			ch <- prometheus.MustNewConstMetric(m.nodes, prometheus.GaugeValue, float64(g.Nodes), p.Placement, g.Group)
+		}
+	}
+}
+
+// observe records a tick's status: its placements, which a tick that did
+// not count them kept from the last one, and a disabled one has not.
+func (m *placementMetrics) observe(st storage.Status) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.last = st.Placements
+}
+
+// clear stops the export, as when leadership ends.
+func (m *placementMetrics) clear() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.last = nil
 }

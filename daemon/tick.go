@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/ckegen/ckegen/cluster"
@@ -13,6 +14,8 @@ import (
 	"github.com/ckegen/ckegen/kubenodes"
 	"github.com/ckegen/ckegen/labels"
 	"github.com/ckegen/ckegen/machine"
+	"github.com/ckegen/ckegen/metricprovider"
+	"github.com/ckegen/ckegen/policy"
 	"github.com/ckegen/ckegen/sabakan"
 	"github.com/ckegen/ckegen/storage"
 	"github.com/ckegen/ckegen/template"
@@ -38,6 +41,12 @@ const (
 	ReasonConflict           = "CLUSTER_CHANGED"
 	ReasonLostLeadership     = "LOST_LEADERSHIP"
 	ReasonEtcdError          = "ETCD_ERROR"
+	// ReasonInvalidPolicy: the stored placement policy does not parse,
+	// validate, or fit the template (SPEC 12.1).
+	ReasonInvalidPolicy = "INVALID_POLICY"
+	// ReasonMetricsUnavailable: a metric provider of the policy failed
+	// (unreachable, timeout, query error; SPEC 12.3).
+	ReasonMetricsUnavailable = "METRICS_UNAVAILABLE"
 )
 
 // Results recorded in sabakan/status.
@@ -70,6 +79,7 @@ type settings struct {
 	clusterRev  int64            // mod revision of cluster, for the guarded write
 	builtFrom   int64            // cluster-revision: the template revision current was built from
 	rebooting   map[string]bool
+	policy      *policy.Policy // nil: no placement policy
 	changeSettings
 }
 
@@ -83,6 +93,11 @@ type outcome struct {
 	warnings []string
 	// kube is what the tick read from Kubernetes; nil without access.
 	kube *storage.KubernetesStatus
+	// placed: the tick got as far as counting the placements (the policy
+	// and its metrics were read), and placements is what it counted (nil
+	// without a policy).
+	placed     bool
+	placements []storage.PlacementStatus
 	changeOutcome
 }
 
@@ -116,12 +131,16 @@ func (d *Daemon) tick(ctx context.Context, leaderKey string) (*outcome, error) {
 	if err != nil {
 		return out, err
 	}
+	vals, err := d.fetchMetrics(ctx, s, ms, out)
+	if err != nil {
+		return out, err
+	}
 	taints, err := d.listNodes(ctx, s, out)
 	if err != nil {
 		return out, err
 	}
 	in := d.input(s, ms, roles)
-	in.NodeTaints = taints
+	in.NodeTaints, in.Metrics = taints, vals
 	res, err := d.manage(s, in, out)
 	clusterRev := s.clusterRev
 	if err == nil && res != nil {
@@ -133,6 +152,7 @@ func (d *Daemon) tick(ctx context.Context, leaderKey string) (*outcome, error) {
 		d.record(ctx, leaderKey, s, res, rev)
 		clusterRev = rev
 	}
+	d.countPlacements(in, out)
 	if perr := d.keepPlan(ctx, leaderKey, s, in, out, clusterRev); err == nil {
 		err = perr
 	}
@@ -200,10 +220,43 @@ func (d *Daemon) readSettings(ctx context.Context, leaderKey string) (*settings,
 		return nil, fail(ReasonInvalidCluster, err)
 	}
 	s.rebooting = snap.RebootingNodes()
+	if s.policy, err = d.loadPolicy(snap, s.templateRev, s.template); err != nil {
+		return nil, err
+	}
 	if err := readChangeSettings(snap, &s.changeSettings); err != nil {
 		return nil, err
 	}
 	return &s, nil
+}
+
+// compiledPolicy is a policy compiled for a template, by the mod
+// revisions of both.
+type compiledPolicy struct {
+	rev, templateRev int64
+	policy           *policy.Policy
+}
+
+// loadPolicy returns the stored policy compiled for the tick's template,
+// or nil when there is none. An invalid policy is INVALID_POLICY. The
+// last compiled policy is reused while neither the policy nor the
+// template has changed: the same bytes compile to the same policy, and a
+// static provider listing thousands of machines is costly to parse at
+// every tick. Only the tick's goroutine uses the cache.
+func (d *Daemon) loadPolicy(snap *storage.Snapshot, templateRev int64, t *template.Template) (*policy.Policy, error) {
+	data, rev, err := snap.Policy()
+	if err != nil {
+		return nil, nil // none stored
+	}
+	if c := d.compiled; c.policy != nil && c.rev == rev && c.templateRev == templateRev {
+		return c.policy, nil
+	}
+	p, err := policy.Load(data, t)
+	if err != nil {
+		return nil, fail(ReasonInvalidPolicy, fmt.Errorf("%w; this is the policy stored in %s: fix it with ckecli sabakan set-policy, or remove it with ckecli sabakan clear-policy",
+			err, storage.KeySabakanPolicy))
+	}
+	d.compiled = compiledPolicy{rev: rev, templateRev: templateRev, policy: p}
+	return p, nil
 }
 
 // querySabakan returns the machines sabakan has for the user's variables,
@@ -227,6 +280,88 @@ func (d *Daemon) querySabakan(ctx context.Context, s *settings) ([]*machine.Mach
 	roles := machine.Roles(raw)
 	ms, warnings := machine.Sanitize(raw, labels.ValidateSabakanLabel)
 	return ms, roles, warnings, nil
+}
+
+// fetchMetrics gets the values of the policy's metrics for the machines,
+// once per tick and before any decision (SPEC 12.3); nil without a policy
+// or without metrics. A provider that fails is METRICS_UNAVAILABLE: the
+// tick decides nothing, as when sabakan does not answer. What Prometheus
+// warned about, and a metric that no machine of the tick has a value of,
+// are warnings.
+func (d *Daemon) fetchMetrics(ctx context.Context, s *settings, ms []*machine.Machine, out *outcome) (*policy.Values, error) {
+	if s.policy == nil || len(s.policy.Metrics()) == 0 {
+		return nil, nil
+	}
+	start := time.Now()
+	vals, stats, err := metricprovider.Fetch(ctx, s.policy, ms)
+	d.metrics.metricsDuration.Observe(time.Since(start).Seconds())
+	if err != nil {
+		return nil, fail(ReasonMetricsUnavailable, err)
+	}
+	for _, st := range stats {
+		for _, w := range st.Warnings {
+			out.warnings = append(out.warnings, fmt.Sprintf("metric %s from provider %s: %s", st.Metric, st.Provider, w))
+		}
+		if st.Matched == 0 && len(ms) > 0 {
+			out.warnings = append(out.warnings, fmt.Sprintf("metric %s from provider %s: no value for any of the %d machines (%d samples): every machine counts as without a value",
+				st.Metric, st.Provider, len(ms), st.Samples))
+		}
+		d.log.Debug("metric fetched", "metric", st.Metric, "provider", st.Provider, "samples", st.Samples, "matched", st.Matched)
+	}
+	return vals, nil
+}
+
+// countPlacements records in out, for the status and the metric, each
+// placement of the policy with its nodes by group in the cluster as the
+// tick leaves it, and the group of its last pick (SPEC 12.4).
+func (d *Daemon) countPlacements(in generator.Input, out *outcome) {
+	out.placed = true
+	if in.Policy == nil {
+		return
+	}
+	in.Current = out.cluster()
+	counts, err := generator.Placements(in)
+	if err != nil {
+		out.warnings = append(out.warnings, "placements not counted: "+err.Error())
+		out.placed = false
+		return
+	}
+	var changes []generator.Change
+	if out.result != nil {
+		changes = out.result.Changes
+	}
+	out.placements = placementStatus(d.Status().Placements, counts, changes)
+}
+
+// placementStatus is the status of each counted placement: its observed
+// group is the group of the last change of this tick that added a machine
+// for it, else the one of the previous status while the placement still
+// has a group of that name.
+func placementStatus(prev []storage.PlacementStatus, counts []generator.PlacementNodes, changes []generator.Change) []storage.PlacementStatus {
+	if len(counts) == 0 {
+		return nil
+	}
+	out := make([]storage.PlacementStatus, len(counts))
+	for i, c := range counts {
+		ps := storage.PlacementStatus{Placement: c.Placement, Groups: c.Groups}
+		for j := len(changes) - 1; j >= 0; j-- {
+			if ch := changes[j]; ch.Placement == c.Placement && ch.Group != "" {
+				ps.ObservedGroup = ch.Group
+				break
+			}
+		}
+		if ps.ObservedGroup == "" {
+			for _, p := range prev {
+				if p.Placement == c.Placement && p.ObservedGroup != "" && slices.ContainsFunc(c.Groups, func(g generator.GroupNodes) bool {
+					return g.Group == p.ObservedGroup
+				}) {
+					ps.ObservedGroup = p.ObservedGroup
+				}
+			}
+		}
+		out[i] = ps
+	}
+	return out
 }
 
 // listNodes returns the taints of the Kubernetes Nodes by name, or nil
@@ -259,6 +394,7 @@ func (d *Daemon) input(s *settings, ms []*machine.Machine, roles []string) gener
 		Rebooting:      s.rebooting,
 		Now:            d.cfg.Now(),
 		RetireWait:     d.cfg.RetireWait,
+		Policy:         s.policy,
 	}
 }
 

@@ -1,119 +1,26 @@
 package metricprovider
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"math"
-	"net/http"
-	"net/http/httptest"
 	"net/url"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/ckegen/ckegen/internal/etcdtest"
+	"github.com/ckegen/ckegen/internal/promtest"
 	"github.com/ckegen/ckegen/machine"
 )
-
-// prometheusBinary finds Debian's prometheus. Without one the test is
-// skipped, except in CI, where it must run.
-func prometheusBinary(t *testing.T) string {
-	t.Helper()
-	if p, err := exec.LookPath("prometheus"); err == nil {
-		return p
-	}
-	if os.Getenv("CI") != "" {
-		t.Fatal("no prometheus binary in PATH: CI must install it (apt-get install -y prometheus)")
-	}
-	t.Skip("no prometheus binary in PATH: install Debian's prometheus (apt-get install -y prometheus) to run the test against a real Prometheus")
-	return ""
-}
-
-// syncBuffer is a log both the process and the test use.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
-// startPrometheus runs a Prometheus with this scrape configuration on a
-// loopback port, with its storage in a temporary directory; it is killed
-// when the test ends. It returns its URL and a function that kills it
-// earlier.
-func startPrometheus(t *testing.T, scrapeConfigs string) (string, func()) {
-	t.Helper()
-	bin := prometheusBinary(t)
-	dir := t.TempDir()
-	cfg := filepath.Join(dir, "prometheus.yml")
-	config := "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\nscrape_configs:\n" + scrapeConfigs
-	if err := os.WriteFile(cfg, []byte(config), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	addr := fmt.Sprintf("127.0.0.1:%d", etcdtest.FreePort(t))
-	cmd := exec.Command(bin, "--config.file="+cfg, "--storage.tsdb.path="+filepath.Join(dir, "data"),
-		"--web.listen-address="+addr, "--log.level=warn")
-	log := &syncBuffer{}
-	cmd.Stdout, cmd.Stderr = log, log
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	var once sync.Once
-	stop := func() {
-		once.Do(func() {
-			cmd.Process.Kill()
-			cmd.Wait()
-		})
-	}
-	t.Cleanup(func() {
-		stop()
-		if t.Failed() {
-			t.Logf("prometheus log:\n%s", log.String())
-		}
-	})
-	base := "http://" + addr
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		resp, err := http.Get(base + "/-/ready")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return base, stop
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("prometheus at %s not ready after 30s: %v\n%s", base, err, log.String())
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-}
 
 // exporter serves per-machine series as a small exporter would:
 // /bmc has series labelled by serial (temperatures) and by address
 // (power); /node?host=ADDRESS has series with no machine label, which
 // Prometheus labels with the target's instance.
-func exporter(t *testing.T) *httptest.Server {
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/plain; version=0.0.4")
-		switch r.URL.Path {
-		case "/bmc":
-			fmt.Fprint(w, `# TYPE ipmi_temperature_celsius gauge
+func exporter(t *testing.T) *promtest.Exporter {
+	exp := promtest.NewExporter(t)
+	exp.Set("/bmc", `# TYPE ipmi_temperature_celsius gauge
 ipmi_temperature_celsius{serial="S1",sensor="inlet"} 21
 ipmi_temperature_celsius{serial="S1",sensor="outlet"} 40
 ipmi_temperature_celsius{serial="S2",sensor="inlet"} 33.5
@@ -123,15 +30,10 @@ ipmi_temperature_celsius{serial="GONE",sensor="inlet"} 18
 pdu_power_watts{address="10.0.0.3"} 300
 pdu_power_watts{address="10.0.0.4"} 410
 `)
-		case "/node":
-			load := map[string]string{"10.0.0.5": "1.5", "10.0.0.9": "0.25"}[r.URL.Query().Get("host")]
-			fmt.Fprintf(w, "# TYPE node_load1 gauge\nnode_load1 %s\n", load)
-		default:
-			http.NotFound(w, r)
-		}
-	}))
-	t.Cleanup(srv.Close)
-	return srv
+	for host, load := range map[string]string{"10.0.0.5": "1.5", "10.0.0.9": "0.25"} {
+		exp.Set("/node?host="+host, "# TYPE node_load1 gauge\nnode_load1 "+load+"\n")
+	}
+	return exp
 }
 
 // TestPrometheusServer reads the values of three metrics from a real
@@ -139,9 +41,8 @@ pdu_power_watts{address="10.0.0.4"} 410
 // instance the target was given; then a bad query, a range vector, a
 // query with two samples per machine, and Prometheus gone.
 func TestPrometheusServer(t *testing.T) {
-	exp := exporter(t)
-	target := strings.TrimPrefix(exp.URL, "http://")
-	promURL, stop := startPrometheus(t, fmt.Sprintf(`- job_name: bmc
+	target := exporter(t).Target()
+	prom := promtest.Start(t, fmt.Sprintf(`- job_name: bmc
   metrics_path: /bmc
   static_configs: [{targets: [%q]}]
 - job_name: node
@@ -152,6 +53,7 @@ func TestPrometheusServer(t *testing.T) {
   - targets: [%q]
     labels: {instance: "10.0.0.9:9100", __param_host: "10.0.0.9"}
 `, target, target, target))
+	promURL := prom.URL
 	policyDoc := func(metrics string) string {
 		return `{"metrics": {` + metrics + `}, "providers": {"prom": {"type": "prometheus", "url": "` + promURL + `", "timeout": "5s"}}}`
 	}
@@ -230,7 +132,7 @@ func TestPrometheusServer(t *testing.T) {
 		})
 	}
 
-	stop()
+	prom.Stop()
 	_, _, err = Fetch(context.Background(), p, machines)
 	if !errors.Is(err, ErrUnavailable) {
 		t.Fatalf("Prometheus down: error %v, want ErrUnavailable", err)

@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"math"
 	"slices"
 	"strconv"
 
@@ -46,14 +47,17 @@ type Step struct {
 	Warnings []string `json:"warnings"`
 }
 
-// Change is one change of a step, with the total of the score that made it
-// (null when no score was involved).
+// Change is one change of a step, with the value of the score that made
+// it (null when no score was involved; see ScoreValue), and the placement
+// and group of a machine added under a policy's ordered groups.
 type Change struct {
-	Action  string `json:"action"`
-	Address string `json:"address"`
-	Serial  string `json:"serial"`
-	Score   *int   `json:"score"`
-	Reason  string `json:"reason"`
+	Action    string   `json:"action"`
+	Address   string   `json:"address"`
+	Serial    string   `json:"serial"`
+	Score     *float64 `json:"score"`
+	Reason    string   `json:"reason"`
+	Placement string   `json:"placement,omitempty"`
+	Group     string   `json:"group,omitempty"`
 }
 
 // Summary compares the cluster before the plan with the cluster after it.
@@ -119,17 +123,35 @@ func New(p *generator.Plan) *Document {
 	return d
 }
 
-// Changes converts a decision's changes, keeping each score's total.
+// Changes converts a decision's changes, keeping each score's value.
 func Changes(cs []generator.Change) []Change {
 	out := make([]Change, len(cs))
 	for i, c := range cs {
-		out[i] = Change{Action: c.Action, Address: c.Address, Serial: c.Serial, Reason: c.Reason}
-		if c.Score != nil {
-			total := c.Score.Total
-			out[i].Score = &total
-		}
+		out[i] = Change{Action: c.Action, Address: c.Address, Serial: c.Serial, Score: ScoreValue(c.Score),
+			Reason: c.Reason, Placement: c.Placement, Group: c.Group}
 	}
 	return out
+}
+
+// ScoreValue is a score as plans, the daemon's status and its history
+// keep it: its whole value (the integer terms plus a policy's metric
+// points) rounded to three decimals, as explanations show it; nil for no
+// score. In JSON an integral value is written without a fraction (1003),
+// as the total was before metric points existed.
+func ScoreValue(s *generator.Score) *float64 {
+	if s == nil {
+		return nil
+	}
+	v := math.Round(s.Value()*1000) / 1000
+	if v == 0 {
+		v = 0 // no -0
+	}
+	return &v
+}
+
+// FormatScore writes a score's value as JSON does: 1003, 1002.5.
+func FormatScore(v float64) string {
+	return strconv.FormatFloat(v, 'f', -1, 64)
 }
 
 func nonNil(ss []string) []string {
@@ -279,7 +301,7 @@ func writeChange(b *bytes.Buffer, c Change) {
 	}
 	fmt.Fprintf(b, "  - %s %s (serial %s", c.Action, c.Address, serial)
 	if c.Score != nil {
-		fmt.Fprintf(b, ", score %d", *c.Score)
+		fmt.Fprintf(b, ", score %s", FormatScore(*c.Score))
 	}
 	fmt.Fprintf(b, "): %s\n", c.Reason)
 }

@@ -122,6 +122,9 @@ func TestText(t *testing.T) {
 				"  - remove-non-existent-worker 10.0.0.2 (serial -): gone\n" +
 				"  warning: step warning\n\n" +
 				"plan: settled after 1 step\n"},
+		{"metric points", generator.Plan{Result: generator.PlanSettled, Steps: []generator.Step{{Op: generator.OpIncreaseWorker, Changes: []generator.Change{
+			{Action: generator.ActionAddWorker, Address: "10.0.0.3", Serial: "s3", Score: &generator.Score{Total: 993, MetricPoints: 2.5004}, Reason: "why"}}}}},
+			"  - add-worker 10.0.0.3 (serial s3, score 995.5): why\n"},
 		{"no node changes", generator.Plan{Result: generator.PlanSettled, Steps: []generator.Step{empty}},
 			"step 1: regenerate\n  (no node changes)\n\nplan: settled after 1 step\n"},
 		{"refused at once", generator.Plan{Result: generator.PlanRefused, Err: refusal},
@@ -194,5 +197,25 @@ func TestWrite(t *testing.T) {
 	err = planreport.Write(&out, d, "table")
 	if err == nil || err.Error() != `output: must be text, json or yaml, got "table"` || out.Len() != 0 {
 		t.Fatalf("Write table: %v, %q", err, out.String())
+	}
+}
+
+// TestChangesPolicy: a change keeps its score's metric points, rounded as
+// explanations round them, and the placement and group of its pick; in
+// JSON an integral score stays an integer.
+func TestChangesPolicy(t *testing.T) {
+	got := planreport.Changes([]generator.Change{
+		{Action: generator.ActionAddControlPlane, Address: "10.0.0.1", Serial: "s1", Reason: "r", Placement: "control-plane", Group: "any",
+			Score: &generator.Score{Total: 1003, MetricPoints: -0.83333}},
+		{Action: generator.ActionAddWorker, Address: "10.0.0.2", Serial: "s2", Reason: "r", Score: &generator.Score{Total: 993}},
+	})
+	data, err := json.Marshal(got)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `[{"action":"add-control-plane","address":"10.0.0.1","serial":"s1","score":1002.167,"reason":"r","placement":"control-plane","group":"any"},` +
+		`{"action":"add-worker","address":"10.0.0.2","serial":"s2","score":993,"reason":"r"}]`
+	if string(data) != want {
+		t.Errorf("changes\n%s\nwant\n%s", data, want)
 	}
 }

@@ -55,3 +55,7 @@ func (s Storage) ClearPolicy(ctx context.Context) (bool, error) {
 	}
 	return resp.Deleted > 0, nil
 }
+
+// Policy is the stored placement policy (JSON) and its mod revision, or
+// ErrNotFound. It is checked against the template by the reader.
+func (s *Snapshot) Policy() ([]byte, int64, error) { return s.get(KeySabakanPolicy) }

@@ -18,6 +18,7 @@ import (
 	"github.com/ckegen/ckegen/cluster"
 	"github.com/ckegen/ckegen/constraints"
 	"github.com/ckegen/ckegen/generator"
+	"github.com/ckegen/ckegen/planreport"
 )
 
 // Keys, relative to the prefix (CKE's layout; the last three are ckegen's
@@ -312,7 +313,27 @@ type Status struct {
 	// Kubernetes is what the tick read from the Kubernetes API; nil when
 	// the daemon has no Kubernetes access (no --kubeconfig).
 	Kubernetes *KubernetesStatus `json:"kubernetes,omitempty"`
+	// Placements are the placement policy's placements as the last tick
+	// that read the policy left the cluster (SPEC 12.4); nil without a
+	// policy.
+	Placements []PlacementStatus `json:"placements,omitempty"`
 	ChangeStatus
+}
+
+// PlacementStatus is one placement of the policy: the group of its last
+// pick and its nodes by group.
+type PlacementStatus struct {
+	// Placement is the placement's key: "control-plane" or a worker
+	// template's role.
+	Placement string `json:"placement"`
+	// ObservedGroup is the group the last machine added for the placement
+	// was picked from (Karmada's observed affinity name); "" until a pick
+	// from a group was seen, or when the placement has no groups.
+	ObservedGroup string `json:"observedGroup,omitempty"`
+	// Groups count the placement's current nodes by group, in the
+	// policy's order; the last entry, group "", counts the nodes in none
+	// (all of them for a placement without groups).
+	Groups []generator.GroupNodes `json:"groups"`
 }
 
 // KubernetesStatus is what a tick learnt from the Kubernetes Nodes.
@@ -333,13 +354,17 @@ const MaxWarnings = 100
 const MaxChanges = 100
 
 // Change is a generator.Change as status and history keep it: the score
-// is its total only.
+// is its value (planreport.ScoreValue: an integer without a policy's
+// metric points), and the placement and group are those of a machine
+// added under a policy's ordered groups.
 type Change struct {
-	Action  string `json:"action"`
-	Address string `json:"address"`
-	Serial  string `json:"serial,omitempty"`
-	Score   *int   `json:"score"`
-	Reason  string `json:"reason"`
+	Action    string   `json:"action"`
+	Address   string   `json:"address"`
+	Serial    string   `json:"serial,omitempty"`
+	Score     *float64 `json:"score"`
+	Reason    string   `json:"reason"`
+	Placement string   `json:"placement,omitempty"`
+	Group     string   `json:"group,omitempty"`
 }
 
 // Changes returns the first MaxChanges of the generator's changes as
@@ -348,11 +373,8 @@ func Changes(cs []generator.Change) []Change {
 	cs = cs[:min(len(cs), MaxChanges)]
 	out := make([]Change, len(cs))
 	for i, c := range cs {
-		out[i] = Change{Action: c.Action, Address: c.Address, Serial: c.Serial, Reason: c.Reason}
-		if c.Score != nil {
-			total := c.Score.Total
-			out[i].Score = &total
-		}
+		out[i] = Change{Action: c.Action, Address: c.Address, Serial: c.Serial, Score: planreport.ScoreValue(c.Score),
+			Reason: c.Reason, Placement: c.Placement, Group: c.Group}
 	}
 	return out
 }
@@ -502,6 +524,7 @@ var snapshotKeys = []string{
 	KeySabakanDisabled, KeySabakanTemplate, KeySabakanURL, KeySabakanQueryVariables,
 	KeyConstraints, KeyCluster, KeyClusterRevision,
 	KeySabakanTrigger, KeySabakanQuietTime, KeySabakanMaxUnhealthy,
+	KeySabakanPolicy,
 }
 
 // Snapshot reads what a tick needs, and whether leaderKey exists, in one

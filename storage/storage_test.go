@@ -478,4 +478,21 @@ func TestChanges(t *testing.T) {
 	if string(data) != want {
 		t.Errorf("stored changes\n%s\nwant\n%s", data, want)
 	}
+
+	// With a policy: the metric points show, rounded as explanations
+	// round them, and the group of an ordered placement is kept.
+	pick := generator.Change{Action: "add", Address: "10.0.0.9", Serial: "s9", Reason: "r", Placement: "control-plane", Group: "dedicated",
+		Score: &generator.Score{Total: 1003, MetricPoints: -2.33333}}
+	gen, err := json.Marshal(pick.Score)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err = json.Marshal(Changes([]generator.Change{pick}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want = `[{"action":"add","address":"10.0.0.9","serial":"s9","score":` + string(gen) + `,"reason":"r","placement":"control-plane","group":"dedicated"}]`
+	if string(data) != want || string(gen) != "1000.667" {
+		t.Errorf("stored change with metric points\n%s\nwant\n%s (the explanation's score is %s)", data, want, gen)
+	}
 }

@@ -395,7 +395,7 @@ func TestPlanStoredCommand(t *testing.T) {
 		!strings.Contains(errOut, "no stored plan: the daemon stores one while the trigger is planning") {
 		t.Errorf("no stored plan: exit %d, stdout %q, stderr %q", code, out, errOut)
 	}
-	score := 990
+	score := 990.0
 	p := storage.StoredPlan{
 		Document: planreport.Document{
 			Result: generator.PlanSettled,
@@ -477,7 +477,7 @@ func TestStatusShowsChangeManagement(t *testing.T) {
 	st := storage.New(etcdtest.Connect(t, url), "")
 	ctx := context.Background()
 	leader := campaignAs(t, st, "host-1")
-	score := 990
+	score := 990.0
 	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	must := func(err error) {
 		t.Helper()

@@ -139,7 +139,7 @@ func TestEtcdCommands(t *testing.T) {
 	if _, err := s.PutCluster(ctx, elec.Key(), []byte(`{"name":"demo","nodes":[{"address":"10.0.0.1","user":"cybozu","control_plane":true}],"service_subnet":"10.68.0.0/16"}`), 0, 7); err != nil {
 		t.Fatal(err)
 	}
-	score := 1003
+	score := 1003.0
 	if err := s.PutStatus(ctx, elec.Key(), storage.Status{Result: "ok", Leader: "host-1", LastOp: "new", LastChangeCount: 1,
 		LastChanges: []storage.Change{{Action: "generate", Address: "10.0.0.1", Serial: "s1", Score: &score, Reason: "control plane"}}}); err != nil {
 		t.Fatal(err)

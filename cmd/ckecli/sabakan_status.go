@@ -7,12 +7,16 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strconv"
+	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 	"sigs.k8s.io/yaml"
 
+	"github.com/ckegen/ckegen/generator"
+	"github.com/ckegen/ckegen/planreport"
 	"github.com/ckegen/ckegen/storage"
 )
 
@@ -122,7 +126,37 @@ func statusTable(w io.Writer, s storage.Status) error {
 	if err := changesTable(w, s.LastChanges); err != nil {
 		return err
 	}
-	return pendingTable(w, s.Pending)
+	if err := pendingTable(w, s.Pending); err != nil {
+		return err
+	}
+	return placementsTable(w, s.Placements)
+}
+
+// placementsTable shows each placement of the policy: the group of its
+// last pick and its nodes by group ("in no group" for the nodes in none;
+// a placement without groups shows its number of nodes only).
+func placementsTable(w io.Writer, ps []storage.PlacementStatus) error {
+	if len(ps) == 0 {
+		return nil
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "PLACEMENT\tOBSERVED GROUP\tNODES")
+	for _, p := range ps {
+		var nodes []string
+		for _, g := range p.Groups {
+			if len(p.Groups) == 1 && g.Group == generator.NoGroup {
+				nodes = append(nodes, strconv.Itoa(g.Nodes))
+				continue
+			}
+			name := g.Group
+			if name == generator.NoGroup {
+				name = "in no group"
+			}
+			nodes = append(nodes, fmt.Sprintf("%s %d", name, g.Nodes))
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", p.Placement, cmp.Or(p.ObservedGroup, "-"), strings.Join(nodes, ", "))
+	}
+	return tw.Flush()
 }
 
 func changesTable(w io.Writer, cs []storage.Change) error {
@@ -134,7 +168,7 @@ func changesTable(w io.Writer, cs []storage.Change) error {
 	for _, c := range cs {
 		score := "-"
 		if c.Score != nil {
-			score = fmt.Sprint(*c.Score)
+			score = planreport.FormatScore(*c.Score)
 		}
 		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\n", c.Action, c.Address, c.Serial, score, c.Reason)
 	}

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ckegen/ckegen/generator"
 	"github.com/ckegen/ckegen/storage"
 )
 
@@ -31,5 +32,33 @@ func TestStatusTableKubernetes(t *testing.T) {
 		if got != c.want {
 			t.Errorf("%+v: %q, want %q in\n%s", c.kube, got, c.want, b.String())
 		}
+	}
+}
+
+// TestStatusTablePlacements: each placement of the policy with the group
+// of its last pick and its nodes by group; nothing without a policy.
+func TestStatusTablePlacements(t *testing.T) {
+	st := storage.Status{Result: "ok", Leader: "h", Placements: []storage.PlacementStatus{
+		{Placement: "control-plane", ObservedGroup: "dedicated", Groups: []generator.GroupNodes{
+			{Group: "dedicated", Nodes: 2}, {Group: "any", Nodes: 1}, {Group: generator.NoGroup, Nodes: 0}}},
+		{Placement: "gpu", Groups: []generator.GroupNodes{{Group: generator.NoGroup, Nodes: 3}}},
+	}}
+	var b strings.Builder
+	if err := statusTable(&b, st); err != nil {
+		t.Fatal(err)
+	}
+	want := "PLACEMENT      OBSERVED GROUP  NODES\n" +
+		"control-plane  dedicated       dedicated 2, any 1, in no group 0\n" +
+		"gpu            -               3\n"
+	if !strings.HasSuffix(b.String(), want) {
+		t.Errorf("status table:\n%s\nwant it to end with\n%s", b.String(), want)
+	}
+	b.Reset()
+	st.Placements = nil
+	if err := statusTable(&b, st); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(b.String(), "PLACEMENT") {
+		t.Errorf("a status without placements shows them:\n%s", b.String())
 	}
 }
