@@ -298,14 +298,8 @@ func (d *Daemon) fetchMetrics(ctx context.Context, s *settings, ms []*machine.Ma
 	if err != nil {
 		return nil, fail(ReasonMetricsUnavailable, err)
 	}
+	out.warnings = append(out.warnings, metricprovider.Warnings(stats, len(ms))...)
 	for _, st := range stats {
-		for _, w := range st.Warnings {
-			out.warnings = append(out.warnings, fmt.Sprintf("metric %s from provider %s: %s", st.Metric, st.Provider, w))
-		}
-		if st.Matched == 0 && len(ms) > 0 {
-			out.warnings = append(out.warnings, fmt.Sprintf("metric %s from provider %s: no value for any of the %d machines (%d samples): every machine counts as without a value",
-				st.Metric, st.Provider, len(ms), st.Samples))
-		}
 		d.log.Debug("metric fetched", "metric", st.Metric, "provider", st.Provider, "samples", st.Samples, "matched", st.Matched)
 	}
 	return vals, nil

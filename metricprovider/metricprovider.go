@@ -92,6 +92,23 @@ func Fetch(ctx context.Context, p *policy.Policy, machines []*machine.Machine) (
 	return vals, stats, nil
 }
 
+// Warnings are what a fetch found worth an operator's eye: what
+// Prometheus warned about, and each metric of which no machine (of the
+// machines given to Fetch) has a value.
+func Warnings(stats []Stat, machines int) []string {
+	var out []string
+	for _, st := range stats {
+		for _, w := range st.Warnings {
+			out = append(out, fmt.Sprintf("metric %s from provider %s: %s", st.Metric, st.Provider, w))
+		}
+		if st.Matched == 0 && machines > 0 {
+			out = append(out, fmt.Sprintf("metric %s from provider %s: no value for any of the %d machines (%d samples): every machine counts as without a value",
+				st.Metric, st.Provider, machines, st.Samples))
+		}
+	}
+	return out
+}
+
 // machineIndex finds a machine's row by its node address.
 type machineIndex struct {
 	byAddr map[netip.Addr]int

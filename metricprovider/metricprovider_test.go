@@ -7,6 +7,7 @@ import (
 	"math"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -250,5 +251,25 @@ func BenchmarkFetchPrometheus20000(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// TestWarnings: Prometheus' warnings and a metric no machine has a value
+// of are warnings; a metric with values and no warning is not.
+func TestWarnings(t *testing.T) {
+	got := Warnings([]Stat{
+		{Metric: "temp", Provider: "prom", Samples: 3, Matched: 2, Warnings: []string{"partial"}},
+		{Metric: "power", Provider: "lab", Samples: 4, Matched: 0},
+		{Metric: "fans", Provider: "lab", Samples: 2, Matched: 2},
+	}, 10)
+	want := []string{
+		"metric temp from provider prom: partial",
+		"metric power from provider lab: no value for any of the 10 machines (4 samples): every machine counts as without a value",
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("Warnings = %q, want %q", got, want)
+	}
+	if got := Warnings([]Stat{{Metric: "power", Provider: "lab"}}, 0); got != nil {
+		t.Errorf("without machines: %q", got)
 	}
 }

@@ -3,8 +3,11 @@ package policy
 import (
 	"fmt"
 	"math"
+	"os"
 	"strings"
 	"testing"
+
+	"github.com/ckegen/ckegen/template"
 )
 
 // evalPolicy has a control-plane placement with constraints, a metric
@@ -371,5 +374,28 @@ func TestKeys(t *testing.T) {
 	want := "sabakan.cke.cybozu.com/broken,sabakan.cke.cybozu.com/cp-ready,sabakan.cke.cybozu.com/gpu,topology.kubernetes.io/zone"
 	if got := strings.Join(compileEval(t).LabelKeys(), ","); got != want {
 		t.Errorf("LabelKeys = %s\nwant        %s", got, want)
+	}
+}
+
+// TestExamplePolicy: the bundled example policy fits the bundled template.
+func TestExamplePolicy(t *testing.T) {
+	tdata, err := os.ReadFile("../examples/template.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl, err := template.Parse(tdata)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pdata, err := os.ReadFile("../examples/policy.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := Load(pdata, tmpl)
+	if err != nil {
+		t.Fatalf("examples/policy.yml: %v", err)
+	}
+	if p.Placement(ControlPlane).NumGroups() != 2 || p.Placement("gpu") == nil || p.Stickiness() != 5 {
+		t.Errorf("examples/policy.yml compiled to %+v", p.Document())
 	}
 }

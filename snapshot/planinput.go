@@ -220,10 +220,6 @@ func (r *Reader) loadPolicy(ctx context.Context, w WhatIf, p *PlanInput) error {
 		return err
 	}
 	p.Input.Metrics = vals
-	for _, st := range stats {
-		for _, w := range st.Warnings {
-			p.Warnings = append(p.Warnings, fmt.Sprintf("metric %s (provider %s): %s", st.Metric, st.Provider, w))
-		}
-	}
+	p.Warnings = append(p.Warnings, metricprovider.Warnings(stats, len(p.Input.Machines))...)
 	return nil
 }

@@ -310,13 +310,7 @@ func loadPolicy(ctx context.Context, data []byte, in *generator.Input) ([]string
 		return nil, err
 	}
 	in.Metrics = vals
-	var warnings []string
-	for _, st := range stats {
-		for _, w := range st.Warnings {
-			warnings = append(warnings, fmt.Sprintf("metric %s (provider %s): %s", st.Metric, st.Provider, w))
-		}
-	}
-	return warnings, nil
+	return metricprovider.Warnings(stats, len(in.Machines)), nil
 }
 
 func readFile(flag, name string) ([]byte, error) {
