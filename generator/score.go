@@ -157,7 +157,7 @@ func (s *Score) appendTo(b []byte) []byte {
 	b = append(b, ')')
 	for _, t := range s.Terms {
 		b = append(b, " + "...)
-		b = append(b, t.String()...)
+		b = t.AppendText(b)
 	}
 	return b
 }

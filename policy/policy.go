@@ -322,20 +322,34 @@ type Term struct {
 // "inlet_temperature=27 (normalized 0.4) x weight -5 = -2" or
 // "inlet_temperature: no value, 0".
 func (t Term) String() string {
-	if t.Value == nil {
-		return t.Metric + ": no value, 0"
-	}
-	return fmt.Sprintf("%s=%s (normalized %s) x weight %s = %s",
-		t.Metric, formatFloat(*t.Value), round3(t.Normalized), formatFloat(t.Weight), round3(t.Points))
+	return string(t.AppendText(make([]byte, 0, 64)))
 }
 
-// round3 writes v rounded to three decimals, without trailing zeros.
-func round3(v float64) string {
+// AppendText appends String's text to b: explanations write one term per
+// metric of every pick, thousands per decision, without fmt.
+func (t Term) AppendText(b []byte) []byte {
+	b = append(b, t.Metric...)
+	if t.Value == nil {
+		return append(b, ": no value, 0"...)
+	}
+	b = append(b, '=')
+	b = strconv.AppendFloat(b, *t.Value, 'g', -1, 64)
+	b = append(b, " (normalized "...)
+	b = appendRound3(b, t.Normalized)
+	b = append(b, ") x weight "...)
+	b = strconv.AppendFloat(b, t.Weight, 'g', -1, 64)
+	b = append(b, " = "...)
+	return appendRound3(b, t.Points)
+}
+
+// appendRound3 appends v rounded to three decimals, without trailing
+// zeros.
+func appendRound3(b []byte, v float64) []byte {
 	r := math.Round(v*1000) / 1000
 	if r == 0 {
 		r = 0 // no "-0"
 	}
-	return strconv.FormatFloat(r, 'f', -1, 64)
+	return strconv.AppendFloat(b, r, 'f', -1, 64)
 }
 
 // Terms explains Points term by term, in the placement's order; their
