@@ -56,7 +56,10 @@ func newPageFixture(t *testing.T) *pageFixture {
 		`{"name":"demo<1>","nodes":[{"address":"10.0.0.2","user":"u","control_plane":true},{"address":"10.0.1.4","user":"u","control_plane":false}],"service_subnet":"10.68.0.0/16"}`)
 	must(t, err)
 	must(t, st.PutStatus(ctx, leader, storage.Status{Result: "failing", Reason: "NOT_ENOUGH_MACHINES", Message: "need 5 workers, 3 candidates",
-		Since: now.Add(-time.Hour), Time: now, LastOp: "new", LastChangeCount: 2, ConsecutiveFailures: 4, Leader: "daemon-1"}))
+		Since: now.Add(-time.Hour), Time: now, LastOp: "new", LastChangeCount: 2, ConsecutiveFailures: 4, Leader: "daemon-1",
+		Kubernetes: &storage.KubernetesStatus{Read: true, Nodes: 2, Intolerable: 1},
+		Placements: []storage.PlacementStatus{{Placement: "control-plane", ObservedGroup: "any",
+			Groups: []generator.GroupNodes{{Group: "dedicated", Nodes: 0}, {Group: "any", Nodes: 1}, {Group: "", Nodes: 0}}}}}))
 	must(t, st.AddHistory(ctx, leader, storage.HistoryEntry{Time: now.Add(-2 * time.Hour), Op: "new", ChangeCount: 2, ClusterRevision: 7,
 		Changes: []storage.Change{{Action: "generate", Address: "10.0.0.2"}, {Action: "generate", Address: "10.0.1.4"}}}))
 	return &pageFixture{st: st, sabakan: ts}
@@ -116,6 +119,8 @@ func TestMapPageSections(t *testing.T) {
 		`<td>need 5 workers, 3 candidates</td>`,
 		`<tr><th>failures in a row</th><td>4</td></tr>`,
 		`<tr><th>leader</th><td>daemon-1</td></tr>`,
+		`<tr><th>kubernetes</th><td>2 nodes, 1 with a taint control planes do not tolerate</td></tr>`,
+		`<tr><th>placement control-plane</th><td>observed group <code>any</code>; nodes: dedicated 0, any 1, in no group 0</td></tr>`,
 		`Next step: <b>increase worker</b>, 1 change; 3 steps pending`,
 		`<tr><td>add-worker</td><td><code>10.0.2.4</code></td><td>S000014</td><td>highest score</td></tr>`,
 		`<td>new</td><td class="num">2</td><td>generate <code>10.0.0.2</code>, generate <code>10.0.1.4</code></td>`,
