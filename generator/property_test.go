@@ -663,6 +663,7 @@ func checkSettled(t *rapid.T, w *world) {
 	if healthy < w.c.MinimumWorkers && !atMax && workerCandidate != "" {
 		t.Fatalf("settled with %d HEALTHY workers, want %d, and %s could be added (rule 6)", healthy, w.c.MinimumWorkers, workerCandidate)
 	}
+	w.checkGroupsSettled(t, cps, inCluster)
 	for _, n := range c.Nodes {
 		m := w.machineAt(n.Address)
 		if m == nil || (!n.ControlPlane && w.tmpl.WorkerFor(m.Spec.Role) == nil) {
@@ -674,6 +675,48 @@ func checkSettled(t *rapid.T, w *world) {
 		}
 		if !taints.StateTaintsEqual(n.Taints, want) {
 			t.Fatalf("settled with node %s (%s) tainted %v (rule 8)", n.Address, m.Status.State, n.Taints)
+		}
+	}
+}
+
+// groupRank orders propertyPolicy's groups: tier1, rest, then not
+// admitted.
+func groupRank(group string, admitted bool) int {
+	switch {
+	case !admitted:
+		return 2
+	case group == "tier1":
+		return 0
+	}
+	return 1
+}
+
+// checkGroupsSettled asserts rule 9's group clause on a settled cluster
+// (SPEC 12.5), stated from the groups alone: with a stickiness and two
+// control planes or more, no HEALTHY control plane that is not rebooting
+// is in a later group than an unused candidate.
+func (w *world) checkGroupsSettled(t *rapid.T, cps int, inCluster map[string]*cluster.Node) {
+	if w.policy == "" || strings.HasSuffix(strings.TrimSpace(w.policy), "stickiness: 0") || cps < 2 {
+		return
+	}
+	best, bestAddr := 3, ""
+	for _, m := range w.machines {
+		a := m.Address()
+		if inCluster[a] != nil || w.rebooting[a] || m.Status.State != machine.StateHealthy || w.intolerable(a) ||
+			(w.tmpl.ControlPlane.Role != "" && w.tmpl.ControlPlane.Role != m.Spec.Role) {
+			continue
+		}
+		if g, ok := w.cpAdmitted(m); ok && groupRank(g, true) < best {
+			best, bestAddr = groupRank(g, true), a
+		}
+	}
+	for _, n := range w.cluster.Nodes {
+		m := w.machineAt(n.Address)
+		if !n.ControlPlane || m == nil || w.rebooting[n.Address] || m.Status.State != machine.StateHealthy {
+			continue
+		}
+		if g, ok := w.cpAdmitted(m); groupRank(g, ok) > best {
+			t.Fatalf("settled with control plane %s in group %q (admitted %v) while %s of an earlier group is unused (rule 9)", n.Address, g, ok, bestAddr)
 		}
 	}
 }

@@ -3,6 +3,7 @@ package generator
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"testing"
 
 	"github.com/ckegen/ckegen/cluster"
@@ -251,5 +252,50 @@ func TestPromotionFollowsGroups(t *testing.T) {
 	}
 	if p := res.Changes[0]; p.Action != ActionPromoteWorker || p.Serial != tier1 || p.Group != "tier1" {
 		t.Errorf("promotion = %+v, want %s from group tier1", p, tier1)
+	}
+}
+
+// TestRebalanceMovesTheLatestGroupFirst: W is the control plane in the
+// latest group, even when one of an earlier group has a lower stay score.
+// r1m1 (group tier1) runs hot and has the lowest stay score; r2m1 and
+// r3m1 are in group rest. When r4m2 joins tier1, r2m1 gives it its place
+// (the first of rest by the removal order), whatever the stickiness.
+func TestRebalanceMovesTheLatestGroupFirst(t *testing.T) {
+	c := constraints.Default()
+	c.ControlPlaneCount, c.MinimumWorkers = 3, 3
+	ms, cur := rebalanceWorld(t, c)
+	ms = withLabel(withLabel(ms, "r1m1", "tier", "1"), "r4m2", "tier", "1")
+	// The nodes in reverse order: r1m1 comes after r2m1 and r3m1, so
+	// that the order of the nodes cannot hide how W is chosen.
+	rev := *cur
+	rev.Nodes = slices.Clone(cur.Nodes)
+	slices.Reverse(rev.Nodes)
+	cur = &rev
+	doc := `
+placements:
+  control-plane:
+    groups:
+    - {name: tier1, constraints: [sabakan.cke.cybozu.com/tier is 1]}
+    - {name: rest}
+    metrics: [{name: temp, weight: -10}]
+metrics:
+  temp: {provider: lab, min: 0, max: 60}
+providers:
+  lab: {type: static, values: {}}
+stickiness: 1000
+`
+	in := policyInput(t, c, ms, cur, doc)
+	serials := make([]string, len(ms))
+	for i, m := range ms {
+		serials[i] = m.Spec.Serial
+	}
+	in.Metrics = in.Policy.NewValues(serials)
+	in.Metrics.Set(slices.Index(serials, "r1m1"), 0, 60)
+	res, err := Update(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Op != OpRebalanceCP || res.Changes[0].Serial != "r2m1" || res.Changes[1].Serial != "r4m2" {
+		t.Fatalf("op %q, changes %+v; want r2m1 demoted for r4m2", res.Op, res.Changes)
 	}
 }
