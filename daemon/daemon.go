@@ -66,8 +66,10 @@ type Daemon struct {
 	log     *slog.Logger
 	metrics *metrics
 	client  *sabakan.Client
-	// compiled is the last policy compiled (tick goroutine only).
+	// compiled is the last policy compiled, parsed the last cluster
+	// parsed (tick goroutine only).
 	compiled compiledPolicy
+	parsed   parsedCluster
 
 	mu      sync.Mutex
 	status  storage.Status

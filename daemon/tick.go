@@ -209,12 +209,8 @@ func (d *Daemon) readSettings(ctx context.Context, leaderKey string) (*settings,
 		return nil, fail(ReasonInvalidConstraints, err)
 	}
 
-	s.current, s.clusterRev, err = snap.Cluster()
-	switch {
-	case errors.Is(err, storage.ErrNotFound):
-		s.current, s.clusterRev = nil, 0
-	case err != nil:
-		return nil, fail(ReasonInvalidCluster, err)
+	if s.current, s.clusterRev, err = d.loadCluster(snap); err != nil {
+		return nil, err
 	}
 	if s.builtFrom, err = snap.ClusterRevision(); err != nil {
 		return nil, fail(ReasonInvalidCluster, err)
@@ -227,6 +223,35 @@ func (d *Daemon) readSettings(ctx context.Context, leaderKey string) (*settings,
 		return nil, err
 	}
 	return &s, nil
+}
+
+// parsedCluster is the stored cluster as parsed at its mod revision.
+type parsedCluster struct {
+	rev     int64
+	cluster *cluster.Cluster
+}
+
+// loadCluster returns the stored cluster and its mod revision (nil and 0
+// when none is stored); one that does not parse is INVALID_CLUSTER. The
+// last parsed cluster is reused while its mod revision is the same: a
+// 10,000-node cluster is megabytes of JSON, and most ticks change
+// nothing. The cluster is read-only: the generator shares its nodes with
+// its results and never changes them. Only the tick's goroutine uses the
+// cache.
+func (d *Daemon) loadCluster(snap *storage.Snapshot) (*cluster.Cluster, int64, error) {
+	rev := snap.ClusterModRevision()
+	if rev == 0 {
+		return nil, 0, nil
+	}
+	if c := d.parsed; c.cluster != nil && c.rev == rev {
+		return c.cluster, rev, nil
+	}
+	c, rev, err := snap.Cluster()
+	if err != nil {
+		return nil, 0, fail(ReasonInvalidCluster, err)
+	}
+	d.parsed = parsedCluster{rev: rev, cluster: c}
+	return c, rev, nil
 }
 
 // compiledPolicy is a policy compiled for a template, by the mod
@@ -244,8 +269,11 @@ type compiledPolicy struct {
 // every tick. Only the tick's goroutine uses the cache.
 func (d *Daemon) loadPolicy(snap *storage.Snapshot, templateRev int64, t *template.Template) (*policy.Policy, error) {
 	data, rev, err := snap.Policy()
-	if err != nil {
-		return nil, nil // none stored
+	switch {
+	case errors.Is(err, storage.ErrNotFound):
+		return nil, nil
+	case err != nil:
+		return nil, fail(ReasonEtcdError, err)
 	}
 	if c := d.compiled; c.policy != nil && c.rev == rev && c.templateRev == templateRev {
 		return c.policy, nil

@@ -605,6 +605,13 @@ func (s *Snapshot) Cluster() (*cluster.Cluster, int64, error) {
 	return c, rev, err
 }
 
+// ClusterModRevision is the stored cluster's mod revision, 0 when none is
+// stored: a caller that parsed the cluster at this revision may keep it.
+func (s *Snapshot) ClusterModRevision() int64 {
+	_, rev, _ := s.get(KeyCluster)
+	return rev
+}
+
 // ClusterRevision is the template revision the cluster was built from (0
 // when unset).
 func (s *Snapshot) ClusterRevision() (int64, error) {
