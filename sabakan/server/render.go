@@ -68,10 +68,11 @@ func (s *Store) renderMachine(b []byte, st *step) ([]byte, bool) {
 	return appendMachine(b, st.sub, e, s.now())
 }
 
-// appendMachine writes a Machine as the resolvers of graph.go give it: the
-// status timestamp is the last state change in UTC, the duration the
-// seconds since then.
-func appendMachine(b []byte, steps []step, e *entry, now time.Time) ([]byte, bool) {
+// appendObject writes a JSON object with the fields the query selected,
+// in its order: __typename itself, every other field by value. It returns
+// false when value cannot write a field as graph-gophers would (the caller
+// then answers with the resolvers instead).
+func appendObject(b []byte, steps []step, value func(b []byte, st *step) ([]byte, bool)) ([]byte, bool) {
 	b = append(b, '{')
 	for i := range steps {
 		st := &steps[i]
@@ -79,60 +80,59 @@ func appendMachine(b []byte, steps []step, e *entry, now time.Time) ([]byte, boo
 			b = append(b, ',')
 		}
 		b = append(b, st.key...)
-		ok := true
-		switch st.kind {
-		case kTypename:
+		if st.kind == kTypename {
 			b = appendString(b, st.typename)
-		case kSpec:
-			b, ok = appendSpec(b, st.sub, &e.m.Spec)
-		case kStatus:
-			b, ok = appendStatus(b, st.sub, e, now)
-		default:
-			ok = false
+			continue
 		}
-		if !ok {
+		var ok bool
+		if b, ok = value(b, st); !ok {
 			return b, false
 		}
 	}
 	return append(b, '}'), true
 }
 
-func appendSpec(b []byte, steps []step, sp *machine.Spec) ([]byte, bool) {
-	b = append(b, '{')
-	for i := range steps {
-		st := &steps[i]
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = append(b, st.key...)
-		ok := true
+// appendMachine writes a Machine as the resolvers of graph.go give it: the
+// status timestamp is the last state change in UTC, the duration the
+// seconds since then.
+func appendMachine(b []byte, steps []step, e *entry, now time.Time) ([]byte, bool) {
+	return appendObject(b, steps, func(b []byte, st *step) ([]byte, bool) {
 		switch st.kind {
-		case kTypename:
-			b = appendString(b, st.typename)
+		case kSpec:
+			return appendSpec(b, st.sub, &e.m.Spec)
+		case kStatus:
+			return appendStatus(b, st.sub, e, now)
+		}
+		return b, false
+	})
+}
+
+func appendSpec(b []byte, steps []step, sp *machine.Spec) ([]byte, bool) {
+	return appendObject(b, steps, func(b []byte, st *step) ([]byte, bool) {
+		switch st.kind {
 		case kSerial:
-			b, ok = appendID(b, sp.Serial)
+			return appendID(b, sp.Serial)
 		case kLabels:
 			if sp.Labels == nil {
-				b = append(b, "null"...)
-				break
+				return append(b, "null"...), true
 			}
 			b = append(b, '[')
 			for j := range sp.Labels {
 				if j > 0 {
 					b = append(b, ',')
 				}
-				b, ok = appendLabel(b, st.sub, &sp.Labels[j])
-				if !ok {
-					break
+				var ok bool
+				if b, ok = appendLabel(b, st.sub, &sp.Labels[j]); !ok {
+					return b, false
 				}
 			}
-			b = append(b, ']')
+			return append(b, ']'), true
 		case kRack:
-			b = strconv.AppendInt(b, int64(int32(sp.Rack)), 10)
+			return strconv.AppendInt(b, int64(int32(sp.Rack)), 10), true
 		case kIndexInRack:
-			b = strconv.AppendInt(b, int64(int32(sp.IndexInRack)), 10)
+			return strconv.AppendInt(b, int64(int32(sp.IndexInRack)), 10), true
 		case kRole:
-			b = appendString(b, sp.Role)
+			return appendString(b, sp.Role), true
 		case kIPv4:
 			b = append(b, '[')
 			for j, a := range sp.IPv4 {
@@ -141,98 +141,60 @@ func appendSpec(b []byte, steps []step, sp *machine.Spec) ([]byte, bool) {
 				}
 				b = appendString(b, a)
 			}
-			b = append(b, ']')
+			return append(b, ']'), true
 		case kRegisterDate:
-			b = appendDate(b, sp.RegisterDate)
+			return appendDate(b, sp.RegisterDate), true
 		case kRetireDate:
-			b = appendDate(b, sp.RetireDate)
+			return appendDate(b, sp.RetireDate), true
 		case kBMC:
-			b, ok = appendBMC(b, st.sub, &sp.BMC)
-		default:
-			ok = false
+			return appendBMC(b, st.sub, &sp.BMC)
 		}
-		if !ok {
-			return b, false
-		}
-	}
-	return append(b, '}'), true
+		return b, false
+	})
 }
 
 func appendLabel(b []byte, steps []step, l *machine.Label) ([]byte, bool) {
-	b = append(b, '{')
-	for i := range steps {
-		st := &steps[i]
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = append(b, st.key...)
+	return appendObject(b, steps, func(b []byte, st *step) ([]byte, bool) {
 		switch st.kind {
-		case kTypename:
-			b = appendString(b, st.typename)
 		case kLabelName:
-			b = appendString(b, l.Name)
+			return appendString(b, l.Name), true
 		case kLabelValue:
-			b = appendString(b, l.Value)
-		default:
-			return b, false
+			return appendString(b, l.Value), true
 		}
-	}
-	return append(b, '}'), true
+		return b, false
+	})
 }
 
 func appendBMC(b []byte, steps []step, bmc *machine.BMC) ([]byte, bool) {
-	b = append(b, '{')
-	for i := range steps {
-		st := &steps[i]
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = append(b, st.key...)
+	return appendObject(b, steps, func(b []byte, st *step) ([]byte, bool) {
 		switch st.kind {
-		case kTypename:
-			b = appendString(b, st.typename)
 		case kBMCType:
-			b = appendString(b, bmc.BMCType)
+			return appendString(b, bmc.BMCType), true
 		case kBMCIPv4:
-			b = appendString(b, bmc.IPv4)
-		default:
-			return b, false
+			return appendString(b, bmc.IPv4), true
 		}
-	}
-	return append(b, '}'), true
+		return b, false
+	})
 }
 
 func appendStatus(b []byte, steps []step, e *entry, now time.Time) ([]byte, bool) {
-	b = append(b, '{')
-	for i := range steps {
-		st := &steps[i]
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = append(b, st.key...)
-		ok := true
+	return appendObject(b, steps, func(b []byte, st *step) ([]byte, bool) {
 		switch st.kind {
-		case kTypename:
-			b = appendString(b, st.typename)
 		case kState:
 			// graph-gophers refuses a value outside the enum.
-			if ok = e.m.Status.State.Valid(); ok {
-				b = append(b, '"')
-				b = append(b, e.m.Status.State...)
-				b = append(b, '"')
+			if !e.m.Status.State.Valid() {
+				return b, false
 			}
+			b = append(b, '"')
+			b = append(b, e.m.Status.State...)
+			return append(b, '"'), true
 		case kTimestamp:
-			b = appendDate(b, e.changed.UTC())
+			return appendDate(b, e.changed.UTC()), true
 		case kDuration:
-			b, ok = appendFloat(b, now.Sub(e.changed).Seconds())
-		default:
-			ok = false
+			return appendFloat(b, now.Sub(e.changed).Seconds())
 		}
-		if !ok {
-			return b, false
-		}
-	}
-	return append(b, '}'), true
+		return b, false
+	})
 }
 
 // plainJSON reports whether s is written as it is between quotes by
@@ -251,12 +213,17 @@ func plainJSON(s string) bool {
 // with json.Marshal.
 func appendString(b []byte, s string) []byte {
 	if plainJSON(s) {
-		b = append(b, '"')
-		b = append(b, s...)
-		return append(b, '"')
+		return appendQuoted(b, s)
 	}
 	out, _ := json.Marshal(s) // a string always marshals
 	return append(b, out...)
+}
+
+// appendQuoted writes a plainJSON string between quotes.
+func appendQuoted(b []byte, s string) []byte {
+	b = append(b, '"')
+	b = append(b, s...)
+	return append(b, '"')
 }
 
 // appendID writes an ID as graph-gophers does: json.Marshal of graphql.ID,
@@ -264,9 +231,7 @@ func appendString(b []byte, s string) []byte {
 // JSON (graph-gophers fails the request).
 func appendID(b []byte, s string) ([]byte, bool) {
 	if plainJSON(s) {
-		b = append(b, '"')
-		b = append(b, s...)
-		return append(b, '"'), true
+		return appendQuoted(b, s), true
 	}
 	out, err := json.Marshal(graphql.ID(s))
 	if err != nil {
