@@ -122,7 +122,7 @@ func BenchmarkRegister20000(b *testing.B) {
 						b.Fatal(err)
 					}
 				}
-				var rs []Registration
+				var rs []MachineSpec
 				if err := json.Unmarshal(body, &rs); err != nil {
 					b.Fatal(err)
 				}

@@ -135,7 +135,7 @@ func (s *Server) getIPAM(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) postMachines(w http.ResponseWriter, r *http.Request) {
-	var rs []Registration
+	var rs []MachineSpec
 	if err := decodeStrict(r.Body, &rs); err != nil {
 		writeError(w, r, fail(ErrBadRequest, "machines: %v", err))
 		return
@@ -230,28 +230,9 @@ func (s *Server) deleteLabel(w http.ResponseWriter, r *http.Request) {
 
 // restMachine is a machine as sabakan's REST API shows it.
 type restMachine struct {
-	Spec   restSpec    `json:"spec"`
+	Spec   MachineSpec `json:"spec"`
 	Status restStatus  `json:"status"`
 	Info   MachineInfo `json:"info"`
-}
-
-type restSpec struct {
-	Serial       string            `json:"serial"`
-	Labels       map[string]string `json:"labels"`
-	Rack         int               `json:"rack"`
-	IndexInRack  int               `json:"index-in-rack"`
-	Role         string            `json:"role"`
-	IPv4         []string          `json:"ipv4"`
-	IPv6         []string          `json:"ipv6"`
-	RegisterDate time.Time         `json:"register-date"`
-	RetireDate   time.Time         `json:"retire-date"`
-	BMC          restBMC           `json:"bmc"`
-}
-
-type restBMC struct {
-	IPv4 string `json:"ipv4"`
-	IPv6 string `json:"ipv6"`
-	Type string `json:"type"`
 }
 
 type restStatus struct {
@@ -269,10 +250,10 @@ func toREST(m machine.Machine, info MachineInfo) restMachine {
 		}
 	}
 	return restMachine{
-		Spec: restSpec{
+		Spec: MachineSpec{
 			Serial: m.Spec.Serial, Labels: labels, Rack: m.Spec.Rack, IndexInRack: m.Spec.IndexInRack,
 			Role: m.Spec.Role, IPv4: m.Spec.IPv4, RegisterDate: m.Spec.RegisterDate, RetireDate: m.Spec.RetireDate,
-			BMC: restBMC{IPv4: m.Spec.BMC.IPv4, Type: m.Spec.BMC.BMCType},
+			BMC: BMCSpec{IPv4: m.Spec.BMC.IPv4, Type: m.Spec.BMC.BMCType},
 		},
 		Status: restStatus{Timestamp: *m.Status.Timestamp, Duration: m.Status.Duration, State: lower(m.Status.State)},
 		Info:   info,

@@ -319,11 +319,12 @@ func (s *Store) IPAM() (IPAMConfig, bool) {
 	return *s.ipam, true
 }
 
-// Registration is one MachineSpec as POST /api/v1/machines takes it and
-// `sabactl machines create` sends it. The fields sabakan assigns itself
-// (index-in-rack, ipv4, ipv6, register-date, bmc.ipv4, bmc.ipv6) are
-// accepted and ignored.
-type Registration struct {
+// MachineSpec is a machine's spec in sabakan's REST API: what GET
+// /api/v1/machines returns, and what POST /api/v1/machines takes and
+// `sabactl machines create` sends. On a POST the fields sabakan assigns
+// itself (index-in-rack, ipv4, ipv6, register-date, bmc.ipv4, bmc.ipv6)
+// are accepted and ignored.
+type MachineSpec struct {
 	Serial       string            `json:"serial"`
 	Labels       map[string]string `json:"labels"`
 	Rack         int               `json:"rack"`
@@ -333,11 +334,14 @@ type Registration struct {
 	IPv6         []string          `json:"ipv6"`
 	RegisterDate time.Time         `json:"register-date"`
 	RetireDate   time.Time         `json:"retire-date"`
-	BMC          struct {
-		Type string `json:"type"`
-		IPv4 string `json:"ipv4"`
-		IPv6 string `json:"ipv6"`
-	} `json:"bmc"`
+	BMC          BMCSpec           `json:"bmc"`
+}
+
+// BMCSpec is a machine's BMC in sabakan's REST API.
+type BMCSpec struct {
+	IPv4 string `json:"ipv4"`
+	IPv6 string `json:"ipv6"`
+	Type string `json:"type"`
 }
 
 // validName reports why s is not a valid label name or role (sabakan
@@ -367,7 +371,7 @@ func validBMCType(t string) bool {
 }
 
 // check is sabakan's validation of one registration (HTTP 400).
-func (r *Registration) check() error {
+func (r *MachineSpec) check() error {
 	if r.Serial == "" {
 		return errors.New("serial is empty")
 	}
@@ -415,7 +419,7 @@ const maxLegacyIndex = 254
 // smallest free index after it, up to max-nodes-in-rack. Without one, each
 // machine gets the smallest free index from 1 and the address
 // 10.<rack/256>.<rack%256>.<index>, and a rack holds one boot server.
-func (s *Store) Register(rs []Registration) error {
+func (s *Store) Register(rs []MachineSpec) error {
 	for i := range rs {
 		if err := rs[i].check(); err != nil {
 			return fail(ErrBadRequest, "machines[%d]%s: %v", i, serialNote(rs[i].Serial), err)
