@@ -187,13 +187,7 @@ func (s *state) replaceControlPlane() (bool, error) {
 	// limits: the bad one, demoted, takes its place among the workers (or
 	// leaves, and the worker rules below fill the gap).
 	if spare, _, _ := s.bestSpareWorker(); spare != nil {
-		if demotable {
-			s.setControlPlane(bad, false)
-			s.record(ActionDemoteControlPlane, bad, &sc, why)
-		} else {
-			s.remove(bad)
-			s.record(ActionRemoveBadCP, bad, &sc, fmt.Sprintf("%s; role %q matches no worker template", why, bad.machine.role))
-		}
+		s.takeOutBadCP(bad, &sc, why, demotable)
 		s.promoteSpare("replaces a bad control plane")
 		return true, nil
 	}
@@ -226,19 +220,25 @@ func (s *state) replaceControlPlane() (bool, error) {
 	if !hasCandidate && (workersAfter <= s.limits.minimumWorkers || !s.anyPromotableWorker()) {
 		return false, nil
 	}
-	if demotable {
-		s.setControlPlane(bad, false)
-		s.record(ActionDemoteControlPlane, bad, &sc, why)
-	} else {
-		s.remove(bad)
-		s.record(ActionRemoveBadCP, bad, &sc, fmt.Sprintf("%s; role %q matches no worker template", why, bad.machine.role))
-	}
+	s.takeOutBadCP(bad, &sc, why, demotable)
 	if hasCandidate {
 		s.addBestControlPlane("replaces a bad control plane")
 	} else {
 		s.promoteWorker("replaces a bad control plane; no unused candidate")
 	}
 	return true, nil
+}
+
+// takeOutBadCP demotes the bad control plane when a worker template takes
+// its role, else removes it, and records why.
+func (s *state) takeOutBadCP(bad *member, sc *Score, why string, demotable bool) {
+	if demotable {
+		s.setControlPlane(bad, false)
+		s.record(ActionDemoteControlPlane, bad, sc, why)
+		return
+	}
+	s.remove(bad)
+	s.record(ActionRemoveBadCP, bad, sc, fmt.Sprintf("%s; role %q matches no worker template", why, bad.machine.role))
 }
 
 // Rule 6: fewer HEALTHY workers than minimum-workers: add workers while
