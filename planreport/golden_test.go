@@ -3,10 +3,7 @@ package planreport_test
 import (
 	"bytes"
 	"encoding/json"
-	"flag"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -18,13 +15,12 @@ import (
 	"github.com/ckegen/ckegen/cluster"
 	"github.com/ckegen/ckegen/constraints"
 	"github.com/ckegen/ckegen/generator"
+	"github.com/ckegen/ckegen/internal/goldentest"
 	"github.com/ckegen/ckegen/labels"
 	"github.com/ckegen/ckegen/machine"
 	"github.com/ckegen/ckegen/planreport"
 	"github.com/ckegen/ckegen/template"
 )
-
-var update = flag.Bool("update", false, "rewrite the want/ sections of golden files")
 
 var goldenNow = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
@@ -48,15 +44,8 @@ service_subnet: 10.68.0.0/16
 // before/template.yml is given. An "args" file may hold max-steps=N,
 // rebooting=ADDR,..., retire-wait=DURATION and yaml.
 func TestGolden(t *testing.T) {
-	files, err := filepath.Glob("testdata/*.txtar")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(files) == 0 {
-		t.Fatal("no golden cases found")
-	}
-	for _, file := range files {
-		t.Run(strings.TrimSuffix(filepath.Base(file), ".txtar"), func(t *testing.T) {
+	for _, file := range goldentest.Cases(t, "testdata/*.txtar") {
+		t.Run(goldentest.Name(file), func(t *testing.T) {
 			t.Parallel()
 			runGolden(t, file)
 		})
@@ -114,31 +103,11 @@ func runGolden(t *testing.T, file string) {
 		t.Errorf("text of the plan read back from JSON differs (-plan +read back):\n%s", diff)
 	}
 
-	if *update {
-		var kept []txtar.File
-		for _, f := range ar.Files {
-			if !strings.HasPrefix(f.Name, "want/") {
-				kept = append(kept, f)
-			}
-		}
-		for _, format := range c.formats {
-			kept = append(kept, txtar.File{Name: "want/" + format, Data: []byte(got["want/"+format])})
-		}
-		ar.Files = kept
-		if err := os.WriteFile(file, txtar.Format(ar), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
+	var sections []txtar.File
 	for _, format := range c.formats {
-		want, ok := c.files["want/"+format]
-		if !ok {
-			t.Fatalf("%s: no want/%s section (run with -update to create it)", file, format)
-		}
-		if diff := cmp.Diff(string(want), got["want/"+format]); diff != "" {
-			t.Errorf("%s mismatch (-want +got):\n%s", format, diff)
-		}
+		sections = append(sections, txtar.File{Name: "want/" + format, Data: []byte(got["want/"+format])})
 	}
+	goldentest.Check(t, file, ar, sections)
 }
 
 // load builds the plan's input from the case's files.
@@ -214,7 +183,7 @@ func (c *goldenCase) world(prefix string) (generator.Input, error) {
 	if !ok {
 		return in, fmt.Errorf("%smachines.txt: missing", prefix)
 	}
-	raw, err := machinesFromTable(table)
+	raw, err := goldentest.Machines(table)
 	if err != nil {
 		return in, fmt.Errorf("%smachines.txt: %w", prefix, err)
 	}
@@ -256,81 +225,4 @@ func (c *goldenCase) parseArgs() error {
 		c.in.RetireWait = generator.DefaultRetireWait
 	}
 	return nil
-}
-
-// machinesFromTable reads the compact machine table of golden cases, one
-// machine a line (the format of testdata/generate):
-//
-//	SERIAL ADDRESS RACK ROLE STATE RETIRE-DATE [key=value ...]
-//
-// ROLE "-" is the empty role; RETIRE-DATE is YYYY-MM-DD. Keys: idx (index in
-// rack, default the line number), reg (register date, default 2024-01-01),
-// dur (seconds in the state, default 0), label:NAME (a sabakan label).
-// Lines starting with # are comments.
-func machinesFromTable(data []byte) ([]machine.Machine, error) {
-	var ms []machine.Machine
-	for i, line := range strings.Split(string(data), "\n") {
-		f := strings.Fields(line)
-		if len(f) == 0 || strings.HasPrefix(f[0], "#") {
-			continue
-		}
-		m, err := machineFromFields(f, i+1)
-		if err != nil {
-			return nil, fmt.Errorf("line %d: %w", i+1, err)
-		}
-		ms = append(ms, m)
-	}
-	return ms, nil
-}
-
-func machineFromFields(f []string, line int) (machine.Machine, error) {
-	var m machine.Machine
-	if len(f) < 6 {
-		return m, fmt.Errorf("want SERIAL ADDRESS RACK ROLE STATE RETIRE-DATE, got %q", strings.Join(f, " "))
-	}
-	rack, err := strconv.Atoi(f[2])
-	if err != nil {
-		return m, fmt.Errorf("rack: %w", err)
-	}
-	retire, err := time.Parse(time.DateOnly, f[5])
-	if err != nil {
-		return m, fmt.Errorf("retire date: %w", err)
-	}
-	state, err := machine.ParseState(f[4])
-	if err != nil {
-		return m, err
-	}
-	m.Spec = machine.Spec{
-		Serial: f[0], Rack: rack, IndexInRack: line, Role: f[3],
-		IPv4:         []string{f[1]},
-		RegisterDate: time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC),
-		RetireDate:   retire,
-		BMC:          machine.BMC{BMCType: "IPMI-2.0"},
-	}
-	if f[3] == "-" {
-		m.Spec.Role = ""
-	}
-	m.Status.State = state
-	for _, kv := range f[6:] {
-		k, v, ok := strings.Cut(kv, "=")
-		if !ok {
-			return m, fmt.Errorf("%q: want key=value", kv)
-		}
-		switch {
-		case k == "idx":
-			m.Spec.IndexInRack, err = strconv.Atoi(v)
-		case k == "reg":
-			m.Spec.RegisterDate, err = time.Parse(time.DateOnly, v)
-		case k == "dur":
-			m.Status.Duration, err = strconv.ParseFloat(v, 64)
-		case strings.HasPrefix(k, "label:"):
-			m.Spec.Labels = append(m.Spec.Labels, machine.Label{Name: strings.TrimPrefix(k, "label:"), Value: v})
-		default:
-			err = fmt.Errorf("unknown key")
-		}
-		if err != nil {
-			return m, fmt.Errorf("%s: %w", k, err)
-		}
-	}
-	return m, nil
 }

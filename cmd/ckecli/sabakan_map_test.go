@@ -18,6 +18,7 @@ import (
 
 	"github.com/ckegen/ckegen/internal/dcgen"
 	"github.com/ckegen/ckegen/internal/etcdtest"
+	"github.com/ckegen/ckegen/internal/goldentest"
 	"github.com/ckegen/ckegen/rackmap"
 	"github.com/ckegen/ckegen/sabakan/server"
 	"github.com/ckegen/ckegen/storage"
@@ -28,15 +29,8 @@ import (
 // flags; each run twice. want/NAME holds stdout, want/NAME.stderr stderr
 // and the exit status.
 func TestMapGolden(t *testing.T) {
-	files, err := filepath.Glob("../../testdata/map/*.txtar")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(files) == 0 {
-		t.Fatal("no golden maps found")
-	}
-	for _, file := range files {
-		t.Run(strings.TrimSuffix(filepath.Base(file), ".txtar"), func(t *testing.T) {
+	for _, file := range goldentest.Cases(t, "../../testdata/map/*.txtar") {
+		t.Run(goldentest.Name(file), func(t *testing.T) {
 			runMapGolden(t, file)
 		})
 	}
@@ -62,7 +56,7 @@ func runMapGolden(t *testing.T, file string) {
 				runs = append(runs, strings.Fields(line))
 			}
 		case f.Name == "machines.txt":
-			data, err := machinesFromTable(f.Data)
+			data, err := machinesJSON(f.Data)
 			if err != nil {
 				t.Fatalf("machines.txt: %v", err)
 			}
@@ -98,34 +92,13 @@ func runMapGolden(t *testing.T, file string) {
 		got[r[0]+".stderr"] = outs[0][1]
 	}
 
-	if *update {
-		var kept []txtar.File
-		for _, f := range ar.Files {
-			if !strings.HasPrefix(f.Name, "want/") {
-				kept = append(kept, f)
-			}
-		}
-		for _, r := range runs {
-			kept = append(kept,
-				txtar.File{Name: "want/" + r[0], Data: []byte(got[r[0]])},
-				txtar.File{Name: "want/" + r[0] + ".stderr", Data: []byte(got[r[0]+".stderr"])})
-		}
-		ar.Files = kept
-		writeFile(t, file, txtar.Format(ar))
-		return
-	}
+	var sections []txtar.File
 	for _, r := range runs {
 		for _, name := range []string{r[0], r[0] + ".stderr"} {
-			w, ok := want[name]
-			if !ok {
-				t.Errorf("want/%s is missing (run with -update to create it)", name)
-				continue
-			}
-			if diff := cmp.Diff(w, got[name]); diff != "" {
-				t.Errorf("want/%s mismatch (-want +got):\n%s", name, diff)
-			}
+			sections = append(sections, txtar.File{Name: "want/" + name, Data: []byte(got[name])})
 		}
 	}
+	goldentest.Check(t, file, ar, sections)
 }
 
 // showEscapes writes ESC as \e, so that golden files read as text.
