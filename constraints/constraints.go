@@ -21,6 +21,7 @@ const (
 	ControlPlaneCount                = "control-plane-count"
 	MinimumWorkers                   = "minimum-workers"
 	MaximumWorkers                   = "maximum-workers"
+	MinimumWorkersRate               = "minimum-workers-rate"
 	MaximumUnreachableNodesForReboot = "maximum-unreachable-nodes-for-reboot"
 	MaximumRepairQueueEntries        = "maximum-repair-queue-entries"
 	WaitSecondsToRepairRebooting     = "wait-seconds-to-repair-rebooting"
@@ -28,20 +29,108 @@ const (
 
 // Names lists every accepted name, in CKE's order.
 var Names = []string{
-	ControlPlaneCount, MinimumWorkers, MaximumWorkers,
+	ControlPlaneCount, MinimumWorkers, MaximumWorkers, MinimumWorkersRate,
 	MaximumUnreachableNodesForReboot, MaximumRepairQueueEntries, WaitSecondsToRepairRebooting,
 }
 
-// Constraints are the user's limits on the cluster's shape. The last three
-// are CKE's own; they are kept so that a value stored by CKE survives a
-// round trip, and the generator ignores them.
+// The two models of the cluster's workers. The stored document chooses:
+// a minimum-workers-rate key selects the rate model, anything else the
+// count model.
+const (
+	// CountModel: minimum-workers and maximum-workers bound the number of
+	// workers (CKE up to v1.34).
+	CountModel = "count"
+	// RateModel: every HEALTHY machine a worker template accepts is a
+	// worker, and minimum-workers-rate only limits how many RETIRED
+	// workers may be removed (CKE v1.35).
+	RateModel = "rate"
+)
+
+// DefaultMinimumWorkersRate is CKE v1.35's default minimum-workers-rate.
+const DefaultMinimumWorkersRate = 80
+
+// Constraints are the user's limits on the cluster's shape.
+//
+// MinimumWorkersRate set means the rate model: MinimumWorkers and
+// MaximumWorkers are then zero and not written. The last three are CKE's
+// own; they are kept so that a value stored by CKE survives a round trip,
+// and the generator ignores them.
 type Constraints struct {
+	ControlPlaneCount                int
+	MinimumWorkers                   int
+	MaximumWorkers                   int
+	MinimumWorkersRate               *int
+	MaximumUnreachableNodesForReboot *int
+	MaximumRepairQueueEntries        *int
+	WaitSecondsToRepairRebooting     *int
+}
+
+// countDoc and rateDoc are the stored documents of the two models, in the
+// key order CKE writes.
+type countDoc struct {
 	ControlPlaneCount                int  `json:"control-plane-count"`
 	MinimumWorkers                   int  `json:"minimum-workers"`
 	MaximumWorkers                   int  `json:"maximum-workers"`
 	MaximumUnreachableNodesForReboot *int `json:"maximum-unreachable-nodes-for-reboot,omitempty"`
 	MaximumRepairQueueEntries        *int `json:"maximum-repair-queue-entries,omitempty"`
 	WaitSecondsToRepairRebooting     *int `json:"wait-seconds-to-repair-rebooting,omitempty"`
+}
+
+type rateDoc struct {
+	ControlPlaneCount                int  `json:"control-plane-count"`
+	MinimumWorkersRate               int  `json:"minimum-workers-rate"`
+	MaximumUnreachableNodesForReboot *int `json:"maximum-unreachable-nodes-for-reboot,omitempty"`
+	MaximumRepairQueueEntries        *int `json:"maximum-repair-queue-entries,omitempty"`
+	WaitSecondsToRepairRebooting     *int `json:"wait-seconds-to-repair-rebooting,omitempty"`
+}
+
+// MarshalJSON writes the keys of the model in force only.
+func (c Constraints) MarshalJSON() ([]byte, error) {
+	if c.MinimumWorkersRate != nil {
+		return json.Marshal(rateDoc{
+			ControlPlaneCount:                c.ControlPlaneCount,
+			MinimumWorkersRate:               *c.MinimumWorkersRate,
+			MaximumUnreachableNodesForReboot: c.MaximumUnreachableNodesForReboot,
+			MaximumRepairQueueEntries:        c.MaximumRepairQueueEntries,
+			WaitSecondsToRepairRebooting:     c.WaitSecondsToRepairRebooting,
+		})
+	}
+	return json.Marshal(countDoc{
+		ControlPlaneCount:                c.ControlPlaneCount,
+		MinimumWorkers:                   c.MinimumWorkers,
+		MaximumWorkers:                   c.MaximumWorkers,
+		MaximumUnreachableNodesForReboot: c.MaximumUnreachableNodesForReboot,
+		MaximumRepairQueueEntries:        c.MaximumRepairQueueEntries,
+		WaitSecondsToRepairRebooting:     c.WaitSecondsToRepairRebooting,
+	})
+}
+
+// Model is RateModel when minimum-workers-rate is set, else CountModel.
+func (c Constraints) Model() string {
+	if c.MinimumWorkersRate != nil {
+		return RateModel
+	}
+	return CountModel
+}
+
+// RateModel reports whether the rate model is in force.
+func (c Constraints) RateModel() bool { return c.MinimumWorkersRate != nil }
+
+// Rate is the worker rate that decides whether a RETIRED worker may leave
+// in the rate model: (workers - 1) / machines * 100, the share of the
+// machines that would still be workers. It is 0 without machines.
+func Rate(workers, machines int) float64 {
+	if machines <= 0 {
+		return 0
+	}
+	return float64(workers-1) / float64(machines) * 100
+}
+
+// MayRemoveWorker reports whether, in the rate model, one of workers may be
+// removed with machines in the inventory: the rate after the removal is at
+// least minimum-workers-rate (CKE v1.35's rule).
+func (c Constraints) MayRemoveWorker(workers, machines int) bool {
+	return c.MinimumWorkersRate != nil && machines > 0 && Rate(workers, machines) >= float64(*c.MinimumWorkersRate)
 }
 
 // Default returns the constraints used when none are set.
@@ -73,6 +162,9 @@ func Parse(data []byte) (Constraints, error) {
 		keys = append(keys, k)
 	}
 	slices.Sort(keys)
+	if err := oneModel(keys); err != nil {
+		return c, err
+	}
 	for _, k := range keys {
 		v, err := parseInt(raw[k])
 		if err != nil {
@@ -88,6 +180,24 @@ func Parse(data []byte) (Constraints, error) {
 	return c, c.Validate()
 }
 
+// oneModel refuses a document with the keys of both models.
+func oneModel(keys []string) error {
+	if !slices.Contains(keys, MinimumWorkersRate) {
+		return nil
+	}
+	var count []string
+	for _, k := range keys {
+		if k == MinimumWorkers || k == MaximumWorkers {
+			count = append(count, k)
+		}
+	}
+	if len(count) == 0 {
+		return nil
+	}
+	return fmt.Errorf("constraints: %s cannot be used with %s: choose one model, %s (every HEALTHY machine is a worker, CKE v1.35) or %s/%s (a number of workers)",
+		MinimumWorkersRate, strings.Join(count, " and "), MinimumWorkersRate, MinimumWorkers, MaximumWorkers)
+}
+
 func parseInt(raw json.RawMessage) (int, error) {
 	s := string(bytes.TrimSpace(raw))
 	n, err := strconv.ParseInt(s, 10, 64)
@@ -98,14 +208,26 @@ func parseInt(raw json.RawMessage) (int, error) {
 }
 
 // Set sets the constraint called name. It does not validate the result.
+// Setting a key of the other model switches models: minimum-workers-rate
+// replaces minimum-workers and maximum-workers, and either of those
+// replaces minimum-workers-rate (the other count key takes its default).
 func (c *Constraints) Set(name string, v int) error {
 	switch name {
 	case ControlPlaneCount:
 		c.ControlPlaneCount = v
-	case MinimumWorkers:
-		c.MinimumWorkers = v
-	case MaximumWorkers:
-		c.MaximumWorkers = v
+	case MinimumWorkers, MaximumWorkers:
+		if c.MinimumWorkersRate != nil {
+			c.MinimumWorkersRate = nil
+			c.MinimumWorkers, c.MaximumWorkers = Default().MinimumWorkers, Default().MaximumWorkers
+		}
+		if name == MinimumWorkers {
+			c.MinimumWorkers = v
+		} else {
+			c.MaximumWorkers = v
+		}
+	case MinimumWorkersRate:
+		c.MinimumWorkersRate = &v
+		c.MinimumWorkers, c.MaximumWorkers = 0, 0
 	case MaximumUnreachableNodesForReboot:
 		c.MaximumUnreachableNodesForReboot = &v
 	case MaximumRepairQueueEntries:
@@ -130,6 +252,14 @@ func (c Constraints) Validate() error {
 	var errs []error
 	if c.ControlPlaneCount < 1 {
 		errs = append(errs, fmt.Errorf("constraints: %s: must be >= 1, got %d", ControlPlaneCount, c.ControlPlaneCount))
+	}
+	if c.MinimumWorkersRate != nil {
+		if r := *c.MinimumWorkersRate; r < 0 || r > 100 {
+			errs = append(errs, fmt.Errorf("constraints: %s: must be a percentage from 0 to 100, got %d", MinimumWorkersRate, r))
+		}
+		if c.MinimumWorkers != 0 || c.MaximumWorkers != 0 {
+			errs = append(errs, fmt.Errorf("constraints: %s cannot be used with %s or %s: choose one model", MinimumWorkersRate, MinimumWorkers, MaximumWorkers))
+		}
 	}
 	if c.MinimumWorkers < 0 {
 		errs = append(errs, fmt.Errorf("constraints: %s: must be >= 0, got %d", MinimumWorkers, c.MinimumWorkers))

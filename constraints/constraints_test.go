@@ -76,3 +76,92 @@ func TestEvenCountWarns(t *testing.T) {
 		t.Errorf("Warnings() = %v, want one about the even count", w)
 	}
 }
+
+// CKE v1.35's `ckecli constraints set` stores all five of its keys; ckegen
+// reads that document as the rate model and writes it back byte for byte.
+func TestReadsCKEv135Document(t *testing.T) {
+	in := `{"control-plane-count":3,"minimum-workers-rate":80,"maximum-unreachable-nodes-for-reboot":0,"maximum-repair-queue-entries":0,"wait-seconds-to-repair-rebooting":0}`
+	c, err := Parse([]byte(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !c.RateModel() || c.Model() != RateModel || *c.MinimumWorkersRate != 80 || c.ControlPlaneCount != 3 {
+		t.Errorf("got %+v (model %s), want the rate model with rate 80 and 3 control planes", c, c.Model())
+	}
+	out, err := json.Marshal(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(out) != in {
+		t.Errorf("round trip = %s, want %s", out, in)
+	}
+	if Default().Model() != CountModel {
+		t.Errorf("the default is the %s model, want the count model", Default().Model())
+	}
+}
+
+func TestRateModelErrors(t *testing.T) {
+	cases := []struct{ in, want string }{
+		{`{"minimum-workers-rate": 101}`, "minimum-workers-rate: must be a percentage from 0 to 100, got 101"},
+		{`{"minimum-workers-rate": -1}`, "minimum-workers-rate: must be a percentage from 0 to 100, got -1"},
+		{`{"minimum-workers-rate": 80.5}`, "minimum-workers-rate: must be an integer, got 80.5"},
+		{`{"minimum-workers-rate": "80"}`, `minimum-workers-rate: must be an integer, got "80"`},
+		{`{"minimum-workers-rate": 80, "minimum-workers": 3}`, "minimum-workers-rate cannot be used with minimum-workers: choose one model"},
+		{`{"maximum-workers": 9, "minimum-workers-rate": 80, "minimum-workers": 3}`, "minimum-workers-rate cannot be used with maximum-workers and minimum-workers"},
+		{`{"minimum-worker-rate": 80}`, "did you mean minimum-workers-rate?"},
+	}
+	for _, c := range cases {
+		_, err := Parse([]byte(c.in))
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("Parse(%s) error = %v, want it to contain %q", c.in, err, c.want)
+		}
+	}
+	for _, ok := range []string{`{"minimum-workers-rate": 0}`, `{"minimum-workers-rate": 100}`} {
+		if _, err := Parse([]byte(ok)); err != nil {
+			t.Errorf("Parse(%s): %v", ok, err)
+		}
+	}
+}
+
+// Setting a key of the other model switches the document in one step, so
+// that ckegen's `constraints set` stores what CKE v1.35's stores.
+func TestSetSwitchesModels(t *testing.T) {
+	c, err := Parse([]byte(`{"control-plane-count":3,"minimum-workers":5,"maximum-workers":9,"maximum-repair-queue-entries":2}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Set(MinimumWorkersRate, 70); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	out, _ := json.Marshal(c)
+	if want := `{"control-plane-count":3,"minimum-workers-rate":70,"maximum-repair-queue-entries":2}`; string(out) != want {
+		t.Errorf("after set %s 70: %s, want %s", MinimumWorkersRate, out, want)
+	}
+	if err := c.Set(MaximumWorkers, 12); err != nil {
+		t.Fatal(err)
+	}
+	out, _ = json.Marshal(c)
+	if want := `{"control-plane-count":3,"minimum-workers":1,"maximum-workers":12,"maximum-repair-queue-entries":2}`; string(out) != want {
+		t.Errorf("after set %s 12: %s, want %s", MaximumWorkers, out, want)
+	}
+	if c.RateModel() {
+		t.Error("still in the rate model")
+	}
+}
+
+func TestMayRemoveWorker(t *testing.T) {
+	c, _ := Parse([]byte(`{"minimum-workers-rate": 80}`))
+	// (9 - 1) / 10 = 80% >= 80: allowed; (8 - 1) / 10 = 70%: not.
+	if !c.MayRemoveWorker(9, 10) || c.MayRemoveWorker(8, 10) {
+		t.Errorf("MayRemoveWorker(9,10)=%v (want true), (8,10)=%v (want false)", c.MayRemoveWorker(9, 10), c.MayRemoveWorker(8, 10))
+	}
+	if Default().MayRemoveWorker(100, 10) {
+		t.Error("the count model has no rate rule")
+	}
+	if got := Rate(9, 10); got != 80 {
+		t.Errorf("Rate(9, 10) = %v, want 80", got)
+	}
+}

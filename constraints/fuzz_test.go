@@ -9,7 +9,7 @@ import (
 // FuzzParse: no input makes Parse panic; accepted constraints are valid and
 // survive a round trip.
 func FuzzParse(f *testing.F) {
-	for _, s := range []string{`{"control-plane-count": 3}`, `{"a":1,"a":2}`, `{"minimum-workers": 1} }`, `{"maximum-workers": 1e1}`, `null`, `{"maximum-repair-queue-entries": 2}`} {
+	for _, s := range []string{`{"control-plane-count": 3}`, `{"a":1,"a":2}`, `{"minimum-workers": 1} }`, `{"maximum-workers": 1e1}`, `null`, `{"maximum-repair-queue-entries": 2}`, `{"minimum-workers-rate": 80}`, `{"minimum-workers-rate": 8, "minimum-workers": 1}`} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
