@@ -87,8 +87,9 @@ func (s *state) chooseWorkerTemplate(ps []*pool) (*template.NodeTemplate, *pool)
 		if x, _ := ps[i].peek(); x == nil {
 			continue
 		}
-		// a/wa < b/wb, without dividing.
-		if best == nil || float64(s.workersOf(t))*best.Weight < float64(s.workersOf(best))*t.Weight {
+		// a/wa < b/wb, without dividing; the rate model has no weights.
+		if best == nil || s.limits.rate && s.workersOf(t) < s.workersOf(best) ||
+			!s.limits.rate && float64(s.workersOf(t))*best.Weight < float64(s.workersOf(best))*t.Weight {
 			best, bestP = t, ps[i]
 		}
 	}

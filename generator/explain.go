@@ -98,8 +98,10 @@ func (s *state) workerWhy(t *template.NodeTemplate) string {
 	} else {
 		b = append(b, "any role"...)
 	}
-	b = append(b, ", weight "...)
-	b = strconv.AppendFloat(b, t.Weight, 'g', -1, 64)
+	if !s.limits.rate {
+		b = append(b, ", weight "...)
+		b = strconv.AppendFloat(b, t.Weight, 'g', -1, 64)
+	}
 	b = append(b, ", "...)
 	b = strconv.AppendInt(b, int64(s.workersOf(t)-1), 10)
 	b = append(b, " workers): "...)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/ckegen/ckegen/cluster"
+	"github.com/ckegen/ckegen/constraints"
 	"github.com/ckegen/ckegen/machine"
 	"github.com/ckegen/ckegen/taints"
 )
@@ -13,7 +14,11 @@ import (
 
 // generate picks the first cluster (SPEC 6.1).
 func (s *state) generate() error {
-	s.expect(s.limits.controlPlaneCount + s.limits.minimumWorkers)
+	if s.limits.rate {
+		s.expect(len(s.machines))
+	} else {
+		s.expect(s.limits.controlPlaneCount + s.limits.minimumWorkers)
+	}
 	cp := s.cpPool()
 	for s.cpCount < s.limits.controlPlaneCount {
 		x, rackCount := cp.peek()
@@ -25,6 +30,11 @@ func (s *state) generate() error {
 		s.addControlPlane(ActionGenerate, x, rackCount, cp, "control plane: ")
 	}
 	ws := s.workerPools()
+	if s.limits.rate {
+		for s.addWorker(ws, ActionGenerate, rateWhy) {
+		}
+		return nil
+	}
 	for s.workerCount < s.limits.minimumWorkers {
 		if !s.addWorker(ws, ActionGenerate, "") {
 			return fmt.Errorf("%w: need %d workers, found %d candidates (%s)",
@@ -169,7 +179,7 @@ func badCPText(x *machineInfo) string {
 // The replacement is chosen after the bad control plane was demoted or
 // removed: the rack counts of its score no longer include the bad one.
 func (s *state) replaceControlPlane() (bool, error) {
-	if s.cpCount < 2 {
+	if s.limits.rate || s.cpCount < 2 {
 		return false, nil
 	}
 	bad, sc := s.lowestRemoval(func(mb *member) bool { return mb.controlPlane && isBadCP(mb.machine) })
@@ -241,9 +251,23 @@ func (s *state) takeOutBadCP(bad *member, sc *Score, why string, demotable bool)
 	s.record(ActionRemoveBadCP, bad, sc, fmt.Sprintf("%s; role %q matches no worker template", why, bad.machine.role))
 }
 
+// rateWhy starts the reason of a worker added by the rate model.
+const rateWhy = "every HEALTHY machine a worker template accepts is a worker; "
+
 // Rule 6: fewer HEALTHY workers than minimum-workers: add workers while
-// there is room and candidates (SPEC 6.2.6).
+// there is room and candidates (SPEC 6.2.6). In the rate model: every
+// unused HEALTHY machine a worker template accepts, all in one step
+// (SPEC 16).
 func (s *state) increaseWorkers() (bool, error) {
+	if s.limits.rate {
+		if !s.anyWorkerCandidate() {
+			return false, nil
+		}
+		ws := s.workerPools()
+		for s.addWorker(ws, ActionAddWorker, rateWhy) {
+		}
+		return true, nil
+	}
 	if s.healthyWorkerCount >= s.limits.minimumWorkers || s.limits.workersAtMax(s.workerCount) {
 		return false, nil
 	}
@@ -261,6 +285,9 @@ func (s *state) increaseWorkers() (bool, error) {
 // Rule 7: remove (or replace) the worst worker that stayed RETIRED longer
 // than the retire wait (SPEC 6.2.7).
 func (s *state) decreaseWorkers() (bool, error) {
+	if s.limits.rate {
+		return s.decreaseWorkersByRate()
+	}
 	wait := s.retireWait.Seconds()
 	mb, sc := s.lowestRemoval(func(mb *member) bool {
 		return !mb.controlPlane && mb.machine.state == machine.StateRetired && mb.machine.raw.Status.Duration > wait
@@ -277,6 +304,43 @@ func (s *state) decreaseWorkers() (bool, error) {
 	}
 	s.remove(mb)
 	s.record(ActionRemoveRetiredWorker, mb, &sc, reason)
+	return true, nil
+}
+
+// retiredPastWait reports whether mb is a worker that stayed RETIRED
+// longer than the retire wait (strictly).
+func (s *state) retiredPastWait(mb *member) bool {
+	return !mb.controlPlane && !mb.rebooting && mb.machine != nil && mb.machine.state == machine.StateRetired &&
+		mb.machine.raw.Status.Duration > s.retireWait.Seconds()
+}
+
+// Rule 7 in the rate model (SPEC 16): the first worker, in the cluster's
+// order, that stayed RETIRED past the retire wait leaves when the workers
+// left are still at least minimum-workers-rate percent of the machines;
+// otherwise it stays, with a warning.
+func (s *state) decreaseWorkersByRate() (bool, error) {
+	var mb *member
+	for _, m := range s.members {
+		if !m.removed && s.retiredPastWait(m) {
+			mb = m
+			break
+		}
+	}
+	if mb == nil {
+		return false, nil
+	}
+	machines := len(s.machines)
+	rate := constraints.Rate(s.workerCount, machines)
+	figure := fmt.Sprintf("(%d workers - 1) / %d machines = %.1f%%", s.workerCount, machines, rate)
+	if rate < float64(s.limits.minimumWorkersRate) {
+		s.warnings = append(s.warnings, fmt.Sprintf("RETIRED worker %s (serial %s) stays: %s < minimum-workers-rate %d%%",
+			mb.machine.address, mb.machine.serial, figure, s.limits.minimumWorkersRate))
+		return false, nil
+	}
+	sc := s.removalScoreOf(mb)
+	s.remove(mb)
+	s.record(ActionRemoveRetiredWorker, mb, &sc, fmt.Sprintf("RETIRED for %.0fs (> %s), the first in the cluster's order; %s >= minimum-workers-rate %d%%",
+		mb.machine.raw.Status.Duration, s.retireWait, figure, s.limits.minimumWorkersRate))
 	return true, nil
 }
 
@@ -332,6 +396,14 @@ func (s *state) fill() error {
 			s.recordPick(ActionPromoteWorker, w, &workerScore, s.cpPlacement(), group, fmt.Sprintf("%d control planes, want %d; no unused candidate: ",
 				s.cpCount-1, s.limits.controlPlaneCount))
 		}
+	}
+	if s.limits.rate {
+		if s.anyWorkerCandidate() {
+			ws := s.workerPools()
+			for s.addWorker(ws, ActionAddWorker, rateWhy) {
+			}
+		}
+		return nil
 	}
 	if s.workerCount < s.limits.minimumWorkers {
 		ws := s.workerPools()

@@ -113,9 +113,15 @@ type state struct {
 	unknownTemplateRole bool
 }
 
-// limits holds the three constraints the generator uses.
+// limits holds the constraints the generator uses. In the rate model
+// (SPEC 16) minimumWorkers and maximumWorkers are zero and rate is set.
 type limits struct {
 	controlPlaneCount, minimumWorkers, maximumWorkers int
+	// rate: the rate model, in which every HEALTHY machine a worker
+	// template accepts is a worker and minimumWorkersRate only limits the
+	// removal of RETIRED workers.
+	rate               bool
+	minimumWorkersRate int
 }
 
 // workersAtMax reports whether n workers reach maximum-workers.
@@ -140,11 +146,15 @@ func newState(in *Input, current *cluster.Cluster) (*state, error) {
 			controlPlaneCount: in.Constraints.ControlPlaneCount,
 			minimumWorkers:    in.Constraints.MinimumWorkers,
 			maximumWorkers:    in.Constraints.MaximumWorkers,
+			rate:              in.Constraints.RateModel(),
 		},
 		retireWait:  in.RetireWait,
 		tolerations: Tolerations(in.Template),
 		roleSlots:   map[string]int{},
 		placements:  newPlacements(in.Policy, in.Template),
+	}
+	if s.limits.rate {
+		s.limits.minimumWorkersRate = *in.Constraints.MinimumWorkersRate
 	}
 	nodeAt, err := s.addCurrentNodes(current)
 	if err != nil {
@@ -169,6 +179,9 @@ func newState(in *Input, current *cluster.Cluster) (*state, error) {
 		s.count(mb, +1)
 	}
 	s.checkTemplateRoles()
+	if s.limits.rate {
+		s.checkRateModel()
+	}
 	return s, nil
 }
 
@@ -297,6 +310,25 @@ func (s *state) checkTemplateRoles() {
 			list = strings.Join(roles, ", ")
 		}
 		s.warnings = append(s.warnings, fmt.Sprintf("template role %q matches no machine; inventory roles: %s", r, list))
+	}
+}
+
+// checkRateModel warns about what the rate model (SPEC 16) ignores: a
+// weight on a worker template, and a control plane that is not well,
+// which the rate model keeps (CKE v1.35 has no rule 5).
+func (s *state) checkRateModel() {
+	for i := range s.tmpl.Workers {
+		t := &s.tmpl.Workers[i]
+		if _, ok := t.Node.Labels[labels.Weight]; ok {
+			s.warnings = append(s.warnings, fmt.Sprintf("template nodes[%d]: label %s has no meaning in the rate model (minimum-workers-rate): every HEALTHY machine a worker template accepts is a worker",
+				t.Index, labels.Weight))
+		}
+	}
+	for _, mb := range s.members {
+		if mb.controlPlane && !mb.rebooting && mb.machine != nil && isBadCP(mb.machine) {
+			s.warnings = append(s.warnings, fmt.Sprintf("control plane %s (serial %s) %s: the rate model (minimum-workers-rate) does not replace it; it leaves the cluster when sabakan no longer returns it",
+				mb.machine.address, mb.machine.serial, badCPText(mb.machine)))
+		}
 	}
 }
 
