@@ -277,3 +277,24 @@ func TestActionsListed(t *testing.T) {
 		t.Errorf("Actions() = %v, rules make %v", slices.Sorted(maps.Keys(listed)), slices.Sorted(maps.Keys(made)))
 	}
 }
+
+func TestRateOf(t *testing.T) {
+	c := &cluster.Cluster{Nodes: []*cluster.Node{{Address: "10.0.0.1", ControlPlane: true}, {Address: "10.0.0.2"}, {Address: "10.0.0.3"}}}
+	rate, err := constraints.Parse([]byte(`{"minimum-workers-rate": 50}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := RateOf(c, 2, rate)
+	if r == nil || r.Workers != 2 || r.Machines != 2 || r.Percent != 50 || !r.CanRemove() {
+		t.Fatalf("RateOf = %+v, want 2 workers of 2 machines, 50%%, removal allowed", r)
+	}
+	if got, want := r.String(), "50.0% ((2 workers - 1) / 2 machines), minimum-workers-rate 50%"; got != want {
+		t.Errorf("String() = %q, want %q", got, want)
+	}
+	if r := RateOf(c, 3, rate); r.CanRemove() {
+		t.Errorf("(2 - 1) / 3 = 33%% < 50%%, yet CanRemove: %+v", r)
+	}
+	if RateOf(c, 2, constraints.Default()) != nil {
+		t.Error("the count model has no worker rate")
+	}
+}
