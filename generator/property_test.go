@@ -147,7 +147,13 @@ func drawWorld(t *rapid.T) *world {
 	return w
 }
 
+// drawConstraints draws either model (SPEC 16): the rate model with a rate
+// that includes the bounds, or the count model.
 func drawConstraints(t *rapid.T) constraints.Constraints {
+	if rapid.Bool().Draw(t, "rate model") {
+		rate := rapid.SampledFrom([]int{0, 1, 50, 80, 99, 100}).Draw(t, "rate")
+		return constraints.Constraints{ControlPlaneCount: rapid.IntRange(1, 5).Draw(t, "cp"), MinimumWorkersRate: &rate}
+	}
 	c := constraints.Constraints{
 		ControlPlaneCount: rapid.IntRange(1, 5).Draw(t, "cp"),
 		MinimumWorkers:    rapid.IntRange(0, 8).Draw(t, "min"),
@@ -402,6 +408,17 @@ func checkResult(t *rapid.T, w *world, prev *cluster.Cluster, res *Result) {
 		}
 	}
 
+	if w.c.RateModel() {
+		// Every HEALTHY machine a worker template takes is a node after
+		// every decision: fill adds what a rule did not.
+		if a := w.unusedWorkerCandidate(next); a != "" {
+			t.Fatalf("%s: rate model, and the HEALTHY machine %s is not a node", res.Op, a)
+		}
+		if res.Op == OpReplaceCP {
+			t.Fatalf("rule 5 applied in the rate model")
+		}
+	}
+
 	var before map[string]*cluster.Node
 	if prev != nil {
 		before = nodesByAddress(prev)
@@ -502,6 +519,13 @@ func checkResult(t *rapid.T, w *world, prev *cluster.Cluster, res *Result) {
 		case OpDecreaseWorker:
 			ok = n == nil && !old.ControlPlane && m != nil && m.Status.State == machine.StateRetired &&
 				m.Status.Duration > w.retireWait.Seconds()
+			if ok && w.c.RateModel() {
+				// The first such worker in the cluster's order, and only
+				// while (workers - 1) / machines stays at the rate.
+				first := slices.IndexFunc(prev.Nodes, func(p *cluster.Node) bool { return w.retiredPastWait(p) })
+				ok = first >= 0 && prev.Nodes[first].Address == old.Address &&
+					float64(workers(prev)-1)*100 >= float64(*w.c.MinimumWorkersRate)*float64(len(w.input().Machines))
+			}
 		case OpRebalanceCP:
 			ok = old.ControlPlane && m != nil && m.Status.State == machine.StateHealthy && w.policy != ""
 		}
@@ -527,6 +551,27 @@ func checkResult(t *rapid.T, w *world, prev *cluster.Cluster, res *Result) {
 			t.Fatalf("%s: action %s belongs to another rule", res.Op, c.Action)
 		}
 	}
+}
+
+// unusedWorkerCandidate returns a HEALTHY machine that is not rebooting,
+// not a node of c and that a worker template takes, or "".
+func (w *world) unusedWorkerCandidate(c *cluster.Cluster) string {
+	in := nodesByAddress(c)
+	for _, m := range w.machines {
+		a := m.Address()
+		if in[a] == nil && !w.rebooting[a] && m.Status.State == machine.StateHealthy && w.tmpl.WorkerFor(m.Spec.Role) != nil {
+			return a
+		}
+	}
+	return ""
+}
+
+// retiredPastWait reports whether n is a worker, not rebooting, whose
+// machine stayed RETIRED longer than the retire wait.
+func (w *world) retiredPastWait(n *cluster.Node) bool {
+	m := w.machineAt(n.Address)
+	return !n.ControlPlane && !w.rebooting[n.Address] && m != nil && m.Status.State == machine.StateRetired &&
+		m.Status.Duration > w.retireWait.Seconds()
 }
 
 // typo reports whether a worker template's role matches no machine (rule
@@ -651,6 +696,9 @@ func checkSettled(t *rapid.T, w *world) {
 		if m == nil || w.rebooting[n.Address] {
 			continue
 		}
+		if w.c.RateModel() {
+			continue
+		}
 		if n.ControlPlane && cps >= 2 && w.badCP(m) && cpCandidate != "" {
 			t.Fatalf("settled with the bad control plane %s (%s, taints %v) and %s to replace it (rule 5)",
 				n.Address, m.Status.State, w.nodeTaints[n.Address], cpCandidate)
@@ -660,7 +708,9 @@ func checkSettled(t *rapid.T, w *world) {
 			t.Fatalf("settled with worker %s RETIRED for %.0fs > %s (rule 7)", n.Address, m.Status.Duration, w.retireWait)
 		}
 	}
-	if healthy < w.c.MinimumWorkers && !atMax && workerCandidate != "" {
+	if w.c.RateModel() {
+		w.checkRateSettled(t, workerCandidate, workerCount)
+	} else if healthy < w.c.MinimumWorkers && !atMax && workerCandidate != "" {
 		t.Fatalf("settled with %d HEALTHY workers, want %d, and %s could be added (rule 6)", healthy, w.c.MinimumWorkers, workerCandidate)
 	}
 	w.checkGroupsSettled(t, cps, inCluster)
@@ -675,6 +725,21 @@ func checkSettled(t *rapid.T, w *world) {
 		}
 		if !taints.StateTaintsEqual(n.Taints, want) {
 			t.Fatalf("settled with node %s (%s) tainted %v (rule 8)", n.Address, m.Status.State, n.Taints)
+		}
+	}
+}
+
+// checkRateSettled: rules 6 and 7 of the rate model (SPEC 16) have
+// nothing left to do.
+func (w *world) checkRateSettled(t *rapid.T, workerCandidate string, workerCount int) {
+	if workerCandidate != "" {
+		t.Fatalf("settled in the rate model with %s unused (rule 6)", workerCandidate)
+	}
+	machines := len(w.input().Machines)
+	for _, n := range w.cluster.Nodes {
+		if w.retiredPastWait(n) && float64(workerCount-1)*100 >= float64(*w.c.MinimumWorkersRate)*float64(machines) {
+			t.Fatalf("settled with worker %s RETIRED past the wait, and (%d - 1) / %d machines reaches minimum-workers-rate %d (rule 7)",
+				n.Address, workerCount, machines, *w.c.MinimumWorkersRate)
 		}
 	}
 }
@@ -787,6 +852,9 @@ func (w *world) tick(t *rapid.T) outcome {
 	if (err == nil) != (err2 == nil) || (err == nil && marshal(t, res) != marshal(t, again)) {
 		t.Fatal("Tick is not deterministic")
 	}
+	if res != nil && w.c.RateModel() {
+		w.checkBadCPWarnings(t, res)
+	}
 	switch {
 	case errors.Is(err, ErrNothingToDo):
 		return nothing
@@ -798,6 +866,21 @@ func (w *world) tick(t *rapid.T) outcome {
 	checkResult(t, w, prev, res)
 	w.cluster, w.builtWith = res.Cluster, w.tmpl
 	return changed
+}
+
+// checkBadCPWarnings: in the rate model, every control plane of the
+// current cluster that is not well and not rebooting is named in a
+// warning, since nothing replaces it.
+func (w *world) checkBadCPWarnings(t *rapid.T, res *Result) {
+	for _, n := range w.cluster.Nodes {
+		m := w.machineAt(n.Address)
+		if !n.ControlPlane || m == nil || w.rebooting[n.Address] || !w.badCP(m) {
+			continue
+		}
+		if !slices.ContainsFunc(res.Warnings, func(s string) bool { return strings.Contains(s, "control plane "+n.Address+" ") }) {
+			t.Fatalf("rate model: no warning names the bad control plane %s (%s): %q", n.Address, m.Status.State, res.Warnings)
+		}
+	}
 }
 
 // TestGenerateDeterministic: the same input gives byte-identical output,
