@@ -5,14 +5,17 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
+	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/ckegen/ckegen/constraints"
+	"github.com/ckegen/ckegen/internal/strictjson"
 	"github.com/ckegen/ckegen/snapshot"
 	"github.com/ckegen/ckegen/storage"
 )
@@ -32,9 +35,12 @@ func constraintMeaning(name string) string {
 	case constraints.ControlPlaneCount:
 		return "number of control planes (default 1; keep it odd for etcd's quorum)"
 	case constraints.MinimumWorkers:
-		return "fewest workers the cluster may have (default 1)"
+		return "count model: fewest workers the cluster may have (default 1)"
 	case constraints.MaximumWorkers:
-		return "most workers the cluster may have; 0 means no limit (default 0)"
+		return "count model: most workers the cluster may have; 0 means no limit (default 0)"
+	case constraints.MinimumWorkersRate:
+		return "rate model (CKE v1.35): every HEALTHY machine a worker template accepts is a worker; " +
+			"a RETIRED worker leaves only while (workers - 1) / machines * 100 >= this percentage (0 to 100)"
 	case constraints.MaximumUnreachableNodesForReboot:
 		return "CKE's reboot queue setting: stored and kept, unused by ckegen"
 	case constraints.MaximumRepairQueueEntries, constraints.WaitSecondsToRepairRebooting:
@@ -50,7 +56,18 @@ func constraintsHelp() string {
 		"validated before they are stored; nothing is stored on error. VALUE is an\n" +
 		"integer (a negative one is taken as VALUE, not as a flag). With --dry-run\n" +
 		"nothing is stored: the plan the daemon would follow with the new constraints\n" +
-		"is printed instead.\n\nNAME is one of:\n")
+		"is printed instead.\n\n" +
+		"The stored keys choose the model of the workers: minimum-workers and\n" +
+		"maximum-workers the count model, minimum-workers-rate the rate model of CKE\n" +
+		"v1.35. Setting a key of the other model switches models in one write:\n" +
+		"minimum-workers-rate replaces minimum-workers and maximum-workers, and\n" +
+		"minimum-workers or maximum-workers replaces minimum-workers-rate (the other\n" +
+		"count key takes its default). The stored document then holds the keys of one\n" +
+		"model only, as CKE v1.35's ckecli stores them. With no constraints stored, set\n" +
+		"starts from ckegen's defaults, which are the count model's (control-plane-count\n" +
+		"1, minimum-workers 1, maximum-workers 0); CKE v1.35 starts from its own\n" +
+		"(minimum-workers-rate 80), so set minimum-workers-rate first to start in the\n" +
+		"rate model.\n\nNAME is one of:\n")
 	tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
 	for _, n := range constraints.Names {
 		fmt.Fprintf(tw, "  %s\t%s\n", n, constraintMeaning(n))
@@ -94,7 +111,7 @@ func newConstraintsSetCmd(e *env) *cobra.Command {
 			var c constraints.Constraints
 			err = e.withStorage(func(ctx context.Context, st storage.Storage) error {
 				var err error
-				c, err = st.GetConstraints(ctx)
+				c, err = constraintsToSet(ctx, cmd.ErrOrStderr(), st, name)
 				switch {
 				case errors.Is(err, storage.ErrInvalid):
 					fmt.Fprintf(cmd.ErrOrStderr(), "warning: %v; setting %s on what could be read\n", err, name)
@@ -126,9 +143,63 @@ func newConstraintsSetCmd(e *env) *cobra.Command {
 	return cmd
 }
 
-// shownConstraints is every constraint as CKE's `constraints show` prints
-// them: all names, CKE's 0 for those never set.
-type shownConstraints struct {
+// constraintsToSet reads the constraints that `set NAME` changes: the
+// stored ones, or the defaults when none are stored. An invalid stored
+// document is returned with storage.ErrInvalid, as GetConstraints does
+// (set then works on what could be read), except one with the keys of
+// both models, of which nothing can be read: setting a key of one model
+// is how the operator chooses, so the document is read without the other
+// model's keys (a note says so), and setting any other key is refused.
+func constraintsToSet(ctx context.Context, stderr io.Writer, st storage.Storage, name string) (constraints.Constraints, error) {
+	c, err := st.GetConstraints(ctx)
+	if !errors.Is(err, storage.ErrInvalid) {
+		return c, err
+	}
+	resp, gerr := st.Client.Get(ctx, st.Key(storage.KeyConstraints))
+	if gerr != nil {
+		return c, gerr
+	}
+	if len(resp.Kvs) == 0 {
+		return c, err
+	}
+	data := resp.Kvs[0].Value
+	var doc map[string]json.RawMessage
+	if strictjson.Check(data) != nil || json.Unmarshal(data, &doc) != nil || doc[constraints.MinimumWorkersRate] == nil ||
+		(doc[constraints.MinimumWorkers] == nil && doc[constraints.MaximumWorkers] == nil) {
+		return c, err // not the both-models case
+	}
+	var replaced []string
+	switch name {
+	case constraints.MinimumWorkersRate:
+		replaced = []string{constraints.MinimumWorkers, constraints.MaximumWorkers}
+	case constraints.MinimumWorkers, constraints.MaximumWorkers:
+		replaced = []string{constraints.MinimumWorkersRate}
+	default:
+		return c, fmt.Errorf("%v; choose the model first: ckecli constraints set %s N, or ckecli constraints set %s N", err,
+			constraints.MinimumWorkersRate, constraints.MinimumWorkers)
+	}
+	var dropped []string
+	for _, k := range replaced {
+		if _, ok := doc[k]; ok {
+			delete(doc, k)
+			dropped = append(dropped, k)
+		}
+	}
+	rest, merr := json.Marshal(doc)
+	if merr != nil {
+		return c, merr
+	}
+	c2, perr := constraints.Parse(rest)
+	if perr != nil {
+		return c, err // invalid for another reason as well
+	}
+	fmt.Fprintf(stderr, "note: the stored constraints hold the keys of both models; %s replaces %s\n", name, strings.Join(dropped, " and "))
+	return c2, nil
+}
+
+// shownCountConstraints is every constraint of the count model as CKE up
+// to v1.34 prints them: all its names, CKE's 0 for those never set.
+type shownCountConstraints struct {
 	ControlPlaneCount                int `json:"control-plane-count"`
 	MinimumWorkers                   int `json:"minimum-workers"`
 	MaximumWorkers                   int `json:"maximum-workers"`
@@ -137,14 +208,36 @@ type shownConstraints struct {
 	WaitSecondsToRepairRebooting     int `json:"wait-seconds-to-repair-rebooting"`
 }
 
-func showConstraints(c constraints.Constraints) shownConstraints {
+// shownRateConstraints is every constraint of the rate model as CKE v1.35
+// prints them (its Constraints struct): all its names, 0 for those never
+// set.
+type shownRateConstraints struct {
+	ControlPlaneCount                int `json:"control-plane-count"`
+	MinimumWorkersRate               int `json:"minimum-workers-rate"`
+	MaximumUnreachableNodesForReboot int `json:"maximum-unreachable-nodes-for-reboot"`
+	MaximumRepairQueueEntries        int `json:"maximum-repair-queue-entries"`
+	WaitSecondsToRepairRebooting     int `json:"wait-seconds-to-repair-rebooting"`
+}
+
+// showConstraints is what `show` prints of c: the keys of the model in
+// force, each with a value.
+func showConstraints(c constraints.Constraints) any {
 	value := func(p *int) int {
 		if p == nil {
 			return 0
 		}
 		return *p
 	}
-	return shownConstraints{
+	if c.RateModel() {
+		return shownRateConstraints{
+			ControlPlaneCount:                c.ControlPlaneCount,
+			MinimumWorkersRate:               *c.MinimumWorkersRate,
+			MaximumUnreachableNodesForReboot: value(c.MaximumUnreachableNodesForReboot),
+			MaximumRepairQueueEntries:        value(c.MaximumRepairQueueEntries),
+			WaitSecondsToRepairRebooting:     value(c.WaitSecondsToRepairRebooting),
+		}
+	}
+	return shownCountConstraints{
 		ControlPlaneCount:                c.ControlPlaneCount,
 		MinimumWorkers:                   c.MinimumWorkers,
 		MaximumWorkers:                   c.MaximumWorkers,
@@ -154,13 +247,37 @@ func showConstraints(c constraints.Constraints) shownConstraints {
 	}
 }
 
+// constraintsModelLine says on stderr which model the shown constraints are, so that
+// stdout stays the JSON document alone (CKE's output, and a file that
+// --constraints reads back).
+func constraintsModelLine(c constraints.Constraints, stored bool) string {
+	switch {
+	case c.RateModel():
+		return "model: rate (minimum-workers-rate: every HEALTHY machine a worker template accepts is a worker, as in CKE v1.35)"
+	case !stored:
+		return "model: count (no constraints stored: these are the defaults)"
+	}
+	return "model: count (minimum-workers and maximum-workers bound the number of workers)"
+}
+
 func newConstraintsShowCmd(e *env) *cobra.Command {
 	return &cobra.Command{
 		Use:   "show",
-		Short: "print the constraints as JSON, CKE's defaults for those unset",
-		Args:  cobra.NoArgs,
+		Short: "print the constraints of the model in force as JSON, 0 for those unset; the model on stderr",
+		Long: `Show prints the constraints as JSON on stdout, as CKE's ckecli does: the keys
+of the model in force, with CKE's 0 for those never set (the defaults when
+no constraints are stored). In the count model they are control-plane-count,
+minimum-workers and maximum-workers; in the rate model (CKE v1.35)
+control-plane-count and minimum-workers-rate; then CKE's three queue settings.
+A line on stderr names the model ("model: count" or "model: rate"). The JSON
+can be given back to --constraints.`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return e.withStorage(func(ctx context.Context, st storage.Storage) error {
+				resp, err := st.Client.Get(ctx, st.Key(storage.KeyConstraints), clientv3.WithCountOnly())
+				if err != nil {
+					return err
+				}
 				c, err := st.GetConstraints(ctx)
 				if err != nil {
 					return err
@@ -170,7 +287,10 @@ func newConstraintsShowCmd(e *env) *cobra.Command {
 				if err != nil {
 					return err
 				}
-				_, err = fmt.Fprintf(cmd.OutOrStdout(), "%s\n", data)
+				if _, err := fmt.Fprintf(cmd.OutOrStdout(), "%s\n", data); err != nil {
+					return err
+				}
+				_, err = fmt.Fprintln(cmd.ErrOrStderr(), constraintsModelLine(c, resp.Count > 0))
 				return err
 			})
 		},

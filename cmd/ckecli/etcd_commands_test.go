@@ -79,7 +79,7 @@ func TestEtcdCommands(t *testing.T) {
 		{args: []string{"sabakan", "set-variables", goodVars}, key: "/cke/sabakan/query-variables", value: `{"having": {"roles": ["cs"]}, "notHaving": null}`},
 		{args: []string{"sabakan", "get-variables"}, stdout: `{"having": {"roles": ["cs"]}, "notHaving": null}`},
 		// Every name, indented by four spaces, as CKE's ckecli shows them.
-		{args: []string{"constraints", "show"}, stdout: "{\n    \"control-plane-count\": 1,\n    \"minimum-workers\": 1,\n    \"maximum-workers\": 0,\n    \"maximum-unreachable-nodes-for-reboot\": 0,\n    \"maximum-repair-queue-entries\": 0,\n    \"wait-seconds-to-repair-rebooting\": 0\n}\n"},
+		{args: []string{"constraints", "show"}, stdout: "{\n    \"control-plane-count\": 1,\n    \"minimum-workers\": 1,\n    \"maximum-workers\": 0,\n    \"maximum-unreachable-nodes-for-reboot\": 0,\n    \"maximum-repair-queue-entries\": 0,\n    \"wait-seconds-to-repair-rebooting\": 0\n}\n", stderr: "model: count (no constraints stored: these are the defaults)\n"},
 		{args: []string{"constraints", "set", "control-plane-count", "3"}, key: "/cke/constraints", value: `{"control-plane-count":3,"minimum-workers":1,"maximum-workers":0}`},
 		{args: []string{"constraints", "set", "minimum-workers", "5"}, key: "/cke/constraints", value: `{"control-plane-count":3,"minimum-workers":5,"maximum-workers":0}`},
 		{args: []string{"constraints", "set", "maximum-workers", "2"}, code: 1, stderr: "maximum-workers: must be 0 (unlimited) or >= minimum-workers (5), got 2", key: "/cke/constraints", value: `{"control-plane-count":3,"minimum-workers":5,"maximum-workers":0}`},
@@ -95,7 +95,7 @@ func TestEtcdCommands(t *testing.T) {
 		// Flags after NAME VALUE still count.
 		{args: []string{"constraints", "set", "control-plane-count", "5", "--prefix", "/other/"}, key: "/other/constraints", value: `{"control-plane-count":5,"minimum-workers":1,"maximum-workers":0}`},
 		{args: []string{"constraints", "set", "control-plane-count", "5", "--no-such-flag"}, code: 1, stderr: "unknown flag: --no-such-flag"},
-		{args: []string{"constraints", "show"}, stdout: "{\n    \"control-plane-count\": 4,\n    \"minimum-workers\": 5,\n    \"maximum-workers\": 0,\n    \"maximum-unreachable-nodes-for-reboot\": 0,\n    \"maximum-repair-queue-entries\": 7,\n    \"wait-seconds-to-repair-rebooting\": 0\n}\n"},
+		{args: []string{"constraints", "show"}, stdout: "{\n    \"control-plane-count\": 4,\n    \"minimum-workers\": 5,\n    \"maximum-workers\": 0,\n    \"maximum-unreachable-nodes-for-reboot\": 0,\n    \"maximum-repair-queue-entries\": 7,\n    \"wait-seconds-to-repair-rebooting\": 0\n}\n", stderr: "model: count (minimum-workers and maximum-workers bound the number of workers)\n"},
 		{args: []string{"cluster", "get"}, code: 1, stderr: "cluster: not found"},
 		{args: []string{"leader"}, code: 1, stderr: "leader: not found"},
 		{args: []string{"sabakan", "status"}, code: 1, stderr: "sabakan/status: not found"},
