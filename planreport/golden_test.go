@@ -80,6 +80,7 @@ func runGolden(t *testing.T, file string) {
 			t.Fatalf("MakePlan: %v", err)
 		}
 		d := planreport.New(p)
+		d.SetModel(c.in.Constraints, len(c.in.Machines))
 		outs[i] = map[string]string{}
 		for _, format := range c.formats {
 			var b bytes.Buffer

@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/ckegen/ckegen/cluster"
+	"github.com/ckegen/ckegen/constraints"
 	"github.com/ckegen/ckegen/generator"
 	"github.com/ckegen/ckegen/labels"
 )
@@ -30,7 +31,16 @@ type Document struct {
 	Result string `json:"result"`
 	// Error is the refused step's error.
 	Error string `json:"error,omitempty"`
-	Steps []Step `json:"steps"`
+	// Model is the model of the workers the plan was computed in:
+	// constraints.CountModel or RateModel (see SetModel); "" when not
+	// recorded.
+	Model string `json:"model,omitempty"`
+	// Rate is the rate model's figure of the final cluster, (workers - 1)
+	// / machines * 100 against minimum-workers-rate: whether a RETIRED
+	// worker could still leave. nil in the count model and without a
+	// final cluster.
+	Rate  *generator.WorkerRate `json:"rate,omitempty"`
+	Steps []Step                `json:"steps"`
 	// Warnings are those of the tick that ended the plan.
 	Warnings []string `json:"warnings"`
 	Summary  Summary  `json:"summary"`
@@ -121,6 +131,33 @@ func New(p *generator.Plan) *Document {
 		d.Steps[i] = Step{Op: s.Op, Changes: Changes(s.Changes), Warnings: nonNil(s.Warnings)}
 	}
 	return d
+}
+
+// SetModel records the model of the workers in c and, in the rate model,
+// the figure of the final cluster with machines in the inventory: the
+// number of machines the plan was computed with (after sanitizing), as
+// rule 7 counts them.
+func (d *Document) SetModel(c constraints.Constraints, machines int) {
+	d.Model = c.Model()
+	d.Rate = nil
+	if d.Cluster != nil {
+		d.Rate = generator.RateOf(d.Cluster, machines, c)
+	}
+}
+
+// ModelLine is the line that says, for people, which model is in force
+// and, in the rate model, the figure r: "model: rate, workers 80.0% ((9
+// workers - 1) / 10 machines), minimum-workers-rate 80%". It is "" in the
+// count model (and when the model is unknown), whose output is as it was
+// before there were two models.
+func ModelLine(model string, r *generator.WorkerRate) string {
+	switch {
+	case model != constraints.RateModel:
+		return ""
+	case r == nil:
+		return "model: rate"
+	}
+	return "model: rate, workers " + r.String()
 }
 
 // Changes converts a decision's changes, keeping each score's value.
@@ -249,7 +286,8 @@ func Write(w io.Writer, d *Document, format string) error {
 
 // Text is the plan for people: one block per step (the operation, then one
 // line per change with its address, serial, score and reason), then how the
-// plan ends and the summary.
+// plan ends, in the rate model the figure of the final cluster (ModelLine),
+// and the summary.
 func (d *Document) Text() []byte {
 	var b bytes.Buffer
 	for i, s := range d.Steps {
@@ -270,6 +308,10 @@ func (d *Document) Text() []byte {
 	b.WriteByte('\n')
 	for _, w := range d.Warnings {
 		fmt.Fprintf(&b, "warning: %s\n", w)
+	}
+	if line := ModelLine(d.Model, d.Rate); line != "" {
+		b.WriteString(line)
+		b.WriteByte('\n')
 	}
 	s := &d.Summary
 	fmt.Fprintf(&b, "control planes: %d -> %d; workers: %d -> %d\n",

@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/ckegen/ckegen/cluster"
+	"github.com/ckegen/ckegen/constraints"
 	"github.com/ckegen/ckegen/generator"
 	"github.com/ckegen/ckegen/labels"
 	"github.com/ckegen/ckegen/planreport"
@@ -217,5 +218,66 @@ func TestChangesPolicy(t *testing.T) {
 		`{"action":"add-worker","address":"10.0.0.2","serial":"s2","score":993,"reason":"r"}]`
 	if string(data) != want {
 		t.Errorf("changes\n%s\nwant\n%s", data, want)
+	}
+}
+
+// TestSetModel: the model is recorded in both models; the rate figure only
+// in the rate model and only with a final cluster, counted on that
+// cluster's workers; the text says the model only in the rate model, and
+// a document read back from JSON says the same.
+func TestSetModel(t *testing.T) {
+	rate := func(r int) constraints.Constraints {
+		c := constraints.Default()
+		if err := c.Set(constraints.MinimumWorkersRate, r); err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	final := &cluster.Cluster{Name: "c", ServiceSubnet: "10.68.0.0/16", Nodes: []*cluster.Node{
+		node("10.0.0.1", "cs", "1", true), node("10.0.0.2", "cs", "1", false), node("10.0.0.3", "cs", "2", false), node("10.0.0.4", "cs", "2", false),
+	}}
+	for _, tc := range []struct {
+		name      string
+		plan      generator.Plan
+		cons      constraints.Constraints
+		model     string
+		rate      *generator.WorkerRate
+		line      string // the model line of the text, "" for none
+		jsonHas   string
+		jsonLacks string
+	}{
+		{"count", generator.Plan{Result: generator.PlanSettled, Cluster: final}, constraints.Default(), "count", nil, "", `"model": "count"`, `"rate"`},
+		{"rate", generator.Plan{Result: generator.PlanSettled, Cluster: final}, rate(50),
+			"rate", &generator.WorkerRate{Workers: 3, Machines: 5, Percent: 40, Minimum: 50},
+			"model: rate, workers 40.0% ((3 workers - 1) / 5 machines), minimum-workers-rate 50%\n", `"minimumWorkersRate": 50`, ""},
+		{"rate without a cluster", generator.Plan{Result: generator.PlanRefused, Err: errors.New("no control plane")}, rate(80),
+			"rate", nil, "model: rate\n", `"model": "rate"`, `"rate":`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := planreport.New(&tc.plan)
+			d.SetModel(tc.cons, 5)
+			if d.Model != tc.model || !cmp.Equal(d.Rate, tc.rate) {
+				t.Errorf("model %q rate %+v, want %q %+v", d.Model, d.Rate, tc.model, tc.rate)
+			}
+			text := string(d.Text())
+			hasLine := strings.Contains(text, "model:")
+			if (tc.line == "" && hasLine) || !strings.Contains(text, tc.line) {
+				t.Errorf("text:\n%s\nwant the model line %q", text, tc.line)
+			}
+			var b bytes.Buffer
+			if err := planreport.Write(&b, d, "json"); err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(b.String(), tc.jsonHas) || (tc.jsonLacks != "" && strings.Contains(b.String(), tc.jsonLacks)) {
+				t.Errorf("json:\n%s\nwant %q and not %q", b.String(), tc.jsonHas, tc.jsonLacks)
+			}
+			var back planreport.Document
+			if err := json.Unmarshal(b.Bytes(), &back); err != nil {
+				t.Fatal(err)
+			}
+			if got := string(back.Text()); got != text {
+				t.Errorf("read back from JSON:\n%s\nwant\n%s", got, text)
+			}
+		})
 	}
 }
