@@ -171,14 +171,20 @@ func decodeOne(data []byte, v any) error {
 	return fmt.Errorf("machines: %w", err)
 }
 
-// Validate checks what no machine may lack: a serial and one of the seven
-// states.
+// Validate checks what no machine may lack: a serial, unique in the list
+// (sabakan's key: a list with a serial twice is a broken answer, not two
+// machines), and one of the seven states.
 func Validate(ms []Machine) error {
+	seen := make(map[string]int, len(ms))
 	for i := range ms {
 		m := &ms[i]
 		if m.Spec.Serial == "" {
 			return fmt.Errorf("machines[%d]: spec.serial: must not be empty", i)
 		}
+		if j, ok := seen[m.Spec.Serial]; ok {
+			return fmt.Errorf("machines[%d]: spec.serial: %s is also machines[%d]'s: serials are unique in sabakan, so the list is broken", i, m.Spec.Serial, j)
+		}
+		seen[m.Spec.Serial] = i
 		if !m.Status.State.Valid() {
 			return fmt.Errorf("machines[%d] (serial %s): status.state: unknown state %q (want one of %s)",
 				i, m.Spec.Serial, m.Status.State, stateList())
@@ -212,6 +218,23 @@ func Roles(ms []Machine) []string {
 	return roles
 }
 
+// impossible names a value no real machine has: a negative rack or index
+// in rack, or a date that is the zero time (year 1, what a missing date
+// decodes to). Such a machine would be rendered into nonsense labels.
+func impossible(m *Machine) string {
+	switch {
+	case m.Spec.Rack < 0:
+		return fmt.Sprintf("spec.rack %d is negative", m.Spec.Rack)
+	case m.Spec.IndexInRack < 0:
+		return fmt.Sprintf("spec.indexInRack %d is negative", m.Spec.IndexInRack)
+	case m.Spec.RegisterDate.IsZero():
+		return "spec.registerDate is the zero time (year 1)"
+	case m.Spec.RetireDate.IsZero():
+		return "spec.retireDate is the zero time (year 1)"
+	}
+	return ""
+}
+
 // LabelValidator reports why a sabakan label cannot become a Kubernetes
 // label, or nil. It is injected so that this package stays free of
 // rendering rules. It must be a pure function of its arguments: Sanitize
@@ -221,6 +244,8 @@ type LabelValidator func(name, value string) error
 // Sanitize returns the machines that can be used, in serial order, and a
 // warning for each machine or label that was dropped:
 //   - no IPv4 address, or an unparsable one: the machine is ignored;
+//   - a negative rack or index in rack, or a zero register or retire
+//     date: the machine is ignored;
 //   - a serial seen before: the later entry is ignored;
 //   - two machines with the same first IPv4 address: the smaller serial is
 //     kept;
@@ -256,6 +281,10 @@ func Sanitize(ms []Machine, validLabel LabelValidator) ([]*Machine, []string) {
 		addr := m.Address()
 		if addr == "" {
 			warnings = append(warnings, fmt.Sprintf("machine %s: no IPv4 address: ignored", m.Spec.Serial))
+			continue
+		}
+		if field := impossible(m); field != "" {
+			warnings = append(warnings, fmt.Sprintf("machine %s: %s: ignored", m.Spec.Serial, field))
 			continue
 		}
 		ip, err := netip.ParseAddr(addr)

@@ -68,7 +68,8 @@ func TestLifetimeDaysTruncates(t *testing.T) {
 }
 
 func mk(serial string, ips ...string) Machine {
-	return Machine{Spec: Spec{Serial: serial, IPv4: ips}, Status: Status{State: StateHealthy}}
+	reg := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
+	return Machine{Spec: Spec{Serial: serial, IPv4: ips, RegisterDate: reg, RetireDate: reg.AddDate(5, 0, 0)}, Status: Status{State: StateHealthy}}
 }
 
 func TestSanitize(t *testing.T) {
@@ -80,7 +81,15 @@ func TestSanitize(t *testing.T) {
 		mk("e", "10.0.0.5"),
 		mk("e", "10.0.0.6"), // duplicate serial
 		mk("f", "10.0.0.7"),
+		mk("g", "10.0.0.8"),  // negative rack
+		mk("h", "10.0.0.9"),  // negative index in rack
+		mk("i", "10.0.0.10"), // no register date
+		mk("j", "10.0.0.11"), // no retire date
 	}
+	ms[7].Spec.Rack = -1
+	ms[8].Spec.IndexInRack = -2
+	ms[9].Spec.RegisterDate = time.Time{}
+	ms[10].Spec.RetireDate = time.Time{}
 	ms[6].Spec.Labels = []Label{{Name: "ok", Value: "1"}, {Name: "bad", Value: "!"}}
 	valid := func(name, value string) error {
 		if value == "!" {
@@ -108,9 +117,25 @@ func TestSanitize(t *testing.T) {
 		`machine d: ipv4[0] "fe80::1" is not an IPv4 address: ignored`,
 		"machine e: duplicate serial: later entry ignored",
 		`machine f: label "bad" skipped: bad value`,
+		"machine g: spec.rack -1 is negative: ignored",
+		"machine h: spec.indexInRack -2 is negative: ignored",
+		"machine i: spec.registerDate is the zero time (year 1): ignored",
+		"machine j: spec.retireDate is the zero time (year 1): ignored",
 	}
 	if strings.Join(warnings, "\n") != strings.Join(wantWarnings, "\n") {
 		t.Errorf("warnings:\n%s\nwant:\n%s", strings.Join(warnings, "\n"), strings.Join(wantWarnings, "\n"))
+	}
+}
+
+// A serial twice is a broken answer: Validate refuses it, naming it.
+func TestValidateRefusesDuplicateSerials(t *testing.T) {
+	ms := []Machine{mk("a", "10.0.0.1"), mk("b", "10.0.0.2"), mk("a", "10.0.0.3")}
+	err := Validate(ms)
+	if err == nil || !strings.Contains(err.Error(), "machines[2]: spec.serial: a is also machines[0]'s") {
+		t.Errorf("Validate = %v, want the duplicate serial a named", err)
+	}
+	if err := Validate(ms[:2]); err != nil {
+		t.Errorf("Validate of unique serials: %v", err)
 	}
 }
 
