@@ -16,6 +16,7 @@ import (
 	"strings"
 
 	"github.com/ckegen/ckegen/cluster"
+	"github.com/ckegen/ckegen/constraints"
 	"github.com/ckegen/ckegen/generator"
 	"github.com/ckegen/ckegen/labels"
 	"github.com/ckegen/ckegen/machine"
@@ -71,6 +72,10 @@ type Input struct {
 	Rebooting map[string]bool
 	// Next are the changes of the next step, to highlight.
 	Next []generator.Change
+	// Constraints are the constraints in force; nil when they are not
+	// known (offline without a constraints file, or stored ones that do
+	// not parse): the map then does not say the model of the workers.
+	Constraints *constraints.Constraints
 }
 
 // Cell is one machine.
@@ -162,6 +167,15 @@ type Map struct {
 	Next []HighlightedChange `json:"next"`
 	// Warnings are about machines the daemon would ignore.
 	Warnings []string `json:"warnings"`
+	// Model is the model of the workers in force (constraints.CountModel
+	// or RateModel); "" (and left out of JSON) when the constraints are
+	// not known.
+	Model string `json:"model,omitempty"`
+	// Rate is, in the rate model, the current cluster's figure: (workers
+	// - 1) / machines * 100 against minimum-workers-rate, machines being
+	// those the daemon's query returns after sanitizing, as rule 7 counts
+	// them. nil in the count model and without a cluster.
+	Rate *generator.WorkerRate `json:"rate,omitempty"`
 }
 
 // HighlightedChange is one change of the next step.
@@ -170,6 +184,20 @@ type HighlightedChange struct {
 	Address string `json:"address"`
 	Serial  string `json:"serial,omitempty"`
 	Reason  string `json:"reason,omitempty"`
+}
+
+// ModelText says which model of the workers is in force and, in the rate
+// model with a cluster, the figure: "model: rate, workers 80.0% ((9
+// workers - 1) / 10 machines), minimum-workers-rate 80%", or "model:
+// count"; "" when the model is not known.
+func (m *Map) ModelText() string {
+	switch {
+	case m.Model == "":
+		return ""
+	case m.Rate != nil:
+		return "model: " + m.Model + ", workers " + m.Rate.String()
+	}
+	return "model: " + m.Model
 }
 
 // ControlPlaneRoles and WorkerRoles are the roles with at least one
@@ -301,6 +329,12 @@ func Build(in Input) *Map {
 	m := &Map{Totals: newCounts(), Orphans: orphans(in, byAddr, changes), Next: next, Warnings: warnings}
 	if m.Warnings == nil {
 		m.Warnings = []string{}
+	}
+	if c := in.Constraints; c != nil {
+		m.Model = c.Model()
+		if in.Current != nil {
+			m.Rate = generator.RateOf(in.Current, len(kept), *c)
+		}
 	}
 	m.addRacks(cells, racks)
 	return m

@@ -13,6 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/ckegen/ckegen/cluster"
+	"github.com/ckegen/ckegen/constraints"
 	"github.com/ckegen/ckegen/generator"
 	"github.com/ckegen/ckegen/internal/dcgen"
 	"github.com/ckegen/ckegen/machine"
@@ -150,6 +151,30 @@ func TestMapBuildCells(t *testing.T) {
 	if diff := cmp.Diff(wantRack2, m.Racks[2].Counts); diff != "" {
 		t.Errorf("rack 2 counts (-want +got):\n%s", diff)
 	}
+
+	// The model: unknown without constraints; in the rate model, the
+	// figure counts the cluster's workers (orphans and filtered ones
+	// included, as the cluster has them) against the machines the
+	// daemon's query returns after sanitizing: 13 selected, 3 of them
+	// bad entries.
+	if m.Model != "" || m.Rate != nil || m.ModelText() != "" {
+		t.Errorf("without constraints: model %q, rate %+v", m.Model, m.Rate)
+	}
+	rate := constraints.Default()
+	if err := rate.Set(constraints.MinimumWorkersRate, 80); err != nil {
+		t.Fatal(err)
+	}
+	in.Constraints = &rate
+	mr := Build(in)
+	if want := (&generator.WorkerRate{Workers: 4, Machines: 10, Percent: 30, Minimum: 80}); mr.Model != "rate" || !cmp.Equal(mr.Rate, want) {
+		t.Errorf("rate model: model %q, rate %+v, want rate %+v", mr.Model, mr.Rate, want)
+	}
+	count := constraints.Default()
+	in.Constraints = &count
+	if mc := Build(in); mc.Model != "count" || mc.Rate != nil || mc.ModelText() != "model: count" {
+		t.Errorf("count model: model %q, rate %+v, text %q", mc.Model, mc.Rate, mc.ModelText())
+	}
+	in.Constraints = nil
 
 	// Without a template every role is a candidate; without Selected every
 	// machine is queried.
@@ -349,4 +374,62 @@ func bigInput(tb testing.TB) Input {
 		tb.Fatal(fmt.Sprint("nodes: ", len(c.Nodes)))
 	}
 	return Input{Machines: ms, Current: c}
+}
+
+// TestMapModelText: the terminal map says the model under the summary,
+// with the rate model's figure wrapped to the width; the JSON has the
+// same; a map without known constraints says nothing of a model.
+func TestMapModelText(t *testing.T) {
+	ms := []machine.Machine{
+		mc("a1", "10.0.1.1", 1, 1, "cs", machine.StateHealthy),
+		mc("a2", "10.0.1.2", 1, 2, "cs", machine.StateHealthy),
+		mc("b1", "10.0.2.1", 2, 1, "cs", machine.StateRetired),
+		mc("b2", "10.0.2.2", 2, 2, "cs", machine.StateHealthy),
+	}
+	cur := &cluster.Cluster{Name: "c", Nodes: []*cluster.Node{node("10.0.1.1", true), node("10.0.1.2", false), node("10.0.2.1", false), node("10.0.2.2", false)}}
+	rate := constraints.Default()
+	if err := rate.Set(constraints.MinimumWorkersRate, 50); err != nil {
+		t.Fatal(err)
+	}
+	const line = "model: rate, workers 50.0% ((3 workers - 1) / 4 machines), minimum-workers-rate 50%"
+	for _, tc := range []struct {
+		name  string
+		cons  *constraints.Constraints
+		cur   *cluster.Cluster
+		width int
+		want  string // the lines after the summary, before the legend
+		json  string // in the JSON, "" for no model
+	}{
+		{"rate", &rate, cur, 100, line + "\n", `"model": "rate",
+  "rate": {
+    "workers": 3,
+    "machines": 4,
+    "percent": 50,
+    "minimumWorkersRate": 50
+  }`},
+		{"rate, narrow", &rate, cur, 50, "model: rate,\n  workers 50.0% ((3 workers - 1) / 4 machines),\n  minimum-workers-rate 50%\n", `"model": "rate"`},
+		{"rate, no cluster", &rate, nil, 100, "model: rate\n", `"model": "rate"`},
+		{"unknown", nil, cur, 100, "", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := Build(Input{Machines: ms, Current: tc.cur, Constraints: tc.cons})
+			var b bytes.Buffer
+			if err := m.WriteText(&b, TextOptions{Width: tc.width}); err != nil {
+				t.Fatal(err)
+			}
+			text := b.String()
+			start := strings.Index(text, "rebooting\n") + len("rebooting\n")
+			end := strings.Index(text, "cells: ")
+			if got := text[start:end]; got != tc.want {
+				t.Errorf("between the summary and the legend:\n%q\nwant\n%q\nin\n%s", got, tc.want, text)
+			}
+			data, err := json.MarshalIndent(m, "", "  ")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if (tc.json == "") != !strings.Contains(string(data), `"model"`) || !strings.Contains(string(data), tc.json) {
+				t.Errorf("json:\n%s\nwant %q", data, tc.json)
+			}
+		})
+	}
 }

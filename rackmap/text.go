@@ -264,6 +264,9 @@ const maxListed = 10
 func (m *Map) writeSummary(t *textWriter, width int) {
 	items := m.SummaryItems()
 	t.wrapped("", items, " ", width, "  ")
+	if line := m.ModelText(); line != "" {
+		t.wrapped("", strings.SplitAfter(line, ", "), "", width, "  ")
+	}
 
 	if len(m.Orphans) > 0 {
 		items = nil

@@ -167,10 +167,11 @@ type EtcdError struct{ Err error }
 func (e *EtcdError) Error() string { return "etcd: " + e.Err.Error() }
 func (e *EtcdError) Unwrap() error { return e.Err }
 
-// Input reads what a rack map is drawn from: the cluster, the template and
-// the rebooting nodes from etcd, and the machines from sabakan (every
-// machine, and which of them the stored query variables select). The
-// notes say what could not be taken into account. Next is left empty.
+// Input reads what a rack map is drawn from: the cluster, the template,
+// the rebooting nodes and the constraints (the model of the workers) from
+// etcd, and the machines from sabakan (every machine, and which of them
+// the stored query variables select). The notes say what could not be
+// taken into account. Next is left empty.
 func (r *Reader) Input(ctx context.Context) (rackmap.Input, []string, error) {
 	var in rackmap.Input
 	var notes []string
@@ -203,6 +204,18 @@ func (r *Reader) Input(ctx context.Context) (rackmap.Input, []string, error) {
 
 	if in.Rebooting, err = st.RebootingNodes(ectx); err != nil {
 		return in, nil, &EtcdError{err}
+	}
+
+	// The constraints say the model of the workers; none stored means the
+	// defaults, the count model's, as for the daemon.
+	cons, err := st.GetConstraints(ectx)
+	switch {
+	case errors.Is(err, storage.ErrInvalid):
+		notes = append(notes, fmt.Sprintf("the stored constraints are invalid (%v): the model of the workers is not shown", err))
+	case err != nil:
+		return in, nil, &EtcdError{err}
+	default:
+		in.Constraints = &cons
 	}
 
 	url, err := st.GetURL(ectx)

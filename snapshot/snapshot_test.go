@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -286,5 +287,47 @@ func TestMapSnapshotPendingAndHistory(t *testing.T) {
 	}
 	if s.Pending == nil || s.Pending.Steps != 2 {
 		t.Errorf("pending: %+v", s.Pending)
+	}
+}
+
+// TestMapSnapshotModel: the map says the model of the stored constraints
+// (the defaults' count model when none are stored) and, in the rate
+// model, the figure of the stored cluster against the machines the
+// daemon's query returns; the constraints are read at every snapshot,
+// sabakan's cached answer notwithstanding; invalid constraints are a
+// note, and no model is shown.
+func TestMapSnapshotModel(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	r := f.reader(Options{})
+	s, err := r.Snapshot(ctx)
+	must(t, err)
+	if s.Map == nil || s.Map.Model != "count" || s.Map.Rate != nil || len(s.Notes) != 0 {
+		t.Fatalf("no constraints stored: map %+v, notes %q", s.Map, s.Notes)
+	}
+	requests := f.requests.Load()
+
+	_, err = f.st.Client.Put(ctx, f.st.Key(storage.KeyConstraints), `{"control-plane-count":1,"minimum-workers-rate":80,"maximum-unreachable-nodes-for-reboot":0,"maximum-repair-queue-entries":0,"wait-seconds-to-repair-rebooting":0}`)
+	must(t, err)
+	s, err = r.Snapshot(ctx)
+	must(t, err)
+	// Two workers (10.0.1.3 and 10.0.9.9, whose machine is gone); 12
+	// machines: 15 less the 3 boot servers the default query skips.
+	want := &generator.WorkerRate{Workers: 2, Machines: 12, Percent: 8.333, Minimum: 80}
+	if got := s.Map.Rate; s.Map.Model != "rate" || got == nil || got.Workers != want.Workers || got.Machines != want.Machines ||
+		got.Minimum != want.Minimum || math.Abs(got.Percent-want.Percent) > 0.001 {
+		t.Errorf("rate model: model %q, rate %+v, want %+v", s.Map.Model, s.Map.Rate, want)
+	}
+	if got := f.requests.Load(); got != requests {
+		t.Errorf("the constraints changed, and sabakan was asked again (%d requests, then %d)", requests, got)
+	}
+
+	_, err = f.st.Client.Put(ctx, f.st.Key(storage.KeyConstraints), `{"control-plane-count":1,"minimum-workers":2,"minimum-workers-rate":80}`)
+	must(t, err)
+	s, err = r.Snapshot(ctx)
+	must(t, err)
+	if s.Map.Model != "" || s.Map.Rate != nil || len(s.Notes) != 1 ||
+		!strings.HasPrefix(s.Notes[0], "the stored constraints are invalid (") || !strings.Contains(s.Notes[0], "minimum-workers-rate cannot be used with minimum-workers") {
+		t.Errorf("both models stored: model %q, rate %+v, notes %q", s.Map.Model, s.Map.Rate, s.Notes)
 	}
 }
