@@ -14,6 +14,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/ckegen/ckegen/cluster"
+	"github.com/ckegen/ckegen/constraints"
 	"github.com/ckegen/ckegen/generator"
 	"github.com/ckegen/ckegen/machine"
 	"github.com/ckegen/ckegen/rackmap"
@@ -27,6 +28,7 @@ type mapOptions struct {
 	machines  string
 	current   string
 	template  string
+	cons      string
 	rebooting []string
 	next      string
 	width     int
@@ -47,10 +49,16 @@ inventory entry). A mark after the cell shows a rebooting node (~), a member
 whose machine is in trouble (!), or what the next step does to it (+ ^ v x *).
 Under each band of racks: the control planes and workers of each rack by role.
 
-Online (the default) it reads the cluster, template and reboot queue from etcd
-and queries sabakan, read only, with the stored URL and query variables.
-Offline, --machines reads a machines file instead, with --current,
---template and --rebooting as further inputs.
+Under the summary, the model of the workers in force: "model: count", or
+"model: rate" with the rate model's figure of the current cluster, (workers
+- 1) / machines * 100 against minimum-workers-rate, the machines being those
+the daemon's query returns (-o json: "model" and "rate").
+
+Online (the default) it reads the cluster, template, reboot queue and
+constraints from etcd and queries sabakan, read only, with the stored URL and
+query variables. Offline, --machines reads a machines file instead, with
+--current, --template, --constraints and --rebooting as further inputs; the
+model is shown only with --constraints.
 
 Colour shows the machine state, only on a terminal unless --color=always.`,
 		Args: cobra.NoArgs,
@@ -62,6 +70,7 @@ Colour shows the machine state, only on a terminal unless --color=always.`,
 	f.StringVar(&o.machines, "machines", "", "draw from a machines file instead of etcd and sabakan")
 	f.StringVar(&o.current, "current", "", "with --machines: the current cluster.yml")
 	f.StringVar(&o.template, "template", "", "with --machines: the template, so that roles no template takes are not candidates")
+	f.StringVar(&o.cons, "constraints", "", "with --machines: the constraints (JSON), to show the model of the workers and its rate")
 	f.StringSliceVar(&o.rebooting, "rebooting", nil, "with --machines: addresses of rebooting nodes (comma separated)")
 	f.StringVar(&o.next, "next", "", "highlight a next step: the JSON of `sabakan generate --explain json` or of a plan (its first step)")
 	f.IntVar(&o.width, "width", 0, "terminal width to wrap to (default: the terminal's, or 80)")
@@ -90,9 +99,9 @@ func (o *mapOptions) run(e *env, stdout, stderr io.Writer) error {
 		for _, f := range []struct {
 			name string
 			set  bool
-		}{{"--current", o.current != ""}, {"--template", o.template != ""}, {"--rebooting", len(o.rebooting) > 0}} {
+		}{{"--current", o.current != ""}, {"--template", o.template != ""}, {"--constraints", o.cons != ""}, {"--rebooting", len(o.rebooting) > 0}} {
 			if f.set {
-				return fmt.Errorf("%s needs --machines (online, the cluster, template and reboot queue come from etcd)", f.name)
+				return fmt.Errorf("%s needs --machines (online, the cluster, template, constraints and reboot queue come from etcd)", f.name)
 			}
 		}
 	}
@@ -173,6 +182,17 @@ func (o *mapOptions) offlineInput() (rackmap.Input, error) {
 		if in.Template, err = template.Parse(data); err != nil {
 			return in, fmt.Errorf("--template %s: %w", o.template, err)
 		}
+	}
+	if o.cons != "" {
+		data, err := readFile("--constraints", o.cons)
+		if err != nil {
+			return in, err
+		}
+		c, err := constraints.Parse(data)
+		if err != nil {
+			return in, fmt.Errorf("--constraints %s: %w", o.cons, err)
+		}
+		in.Constraints = &c
 	}
 	if len(o.rebooting) > 0 {
 		in.Rebooting = map[string]bool{}
