@@ -23,7 +23,9 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/ckegen/ckegen/cluster"
+	"github.com/ckegen/ckegen/constraints"
 	"github.com/ckegen/ckegen/daemon"
+	"github.com/ckegen/ckegen/generator"
 	"github.com/ckegen/ckegen/internal/dcgen"
 	"github.com/ckegen/ckegen/internal/etcdtest"
 	"github.com/ckegen/ckegen/machine"
@@ -160,24 +162,7 @@ func TestMapPageInBrowser(t *testing.T) {
 	page := httptest.NewServer(NewHandler(snapshot.NewReader(st, snapshot.Options{Now: func() time.Time { return now.Add(2 * time.Minute) }}), Options{Log: quiet}))
 	t.Cleanup(page.Close)
 
-	opts := append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(chrome),
-		chromedp.Headless,
-		chromedp.NoSandbox,
-		chromedp.DisableGPU,
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true),
-		chromedp.NoFirstRun,
-		chromedp.Flag("hide-scrollbars", true),
-		chromedp.UserDataDir(t.TempDir()),
-		chromedp.WindowSize(1280, 900),
-	)
-	allocCtx, cancelAlloc := chromedp.NewExecAllocator(ctx, opts...)
-	defer cancelAlloc()
-	bctx, cancelBrowser := chromedp.NewContext(allocCtx)
-	defer cancelBrowser()
-
+	bctx := browser(t, ctx, chrome)
 	if err := chromedp.Do(bctx, chromedp.Navigate(page.URL+"/"), chromedp.WaitVisible(chromedp.CSS("#rackmap"))); err != nil {
 		t.Fatalf("chromium: loading the page: %v", err)
 	}
@@ -188,6 +173,7 @@ func TestMapPageInBrowser(t *testing.T) {
 	statusText := eval[string](t, bctx, `document.querySelector("#status + table").innerText`)
 	historyRows := eval[int](t, bctx, `document.querySelectorAll("#history + table tbody tr").length`)
 	historyFirst := eval[string](t, bctx, `document.querySelector("#history + table tbody tr td:nth-child(2)").innerText + "\t"`)
+	model := eval[string](t, bctx, `document.querySelector("#model")?.dataset.model ?? "(no #model)"`)
 	shot, err := chromedp.Run(bctx, chromedp.FullScreenshot(100))
 	if err != nil {
 		t.Fatalf("chromium: screenshot: %v", err)
@@ -216,6 +202,9 @@ func TestMapPageInBrowser(t *testing.T) {
 	if !slices.ContainsFunc(unreachable, func(s string) bool { return strings.HasPrefix(s, cpSerial+" "+cp+": UNREACHABLE") }) {
 		t.Errorf("UNREACHABLE cells %q do not include the former control plane %s", unreachable, cp)
 	}
+	if model != "count" {
+		t.Errorf("model of the workers: %q, want count (minimum-workers stored)", model)
+	}
 	if !strings.Contains(statusText, "ok") || !strings.Contains(statusText, "browser-test") {
 		t.Errorf("status section: %q", statusText)
 	}
@@ -237,6 +226,123 @@ func TestMapPageInBrowser(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Logf("screenshot written to %s", path)
+	}
+}
+
+// browser starts headless chromium for the test; it stops at the end of
+// the test or when ctx ends.
+func browser(t *testing.T, ctx context.Context, chrome string) context.Context {
+	t.Helper()
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(chrome),
+		chromedp.Headless,
+		chromedp.NoSandbox,
+		chromedp.DisableGPU,
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.NoFirstRun,
+		chromedp.Flag("hide-scrollbars", true),
+		chromedp.UserDataDir(t.TempDir()),
+		chromedp.WindowSize(1280, 900),
+	)
+	allocCtx, cancelAlloc := chromedp.NewExecAllocator(ctx, opts...)
+	t.Cleanup(cancelAlloc)
+	bctx, cancelBrowser := chromedp.NewContext(allocCtx)
+	t.Cleanup(cancelBrowser)
+	return bctx
+}
+
+// TestRateModelPageInBrowser: with the rate model's constraints stored and
+// the cluster the rate model generates (every HEALTHY machine the query
+// returns), the page in headless chromium says the model and the figure:
+// the cluster's workers against the machines the daemon's query returns
+// (boot servers and RETIRED machines left out), recounted here from the
+// inventory and the cluster; after constraints set minimum-workers, the
+// reloaded page says the count model.
+func TestRateModelPageInBrowser(t *testing.T) {
+	chrome := chromium(t)
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+
+	st := storage.New(etcdtest.Client(t), "")
+	store := server.NewStore(func() time.Time { return now })
+	o := dcgen.Default(now)
+	o.Racks, o.PerRack = 4, 10
+	ms := dcgen.Machines(o)
+	must(t, store.Load(ms))
+	srv, err := server.New(store)
+	must(t, err)
+	sabakanServer := httptest.NewServer(srv.Handler())
+	t.Cleanup(sabakanServer.Close)
+	must(t, st.SetURL(ctx, sabakanServer.URL+"/graphql"))
+	const tmplJSON = `{"name":"rate","nodes":[{"user":"u","control_plane":true},{"user":"u"}],"service_subnet":"10.68.0.0/16"}`
+	must(t, st.SetTemplate(ctx, []byte(tmplJSON)))
+	cons := constraints.Default()
+	must(t, cons.Set(constraints.ControlPlaneCount, 3))
+	must(t, cons.Set(constraints.MinimumWorkersRate, 80))
+	must(t, st.SetConstraints(ctx, cons))
+
+	// The machines the daemon's query returns: not boot servers, not
+	// RETIRED (the query's default); the rate model's first cluster.
+	var queried []*machine.Machine
+	for i := range ms {
+		if ms[i].Spec.Role != "boot" && ms[i].Status.State != machine.StateRetired {
+			queried = append(queried, &ms[i])
+		}
+	}
+	tmpl, err := template.Parse([]byte(tmplJSON))
+	must(t, err)
+	res, err := generator.Generate(generator.Input{Template: tmpl, Constraints: cons, Machines: queried, Now: now, RetireWait: time.Minute})
+	must(t, err)
+	data, err := json.Marshal(res.Cluster)
+	must(t, err)
+	_, err = st.Client.Put(ctx, st.Key(storage.KeyCluster), string(data))
+	must(t, err)
+	workers := 0
+	for _, n := range res.Cluster.Nodes {
+		if !n.ControlPlane {
+			workers++
+		}
+	}
+	wantRate := fmt.Sprintf("workers %.1f%% ((%d workers - 1) / %d machines), minimum-workers-rate 80%%",
+		float64(workers-1)/float64(len(queried))*100, workers, len(queried))
+
+	page := httptest.NewServer(NewHandler(snapshot.NewReader(st, snapshot.Options{Now: func() time.Time { return now }}), Options{Log: slog.New(slog.NewTextHandler(io.Discard, nil))}))
+	t.Cleanup(page.Close)
+	bctx := browser(t, ctx, chrome)
+	load := func() (model, text string, visible bool) {
+		t.Helper()
+		if err := chromedp.Do(bctx, chromedp.Navigate(page.URL+"/"), chromedp.WaitVisible(chromedp.CSS("#rackmap"))); err != nil {
+			t.Fatalf("chromium: loading the page: %v", err)
+		}
+		model = eval[string](t, bctx, `document.querySelector("#model")?.dataset.model ?? "(no #model)"`)
+		text = eval[string](t, bctx, `document.querySelector("#model")?.innerText ?? ""`)
+		visible = eval[bool](t, bctx, `(() => { const e = document.querySelector("#model"); if (!e) return false; const r = e.getBoundingClientRect(); return r.width > 0 && r.height > 0 })()`)
+		return
+	}
+	model, text, visible := load()
+	if model != "rate" || !visible || !strings.Contains(text, wantRate) || !strings.HasPrefix(text, "Model of the workers: rate: every HEALTHY machine") {
+		t.Errorf("rate model: data-model %q, visible %v, text %q; want the figure %q", model, visible, text, wantRate)
+	}
+	// Every HEALTHY machine the query returns is a node: the rate is
+	// (HEALTHY - 3 control planes - 1) / queried, below 80% only when
+	// more than a fifth is not HEALTHY.
+	healthy := 0
+	for _, m := range queried {
+		if m.Status.State == machine.StateHealthy {
+			healthy++
+		}
+	}
+	if workers != healthy-3 {
+		t.Fatalf("the rate model's cluster has %d workers, want every HEALTHY machine but the 3 control planes (%d)", workers, healthy-3)
+	}
+
+	must(t, cons.Set(constraints.MinimumWorkers, 5))
+	must(t, st.SetConstraints(ctx, cons))
+	if model, text, _ := load(); model != "count" || strings.Contains(text, "workers -") {
+		t.Errorf("after constraints set minimum-workers: data-model %q, text %q", model, text)
 	}
 }
 

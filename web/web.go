@@ -17,6 +17,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ckegen/ckegen/constraints"
 	"github.com/ckegen/ckegen/machine"
 	"github.com/ckegen/ckegen/rackmap"
 	"github.com/ckegen/ckegen/snapshot"
@@ -136,15 +137,21 @@ type page struct {
 	// PendingChanges are the first maxPendingChanges of the next step's.
 	PendingChanges []rackmapChange
 
-	MapErr   string
-	Notes    []string
-	Map      *rackmap.Map
-	Summary  string
-	SVG      svg
-	Roles    []string // worker roles, columns of the rack table
-	CPRoles  []string
-	Racks    []rackRow
-	Warnings []string
+	MapErr  string
+	Notes   []string
+	Map     *rackmap.Map
+	Summary string
+	// Model is the model of the workers in force ("" when the constraints
+	// could not be read), ModelText what it means, with the rate model's
+	// figure, and RatesBelow whether that figure keeps RETIRED workers.
+	Model      string
+	ModelText  string
+	RatesBelow bool
+	SVG        svg
+	Roles      []string // worker roles, columns of the rack table
+	CPRoles    []string
+	Racks      []rackRow
+	Warnings   []string
 }
 
 // maxPendingChanges bounds the changes of the next step listed.
@@ -206,6 +213,8 @@ func newPage(s *snapshot.Snapshot, refresh time.Duration) *page {
 	}
 	p.Map = m
 	p.Summary = strings.Join(m.SummaryItems(), " ")
+	p.Model = m.Model
+	p.ModelText, p.RatesBelow = modelText(m)
 	p.Warnings = m.Warnings
 	p.Roles, p.CPRoles = m.WorkerRoles(), m.ControlPlaneRoles()
 	p.SVG = drawSVG(m)
@@ -221,6 +230,28 @@ func newPage(s *snapshot.Snapshot, refresh time.Duration) *page {
 		p.Racks[i] = row
 	}
 	return p
+}
+
+// modelText says what the model in force means and, in the rate model
+// with a cluster, its figure and what it allows now; below reports that
+// the figure keeps RETIRED workers in the cluster.
+func modelText(m *rackmap.Map) (text string, below bool) {
+	switch m.Model {
+	case constraints.CountModel:
+		return "count: minimum-workers and maximum-workers bound the number of workers", false
+	case constraints.RateModel:
+		text = "rate: every HEALTHY machine a worker template accepts is a worker"
+		r := m.Rate
+		if r == nil {
+			return text, false
+		}
+		text += "; workers " + r.String()
+		if r.CanRemove() {
+			return text + ": a RETIRED worker past the retire wait may leave", false
+		}
+		return text + ": RETIRED workers stay", true
+	}
+	return "", false
 }
 
 // drawSVG places the racks in bands, like the terminal map: one column

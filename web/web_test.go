@@ -211,3 +211,38 @@ func TestMapPageSize20000(t *testing.T) {
 		t.Logf("page of %d bytes", size)
 	}
 }
+
+// TestMapPageModel: the page says the model of the stored constraints
+// under the rack summary: the count model (also when none are stored), or
+// the rate model with the stored cluster's figure, (workers - 1) /
+// machines against minimum-workers-rate, and whether a RETIRED worker may
+// leave; invalid constraints show a note and no model.
+func TestMapPageModel(t *testing.T) {
+	f := newPageFixture(t)
+	ctx := context.Background()
+	h := f.handler(nil)
+	// One worker (10.0.1.4); 12 machines: the 15 less the 3 boot servers
+	// the default query leaves out (the UNREACHABLE one counts).
+	for _, tc := range []struct {
+		stored string // "" for none
+		want   string
+	}{
+		{"", `<p id="model" data-model="count">Model of the workers: count: minimum-workers and maximum-workers bound the number of workers.</p>`},
+		{`{"control-plane-count":1,"minimum-workers-rate":80}`, `<p id="model" data-model="rate" class="note">Model of the workers: rate: every HEALTHY machine a worker template accepts is a worker; workers 0.0% ((1 workers - 1) / 12 machines), minimum-workers-rate 80%: RETIRED workers stay.</p>`},
+		{`{"control-plane-count":1,"minimum-workers-rate":0}`, `<p id="model" data-model="rate">Model of the workers: rate: every HEALTHY machine a worker template accepts is a worker; workers 0.0% ((1 workers - 1) / 12 machines), minimum-workers-rate 0%: a RETIRED worker past the retire wait may leave.</p>`},
+		{`{"control-plane-count":1,"minimum-workers":3,"maximum-workers":5}`, `<p id="model" data-model="count">Model of the workers: count: `},
+		{`{"minimum-workers":3,"minimum-workers-rate":80}`, `<p class="note">the stored constraints are invalid (`},
+	} {
+		if tc.stored != "" {
+			_, err := f.st.Client.Put(ctx, f.st.Key(storage.KeyConstraints), tc.stored)
+			must(t, err)
+		}
+		body := get(t, h, http.MethodGet, "/").Body.String()
+		if !strings.Contains(body, tc.want) {
+			t.Errorf("constraints %s: the page lacks\n%s\n%s", tc.stored, tc.want, body)
+		}
+		if strings.Contains(tc.want, "invalid") && strings.Contains(body, `id="model"`) {
+			t.Errorf("constraints %s (invalid): the page shows a model", tc.stored)
+		}
+	}
+}
