@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -17,6 +16,7 @@ import (
 	"github.com/vektah/gqlparser/v2/gqlerror"
 	etcdtransport "go.etcd.io/etcd/client/pkg/v3/transport"
 
+	"github.com/ckegen/ckegen/internal/redact"
 	"github.com/ckegen/ckegen/machine"
 )
 
@@ -25,7 +25,10 @@ const (
 	DefaultTimeout      = 30 * time.Second
 	DefaultRetries      = 3
 	DefaultBackoff      = 500 * time.Millisecond
-	DefaultMaxBodyBytes = 256 << 20
+	DefaultMaxBodyBytes = 128 << 20
+	// MaxRedirects is how many redirects, each to the same scheme, host
+	// and port, a query follows.
+	MaxRedirects = 3
 )
 
 // Options configure a Client. The zero value of each field takes its
@@ -80,8 +83,26 @@ func NewClient(url string, opts Options) (*Client, error) {
 	}
 	tr.TLSClientConfig = tc
 	c := &Client{url: url, opts: opts}
-	c.gql = graphql.NewClient(url, &transport{c: c, http: &http.Client{Transport: tr}})
+	c.gql = graphql.NewClient(url, &transport{c: c, http: &http.Client{Transport: tr, CheckRedirect: sameOrigin}})
 	return c, nil
+}
+
+// errRedirect marks a redirect the client refused to follow.
+var errRedirect = errors.New("redirect refused")
+
+// sameOrigin follows a redirect only to the scheme, host and port of the
+// first request, and at most MaxRedirects of them: an answer from another
+// host is not the inventory that was asked for, and the request must not
+// be sent there.
+func sameOrigin(req *http.Request, via []*http.Request) error {
+	first := via[0].URL
+	if req.URL.Scheme != first.Scheme || req.URL.Host != first.Host {
+		return fmt.Errorf("%w: to %s://%s, another host than %s://%s", errRedirect, req.URL.Scheme, req.URL.Host, first.Scheme, first.Host)
+	}
+	if len(via) > MaxRedirects {
+		return fmt.Errorf("%w: more than %d redirects", errRedirect, MaxRedirects)
+	}
+	return nil
 }
 
 // tlsConfig is the TLS client configuration of opts, nil when they set
@@ -108,8 +129,9 @@ func tlsConfig(opts Options) (*tls.Config, error) {
 	return tc, nil
 }
 
-// URL is the endpoint the client queries.
-func (c *Client) URL() string { return c.url }
+// URL is the endpoint the client queries, with its secrets (a password,
+// query values) masked: the form to show.
+func (c *Client) URL() string { return redact.URL(c.url) }
 
 // SearchMachines runs ckeSearch with the user's variables.
 func (c *Client) SearchMachines(ctx context.Context, v Variables) ([]machine.Machine, error) {
@@ -117,27 +139,40 @@ func (c *Client) SearchMachines(ctx context.Context, v Variables) ([]machine.Mac
 	if err != nil {
 		return nil, c.classify(ctx, err)
 	}
+	// An answer without the list is not an empty data center: only [] is.
+	if resp == nil || resp.SearchMachines == nil {
+		return nil, &classified{ErrQuery, fmt.Sprintf("sabakan at %s: malformed response: data.searchMachines is missing or null (an empty data center is [])", c.URL())}
+	}
 	ms := make([]machine.Machine, 0, len(resp.SearchMachines))
 	for i, m := range resp.SearchMachines {
 		if m == nil {
-			return nil, &classified{ErrQuery, fmt.Sprintf("sabakan at %s: malformed response: searchMachines[%d] is null", c.url, i)}
+			return nil, &classified{ErrQuery, fmt.Sprintf("sabakan at %s: malformed response: searchMachines[%d] is null", c.URL(), i)}
 		}
 		ms = append(ms, *m)
 	}
 	if err := machine.Validate(ms); err != nil {
-		return nil, &classified{ErrQuery, fmt.Sprintf("sabakan at %s: malformed response: %v", c.url, err)}
+		return nil, &classified{ErrQuery, fmt.Sprintf("sabakan at %s: malformed response: %v", c.URL(), err)}
 	}
 	return ms, nil
 }
 
 // Errors of the client, for errors.Is.
 var (
-	// ErrUnreachable: no HTTP response (connection refused, timeout, ...).
+	// ErrUnreachable: no answer came (connection refused, TLS, timeout,
+	// an HTTP status other than 200).
 	ErrUnreachable = errors.New("sabakan unreachable")
-	// ErrQuery: sabakan answered, with an error (HTTP status or GraphQL
-	// errors) or a response that is not a searchMachines result.
+	// ErrQuery: an answer came and is not a whole searchMachines result:
+	// GraphQL errors, bad JSON, a wrong type, a date that does not parse,
+	// a serial twice, no list, too large, or a redirect elsewhere.
 	ErrQuery = errors.New("sabakan query failed")
 )
+
+// transportError is what the HTTP exchange returned: no answer came.
+// Everything else the query returns comes from an answer that was read.
+type transportError struct{ err error }
+
+func (e *transportError) Error() string { return e.err.Error() }
+func (e *transportError) Unwrap() error { return e.err }
 
 // httpStatusError is an HTTP status other than 200.
 type httpStatusError struct {
@@ -162,17 +197,19 @@ func (e *classified) Unwrap() error { return e.kind }
 // classify turns what the transport and genqlient return into one of the
 // documented errors.
 func (c *Client) classify(ctx context.Context, err error) error {
-	prefix := "sabakan at " + c.url + ": "
+	prefix := "sabakan at " + c.URL() + ": "
 	var hs *httpStatusError
 	var gl gqlerror.List
 	var he *graphql.HTTPError
-	var se *json.SyntaxError
-	var te *json.UnmarshalTypeError
+	var tr *transportError
 	switch {
 	case errors.As(err, &hs):
-		return &classified{ErrQuery, prefix + hs.Error()}
+		// An HTTP status other than 200 is not an answer to the query.
+		return &classified{ErrUnreachable, prefix + hs.Error()}
 	case errors.Is(err, errTooLarge):
-		return &classified{ErrQuery, fmt.Sprintf("%sresponse larger than %d bytes", prefix, c.opts.MaxBodyBytes)}
+		return &classified{ErrQuery, fmt.Sprintf("%sanswer larger than %s (--sabakan-max-bytes)", prefix, bytesText(c.opts.MaxBodyBytes))}
+	case errors.Is(err, errRedirect):
+		return &classified{ErrQuery, prefix + redirectText(err)}
 	case errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil:
 		return &classified{ErrUnreachable, fmt.Sprintf("%stimeout after %s", prefix, c.opts.Timeout)}
 	case ctx.Err() != nil:
@@ -184,13 +221,34 @@ func (c *Client) classify(ctx context.Context, err error) error {
 		}
 		return &classified{ErrQuery, prefix + "GraphQL error: " + strings.Join(msgs, "; ")}
 	case errors.As(err, &he):
-		return &classified{ErrQuery, fmt.Sprintf("%sHTTP %d", prefix, he.StatusCode)}
-	case errors.As(err, &se), errors.As(err, &te), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
-		return &classified{ErrQuery, prefix + "malformed response: " + err.Error()}
+		return &classified{ErrUnreachable, fmt.Sprintf("%sHTTP %d", prefix, he.StatusCode)}
 	case errors.Is(err, errMalformed):
 		return &classified{ErrQuery, prefix + err.Error()}
+	case errors.As(err, &tr):
+		return &classified{ErrUnreachable, prefix + tr.Error()}
 	}
-	return &classified{ErrUnreachable, prefix + err.Error()}
+	// The answer came and could not be decoded: bad JSON, a wrong type, a
+	// date that does not parse, a body cut short.
+	return &classified{ErrQuery, prefix + "malformed response: " + err.Error()}
+}
+
+// redirectText is a refused redirect without the URL the HTTP client adds
+// around it (which may carry the target's query).
+func redirectText(err error) string {
+	for e := err; e != nil; e = errors.Unwrap(e) {
+		if strings.HasPrefix(e.Error(), errRedirect.Error()) {
+			return e.Error()
+		}
+	}
+	return errRedirect.Error()
+}
+
+// bytesText is n bytes for people: "128 MiB", or "1000 bytes".
+func bytesText(n int64) string {
+	if n >= 1<<20 && n%(1<<20) == 0 {
+		return fmt.Sprintf("%d MiB", n>>20)
+	}
+	return fmt.Sprintf("%d bytes", n)
 }
 
 var errMalformed = errors.New("malformed response")
@@ -210,8 +268,11 @@ func (t *transport) Do(req *http.Request) (*http.Response, error) {
 		resp, cancel, err := t.once(req)
 		retry := false
 		switch {
+		case err != nil && errors.Is(err, errRedirect):
+			return nil, err
 		case err != nil:
 			retry = req.Context().Err() == nil
+			err = &transportError{err}
 		case resp.StatusCode >= 500:
 			err = statusError(resp)
 			cancel()
@@ -224,6 +285,12 @@ func (t *transport) Do(req *http.Request) (*http.Response, error) {
 				resp.Body.Close()
 				cancel()
 				return nil, fmt.Errorf("%w: content type %q, want application/json", errMalformed, ct)
+			}
+			if resp.ContentLength > opts.MaxBodyBytes {
+				// Refused before a byte of it is read.
+				resp.Body.Close()
+				cancel()
+				return nil, errTooLarge
 			}
 			resp.Body = &limitedBody{rc: resp.Body, left: opts.MaxBodyBytes, cancel: cancel}
 			return resp, nil

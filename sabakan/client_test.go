@@ -188,14 +188,14 @@ func TestFaults(t *testing.T) {
 			_, _ = io.WriteString(w, ok)
 		}, sabakan.Options{Backoff: time.Millisecond}, "", nil, 2},
 		{"503 every time", func(n int32, w http.ResponseWriter) { http.Error(w, strings.Repeat("x", 500), 503) },
-			sabakan.Options{Backoff: time.Millisecond, Retries: 2}, "HTTP 503: " + strings.Repeat("x", 200), sabakan.ErrQuery, 3},
+			sabakan.Options{Backoff: time.Millisecond, Retries: 2}, "HTTP 503: " + strings.Repeat("x", 200), sabakan.ErrUnreachable, 3},
 		{"400 is not retried", func(n int32, w http.ResponseWriter) { http.Error(w, "bad query", 400) },
-			sabakan.Options{Backoff: time.Millisecond}, "HTTP 400: bad query", sabakan.ErrQuery, 1},
+			sabakan.Options{Backoff: time.Millisecond}, "HTTP 400: bad query", sabakan.ErrUnreachable, 1},
 		{"422 is not retried", func(n int32, w http.ResponseWriter) {
 			w.Header().Set("Content-Type", "application/json")
 			w.WriteHeader(422)
 			_, _ = io.WriteString(w, `{"errors":[{"message":"invalid"}]}`)
-		}, sabakan.Options{Backoff: time.Millisecond}, `HTTP 422: {"errors":[{"message":"invalid"}]}`, sabakan.ErrQuery, 1},
+		}, sabakan.Options{Backoff: time.Millisecond}, `HTTP 422: {"errors":[{"message":"invalid"}]}`, sabakan.ErrUnreachable, 1},
 		{"GraphQL errors", func(n int32, w http.ResponseWriter) {
 			w.Header().Set("Content-Type", "application/json")
 			_, _ = io.WriteString(w, `{"errors":[{"message":"boom"},{"message":"bang"}],"data":null}`)
@@ -211,7 +211,44 @@ func TestFaults(t *testing.T) {
 		{"oversized body", func(n int32, w http.ResponseWriter) {
 			w.Header().Set("Content-Type", "application/json")
 			_, _ = io.WriteString(w, `{"data":{"searchMachines":[]},"x":"`+strings.Repeat("y", 4096)+`"}`)
-		}, sabakan.Options{MaxBodyBytes: 1024}, "response larger than 1024 bytes", sabakan.ErrQuery, 1},
+		}, sabakan.Options{MaxBodyBytes: 1024}, "answer larger than 1024 bytes (--sabakan-max-bytes)", sabakan.ErrQuery, 1},
+		{"oversized body announced", func(n int32, w http.ResponseWriter) {
+			w.Header().Set("Content-Type", "application/json")
+			w.Header().Set("Content-Length", "4096")
+			_, _ = io.WriteString(w, strings.Repeat(" ", 4096))
+		}, sabakan.Options{MaxBodyBytes: 1024}, "answer larger than 1024 bytes", sabakan.ErrQuery, 1},
+		{"no data", func(n int32, w http.ResponseWriter) {
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = io.WriteString(w, `{"data":{}}`)
+		}, sabakan.Options{}, "data.searchMachines is missing or null (an empty data center is [])", sabakan.ErrQuery, 1},
+		{"null data", func(n int32, w http.ResponseWriter) {
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = io.WriteString(w, `{"data":null}`)
+		}, sabakan.Options{}, "data.searchMachines is missing or null", sabakan.ErrQuery, 1},
+		{"null list", func(n int32, w http.ResponseWriter) {
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = io.WriteString(w, `{"data":{"searchMachines":null}}`)
+		}, sabakan.Options{}, "data.searchMachines is missing or null", sabakan.ErrQuery, 1},
+		{"not a list", func(n int32, w http.ResponseWriter) {
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = io.WriteString(w, `{"data":{"searchMachines":{"spec":{}}}}`)
+		}, sabakan.Options{}, "malformed response", sabakan.ErrQuery, 1},
+		{"a date that does not parse", func(n int32, w http.ResponseWriter) {
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = io.WriteString(w, `{"data":{"searchMachines":[{"spec":{"serial":"a","retireDate":"tomorrow"},"status":{"state":"HEALTHY"}}]}}`)
+		}, sabakan.Options{}, `malformed response: parsing time "tomorrow"`, sabakan.ErrQuery, 1},
+		{"a wrong type", func(n int32, w http.ResponseWriter) {
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = io.WriteString(w, `{"data":{"searchMachines":[{"spec":{"serial":"a","rack":"one"},"status":{"state":"HEALTHY"}}]}}`)
+		}, sabakan.Options{}, "malformed response", sabakan.ErrQuery, 1},
+		{"a serial twice", func(n int32, w http.ResponseWriter) {
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = io.WriteString(w, `{"data":{"searchMachines":[{"spec":{"serial":"cp1"},"status":{"state":"UNREACHABLE"}},{"spec":{"serial":"cp1"},"status":{"state":"HEALTHY"}}]}}`)
+		}, sabakan.Options{}, "spec.serial: cp1 is also machines[0]'s", sabakan.ErrQuery, 1},
+		{"an empty data center", func(n int32, w http.ResponseWriter) {
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = io.WriteString(w, `{"data":{"searchMachines":[]}}`)
+		}, sabakan.Options{}, "", nil, 1},
 		{"not a searchMachines result", func(n int32, w http.ResponseWriter) {
 			w.Header().Set("Content-Type", "application/json")
 			_, _ = io.WriteString(w, `{"data":{"searchMachines":[{"spec":{"serial":"a"},"status":{"state":"ODD"}}]}}`)
@@ -394,5 +431,80 @@ func BenchmarkSearch20000(b *testing.B) {
 		if err != nil || len(ms) != 20000 {
 			b.Fatal(len(ms), err)
 		}
+	}
+}
+
+// A redirect is followed only to the same scheme, host and port, at most
+// MaxRedirects times; a redirect elsewhere fails the query and nothing is
+// sent there.
+func TestRedirects(t *testing.T) {
+	var elsewhere atomic.Int32
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		elsewhere.Add(1)
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"data":{"searchMachines":[]}}`)
+	}))
+	defer other.Close()
+	hops := 0
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case r.URL.Path == "/away":
+			http.Redirect(w, r, other.URL+"/graphql?token=t", http.StatusTemporaryRedirect)
+		case r.URL.Path == "/loop":
+			hops++
+			http.Redirect(w, r, "/loop", http.StatusTemporaryRedirect)
+		case r.URL.Path == "/moved":
+			http.Redirect(w, r, "/graphql", http.StatusPermanentRedirect)
+		default:
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = io.WriteString(w, `{"data":{"searchMachines":[]}}`)
+		}
+	}))
+	defer ts.Close()
+	query := func(path string) error {
+		cl, err := sabakan.NewClient(ts.URL+path, sabakan.Options{Retries: -1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = cl.SearchMachines(context.Background(), sabakan.Variables{})
+		return err
+	}
+	if err := query("/moved"); err != nil {
+		t.Errorf("a redirect to the same host: %v", err)
+	}
+	err := query("/away")
+	host := strings.TrimPrefix(other.URL, "http://")
+	if err == nil || !errors.Is(err, sabakan.ErrQuery) || !strings.Contains(err.Error(), "redirect refused: to http://"+host+", another host") {
+		t.Errorf("a redirect elsewhere: %v, want a QUERY error naming %s", err, host)
+	}
+	if err != nil && strings.Contains(err.Error(), "token") {
+		t.Errorf("the error shows the target's query: %v", err)
+	}
+	if n := elsewhere.Load(); n != 0 {
+		t.Errorf("%d requests reached the other host", n)
+	}
+	if err := query("/loop"); err == nil || !strings.Contains(err.Error(), "more than 3 redirects") {
+		t.Errorf("a redirect loop: %v", err)
+	}
+	if hops != sabakan.MaxRedirects+1 {
+		t.Errorf("%d redirects followed, want %d", hops-1, sabakan.MaxRedirects)
+	}
+}
+
+// The URL's password never shows in an error or in URL().
+func TestURLRedacted(t *testing.T) {
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { http.Error(w, "no", 400) }))
+	defer ts.Close()
+	u := strings.Replace(ts.URL, "http://", "http://admin:s3cret@", 1) + "/graphql"
+	cl, err := sabakan.NewClient(u, sabakan.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = cl.SearchMachines(context.Background(), sabakan.Variables{})
+	if err == nil || strings.Contains(err.Error(), "s3cret") || !strings.Contains(err.Error(), "admin:xxxxx@") {
+		t.Errorf("error %v: want the password masked", err)
+	}
+	if strings.Contains(cl.URL(), "s3cret") {
+		t.Errorf("URL() = %s", cl.URL())
 	}
 }
