@@ -129,9 +129,12 @@ func tlsConfig(opts Options) (*tls.Config, error) {
 	return tc, nil
 }
 
-// URL is the endpoint the client queries, with its secrets (a password,
-// query values) masked: the form to show.
-func (c *Client) URL() string { return redact.URL(c.url) }
+// URL is the endpoint the client queries, as given.
+func (c *Client) URL() string { return c.url }
+
+// Redacted is the endpoint with its secrets (a password, query values)
+// masked: the form to show.
+func (c *Client) Redacted() string { return redact.URL(c.url) }
 
 // SearchMachines runs ckeSearch with the user's variables.
 func (c *Client) SearchMachines(ctx context.Context, v Variables) ([]machine.Machine, error) {
@@ -141,17 +144,17 @@ func (c *Client) SearchMachines(ctx context.Context, v Variables) ([]machine.Mac
 	}
 	// An answer without the list is not an empty data center: only [] is.
 	if resp == nil || resp.SearchMachines == nil {
-		return nil, &classified{ErrQuery, fmt.Sprintf("sabakan at %s: malformed response: data.searchMachines is missing or null (an empty data center is [])", c.URL())}
+		return nil, &classified{ErrQuery, fmt.Sprintf("sabakan at %s: malformed response: data.searchMachines is missing or null (an empty data center is [])", c.Redacted())}
 	}
 	ms := make([]machine.Machine, 0, len(resp.SearchMachines))
 	for i, m := range resp.SearchMachines {
 		if m == nil {
-			return nil, &classified{ErrQuery, fmt.Sprintf("sabakan at %s: malformed response: searchMachines[%d] is null", c.URL(), i)}
+			return nil, &classified{ErrQuery, fmt.Sprintf("sabakan at %s: malformed response: searchMachines[%d] is null", c.Redacted(), i)}
 		}
 		ms = append(ms, *m)
 	}
 	if err := machine.Validate(ms); err != nil {
-		return nil, &classified{ErrQuery, fmt.Sprintf("sabakan at %s: malformed response: %v", c.URL(), err)}
+		return nil, &classified{ErrQuery, fmt.Sprintf("sabakan at %s: malformed response: %v", c.Redacted(), err)}
 	}
 	return ms, nil
 }
@@ -197,7 +200,7 @@ func (e *classified) Unwrap() error { return e.kind }
 // classify turns what the transport and genqlient return into one of the
 // documented errors.
 func (c *Client) classify(ctx context.Context, err error) error {
-	prefix := "sabakan at " + c.URL() + ": "
+	prefix := "sabakan at " + c.Redacted() + ": "
 	var hs *httpStatusError
 	var gl gqlerror.List
 	var he *graphql.HTTPError

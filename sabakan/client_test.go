@@ -504,7 +504,7 @@ func TestURLRedacted(t *testing.T) {
 	if err == nil || strings.Contains(err.Error(), "s3cret") || !strings.Contains(err.Error(), "admin:xxxxx@") {
 		t.Errorf("error %v: want the password masked", err)
 	}
-	if strings.Contains(cl.URL(), "s3cret") {
-		t.Errorf("URL() = %s", cl.URL())
+	if strings.Contains(cl.Redacted(), "s3cret") || cl.URL() != u {
+		t.Errorf("Redacted() = %s, URL() = %s", cl.Redacted(), cl.URL())
 	}
 }
