@@ -20,6 +20,7 @@ import (
 	"github.com/ckegen/ckegen/labels"
 	"github.com/ckegen/ckegen/machine"
 	"github.com/ckegen/ckegen/metricprovider"
+	"github.com/ckegen/ckegen/planreport"
 	"github.com/ckegen/ckegen/policy"
 	"github.com/ckegen/ckegen/template"
 )
@@ -54,6 +55,14 @@ cluster from the template when Update has nothing to do (Regenerate).
 
 Exit status 0 with the cluster on stdout; 0 with "nothing to do" on stderr and
 nothing on stdout; 1 with the error on stderr and nothing on stdout.
+
+--explain writes the decision to stderr. The constraints choose the model of
+the workers: in the rate model (minimum-workers-rate) --explain text ends with
+"model: rate, workers 80.0% ((9 workers - 1) / 10 machines),
+minimum-workers-rate 80%", the figure of the cluster this run leaves (the
+current one when nothing is done), machines counting the machines file after
+sanitizing; --explain json has "model" ("count" or "rate") and, in the rate
+model, "rate": {"workers", "machines", "percent", "minimumWorkersRate"}.
 
 With --plan it prints instead every step the daemon would make until there is
 nothing left to do, as ckecli sabakan plan does (-o text, json or yaml; text
@@ -93,10 +102,16 @@ by default), and exits 0 whatever the plan's result.`,
 // {"action", "address", "serial", "score", "reason"}, score being the total
 // or null.
 type explanation struct {
-	Op       string             `json:"op"`
-	Changes  []generator.Change `json:"changes"`
-	Warnings []string           `json:"warnings"`
-	Error    string             `json:"error,omitempty"`
+	Op string `json:"op"`
+	// Model is the model of the workers (count or rate), and Rate, in the
+	// rate model, the figure of the cluster this run leaves (the new one,
+	// or the current one when nothing is done or on error); both are left
+	// out when the input could not be read, Rate when there is no cluster.
+	Model    string                `json:"model,omitempty"`
+	Rate     *generator.WorkerRate `json:"rate,omitempty"`
+	Changes  []generator.Change    `json:"changes"`
+	Warnings []string              `json:"warnings"`
+	Error    string                `json:"error,omitempty"`
 }
 
 // opNothingToDo is the op --explain reports when no rule applies.
@@ -118,6 +133,7 @@ func (o *generateOptions) run(stdout, stderr io.Writer) error {
 	}
 
 	in, warnings, err := o.load()
+	loaded := err == nil
 	var res *generator.Result
 	if err == nil {
 		res, err = generator.Tick(in, o.templateChanged)
@@ -130,10 +146,24 @@ func (o *generateOptions) run(stdout, stderr io.Writer) error {
 		out, err = marshalCluster(res.Cluster, o.output)
 	}
 	nothing := errors.Is(err, generator.ErrNothingToDo)
+	// The model in force and, in the rate model, the figure of the
+	// cluster this run leaves, counted on the machines the generator saw.
+	var model string
+	var rate *generator.WorkerRate
+	if loaded {
+		model = in.Constraints.Model()
+		left := in.Current
+		if err == nil {
+			left = res.Cluster
+		}
+		if left != nil {
+			rate = generator.RateOf(left, len(in.Machines), in.Constraints)
+		}
+	}
 
 	switch o.explain {
 	case "json":
-		e := explanation{Changes: []generator.Change{}, Warnings: warnings}
+		e := explanation{Model: model, Rate: rate, Changes: []generator.Change{}, Warnings: warnings}
 		if e.Warnings == nil {
 			e.Warnings = []string{}
 		}
@@ -155,7 +185,7 @@ func (o *generateOptions) run(stdout, stderr io.Writer) error {
 			return errReported
 		}
 	case "text":
-		writeTextExplanation(stderr, res, warnings, err)
+		writeTextExplanation(stderr, res, warnings, err, planreport.ModelLine(model, rate))
 	default:
 		for _, w := range warnings {
 			fmt.Fprintf(stderr, "warning: %s\n", w)
@@ -174,7 +204,10 @@ func (o *generateOptions) run(stdout, stderr io.Writer) error {
 	return err
 }
 
-func writeTextExplanation(w io.Writer, res *generator.Result, warnings []string, err error) {
+// writeTextExplanation writes the warnings, then the operation and its
+// changes (or nothing to do), then modelLine when it is not "" (the rate
+// model's figure; see planreport.ModelLine).
+func writeTextExplanation(w io.Writer, res *generator.Result, warnings []string, err error, modelLine string) {
 	var b bytes.Buffer
 	for _, wr := range warnings {
 		fmt.Fprintf(&b, "warning: %s\n", wr)
@@ -193,6 +226,10 @@ func writeTextExplanation(w io.Writer, res *generator.Result, warnings []string,
 			}
 			fmt.Fprintf(&b, "- %s %s (serial %s): %s\n", c.Action, c.Address, serial, c.Reason)
 		}
+	}
+	if modelLine != "" {
+		b.WriteString(modelLine)
+		b.WriteByte('\n')
 	}
 	_, _ = w.Write(b.Bytes())
 }

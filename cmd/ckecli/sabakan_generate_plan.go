@@ -39,5 +39,7 @@ func (o *generateOptions) runPlan(cmd *cobra.Command) error {
 	for _, w := range warnings {
 		fmt.Fprintf(cmd.ErrOrStderr(), "warning: %s\n", w)
 	}
-	return planreport.Write(cmd.OutOrStdout(), planreport.New(p), o.output)
+	d := planreport.New(p)
+	d.SetModel(in.Constraints, len(in.Machines))
+	return planreport.Write(cmd.OutOrStdout(), d, o.output)
 }

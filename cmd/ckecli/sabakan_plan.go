@@ -175,7 +175,9 @@ func (o *planOptions) plan(e *env, w snapshot.WhatIf, stdout, stderr io.Writer) 
 	for _, n := range notes {
 		fmt.Fprintf(stderr, "note: %s\n", n)
 	}
-	return planreport.Write(stdout, planreport.New(p), o.output)
+	d := planreport.New(p)
+	d.SetModel(in.Input.Constraints, len(in.Input.Machines))
+	return planreport.Write(stdout, d, o.output)
 }
 
 // dryRun is --dry-run of a setting command: print the plan with the new
