@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -203,5 +204,41 @@ service_subnet: 10.68.0.0/16
 	mapText, _, _ = f.run("sabakan", "map", "--color", "never", "--width", "200")
 	if want := fmt.Sprintf("\nmodel: rate, workers %.1f%% ((4 workers - 1) / %d machines), minimum-workers-rate 80%%\n", wantMap.Percent, machines); !strings.Contains(mapText, want) {
 		t.Errorf("map text after the switch:\n%s\nwant %q", mapText, want)
+	}
+}
+
+// TestRateModelExample: the bundled rate-model example (template without
+// weights, constraints-rate.json) generates, with no warning, a cluster of
+// 3 control planes and every other HEALTHY machine of the three roles as a
+// worker, and says the model and the rate.
+func TestRateModelExample(t *testing.T) {
+	out, errOut, code := runCLI(t, "sabakan", "generate", "--template", "../../examples/template-rate.yml",
+		"--machines", "../../examples/machines.json", "--constraints", "../../examples/constraints-rate.json",
+		"--now", "2026-01-02T00:00:00Z", "--explain", "text")
+	if code != 0 || strings.Contains(errOut, "warning:") {
+		t.Fatalf("exit %d, stderr:\n%s", code, errOut)
+	}
+	data, err := os.ReadFile("../../examples/machines.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ms, err := machine.Parse(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	healthy := 0
+	for _, m := range ms {
+		if m.Status.State == machine.StateHealthy && m.Spec.Role != "boot" {
+			healthy++
+		}
+	}
+	workers := strings.Count(out, "control_plane: false")
+	if cps := strings.Count(out, "control_plane: true"); cps != 3 || workers != healthy-3 {
+		t.Errorf("%d control planes and %d workers, want 3 and every other HEALTHY machine (%d)", cps, workers, healthy-3)
+	}
+	lines := strings.Split(strings.TrimSuffix(errOut, "\n"), "\n")
+	want := fmt.Sprintf("model: rate, workers %.1f%% ((%d workers - 1) / %d machines), minimum-workers-rate 80%%", constraints.Rate(workers, len(ms)), workers, len(ms))
+	if last := lines[len(lines)-1]; last != want {
+		t.Errorf("last line of the explanation %q, want %q", last, want)
 	}
 }
