@@ -317,8 +317,27 @@ type Status struct {
 	// that read the policy left the cluster (SPEC 12.4); nil without a
 	// policy.
 	Placements []PlacementStatus `json:"placements,omitempty"`
+	// Model is the constraints model in force at the tick
+	// (constraints.CountModel or constraints.RateModel, SPEC 16); "" when
+	// the tick did not get to read valid constraints.
+	Model string `json:"model,omitempty"`
+	// ConstraintsSource says where the constraints came from:
+	// ConstraintsStored (the constraints key) or ConstraintsDefault (no
+	// key stored: the count model's defaults); "" with Model.
+	ConstraintsSource string `json:"constraintsSource,omitempty"`
+	// WorkerRate is, in the rate model, the worker rate of the cluster as
+	// the last tick that queried sabakan left it, against the
+	// minimum-workers-rate in force; nil in the count model, or before
+	// sabakan answered.
+	WorkerRate *generator.WorkerRate `json:"workerRate,omitempty"`
 	ChangeStatus
 }
+
+// Where a tick's constraints came from (Status.ConstraintsSource).
+const (
+	ConstraintsStored  = "stored"
+	ConstraintsDefault = "default"
+)
 
 // PlacementStatus is one placement of the policy: the group of its last
 // pick and its nodes by group.
@@ -593,6 +612,13 @@ func (s *Snapshot) Constraints() (constraints.Constraints, error) {
 		return constraints.Default(), nil
 	}
 	return parseConstraints(data)
+}
+
+// ConstraintsStored reports whether a constraints key is stored (else
+// Constraints returns the defaults).
+func (s *Snapshot) ConstraintsStored() bool {
+	_, ok := s.values[KeyConstraints]
+	return ok
 }
 
 // Cluster is the current cluster and the mod revision of its key.

@@ -384,6 +384,9 @@ func TestSnapshot(t *testing.T) {
 	if c, err := empty.Constraints(); c != constraints.Default() || err != nil {
 		t.Errorf("constraints of an empty etcd: %+v %v", c, err)
 	}
+	if empty.ConstraintsStored() {
+		t.Error("ConstraintsStored = true in an empty etcd")
+	}
 	if d, err := empty.Disabled(); d || err != nil {
 		t.Errorf("disabled of an empty etcd: %v %v", d, err)
 	}
@@ -437,6 +440,9 @@ func TestSnapshot(t *testing.T) {
 	}
 	if got, _ := snap.Constraints(); got != c {
 		t.Errorf("Constraints = %+v", got)
+	}
+	if !snap.ConstraintsStored() {
+		t.Error("ConstraintsStored = false with constraints stored")
 	}
 	if cl, rev, err := snap.Cluster(); err != nil || cl.Name != "t" || rev != wrote {
 		t.Errorf("Cluster = %+v at %d (%v), want t at %d", cl, rev, err, wrote)
