@@ -188,6 +188,7 @@ func (d *Daemon) setLeading(leading bool) {
 		d.metrics.inventory.clear()
 		d.metrics.change.clear()
 		d.metrics.placements.clear()
+		d.metrics.model.clear()
 	}
 }
 
@@ -321,6 +322,7 @@ func (d *Daemon) runOnce(ctx context.Context, leaderKey string) error {
 	d.metrics.inventory.observe(now, out, err)
 	d.metrics.change.observe(st, out)
 	d.metrics.placements.observe(st)
+	d.metrics.model.observe(st)
 	d.mu.Lock()
 	d.status = st
 	d.mu.Unlock()
@@ -357,6 +359,7 @@ func nextStatus(prev storage.Status, now time.Time, leader string, out *outcome,
 		st.Kubernetes = out.kube
 	}
 	placementsStatus(&st, prev, out)
+	modelStatus(&st, prev, out)
 	changeStatus(&st, prev, out, err)
 	st.Since = now
 	if prev.Result == st.Result && prev.Reason == st.Reason && !prev.Since.IsZero() {
@@ -375,6 +378,30 @@ func placementsStatus(st *storage.Status, prev storage.Status, out *outcome) {
 		st.Placements = out.placements
 	default:
 		st.Placements = prev.Placements
+	}
+}
+
+// modelStatus completes a tick's status with the constraints model in
+// force and, in the rate model, the worker rate of the cluster as the
+// tick leaves it (SPEC 16), counting the machines the tick gave the
+// generator, as rule 7 does. A tick that did not get to query sabakan
+// keeps the last rate, against the minimum-workers-rate now in force; one
+// that did not read valid constraints (or a disabled integration) says
+// nothing of either.
+func modelStatus(st *storage.Status, prev storage.Status, out *outcome) {
+	if out == nil || out.disabled || out.constraints == nil {
+		return
+	}
+	c := *out.constraints
+	st.Model, st.ConstraintsSource = c.Model(), out.constraintsSource
+	switch {
+	case !c.RateModel():
+	case out.machines != nil:
+		st.WorkerRate = generator.RateOf(out.cluster(), len(out.machines), c)
+	case prev.WorkerRate != nil:
+		r := *prev.WorkerRate
+		r.Minimum = *c.MinimumWorkersRate
+		st.WorkerRate = &r
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/ckegen/ckegen/constraints"
 	"github.com/ckegen/ckegen/labels"
 	"github.com/ckegen/ckegen/machine"
 	"github.com/ckegen/ckegen/storage"
@@ -24,6 +25,7 @@ type metrics struct {
 	inventory       *inventory
 	change          *changeMetrics
 	placements      *placementMetrics
+	model           *modelMetrics
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -50,8 +52,9 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		inventory:  newInventory(),
 		change:     newChangeMetrics(),
 		placements: newPlacementMetrics(),
+		model:      newModelMetrics(),
 	}
-	reg.MustRegister(m.leader, m.tickDuration, m.queryDuration, m.metricsDuration, m.inventory, m.change, m.placements)
+	reg.MustRegister(m.leader, m.tickDuration, m.queryDuration, m.metricsDuration, m.inventory, m.change, m.placements, m.model)
 	return m
 }
 
@@ -236,4 +239,68 @@ func (m *placementMetrics) clear() {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.last = nil
+}
+
+// modelMetrics export the constraints model in force and, in the rate
+// model, the worker rate against minimum-workers-rate (SPEC 16), as the
+// status has them: on the leader, while the integration is enabled and
+// the last tick read valid constraints.
+type modelMetrics struct {
+	model, rate, minimum *prometheus.Desc
+
+	mu   sync.Mutex
+	last storage.Status
+}
+
+func newModelMetrics() *modelMetrics {
+	return &modelMetrics{
+		model: prometheus.NewDesc("ckegen_constraints_model",
+			`1 for the constraints model in force, 0 for the other: "count" (minimum-workers, maximum-workers) or "rate" (minimum-workers-rate, CKE v1.35).`,
+			[]string{"model"}, nil),
+		rate: prometheus.NewDesc("ckegen_worker_rate_percent",
+			"In the rate model, (workers - 1) / machines * 100 of the cluster as the last tick left it: a RETIRED worker may leave while it is at least ckegen_minimum_workers_rate_percent.", nil, nil),
+		minimum: prometheus.NewDesc("ckegen_minimum_workers_rate_percent",
+			"In the rate model, the minimum-workers-rate constraint in force.", nil, nil),
+	}
+}
+
+// Describe implements prometheus.Collector.
+func (m *modelMetrics) Describe(ch chan<- *prometheus.Desc) {
+	ch <- m.model
+	ch <- m.rate
+	ch <- m.minimum
+}
+
+// Collect implements prometheus.Collector.
+func (m *modelMetrics) Collect(ch chan<- prometheus.Metric) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.last.Model == "" {
+		return
+	}
+	for _, model := range []string{constraints.CountModel, constraints.RateModel} {
+		v := 0.0
+		if model == m.last.Model {
+			v = 1
+		}
+		ch <- prometheus.MustNewConstMetric(m.model, prometheus.GaugeValue, v, model)
+	}
+	if r := m.last.WorkerRate; r != nil {
+		ch <- prometheus.MustNewConstMetric(m.rate, prometheus.GaugeValue, r.Percent)
+		ch <- prometheus.MustNewConstMetric(m.minimum, prometheus.GaugeValue, float64(r.Minimum))
+	}
+}
+
+// observe records a tick's status.
+func (m *modelMetrics) observe(st storage.Status) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.last = storage.Status{Model: st.Model, WorkerRate: st.WorkerRate}
+}
+
+// clear stops the export, as when leadership ends.
+func (m *modelMetrics) clear() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.last = storage.Status{}
 }

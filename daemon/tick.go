@@ -75,11 +75,14 @@ type settings struct {
 	url         string
 	vars        sabakan.Variables
 	constraints constraints.Constraints
-	current     *cluster.Cluster // nil: no cluster yet
-	clusterRev  int64            // mod revision of cluster, for the guarded write
-	builtFrom   int64            // cluster-revision: the template revision current was built from
-	rebooting   map[string]bool
-	policy      *policy.Policy // nil: no placement policy
+	// constraintsStored: a constraints key is stored (else constraints
+	// are the count model's defaults).
+	constraintsStored bool
+	current           *cluster.Cluster // nil: no cluster yet
+	clusterRev        int64            // mod revision of cluster, for the guarded write
+	builtFrom         int64            // cluster-revision: the template revision current was built from
+	rebooting         map[string]bool
+	policy            *policy.Policy // nil: no placement policy
 	changeSettings
 }
 
@@ -98,6 +101,11 @@ type outcome struct {
 	// without a policy).
 	placed     bool
 	placements []storage.PlacementStatus
+	// constraints are the tick's valid constraints, and where they came
+	// from (storage.ConstraintsStored or ConstraintsDefault); nil when the
+	// tick did not get to read them.
+	constraints       *constraints.Constraints
+	constraintsSource string
 	changeOutcome
 }
 
@@ -121,7 +129,11 @@ func (d *Daemon) tick(ctx context.Context, leaderKey string) (*outcome, error) {
 	if s.disabled {
 		return &outcome{disabled: true}, nil
 	}
-	out := &outcome{current: s.current, warnings: s.constraints.Warnings()}
+	out := &outcome{current: s.current, warnings: s.constraints.Warnings(),
+		constraints: &s.constraints, constraintsSource: storage.ConstraintsDefault}
+	if s.constraintsStored {
+		out.constraintsSource = storage.ConstraintsStored
+	}
 	if d.cfg.Nodes != nil {
 		out.kube = &storage.KubernetesStatus{}
 	}
@@ -208,6 +220,7 @@ func (d *Daemon) readSettings(ctx context.Context, leaderKey string) (*settings,
 	if err := s.constraints.Validate(); err != nil {
 		return nil, fail(ReasonInvalidConstraints, err)
 	}
+	s.constraintsStored = snap.ConstraintsStored()
 
 	if s.current, s.clusterRev, err = d.loadCluster(snap); err != nil {
 		return nil, err

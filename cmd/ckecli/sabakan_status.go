@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 	"sigs.k8s.io/yaml"
 
+	"github.com/ckegen/ckegen/constraints"
 	"github.com/ckegen/ckegen/generator"
 	"github.com/ckegen/ckegen/planreport"
 	"github.com/ckegen/ckegen/storage"
@@ -109,6 +110,9 @@ func statusTable(w io.Writer, s storage.Status) error {
 	fmt.Fprintf(tw, "FAILURES\t%d\n", s.ConsecutiveFailures)
 	fmt.Fprintf(tw, "LAST SUCCESS\t%s\n", ts(s.LastSuccess))
 	fmt.Fprintf(tw, "LEADER\t%s\n", s.Leader)
+	if m := modelLine(s); m != "" {
+		fmt.Fprintf(tw, "MODEL\t%s\n", m)
+	}
 	if k := s.Kubernetes; k != nil {
 		if k.Read {
 			fmt.Fprintf(tw, "KUBERNETES\tread: %d nodes, %d with intolerable taints\n", k.Nodes, k.Intolerable)
@@ -130,6 +134,28 @@ func statusTable(w io.Writer, s storage.Status) error {
 		return err
 	}
 	return placementsTable(w, s.Placements)
+}
+
+// modelLine says which constraints model the last tick used and, in the
+// rate model, the worker rate that decides whether a RETIRED worker may
+// leave (SPEC 16); "" when the tick did not read valid constraints.
+func modelLine(s storage.Status) string {
+	switch {
+	case s.Model == "":
+		return ""
+	case s.Model != constraints.RateModel && s.ConstraintsSource == storage.ConstraintsDefault:
+		return s.Model + " (defaults: no constraints stored)"
+	case s.Model != constraints.RateModel:
+		return s.Model
+	case s.WorkerRate == nil:
+		return s.Model + " (worker rate not known: sabakan has not answered yet)"
+	}
+	r := s.WorkerRate
+	verdict := "a RETIRED worker past the retire wait may leave"
+	if !r.CanRemove() {
+		verdict = "RETIRED workers stay"
+	}
+	return fmt.Sprintf("%s, workers %s: %s", s.Model, r, verdict)
 }
 
 // placementsTable shows each placement of the policy: the group of its

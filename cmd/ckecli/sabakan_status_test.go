@@ -62,3 +62,47 @@ func TestStatusTablePlacements(t *testing.T) {
 		t.Errorf("a status without placements shows them:\n%s", b.String())
 	}
 }
+
+// TestStatusTableModel: the status says which constraints model the last
+// tick used, that the count model's defaults are in force when no
+// constraints are stored, and in the rate model the worker rate against
+// minimum-workers-rate with what it means for a RETIRED worker; nothing
+// when the tick read no valid constraints.
+func TestStatusTableModel(t *testing.T) {
+	rate := func(workers, machines, minimum int) *generator.WorkerRate {
+		return &generator.WorkerRate{Workers: workers, Machines: machines, Percent: float64(workers-1) / float64(machines) * 100, Minimum: minimum}
+	}
+	for _, c := range []struct {
+		name string
+		st   storage.Status
+		want string
+	}{
+		{"no constraints read", storage.Status{}, ""},
+		{"defaults", storage.Status{Model: "count", ConstraintsSource: storage.ConstraintsDefault},
+			"MODEL         count (defaults: no constraints stored)\n"},
+		{"count", storage.Status{Model: "count", ConstraintsSource: storage.ConstraintsStored}, "MODEL         count\n"},
+		{"rate, may leave", storage.Status{Model: "rate", ConstraintsSource: storage.ConstraintsStored, WorkerRate: rate(9, 10, 80)},
+			"MODEL         rate, workers 80.0% ((9 workers - 1) / 10 machines), minimum-workers-rate 80%: a RETIRED worker past the retire wait may leave\n"},
+		{"rate, stays", storage.Status{Model: "rate", ConstraintsSource: storage.ConstraintsStored, WorkerRate: rate(9, 10, 81)},
+			"MODEL         rate, workers 80.0% ((9 workers - 1) / 10 machines), minimum-workers-rate 81%: RETIRED workers stay\n"},
+		{"rate, not known", storage.Status{Model: "rate", ConstraintsSource: storage.ConstraintsStored},
+			"MODEL         rate (worker rate not known: sabakan has not answered yet)\n"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			c.st.Result, c.st.Leader = "ok", "h"
+			var b strings.Builder
+			if err := statusTable(&b, c.st); err != nil {
+				t.Fatal(err)
+			}
+			got := ""
+			for _, l := range strings.SplitAfter(b.String(), "\n") {
+				if strings.HasPrefix(l, "MODEL") {
+					got += l
+				}
+			}
+			if got != c.want {
+				t.Errorf("%q, want %q in\n%s", got, c.want, b.String())
+			}
+		})
+	}
+}
