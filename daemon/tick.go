@@ -465,9 +465,8 @@ func (d *Daemon) write(ctx context.Context, leaderKey string, s *settings, res *
 	if err != nil {
 		return 0, fail(ReasonGenerationError, err)
 	}
-	if len(data) > d.cfg.MaxClusterBytes {
-		return 0, fail(ReasonClusterTooLarge, fmt.Errorf("the cluster is %d bytes of JSON, over etcd's request size limit of %d bytes (raise etcd's --max-request-bytes and --max-cluster-bytes together)",
-			len(data), d.cfg.MaxClusterBytes))
+	if size := len(data) + d.writeOverhead(leaderKey); size > d.cfg.MaxClusterBytes {
+		return 0, fail(ReasonClusterTooLarge, tooLarge(len(data), size, len(res.Cluster.Nodes), d.cfg.MaxClusterBytes, s.constraints))
 	}
 	rev, err := d.cfg.Storage.PutCluster(ctx, leaderKey, data, s.clusterRev, s.templateRev)
 	switch {
@@ -479,6 +478,46 @@ func (d *Daemon) write(ctx context.Context, leaderKey string, s *settings, res *
 		return 0, fail(ReasonEtcdError, err)
 	}
 	return rev, nil
+}
+
+// requestFraming bounds what etcd counts in a request besides its keys and
+// values: the transaction's framing and the request header (about 100
+// bytes measured with etcd 3.6).
+const requestFraming = 256
+
+// writeOverhead is what the cluster write's etcd request holds besides the
+// cluster: the leader key (compared, and read when refused), the cluster
+// key (compared and put), cluster-revision and its value, and the
+// framing. etcd refuses a request over its --max-request-bytes as a whole,
+// so a cluster only this much below the limit would fail in etcd.
+func (d *Daemon) writeOverhead(leaderKey string) int {
+	st := d.cfg.Storage
+	return 2*len(leaderKey) + 2*len(st.Key(storage.KeyCluster)) + len(st.Key(storage.KeyClusterRevision)) + 20 + requestFraming
+}
+
+// tooLarge is the error of a cluster of data bytes of JSON and nodes
+// nodes whose write request (size bytes) is over the limit: how many
+// nodes of this size fit, the flags to raise, and what else makes the
+// cluster smaller in the model in force.
+func tooLarge(data, size, nodes, limit int, c constraints.Constraints) error {
+	perNode := float64(data) / float64(max(nodes, 1))
+	fit := int(float64(limit-(size-data)) / perNode)
+	smaller := "or ask for fewer workers (ckecli constraints set minimum-workers N)"
+	if c.RateModel() {
+		smaller = "or, as the rate model (minimum-workers-rate) makes every HEALTHY machine a worker template accepts a node, " +
+			"query fewer machines (ckecli sabakan set-variables)"
+	}
+	return fmt.Errorf("the cluster is %d bytes of JSON for %d nodes (%.0f bytes a node), and its write %d bytes, over etcd's request size limit of %s: "+
+		"about %d nodes fit, this cluster has %d; raise etcd's --max-request-bytes and cke's --max-cluster-bytes together to at least %d bytes, %s",
+		data, nodes, perNode, size, byteSize(limit), fit, nodes, size, smaller)
+}
+
+// byteSize is n bytes, and in MiB too when that says more.
+func byteSize(n int) string {
+	if n < 64<<10 {
+		return fmt.Sprintf("%d bytes", n)
+	}
+	return fmt.Sprintf("%d bytes (%.3g MiB)", n, float64(n)/(1<<20))
 }
 
 // record adds the written change to the history. The cluster is written
