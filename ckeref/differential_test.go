@@ -121,7 +121,7 @@ func runWorld(t *testing.T, seed uint64, ticks int, st *stats) bool {
 		if len(classes) == 0 {
 			st.same++
 		}
-		for _, c := range classes {
+		for _, c := range slices.Compact(slices.Sorted(slices.Values(classes))) {
 			st.classes[c]++
 		}
 		op := tk.genKind()
@@ -370,6 +370,15 @@ func (tk *tick) compare() ([]string, error) {
 		if err := tk.ckeSetsFromCluster(); err != nil {
 			return nil, err
 		}
+		// What the empty-role case reads from CKE's log must be what
+		// CKE's cluster is.
+		cps, ws := tk.ckeCPs, tk.ckeWs
+		if err := tk.membershipFromLog(); err != nil {
+			return nil, err
+		}
+		if !maps.Equal(cps, tk.ckeCPs) || !maps.Equal(ws, tk.ckeWs) {
+			return nil, fmt.Errorf("CKE's log says CPs %v workers %v, its cluster CPs %v workers %v", tk.ckeCPs.sorted(), tk.ckeWs.sorted(), cps.sorted(), ws.sorted())
+		}
 		return tk.compareClusters()
 	case gk == "cluster" && ck == "error" && tk.cke.err.Error() == "no healthy machine is available":
 		if tk.gen.Op == generator.OpIncreaseWorker {
@@ -432,7 +441,7 @@ const (
 	classRule2Starves   = "CKEGEN DEFECT (reported): rule 2 removes the workers fill needed to promote to control planes, then fill fails, every tick; CKE promotes them"
 	classWrittenBack    = "rule 2: a worker of a role no template takes (kept by the typo guard, or left while an earlier rule applies) is written back as it was; CKE renders it with its only worker template"
 	classStallFail      = "every HEALTHY machine used: CKE's chooseWorkerTmpl picks a template with no unused machine, and its fill fails (errNotAvailable)"
-	classSingleRoleTmpl = "rule 2: a single worker template with a role: CKE renders a worker of another role with it"
+	classSingleRoleTmpl = "rule 4: a control plane of a role no worker template takes: ckegen removes it; CKE demotes it and renders it with its only worker template"
 )
 
 // typoGuardKeeps reports whether rule 2's typo guard holds (a worker
@@ -610,27 +619,8 @@ func (tk *tick) ckePanic() ([]string, error) {
 // current one with its changes applied, and its nodes are what its
 // MachineToNode renders.
 func (tk *tick) emptyRoleRefused() ([]string, error) {
-	chs, err := parseCKEChanges(tk.cke.changes)
-	if err != nil {
+	if err := tk.membershipFromLog(); err != nil {
 		return nil, err
-	}
-	tk.ckeCPs, tk.ckeWs = maps.Clone(tk.curCPs), maps.Clone(tk.curWs)
-	for _, c := range chs {
-		switch c.action {
-		case "add-cp":
-			tk.ckeCPs[c.address] = true
-		case "add-worker":
-			tk.ckeWs[c.address] = true
-		case "promote":
-			delete(tk.ckeWs, c.address)
-			tk.ckeCPs[c.address] = true
-		case "demote":
-			delete(tk.ckeCPs, c.address)
-			tk.ckeWs[c.address] = true
-		case "remove":
-			delete(tk.ckeCPs, c.address)
-			delete(tk.ckeWs, c.address)
-		}
 	}
 	tk.ckeNodes = map[string]*cke.Node{}
 	emptyRole := false
@@ -653,6 +643,34 @@ func (tk *tick) emptyRoleRefused() ([]string, error) {
 		return nil, fmt.Errorf("result: ckegen %s, CKE decided %q (its cluster fails its validation: %v)", tk.genResultText(), tk.cke.op, tk.cke.err)
 	}
 	return []string{classEmptyRole}, nil
+}
+
+// membershipFromLog sets CKE's next membership from its log record: the
+// current one with CKE's changes applied.
+func (tk *tick) membershipFromLog() error {
+	chs, err := parseCKEChanges(tk.cke.changes)
+	if err != nil {
+		return err
+	}
+	tk.ckeCPs, tk.ckeWs = maps.Clone(tk.curCPs), maps.Clone(tk.curWs)
+	for _, c := range chs {
+		switch c.action {
+		case "add-cp":
+			tk.ckeCPs[c.address] = true
+		case "add-worker":
+			tk.ckeWs[c.address] = true
+		case "promote":
+			delete(tk.ckeWs, c.address)
+			tk.ckeCPs[c.address] = true
+		case "demote":
+			delete(tk.ckeCPs, c.address)
+			tk.ckeWs[c.address] = true
+		case "remove":
+			delete(tk.ckeCPs, c.address)
+			delete(tk.ckeWs, c.address)
+		}
+	}
+	return nil
 }
 
 func (tk *tick) ckeMachine(addr string) *ckesabakan.Machine {

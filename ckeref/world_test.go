@@ -248,6 +248,18 @@ func (w *world) event() {
 			m.Status.Duration = float64(rng.IntN(30))
 		}
 	}
+	if rng.IntN(6) == 0 {
+		// A RETIRED machine exactly at the retire wait (not past it).
+		var retired []int
+		for i := range w.machines {
+			if w.machines[i].Status.State == machine.StateRetired {
+				retired = append(retired, i)
+			}
+		}
+		if len(retired) > 0 {
+			w.machines[retired[rng.IntN(len(retired))]].Status.Duration = 300
+		}
+	}
 	if rng.IntN(8) == 0 {
 		st := machine.StateHealthy
 		if rng.IntN(4) == 0 {
