@@ -106,15 +106,26 @@ func (s *state) removeUnmatchedRoleWorkers() (bool, error) {
 	if !s.tmpl.WorkersHaveRoles() || s.unknownTemplateRole {
 		return false, nil
 	}
+	isUnmatched := func(mb *member) bool {
+		return !mb.controlPlane && !mb.rebooting && mb.machine != nil && s.workerTemplate(mb.machine) == nil
+	}
+	found := false
+	s.live(func(mb *member) { found = found || isUnmatched(mb) })
+	if !found {
+		return false, nil
+	}
+	// Control planes first: when the cluster is short of them, the workers
+	// about to leave may be the only machines of the control plane's role,
+	// and once removed, this tick's fill could not bring them back.
+	if err := s.fillControlPlanes(); err != nil {
+		return false, err
+	}
 	var unmatched []*member
 	s.live(func(mb *member) {
-		if !mb.controlPlane && !mb.rebooting && mb.machine != nil && s.workerTemplate(mb.machine) == nil {
+		if isUnmatched(mb) {
 			unmatched = append(unmatched, mb)
 		}
 	})
-	if len(unmatched) == 0 {
-		return false, nil
-	}
 	for _, mb := range unmatched {
 		sc := s.removalScoreOf(mb)
 		s.remove(mb)
@@ -376,6 +387,15 @@ func (s *state) taintNodes() (bool, error) {
 // no machine is left and workers exceed minimum-workers), then workers up to
 // minimum-workers. It fails when the constraints cannot be met.
 func (s *state) fill() error {
+	if err := s.fillControlPlanes(); err != nil {
+		return err
+	}
+	return s.fillWorkers()
+}
+
+// fillControlPlanes is fill's first half: control planes up to
+// control-plane-count.
+func (s *state) fillControlPlanes() error {
 	if s.cpCount < s.limits.controlPlaneCount {
 		p := s.cpPool()
 		for s.cpCount < s.limits.controlPlaneCount {
@@ -397,6 +417,12 @@ func (s *state) fill() error {
 				s.cpCount-1, s.limits.controlPlaneCount))
 		}
 	}
+	return nil
+}
+
+// fillWorkers is fill's second half: workers up to minimum-workers, or in
+// the rate model every HEALTHY machine a worker template accepts.
+func (s *state) fillWorkers() error {
 	if s.limits.rate {
 		if s.anyWorkerCandidate() {
 			ws := s.workerPools()
