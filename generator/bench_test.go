@@ -45,9 +45,9 @@ func BenchmarkGenerate(b *testing.B) {
 		for _, n := range sizes {
 			b.Run(fmt.Sprintf("model=%s/machines=%d", model, n), func(b *testing.B) {
 				in := benchWorldIn(b, n, model == constraints.RateModel)
-			b.ReportAllocs()
-			b.ResetTimer()
-			for b.Loop() {
+				b.ReportAllocs()
+				b.ResetTimer()
+				for b.Loop() {
 					if _, err := Generate(in); err != nil {
 						b.Fatal(err)
 					}
