@@ -60,10 +60,10 @@ func TestEtcdCommands(t *testing.T) {
 		stderr     string
 		key, value string // etcd key and its value after the step
 	}{
-		{args: []string{"sabakan", "is-enabled"}, stdout: "true\n"},
-		{args: []string{"sabakan", "disable"}, key: "/cke/sabakan/disabled", value: "true"},
-		{args: []string{"sabakan", "is-enabled"}, stdout: "false\n"},
-		{args: []string{"sabakan", "enable"}, key: "/cke/sabakan/disabled", value: "false"},
+		{args: []string{"sabakan", "is-enabled"}, stdout: "true\n", stderr: "read: sabakan/disabled (sabakan/owner is cke (not set)"},
+		{args: []string{"sabakan", "disable"}, stderr: "disabled: sabakan/disabled", key: "/cke/sabakan/disabled", value: "true"},
+		{args: []string{"sabakan", "is-enabled"}, stdout: "false\n", stderr: "read: sabakan/disabled"},
+		{args: []string{"sabakan", "enable"}, stderr: "enabled: sabakan/disabled", key: "/cke/sabakan/disabled", value: "false"},
 		{args: []string{"sabakan", "set-url", "http://sabakan.example:10080"}, key: "/cke/sabakan/url", value: "http://sabakan.example:10080/graphql"},
 		{args: []string{"sabakan", "set-url", "https://s/api/graphql"}, key: "/cke/sabakan/url", value: "https://s/api/graphql"},
 		{args: []string{"sabakan", "set-url", "sabakan:10080"}, code: 1, stderr: "must be an absolute http or https URL", key: "/cke/sabakan/url", value: "https://s/api/graphql"},

@@ -9,6 +9,7 @@ func newSabakanCmd(e *env) *cobra.Command {
 	}
 	cmd.AddCommand(
 		newSabakanEnableCmd(e, true), newSabakanEnableCmd(e, false), newSabakanIsEnabledCmd(e),
+		newSabakanTakeoverCmd(e), newSabakanHandbackCmd(e), newSabakanOwnerCmd(e),
 		newSabakanSetURLCmd(e), newSabakanGetURLCmd(e),
 		newSabakanSetTemplateCmd(e), newSabakanGetTemplateCmd(e),
 		newSabakanSetVariablesCmd(e), newSabakanGetVariablesCmd(e),

@@ -1,0 +1,471 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/ckegen/ckegen/policy"
+	"github.com/ckegen/ckegen/sabakan"
+	"github.com/ckegen/ckegen/snapshot"
+	"github.com/ckegen/ckegen/storage"
+	"github.com/ckegen/ckegen/template"
+)
+
+// Running beside a real CKE server (SPEC 17): which integration writes
+// `cluster` (sabakan/owner), takeover and handback, and the switch that
+// enable, disable and is-enabled act on.
+
+// afterOwnershipRead, when set (by tests only), runs between a command's
+// read of the ownership keys and its guarded write: a concurrent change
+// made there must make the write lose.
+var afterOwnershipRead func(ctx context.Context, st storage.Storage)
+
+// ownership reads the ownership keys; a stored owner or switch that does
+// not parse is an error that names the key and the values it may have.
+func ownership(ctx context.Context, st storage.Storage) (storage.Ownership, error) {
+	o, err := st.Ownership(ctx)
+	if errors.Is(err, storage.ErrInvalid) {
+		return o, fmt.Errorf("%w; ckecli cannot repair it: put a valid value with etcdctl under %s", err, st.Prefix)
+	}
+	return o, err
+}
+
+// readOwnership is ownership before a guarded write.
+func readOwnership(ctx context.Context, st storage.Storage) (storage.Ownership, error) {
+	o, err := ownership(ctx, st)
+	if err == nil && afterOwnershipRead != nil {
+		afterOwnershipRead(ctx, st)
+	}
+	return o, err
+}
+
+// ownerText is the owner as stored, saying when the key is absent.
+func ownerText(o storage.Ownership) string {
+	if o.OwnerRev == 0 {
+		return storage.OwnerCKE + " (not set)"
+	}
+	return o.Owner
+}
+
+// errStale is what a guarded write that lost says.
+func errStale(command string) error {
+	return fmt.Errorf("the owner or a switch changed meanwhile (%s, %s or %s): nothing was written; check with ckecli sabakan owner and run ckecli sabakan %s again",
+		storage.KeyOwner, storage.KeySabakanDisabled, storage.KeyCKEGenDisabled, command)
+}
+
+func newSabakanTakeoverCmd(e *env) *cobra.Command {
+	var dry *dryRun
+	cmd := &cobra.Command{
+		Use:   "takeover",
+		Short: "make ckegen the integration that writes the cluster, and stop CKE's own (one transaction)",
+		Long: `takeover makes ckegen's daemon the one integration that writes the cluster
+beside a CKE server: it writes sabakan/owner ckegen and CKE's sabakan/disabled
+true (which stops CKE's own sabakan integration) in one etcd transaction that
+succeeds only if neither key, nor ckegen's switch sabakan/ckegen/disabled,
+changed since they were read.
+
+takeover first checks the stored settings as ckegen's daemon reads them, and
+refuses, naming each problem and writing nothing, when:
+  - no constraints are stored: the model of the workers must be explicit
+    (ckecli constraints set minimum-workers-rate N, or minimum-workers N);
+  - the stored constraints are invalid (both models' keys, say);
+  - no template is stored, or it is invalid for ckegen;
+  - no sabakan URL is stored, or the stored query variables, placement
+    policy, trigger, quiet time, max-unhealthy or cluster are invalid.
+
+When ckegen already owns the integration and CKE's sabakan/disabled is true,
+takeover says so, writes nothing and exits 0. When ckegen owns it but CKE's
+sabakan/disabled is not true (someone enabled CKE's integration with CKE's
+ckecli: ckegen's daemon then writes nothing, CKE_INTEGRATION_ACTIVE), takeover
+checks the settings and sets it to true again.
+
+With --dry-run nothing is written: after the same checks, takeover prints the
+plan ckegen's daemon would follow once it owns the integration, computed from
+the stored settings as ckecli sabakan plan computes it (sabakan is queried,
+read only).
+
+ckecli sabakan handback gives the integration back to CKE.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return takeover(e, cmd, dry)
+		},
+	}
+	dry = addDryRun(cmd)
+	cmd.Flags().Lookup("dry-run").Usage = "write nothing; print the plan ckegen's daemon would follow after takeover (as ckecli sabakan plan)"
+	return cmd
+}
+
+func takeover(e *env, cmd *cobra.Command, dry *dryRun) error {
+	stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
+	var o storage.Ownership
+	var owned bool
+	var leader string
+	err := e.withStorage(func(ctx context.Context, st storage.Storage) error {
+		var err error
+		if o, err = readOwnership(ctx, st); err != nil {
+			return err
+		}
+		if o.OwnedByCKEGen() && o.CKEDisabled {
+			owned = true
+			return nil
+		}
+		if problems, err := takeoverProblems(ctx, st); err != nil {
+			return err
+		} else if len(problems) > 0 {
+			return fmt.Errorf("takeover refused, nothing written:\n  - %s", strings.Join(problems, "\n  - "))
+		}
+		if dry.enabled {
+			return nil
+		}
+		if err := st.Takeover(ctx, o); errors.Is(err, storage.ErrOwnershipChanged) {
+			return errStale("takeover")
+		} else if err != nil {
+			return err
+		}
+		// Only for what the command says next: the takeover is done.
+		leader, _ = st.CKEGenLeader(ctx)
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if owned {
+		fmt.Fprintf(stdout, "ckegen already owns the sabakan integration (%s: ckegen, %s: true): nothing written.\n", storage.KeyOwner, storage.KeySabakanDisabled)
+		if o.CKEGenDisabled {
+			fmt.Fprintf(stdout, "ckegen's own switch %s is true: its daemon writes nothing until ckecli sabakan enable.\n", storage.KeyCKEGenDisabled)
+		}
+		return nil
+	}
+	if dry.enabled {
+		notes := []string{}
+		if o.CKEGenDisabled {
+			notes = append(notes, fmt.Sprintf("ckegen's own switch %s is true: after takeover its daemon applies nothing until ckecli sabakan enable", storage.KeyCKEGenDisabled))
+		}
+		if o.CKEServer {
+			notes = append(notes, "a CKE server runs: ckegen's daemon applies each step only while CKE's status key says completed or reboot-nodes, as CKE's own integration does")
+		}
+		if err := dry.plan.plan(e, snapshot.WhatIf{}, stdout, stderr); err != nil {
+			return err
+		}
+		for _, n := range notes {
+			fmt.Fprintf(stderr, "note: %s\n", n)
+		}
+		fmt.Fprintf(stderr, "dry run: nothing was written; ckecli sabakan takeover would write %s: ckegen and %s: true, and ckegen's daemon would follow this plan\n",
+			storage.KeyOwner, storage.KeySabakanDisabled)
+		return nil
+	}
+	if o.OwnedByCKEGen() {
+		fmt.Fprintf(stdout, "ckegen owned the sabakan integration but CKE's %s was %s: set it to true again, so CKE's own integration is stopped.\n",
+			storage.KeySabakanDisabled, strconv.FormatBool(o.CKEDisabled))
+	} else {
+		fmt.Fprintf(stdout, "ckegen now owns the sabakan integration: %s was %s, now ckegen; CKE's %s is now true, which stops CKE's own integration.\n",
+			storage.KeyOwner, ownerText(o), storage.KeySabakanDisabled)
+	}
+	writeTakeoverNext(stdout, o, leader)
+	return nil
+}
+
+// writeTakeoverNext says what happens after a takeover; leader is
+// ckegen's leading daemon ("": none).
+func writeTakeoverNext(w io.Writer, o storage.Ownership, leader string) {
+	switch {
+	case o.CKEGenDisabled:
+		fmt.Fprintf(w, "Next: ckegen's own switch %s is true: its daemon writes nothing until ckecli sabakan enable.\n", storage.KeyCKEGenDisabled)
+	case o.CKEServer:
+		fmt.Fprintln(w, "Next: ckegen's daemon writes the cluster from its next tick, whenever CKE's server reports phase completed or reboot-nodes (its status key), as CKE's own integration did.")
+	default:
+		fmt.Fprintln(w, "Next: ckegen's daemon writes the cluster from its next tick.")
+	}
+	if leader == "" {
+		fmt.Fprintf(w, "No ckegen daemon leads now (nothing under %s): start ckegen's cke daemon.\n", storage.KeyCKEGenLeader)
+	}
+	fmt.Fprintln(w, "Watch it with ckecli sabakan status and ckecli sabakan owner; give the integration back to CKE with ckecli sabakan handback.")
+}
+
+// takeoverProblems checks the stored settings as ckegen's daemon reads
+// them (one transaction) and returns what keeps ckegen from owning the
+// integration, each with what to do; an etcd failure is an error.
+func takeoverProblems(ctx context.Context, st storage.Storage) ([]string, error) {
+	snap, err := st.Snapshot(ctx, st.Key(storage.KeyCKEGenLeader))
+	if err != nil {
+		return nil, err
+	}
+	var problems []string
+	add := func(format string, a ...any) { problems = append(problems, fmt.Sprintf(format, a...)) }
+
+	if !snap.ConstraintsStored() {
+		add("no constraints are stored (%s): ckegen takes over only with an explicit model of the workers; run ckecli constraints set minimum-workers-rate N (CKE v1.35's rate model) or ckecli constraints set minimum-workers N (the count model)",
+			storage.KeyConstraints)
+	} else if c, err := snap.Constraints(); err != nil {
+		add("the stored constraints are invalid: %v; set them with ckecli constraints set", err)
+	} else if err := c.Validate(); err != nil {
+		add("the stored constraints are invalid: %v; set them with ckecli constraints set", strings.ReplaceAll(err.Error(), "\n", "; "))
+	}
+
+	var tmpl *template.Template
+	if data, _, err := snap.Template(); errors.Is(err, storage.ErrNotFound) {
+		add("no template is stored (%s): set one with ckecli sabakan set-template FILE", storage.KeySabakanTemplate)
+	} else if err != nil {
+		return nil, err
+	} else if tmpl, err = template.Parse(data); err != nil {
+		add("the stored template is invalid for ckegen: %v; set one with ckecli sabakan set-template FILE", err)
+	}
+
+	if _, err := snap.URL(); errors.Is(err, storage.ErrNotFound) {
+		add("no sabakan URL is stored (%s): set one with ckecli sabakan set-url URL", storage.KeySabakanURL)
+	}
+	if data, err := snap.QueryVariables(); err == nil {
+		if _, err := sabakan.ParseVariables(data); err != nil {
+			add("the stored query variables are invalid: %v; set them with ckecli sabakan set-variables FILE", err)
+		}
+	}
+	if data, _, err := snap.Policy(); err == nil && tmpl != nil {
+		if _, err := policy.Load(data, tmpl); err != nil {
+			add("the stored placement policy is invalid: %v; fix it with ckecli sabakan set-policy, or remove it with ckecli sabakan clear-policy", err)
+		}
+	}
+	// These errors say how to set the key.
+	if _, _, err := snap.Trigger(); err != nil {
+		add("%v", err)
+	}
+	if _, err := snap.QuietTime(); err != nil {
+		add("%v", err)
+	}
+	if _, err := snap.MaxUnhealthy(); err != nil {
+		add("%v", err)
+	}
+	if _, _, err := snap.Cluster(); err != nil && !errors.Is(err, storage.ErrNotFound) {
+		add("the stored cluster does not parse for ckegen: %v", err)
+	}
+	if _, err := snap.ClusterRevision(); err != nil {
+		add("%v", err)
+	}
+	return problems, nil
+}
+
+func newSabakanHandbackCmd(e *env) *cobra.Command {
+	return &cobra.Command{
+		Use:   "handback",
+		Short: "give the integration back to CKE: its own integration writes the cluster again (one transaction)",
+		Long: `handback gives the sabakan integration back to CKE: it writes sabakan/owner
+cke and CKE's sabakan/disabled false (which restarts CKE's own integration) in
+one etcd transaction that succeeds only if neither key, nor ckegen's switch
+sabakan/ckegen/disabled, changed since they were read. From its next tick,
+ckegen's daemon writes nothing while a CKE server runs (OWNED_BY_CKE).
+
+When ckegen does not own the integration, handback says so, writes nothing
+and exits 0.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			stdout := cmd.OutOrStdout()
+			var o storage.Ownership
+			err := e.withStorage(func(ctx context.Context, st storage.Storage) error {
+				var err error
+				if o, err = readOwnership(ctx, st); err != nil || !o.OwnedByCKEGen() {
+					return err
+				}
+				if err := st.Handback(ctx, o); errors.Is(err, storage.ErrOwnershipChanged) {
+					return errStale("handback")
+				} else if err != nil {
+					return err
+				}
+				return nil
+			})
+			if err != nil {
+				return err
+			}
+			if !o.OwnedByCKEGen() {
+				fmt.Fprintf(stdout, "ckegen does not own the sabakan integration (%s: %s): nothing written.\n", storage.KeyOwner, ownerText(o))
+				if o.CKEDisabled {
+					fmt.Fprintf(stdout, "CKE's %s is true: its own integration is disabled; enable it with ckecli sabakan enable.\n", storage.KeySabakanDisabled)
+				}
+				return nil
+			}
+			fmt.Fprintf(stdout, "CKE owns the sabakan integration again: %s is now cke; CKE's %s is now false, which restarts CKE's own integration.\n",
+				storage.KeyOwner, storage.KeySabakanDisabled)
+			if o.CKEServer {
+				fmt.Fprintln(stdout, "Next: ckegen's daemon writes nothing from its next tick (OWNED_BY_CKE); CKE's integration writes the cluster.")
+			} else {
+				fmt.Fprintf(stdout, "Next: no CKE server holds %s, so ckegen's daemon runs standalone and keeps writing the cluster while %s is false; it stops when a CKE server starts.\n",
+					storage.KeyLeader, storage.KeySabakanDisabled)
+			}
+			fmt.Fprintln(stdout, "Take over again with ckecli sabakan takeover.")
+			return nil
+		},
+	}
+}
+
+// switchKey is the switch enable, disable and is-enabled act on: ckegen's
+// own while it owns the integration, CKE's otherwise.
+func switchKey(o storage.Ownership) string {
+	if o.OwnedByCKEGen() {
+		return storage.KeyCKEGenDisabled
+	}
+	return storage.KeySabakanDisabled
+}
+
+// switchNote says which switch a command acted on, and why.
+func switchNote(o storage.Ownership) string {
+	switch {
+	case o.OwnedByCKEGen():
+		return fmt.Sprintf("ckegen's own switch %s (ckegen owns the integration; CKE's %s is left alone)", storage.KeyCKEGenDisabled, storage.KeySabakanDisabled)
+	case o.CKEServer:
+		return fmt.Sprintf("CKE's switch %s (%s is %s and a CKE server runs: this switches CKE's own integration, as CKE's ckecli does)", storage.KeySabakanDisabled, storage.KeyOwner, ownerText(o))
+	default:
+		return fmt.Sprintf("%s (%s is %s and no CKE server holds %s: ckegen's daemon runs standalone and honours this switch)", storage.KeySabakanDisabled, storage.KeyOwner, ownerText(o), storage.KeyLeader)
+	}
+}
+
+// setSwitch writes the switch that o puts in force, in a transaction that
+// fails if the owner changed since o was read: the switch must not land on
+// CKE's key after a takeover, nor on ckegen's after a handback.
+func setSwitch(ctx context.Context, st storage.Storage, o storage.Ownership, disabled bool) error {
+	resp, err := st.Client.Txn(ctx).
+		If(clientv3.Compare(clientv3.ModRevision(st.Key(storage.KeyOwner)), "=", o.OwnerRev)).
+		Then(clientv3.OpPut(st.Key(switchKey(o)), strconv.FormatBool(disabled))).
+		Commit()
+	if err != nil {
+		return err
+	}
+	if !resp.Succeeded {
+		return storage.ErrOwnershipChanged
+	}
+	return nil
+}
+
+// ownerReport is what `sabakan owner` prints.
+type ownerReport struct {
+	Owner          string `json:"owner"`
+	OwnerSet       bool   `json:"ownerSet"`
+	CKEDisabled    bool   `json:"ckeDisabled"`
+	CKEGenDisabled bool   `json:"ckegenDisabled"`
+	// CKEServer: a key exists under CKE's leader/; CKELeader is its name.
+	CKEServer    bool               `json:"ckeServer"`
+	CKELeader    string             `json:"ckeLeader,omitempty"`
+	CKEGenLeader string             `json:"ckegenLeader,omitempty"`
+	CKEStatus    *storage.CKEStatus `json:"ckeStatus,omitempty"`
+	// Writer says which integration writes the cluster by SPEC 17's rules.
+	Writer string `json:"writer"`
+}
+
+// writer applies SPEC 17's rules of ownership (not CKE's pace, which
+// depends on the daemon's --cke-status-max-age).
+func writer(o storage.Ownership) string {
+	switch {
+	case o.OwnedByCKEGen() && !o.CKEDisabled:
+		return fmt.Sprintf("none from ckegen: CKE's %s is false although ckegen owns the integration (CKE_INTEGRATION_ACTIVE); run ckecli sabakan takeover to stop CKE's integration again, or ckecli sabakan handback", storage.KeySabakanDisabled)
+	case o.OwnedByCKEGen() && o.CKEGenDisabled:
+		return fmt.Sprintf("none: ckegen owns the integration but its switch %s is true (ckecli sabakan enable)", storage.KeyCKEGenDisabled)
+	case o.OwnedByCKEGen() && o.CKEServer:
+		return "ckegen, while CKE's status says completed or reboot-nodes"
+	case o.OwnedByCKEGen():
+		return "ckegen"
+	case o.CKEServer && o.CKEDisabled:
+		return fmt.Sprintf("none: CKE owns the integration (ckegen holds, OWNED_BY_CKE) and CKE's %s is true", storage.KeySabakanDisabled)
+	case o.CKEServer:
+		return "CKE's own integration (ckegen holds, OWNED_BY_CKE; ckecli sabakan takeover hands it to ckegen)"
+	case o.CKEDisabled:
+		return fmt.Sprintf("none: standalone (no CKE server) and %s is true", storage.KeySabakanDisabled)
+	default:
+		return "ckegen, standalone (no CKE server holds leader/)"
+	}
+}
+
+func newSabakanOwnerCmd(e *env) *cobra.Command {
+	var output string
+	cmd := &cobra.Command{
+		Use:   "owner",
+		Short: "print which integration writes the cluster: the owner, both switches, CKE's server and ckegen's leader",
+		Long: `owner reads (and writes nothing) sabakan/owner (cke when absent, shown as
+"cke (not set)"), CKE's switch sabakan/disabled, ckegen's own switch
+sabakan/ckegen/disabled, whether a CKE server holds leader/ and its name,
+ckegen's leader (sabakan/ckegen/leader/), CKE's status key, and which
+integration writes the cluster by those keys.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := checkFormat(output, "table", "json"); err != nil {
+				return err
+			}
+			var r ownerReport
+			err := e.withStorage(func(ctx context.Context, st storage.Storage) error {
+				o, err := ownership(ctx, st)
+				if err != nil {
+					return err
+				}
+				r = ownerReport{Owner: o.Owner, OwnerSet: o.OwnerRev != 0, CKEDisabled: o.CKEDisabled, CKEGenDisabled: o.CKEGenDisabled,
+					CKEServer: o.CKEServer, CKEStatus: o.CKEStatus, Writer: writer(o)}
+				if r.CKELeader, err = st.CKELeader(ctx); err != nil && !errors.Is(err, storage.ErrNotFound) {
+					return err
+				}
+				if r.CKEGenLeader, err = st.CKEGenLeader(ctx); err != nil && !errors.Is(err, storage.ErrNotFound) {
+					return err
+				}
+				return nil
+			})
+			if err != nil {
+				return err
+			}
+			w := cmd.OutOrStdout()
+			if output == "json" {
+				data, err := json.MarshalIndent(r, "", "  ")
+				if err != nil {
+					return err
+				}
+				_, err = w.Write(append(data, '\n'))
+				return err
+			}
+			return ownerTable(w, r)
+		},
+	}
+	cmd.Flags().StringVarP(&output, "output", "o", "table", "output format: table or json")
+	return cmd
+}
+
+func ownerTable(w io.Writer, r ownerReport) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	owner := r.Owner
+	if !r.OwnerSet {
+		owner += " (not set)"
+	}
+	fmt.Fprintf(tw, "OWNER\t%s\n", owner)
+	fmt.Fprintf(tw, "CKE SWITCH\t%s %t\n", storage.KeySabakanDisabled, r.CKEDisabled)
+	fmt.Fprintf(tw, "CKEGEN SWITCH\t%s %t\n", storage.KeyCKEGenDisabled, r.CKEGenDisabled)
+	switch {
+	case r.CKELeader != "":
+		fmt.Fprintf(tw, "CKE SERVER\t%s leads (%s)\n", r.CKELeader, storage.KeyLeader)
+	case r.CKEServer:
+		fmt.Fprintf(tw, "CKE SERVER\tcampaigning (%s)\n", storage.KeyLeader)
+	default:
+		fmt.Fprintf(tw, "CKE SERVER\tnone (nothing under %s)\n", storage.KeyLeader)
+	}
+	if r.CKEStatus != nil {
+		phase := r.CKEStatus.Phase
+		if phase == "" {
+			phase = "(no phase)"
+		}
+		at := "-"
+		if !r.CKEStatus.Timestamp.IsZero() {
+			at = fmt.Sprintf("%s, %s ago", r.CKEStatus.Timestamp.UTC().Format(time.RFC3339), time.Since(r.CKEStatus.Timestamp).Round(time.Second))
+		}
+		fmt.Fprintf(tw, "CKE STATUS\t%s at %s\n", phase, at)
+	} else {
+		fmt.Fprintf(tw, "CKE STATUS\tnone (no %s key)\n", storage.KeyCKEStatus)
+	}
+	if r.CKEGenLeader != "" {
+		fmt.Fprintf(tw, "CKEGEN LEADER\t%s (%s)\n", r.CKEGenLeader, storage.KeyCKEGenLeader)
+	} else {
+		fmt.Fprintf(tw, "CKEGEN LEADER\tnone (nothing under %s)\n", storage.KeyCKEGenLeader)
+	}
+	fmt.Fprintf(tw, "WRITES CLUSTER\t%s\n", r.Writer)
+	return tw.Flush()
+}
