@@ -97,7 +97,7 @@ func TestEtcdCommands(t *testing.T) {
 		{args: []string{"constraints", "set", "control-plane-count", "5", "--no-such-flag"}, code: 1, stderr: "unknown flag: --no-such-flag"},
 		{args: []string{"constraints", "show"}, stdout: "{\n    \"control-plane-count\": 4,\n    \"minimum-workers\": 5,\n    \"maximum-workers\": 0,\n    \"maximum-unreachable-nodes-for-reboot\": 0,\n    \"maximum-repair-queue-entries\": 7,\n    \"wait-seconds-to-repair-rebooting\": 0\n}\n", stderr: "model: count (minimum-workers and maximum-workers bound the number of workers)\n"},
 		{args: []string{"cluster", "get"}, code: 1, stderr: "cluster: not found"},
-		{args: []string{"leader"}, code: 1, stderr: "leader: not found"},
+		{args: []string{"leader"}, code: 1, stderr: "no ckegen daemon leads: nothing under /cke/sabakan/ckegen/leader/"},
 		{args: []string{"sabakan", "status"}, code: 1, stderr: "sabakan/status: not found"},
 		{args: []string{"sabakan", "history"}, stdout: "TIME  OP  CHANGES  TEMPLATE REV  CLUSTER REV\n"},
 		{args: []string{"sabakan", "status", "-o", "xml"}, code: 1, stderr: "--output: must be one of"},
@@ -131,7 +131,7 @@ func TestEtcdCommands(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer sess.Close()
-	elec := concurrency.NewElection(sess, s.Key(storage.KeyLeader))
+	elec := concurrency.NewElection(sess, s.Key(storage.KeyCKEGenLeader))
 	if err := elec.Campaign(context.Background(), "host-1"); err != nil {
 		t.Fatal(err)
 	}

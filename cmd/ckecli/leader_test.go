@@ -1,0 +1,52 @@
+package main
+
+import (
+	"context"
+	"testing"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.etcd.io/etcd/client/v3/concurrency"
+
+	"github.com/ckegen/ckegen/storage"
+)
+
+// TestLeaderCommand: `leader` prints ckegen's leader, from
+// sabakan/ckegen/leader/, never CKE's server; --cke prints CKE's.
+func TestLeaderCommand(t *testing.T) {
+	f := newPlanFixture(t)
+	check := func(args []string, code int, stdout, stderr string) {
+		t.Helper()
+		out, errOut, c := f.run(args...)
+		if c != code || out != stdout || errOut != stderr {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q; want %d, %q, %q", args, c, out, errOut, code, stdout, stderr)
+		}
+	}
+	noGen := "ckecli: no ckegen daemon leads: nothing under /cke/sabakan/ckegen/leader/ (is ckegen's cke daemon running on this etcd and prefix?)\n"
+	check([]string{"leader"}, 1, "", noGen)
+	check([]string{"leader", "--cke"}, 1, "", "ckecli: no CKE server leads: nothing under /cke/leader/\n")
+	campaign(t, f.st, storage.KeyLeader, "cke-server-1")
+	check([]string{"leader"}, 1, "", noGen)
+	check([]string{"leader", "--cke"}, 0, "cke-server-1\n", "")
+	campaign(t, f.st, storage.KeyCKEGenLeader, "gen-1")
+	check([]string{"leader"}, 0, "gen-1\n", "")
+	check([]string{"leader", "--cke"}, 0, "cke-server-1\n", "")
+	// A second candidate does not lead.
+	sess, err := concurrency.NewSession(f.st.Client)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sess.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() { _ = concurrency.NewElection(sess, f.st.Key(storage.KeyCKEGenLeader)).Campaign(ctx, "gen-2") }()
+	for {
+		resp, err := f.st.Client.Get(context.Background(), f.st.Key(storage.KeyCKEGenLeader), clientv3.WithPrefix(), clientv3.WithCountOnly())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if resp.Count == 2 {
+			break
+		}
+	}
+	check([]string{"leader"}, 0, "gen-1\n", "")
+}
