@@ -92,7 +92,7 @@ func parseFlags(args []string) (*options, error) {
 	fs.DurationVar(&o.sessionTTL, "session-ttl", daemon.DefaultSessionTTL, "leader session's TTL: how long a dead leader keeps leadership")
 	fs.DurationVar(&o.retireWait, "retire-wait", generator.DefaultRetireWait, "how long a worker stays RETIRED before it is removed")
 	fs.DurationVar(&o.minBackoff, "min-backoff", daemon.DefaultMinBackoff, "first retry delay after a failed tick (doubles up to --interval)")
-	fs.IntVar(&o.maxClusterBytes, "max-cluster-bytes", daemon.DefaultMaxClusterBytes, "etcd's request size limit; a larger cluster is refused")
+	fs.IntVar(&o.maxClusterBytes, "max-cluster-bytes", daemon.DefaultMaxClusterBytes, "etcd's request size limit (set etcd's --max-request-bytes to the same): a cluster whose write is larger is refused with CLUSTER_TOO_LARGE; the default holds about 2,100 nodes")
 	fs.DurationVar(&o.sabakanTimeout, "sabakan-timeout", sabakan.DefaultTimeout, "timeout of each sabakan request")
 	fs.StringVar(&o.sabakanCA, "sabakan-tls-ca-file", "", "CA certificates of sabakan's HTTPS endpoint")
 	fs.StringVar(&o.sabakanCert, "sabakan-tls-cert-file", "", "client certificate for sabakan")
