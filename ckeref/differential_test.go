@@ -1020,6 +1020,9 @@ func (tk *tick) compareClusters() ([]string, error) {
 		}
 		classes = append(classes, c...)
 	}
+	if err := tk.checkCPScores(gCPs); err != nil {
+		return nil, err
+	}
 	tieOnly := func(a string, other set) bool {
 		m := tk.machines[a]
 		return other[a] && m != nil && !tk.accepts(m.Spec.Role)
@@ -1112,6 +1115,28 @@ func (tk *tick) whyUnused(missing set) (string, error) {
 	}
 	return "", fmt.Errorf("CKE left %s unused: its fill target %d, %d workers; its template %q has unused machines",
 		strings.Join(missing.sorted(), ", "), tk.ckeFillTarget(len(cps)), len(ws), t.Role)
+}
+
+// checkCPScores checks the selection score ckegen reports for each control
+// plane it chose against SPEC 3's (CKE's scoreMachine), rack counts growing
+// with each pick: a score that no longer says what CKE computes would
+// otherwise go unseen where it does not change a choice.
+func (tk *tick) checkCPScores(gCPs set) error {
+	base := tk.curCPs.minus(tk.curCPs.minus(gCPs))
+	var order []string
+	var scores []int
+	for _, c := range tk.gen.Changes {
+		if gCPs[c.Address] && !base[c.Address] && c.Score != nil && !slices.Contains(order, c.Address) {
+			order = append(order, c.Address)
+			scores = append(scores, c.Score.Total)
+		}
+	}
+	for i, p := range tk.cpProfile(base, order) {
+		if p.score != scores[i] {
+			return fmt.Errorf("control plane %s: ckegen's selection score %d, SPEC 3's (CKE's) %d", order[i], scores[i], p.score)
+		}
+	}
+	return nil
 }
 
 // cpPick is one control plane choice: the kind (add or promote), whether
