@@ -197,11 +197,19 @@ func TestFailureReasons(t *testing.T) {
 		{"sabakan unreachable", func(t *testing.T, f *fixture) {
 			must(t, f.st.SetURL(context.Background(), "http://127.0.0.1:1/graphql"))
 		}, nil, ReasonSabakanUnreachable, "connection refused"},
-		{"query error", func(t *testing.T, f *fixture) {
+		{"HTTP error", func(t *testing.T, f *fixture) {
 			ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { http.Error(w, "broken", 500) }))
 			t.Cleanup(ts.Close)
 			must(t, f.st.SetURL(context.Background(), ts.URL+"/graphql"))
-		}, nil, ReasonQueryError, "HTTP 500: broken"},
+		}, nil, ReasonSabakanUnreachable, "HTTP 500: broken"},
+		{"query error", func(t *testing.T, f *fixture) {
+			ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", "application/json")
+				_, _ = w.Write([]byte(`{"data":{}}`))
+			}))
+			t.Cleanup(ts.Close)
+			must(t, f.st.SetURL(context.Background(), ts.URL+"/graphql"))
+		}, nil, ReasonQueryError, "data.searchMachines is missing or null"},
 		{"invalid variables", func(t *testing.T, f *fixture) {
 			must(t, f.st.SetQueryVariables(context.Background(), []byte(`{"having":{"states":["X"]}}`)))
 		}, nil, ReasonInvalidVariables, `unknown state "X"`},

@@ -386,7 +386,7 @@ func TestSabakanFaults(t *testing.T) {
 	setFault(t, e, "garbage")
 	e.waitStatus("failing", "QUERY_ERROR", "malformed response", 30*time.Second)
 	setFault(t, e, "error")
-	if st := e.waitStatus("failing", "QUERY_ERROR", "HTTP 500: injected failure", 30*time.Second); st.ConsecutiveFailures < 2 {
+	if st := e.waitStatus("failing", "SABAKAN_UNREACHABLE", "HTTP 500: injected failure", 30*time.Second); st.ConsecutiveFailures < 2 {
 		t.Errorf("consecutive failures %d", st.ConsecutiveFailures)
 	}
 	if e.rec.count() != before {
