@@ -112,3 +112,39 @@ func TestOwnershipReadsCKE(t *testing.T) {
 		t.Errorf("an owner of %q: %v, want ErrInvalid", "both", err)
 	}
 }
+
+// A cluster write that relies on an ownership read loses when a takeover
+// or handback lands in between, and writes nothing: two integrations never
+// both write the cluster.
+func TestPutClusterOwnedLosesToTakeover(t *testing.T) {
+	cli := etcdtest.Client(t)
+	s := New(cli, "/guarded/")
+	ctx := context.Background()
+	leaderKey, _ := campaign(t, s)
+	o, err := s.Ownership(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rev, err := s.PutClusterOwned(ctx, leaderKey, []byte(`{"name":"a"}`), 0, 1, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Takeover(ctx, o); err != nil {
+		t.Fatal(err)
+	}
+	// The old read says CKE owns it: the write must lose.
+	if _, err := s.PutClusterOwned(ctx, leaderKey, []byte(`{"name":"b"}`), rev, 1, o); !errors.Is(err, ErrOwnershipChanged) {
+		t.Fatalf("write after a takeover = %v, want ErrOwnershipChanged", err)
+	}
+	if got := raw(t, cli, s.Key(KeyCluster)); got != `{"name":"a"}` {
+		t.Fatalf("cluster = %s after a refused write", got)
+	}
+	// A changed cluster is still told as such.
+	o, _ = s.Ownership(ctx)
+	if _, err := s.PutClusterOwned(ctx, leaderKey, []byte(`{"name":"c"}`), rev+100, 1, o); !errors.Is(err, ErrConflict) {
+		t.Fatalf("write on a stale cluster = %v, want ErrConflict", err)
+	}
+	if _, err := s.PutClusterOwned(ctx, leaderKey, []byte(`{"name":"d"}`), rev, 1, o); err != nil {
+		t.Fatalf("write with a fresh read: %v", err)
+	}
+}

@@ -148,16 +148,29 @@ func parseClusterRevision(data []byte) (int64, error) {
 // exist). It returns the etcd revision of the write, or ErrNoLeader or
 // ErrConflict when refused.
 func (s Storage) PutCluster(ctx context.Context, leaderKey string, data []byte, clusterRev, templateRev int64) (int64, error) {
+	return s.putCluster(ctx, leaderKey, data, clusterRev, templateRev, nil)
+}
+
+// PutClusterOwned is PutCluster that also needs the owner and both
+// switches unchanged since own was read (SPEC 17): a write racing a
+// takeover, a handback or a switch flip loses with ErrOwnershipChanged,
+// so that two integrations never both write the cluster.
+func (s Storage) PutClusterOwned(ctx context.Context, leaderKey string, data []byte, clusterRev, templateRev int64, own Ownership) (int64, error) {
+	return s.putCluster(ctx, leaderKey, data, clusterRev, templateRev, s.ownershipGuard(own))
+}
+
+func (s Storage) putCluster(ctx context.Context, leaderKey string, data []byte, clusterRev, templateRev int64, guard []clientv3.Cmp) (int64, error) {
+	cmps := append([]clientv3.Cmp{
+		clientv3util.KeyExists(leaderKey),
+		clientv3.Compare(clientv3.ModRevision(s.Key(KeyCluster)), "=", clusterRev),
+	}, guard...)
 	resp, err := s.Client.Txn(ctx).
-		If(
-			clientv3util.KeyExists(leaderKey),
-			clientv3.Compare(clientv3.ModRevision(s.Key(KeyCluster)), "=", clusterRev),
-		).
+		If(cmps...).
 		Then(
 			clientv3.OpPut(s.Key(KeyCluster), string(data)),
 			clientv3.OpPut(s.Key(KeyClusterRevision), strconv.FormatInt(templateRev, 10)),
 		).
-		Else(clientv3.OpGet(leaderKey, clientv3.WithCountOnly())).
+		Else(clientv3.OpGet(leaderKey, clientv3.WithCountOnly()), clientv3.OpGet(s.Key(KeyCluster), clientv3.WithKeysOnly())).
 		Commit()
 	if err != nil {
 		return 0, err
@@ -167,6 +180,13 @@ func (s Storage) PutCluster(ctx context.Context, leaderKey string, data []byte, 
 	}
 	if resp.Responses[0].GetResponseRange().Count == 0 {
 		return 0, ErrNoLeader
+	}
+	rev := int64(0)
+	if kvs := resp.Responses[1].GetResponseRange().Kvs; len(kvs) > 0 {
+		rev = kvs[0].ModRevision
+	}
+	if rev == clusterRev && guard != nil {
+		return 0, ErrOwnershipChanged
 	}
 	return 0, ErrConflict
 }
@@ -536,6 +556,8 @@ type Snapshot struct {
 	Leading bool
 	values  map[string]*mvccpb.KeyValue
 	reboots []*mvccpb.KeyValue
+	// owner holds the answers of ownershipOps.
+	owner []*clientv3.GetResponse
 }
 
 // snapshotKeys are the single keys a Snapshot holds.
@@ -555,15 +577,21 @@ func (s Storage) Snapshot(ctx context.Context, leaderKey string) (*Snapshot, err
 		ops = append(ops, clientv3.OpGet(s.Key(k)))
 	}
 	ops = append(ops, clientv3.OpGet(s.Key(KeyRebootsData), clientv3.WithPrefix()))
+	owner := s.ownershipOps()
+	ops = append(ops, owner...)
 	resp, err := s.Client.Txn(ctx).Then(ops...).Commit()
 	if err != nil {
 		return nil, err
 	}
 	r := resp.Responses
+	o := len(r) - len(owner)
 	snap := &Snapshot{
 		Leading: r[0].GetResponseRange().Count > 0,
 		values:  make(map[string]*mvccpb.KeyValue, len(snapshotKeys)),
-		reboots: r[len(r)-1].GetResponseRange().Kvs,
+		reboots: r[o-1].GetResponseRange().Kvs,
+	}
+	for _, rr := range r[o:] {
+		snap.owner = append(snap.owner, (*clientv3.GetResponse)(rr.GetResponseRange()))
 	}
 	for i, k := range snapshotKeys {
 		if kvs := r[i+1].GetResponseRange().Kvs; len(kvs) > 0 {
@@ -580,6 +608,10 @@ func (s *Snapshot) get(k string) ([]byte, int64, error) {
 	}
 	return kv.Value, kv.ModRevision, nil
 }
+
+// Ownership is who writes the cluster and the switches (SPEC 17), as
+// Storage.Ownership reads them, at the snapshot's revision.
+func (s *Snapshot) Ownership() (Ownership, error) { return parseOwnership(s.owner) }
 
 // Disabled is the integration's switch (false when unset).
 func (s *Snapshot) Disabled() (bool, error) {
