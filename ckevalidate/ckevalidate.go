@@ -61,13 +61,19 @@
 //     with the same group, version and kind.
 //
 // The Kubernetes rules are apimachinery's own functions (qualified names,
-// label values, annotations, DNS-1123 subdomains, label selectors), at the
-// version CKE v1.35.4 builds with here. The component configurations are
-// decoded into a generated mirror of their types (internal/kubeconfig);
-// the CNI configuration is read by code of ckegen's own that follows
-// libcni's reading rule for rule. Nothing is approximated: the reference
+// label values, annotations, DNS-1123 subdomains, label selectors,
+// unstructured objects); the component configurations are decoded into a
+// generated mirror of their types (internal/kubeconfig, from the versions
+// CKE v1.35.4 requires); the CNI configuration is read by code of ckegen's
+// own that follows libcni v1.3.0's reading rule for rule. The reference
 // module's differential test (ckeref/validate_test.go) compares the
-// verdicts with CKE's own code on hand-made and random clusters.
+// verdicts with CKE's own code on hand-made and random clusters. Where the
+// result could still differ from a real CKE v1.35.4 server:
+//   - ckegen builds with k8s.io/apimachinery and k8s.io/api v0.37.2, CKE
+//     v1.35.4 with v0.35.5: the functions used here are the same in both
+//     but for error texts (checked by diff when this was written);
+//   - paths are absolute as on Linux, where CKE's servers run, and CKE's
+//     integers are Go ints, 64 bits on the platforms both run on.
 //
 // One difference from checking the cluster.Cluster's strings as they are:
 // ckegen's JSON turns each byte of invalid UTF-8 into U+FFFD (three
@@ -78,6 +84,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"reflect"
 	"slices"
@@ -220,7 +227,7 @@ func (ch *checker) labels(i int, labels map[string]string) error {
 		if !ch.qualifiedName(k) || !ch.labelValue(v) {
 			// Say which, the same whatever the map's order.
 			path := nodePath(i).Child("labels")
-			for _, k := range slices.Sorted(mapKeys(labels)) {
+			for _, k := range slices.Sorted(maps.Keys(labels)) {
 				if el := v1validation.ValidateLabels(map[string]string{k: labels[k]}, path); len(el) > 0 {
 					return fieldError(el[0])
 				}
@@ -262,7 +269,7 @@ func (ch *checker) annotations(i int, ann map[string]string) error {
 		if _, ok := ch.annKeys[k]; !ok {
 			if len(validation.IsQualifiedName(strings.ToLower(k))) > 0 {
 				path := nodePath(i).Child("annotations")
-				for _, k := range slices.Sorted(mapKeys(ann)) {
+				for _, k := range slices.Sorted(maps.Keys(ann)) {
 					if el := apivalidation.ValidateAnnotations(map[string]string{k: ""}, path); len(el) > 0 {
 						return fieldError(el[0])
 					}
@@ -313,16 +320,6 @@ func (ch *checker) taint(path *field.Path, key, value string, effect corev1.Tain
 	}
 	return fieldError(field.NotSupported(path.Child("effect"), effect, []corev1.TaintEffect{
 		corev1.TaintEffectNoSchedule, corev1.TaintEffectPreferNoSchedule, corev1.TaintEffectNoExecute}))
-}
-
-func mapKeys[K comparable, V any](m map[K]V) func(func(K) bool) {
-	return func(yield func(K) bool) {
-		for k := range m {
-			if !yield(k) {
-				return
-			}
-		}
-	}
 }
 
 // opaque holds the fields ckegen carries as raw JSON, decoded as CKE

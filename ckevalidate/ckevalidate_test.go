@@ -71,6 +71,7 @@ func TestClusterRefuses(t *testing.T) {
 	}{
 		{"name", func(c *cluster.Cluster) { c.Name = "" }, "name", "Required value"},
 		{"service_subnet", func(c *cluster.Cluster) { c.ServiceSubnet = "10.68.0.0" }, "service_subnet", "CIDR"},
+		{"service_subnet empty", func(c *cluster.Cluster) { c.ServiceSubnet = "" }, "service_subnet", "CIDR"},
 		{"null node", func(c *cluster.Cluster) { c.Nodes[1] = nil }, "nodes[1]", "null"},
 		{"address", withNode0(func(n *cluster.Node) { n.Address = "10.0.0.256" }), "nodes[0].address", "must be an IP address"},
 		{"address empty", withNode0(func(n *cluster.Node) { n.Address = "" }), "nodes[0].address", "must be an IP address"},
@@ -79,10 +80,14 @@ func TestClusterRefuses(t *testing.T) {
 		{"label value", withNode0(func(n *cluster.Node) { n.Labels["app"] = strings.Repeat("v", 64) }), "nodes[0].labels", "must be no more than 63"},
 		{"annotation key", withNode0(func(n *cluster.Node) { n.Annotations["a/b/c"] = "" }), "nodes[0].annotations", `Invalid value: "a/b/c"`},
 		{"annotation size", withNode0(func(n *cluster.Node) { n.Annotations["big"] = strings.Repeat("x", 256*1024) }), "nodes[0].annotations", "Too long"},
+		{"annotation size one over", withNode0(func(n *cluster.Node) {
+			n.Annotations["big"] = strings.Repeat("x", 256*1024-len("big")-len("cke.cybozu.com/serial")-len("abc")+1)
+		}), "nodes[0].annotations", "Too long"},
 		{"annotation size as written", withNode0(func(n *cluster.Node) { n.Annotations["raw"] = strings.Repeat("\xff", 90000) }), "nodes[0].annotations", "Too long"},
 		{"taint key", withNode0(func(n *cluster.Node) { n.Taints[0].Key = "-x" }), "nodes[0].taints[0].key", "name part"},
 		{"taint value", withNode0(func(n *cluster.Node) { n.Taints[0].Value = "a b" }), "nodes[0].taints[0].value", "a valid label"},
 		{"taint effect", withNode0(func(n *cluster.Node) { n.Taints[0].Effect = "noschedule" }), "nodes[0].taints[0].effect", `Unsupported value: "noschedule"`},
+		{"taint effect empty", withNode0(func(n *cluster.Node) { n.Taints[0].Effect = "" }), "nodes[0].taints[0].effect", `Unsupported value: ""`},
 		{"duplicate address", func(c *cluster.Cluster) { c.Nodes[1].Address = "10.0.0.1" }, "nodes[1].address", "duplicate"},
 		{"toleration", func(c *cluster.Cluster) { c.ControlPlaneTolerations = []string{"ok", "a b"} }, "control_plane_tolerations[1]", "name part"},
 		{"dns server", func(c *cluster.Cluster) { c.DNSServers = []string{"8.8.8.8", "x"} }, "dns_servers[1]", "must be an IP address"},
@@ -142,6 +147,7 @@ func TestClusterRefuses(t *testing.T) {
 		{"kubelet config field type", withConfig("kubelet", kubeletV, "KubeletConfiguration", `,"port":"10250"`), "options.kubelet.config.port", "int32"},
 		{"kubelet config int32 range", withConfig("kubelet", kubeletV, "KubeletConfiguration", `,"port":3000000000`), "options.kubelet.config.port", "int32"},
 		{"kubelet config duration", withConfig("kubelet", kubeletV, "KubeletConfiguration", `,"syncFrequency":null`), "options.kubelet.config", "invalid duration"},
+		{"kubelet config flushFrequency string", withConfig("kubelet", kubeletV, "KubeletConfiguration", `,"logging":{"flushFrequency":"soon"}`), "options.kubelet.config", "invalid duration"},
 		{"kubelet config flushFrequency", withConfig("kubelet", kubeletV, "KubeletConfiguration", `,"logging":{"flushFrequency":1.5}`), "options.kubelet.config", "invalid duration"},
 		{"kubelet config embedded field", withConfig("kube-scheduler", schedulerV, "KubeSchedulerConfiguration", `,"enableProfiling":"yes"`), "options.kube-scheduler.config.enableProfiling", "true or false"},
 		{"kubelet clusterDomain", withConfig("kubelet", kubeletV, "KubeletConfiguration", `,"clusterDomain":"Cluster.Local"`), "options.kubelet.config.clusterDomain", "RFC 1123"},
