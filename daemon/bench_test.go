@@ -88,7 +88,7 @@ func newTickBench(b *testing.B, n, workers int, nodes Nodes) *tickBench {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { sess.Close() })
-	e := concurrency.NewElection(sess, st.Key(storage.KeyLeader))
+	e := concurrency.NewElection(sess, st.Key(storage.KeyCKEGenLeader))
 	if err := e.Campaign(ctx, "bench"); err != nil {
 		b.Fatal(err)
 	}

@@ -247,7 +247,7 @@ func planDigest(p storage.StoredPlan) (string, error) {
 // its last value, so that a failed tick does not restart the quiet time.
 func changeStatus(st *storage.Status, prev storage.Status, out *outcome, err error) {
 	st.ChangeStatus = prev.ChangeStatus
-	if out == nil || out.disabled || out.change.Trigger == "" {
+	if out == nil || out.idle() || out.change.Trigger == "" {
 		return
 	}
 	c := out.change
@@ -324,7 +324,7 @@ func (m *changeMetrics) Collect(ch chan<- prometheus.Metric) {
 func (m *changeMetrics) observe(st storage.Status, out *outcome) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if out != nil && out.disabled {
+	if out != nil && out.idle() {
 		m.set, m.steps, m.remaining = false, 0, 0
 		return
 	}

@@ -32,6 +32,9 @@ type Config struct {
 	// MinBackoff is the first retry delay after a failed tick; it doubles
 	// up to Interval.
 	MinBackoff time.Duration
+	// CKEStatusMaxAge is how old CKE's status may be for ckegen to write
+	// beside a CKE server (SPEC 17).
+	CKEStatusMaxAge time.Duration
 	// MaxClusterBytes is etcd's request size limit: a larger cluster is
 	// refused with CLUSTER_TOO_LARGE instead of failing in etcd.
 	MaxClusterBytes int
@@ -90,6 +93,9 @@ func New(cfg Config) *Daemon {
 	if cfg.MaxClusterBytes <= 0 {
 		cfg.MaxClusterBytes = DefaultMaxClusterBytes
 	}
+	if cfg.CKEStatusMaxAge <= 0 {
+		cfg.CKEStatusMaxAge = DefaultCKEStatusMaxAge
+	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
@@ -109,6 +115,7 @@ var errSessionLost = errors.New("etcd session lost")
 // session stops ticking at once and campaigns again. It returns when ctx is
 // done, after resigning.
 func (d *Daemon) Run(ctx context.Context) error {
+	go d.watchMode(ctx)
 	for {
 		err := d.term(ctx)
 		if ctx.Err() != nil {
@@ -132,7 +139,7 @@ func (d *Daemon) term(ctx context.Context) error {
 		return fmt.Errorf("etcd session: %w", err)
 	}
 	defer sess.Close()
-	elec := concurrency.NewElection(sess, d.cfg.Storage.Key(storage.KeyLeader))
+	elec := concurrency.NewElection(sess, d.cfg.Storage.Key(storage.KeyCKEGenLeader))
 	d.log.Info("campaigning for leadership", "name", d.cfg.Name)
 	if err := campaign(ctx, sess, elec, d.cfg.Name); err != nil {
 		return err
@@ -181,10 +188,8 @@ func (d *Daemon) setLeading(leading bool) {
 	d.mu.Lock()
 	d.leading = leading
 	d.mu.Unlock()
-	if leading {
-		d.metrics.leader.Set(1)
-	} else {
-		d.metrics.leader.Set(0)
+	d.metrics.owner.setLeading(leading)
+	if !leading {
 		d.metrics.inventory.clear()
 		d.metrics.change.clear()
 		d.metrics.placements.clear()
@@ -304,7 +309,7 @@ func (d *Daemon) nextWait(err error, backoff time.Duration) (wait, next time.Dur
 	switch {
 	case err == nil:
 		return d.cfg.Interval, d.cfg.MinBackoff
-	case errors.As(err, &te) && te.reason == ReasonConflict:
+	case errors.As(err, &te) && (te.reason == ReasonConflict || te.reason == ReasonOwnershipChanged):
 		return 0, backoff
 	}
 	return min(backoff, d.cfg.Interval), min(2*backoff, d.cfg.Interval)
@@ -323,6 +328,7 @@ func (d *Daemon) runOnce(ctx context.Context, leaderKey string) error {
 	d.metrics.change.observe(st, out)
 	d.metrics.placements.observe(st)
 	d.metrics.model.observe(st)
+	d.metrics.owner.observe(st)
 	d.mu.Lock()
 	d.status = st
 	d.mu.Unlock()
@@ -345,6 +351,8 @@ func nextStatus(prev storage.Status, now time.Time, leader string, out *outcome,
 			st.Reason, st.Message = te.reason, te.err.Error()
 		}
 		st.ConsecutiveFailures = prev.ConsecutiveFailures + 1
+	case out.hold != nil:
+		st.Result, st.Reason, st.Message = ResultHeld, out.hold.reason, out.hold.msg
 	case out.disabled:
 		st.Result, st.Reason, st.Message = ResultDisabled, ReasonDisabled, "sabakan integration is disabled"
 	default:
@@ -353,6 +361,9 @@ func nextStatus(prev storage.Status, now time.Time, leader string, out *outcome,
 		if out.result != nil {
 			st.LastOp, st.LastChanges, st.LastChangeCount = out.result.Op, storage.Changes(out.result.Changes), len(out.result.Changes)
 		}
+	}
+	if out != nil && out.own != nil {
+		st.Mode, st.Owner = modeOf(*out.own), out.own.Owner
 	}
 	if out != nil {
 		st.Warnings = out.warnings[:min(len(out.warnings), storage.MaxWarnings)]
@@ -373,7 +384,7 @@ func nextStatus(prev storage.Status, now time.Time, leader string, out *outcome,
 // metric provider failed), the last ones; none while disabled.
 func placementsStatus(st *storage.Status, prev storage.Status, out *outcome) {
 	switch {
-	case out != nil && out.disabled:
+	case out != nil && out.idle():
 	case out != nil && out.placed:
 		st.Placements = out.placements
 	default:
@@ -389,7 +400,7 @@ func placementsStatus(st *storage.Status, prev storage.Status, out *outcome) {
 // that did not read valid constraints (or a disabled integration) says
 // nothing of either.
 func modelStatus(st *storage.Status, prev storage.Status, out *outcome) {
-	if out == nil || out.disabled || out.constraints == nil {
+	if out == nil || out.idle() || out.constraints == nil {
 		return
 	}
 	c := *out.constraints
@@ -415,6 +426,8 @@ func (d *Daemon) logTick(st storage.Status, out *outcome, err error) {
 	switch {
 	case err != nil:
 		d.log.Error("tick failed", "reason", st.Reason, "error", st.Message, "failures", st.ConsecutiveFailures)
+	case out.hold != nil:
+		d.log.Info("tick held", "reason", out.hold.reason, "why", out.hold.msg)
 	case out.disabled:
 		d.log.Info("tick skipped: disabled")
 	case out.result != nil:

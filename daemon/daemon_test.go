@@ -32,7 +32,11 @@ import (
 
 var testNow = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
-const testTemplate = `{"name":"t","nodes":[{"user":"u","control_plane":true},{"user":"u"}],"service_subnet":"10.68.0.0/16"}`
+// testOptions are CKE's option defaults, which ckecli sabakan set-template
+// fills in: CKE refuses a cluster without a CRI endpoint.
+const testOptions = `"options":{"kubelet":{"cri_endpoint":"/run/containerd/containerd.sock"}}`
+
+const testTemplate = `{"name":"t","nodes":[{"user":"u","control_plane":true},{"user":"u"}],"service_subnet":"10.68.0.0/16",` + testOptions + `}`
 
 // fixture is an etcd, a sabakan-compatible server with a small data center,
 // and storage configured for them.
@@ -98,7 +102,7 @@ func (f *fixture) lead(t *testing.T) string {
 	sess, err := concurrency.NewSession(f.st.Client, concurrency.WithTTL(2))
 	must(t, err)
 	t.Cleanup(func() { sess.Close() })
-	e := concurrency.NewElection(sess, f.st.Key(storage.KeyLeader))
+	e := concurrency.NewElection(sess, f.st.Key(storage.KeyCKEGenLeader))
 	must(t, e.Campaign(context.Background(), "test"))
 	return e.Key()
 }
@@ -340,7 +344,7 @@ func TestLostLeadershipWritesNothing(t *testing.T) {
 	f := newFixture(t)
 	sess, err := concurrency.NewSession(f.st.Client)
 	must(t, err)
-	e := concurrency.NewElection(sess, f.st.Key(storage.KeyLeader))
+	e := concurrency.NewElection(sess, f.st.Key(storage.KeyCKEGenLeader))
 	must(t, e.Campaign(context.Background(), "old"))
 	key := e.Key()
 	must(t, sess.Close()) // the session ends: the key is gone
@@ -426,12 +430,12 @@ func TestTwoDaemons(t *testing.T) {
 	if n := ticks(d2); n != 0 {
 		t.Fatalf("the follower ticked %d times", n)
 	}
-	if name, _ := f.st.Leader(ctx); name != "d1" {
+	if name, _ := f.st.CKEGenLeader(ctx); name != "d1" {
 		t.Fatalf("leader %q", name)
 	}
 
 	// d1's session dies, as when its process is killed.
-	resp, err := f.st.Client.Get(ctx, f.st.Key(storage.KeyLeader), clientv3.WithFirstCreate()...)
+	resp, err := f.st.Client.Get(ctx, f.st.Key(storage.KeyCKEGenLeader), clientv3.WithFirstCreate()...)
 	must(t, err)
 	_, err = f.st.Client.Revoke(ctx, clientv3.LeaseID(resp.Kvs[0].Lease))
 	must(t, err)
@@ -440,7 +444,7 @@ func TestTwoDaemons(t *testing.T) {
 	defer wcancel()
 	writes := f.st.Client.Watch(wctx, f.st.Key("sabakan/status"))
 	waitFor(t, "d2 to take over", func() bool { return ticks(d2) > 0 })
-	if name, _ := f.st.Leader(ctx); name != "d2" {
+	if name, _ := f.st.CKEGenLeader(ctx); name != "d2" {
 		t.Errorf("leader %q after failover", name)
 	}
 	timeout := time.After(time.Second)
@@ -706,7 +710,7 @@ func TestHealthAndVersion(t *testing.T) {
 // leaderKeys returns the election keys held under name.
 func (f *fixture) leaderKeys(t *testing.T, name string) []*mvccpb.KeyValue {
 	t.Helper()
-	resp, err := f.st.Client.Get(context.Background(), f.st.Key(storage.KeyLeader), clientv3.WithPrefix())
+	resp, err := f.st.Client.Get(context.Background(), f.st.Key(storage.KeyCKEGenLeader), clientv3.WithPrefix())
 	must(t, err)
 	var out []*mvccpb.KeyValue
 	for _, kv := range resp.Kvs {
@@ -824,7 +828,7 @@ func TestMisspeltRoleWarning(t *testing.T) {
 	roles := func(gpu string) []byte {
 		return []byte(`{"name":"t","nodes":[{"user":"u","control_plane":true,"labels":{"cke.cybozu.com/role":"compute"}},` +
 			`{"user":"u","labels":{"cke.cybozu.com/role":"compute"}},{"user":"u","labels":{"cke.cybozu.com/role":"storage"}},` +
-			`{"user":"u","labels":{"cke.cybozu.com/role":"` + gpu + `"}}],"service_subnet":"10.68.0.0/16"}`)
+			`{"user":"u","labels":{"cke.cybozu.com/role":"` + gpu + `"}}],"service_subnet":"10.68.0.0/16",` + testOptions + `}`)
 	}
 	c, _ := f.st.GetConstraints(ctx)
 	c.MinimumWorkers = 12

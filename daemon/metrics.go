@@ -17,7 +17,7 @@ import (
 // metrics are the daemon's Prometheus metrics: CKE's cke_leader and
 // sabakan integration metrics under their CKE names, and ckegen's own.
 type metrics struct {
-	leader        prometheus.Gauge
+	owner         *ownerMetrics
 	tickDuration  prometheus.Histogram
 	queryDuration prometheus.Histogram
 	// metricsDuration: fetching the placement policy's metric values.
@@ -30,10 +30,7 @@ type metrics struct {
 
 func newMetrics(reg prometheus.Registerer) *metrics {
 	m := &metrics{
-		leader: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "cke_leader",
-			Help: "True (=1) if this daemon is the leader.",
-		}),
+		owner: newOwnerMetrics(),
 		tickDuration: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "ckegen_tick_duration_seconds",
 			Help:    "How long a sabakan integration tick took.",
@@ -54,7 +51,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		placements: newPlacementMetrics(),
 		model:      newModelMetrics(),
 	}
-	reg.MustRegister(m.leader, m.tickDuration, m.queryDuration, m.metricsDuration, m.inventory, m.change, m.placements, m.model)
+	reg.MustRegister(m.owner, m.tickDuration, m.queryDuration, m.metricsDuration, m.inventory, m.change, m.placements, m.model)
 	return m
 }
 
@@ -151,7 +148,7 @@ func (v *inventory) Collect(ch chan<- prometheus.Metric) {
 func (v *inventory) observe(now time.Time, out *outcome, err error) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	if out != nil && out.disabled {
+	if out != nil && out.idle() {
 		v.last = lastTick{}
 		return
 	}

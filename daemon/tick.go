@@ -8,6 +8,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/ckegen/ckegen/ckevalidate"
 	"github.com/ckegen/ckegen/cluster"
 	"github.com/ckegen/ckegen/constraints"
 	"github.com/ckegen/ckegen/generator"
@@ -39,8 +40,11 @@ const (
 	ReasonGenerationError    = "GENERATION_ERROR"
 	ReasonClusterTooLarge    = "CLUSTER_TOO_LARGE"
 	ReasonConflict           = "CLUSTER_CHANGED"
-	ReasonLostLeadership     = "LOST_LEADERSHIP"
-	ReasonEtcdError          = "ETCD_ERROR"
+	// ReasonOwnershipChanged: a takeover, a handback or a switch landed
+	// between the tick's read and its write, which lost (SPEC 17).
+	ReasonOwnershipChanged = "OWNERSHIP_CHANGED"
+	ReasonLostLeadership   = "LOST_LEADERSHIP"
+	ReasonEtcdError        = "ETCD_ERROR"
 	// ReasonInvalidPolicy: the stored placement policy does not parse,
 	// validate, or fit the template (SPEC 12.1).
 	ReasonInvalidPolicy = "INVALID_POLICY"
@@ -69,7 +73,11 @@ func fail(reason string, err error) *tickError { return &tickError{reason: reaso
 
 // settings are what a tick reads from etcd, parsed.
 type settings struct {
-	disabled    bool
+	disabled bool
+	// own is who owns the integration, and hold why the tick holds back
+	// (SPEC 17); nil: it goes on.
+	own         storage.Ownership
+	hold        *hold
 	template    *template.Template
 	templateRev int64 // mod revision of sabakan/template
 	url         string
@@ -89,6 +97,10 @@ type settings struct {
 // outcome is what one tick saw and did.
 type outcome struct {
 	disabled bool
+	// held: the tick held back on purpose (SPEC 17); own: the ownership
+	// it read.
+	hold     *hold
+	own      *storage.Ownership
 	current  *cluster.Cluster  // the cluster the tick read
 	result   *generator.Result // nil when nothing was written
 	machines []*machine.Machine
@@ -109,6 +121,10 @@ type outcome struct {
 	changeOutcome
 }
 
+// idle reports whether the tick did not run the integration: disabled, or
+// held back.
+func (o *outcome) idle() bool { return o.disabled || o.hold != nil }
+
 // cluster is the cluster after the tick.
 func (o *outcome) cluster() *cluster.Cluster {
 	if o.result != nil {
@@ -126,10 +142,10 @@ func (d *Daemon) tick(ctx context.Context, leaderKey string) (*outcome, error) {
 	if err != nil {
 		return nil, err
 	}
-	if s.disabled {
-		return &outcome{disabled: true}, nil
+	if s.hold != nil || s.disabled {
+		return &outcome{disabled: s.disabled, hold: s.hold, own: &s.own}, nil
 	}
-	out := &outcome{current: s.current, warnings: s.constraints.Warnings(),
+	out := &outcome{own: &s.own, current: s.current, warnings: s.constraints.Warnings(),
 		constraints: &s.constraints, constraintsSource: storage.ConstraintsDefault}
 	if s.constraintsStored {
 		out.constraintsSource = storage.ConstraintsStored
@@ -190,10 +206,14 @@ func (d *Daemon) readSettings(ctx context.Context, leaderKey string) (*settings,
 		return nil, fail(ReasonLostLeadership, storage.ErrNoLeader)
 	}
 	var s settings
-	if s.disabled, err = snap.Disabled(); err != nil {
+	if _, err = snap.Disabled(); err != nil {
 		return nil, fail(ReasonInvalidDisabled, fmt.Errorf("%w (set it with ckecli sabakan enable or disable)", err))
 	}
-	if s.disabled {
+	if s.own, err = snap.Ownership(); err != nil {
+		return nil, fail(ReasonInvalidOwner, fmt.Errorf("%w (set it with ckecli sabakan takeover, handback, enable or disable)", err))
+	}
+	s.disabled, s.hold = d.gate(s.own, snap.ClusterModRevision() > 0, d.cfg.Now())
+	if s.disabled || s.hold != nil {
 		return &s, nil
 	}
 
@@ -468,10 +488,15 @@ func (d *Daemon) write(ctx context.Context, leaderKey string, s *settings, res *
 	if size := len(data) + d.writeOverhead(leaderKey); size > d.cfg.MaxClusterBytes {
 		return 0, fail(ReasonClusterTooLarge, tooLarge(len(data), size, len(res.Cluster.Nodes), d.cfg.MaxClusterBytes, s.constraints))
 	}
-	rev, err := d.cfg.Storage.PutCluster(ctx, leaderKey, data, s.clusterRev, s.templateRev)
+	if err := ckevalidate.Cluster(res.Cluster); err != nil {
+		return 0, fail(ReasonInvalidCluster, fmt.Errorf("the generated cluster would be refused by CKE: %w", err))
+	}
+	rev, err := d.cfg.Storage.PutClusterOwned(ctx, leaderKey, data, s.clusterRev, s.templateRev, s.own)
 	switch {
 	case errors.Is(err, storage.ErrNoLeader):
 		return 0, fail(ReasonLostLeadership, err)
+	case errors.Is(err, storage.ErrOwnershipChanged):
+		return 0, fail(ReasonOwnershipChanged, err)
 	case errors.Is(err, storage.ErrConflict):
 		return 0, fail(ReasonConflict, err)
 	case err != nil:
@@ -487,12 +512,14 @@ const requestFraming = 256
 
 // writeOverhead is what the cluster write's etcd request holds besides the
 // cluster: the leader key (compared, and read when refused), the cluster
-// key (compared and put), cluster-revision and its value, and the
-// framing. etcd refuses a request over its --max-request-bytes as a whole,
-// so a cluster only this much below the limit would fail in etcd.
+// key (compared, put, and read when refused), cluster-revision and its
+// value, the owner and both switches (compared, with their revisions), and
+// the framing. etcd refuses a request over its --max-request-bytes as a
+// whole, so a cluster only this much below the limit would fail in etcd.
 func (d *Daemon) writeOverhead(leaderKey string) int {
 	st := d.cfg.Storage
-	return 2*len(leaderKey) + 2*len(st.Key(storage.KeyCluster)) + len(st.Key(storage.KeyClusterRevision)) + 20 + requestFraming
+	guard := len(st.Key(storage.KeyOwner)) + len(st.Key(storage.KeySabakanDisabled)) + len(st.Key(storage.KeyCKEGenDisabled)) + 3*12
+	return 2*len(leaderKey) + 3*len(st.Key(storage.KeyCluster)) + len(st.Key(storage.KeyClusterRevision)) + 20 + guard + requestFraming
 }
 
 // tooLarge is the error of a cluster of data bytes of JSON and nodes

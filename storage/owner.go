@@ -29,6 +29,13 @@ const (
 	KeyCKEStatus = "status"
 )
 
+// Modes of ckegen's daemon (Status.Mode): standalone when no CKE server
+// holds leader/, else beside CKE's server.
+const (
+	ModeStandalone = "standalone"
+	ModeBesideCKE  = "beside-cke"
+)
+
 // Owners.
 const (
 	OwnerCKE    = "cke"

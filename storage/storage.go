@@ -350,6 +350,11 @@ type Status struct {
 	// minimum-workers-rate in force; nil in the count model, or before
 	// sabakan answered.
 	WorkerRate *generator.WorkerRate `json:"workerRate,omitempty"`
+	// Mode is how the daemon runs (SPEC 17): "standalone" (no CKE server
+	// holds leader/) or "beside-cke"; Owner is the integration's owner
+	// (OwnerCKE or OwnerCKEGen). Both "" when the tick did not read them.
+	Mode  string `json:"mode,omitempty"`
+	Owner string `json:"owner,omitempty"`
 	ChangeStatus
 }
 

@@ -60,18 +60,18 @@ func main() {
 }
 
 type options struct {
-	version                               bool
-	config, endpoints, prefix             string
-	embeddedDir, embeddedClient, embedded string
-	httpAddr, name                        string
-	interval, sessionTTL, retireWait      time.Duration
-	minBackoff                            time.Duration
-	maxClusterBytes                       int
-	sabakanTimeout                        time.Duration
-	sabakanCA, sabakanCert, sabakanKey    string
-	kubeconfig                            string
-	kubeTimeout                           time.Duration
-	logFile, logLevel, logFormat          string
+	version                                           bool
+	config, endpoints, prefix                         string
+	embeddedDir, embeddedClient, embedded             string
+	httpAddr, name                                    string
+	interval, sessionTTL, retireWait, ckeStatusMaxAge time.Duration
+	minBackoff                                        time.Duration
+	maxClusterBytes                                   int
+	sabakanTimeout                                    time.Duration
+	sabakanCA, sabakanCert, sabakanKey                string
+	kubeconfig                                        string
+	kubeTimeout                                       time.Duration
+	logFile, logLevel, logFormat                      string
 }
 
 // parseFlags parses and checks the command line.
@@ -92,6 +92,7 @@ func parseFlags(args []string) (*options, error) {
 	fs.DurationVar(&o.sessionTTL, "session-ttl", daemon.DefaultSessionTTL, "leader session's TTL: how long a dead leader keeps leadership")
 	fs.DurationVar(&o.retireWait, "retire-wait", generator.DefaultRetireWait, "how long a worker stays RETIRED before it is removed")
 	fs.DurationVar(&o.minBackoff, "min-backoff", daemon.DefaultMinBackoff, "first retry delay after a failed tick (doubles up to --interval)")
+	fs.DurationVar(&o.ckeStatusMaxAge, "cke-status-max-age", daemon.DefaultCKEStatusMaxAge, "beside a CKE server, write the cluster only while CKE's status (phase completed or reboot-nodes) is at most this old")
 	fs.IntVar(&o.maxClusterBytes, "max-cluster-bytes", daemon.DefaultMaxClusterBytes, "etcd's request size limit (set etcd's --max-request-bytes to the same): a cluster whose write is larger is refused with CLUSTER_TOO_LARGE; the default holds about 2,100 nodes")
 	fs.DurationVar(&o.sabakanTimeout, "sabakan-timeout", sabakan.DefaultTimeout, "timeout of each sabakan request")
 	fs.StringVar(&o.sabakanCA, "sabakan-tls-ca-file", "", "CA certificates of sabakan's HTTPS endpoint")
@@ -135,6 +136,8 @@ func (o *options) check() error {
 		return fmt.Errorf("--min-backoff: must be positive, got %s", o.minBackoff)
 	case o.maxClusterBytes <= 0:
 		return fmt.Errorf("--max-cluster-bytes: must be positive, got %d", o.maxClusterBytes)
+	case o.ckeStatusMaxAge <= 0:
+		return fmt.Errorf("--cke-status-max-age: must be positive, got %s", o.ckeStatusMaxAge)
 	case o.sabakanTimeout <= 0:
 		return fmt.Errorf("--sabakan-timeout: must be positive, got %s", o.sabakanTimeout)
 	case strings.ContainsAny(o.name, "\n\r"):
@@ -289,6 +292,7 @@ func run(o *options) error {
 		Interval:        o.interval,
 		SessionTTL:      o.sessionTTL,
 		RetireWait:      o.retireWait,
+		CKEStatusMaxAge: o.ckeStatusMaxAge,
 		MinBackoff:      o.minBackoff,
 		MaxClusterBytes: o.maxClusterBytes,
 		Sabakan:         o.sabakanOptions(),

@@ -96,6 +96,16 @@ func ts(t time.Time) string {
 	return t.UTC().Format(time.RFC3339)
 }
 
+// modeLine says how the daemon runs and who owns the integration (SPEC
+// 17), and how it decided.
+func modeLine(s storage.Status) string {
+	how := "no CKE server holds leader/: ckegen stands in for CKE's server"
+	if s.Mode == storage.ModeBesideCKE {
+		how = "a CKE server holds leader/"
+	}
+	return fmt.Sprintf("%s (%s), owner %s", s.Mode, how, s.Owner)
+}
+
 func statusTable(w io.Writer, s storage.Status) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "RESULT\t%s\n", s.Result)
@@ -110,6 +120,9 @@ func statusTable(w io.Writer, s storage.Status) error {
 	fmt.Fprintf(tw, "FAILURES\t%d\n", s.ConsecutiveFailures)
 	fmt.Fprintf(tw, "LAST SUCCESS\t%s\n", ts(s.LastSuccess))
 	fmt.Fprintf(tw, "LEADER\t%s\n", s.Leader)
+	if s.Mode != "" {
+		fmt.Fprintf(tw, "MODE\t%s\n", modeLine(s))
+	}
 	if m := modelLine(s); m != "" {
 		fmt.Fprintf(tw, "MODEL\t%s\n", m)
 	}

@@ -106,3 +106,31 @@ func TestStatusTableModel(t *testing.T) {
 		})
 	}
 }
+
+func TestStatusTableMode(t *testing.T) {
+	for _, c := range []struct {
+		st   storage.Status
+		want string
+	}{
+		{storage.Status{}, ""},
+		{storage.Status{Mode: storage.ModeStandalone, Owner: storage.OwnerCKE},
+			"MODE          standalone (no CKE server holds leader/: ckegen stands in for CKE's server), owner cke\n"},
+		{storage.Status{Mode: storage.ModeBesideCKE, Owner: storage.OwnerCKEGen},
+			"MODE          beside-cke (a CKE server holds leader/), owner ckegen\n"},
+	} {
+		c.st.Result, c.st.Leader = "ok", "h"
+		var b strings.Builder
+		if err := statusTable(&b, c.st); err != nil {
+			t.Fatal(err)
+		}
+		got := ""
+		for _, l := range strings.SplitAfter(b.String(), "\n") {
+			if strings.HasPrefix(l, "MODE ") {
+				got += l
+			}
+		}
+		if got != c.want {
+			t.Errorf("mode %q: %q, want %q", c.st.Mode, got, c.want)
+		}
+	}
+}
