@@ -190,7 +190,9 @@ func (d *Daemon) keepPlan(ctx context.Context, leaderKey string, s *settings, in
 		out.warnings = append(out.warnings, "plan: "+err.Error())
 		return nil
 	}
-	stored := storage.StoredPlan{Document: *planreport.New(p), TemplateRevision: s.templateRev, ClusterRevision: clusterRev, Trigger: s.trigger}
+	doc := planreport.New(p)
+	doc.SetModel(s.constraints, len(in.Machines))
+	stored := storage.StoredPlan{Document: *doc, TemplateRevision: s.templateRev, ClusterRevision: clusterRev, Trigger: s.trigger}
 	pending := &storage.PendingPlan{Result: p.Result, Steps: len(p.Steps)}
 	if p.Err != nil {
 		pending.Error = p.Err.Error()

@@ -150,6 +150,9 @@ func TestModelsEndToEnd(t *testing.T) {
 			if got := len(cpAddresses(cl)); got != 3 || workerCount(cl) != c.firstWorkers {
 				t.Fatalf("first cluster: %d control planes and %d workers, want 3 and %d", got, workerCount(cl), c.firstWorkers)
 			}
+			if plan, err := f.st.GetPlan(ctx); err != nil || plan.Model != c.model || (plan.Rate != nil) != rate {
+				t.Errorf("stored plan: %+v, %v; want model %s and a rate only in the rate model", plan, err, c.model)
+			}
 			st := f.status(t)
 			if st.Model != c.model || st.ConstraintsSource != storage.ConstraintsStored {
 				t.Errorf("status model %q from %q, want %q from %q", st.Model, st.ConstraintsSource, c.model, storage.ConstraintsStored)
