@@ -71,6 +71,9 @@ var pageTemplate = template.Must(template.New("page").Funcs(template.FuncMap{
 	"ago":  ago,
 }).Parse(pageHTML))
 
+// ContentSecurityPolicy is the page's: nothing but its own inline style.
+const ContentSecurityPolicy = "default-src 'none'; style-src 'unsafe-inline'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.URL.Path != "/" {
 		http.NotFound(w, r)
@@ -101,6 +104,11 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.Header().Set("Cache-Control", "no-store")
+	// The page needs its own inline style and nothing else: no script, no
+	// request anywhere, no framing.
+	w.Header().Set("Content-Security-Policy", ContentSecurityPolicy)
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.Header().Set("Referrer-Policy", "no-referrer")
 	w.Header().Set("Content-Length", strconv.Itoa(buf.Len()))
 	w.WriteHeader(code)
 	if r.Method == http.MethodGet {

@@ -94,6 +94,14 @@ func TestMapPageSections(t *testing.T) {
 	if rec.Code != http.StatusOK || rec.Header().Get("Content-Type") != "text/html; charset=utf-8" {
 		t.Fatalf("GET /: %d %q\n%s", rec.Code, rec.Header().Get("Content-Type"), body)
 	}
+	for k, v := range map[string]string{"Content-Security-Policy": ContentSecurityPolicy, "X-Content-Type-Options": "nosniff", "Referrer-Policy": "no-referrer"} {
+		if got := rec.Header().Get(k); got != v {
+			t.Errorf("GET /: %s %q, want %q", k, got, v)
+		}
+	}
+	if !strings.Contains(ContentSecurityPolicy, "default-src 'none'") || !strings.Contains(ContentSecurityPolicy, "frame-ancestors 'none'") {
+		t.Errorf("CSP %q lets more than the page's style in", ContentSecurityPolicy)
+	}
 	rects := rectRE.FindAllStringSubmatch(body, -1)
 	if len(rects) != 15 {
 		t.Errorf("machine rects: got %d, want 15", len(rects))

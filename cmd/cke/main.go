@@ -313,7 +313,8 @@ func run(o *options) error {
 	}
 	well.Go(d.Run)
 	s := &well.HTTPServer{
-		Server:          &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second},
+		Server: &http.Server{Handler: daemon.Secure(mux), ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second,
+			IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10},
 		ShutdownTimeout: 5 * time.Second,
 	}
 	if err := s.Serve(ln); err != nil {
