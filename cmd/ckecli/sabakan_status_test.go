@@ -89,19 +89,8 @@ func TestStatusTableModel(t *testing.T) {
 			"MODEL         rate (worker rate not known: sabakan has not answered yet)\n"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			c.st.Result, c.st.Leader = "ok", "h"
-			var b strings.Builder
-			if err := statusTable(&b, c.st); err != nil {
-				t.Fatal(err)
-			}
-			got := ""
-			for _, l := range strings.SplitAfter(b.String(), "\n") {
-				if strings.HasPrefix(l, "MODEL") {
-					got += l
-				}
-			}
-			if got != c.want {
-				t.Errorf("%q, want %q in\n%s", got, c.want, b.String())
+			if got := tableRows(t, c.st, "MODEL"); got != c.want {
+				t.Errorf("%q, want %q", got, c.want)
 			}
 		})
 	}
@@ -118,19 +107,26 @@ func TestStatusTableMode(t *testing.T) {
 		{storage.Status{Mode: storage.ModeBesideCKE, Owner: storage.OwnerCKEGen},
 			"MODE          beside-cke (a CKE server holds leader/), owner ckegen\n"},
 	} {
-		c.st.Result, c.st.Leader = "ok", "h"
-		var b strings.Builder
-		if err := statusTable(&b, c.st); err != nil {
-			t.Fatal(err)
-		}
-		got := ""
-		for _, l := range strings.SplitAfter(b.String(), "\n") {
-			if strings.HasPrefix(l, "MODE ") {
-				got += l
-			}
-		}
-		if got != c.want {
+		if got := tableRows(t, c.st, "MODE "); got != c.want {
 			t.Errorf("mode %q: %q, want %q", c.st.Mode, got, c.want)
 		}
 	}
+}
+
+// tableRows are the rows of the status table of st (result ok, leader h)
+// that start with prefix.
+func tableRows(t *testing.T, st storage.Status, prefix string) string {
+	t.Helper()
+	st.Result, st.Leader = "ok", "h"
+	var b strings.Builder
+	if err := statusTable(&b, st); err != nil {
+		t.Fatal(err)
+	}
+	got := ""
+	for _, l := range strings.SplitAfter(b.String(), "\n") {
+		if strings.HasPrefix(l, prefix) {
+			got += l
+		}
+	}
+	return got
 }
