@@ -95,19 +95,28 @@ func setState(in *Input, addr string, s machine.State) {
 // (replace), or nothing happened (nothing to do). The count model's
 // benchmarks keep their names; see BenchmarkUpdateRate for the rate model.
 func BenchmarkUpdate(b *testing.B) {
-	scenarios := []struct {
-		name  string
-		event func(in *Input)
-		want  error
-	}{
+	scenarios := []updateBench{
 		{"nothing-to-do", func(in *Input) {}, ErrNothingToDo},
 		{"taint-worker", func(in *Input) { setState(in, in.Current.Nodes[10].Address, machine.StateUnreachable) }, nil},
 		{"replace-cp", func(in *Input) { setState(in, in.Current.Nodes[0].Address, machine.StateUnreachable) }, nil},
 	}
+	benchUpdates(b, false, scenarios)
+}
+
+// updateBench is an event before one Update and the error it must give.
+type updateBench struct {
+	name  string
+	event func(in *Input)
+	want  error
+}
+
+// benchUpdates runs one Update after each event, at every size, in the
+// count or the rate model.
+func benchUpdates(b *testing.B, rate bool, scenarios []updateBench) {
 	for _, sc := range scenarios {
 		for _, n := range sizes {
 			b.Run(fmt.Sprintf("%s/machines=%d", sc.name, n), func(b *testing.B) {
-				in := updateScenario(b, n, sc.event)
+				in := updateScenarioIn(b, n, rate, sc.event)
 				b.ReportAllocs()
 				b.ResetTimer()
 				for b.Loop() {
@@ -126,11 +135,7 @@ func BenchmarkUpdate(b *testing.B) {
 // past the wait leaves (rule 7), and an unused machine turns HEALTHY
 // (rule 6).
 func BenchmarkUpdateRate(b *testing.B) {
-	scenarios := []struct {
-		name  string
-		event func(in *Input)
-		want  error
-	}{
+	scenarios := []updateBench{
 		{"nothing-to-do", func(in *Input) {}, ErrNothingToDo},
 		{"taint-worker", func(in *Input) { setState(in, in.Current.Nodes[10].Address, machine.StateUnreachable) }, nil},
 		{"bad-cp", func(in *Input) { setState(in, in.Current.Nodes[0].Address, machine.StateUnreachable) }, nil},
@@ -150,18 +155,5 @@ func BenchmarkUpdateRate(b *testing.B) {
 			in.Current.Nodes = nodes[:len(nodes)-1]
 		}, nil},
 	}
-	for _, sc := range scenarios {
-		for _, n := range sizes {
-			b.Run(fmt.Sprintf("%s/machines=%d", sc.name, n), func(b *testing.B) {
-				in := updateScenarioIn(b, n, true, sc.event)
-				b.ReportAllocs()
-				b.ResetTimer()
-				for b.Loop() {
-					if _, err := Update(in); err != sc.want {
-						b.Fatalf("Update: %v, want %v", err, sc.want)
-					}
-				}
-			})
-		}
-	}
+	benchUpdates(b, true, scenarios)
 }
