@@ -67,6 +67,7 @@ type options struct {
 	interval, sessionTTL, retireWait, ckeStatusMaxAge time.Duration
 	minBackoff                                        time.Duration
 	maxClusterBytes                                   int
+	sabakanMaxBytes                                   int64
 	sabakanTimeout                                    time.Duration
 	sabakanCA, sabakanCert, sabakanKey                string
 	kubeconfig                                        string
@@ -95,6 +96,7 @@ func parseFlags(args []string) (*options, error) {
 	fs.DurationVar(&o.ckeStatusMaxAge, "cke-status-max-age", daemon.DefaultCKEStatusMaxAge, "beside a CKE server, write the cluster only while CKE's status (phase completed or reboot-nodes) is at most this old")
 	fs.IntVar(&o.maxClusterBytes, "max-cluster-bytes", daemon.DefaultMaxClusterBytes, "etcd's request size limit (set etcd's --max-request-bytes to the same): a cluster whose write is larger is refused with CLUSTER_TOO_LARGE; the default holds about 2,100 nodes")
 	fs.DurationVar(&o.sabakanTimeout, "sabakan-timeout", sabakan.DefaultTimeout, "timeout of each sabakan request")
+	fs.Int64Var(&o.sabakanMaxBytes, "sabakan-max-bytes", sabakan.DefaultMaxBodyBytes, "the largest sabakan answer read; a larger one fails the tick (QUERY_ERROR) before it is decoded")
 	fs.StringVar(&o.sabakanCA, "sabakan-tls-ca-file", "", "CA certificates of sabakan's HTTPS endpoint")
 	fs.StringVar(&o.sabakanCert, "sabakan-tls-cert-file", "", "client certificate for sabakan")
 	fs.StringVar(&o.sabakanKey, "sabakan-tls-key-file", "", "client key for sabakan")
@@ -138,6 +140,8 @@ func (o *options) check() error {
 		return fmt.Errorf("--max-cluster-bytes: must be positive, got %d", o.maxClusterBytes)
 	case o.ckeStatusMaxAge <= 0:
 		return fmt.Errorf("--cke-status-max-age: must be positive, got %s", o.ckeStatusMaxAge)
+	case o.sabakanMaxBytes <= 0:
+		return fmt.Errorf("--sabakan-max-bytes: must be positive, got %d", o.sabakanMaxBytes)
 	case o.sabakanTimeout <= 0:
 		return fmt.Errorf("--sabakan-timeout: must be positive, got %s", o.sabakanTimeout)
 	case strings.ContainsAny(o.name, "\n\r"):
@@ -202,7 +206,7 @@ func (o *options) nodes() (daemon.Nodes, error) {
 }
 
 func (o *options) sabakanOptions() sabakan.Options {
-	return sabakan.Options{Timeout: o.sabakanTimeout, CAFile: o.sabakanCA, CertFile: o.sabakanCert, KeyFile: o.sabakanKey}
+	return sabakan.Options{Timeout: o.sabakanTimeout, MaxBodyBytes: o.sabakanMaxBytes, CAFile: o.sabakanCA, CertFile: o.sabakanCert, KeyFile: o.sabakanKey}
 }
 
 // etcdConfig returns the etcd configuration, as CKE reads it from its

@@ -286,6 +286,7 @@ func TestBadFlags(t *testing.T) {
 		{[]string{"--min-backoff", "-1s"}, "--min-backoff: must be positive, got -1s"},
 		{[]string{"--max-cluster-bytes", "0"}, "--max-cluster-bytes: must be positive"},
 		{[]string{"--sabakan-timeout", "0s"}, "--sabakan-timeout: must be positive"},
+		{[]string{"--sabakan-max-bytes", "0"}, "--sabakan-max-bytes: must be positive"},
 		{[]string{"--http", "10180"}, "--http: want <Listen IP>:<Port number>"},
 		{[]string{"--etcd-endpoints", "http://a:2379,,http://b:2379"}, "--etcd-endpoints: an empty endpoint"},
 		{[]string{"--embedded-etcd-client-url", "127.0.0.1:2379"}, "--embedded-etcd-client-url: want http://HOST:PORT"},
@@ -320,6 +321,23 @@ func TestBadFlags(t *testing.T) {
 		if _, err := parseFlags(args); err != nil {
 			t.Errorf("%q refused: %v", args, err)
 		}
+	}
+}
+
+// The sabakan answer's limit and CKE's status age reach the daemon.
+func TestFlagsReachTheDaemon(t *testing.T) {
+	o, err := parseFlags([]string{"--sabakan-max-bytes", "1000", "--cke-status-max-age", "3m"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := o.sabakanOptions().MaxBodyBytes; got != 1000 {
+		t.Errorf("MaxBodyBytes = %d, want 1000", got)
+	}
+	if o.ckeStatusMaxAge != 3*time.Minute {
+		t.Errorf("ckeStatusMaxAge = %s", o.ckeStatusMaxAge)
+	}
+	if o, _ := parseFlags(nil); o.sabakanOptions().MaxBodyBytes != 128<<20 {
+		t.Errorf("default MaxBodyBytes = %d, want 128 MiB", o.sabakanOptions().MaxBodyBytes)
 	}
 }
 
