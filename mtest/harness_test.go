@@ -52,6 +52,7 @@ func freePort(t *testing.T) int { return etcdtest.FreePort(t) }
 // proc is a started process with its log file.
 type proc struct {
 	name string
+	path string // the binary; default binDir/name
 	args []string
 	env  []string // added to the test's environment
 	log  string
@@ -65,7 +66,11 @@ func (p *proc) start(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p.cmd = exec.Command(filepath.Join(binDir, p.name), p.args...)
+	bin := p.path
+	if bin == "" {
+		bin = filepath.Join(binDir, p.name)
+	}
+	p.cmd = exec.Command(bin, p.args...)
 	p.cmd.Env = append(os.Environ(), p.env...)
 	p.cmd.Stdout, p.cmd.Stderr = f, f
 	if err := p.cmd.Start(); err != nil {
@@ -131,6 +136,9 @@ type envOption func(*envOptions)
 type envOptions struct {
 	daemonArgs []string // added to every cke daemon's flags
 	template   string   // the template file set with ckecli
+	// bare: only etcd and sabakan; the scenario starts the daemons
+	// (startDaemons) and configures the integration itself.
+	bare bool
 }
 
 // withDaemonArgs adds flags to every cke daemon.
@@ -141,6 +149,11 @@ func withDaemonArgs(args ...string) envOption {
 // withTemplate sets this template file instead of the bundled one.
 func withTemplate(file string) envOption {
 	return func(o *envOptions) { o.template = file }
+}
+
+// withoutDaemons starts only etcd and sabakan, and stores no settings.
+func withoutDaemons() envOption {
+	return func(o *envOptions) { o.bare = true }
 }
 
 // newEnv starts everything and configures the integration with ckecli:
@@ -233,14 +246,28 @@ func newEnv(t *testing.T, opts ...envOption) *env {
 		return err == nil
 	})
 
-	// Two daemons.
+	if eo.bare {
+		return e
+	}
+	e.startDaemons(eo.daemonArgs...)
+	e.mustCkecli("sabakan", "set-url", "http://"+e.sabAddr)
+	e.mustCkecli("constraints", "set", "control-plane-count", "3")
+	e.mustCkecli("constraints", "set", "minimum-workers", "20")
+	e.mustCkecli("sabakan", "set-template", eo.template)
+	return e
+}
+
+// startDaemons starts two cke daemons, cke-0 and cke-1, with these flags
+// added.
+func (e *env) startDaemons(extra ...string) {
+	t := e.t
 	for i := 0; i < 2; i++ {
 		addr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
 		d := &proc{name: "cke", log: filepath.Join(e.dir, fmt.Sprintf("cke%d.log", i)), args: append([]string{
 			"--etcd-endpoints", strings.Join(e.clients, ","), "--http", addr, "--name", fmt.Sprintf("cke-%d", i),
 			"--interval", interval, "--session-ttl", sessionTTL.String(), "--retire-wait", retireWait.String(),
 			"--sabakan-timeout", "1s", "--min-backoff", "200ms",
-		}, eo.daemonArgs...),
+		}, extra...),
 			// well waits this long between SIGTERM and the stop (5 s by
 			// default, longer than the session TTL here).
 			env: []string{"CANCELLATION_DELAY_SECONDS=0"},
@@ -249,12 +276,6 @@ func newEnv(t *testing.T, opts ...envOption) *env {
 		e.daemons = append(e.daemons, d)
 		e.dHTTP = append(e.dHTTP, addr)
 	}
-
-	e.mustCkecli("sabakan", "set-url", "http://"+e.sabAddr)
-	e.mustCkecli("constraints", "set", "control-plane-count", "3")
-	e.mustCkecli("constraints", "set", "minimum-workers", "20")
-	e.mustCkecli("sabakan", "set-template", eo.template)
-	return e
 }
 
 func (e *env) dumpLogs() {
