@@ -59,7 +59,10 @@ func modeOf(own storage.Ownership) string {
 }
 
 // gate decides from the ownership keys whether a tick may go on (SPEC 17):
-// it holds when a CKE server owns the integration, when CKE's own
+// it holds when a CKE server owns the integration or it was handed back to
+// CKE (an explicit sabakan/owner: cke, even with no CKE server running: a
+// server that restarts, upgrades or exits after its first Generate leaves
+// leader/ empty for a while, and ckegen must not write then), when CKE's own
 // integration was re-enabled while ckegen owns it, and beside a CKE server
 // while that server is not at rest; otherwise it returns the switch in
 // force: ckegen's own while ckegen owns the integration, CKE's
@@ -77,6 +80,9 @@ func (d *Daemon) gate(own storage.Ownership, hasCluster bool, now time.Time) (di
 		return false, &hold{ReasonOwnedByCKE, "a CKE server holds leader/ and its own sabakan integration owns the cluster " +
 			"(sabakan/owner is cke or not set), so ckegen writes nothing; " +
 			"see what ckegen would do with ckecli sabakan takeover --dry-run, then take over with ckecli sabakan takeover"}
+	case own.HandedBack():
+		return false, &hold{ReasonOwnedByCKE, "the integration was handed back to CKE (sabakan/owner: cke), so ckegen writes nothing, " +
+			"also while no CKE server holds leader/ (it may be restarting); take over again with ckecli sabakan takeover"}
 	default:
 		disabled = own.CKEDisabled
 	}

@@ -204,3 +204,27 @@ func TestOwnershipChangedRetries(t *testing.T) {
 		t.Errorf("wait %s after %s, want 0", wait, ReasonOwnershipChanged)
 	}
 }
+
+// TestHandbackHoldsWithoutCKEServer: once handed back, ckegen writes
+// nothing even while no CKE server holds leader/: the server may be
+// restarting, and only a takeover gives the integration back to ckegen.
+// With no owner ever set and no server, it stands in for CKE as before.
+func TestHandbackHoldsWithoutCKEServer(t *testing.T) {
+	f := newFixture(t)
+	leader := f.lead(t)
+	d := f.daemon("d", nil)
+	ctx := context.Background()
+	f.takeover(t)
+	must(t, d.runOnce(ctx, leader))
+	if f.cluster(t) == nil {
+		t.Fatal("no cluster while ckegen owns the integration")
+	}
+	o, err := f.st.Ownership(ctx)
+	must(t, err)
+	must(t, f.st.Handback(ctx, o))
+	f.rest(t, http.MethodPut, "/api/v1/state/"+serial(workers(f.cluster(t))[0]), "unreachable")
+	f.wantHeld(t, d, leader, ReasonOwnedByCKE, "handed back to CKE")
+	if st := f.status(t); st.Mode != ModeStandalone || st.Owner != storage.OwnerCKE {
+		t.Errorf("mode %q owner %q", st.Mode, st.Owner)
+	}
+}

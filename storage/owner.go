@@ -74,6 +74,11 @@ type Ownership struct {
 // OwnedByCKEGen reports whether ckegen owns the integration.
 func (o Ownership) OwnedByCKEGen() bool { return o.Owner == OwnerCKEGen }
 
+// HandedBack reports whether sabakan/owner says cke explicitly (a
+// handback wrote it): CKE owns the integration even while no CKE server
+// runs, since its server may only be restarting.
+func (o Ownership) HandedBack() bool { return o.Owner == OwnerCKE && o.OwnerRev != 0 }
+
 // ownershipOps reads what Ownership holds; parseOwnership reads their
 // answers back.
 func (s Storage) ownershipOps() []clientv3.Op {

@@ -296,8 +296,8 @@ and exits 0.`,
 			if o.CKEServer {
 				fmt.Fprintln(stdout, "Next: ckegen's daemon writes nothing from its next tick (OWNED_BY_CKE); CKE's integration writes the cluster.")
 			} else {
-				fmt.Fprintf(stdout, "Next: no CKE server holds %s, so ckegen's daemon runs standalone and keeps writing the cluster while %s is false; it stops when a CKE server starts.\n",
-					storage.KeyLeader, storage.KeySabakanDisabled)
+				fmt.Fprintf(stdout, "Next: no CKE server holds %s now; ckegen's daemon writes nothing all the same (OWNED_BY_CKE, %s is cke), so the cluster changes again when CKE's server runs.\n",
+					storage.KeyLeader, storage.KeyOwner)
 			}
 			fmt.Fprintln(stdout, "Take over again with ckecli sabakan takeover.")
 			return nil
@@ -321,6 +321,8 @@ func switchNote(o storage.Ownership) string {
 		return fmt.Sprintf("ckegen's own switch %s (ckegen owns the integration; CKE's %s is left alone)", storage.KeyCKEGenDisabled, storage.KeySabakanDisabled)
 	case o.CKEServer:
 		return fmt.Sprintf("CKE's switch %s (%s is %s and a CKE server runs: this switches CKE's own integration, as CKE's ckecli does)", storage.KeySabakanDisabled, storage.KeyOwner, ownerText(o))
+	case o.HandedBack():
+		return fmt.Sprintf("CKE's switch %s (%s is %s: the integration was handed back to CKE, whose server does not run now; this switches CKE's own integration)", storage.KeySabakanDisabled, storage.KeyOwner, ownerText(o))
 	default:
 		return fmt.Sprintf("%s (%s is %s and no CKE server holds %s: ckegen's daemon runs standalone and honours this switch)", storage.KeySabakanDisabled, storage.KeyOwner, ownerText(o), storage.KeyLeader)
 	}
@@ -370,6 +372,8 @@ func writer(o storage.Ownership) string {
 		return "ckegen, while CKE's status says completed or reboot-nodes"
 	case o.OwnedByCKEGen():
 		return "ckegen"
+	case o.HandedBack() && !o.CKEServer:
+		return "CKE's own integration once its server runs (handed back; ckegen holds, OWNED_BY_CKE, also while no CKE server holds leader/)"
 	case o.CKEServer && o.CKEDisabled:
 		return fmt.Sprintf("none: CKE owns the integration (ckegen holds, OWNED_BY_CKE) and CKE's %s is true", storage.KeySabakanDisabled)
 	case o.CKEServer:
