@@ -254,3 +254,22 @@ func TestMapPageModel(t *testing.T) {
 		}
 	}
 }
+
+// A tick that holds back beside CKE is shown as held (not as an error),
+// with its reason, the mode and the owner.
+func TestMapPageHeld(t *testing.T) {
+	f := newPageFixture(t)
+	ctx := context.Background()
+	leader := f.st.Key(storage.KeyLeader + "1")
+	must(t, f.st.PutStatus(ctx, leader, storage.Status{Result: "held", Reason: "OWNED_BY_CKE", Message: "ckecli sabakan takeover",
+		Mode: storage.ModeBesideCKE, Owner: storage.OwnerCKE, Leader: "daemon-1"}))
+	body := get(t, f.handler(nil), http.MethodGet, "/").Body.String()
+	for _, want := range []string{`<span class="note" id="held">held</span> <code>OWNED_BY_CKE</code>`, "<td>beside-cke, owner cke</td>"} {
+		if !strings.Contains(body, want) {
+			t.Errorf("page lacks %q", want)
+		}
+	}
+	if strings.Contains(body, `<span class="err">held`) {
+		t.Error("a correct hold is shown as an error")
+	}
+}
