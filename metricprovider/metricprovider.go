@@ -14,6 +14,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/ckegen/ckegen/internal/redact"
 	"github.com/ckegen/ckegen/machine"
 	"github.com/ckegen/ckegen/policy"
 )
@@ -164,9 +165,9 @@ func fetchPrometheus(ctx context.Context, prov *policy.ProviderSpec, m *policy.M
 	st.Warnings = warnings
 	if err != nil {
 		if errors.Is(qctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil {
-			return fmt.Errorf("%s: no answer within %s (the provider's timeout): %w", prov.URL, timeout, err)
+			return fmt.Errorf("%s: no answer within %s (the provider's timeout): %w", redact.URL(prov.URL), timeout, err)
 		}
-		return fmt.Errorf("%s: query %q: %w", prov.URL, m.Query, err)
+		return fmt.Errorf("%s: query %q: %w", redact.URL(prov.URL), m.Query, err)
 	}
 	st.Samples = len(samples)
 	// seen holds, per row, the index+1 of the sample that set it.
@@ -178,11 +179,11 @@ func fetchPrometheus(ctx context.Context, prov *policy.ProviderSpec, m *policy.M
 			continue
 		}
 		if !s.Value.ok {
-			return fmt.Errorf("%s: query %q: sample %s has no float value (a native histogram?)", prov.URL, m.Query, s.Metric)
+			return fmt.Errorf("%s: query %q: sample %s has no float value (a native histogram?)", redact.URL(prov.URL), m.Query, s.Metric)
 		}
 		if prev := seen[row]; prev != 0 {
 			return fmt.Errorf("%s: query %q returned two samples for one machine, %s and %s: aggregate it to one sample per machine (e.g. max by (%s) (...))",
-				prov.URL, m.Query, samples[prev-1].Metric, s.Metric, LabelSerial)
+				redact.URL(prov.URL), m.Query, samples[prev-1].Metric, s.Metric, LabelSerial)
 		}
 		seen[row] = i + 1
 		st.Matched++

@@ -273,3 +273,16 @@ func TestWarnings(t *testing.T) {
 		t.Errorf("without machines: %q", got)
 	}
 }
+
+// A password in the Prometheus URL never shows in an error.
+func TestPrometheusURLRedacted(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { http.Error(w, "no", 500) }))
+	defer srv.Close()
+	u := strings.Replace(srv.URL, "http://", "http://admin:s3cret@", 1)
+	p := load(t, `{"metrics": {"temp": {"provider": "prom", "query": "temp", "max": 1}},
+		"providers": {"prom": {"type": "prometheus", "url": "`+u+`", "timeout": "2s"}}}`)
+	_, _, err := Fetch(context.Background(), p, []*machine.Machine{mach("S1", "10.0.0.1")})
+	if err == nil || strings.Contains(err.Error(), "s3cret") || !strings.Contains(err.Error(), "admin:xxxxx@") {
+		t.Fatalf("error %v: want the password masked", err)
+	}
+}
