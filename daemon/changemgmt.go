@@ -361,6 +361,10 @@ func (m *changeMetrics) untilQuiet(wait time.Duration) time.Duration {
 // that a new leader continues the quiet time, the pending plan's digest
 // and what released it, where the last leader left them.
 func (d *Daemon) loadStatus(ctx context.Context) {
+	// A hung etcd must not keep a new leader from ticking: the status is
+	// only the last tick's, and the first tick writes a new one.
+	ctx, cancel := context.WithTimeout(ctx, d.cfg.Interval)
+	defer cancel()
 	st, err := d.cfg.Storage.GetStatus(ctx)
 	if err != nil {
 		if !errors.Is(err, storage.ErrNotFound) {

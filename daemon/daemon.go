@@ -319,6 +319,13 @@ func (d *Daemon) nextWait(err error, backoff time.Duration) (wait, next time.Dur
 func (d *Daemon) runOnce(ctx context.Context, leaderKey string) error {
 	start := time.Now()
 	out, err := d.tick(ctx, leaderKey)
+	if err != nil && errors.Is(ctx.Err(), context.Canceled) {
+		// Cut short by shutdown or the end of leadership: not a failure
+		// of the integration, so no failure status (the next leader's
+		// first tick writes one).
+		d.log.Info("tick cut short", "error", err)
+		return err
+	}
 	d.metrics.tickDuration.Observe(time.Since(start).Seconds())
 	now := d.cfg.Now().UTC()
 
