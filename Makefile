@@ -33,8 +33,8 @@ test:
 	$(GO) test -race -count=1 ./...
 	$(MAKE) test-ckeref
 
-# ckeref/ is a module of its own that imports CKE v1.35.4 (SPEC 16's
-# reference). Here CKE comes from ../shared/goproxy (a file module proxy)
+# ckeref/ is a module of its own that imports CKE v1.35.4 (the reference
+# of docs/models.md). Here CKE comes from ../shared/goproxy (a file module proxy)
 # when it exists; elsewhere from the public proxy. Outside CI, a machine that
 # cannot download CKE skips these tests with a message; under CI it fails.
 # Without -race: CKE's generator is single-threaded code we only call, and

@@ -27,10 +27,10 @@ import (
 )
 
 // TestDifferential runs CKE v1.35.4's generator and ckegen's rate model
-// (SPEC 16) on the same random data centers, tick after tick, and compares
+// (docs/models.md) on the same random data centers, tick after tick, and compares
 // every decision: the kind of result (a cluster, nothing to do, an error),
 // the operation, the control planes, the workers, and each node's taints,
-// labels and annotations. Every difference must be one that SPEC 16 makes
+// labels and annotations. Every difference must be one that docs/models.md makes
 // deliberately, recognised as exactly that case; each is counted by class.
 // The sequence goes on with ckegen's cluster.
 //
@@ -113,7 +113,7 @@ func runWorld(t *testing.T, seed uint64, ticks int, st *stats) bool {
 		tk.run()
 		classes, err := tk.compare()
 		if err != nil {
-			t.Errorf("seed %d tick %d: ckegen and CKE v1.35.4 differ in a way SPEC 16 does not allow: %v\n%s\nrerun: DIFFERENTIAL_SEED=%d go test -run TestDifferential -v ./",
+			t.Errorf("seed %d tick %d: ckegen and CKE v1.35.4 differ in a way docs/models.md does not list: %v\n%s\nrerun: DIFFERENTIAL_SEED=%d go test -run TestDifferential -v ./",
 				seed, n, err, tk.dump(), seed)
 			return false
 		}
@@ -292,7 +292,7 @@ func (tk *tick) ckeKind() string {
 func (tk *tick) cpRole() string { return tk.tmpl.ControlPlane.Role }
 
 // accepts reports whether a worker template takes machines of role (ckegen's
-// rule, SPEC 4).
+// rule).
 func (tk *tick) accepts(role string) bool { return tk.tmpl.WorkerFor(role) != nil }
 
 func (tk *tick) healthy(addr string) bool {
@@ -421,7 +421,7 @@ func (tk *tick) ckeResultText() string {
 	return tk.ckeKind()
 }
 
-// Class names, as the summary prints them. The SPEC 16 item each one is
+// Class names, as the summary prints them. The docs/models.md item each one is
 // follows the colon.
 const (
 	classRule2          = "rule 2: ckegen removes workers of a role no template takes; CKE v1.35 has no rule 2"
@@ -435,7 +435,7 @@ const (
 	classFillOverCount  = "every HEALTHY machine used: CKE's fill target counts machines no worker can take, CKE fails (errNotAvailable)"
 	classOneCP          = "one CP per tick: CKE demotes every excess control plane at once; ckegen's one is the lowest removal score"
 	classTieCP          = "deterministic choice: CKE chose another control plane of the same score profile"
-	classSpare          = "spare nodes (SPEC 13): ckegen promotes a spare worker before adding an unused candidate; CKE v1.35 looks for spares among unused machines first"
+	classSpare          = "spare nodes: ckegen promotes a spare worker before adding an unused candidate; CKE v1.35 looks for spares among unused machines first"
 	classTypoGuard      = "rule 2's typo guard: ckegen keeps a worker of a role no template takes as it was (and does not regenerate); CKE renders it with its only worker template"
 	classTypoGuardTaint = "rule 2's typo guard: ckegen writes a worker of a role no template takes back as it was, state taint included; CKE re-taints it"
 	classRule2Starves   = "CKEGEN DEFECT (reported): rule 2 removes the workers fill needed to promote to control planes, then fill fails, every tick; CKE promotes them"
@@ -603,7 +603,7 @@ func (tk *tick) ckePanic() ([]string, error) {
 		}
 		for _, c := range chs {
 			if m := tk.machines[c.address]; c.action == "demote" && m != nil && m.Spec.Role == role {
-				// ckegen removes such a control plane instead (SPEC 6.2 rule 4).
+				// ckegen removes such a control plane instead (rule 4).
 				if tk.genKind() == "cluster" && tk.gen.Op == generator.OpDecreaseCP {
 					return []string{classPanicDemote}, nil
 				}
@@ -1118,7 +1118,7 @@ func (tk *tick) whyUnused(missing set) (string, error) {
 }
 
 // checkCPScores checks the selection score ckegen reports for each control
-// plane it chose against SPEC 3's (CKE's scoreMachine), rack counts growing
+// plane it chose against the selection score's (CKE's scoreMachine), rack counts growing
 // with each pick: a score that no longer says what CKE computes would
 // otherwise go unseen where it does not change a choice.
 func (tk *tick) checkCPScores(gCPs set) error {
@@ -1133,7 +1133,7 @@ func (tk *tick) checkCPScores(gCPs set) error {
 	}
 	for i, p := range tk.cpProfile(base, order) {
 		if p.score != scores[i] {
-			return fmt.Errorf("control plane %s: ckegen's selection score %d, SPEC 3's (CKE's) %d", order[i], scores[i], p.score)
+			return fmt.Errorf("control plane %s: ckegen's selection score %d, the selection score's (CKE's) %d", order[i], scores[i], p.score)
 		}
 	}
 	return nil
@@ -1185,7 +1185,7 @@ func (tk *tick) compareCPs(gCPs set) ([]string, error) {
 	return nil, fmt.Errorf("control planes chosen: ckegen %v %v, CKE %v %v", gOrder, gp, cOrder, cp)
 }
 
-// spareBeforeCandidate recognises SPEC 13's order against CKE's: ckegen
+// spareBeforeCandidate recognises the spare-first order against CKE's: ckegen
 // promotes spare workers first (a prefix of its picks), then adds unused
 // candidates; CKE adds unused candidates first and promotes only when none
 // is left, so its first pick is an added machine and no promotion comes
@@ -1205,7 +1205,7 @@ func (tk *tick) spareBeforeCandidate(gp, cp []cpPick) bool {
 	return true
 }
 
-// cpProfile scores control plane picks in order (SPEC 3's selection
+// cpProfile scores control plane picks in order (the selection
 // score, the rack counts growing with each pick).
 func (tk *tick) cpProfile(base set, order []string) []cpPick {
 	inRack := map[int]int{}
@@ -1251,7 +1251,7 @@ func lifetimePoints(m *machine.Machine, now time.Time) int {
 	return p
 }
 
-// removalScore is SPEC 3's removal score of a control plane among cps.
+// removalScore is the removal score of a control plane among cps.
 func (tk *tick) removalScore(a string, cps set) int {
 	m := tk.machines[a]
 	n := 0
@@ -1300,7 +1300,7 @@ func (tk *tick) oneCPPerTick(gCPs set) ([]string, error) {
 }
 
 // compareNode compares the rendering of one node: user, taints, labels and
-// annotations, with SPEC 2's deliberate differences taken out: ckegen adds
+// annotations, with the rendering differences of docs/models.md taken out: ckegen adds
 // failure-domain.beta.kubernetes.io/zone, and renders no
 // node-role.kubernetes.io/ label for the empty role.
 func (tk *tick) compareNode(g *cluster.Node, c *cke.Node) error {

@@ -1,5 +1,5 @@
 // Module ckeref runs CKE v1.35.4's own sabakan generator beside ckegen's as
-// the reference for SPEC 16's rate model: a differential test and a
+// the reference for the rate model (docs/models.md): a differential test and a
 // benchmark. It is test-only, and a module of its own so that the project's
 // main module does not depend on github.com/cybozu-go/cke (and through it on
 // Kubernetes' and Vault's modules).

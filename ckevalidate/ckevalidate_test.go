@@ -276,7 +276,7 @@ func TestClusterFirstError(t *testing.T) {
 }
 
 // benchCluster is a cluster of n nodes like the ones ckegen generates: the
-// labels and annotations of SPEC 2, one unique label value per node (the
+// labels and annotations a node is rendered with, one unique label value per node (the
 // worst case for the cache), a taint on every twentieth.
 func benchCluster(n int) *cluster.Cluster {
 	c := base()

@@ -33,7 +33,7 @@ type Config struct {
 	// up to Interval.
 	MinBackoff time.Duration
 	// CKEStatusMaxAge is how old CKE's status may be for ckegen to write
-	// beside a CKE server (SPEC 17).
+	// beside a CKE server (docs/beside-cke.md).
 	CKEStatusMaxAge time.Duration
 	// MaxClusterBytes is etcd's request size limit: a larger cluster is
 	// refused with CLUSTER_TOO_LARGE instead of failing in etcd.
@@ -401,7 +401,7 @@ func placementsStatus(st *storage.Status, prev storage.Status, out *outcome) {
 
 // modelStatus completes a tick's status with the constraints model in
 // force and, in the rate model, the worker rate of the cluster as the
-// tick leaves it (SPEC 16), counting the machines the tick gave the
+// tick leaves it (docs/models.md), counting the machines the tick gave the
 // generator, as rule 7 does. A tick that did not get to query sabakan
 // keeps the last rate, against the minimum-workers-rate now in force; one
 // that did not read valid constraints (or a disabled integration) says

@@ -239,7 +239,7 @@ func (m *placementMetrics) clear() {
 }
 
 // modelMetrics export the constraints model in force and, in the rate
-// model, the worker rate against minimum-workers-rate (SPEC 16), as the
+// model, the worker rate against minimum-workers-rate (docs/models.md), as the
 // status has them: on the leader, while the integration is enabled and
 // the last tick read valid constraints.
 type modelMetrics struct {

@@ -12,7 +12,7 @@ import (
 	"github.com/ckegen/ckegen/storage"
 )
 
-// Running beside a real CKE server (SPEC 17): which integration writes the
+// Running beside a real CKE server (docs/beside-cke.md): which integration writes the
 // cluster, and CKE's pace.
 
 // Reasons of a tick that holds back on purpose: the daemon is healthy,
@@ -58,7 +58,7 @@ func modeOf(own storage.Ownership) string {
 	return ModeStandalone
 }
 
-// gate decides from the ownership keys whether a tick may go on (SPEC 17):
+// gate decides from the ownership keys whether a tick may go on (docs/beside-cke.md):
 // it holds when a CKE server owns the integration or it was handed back to
 // CKE (an explicit sabakan/owner: cke, even with no CKE server running: a
 // server that restarts, upgrades or exits after its first Generate leaves

@@ -16,7 +16,7 @@ import (
 	"github.com/ckegen/ckegen/storage"
 )
 
-// The models' end-to-end flow (SPEC 16) runs on newClockFixture's data
+// The models' end-to-end flow (docs/models.md) runs on newClockFixture's data
 // center: 20 machines, of which the query variables below return the 16
 // that are not boot servers (RETIRED ones included), all HEALTHY.
 const (
@@ -113,8 +113,7 @@ func checkRate(t *testing.T, st storage.Status, workers, minimum int) {
 	}
 }
 
-// TestModelsEndToEnd runs the daemon's main flow in both models (SPEC
-// 16), each step a real tick against etcd and the compatible server:
+// TestModelsEndToEnd runs the daemon's main flow in both models (docs/models.md), each step a real tick against etcd and the compatible server:
 // the first cluster; a worker RETIRED past the retire wait (removed in
 // the count model; in the rate model kept while the rate does not allow
 // it, with a warning, and removed when it does); a control plane turned

@@ -41,7 +41,7 @@ const (
 	ReasonClusterTooLarge    = "CLUSTER_TOO_LARGE"
 	ReasonConflict           = "CLUSTER_CHANGED"
 	// ReasonOwnershipChanged: a takeover, a handback or a switch landed
-	// between the tick's read and its write, which lost (SPEC 17).
+	// between the tick's read and its write, which lost (docs/beside-cke.md).
 	ReasonOwnershipChanged = "OWNERSHIP_CHANGED"
 	ReasonLostLeadership   = "LOST_LEADERSHIP"
 	ReasonEtcdError        = "ETCD_ERROR"
@@ -75,7 +75,7 @@ func fail(reason string, err error) *tickError { return &tickError{reason: reaso
 type settings struct {
 	disabled bool
 	// own is who owns the integration, and hold why the tick holds back
-	// (SPEC 17); nil: it goes on.
+	// (docs/beside-cke.md); nil: it goes on.
 	own         storage.Ownership
 	hold        *hold
 	template    *template.Template
@@ -97,7 +97,7 @@ type settings struct {
 // outcome is what one tick saw and did.
 type outcome struct {
 	disabled bool
-	// held: the tick held back on purpose (SPEC 17); own: the ownership
+	// held: the tick held back on purpose (docs/beside-cke.md); own: the ownership
 	// it read.
 	hold     *hold
 	own      *storage.Ownership

@@ -147,7 +147,7 @@ func drawWorld(t *rapid.T) *world {
 	return w
 }
 
-// drawConstraints draws either model (SPEC 16): the rate model with a rate
+// drawConstraints draws either model (docs/models.md): the rate model with a rate
 // that includes the bounds, or the count model.
 func drawConstraints(t *rapid.T) constraints.Constraints {
 	if rapid.Bool().Draw(t, "rate model") {
@@ -729,7 +729,7 @@ func checkSettled(t *rapid.T, w *world) {
 	}
 }
 
-// checkRateSettled: rules 6 and 7 of the rate model (SPEC 16) have
+// checkRateSettled: rules 6 and 7 of the rate model (docs/models.md) have
 // nothing left to do.
 func (w *world) checkRateSettled(t *rapid.T, workerCandidate string, workerCount int) {
 	if workerCandidate != "" {

@@ -7,7 +7,7 @@ import (
 	"github.com/ckegen/ckegen/constraints"
 )
 
-// WorkerRate is the rate model's figure for a cluster (SPEC 16): the share
+// WorkerRate is the rate model's figure for a cluster (docs/models.md): the share
 // of the machines that would still be workers if one RETIRED worker left,
 // (workers - 1) / machines * 100, against minimum-workers-rate. It is what
 // decides whether rule 7 may remove a worker.

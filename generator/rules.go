@@ -266,9 +266,9 @@ func (s *state) takeOutBadCP(bad *member, sc *Score, why string, demotable bool)
 const rateWhy = "every HEALTHY machine a worker template accepts is a worker; "
 
 // Rule 6: fewer HEALTHY workers than minimum-workers: add workers while
-// there is room and candidates (SPEC 6.2.6). In the rate model: every
+// there is room and candidates (rule 6). In the rate model: every
 // unused HEALTHY machine a worker template accepts, all in one step
-// (SPEC 16).
+// (docs/models.md).
 func (s *state) increaseWorkers() (bool, error) {
 	if s.limits.rate {
 		if !s.anyWorkerCandidate() {
@@ -325,7 +325,7 @@ func (s *state) retiredPastWait(mb *member) bool {
 		mb.machine.raw.Status.Duration > s.retireWait.Seconds()
 }
 
-// Rule 7 in the rate model (SPEC 16): the first worker, in the cluster's
+// Rule 7 in the rate model (docs/models.md): the first worker, in the cluster's
 // order, that stayed RETIRED past the retire wait leaves when the workers
 // left are still at least minimum-workers-rate percent of the machines;
 // otherwise it stays, with a warning.

@@ -114,7 +114,7 @@ type state struct {
 }
 
 // limits holds the constraints the generator uses. In the rate model
-// (SPEC 16) minimumWorkers and maximumWorkers are zero and rate is set.
+// (docs/models.md) minimumWorkers and maximumWorkers are zero and rate is set.
 type limits struct {
 	controlPlaneCount, minimumWorkers, maximumWorkers int
 	// rate: the rate model, in which every HEALTHY machine a worker
@@ -313,7 +313,7 @@ func (s *state) checkTemplateRoles() {
 	}
 }
 
-// checkRateModel warns about what the rate model (SPEC 16) ignores: a
+// checkRateModel warns about what the rate model (docs/models.md) ignores: a
 // weight on a worker template, and a control plane that is not well,
 // which the rate model keeps (CKE v1.35 has no rule 5).
 func (s *state) checkRateModel() {

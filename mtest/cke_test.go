@@ -212,7 +212,7 @@ func (s *ckeStatus) put(phase string, at time.Time) {
 }
 
 // besideStatus is sabakan/status as ckegen's ckecli prints it, with the
-// mode and owner (SPEC 17).
+// mode and owner (docs/beside-cke.md).
 type besideStatus struct {
 	Result  string    `json:"result"`
 	Reason  string    `json:"reason"`
@@ -350,7 +350,7 @@ func (c rawCluster) stateTaint(addr string) string {
 
 // compareTakeover checks that after differs from before in no membership,
 // taint (but those of the nodes at retainted), annotation or other field,
-// and in labels only where SPEC 2 renders differently from CKE (README,
+// and in labels only where ckegen renders differently from CKE (docs/beside-cke.md,
 // "What changes in cluster.yml at takeover"); it returns the label
 // differences, counted. Each kind of unexpected difference is one error,
 // with its count and a node that has it.
@@ -434,7 +434,7 @@ func compareTakeover(t *testing.T, before, after rawCluster, retainted ...string
 	return diffs
 }
 
-// TestBesideCKE (scenario 14, SPEC 17): ckegen's daemons beside CKE
+// TestBesideCKE (scenario 14, docs/beside-cke.md): ckegen's daemons beside CKE
 // v1.35.4's own server and ckecli on one etcd. CKE's ckecli configures the
 // integration and CKE's server generates the first cluster; ckegen's two
 // daemons then elect on their own prefix and hold (OWNED_BY_CKE) until
@@ -675,7 +675,7 @@ func TestBesideCKE(t *testing.T) {
 	})
 	e.converge(30 * time.Second)
 	tainted := e.rawCluster()
-	// ckegen's first write beside CKE: the taint, and whatever SPEC 2
+	// ckegen's first write beside CKE: the taint, and whatever ckegen
 	// renders differently.
 	diffs = compareTakeover(t, after, tainted, addr1)
 	t.Logf("ckegen's first cluster write after takeover (%d write(s)): the taint of %s; label differences from CKE's cluster: %v", e.rec.count()-writes, addr1, diffs)

@@ -10,7 +10,7 @@ import (
 )
 
 // rateStatus is the rate model's part of sabakan/status as ckecli prints
-// it (SPEC 16).
+// it (docs/models.md).
 type rateStatus struct {
 	Result            string   `json:"result"`
 	Leader            string   `json:"leader"`

@@ -12,7 +12,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
-// Running beside a real CKE server (SPEC 17): who writes `cluster`, ckegen's
+// Running beside a real CKE server (docs/beside-cke.md): who writes `cluster`, ckegen's
 // own switch and election, and the CKE server's phase.
 const (
 	// KeyOwner says which integration writes `cluster`: OwnerCKE (or

@@ -152,7 +152,7 @@ func (s Storage) PutCluster(ctx context.Context, leaderKey string, data []byte, 
 }
 
 // PutClusterOwned is PutCluster that also needs the owner and both
-// switches unchanged since own was read (SPEC 17): a write racing a
+// switches unchanged since own was read (docs/beside-cke.md): a write racing a
 // takeover, a handback or a switch flip loses with ErrOwnershipChanged,
 // so that two integrations never both write the cluster.
 func (s Storage) PutClusterOwned(ctx context.Context, leaderKey string, data []byte, clusterRev, templateRev int64, own Ownership) (int64, error) {
@@ -338,7 +338,7 @@ type Status struct {
 	// policy.
 	Placements []PlacementStatus `json:"placements,omitempty"`
 	// Model is the constraints model in force at the tick
-	// (constraints.CountModel or constraints.RateModel, SPEC 16); "" when
+	// (constraints.CountModel or constraints.RateModel, docs/models.md); "" when
 	// the tick did not get to read valid constraints.
 	Model string `json:"model,omitempty"`
 	// ConstraintsSource says where the constraints came from:
@@ -350,7 +350,7 @@ type Status struct {
 	// minimum-workers-rate in force; nil in the count model, or before
 	// sabakan answered.
 	WorkerRate *generator.WorkerRate `json:"workerRate,omitempty"`
-	// Mode is how the daemon runs (SPEC 17): "standalone" (no CKE server
+	// Mode is how the daemon runs (docs/beside-cke.md): "standalone" (no CKE server
 	// holds leader/) or "beside-cke"; Owner is the integration's owner
 	// (OwnerCKE or OwnerCKEGen). Both "" when the tick did not read them.
 	Mode  string `json:"mode,omitempty"`
@@ -614,7 +614,7 @@ func (s *Snapshot) get(k string) ([]byte, int64, error) {
 	return kv.Value, kv.ModRevision, nil
 }
 
-// Ownership is who writes the cluster and the switches (SPEC 17), as
+// Ownership is who writes the cluster and the switches (docs/beside-cke.md), as
 // Storage.Ownership reads them, at the snapshot's revision.
 func (s *Snapshot) Ownership() (Ownership, error) { return parseOwnership(s.owner) }
 

@@ -10,7 +10,7 @@ import (
 	"github.com/ckegen/ckegen/storage"
 )
 
-// The switch of the integration (SPEC 17): while ckegen owns the
+// The switch of the integration (docs/beside-cke.md): while ckegen owns the
 // integration (sabakan/owner ckegen), ckegen's own sabakan/ckegen/disabled;
 // otherwise CKE's sabakan/disabled, as CKE's ckecli. Each command says on
 // stderr which one it acted on.

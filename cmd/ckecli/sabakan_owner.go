@@ -21,7 +21,7 @@ import (
 	"github.com/ckegen/ckegen/template"
 )
 
-// Running beside a real CKE server (SPEC 17): which integration writes
+// Running beside a real CKE server (docs/beside-cke.md): which integration writes
 // `cluster` (sabakan/owner), takeover and handback, and the switch that
 // enable, disable and is-enabled act on.
 
@@ -356,11 +356,11 @@ type ownerReport struct {
 	CKELeader    string             `json:"ckeLeader,omitempty"`
 	CKEGenLeader string             `json:"ckegenLeader,omitempty"`
 	CKEStatus    *storage.CKEStatus `json:"ckeStatus,omitempty"`
-	// Writer says which integration writes the cluster by SPEC 17's rules.
+	// Writer says which integration writes the cluster by the rules of docs/beside-cke.md.
 	Writer string `json:"writer"`
 }
 
-// writer applies SPEC 17's rules of ownership (not CKE's pace, which
+// writer applies the rules of docs/beside-cke.md of ownership (not CKE's pace, which
 // depends on the daemon's --cke-status-max-age).
 func writer(o storage.Ownership) string {
 	switch {

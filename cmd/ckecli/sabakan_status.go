@@ -96,8 +96,7 @@ func ts(t time.Time) string {
 	return t.UTC().Format(time.RFC3339)
 }
 
-// modeLine says how the daemon runs and who owns the integration (SPEC
-// 17), and how it decided.
+// modeLine says how the daemon runs and who owns the integration (docs/beside-cke.md), and how it decided.
 func modeLine(s storage.Status) string {
 	how := "no CKE server holds leader/: ckegen stands in for CKE's server"
 	if s.Mode == storage.ModeBesideCKE {
@@ -151,7 +150,7 @@ func statusTable(w io.Writer, s storage.Status) error {
 
 // modelLine says which constraints model the last tick used and, in the
 // rate model, the worker rate that decides whether a RETIRED worker may
-// leave (SPEC 16); "" when the tick did not read valid constraints.
+// leave (docs/models.md); "" when the tick did not read valid constraints.
 func modelLine(s storage.Status) string {
 	switch {
 	case s.Model == "":

@@ -1,5 +1,5 @@
 // Package cketest provides CKE v1.35.4's own `cke` server and `ckecli` for
-// tests that run ckegen beside a real CKE (SPEC 17): built from the module
+// tests that run ckegen beside a real CKE (docs/beside-cke.md): built from the module
 // in ckemodule/ (github.com/cybozu-go/cke at v1.35.4 with the dependency
 // versions of CKE's release) once per machine into a cache, as
 // internal/kubetest caches the kube-apiserver.

@@ -1,5 +1,5 @@
 // CKE v1.35.4's own `cke` server and `ckecli`, which internal/cketest builds
-// for mtest (SPEC 17). The only requirement is CKE, and go.sum is taken from
+// for mtest (docs/beside-cke.md). The only requirement is CKE, and go.sum is taken from
 // CKE v1.35.4's own, so every dependency is at the version of CKE's release.
 // A module of its own, not ckeref/: there ckegen's etcd v3.7 and Kubernetes
 // v0.37 win version selection, and CKE's ckecli (etcdutl v3.6) does not
