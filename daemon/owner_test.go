@@ -228,3 +228,22 @@ func TestHandbackHoldsWithoutCKEServer(t *testing.T) {
 		t.Errorf("mode %q owner %q", st.Mode, st.Owner)
 	}
 }
+
+// TestInvalidOwner: an owner that is neither cke nor ckegen fails the tick
+// naming the key and the commands that set it, and nothing is written.
+func TestInvalidOwner(t *testing.T) {
+	f := newFixture(t)
+	leader := f.lead(t)
+	ctx := context.Background()
+	_, err := f.st.Client.Put(ctx, f.st.Key(storage.KeyOwner), "both")
+	must(t, err)
+	err = f.daemon("d", nil).runOnce(ctx, leader)
+	var te *tickError
+	if !errors.As(err, &te) || te.reason != ReasonInvalidOwner || !strings.Contains(te.err.Error(), "sabakan/owner") ||
+		!strings.Contains(te.err.Error(), "ckecli sabakan takeover") {
+		t.Fatalf("tick: %v, want %s naming sabakan/owner and the fix", err, ReasonInvalidOwner)
+	}
+	if f.cluster(t) != nil {
+		t.Fatal("a cluster was written with an invalid owner")
+	}
+}
