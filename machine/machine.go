@@ -12,6 +12,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/ckegen/ckegen/internal/clip"
 )
 
 // State is a sabakan machine state.
@@ -182,12 +184,12 @@ func Validate(ms []Machine) error {
 			return fmt.Errorf("machines[%d]: spec.serial: must not be empty", i)
 		}
 		if j, ok := seen[m.Spec.Serial]; ok {
-			return fmt.Errorf("machines[%d]: spec.serial: %s is also machines[%d]'s: serials are unique in sabakan, so the list is broken", i, m.Spec.Serial, j)
+			return fmt.Errorf("machines[%d]: spec.serial: %s is also machines[%d]'s: serials are unique in sabakan, so the list is broken", i, clip.Value(m.Spec.Serial), j)
 		}
 		seen[m.Spec.Serial] = i
 		if !m.Status.State.Valid() {
 			return fmt.Errorf("machines[%d] (serial %s): status.state: unknown state %q (want one of %s)",
-				i, m.Spec.Serial, m.Status.State, stateList())
+				i, clip.Value(m.Spec.Serial), clip.Value(string(m.Status.State)), stateList())
 		}
 	}
 	return nil
@@ -274,27 +276,30 @@ func Sanitize(ms []Machine, validLabel LabelValidator) ([]*Machine, []string) {
 	// bytes are equal strings.
 	byAddr := make(map[[4]byte]string, len(sorted))
 	for i, m := range sorted {
+		// Serials, addresses and labels are the inventory's: echoed
+		// bounded (clip.Value).
+		serial := clip.Value(m.Spec.Serial)
 		if i > 0 && sorted[i-1].Spec.Serial == m.Spec.Serial {
-			warnings = append(warnings, fmt.Sprintf("machine %s: duplicate serial: later entry ignored", m.Spec.Serial))
+			warnings = append(warnings, fmt.Sprintf("machine %s: duplicate serial: later entry ignored", serial))
 			continue
 		}
 		addr := m.Address()
 		if addr == "" {
-			warnings = append(warnings, fmt.Sprintf("machine %s: no IPv4 address: ignored", m.Spec.Serial))
+			warnings = append(warnings, fmt.Sprintf("machine %s: no IPv4 address: ignored", serial))
 			continue
 		}
 		if field := impossible(m); field != "" {
-			warnings = append(warnings, fmt.Sprintf("machine %s: %s: ignored", m.Spec.Serial, field))
+			warnings = append(warnings, fmt.Sprintf("machine %s: %s: ignored", serial, field))
 			continue
 		}
 		ip, err := netip.ParseAddr(addr)
 		if err != nil || !ip.Is4() {
-			warnings = append(warnings, fmt.Sprintf("machine %s: ipv4[0] %q is not an IPv4 address: ignored", m.Spec.Serial, addr))
+			warnings = append(warnings, fmt.Sprintf("machine %s: ipv4[0] %q is not an IPv4 address: ignored", serial, clip.Value(addr)))
 			continue
 		}
 		key := ip.As4()
 		if other, ok := byAddr[key]; ok {
-			warnings = append(warnings, fmt.Sprintf("machine %s: address %s is also used by machine %s: ignored", m.Spec.Serial, addr, other))
+			warnings = append(warnings, fmt.Sprintf("machine %s: address %s is also used by machine %s: ignored", serial, addr, clip.Value(other)))
 			continue
 		}
 		byAddr[key] = m.Spec.Serial
@@ -311,7 +316,7 @@ func Sanitize(ms []Machine, validLabel LabelValidator) ([]*Machine, []string) {
 				}
 				switch {
 				case err != nil:
-					warnings = append(warnings, fmt.Sprintf("machine %s: label %q skipped: %v", m.Spec.Serial, l.Name, err))
+					warnings = append(warnings, fmt.Sprintf("machine %s: label %q skipped: %s", serial, clip.Value(l.Name), clip.Value(err.Error())))
 					if !dropped {
 						kept = append(kept, m.Spec.Labels[:j]...)
 					}

@@ -2,6 +2,7 @@ package machine
 
 import (
 	"errors"
+	"fmt"
 	"net/netip"
 	"reflect"
 	"slices"
@@ -297,4 +298,26 @@ func TestSanitizeMatchesReference(t *testing.T) {
 			t.Fatal("Sanitize modified its input")
 		}
 	})
+}
+
+// TestEchoesAreBounded: a huge serial, address or label from the inventory
+// is echoed cut to 1 KiB in warnings and errors, never whole.
+func TestEchoesAreBounded(t *testing.T) {
+	huge := strings.Repeat("x", 5<<20)
+	ms := []Machine{mk(huge + "a"), mk("b", huge), mk("c", "10.0.0.3")}
+	ms[2].Spec.Labels = []Label{{Name: huge, Value: huge}}
+	valid := func(name, value string) error { return errors.New("invalid value " + value) }
+	_, warnings := Sanitize(ms, valid)
+	if len(warnings) != 3 {
+		t.Fatalf("warnings %d, want 3", len(warnings))
+	}
+	for _, w := range warnings {
+		if len(w) > 3*1024 || !strings.Contains(w, "bytes more)") {
+			t.Errorf("warning of %d bytes: %.60q", len(w), w)
+		}
+	}
+	dup := []Machine{mk(huge, "10.0.0.1"), mk(huge, "10.0.0.2")}
+	if err := Validate(dup); err == nil || len(err.Error()) > 2*1024 {
+		t.Errorf("Validate of a duplicate huge serial: %d bytes", len(fmt.Sprint(err)))
+	}
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/vektah/gqlparser/v2/gqlerror"
 	etcdtransport "go.etcd.io/etcd/client/pkg/v3/transport"
 
+	"github.com/ckegen/ckegen/internal/clip"
 	"github.com/ckegen/ckegen/internal/redact"
 	"github.com/ckegen/ckegen/machine"
 )
@@ -218,21 +219,26 @@ func (c *Client) classify(ctx context.Context, err error) error {
 	case ctx.Err() != nil:
 		return &classified{ErrUnreachable, prefix + ctx.Err().Error()}
 	case errors.As(err, &gl):
-		msgs := make([]string, len(gl))
-		for i, e := range gl {
-			msgs[i] = e.Message
+		// The server's words, bounded: a few messages, each cut.
+		const shown = 5
+		msgs := make([]string, 0, min(len(gl), shown+1))
+		for _, e := range gl[:min(len(gl), shown)] {
+			msgs = append(msgs, clip.Value(e.Message))
+		}
+		if len(gl) > shown {
+			msgs = append(msgs, fmt.Sprintf("and %d more", len(gl)-shown))
 		}
 		return &classified{ErrQuery, prefix + "GraphQL error: " + strings.Join(msgs, "; ")}
 	case errors.As(err, &he):
 		return &classified{ErrUnreachable, fmt.Sprintf("%sHTTP %d", prefix, he.StatusCode)}
 	case errors.Is(err, errMalformed):
-		return &classified{ErrQuery, prefix + err.Error()}
+		return &classified{ErrQuery, prefix + clip.Value(err.Error())}
 	case errors.As(err, &tr):
 		return &classified{ErrUnreachable, prefix + tr.Error()}
 	}
 	// The answer came and could not be decoded: bad JSON, a wrong type, a
 	// date that does not parse, a body cut short.
-	return &classified{ErrQuery, prefix + "malformed response: " + err.Error()}
+	return &classified{ErrQuery, prefix + "malformed response: " + clip.Value(err.Error())}
 }
 
 // redirectText is a refused redirect without the URL the HTTP client adds
@@ -287,7 +293,7 @@ func (t *transport) Do(req *http.Request) (*http.Response, error) {
 			if ct := resp.Header.Get("Content-Type"); !isJSON(ct) {
 				resp.Body.Close()
 				cancel()
-				return nil, fmt.Errorf("%w: content type %q, want application/json", errMalformed, ct)
+				return nil, fmt.Errorf("%w: content type %q, want application/json", errMalformed, clip.Value(ct))
 			}
 			if resp.ContentLength > opts.MaxBodyBytes {
 				// Refused before a byte of it is read.

@@ -253,6 +253,22 @@ func TestFaults(t *testing.T) {
 			w.Header().Set("Content-Type", "application/json")
 			_, _ = io.WriteString(w, `{"data":{"searchMachines":[{"spec":{"serial":"a"},"status":{"state":"ODD"}}]}}`)
 		}, sabakan.Options{}, `malformed response: machines[0] (serial a): status.state: unknown state "ODD"`, sabakan.ErrQuery, 1},
+		// Echoes are bounded: the server's words are cut to 1 KiB each.
+		{"a huge GraphQL error", func(n int32, w http.ResponseWriter) {
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = io.WriteString(w, `{"errors":[{"message":"`+strings.Repeat("m", 1<<20)+`"}]}`)
+		}, sabakan.Options{}, "GraphQL error: " + strings.Repeat("m", 1024) + "…(1047552 bytes more)", sabakan.ErrQuery, 1},
+		{"many GraphQL errors", func(n int32, w http.ResponseWriter) {
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = io.WriteString(w, `{"errors":[`+strings.Repeat(`{"message":"e"},`, 9999)+`{"message":"e"}]}`)
+		}, sabakan.Options{}, "GraphQL error: e; e; e; e; e; and 9995 more", sabakan.ErrQuery, 1},
+		{"a huge date", func(n int32, w http.ResponseWriter) {
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = io.WriteString(w, `{"data":{"searchMachines":[{"spec":{"serial":"a","retireDate":"`+strings.Repeat("9", 1<<20)+`"},"status":{"state":"HEALTHY"}}]}}`)
+		}, sabakan.Options{}, "bytes more)", sabakan.ErrQuery, 1},
+		{"a huge content type", func(n int32, w http.ResponseWriter) {
+			w.Header().Set("Content-Type", strings.Repeat("t", 100<<10))
+		}, sabakan.Options{}, "bytes more)", sabakan.ErrQuery, 1},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -276,6 +292,9 @@ func TestFaults(t *testing.T) {
 			}
 			if err != nil && !strings.HasPrefix(err.Error(), "sabakan at "+ts.URL+"/graphql: ") {
 				t.Errorf("error %q does not name the URL", err)
+			}
+			if err != nil && len(err.Error()) > 2048 {
+				t.Errorf("error of %d bytes: an echo is not bounded", len(err.Error()))
 			}
 			if got := n.Load(); got != c.requests {
 				t.Errorf("%d requests, want %d", got, c.requests)
