@@ -1,0 +1,55 @@
+package suggest
+
+import (
+	"errors"
+	"io"
+	"testing"
+
+	"github.com/spf13/pflag"
+)
+
+// TestFlagError parses real command lines with pflag and checks the
+// suggestion added to its error.
+func TestFlagError(t *testing.T) {
+	newSet := func() *pflag.FlagSet {
+		fs := pflag.NewFlagSet("x", pflag.ContinueOnError)
+		fs.SetOutput(io.Discard)
+		fs.String("etcd-endpoints", "", "")
+		fs.String("listen", "", "")
+		fs.String("machines", "", "")
+		fs.StringP("output", "o", "", "")
+		fs.Bool("faults", false, "")
+		fs.String("secret-old", "", "")
+		_ = fs.MarkHidden("secret-old")
+		return fs
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--etcd-endpoint", "x"}, "unknown flag: --etcd-endpoint; did you mean --etcd-endpoints?"},
+		{[]string{"--etcd-endpoint=x"}, "unknown flag: --etcd-endpoint; did you mean --etcd-endpoints?"},
+		{[]string{"--machine", "m.json"}, "unknown flag: --machine; did you mean --machines?"},
+		{[]string{"--etcd", "x"}, "unknown flag: --etcd; did you mean --etcd-endpoints?"},
+		{[]string{"-listen", "127.0.0.1:0"}, `unknown shorthand flag: 'l' in -listen; flags take two dashes: did you mean --listen?`},
+		{[]string{"-machines=m.json"}, `unknown shorthand flag: 'm' in -machines=m.json; flags take two dashes: did you mean --machines?`},
+		{[]string{"-fault"}, `unknown shorthand flag: 'f' in -fault; flags take two dashes: did you mean --faults?`},
+		{[]string{"--secret-ol"}, "unknown flag: --secret-ol"}, // hidden: never suggested
+		{[]string{"--zzzzzz"}, "unknown flag: --zzzzzz"},
+		{[]string{"-z"}, `unknown shorthand flag: 'z' in -z`},
+		{[]string{"--output"}, "flag needs an argument: --output"},
+	} {
+		fs := newSet()
+		err := FlagError(fs, fs.Parse(c.args))
+		if err == nil || err.Error() != c.want {
+			t.Errorf("%q: %v, want %q", c.args, err, c.want)
+		}
+		var ne *pflag.NotExistError
+		if c.want != "flag needs an argument: --output" && !errors.As(err, &ne) {
+			t.Errorf("%q: the suggestion hides pflag's error", c.args)
+		}
+	}
+	if err := FlagError(newSet(), nil); err != nil {
+		t.Errorf("nil error: %v", err)
+	}
+}
