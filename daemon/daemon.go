@@ -17,6 +17,7 @@ import (
 
 	"github.com/ckegen/ckegen/cluster"
 	"github.com/ckegen/ckegen/generator"
+	"github.com/ckegen/ckegen/internal/clip"
 	"github.com/ckegen/ckegen/sabakan"
 	"github.com/ckegen/ckegen/storage"
 )
@@ -373,9 +374,10 @@ func nextStatus(prev storage.Status, now time.Time, leader string, out *outcome,
 		st.Mode, st.Owner = modeOf(*out.own), out.own.Owner
 	}
 	if out != nil {
-		st.Warnings = out.warnings[:min(len(out.warnings), storage.MaxWarnings)]
+		st.Warnings = boundWarnings(out.warnings)
 		st.Kubernetes = out.kube
 	}
+	st.Message = clip.Text(st.Message, maxMessage)
 	placementsStatus(&st, prev, out)
 	modelStatus(&st, prev, out)
 	changeStatus(&st, prev, out, err)
@@ -384,6 +386,26 @@ func nextStatus(prev storage.Status, now time.Time, leader string, out *outcome,
 		st.Since = prev.Since
 	}
 	return st
+}
+
+// maxMessage bounds a status message: its values are cut already
+// (clip.Value), this bounds the whole.
+const maxMessage = 4 * clip.MaxValue
+
+// boundWarnings is what a status keeps of a tick's warnings: the first
+// storage.MaxWarnings, each bounded, and how many more there were.
+func boundWarnings(ws []string) []string {
+	if len(ws) == 0 {
+		return nil
+	}
+	out := make([]string, 0, min(len(ws), storage.MaxWarnings)+1)
+	for _, w := range ws[:min(len(ws), storage.MaxWarnings)] {
+		out = append(out, clip.Text(w, 2*clip.MaxValue))
+	}
+	if more := len(ws) - storage.MaxWarnings; more > 0 {
+		out = append(out, fmt.Sprintf("and %d more", more))
+	}
+	return out
 }
 
 // placementsStatus completes a tick's status with the placements: those
@@ -426,7 +448,9 @@ func modelStatus(st *storage.Status, prev storage.Status, out *outcome) {
 // logTick logs the tick's warnings and result.
 func (d *Daemon) logTick(st storage.Status, out *outcome, err error) {
 	if out != nil {
-		for _, w := range out.warnings {
+		// As bounded as the status: an inventory of bad machines must
+		// not write thousands of lines every tick.
+		for _, w := range st.Warnings {
 			d.log.Warn("tick warning", "warning", w)
 		}
 	}

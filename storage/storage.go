@@ -18,6 +18,7 @@ import (
 	"github.com/ckegen/ckegen/cluster"
 	"github.com/ckegen/ckegen/constraints"
 	"github.com/ckegen/ckegen/generator"
+	"github.com/ckegen/ckegen/internal/clip"
 	"github.com/ckegen/ckegen/planreport"
 )
 
@@ -436,13 +437,45 @@ func (s Storage) GetStatus(ctx context.Context) (Status, error) {
 	return st, nil
 }
 
-// PutStatus stores the status while leaderKey exists.
+// MaxStatusBytes bounds the stored status: a status always fits, however
+// many and however long the warnings of a bad inventory are.
+const MaxStatusBytes = 256 << 10
+
+// PutStatus stores the status while leaderKey exists, cut to
+// MaxStatusBytes (FitStatus).
 func (s Storage) PutStatus(ctx context.Context, leaderKey string, st Status) error {
-	data, err := json.Marshal(st)
+	data, err := FitStatus(st)
 	if err != nil {
 		return err
 	}
 	return s.leaderPut(ctx, leaderKey, KeySabakanStatus, data)
+}
+
+// FitStatus is st as JSON in at most MaxStatusBytes: when it is larger,
+// the warnings are halved (the last line says how many more there were),
+// then the list of the last changes is left out (their count stays),
+// then the message is cut.
+func FitStatus(st Status) ([]byte, error) {
+	warnings, dropped := st.Warnings, 0
+	for {
+		data, err := json.Marshal(st)
+		if err != nil || len(data) <= MaxStatusBytes {
+			return data, err
+		}
+		switch {
+		case len(warnings) > 1:
+			keep := len(warnings) / 2
+			dropped += len(warnings) - keep
+			warnings = warnings[:keep:keep]
+			st.Warnings = append(warnings, fmt.Sprintf("and %d more (the status is limited to %d KiB)", dropped, MaxStatusBytes>>10))
+		case len(st.LastChanges) > 0:
+			st.LastChanges = nil
+		case len(st.Message) > 1024:
+			st.Message = clip.Text(st.Message, 1024)
+		default:
+			return nil, fmt.Errorf("status of %d bytes: over the limit of %d", len(data), MaxStatusBytes)
+		}
+	}
 }
 
 func (s Storage) leaderPut(ctx context.Context, leaderKey, k string, data []byte) error {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -500,5 +501,47 @@ func TestChanges(t *testing.T) {
 	want = `[{"action":"add","address":"10.0.0.9","serial":"s9","score":` + string(gen) + `,"reason":"r","placement":"control-plane","group":"dedicated"}]`
 	if string(data) != want || string(gen) != "1000.667" {
 		t.Errorf("stored change with metric points\n%s\nwant\n%s (the explanation's score is %s)", data, want, gen)
+	}
+}
+
+// TestFitStatus: a status always fits in MaxStatusBytes, however many and
+// however long its warnings, changes and message; one that fits is kept
+// whole.
+func TestFitStatus(t *testing.T) {
+	small := Status{Result: "ok", Warnings: []string{"w1", "w2"}, Message: "m"}
+	data, err := FitStatus(small)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want, _ := json.Marshal(small); string(data) != string(want) {
+		t.Errorf("a small status changed: %s", data)
+	}
+
+	long := strings.Repeat("x", 2048)
+	big := Status{Result: "failing", Message: strings.Repeat("m", 4096), LastChangeCount: 100}
+	for i := range 101 {
+		big.Warnings = append(big.Warnings, fmt.Sprintf("%d %s", i, long))
+	}
+	for range 50 {
+		big.LastChanges = append(big.LastChanges, Change{Action: "add", Address: "10.0.0.1", Serial: long})
+	}
+	data, err = FitStatus(big)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(data) > MaxStatusBytes {
+		t.Fatalf("status of %d bytes, over %d", len(data), MaxStatusBytes)
+	}
+	var got Status
+	if err := json.Unmarshal(data, &got); err != nil {
+		t.Fatal(err)
+	}
+	last := got.Warnings[len(got.Warnings)-1]
+	kept := len(got.Warnings) - 1
+	if want := fmt.Sprintf("and %d more (the status is limited to 256 KiB)", 101-kept); last != want || kept < 50 {
+		t.Errorf("kept %d warnings, last %q, want %q", kept, last, want)
+	}
+	if got.LastChangeCount != 100 || got.Message != big.Message {
+		t.Errorf("count %d, message of %d bytes: only warnings had to go", got.LastChangeCount, len(got.Message))
 	}
 }
