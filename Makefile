@@ -1,7 +1,7 @@
 # Targets mirror the README. CI runs .ci/run, which calls `make test`.
 GO ?= go
 
-.PHONY: demo generate-example policy-example test test-ckeref bench bench-ckeref generate fmt
+.PHONY: demo generate-example policy-example test test-ckeref bench bench-ckeref generate fmt fuzz
 
 # Run the main job end to end: the compatible server with the bundled data
 # center, the daemon with an embedded etcd, ckecli as the operator.
@@ -48,6 +48,18 @@ test-ckeref:
 		echo "ckeref: SKIPPED: github.com/cybozu-go/cke v1.35.4 cannot be downloaded here (no ../shared/goproxy, no proxy serving it)"; exit 0; \
 	fi; \
 	$(CKEREF_ENV) $(GO) vet ./... && $(CKEREF_ENV) $(GO) test -count=1 ./...
+
+# Every fuzz target (func Fuzz... in a _test.go file) for FUZZTIME each, one
+# after the other. Their seed corpora already run in `make test`. A failing
+# input is written under the package's testdata/fuzz/ and fails the run.
+FUZZTIME ?= 1m
+fuzz:
+	@set -e; for f in $$(git grep -l '^func Fuzz' -- '*_test.go'); do \
+		for t in $$(sed -n 's/^func \(Fuzz[A-Za-z0-9_]*\)(.*/\1/p' $$f); do \
+			echo "== $$t in ./$$(dirname $$f) for $(FUZZTIME)"; \
+			$(GO) test -run '^$$' -fuzz "^$$t\$$" -fuzztime $(FUZZTIME) -fuzzminimizetime 10s ./$$(dirname $$f); \
+		done; \
+	done
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./generator/ ./sabakan/
