@@ -14,10 +14,8 @@ import (
 	"maps"
 	"reflect"
 	"slices"
-	"strings"
 
 	"github.com/ckegen/ckegen/internal/strictjson"
-	"github.com/ckegen/ckegen/internal/suggest"
 )
 
 // Taint is a Kubernetes node taint.
@@ -54,38 +52,8 @@ type Cluster struct {
 	Options                 json.RawMessage `json:"options,omitempty"`
 }
 
-// clusterFields mirrors Cluster with nodes kept raw, so that each node can be
-// decoded on its own and an error can name its index.
-type clusterFields struct {
-	Name                    string            `json:"name"`
-	Nodes                   []json.RawMessage `json:"nodes"`
-	TaintControlPlane       bool              `json:"taint_control_plane"`
-	ControlPlaneTolerations []string          `json:"control_plane_tolerations"`
-	ServiceSubnet           string            `json:"service_subnet"`
-	DNSServers              []string          `json:"dns_servers"`
-	DNSService              string            `json:"dns_service"`
-	Reboot                  json.RawMessage   `json:"reboot"`
-	Repair                  json.RawMessage   `json:"repair"`
-	Sabakan                 json.RawMessage   `json:"sabakan"`
-	TrustedRESTMappings     json.RawMessage   `json:"trusted_rest_mappings"`
-	Options                 json.RawMessage   `json:"options"`
-}
-
-// The field names of each object Parse decodes, exactly as written.
-var (
-	clusterNames = jsonNames(reflect.TypeFor[Cluster]())
-	nodeNames    = jsonNames(reflect.TypeFor[Node]())
-	taintNames   = jsonNames(reflect.TypeFor[Taint]())
-)
-
-func jsonNames(t reflect.Type) []string {
-	names := make([]string, 0, t.NumField())
-	for i := range t.NumField() {
-		name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
-		names = append(names, name)
-	}
-	return names
-}
+// clusterNames are the top-level fields of cluster.yml, as written.
+var clusterNames = strictjson.FieldNames(reflect.TypeFor[Cluster]())
 
 // Parse reads a cluster.yml (YAML or JSON). It refuses, naming the field and
 // where it is: an unknown field at the top level, in a node or in a taint
@@ -96,11 +64,11 @@ func jsonNames(t reflect.Type) []string {
 // exact bytes; YAML is converted to JSON first, with YAML 1.1's scalars as
 // CKE reads them.
 func Parse(data []byte) (*Cluster, error) {
-	err := strictjson.Walk(data, knownField)
+	c, err := decode(data)
 	var se *strictjson.Error
 	switch {
 	case err == nil:
-		return decode(data)
+		return c, nil
 	case !errors.As(err, &se):
 		return nil, err
 	case se.Kind == strictjson.Syntax, se.Kind == strictjson.Trailing && !startsObject(data):
@@ -117,14 +85,12 @@ func Parse(data []byte) (*Cluster, error) {
 		}
 		return nil, err
 	}
-	if err := strictjson.Walk(js, knownField); err != nil {
-		if errors.As(err, &se) {
-			// The position is in the converted JSON, not in the input.
-			se.Line, se.Column = 0, 0
-		}
-		return nil, err
+	c, err = decode(js)
+	if errors.As(err, &se) {
+		// The position is in the converted JSON, not in the input.
+		se.Line, se.Column = 0, 0
 	}
-	return decode(js)
+	return c, err
 }
 
 // startsObject reports whether the first non-space byte of data is '{'.
@@ -133,53 +99,22 @@ func startsObject(data []byte) bool {
 	return len(t) > 0 && t[0] == '{'
 }
 
-// knownField refuses a key that is not a field of the object at obj: the
-// cluster, a node or a taint. Other objects (labels, the fields carried as
-// JSON) take any key.
-func knownField(obj strictjson.Path, key string) error {
-	var names []string
-	switch {
-	case len(obj) == 0:
-		names = clusterNames
-	case len(obj) == 2 && obj[0] == strictjson.Step{Key: "nodes"} && obj[1].IsIndex:
-		names = nodeNames
-	case len(obj) == 4 && obj[0] == strictjson.Step{Key: "nodes"} && obj[1].IsIndex &&
-		obj[2] == strictjson.Step{Key: "taints"} && obj[3].IsIndex:
-		names = taintNames
-	default:
-		return nil
-	}
-	if slices.Contains(names, key) {
-		return nil
-	}
-	if s, ok := suggest.Closest(key, names); ok {
-		return fmt.Errorf("unknown field %q; did you mean %s?", key, s)
-	}
-	return fmt.Errorf("unknown field %q", key)
-}
-
-// decode decodes JSON that strictjson.Walk accepted with knownField.
+// decode decodes JSON strictly: unknown fields of the cluster, a node or a
+// taint, and keys given twice anywhere are refused; labels, annotations and
+// the fields carried as JSON take any key.
 func decode(js []byte) (*Cluster, error) {
 	if bytes.Equal(bytes.TrimSpace(js), []byte("null")) {
 		return nil, fmt.Errorf("empty document")
 	}
-	var f clusterFields
-	if err := decodeStrict(js, &f); err != nil {
-		return nil, err
+	c := new(Cluster)
+	if err := strictjson.Unmarshal(js, c); err != nil {
+		return nil, typeErrorText(err)
 	}
-	c := &Cluster{
-		Name:                    f.Name,
-		TaintControlPlane:       f.TaintControlPlane,
-		ControlPlaneTolerations: f.ControlPlaneTolerations,
-		ServiceSubnet:           f.ServiceSubnet,
-		DNSServers:              f.DNSServers,
-		DNSService:              f.DNSService,
-		Reboot:                  nullToNil(f.Reboot),
-		Repair:                  nullToNil(f.Repair),
-		Sabakan:                 nullToNil(f.Sabakan),
-		TrustedRESTMappings:     nullToNil(f.TrustedRESTMappings),
-		Options:                 nullToNil(f.Options),
-	}
+	c.Reboot = nullToNil(c.Reboot)
+	c.Repair = nullToNil(c.Repair)
+	c.Sabakan = nullToNil(c.Sabakan)
+	c.TrustedRESTMappings = nullToNil(c.TrustedRESTMappings)
+	c.Options = nullToNil(c.Options)
 	for _, f := range []struct {
 		name  string
 		raw   json.RawMessage
@@ -194,40 +129,26 @@ func decode(js []byte) (*Cluster, error) {
 			return nil, fmt.Errorf("%s: must be an object", f.name)
 		}
 	}
-	c.Nodes = make([]*Node, 0, len(f.Nodes))
-	for i, raw := range f.Nodes {
-		n := new(Node)
-		if bytes.Equal(bytes.TrimSpace(raw), []byte("null")) {
+	if c.Nodes == nil {
+		c.Nodes = []*Node{}
+	}
+	for i, n := range c.Nodes {
+		if n == nil {
 			return nil, fmt.Errorf("nodes[%d]: must be an object, got null", i)
 		}
-		if err := decodeStrict(raw, n); err != nil {
-			return nil, fmt.Errorf("nodes[%d]: %w", i, err)
-		}
-		c.Nodes = append(c.Nodes, n)
 	}
 	return c, nil
 }
 
-func decodeStrict(data []byte, v any) error {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return fmt.Errorf("%s", jsonErrorText(err))
+// typeErrorText words a value of the wrong type the way a cluster.yml
+// author reads it: nodes[0].labels: cannot use a string as
+// map[string]string.
+func typeErrorText(err error) error {
+	var se *strictjson.Error
+	if errors.As(err, &se) && se.Kind == strictjson.Type {
+		se.Msg = fmt.Sprintf("cannot use a %s as %v", se.Value, se.GoType)
 	}
-	return nil
-}
-
-// jsonErrorText turns encoding/json's messages into ones that name the field
-// the way a cluster.yml author wrote it.
-func jsonErrorText(err error) string {
-	var te *json.UnmarshalTypeError
-	if errors.As(err, &te) {
-		if te.Field != "" {
-			return fmt.Sprintf("field %q: cannot use a %s as %s", te.Field, te.Value, te.Type.String())
-		}
-		return fmt.Sprintf("cannot use a %s as %s", te.Value, te.Type.String())
-	}
-	return strings.TrimPrefix(err.Error(), "json: ")
+	return err
 }
 
 func nullToNil(raw json.RawMessage) json.RawMessage {

@@ -73,6 +73,28 @@ func TestYAMLErrorsHaveNoJSONPosition(t *testing.T) {
 	}
 }
 
+// TestParseJSONErrorsExactly: through Parse, each strict refusal of JSON is
+// the whole message a cluster.yml author gets: the path of the object or
+// value, the field, what to do, and the line and column.
+func TestParseJSONErrorsExactly(t *testing.T) {
+	for _, c := range []struct{ doc, want string }{
+		{`{"name":"a","name":"b"}`, `duplicate key "name" (line 1, column 13)`},
+		{`{"nodes":[{"labels":{"k.io/x":"1","k.io/x":"2"}}]}`, `nodes[0].labels: duplicate key "k.io/x" (line 1, column 35)`},
+		{`{"options":{"kubelet":{"a":1,"a":2}}}`, `options.kubelet: duplicate key "a" (line 1, column 30)`},
+		{`{"nodes":[{"Address":"10.0.0.1"}]}`, `nodes[0]: unknown field "Address"; did you mean address? (line 1, column 12)`},
+		{`{"nodes":[{"taints":[{"Key":"k"}]}]}`, `nodes[0].taints[0]: unknown field "Key"; did you mean key? (line 1, column 23)`},
+		{`{"Service_Subnet":"x"}`, `unknown field "Service_Subnet"; did you mean service_subnet? (line 1, column 2)`},
+		{`{"nodes":[{"labels":{"a":1}}]}`, `nodes[0].labels.a: cannot use a number as string (line 1, column 26)`},
+		{`{"nodes":[{"control_plane":"yes"}]}`, `nodes[0].control_plane: cannot use a string as bool (line 1, column 28)`},
+		{`{"nodes":[null]}`, `nodes[0]: must be an object, got null`},
+	} {
+		_, err := Parse([]byte(c.doc))
+		if err == nil || err.Error() != c.want {
+			t.Errorf("Parse(%s) = %v\nwant %s", c.doc, err, c.want)
+		}
+	}
+}
+
 // TestParseAccepts: YAML that a JSON reading could mistake, and CKE v1.35's
 // top-level fields.
 func TestParseAccepts(t *testing.T) {

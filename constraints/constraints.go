@@ -143,16 +143,13 @@ func Default() Constraints {
 // anything after the object is an error.
 func Parse(data []byte) (Constraints, error) {
 	c := Default()
-	if err := strictjson.Check(data); err != nil {
+	var raw map[string]json.RawMessage
+	if err := strictjson.Unmarshal(data, &raw); err != nil {
 		var se *strictjson.Error
-		if errors.As(err, &se) && se.Kind == strictjson.Syntax {
+		if errors.As(err, &se) && (se.Kind == strictjson.Syntax || se.Kind == strictjson.Type) {
 			return c, fmt.Errorf("constraints: want a single JSON object: %w", err)
 		}
 		return c, fmt.Errorf("constraints: %w", err)
-	}
-	var raw map[string]json.RawMessage
-	if err := json.Unmarshal(data, &raw); err != nil {
-		return c, fmt.Errorf("constraints: want a single JSON object: %w", err)
 	}
 	if raw == nil {
 		return c, errors.New("constraints: want a JSON object, got null")

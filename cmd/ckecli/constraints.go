@@ -164,7 +164,7 @@ func constraintsToSet(ctx context.Context, stderr io.Writer, st storage.Storage,
 	}
 	data := resp.Kvs[0].Value
 	var doc map[string]json.RawMessage
-	if strictjson.Check(data) != nil || json.Unmarshal(data, &doc) != nil || doc[constraints.MinimumWorkersRate] == nil ||
+	if strictjson.Unmarshal(data, &doc) != nil || doc[constraints.MinimumWorkersRate] == nil ||
 		(doc[constraints.MinimumWorkers] == nil && doc[constraints.MaximumWorkers] == nil) {
 		return c, err // not the both-models case
 	}

@@ -1,8 +1,12 @@
-// Package strictjson refuses what encoding/json accepts silently: a key given
-// twice in one object (encoding/json keeps the last) and data after the
-// first value (a json.Decoder stops before it). It also shows a caller every
-// object key with its path, so that a caller can refuse unknown fields by
-// their exact name (encoding/json matches field names case-insensitively).
+// Package strictjson decodes JSON strictly, on the json/v2 API
+// (github.com/go-json-experiment/json, which Go 1.27 ships as
+// encoding/json/v2): the input is exactly one JSON value, object member
+// names are matched exactly (not ignoring case, as encoding/json does), a
+// name given twice in one object is refused (encoding/json keeps the last),
+// and so is a member that the Go struct it is decoded into does not have.
+//
+// Every failure is an *Error that says what is wrong, the path of the
+// object or value it is in (nodes[0].labels) and the line and column.
 package strictjson
 
 import (
@@ -11,10 +15,298 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"reflect"
 	"strconv"
 	"strings"
-	"unicode/utf8"
+
+	jsonv2 "github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/ckegen/ckegen/internal/suggest"
 )
+
+// Unmarshal decodes data, exactly one JSON value, into v: names matched
+// exactly, a name given twice refused, a member v's structs do not have
+// refused. Invalid UTF-8 in a string is read as U+FFFD, as encoding/json
+// reads it.
+func Unmarshal(data []byte, v any) error {
+	return unmarshal(data, v, strict)
+}
+
+// UnmarshalIgnoringUnknown is Unmarshal that skips the members v's structs
+// do not have, for documents of which only a few fields are read (a
+// Kubernetes object). Names are still matched exactly and a name given
+// twice is still refused.
+func UnmarshalIgnoringUnknown(data []byte, v any) error {
+	return unmarshal(data, v, lenient)
+}
+
+var (
+	// utf8AsV1 keeps encoding/json's reading of invalid UTF-8, which every
+	// input of ckegen has been read with.
+	utf8AsV1 = jsontext.AllowInvalidUTF8(true)
+	strict   = jsonv2.JoinOptions(jsonv2.RejectUnknownMembers(true), utf8AsV1)
+	lenient  = jsonv2.JoinOptions(jsonv2.RejectUnknownMembers(false), utf8AsV1)
+)
+
+func unmarshal(data []byte, v any, opts jsonv2.Options) error {
+	err := jsonv2.Unmarshal(data, v, opts)
+	if err == nil {
+		return nil
+	}
+	var syn *jsontext.SyntacticError
+	if !errors.As(err, &syn) {
+		// What the input is comes before what it means: input that is not
+		// one JSON value without a repeated name is reported as such, not
+		// by the first value's type ("name": x is YAML, not a string).
+		if verr := jsonv2.Unmarshal(data, new(jsontext.Value), utf8AsV1); verr != nil {
+			err = verr
+		}
+	}
+	return describe(data, err)
+}
+
+// Kind says what is wrong with the input.
+type Kind int
+
+const (
+	// Syntax: the input is not a JSON value.
+	Syntax Kind = iota + 1
+	// Trailing: a JSON value is followed by more data.
+	Trailing
+	// Duplicate: an object has the same name twice.
+	Duplicate
+	// Unknown: an object has a member its Go struct does not have.
+	Unknown
+	// Type: a value the Go type cannot hold (a string for a number).
+	Type
+)
+
+// Error is a problem with the input and where it is.
+type Error struct {
+	Kind Kind
+	// Path is, for Duplicate and Unknown, the object holding Name and, for
+	// Type, the value; nil for the top level and for Syntax and Trailing.
+	Path Path
+	// Name is the member name given twice (Duplicate) or not known
+	// (Unknown).
+	Name string
+	// Value names the JSON value of a Type error as encoding/json does:
+	// string, number (with its text when the number itself does not fit:
+	// "number 1.5" for an int), object, array, bool or null.
+	Value string
+	// GoType is the Go type of a Type error, or the struct of an Unknown
+	// member.
+	GoType reflect.Type
+	// Line and Column (1-based, in bytes) locate the problem in the input;
+	// 0 when unknown. A caller that decoded a piece of a larger document
+	// sets them to 0, as they would point into the piece.
+	Line, Column int
+	// Msg says what is wrong, without the path and the position; a caller
+	// may word it its own way.
+	Msg string
+	// Err is json/v2's error.
+	Err error
+}
+
+func (e *Error) Error() string {
+	var b strings.Builder
+	if p := e.Path.String(); p != "" {
+		b.WriteString(p)
+		b.WriteString(": ")
+	}
+	b.WriteString(e.Msg)
+	if e.Line > 0 {
+		fmt.Fprintf(&b, " (line %d, column %d)", e.Line, e.Column)
+	}
+	return b.String()
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// describe turns json/v2's error about data into an *Error.
+func describe(data []byte, err error) error {
+	var syn *jsontext.SyntacticError
+	var sem *jsonv2.SemanticError
+	switch {
+	case errors.As(err, &syn):
+		return syntactic(data, err, syn)
+	case errors.As(err, &sem):
+		return semantic(data, err, sem)
+	}
+	return err // not about the input (an unsupported Go type)
+}
+
+func syntactic(data []byte, err error, syn *jsontext.SyntacticError) *Error {
+	off := int(syn.ByteOffset)
+	e := &Error{Err: err}
+	e.Line, e.Column = position(data, off)
+	switch {
+	case errors.Is(syn.Err, jsontext.ErrDuplicateName):
+		e.Kind, e.Path, e.Name = Duplicate, resolve(data, syn.JSONPointer.Parent()), syn.JSONPointer.LastToken()
+		e.Msg = fmt.Sprintf("duplicate key %q", e.Name)
+	case len(bytes.TrimSpace(data)) == 0:
+		e.Kind, e.Msg, e.Line, e.Column = Syntax, "no JSON value", 0, 0
+	case off > 0 && off <= len(data) && syn.JSONPointer == "" && jsontext.Value(data[:off]).IsValid(utf8AsV1):
+		e.Kind, e.Msg = Trailing, "trailing data after the JSON value"
+	default:
+		e.Kind, e.Msg = Syntax, syntaxText(data, syn)
+	}
+	return e
+}
+
+// syntaxText says what breaks the syntax in encoding/json's words, which
+// ckegen's messages have always used (json/v2 words them differently);
+// json/v2's own text when encoding/json finds nothing wrong.
+func syntaxText(data []byte, syn *jsontext.SyntacticError) string {
+	var v json.RawMessage
+	err := json.NewDecoder(bytes.NewReader(data)).Decode(&v)
+	var se *json.SyntaxError
+	switch {
+	case errors.As(err, &se):
+		return strings.TrimPrefix(se.Error(), "json: ")
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return "unexpected EOF"
+	}
+	return syn.Err.Error()
+}
+
+func semantic(data []byte, err error, sem *jsonv2.SemanticError) *Error {
+	e := &Error{Err: err, GoType: sem.GoType}
+	e.Line, e.Column = position(data, int(sem.ByteOffset))
+	if errors.Is(sem.Err, jsonv2.ErrUnknownName) {
+		e.Kind, e.Path, e.Name = Unknown, resolve(data, sem.JSONPointer.Parent()), sem.JSONPointer.LastToken()
+		e.Msg = fmt.Sprintf("unknown field %q", e.Name)
+		if s, ok := suggest.Closest(e.Name, FieldNames(sem.GoType)); ok {
+			e.Msg += fmt.Sprintf("; did you mean %s?", s)
+		}
+		return e
+	}
+	e.Kind, e.Path = Type, resolve(data, sem.JSONPointer)
+	e.Value = kindName(sem.JSONKind)
+	if e.Value == "number" && len(sem.JSONValue) > 0 {
+		e.Value += " " + string(sem.JSONValue)
+	}
+	e.Msg = fmt.Sprintf("cannot unmarshal %s into Go value of type %v", e.Value, sem.GoType)
+	return e
+}
+
+// kindName names a JSON kind as encoding/json's type errors do.
+func kindName(k jsontext.Kind) string {
+	switch k {
+	case '"':
+		return "string"
+	case '0':
+		return "number"
+	case '{':
+		return "object"
+	case '[':
+		return "array"
+	case 't', 'f':
+		return "bool"
+	case 'n':
+		return "null"
+	}
+	return "value"
+}
+
+// FieldNames lists the JSON member names of struct type t (or of the struct
+// t points to), as json/v2 matches them: a field's tag name, else its Go
+// name; embedded structs without a tag contribute their fields. It is nil
+// for any other type.
+func FieldNames(t reflect.Type) []string {
+	for t != nil && t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t == nil || t.Kind() != reflect.Struct {
+		return nil
+	}
+	var names []string
+	for i := range t.NumField() {
+		f := t.Field(i)
+		tag, hasTag := f.Tag.Lookup("json")
+		name, _, _ := strings.Cut(tag, ",")
+		switch {
+		case name == "-" && tag == "-":
+			continue
+		case f.Anonymous && name == "":
+			names = append(names, FieldNames(f.Type)...)
+			continue
+		case !f.IsExported():
+			continue
+		case !hasTag || name == "":
+			name = f.Name
+		}
+		names = append(names, name)
+	}
+	return names
+}
+
+// resolve turns a JSON pointer into data into a Path, telling array indexes
+// from object names (a pointer writes both the same way) by reading data.
+func resolve(data []byte, ptr jsontext.Pointer) Path {
+	var p Path
+	dec := jsontext.NewDecoder(bytes.NewReader(data), jsontext.AllowDuplicateNames(true), utf8AsV1)
+	for tok := range ptr.Tokens() {
+		step, ok := find(dec, tok)
+		if !ok {
+			return namesOnly(ptr)
+		}
+		p = append(p, step)
+	}
+	return p
+}
+
+// find reads dec up to the member or element tok of the value it is at.
+func find(dec *jsontext.Decoder, tok string) (Step, bool) {
+	switch dec.PeekKind() {
+	case '[':
+		i, err := strconv.Atoi(tok)
+		if _, rerr := dec.ReadToken(); err != nil || rerr != nil || i < 0 {
+			return Step{}, false
+		}
+		for range i {
+			if dec.SkipValue() != nil {
+				return Step{}, false
+			}
+		}
+		return Step{Index: i, IsIndex: true}, true
+	case '{':
+		if _, err := dec.ReadToken(); err != nil {
+			return Step{}, false
+		}
+		for {
+			name, err := dec.ReadToken()
+			if err != nil || name.Kind() != '"' {
+				return Step{}, false
+			}
+			if name.String() == tok {
+				return Step{Key: tok}, true
+			}
+			if dec.SkipValue() != nil {
+				return Step{}, false
+			}
+		}
+	}
+	return Step{}, false
+}
+
+// namesOnly is the Path of ptr read as object names only, for a pointer
+// that does not lead through data.
+func namesOnly(ptr jsontext.Pointer) Path {
+	var p Path
+	for tok := range ptr.Tokens() {
+		p = p.Key(tok)
+	}
+	return p
+}
+
+// position turns a byte offset into a 1-based line and column.
+func position(data []byte, off int) (line, col int) {
+	off = min(max(off, 0), len(data))
+	line = 1 + bytes.Count(data[:off], []byte{'\n'})
+	return line, off - bytes.LastIndexByte(data[:off], '\n')
+}
 
 // Step is one step of a Path: an object key, or an array index.
 type Step struct {
@@ -68,266 +360,4 @@ func plainKey(k string) bool {
 		}
 	}
 	return true
-}
-
-// Kind says what is wrong with the input.
-type Kind int
-
-const (
-	// Syntax: the input does not start with a JSON value.
-	Syntax Kind = iota + 1
-	// Trailing: a JSON value is followed by more data.
-	Trailing
-	// Duplicate: an object has the same key twice.
-	Duplicate
-	// Refused: the caller's visit function refused a key.
-	Refused
-)
-
-// Error is a problem with the input and where it is.
-type Error struct {
-	Kind Kind
-	// Path is the object the problem is in (nil for the top level, and for
-	// Syntax and Trailing).
-	Path Path
-	// Line and Column (1-based, in bytes) locate the problem in the input;
-	// 0 when unknown.
-	Line, Column int
-	Err          error
-}
-
-func (e *Error) Error() string {
-	var b strings.Builder
-	if p := e.Path.String(); p != "" {
-		b.WriteString(p)
-		b.WriteString(": ")
-	}
-	b.WriteString(e.Err.Error())
-	if e.Line > 0 {
-		fmt.Fprintf(&b, " (line %d, column %d)", e.Line, e.Column)
-	}
-	return b.String()
-}
-
-func (e *Error) Unwrap() error { return e.Err }
-
-// Check returns an *Error when data is not exactly one JSON value or when an
-// object in it has a key twice.
-func Check(data []byte) error {
-	return Walk(data, nil)
-}
-
-// Walk is Check that also calls visit, when it is not nil, with every object
-// key in document order and the path of the object holding it. An error from
-// visit stops the walk and is returned as an *Error of Kind Refused.
-func Walk(data []byte, visit func(obj Path, key string) error) error {
-	if !json.Valid(data) {
-		return invalid(data)
-	}
-	w := walker{data: data, visit: visit, keys: map[string]string{}}
-	return w.value()
-}
-
-// invalid explains why data is not one JSON value.
-func invalid(data []byte) error {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	var v json.RawMessage
-	err := dec.Decode(&v)
-	if err == nil {
-		off := int(dec.InputOffset())
-		for off < len(data) && isSpace(data[off]) {
-			off++
-		}
-		line, col := position(data, off)
-		return &Error{Kind: Trailing, Line: line, Column: col, Err: errors.New("trailing data after the JSON value")}
-	}
-	var se *json.SyntaxError
-	switch {
-	case errors.As(err, &se):
-		// Offset counts the offending byte.
-		line, col := position(data, max(int(se.Offset)-1, 0))
-		return &Error{Kind: Syntax, Line: line, Column: col, Err: errors.New(strings.TrimPrefix(se.Error(), "json: "))}
-	case errors.Is(err, io.EOF):
-		return &Error{Kind: Syntax, Err: errors.New("no JSON value")}
-	case errors.Is(err, io.ErrUnexpectedEOF):
-		line, col := position(data, len(data))
-		return &Error{Kind: Syntax, Line: line, Column: col, Err: errors.New("unexpected end of JSON input")}
-	}
-	return &Error{Kind: Syntax, Err: err}
-}
-
-// position turns a byte offset into a 1-based line and column.
-func position(data []byte, off int) (line, col int) {
-	off = min(off, len(data))
-	line = 1 + bytes.Count(data[:off], []byte{'\n'})
-	return line, off - bytes.LastIndexByte(data[:off], '\n')
-}
-
-func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
-
-// walker scans JSON that json.Valid accepted, so it does not check syntax.
-type walker struct {
-	data  []byte
-	pos   int
-	path  Path
-	visit func(Path, string) error
-	keys  map[string]string
-}
-
-// maxInterned bounds the keys a walker keeps.
-const maxInterned = 4096
-
-func (w *walker) space() {
-	for w.pos < len(w.data) && isSpace(w.data[w.pos]) {
-		w.pos++
-	}
-}
-
-func (w *walker) value() error {
-	w.space()
-	switch w.data[w.pos] {
-	case '{':
-		return w.object()
-	case '[':
-		return w.array()
-	case '"':
-		w.pos = w.stringEnd(w.pos)
-	default: // number, true, false, null
-		for w.pos < len(w.data) && !isDelimiter(w.data[w.pos]) {
-			w.pos++
-		}
-	}
-	return nil
-}
-
-func isDelimiter(c byte) bool {
-	return c == ',' || c == ']' || c == '}' || isSpace(c)
-}
-
-// stringEnd returns the offset after the string starting at i.
-func (w *walker) stringEnd(i int) int {
-	for i++; ; i++ {
-		switch w.data[i] {
-		case '"':
-			return i + 1
-		case '\\':
-			i++
-		}
-	}
-}
-
-// smallObject is the number of keys up to which an object's keys are
-// compared one by one rather than put in a set.
-const smallObject = 16
-
-func (w *walker) object() error {
-	w.pos++ // {
-	var small [smallObject]string
-	keys := small[:0]
-	var set map[string]struct{}
-	for {
-		w.space()
-		switch w.data[w.pos] {
-		case '}':
-			w.pos++
-			return nil
-		case ',':
-			w.pos++
-			w.space()
-		}
-		start := w.pos
-		end := w.stringEnd(start)
-		key, err := w.key(start, end)
-		if err != nil {
-			return err
-		}
-		w.pos = end
-		dup := false
-		if set != nil {
-			_, dup = set[key]
-			set[key] = struct{}{}
-		} else {
-			for _, k := range keys {
-				if k == key {
-					dup = true
-					break
-				}
-			}
-			if keys = append(keys, key); len(keys) > smallObject {
-				set = make(map[string]struct{}, 2*smallObject)
-				for _, k := range keys {
-					set[k] = struct{}{}
-				}
-			}
-		}
-		if dup {
-			return w.errorAt(start, Duplicate, fmt.Errorf("duplicate key %q", key))
-		}
-		if w.visit != nil {
-			if err := w.visit(w.path, key); err != nil {
-				return w.errorAt(start, Refused, err)
-			}
-		}
-		w.space()
-		w.pos++ // :
-		w.path = append(w.path, Step{Key: key})
-		if err := w.value(); err != nil {
-			return err
-		}
-		w.path = w.path[:len(w.path)-1]
-	}
-}
-
-func (w *walker) array() error {
-	w.pos++ // [
-	for i := 0; ; i++ {
-		w.space()
-		switch w.data[w.pos] {
-		case ']':
-			w.pos++
-			return nil
-		case ',':
-			w.pos++
-		}
-		w.path = append(w.path, Step{Index: i, IsIndex: true})
-		if err := w.value(); err != nil {
-			return err
-		}
-		w.path = w.path[:len(w.path)-1]
-	}
-}
-
-// key returns the key whose quoted form is data[start:end], as
-// encoding/json decodes it: escapes resolved, invalid UTF-8 replaced.
-func (w *walker) key(start, end int) (string, error) {
-	raw := w.data[start+1 : end-1]
-	plain := true
-	for _, c := range raw {
-		if c == '\\' || c >= utf8.RuneSelf {
-			plain = false
-			break
-		}
-	}
-	if plain {
-		// Documents repeat their keys (every node has "labels"): keep one
-		// copy of each instead of allocating one per occurrence.
-		if k, ok := w.keys[string(raw)]; ok {
-			return k, nil
-		}
-		k := string(raw)
-		if len(w.keys) < maxInterned {
-			w.keys[k] = k
-		}
-		return k, nil
-	}
-	var k string
-	if err := json.Unmarshal(w.data[start:end], &k); err != nil {
-		return "", w.errorAt(start, Syntax, err)
-	}
-	return k, nil
-}
-
-func (w *walker) errorAt(off int, kind Kind, err error) *Error {
-	line, col := position(w.data, off)
-	return &Error{Kind: kind, Path: append(Path(nil), w.path...), Line: line, Column: col, Err: err}
 }

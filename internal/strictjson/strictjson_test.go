@@ -6,85 +6,154 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"reflect"
 	"strings"
 	"testing"
 
 	"pgregory.net/rapid"
 )
 
-func TestCheck(t *testing.T) {
+type taint struct {
+	Key    string `json:"key"`
+	Effect string `json:"effect"`
+}
+
+type node struct {
+	Address string            `json:"address"`
+	Labels  map[string]string `json:"labels,omitempty"`
+	Taints  []taint           `json:"taints"`
+	Racks   []int             `json:"racks"`
+}
+
+type doc struct {
+	Name    string          `json:"name"`
+	Nodes   []*node         `json:"nodes"`
+	Options json.RawMessage `json:"options"`
+}
+
+func TestUnmarshalRefuses(t *testing.T) {
 	cases := []struct {
 		in   string
 		kind Kind
-		want string // the whole error text; "" for no error
+		want string // the whole error text
 	}{
-		{`{"a":1,"b":{"c":[1,{"d":2}]}}`, 0, ""},
-		{`  {"a": 1}  ` + "\n", 0, ""},
-		{`[1, "x", null, true]`, 0, ""},
-		{`"a"`, 0, ""},
-		{`{"a":1,"a":2}`, Duplicate, `duplicate key "a" (line 1, column 8)`},
+		// a name twice, in any object, however it is escaped
+		{`{"name":"x","name":"foo"}`, Duplicate, `duplicate key "name" (line 1, column 13)`},
 		{"{\"name\": \"x\",\n \"name\": \"foo\"}", Duplicate, `duplicate key "name" (line 2, column 2)`},
 		{`{"nodes":[{"labels":{"x":"1","y":"2","x":"3"}}]}`, Duplicate, `nodes[0].labels: duplicate key "x" (line 1, column 38)`},
-		{`{"a":{"k.io/x":{"b":1,"b":2}}}`, Duplicate, `a["k.io/x"]: duplicate key "b" (line 1, column 23)`},
-		{`{"a":1,"\u0061":2}`, Duplicate, `duplicate key "a" (line 1, column 8)`},
-		{`{"a\"":1,"a\u0022":2}`, Duplicate, `duplicate key "a\"" (line 1, column 10)`},
-		{"{\"\xa2\":0,\"\xe7\":0}", Duplicate, "duplicate key \"\ufffd\" (line 1, column 8)"}, // as encoding/json decodes them
-		{`{"a":{"x":1},"b":{"x":1}}`, 0, ""},                                                  // the same key in two objects
-		{`{"A":1,"a":2}`, 0, ""},                                                              // keys are case-sensitive
-		{`{"a":1} }`, Trailing, `trailing data after the JSON value (line 1, column 9)`},
-		{`[1] ]`, Trailing, `trailing data after the JSON value (line 1, column 5)`},
-		{"{\"a\":1}\n{\"a\":2}", Trailing, `trailing data after the JSON value (line 2, column 1)`},
-		{`{"a":1} x`, Trailing, `trailing data after the JSON value (line 1, column 9)`},
-		{`{"a":}`, Syntax, `invalid character '}' looking for beginning of value (line 1, column 6)`},
+		{`{"nodes":[{},{"taints":[{"key":"k","key":"j"}]}]}`, Duplicate, `nodes[1].taints[0]: duplicate key "key" (line 1, column 36)`},
+		{`{"options":{"k.io/x":{"b":1,"b":2}}}`, Duplicate, `options["k.io/x"]: duplicate key "b" (line 1, column 29)`},
+		{`{"nodes":[{"labels":{"1":"a","1":"b"}}]}`, Duplicate, `nodes[0].labels: duplicate key "1" (line 1, column 30)`},
+		{`{"name":"x","\u006eame":"y"}`, Duplicate, `duplicate key "name" (line 1, column 13)`},
+		{"{\"options\":{\"\xa2\":0,\"\xe7\":0}}", Duplicate, "options: duplicate key \"\ufffd\" (line 1, column 19)"}, // as encoding/json reads them
+		// names matched exactly; unknown members refused, with the closest
+		{`{"Name":"a"}`, Unknown, `unknown field "Name"; did you mean name? (line 1, column 2)`},
+		{`{"nodes":[{"adress":"a"}]}`, Unknown, `nodes[0]: unknown field "adress"; did you mean address? (line 1, column 12)`},
+		{`{"nodes":[{"taints":[{"key":"k","efect":"a"}]}]}`, Unknown, `nodes[0].taints[0]: unknown field "efect"; did you mean effect? (line 1, column 33)`},
+		{`{"zzz":1}`, Unknown, `unknown field "zzz" (line 1, column 2)`},
+		// values the Go type cannot hold, at their path
+		{`{"nodes":{}}`, Type, `nodes: cannot unmarshal object into Go value of type []*strictjson.node (line 1, column 10)`},
+		{`{"nodes":[{"racks":[1,"2"]}]}`, Type, `nodes[0].racks[1]: cannot unmarshal string into Go value of type int (line 1, column 23)`},
+		{`{"nodes":[{"racks":[1.5]}]}`, Type, `nodes[0].racks[0]: cannot unmarshal number 1.5 into Go value of type int (line 1, column 21)`},
+		{`{"nodes":[{"labels":{"1":true}}]}`, Type, `nodes[0].labels.1: cannot unmarshal bool into Go value of type string (line 1, column 26)`},
+		{`[1]`, Type, `cannot unmarshal array into Go value of type strictjson.doc (line 1, column 1)`},
+		// exactly one value
+		{`{"name":"a"} {"name":"b"}`, Trailing, `trailing data after the JSON value (line 1, column 14)`},
+		{"{\"name\":\"a\"}\n}", Trailing, `trailing data after the JSON value (line 2, column 1)`},
+		{`{"name":"a"}]`, Trailing, `trailing data after the JSON value (line 1, column 13)`},
+		{`{"name":"a"} x`, Trailing, `trailing data after the JSON value (line 1, column 14)`},
+		// what the input is comes before what it means
+		{`"name": x`, Trailing, `trailing data after the JSON value (line 1, column 7)`},
+		{`{"nodes":{}} {}`, Trailing, `trailing data after the JSON value (line 1, column 14)`},
+		{`{"nodes":{},"name":"a","name":"b"}`, Duplicate, `duplicate key "name" (line 1, column 24)`},
+		{`{"nodes":{},"name":}`, Syntax, `invalid character '}' looking for beginning of value (line 1, column 20)`},
+		{`{"name":}`, Syntax, `invalid character '}' looking for beginning of value (line 1, column 9)`},
+		{`{"name": "a" "x": 1}`, Syntax, `invalid character '"' after object key:value pair (line 1, column 14)`},
 		{`name: x`, Syntax, `invalid character 'a' in literal null (expecting 'u') (line 1, column 2)`},
+		{`{"name":"a"`, Syntax, `unexpected EOF (line 1, column 12)`},
 		{``, Syntax, `no JSON value`},
-		{`   `, Syntax, `no JSON value`},
-		{`{"a":1`, Syntax, `unexpected end of JSON input (line 1, column 7)`},
+		{" \n ", Syntax, `no JSON value`},
 	}
 	for _, c := range cases {
-		err := Check([]byte(c.in))
-		if c.want == "" {
-			if err != nil {
-				t.Errorf("Check(%q) = %v, want nil", c.in, err)
-			}
-			continue
-		}
+		var v doc
+		err := Unmarshal([]byte(c.in), &v)
 		var e *Error
 		if !errors.As(err, &e) {
-			t.Errorf("Check(%q) = %v, want an *Error", c.in, err)
+			t.Errorf("Unmarshal(%q) = %v, want an *Error", c.in, err)
 			continue
 		}
 		if e.Kind != c.kind || err.Error() != c.want {
-			t.Errorf("Check(%q) = kind %d %q, want kind %d %q", c.in, e.Kind, err, c.kind, c.want)
+			t.Errorf("Unmarshal(%q) = kind %d %q\nwant kind %d %q", c.in, e.Kind, err, c.kind, c.want)
 		}
 	}
 }
 
-func TestWalkVisitsEveryKeyWithItsPath(t *testing.T) {
-	var got []string
-	err := Walk([]byte(`{"a":{"b":[{"c":1},{"d":{"e":2}}]},"f":[]}`), func(p Path, k string) error {
-		got = append(got, p.String()+"|"+k)
-		return nil
-	})
-	if err != nil {
+func TestUnmarshalAccepts(t *testing.T) {
+	in := `{"name":"a","nodes":[{"labels":{"x":"1","X":"2"}},{"labels":{"x":"1"}},null],"options":{"a":1.50,"b" : [1e3]}}`
+	var v doc
+	if err := Unmarshal([]byte(in), &v); err != nil {
 		t.Fatal(err)
 	}
-	want := "|a a|b a.b[0]|c a.b[1]|d a.b[1].d|e |f"
-	if strings.Join(got, " ") != want {
-		t.Errorf("visited %q, want %q", strings.Join(got, " "), want)
+	if v.Name != "a" || len(v.Nodes) != 3 || v.Nodes[0].Labels["X"] != "2" || v.Nodes[2] != nil {
+		t.Errorf("decoded %+v", v)
+	}
+	if string(v.Options) != `{"a":1.50,"b" : [1e3]}` {
+		t.Errorf("a raw member is not kept byte for byte: %s", v.Options)
 	}
 }
 
-func TestWalkRefused(t *testing.T) {
-	err := Walk([]byte("{\"nodes\": [\n {\"adress\": 1}]}"), func(p Path, k string) error {
-		if k == "adress" {
-			return errors.New(`unknown field "adress"`)
-		}
-		return nil
-	})
+func TestErrorFields(t *testing.T) {
+	var v doc
+	err := Unmarshal([]byte(`{"nodes":[{"racks":["x"]}]}`), &v)
 	var e *Error
-	if !errors.As(err, &e) || e.Kind != Refused || err.Error() != `nodes[0]: unknown field "adress" (line 2, column 3)` {
-		t.Errorf("Walk = %v", err)
+	if !errors.As(err, &e) || e.Kind != Type || e.Value != "string" || e.GoType != reflect.TypeFor[int]() ||
+		e.Path.String() != "nodes[0].racks[0]" {
+		t.Errorf("type error = %#v", e)
+	}
+	err = Unmarshal([]byte(`{"nodes":[{"adress":"x"}]}`), &v)
+	if !errors.As(err, &e) || e.Kind != Unknown || e.Name != "adress" || e.GoType != reflect.TypeFor[node]() ||
+		e.Path.String() != "nodes[0]" {
+		t.Errorf("unknown member error = %#v", e)
+	}
+}
+
+func TestUnmarshalIgnoringUnknown(t *testing.T) {
+	var v doc
+	if err := UnmarshalIgnoringUnknown([]byte(`{"name":"a","kind":"List","nodes":[{"address":"x","spec":{}}]}`), &v); err != nil {
+		t.Fatal(err)
+	}
+	if v.Name != "a" || v.Nodes[0].Address != "x" {
+		t.Errorf("decoded %+v", v)
+	}
+	// Names are still exact: Name is skipped as unknown, not read as name.
+	v = doc{}
+	if err := UnmarshalIgnoringUnknown([]byte(`{"Name":"a"}`), &v); err != nil || v.Name != "" {
+		t.Errorf("Name read as name: %+v, %v", v, err)
+	}
+	err := UnmarshalIgnoringUnknown([]byte(`{"kind":"a","kind":"b"}`), &v)
+	var e *Error
+	if !errors.As(err, &e) || e.Kind != Duplicate {
+		t.Errorf("a name twice = %v, want it refused", err)
+	}
+}
+
+func TestFieldNames(t *testing.T) {
+	type inner struct {
+		A string `json:"a"`
+	}
+	type outer struct {
+		inner
+		B       int `json:"b,omitempty"`
+		C       int
+		D       int `json:"-"`
+		E       int `json:",omitempty"`
+		private int
+	}
+	if got, want := FieldNames(reflect.TypeFor[*outer]()), []string{"a", "b", "C", "E"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("FieldNames = %q, want %q", got, want)
+	}
+	if FieldNames(reflect.TypeFor[map[string]int]()) != nil {
+		t.Error("a map has field names")
 	}
 }
 
@@ -137,9 +206,9 @@ func reference(data []byte) (dup string, found bool) {
 	return dup, found
 }
 
-// TestAgreesWithTokenizer: on random documents with repeated keys, Check
-// finds a duplicate exactly when encoding/json's tokenizer does, and the
-// same first one.
+// TestAgreesWithTokenizer: on random documents with repeated keys,
+// Unmarshal refuses a duplicate exactly when encoding/json's tokenizer
+// finds one, and the same first one.
 func TestAgreesWithTokenizer(t *testing.T) {
 	keys := []string{"a", "b", "A", "\u00e9", "a\"", "\\", "k.io/x"}
 	var gen func(depth int) *rapid.Generator[any]
@@ -185,46 +254,64 @@ func TestAgreesWithTokenizer(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		doc := []byte(gen(0).Draw(t, "doc").(string))
 		dup, found := reference(doc)
-		err := Check(doc)
+		var v any
+		err := Unmarshal(doc, &v)
 		var e *Error
 		switch {
 		case !found && err != nil:
-			t.Fatalf("Check(%s) = %v, want nil", doc, err)
-		case found && (!errors.As(err, &e) || e.Kind != Duplicate || !strings.Contains(err.Error(), fmt.Sprintf("%q", dup))):
-			t.Fatalf("Check(%s) = %v, want duplicate %q", doc, err, dup)
+			t.Fatalf("Unmarshal(%s) = %v, want nil", doc, err)
+		case found && (!errors.As(err, &e) || e.Kind != Duplicate || e.Name != dup):
+			t.Fatalf("Unmarshal(%s) = %v, want duplicate %q", doc, err, dup)
 		}
 	})
 }
 
-// FuzzCheck: no input panics; input Check accepts is one JSON value that
-// encoding/json decodes entirely, without a duplicate key; a duplicate Check
-// reports is one the tokenizer finds.
-func FuzzCheck(f *testing.F) {
-	for _, s := range []string{`{"a":1,"a":2}`, `{"a":[{"b":"\"","b":1}]}`, `{"a":1} }`, `[`, `"\u00`, `{"\\":1}`} {
+// FuzzUnmarshal: no input panics; every error is an *Error with a position
+// inside the input; input Unmarshal accepts is one JSON value that
+// encoding/json decodes entirely to the same, without a duplicate key; a
+// duplicate Unmarshal reports is one the tokenizer finds; syntax errors
+// are exactly the inputs encoding/json cannot read.
+func FuzzUnmarshal(f *testing.F) {
+	for _, s := range []string{`{"a":1,"a":2}`, `{"a":[{"b":"\"","b":1}]}`, `{"a":1} }`, `[`, `"\u00`, `{"\\":1}`, `{"a":{"1":[0,{"x":1,"x":2}]}}`} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		err := Check(data)
+		var got any
+		err := Unmarshal(data, &got)
 		var e *Error
-		if errors.As(err, &e) && e.Kind == Duplicate {
-			if dup, found := reference(data); !found || !strings.Contains(err.Error(), fmt.Sprintf("%q", dup)) {
-				t.Fatalf("Check(%q) = %v; the tokenizer finds %q", data, err, dup)
+		if err != nil {
+			if !errors.As(err, &e) {
+				t.Fatalf("Unmarshal(%q) = %v, not an *Error", data, err)
+			}
+			if e.Line > 1+bytes.Count(data, []byte{'\n'}) || e.Column > len(data)+1 {
+				t.Fatalf("Unmarshal(%q) = %v: the position is outside the input", data, err)
 			}
 		}
-		if err != nil {
-			return
-		}
-		if dup, found := reference(data); found {
-			t.Fatalf("Check accepted %q, which has the key %q twice", data, dup)
-		}
 		dec := json.NewDecoder(bytes.NewReader(data))
-		dec.UseNumber()
-		var v any
-		if err := dec.Decode(&v); err != nil {
-			t.Fatalf("Check accepted %q, which does not decode: %v", data, err)
+		var want any
+		v1err := dec.Decode(&want)
+		if err == nil && v1err == nil {
+			if _, end := dec.Token(); end != io.EOF {
+				t.Fatalf("Unmarshal accepted %q, which has trailing data", data)
+			}
 		}
-		if _, err := dec.Token(); err != io.EOF {
-			t.Fatalf("Check accepted %q, which has trailing data", data)
+		switch {
+		case e != nil && e.Kind == Syntax && v1err == nil:
+			t.Fatalf("Unmarshal(%q) = %v, but encoding/json reads it", data, err)
+		case e != nil && e.Kind == Duplicate:
+			if dup, found := reference(data); !found || dup != e.Name {
+				t.Fatalf("Unmarshal(%q) = %v; the tokenizer finds %q", data, err, dup)
+			}
+		case err == nil:
+			if v1err != nil {
+				t.Fatalf("Unmarshal accepted %q, which encoding/json refuses: %v", data, v1err)
+			}
+			if dup, found := reference(data); found {
+				t.Fatalf("Unmarshal accepted %q, which has the key %q twice", data, dup)
+			}
+			if !reflect.DeepEqual(got, want) {
+				t.Fatalf("Unmarshal(%q) = %#v, encoding/json reads %#v", data, got, want)
+			}
 		}
 	})
 }
