@@ -1,7 +1,7 @@
 // Package kubenodes reads the taints of a Kubernetes cluster's Nodes: from
 // the API server once per call (a paged list with client-go), or from a file
-// for the offline generator. Both give the generator's input: the taints of
-// every Node, by Node name.
+// for the offline generator (package nodefile, which links no client). Both
+// give the generator's input: the taints of every Node, by Node name.
 package kubenodes
 
 import (

@@ -1,4 +1,8 @@
-package kubenodes
+// Package nodefile reads the taints of Kubernetes Nodes from a file, for
+// the offline generator (ckecli sabakan generate --k8s-nodes). It links no
+// Kubernetes client: a program that reads only files imports it rather
+// than kubenodes, whose API client costs a binary several megabytes.
+package nodefile
 
 import (
 	"bytes"
@@ -23,7 +27,7 @@ const wantShape = `want [{"name": ADDRESS, "taints": [...]}], or Nodes as "kubec
 //     Nodes), a NodeList as the API returns it, or one Node (kind Node);
 //     fields other than the Node's name and taints are ignored.
 //
-// It returns the taints by Node name, as Reader.List does. A Node named
+// It returns the taints by Node name, as kubenodes.Reader.List does. A Node named
 // twice, a taint that is not valid, trailing data and any other shape are
 // errors naming where the problem is.
 func Parse(data []byte) (map[string][]cluster.Taint, error) {

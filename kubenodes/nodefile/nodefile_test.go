@@ -1,4 +1,4 @@
-package kubenodes_test
+package nodefile_test
 
 import (
 	"strings"
@@ -7,7 +7,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/ckegen/ckegen/cluster"
-	"github.com/ckegen/ckegen/kubenodes"
+	"github.com/ckegen/ckegen/kubenodes/nodefile"
 )
 
 // kubectlList is what "kubectl get nodes -o json" writes, cut down.
@@ -68,7 +68,7 @@ func TestParse(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			got, err := kubenodes.Parse([]byte(c.in))
+			got, err := nodefile.Parse([]byte(c.in))
 			if err != nil {
 				t.Fatalf("Parse: %v", err)
 			}
@@ -111,7 +111,7 @@ func TestParseErrors(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			got, err := kubenodes.Parse([]byte(c.in))
+			got, err := nodefile.Parse([]byte(c.in))
 			if err == nil {
 				t.Fatalf("Parse succeeded with %v; want an error containing %q", got, c.want)
 			}
@@ -122,24 +122,5 @@ func TestParseErrors(t *testing.T) {
 				t.Errorf("Parse returned %v with its error; want nil", got)
 			}
 		})
-	}
-}
-
-func TestCountIntolerable(t *testing.T) {
-	nodes := map[string][]cluster.Taint{
-		"clean":     nil,
-		"tolerated": {{Key: "node.kubernetes.io/not-ready", Effect: "NoExecute"}, {Key: "cke.cybozu.com/state", Value: "unreachable", Effect: "NoSchedule"}, {Key: "cke.cybozu.com/master", Effect: "PreferNoSchedule"}},
-		"listed":    {{Key: "example.com/ok", Effect: "NoSchedule"}},
-		"bad":       {{Key: "node.kubernetes.io/unschedulable", Effect: "NoSchedule"}, {Key: "example.com/bad", Effect: "NoSchedule"}},
-		"spare":     {{Key: "example.com/spare", Effect: "NoSchedule"}},
-	}
-	if got := kubenodes.CountIntolerable(nodes, []string{"example.com/ok", "example.com/spare"}); got != 1 {
-		t.Errorf("CountIntolerable with example.com/ok and example.com/spare tolerated = %d, want 1 (bad)", got)
-	}
-	if got := kubenodes.CountIntolerable(nodes, nil); got != 3 {
-		t.Errorf("CountIntolerable with no tolerations = %d, want 3 (listed, bad, spare)", got)
-	}
-	if got := kubenodes.CountIntolerable(nil, nil); got != 0 {
-		t.Errorf("CountIntolerable(nil) = %d, want 0", got)
 	}
 }
