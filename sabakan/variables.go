@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/ckegen/ckegen/internal/strictjson"
 	"github.com/ckegen/ckegen/machine"
 )
 
@@ -29,8 +30,15 @@ type Variables struct {
 func ParseVariables(data []byte) (Variables, error) {
 	var v Variables
 	var raw map[string]json.RawMessage
-	if err := json.Unmarshal(data, &raw); err != nil || raw == nil {
-		return v, fmt.Errorf("query variables: want a JSON object {\"having\": ..., \"notHaving\": ...}")
+	if err := strictjson.Unmarshal(data, &raw); err != nil {
+		var se *strictjson.Error
+		if errors.As(err, &se) && se.Kind == strictjson.Duplicate {
+			return v, fmt.Errorf("query variables: %w", err)
+		}
+		return v, fmt.Errorf("query variables: want a JSON object {\"having\": ..., \"notHaving\": ...}: %w", err)
+	}
+	if raw == nil {
+		return v, fmt.Errorf("query variables: want a JSON object {\"having\": ..., \"notHaving\": ...}, got null")
 	}
 	keys := make([]string, 0, len(raw))
 	for k := range raw {
@@ -76,17 +84,8 @@ func parseParams(raw json.RawMessage) (*MachineParams, error) {
 		return &MachineParams{}, nil
 	}
 	var pj paramsJSON
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&pj); err != nil {
-		var te *json.UnmarshalTypeError
-		if errors.As(err, &te) {
-			if te.Field == "" {
-				return nil, fmt.Errorf(": cannot use a %s here (want a MachineParams object or null)", te.Value)
-			}
-			return nil, fmt.Errorf(".%s: cannot use a %s here (want %s)", te.Field, te.Value, te.Type)
-		}
-		return nil, fmt.Errorf(": %s", strings.TrimPrefix(err.Error(), "json: "))
+	if err := strictjson.Unmarshal(raw, &pj); err != nil {
+		return nil, paramsError(err)
 	}
 	p := &MachineParams{
 		Racks:               pj.Racks,
@@ -107,4 +106,36 @@ func parseParams(raw json.RawMessage) (*MachineParams, error) {
 		p.States = append(p.States, st)
 	}
 	return p, nil
+}
+
+// paramsError words a decoding error of a MachineParams value after the
+// variable's name (having, notHaving): .racks: cannot use a string at [0]
+// (want int).
+func paramsError(err error) error {
+	var se *strictjson.Error
+	if !errors.As(err, &se) {
+		return fmt.Errorf(": %w", err)
+	}
+	if se.Kind != strictjson.Type {
+		return fmt.Errorf("%s: %s", dotted(se.Path), se.Msg)
+	}
+	if len(se.Path) == 0 {
+		return fmt.Errorf(": cannot use a %s here (want a MachineParams object or null)", se.Value)
+	}
+	// The field, then the element in it.
+	field, where := se.Path, "here"
+	if last := len(field) - 1; last > 0 && field[last].IsIndex {
+		field, where = field[:last], "at "+field[last:].String()
+	}
+	return fmt.Errorf("%s: cannot use a %s %s (want %v)", dotted(field), se.Value, where, se.GoType)
+}
+
+// dotted writes a path inside a variable: "" for the variable itself,
+// .labels[0].name below it.
+func dotted(p strictjson.Path) string {
+	s := p.String()
+	if s == "" || strings.HasPrefix(s, "[") {
+		return s
+	}
+	return "." + s
 }
