@@ -26,6 +26,8 @@ import (
 
 	yamlv2 "go.yaml.in/yaml/v2"
 	"sigs.k8s.io/yaml"
+
+	"github.com/ckegen/ckegen/internal/strictjson"
 )
 
 // ControlPlane is the placement key of the control plane template. A
@@ -228,9 +230,6 @@ func Parse(data []byte) (*Document, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := checkDuplicateKeys(js); err != nil {
-		return nil, err
-	}
 	d, err := decodeDocument(js)
 	if err != nil {
 		return nil, err
@@ -297,51 +296,6 @@ func nonFinite(path string, v any) error {
 		if math.IsInf(v, 0) || math.IsNaN(v) {
 			return pathErr(path, "must be a finite number, got %v", v)
 		}
-	}
-	return nil
-}
-
-// checkDuplicateKeys refuses an object with a key twice: encoding/json
-// would silently keep the last one.
-func checkDuplicateKeys(js []byte) error {
-	dec := json.NewDecoder(bytes.NewReader(js))
-	dec.UseNumber()
-	return walkKeys(dec, "")
-}
-
-func walkKeys(dec *json.Decoder, path string) error {
-	tok, err := dec.Token()
-	if err != nil {
-		return pathErr(path, "not valid JSON: %v", err)
-	}
-	switch tok {
-	case json.Delim('{'):
-		seen := map[string]bool{}
-		for dec.More() {
-			kt, err := dec.Token()
-			if err != nil {
-				return pathErr(path, "not valid JSON: %v", err)
-			}
-			k := kt.(string)
-			if seen[k] {
-				return pathErr(path, "key %q appears twice", k)
-			}
-			seen[k] = true
-			if err := walkKeys(dec, field(path, k)); err != nil {
-				return err
-			}
-		}
-		_, err = dec.Token()
-	case json.Delim('['):
-		for i := 0; dec.More(); i++ {
-			if err := walkKeys(dec, index(path, i)); err != nil {
-				return err
-			}
-		}
-		_, err = dec.Token()
-	}
-	if err != nil {
-		return pathErr(path, "not valid JSON: %v", err)
 	}
 	return nil
 }
@@ -502,46 +456,55 @@ func decodePlacement(path string, raw json.RawMessage) (*PlacementSpec, error) {
 }
 
 // decodeStrict decodes one JSON object into v, refusing unknown fields,
-// null and trailing data, with errors that name the path.
+// names in another case, repeated keys, null and trailing data, with errors
+// that name the path.
 func decodeStrict(path string, raw []byte, v any) error {
 	if k := jsonKind(raw); k != "object" {
 		return pathErr(path, "must be an object, got %s", article(k))
 	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	err := dec.Decode(v)
-	if err == nil && dec.More() {
-		return pathErr(path, "trailing data after the document")
-	}
-	if err == nil {
+	err := strictjson.Unmarshal(raw, v)
+	var se *strictjson.Error
+	switch {
+	case err == nil:
 		return nil
+	case !errors.As(err, &se):
+		return pathErr(path, "%v", err)
 	}
-	var te *json.UnmarshalTypeError
-	if errors.As(err, &te) {
-		p := path
-		if te.Field != "" {
-			for _, f := range strings.Split(te.Field, ".") {
-				p = field(p, f)
-			}
+	p := within(path, se.Path)
+	switch se.Kind {
+	case strictjson.Trailing:
+		return pathErr(path, "trailing data after the document")
+	case strictjson.Duplicate:
+		return pathErr(p, "key %q appears twice", se.Name)
+	case strictjson.Unknown:
+		return pathErr(field(p, se.Name), "unknown field (fields here: %s)", knownFields(se.GoType))
+	case strictjson.Type:
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) && te.Type != nil {
+			// Number's and Duration's own refusal, with the value.
+			return pathErr(p, "must be %s, got %s", typeName(te.Type), article(te.Value))
 		}
-		return pathErr(p, "must be %s, got %s", typeName(te.Type), article(te.Value))
-	}
-	msg := strings.TrimPrefix(err.Error(), "json: ")
-	if f, ok := strings.CutPrefix(msg, "unknown field "); ok && reflect.TypeOf(v).Elem().Kind() == reflect.Struct {
-		if name, err := strconv.Unquote(f); err == nil {
-			return pathErr(field(path, name), "unknown field (fields here: %s)", knownFields(reflect.TypeOf(v).Elem()))
+		if se.GoType != nil {
+			return pathErr(p, "must be %s, got %s", typeName(se.GoType), article(se.Value))
 		}
 	}
-	return pathErr(path, "%s", msg)
+	return pathErr(p, "not valid JSON: %s", se.Msg)
+}
+
+// within is the path of a value at p inside the value at path.
+func within(path string, p strictjson.Path) string {
+	for _, s := range p {
+		if s.IsIndex {
+			path = index(path, s.Index)
+		} else {
+			path = field(path, s.Key)
+		}
+	}
+	return path
 }
 
 func knownFields(t reflect.Type) string {
-	var names []string
-	for i := range t.NumField() {
-		name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
-		names = append(names, name)
-	}
-	return strings.Join(names, ", ")
+	return strings.Join(strictjson.FieldNames(t), ", ")
 }
 
 func typeName(t reflect.Type) string {

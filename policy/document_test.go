@@ -223,6 +223,30 @@ func TestValidationRefusals(t *testing.T) {
 	}
 }
 
+// TestParseStrictJSON: through Parse, a name in another case, an unknown
+// member and a name given twice are refused at every level, as is a value of
+// the wrong type, each at its path.
+func TestParseStrictJSON(t *testing.T) {
+	r := strings.NewReplacer
+	for _, tc := range []struct{ name, doc, path, msg string }{
+		{"top-level name in another case", r(`"stickiness": 5`, `"Stickiness": 5`).Replace(base), "Stickiness", "unknown field (fields here: placements, metrics, providers, stickiness)"},
+		{"group name in another case", r(`{"name": "b"}`, `{"Name": "b"}`).Replace(base), "placements.control-plane.groups[1].Name", "unknown field (fields here: name, constraints, metricConstraints)"},
+		{"provider field in another case", r(`"timeout": "5s"`, `"Timeout": "5s"`).Replace(base), "providers.prom.Timeout", "unknown field"},
+		{"duplicate placement", r(`"gpu": {`, `"gpu": {}, "gpu": {`).Replace(base), "placements", `key "gpu" appears twice`},
+		{"duplicate in a group", r(`{"name": "b"}`, `{"name": "b", "name": "c"}`).Replace(base), "placements.control-plane.groups[1]", `key "name" appears twice`},
+		{"duplicate static value", r(`"values": {}`, `"values": {"S1": {"temp": 1, "temp": 2}}`).Replace(base), "providers.lab.values.S1", `key "temp" appears twice`},
+		{"constraint not a string", r(`"constraints": ["sabakan.cke.cybozu.com/gpu in (a100)"]`, `"constraints": ["a in (b)", 3]`).Replace(base), "placements.gpu.constraints[1]", "must be a string, got a number"},
+		{"stickiness not a number", r(`"stickiness": 5`, `"stickiness": true`).Replace(base), "stickiness", "must be a number, got a bool"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Parse([]byte(tc.doc))
+			if err == nil || !hasPathError(err, tc.path, tc.msg) {
+				t.Errorf("error:\n%v\nwant one at path %q containing %q", err, tc.path, tc.msg)
+			}
+		})
+	}
+}
+
 // TestFlowListHint: SPEC 12.1's example as printed writes
 // [sabakan.cke.cybozu.com/gpu in (a100, h100)], which YAML reads as two
 // items; the error says why.
