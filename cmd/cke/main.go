@@ -13,6 +13,7 @@ import (
 	"net/url"
 	"os"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/cybozu-go/etcdutil"
@@ -176,8 +177,17 @@ func (o *options) check() error {
 	if _, err := sabakan.NewClient("https://sabakan.invalid/graphql", o.sabakanOptions()); err != nil {
 		return fmt.Errorf("--sabakan-tls-ca-file, --sabakan-tls-cert-file, --sabakan-tls-key-file: %w", err)
 	}
-	if _, err := o.etcdConfig(); err != nil {
+	cfg, err := o.etcdConfig()
+	if err != nil {
 		return err
+	}
+	if cfg == nil {
+		// The embedded etcd has no TLS: it stays on this machine. An etcd
+		// for other hosts is one of your own, with TLS (--config).
+		if err := (embedded.Options{ClientURL: o.embeddedClient, PeerURL: o.embedded}).Exposure(); err != nil {
+			return fmt.Errorf("--embedded-etcd-client-url, --embedded-etcd-peer-url: %w; "+
+				"to serve other hosts, run etcd with client-certificate TLS and give --config (or --etcd-endpoints)", err)
+		}
 	}
 	if _, err := o.nodes(); err != nil {
 		return err
@@ -251,6 +261,10 @@ func (o *options) etcdConfig() (*etcdutil.Config, error) {
 }
 
 func run(o *options) error {
+	// Files the daemon creates (its log, the embedded etcd's data) are
+	// its own: 0600 and 0700, whatever the libraries that create them ask
+	// for (the log library asks for 0644). docs/security.md.
+	syscall.Umask(0o077)
 	if err := (well.LogConfig{Filename: o.logFile, Level: o.logLevel, Format: o.logFormat}).Apply(); err != nil {
 		return fmt.Errorf("--logfile, --loglevel, --logformat: %w", err)
 	}

@@ -12,6 +12,7 @@ import (
 	"encoding/pem"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"math/big"
 	"net"
@@ -63,8 +64,9 @@ func TestDaemonProcess(t *testing.T) {
 	etcdURL := fmt.Sprintf("http://127.0.0.1:%d", freePort(t))
 	httpAddr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
 	logFile := filepath.Join(t.TempDir(), "cke.log")
+	etcdDir := filepath.Join(t.TempDir(), "etcd")
 	cke := exec.CommandContext(ctx, filepath.Join(bin, "cke"),
-		"--embedded-etcd-dir", t.TempDir(),
+		"--embedded-etcd-dir", etcdDir,
 		"--embedded-etcd-client-url", etcdURL,
 		"--embedded-etcd-peer-url", fmt.Sprintf("http://127.0.0.1:%d", freePort(t)),
 		"--http", httpAddr, "--interval", "300ms", "--session-ttl", "5s", "--name", "proc-1",
@@ -238,6 +240,16 @@ func TestDaemonProcess(t *testing.T) {
 	if ckeStderr.String() != "" {
 		t.Errorf("stderr with --logfile: %s", ckeStderr.String())
 	}
+	// The files the daemon created are its own (docs/security.md).
+	if fi, err := os.Stat(logFile); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("log file: %v, mode %v; want 0600", err, fi.Mode().Perm())
+	}
+	_ = filepath.WalkDir(etcdDir, func(path string, de fs.DirEntry, err error) error {
+		if fi, err := de.Info(); err == nil && fi.Mode().Perm()&0o077 != 0 {
+			t.Errorf("embedded etcd %s: mode %v, open to others", path, fi.Mode().Perm())
+		}
+		return err
+	})
 	if !hasLine("stopped", nil) || !hasLine("cluster updated", map[string]any{"op": "new"}) {
 		t.Errorf("the log lacks the tick decision or the stop: %v", logLines())
 	}
@@ -291,6 +303,8 @@ func TestBadFlags(t *testing.T) {
 		{[]string{"--etcd-endpoints", "http://a:2379,,http://b:2379"}, "--etcd-endpoints: an empty endpoint"},
 		{[]string{"--embedded-etcd-client-url", "127.0.0.1:2379"}, "--embedded-etcd-client-url: want http://HOST:PORT"},
 		{[]string{"--embedded-etcd-peer-url", "http://127.0.0.1"}, "--embedded-etcd-peer-url: want http://HOST:PORT"},
+		{[]string{"--embedded-etcd-client-url", "http://0.0.0.0:2379"}, "client URL 0.0.0.0:2379 is not on loopback and not https with client certificates"},
+		{[]string{"--embedded-etcd-peer-url", "http://10.1.2.3:2380"}, "give --config (or --etcd-endpoints)"},
 		{[]string{"--loglevel", "loud"}, `--loglevel: want critical, error, warning, info or debug, got "loud"`},
 		{[]string{"--logformat", "xml"}, `--logformat: want plain, logfmt or json, got "xml"`},
 		{[]string{"--log-format", "json"}, "unknown flag: --log-format"},
@@ -316,6 +330,8 @@ func TestBadFlags(t *testing.T) {
 		nil,
 		{"--interval", "100ms", "--session-ttl", "3s", "--retire-wait", "0s", "--min-backoff", "10m", "--loglevel", "warning", "--logformat", "json"},
 		{"--etcd-endpoints", "http://a:2379,http://b:2379", "--etcd-prefix", "/x/"},
+		// Another etcd than the embedded one: its URLs do not matter.
+		{"--etcd-endpoints", "http://a:2379", "--embedded-etcd-client-url", "http://0.0.0.0:2379"},
 		{"--kubeconfig", writeFile(t, dir, "good-kubeconfig", "apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: \"https://127.0.0.1:6443\"}}]\ncontexts: [{name: c, context: {cluster: c}}]\ncurrent-context: c\n"), "--kubernetes-timeout", "3s"},
 	} {
 		if _, err := parseFlags(args); err != nil {

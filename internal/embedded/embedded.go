@@ -63,6 +63,9 @@ func Start(o Options) (*Etcd, error) {
 	if err != nil {
 		return nil, fmt.Errorf("peer URL: %w", err)
 	}
+	if err := exposure(cu, pu, o.ClientTLS); err != nil {
+		return nil, err
+	}
 	cfg := embed.NewConfig()
 	cfg.Dir = o.Dir
 	cfg.Name = "ckegen"
@@ -97,6 +100,51 @@ func Start(o Options) (*Etcd, error) {
 		e.Close()
 		return nil, fmt.Errorf("embedded etcd did not start within 60s")
 	}
+}
+
+// ErrExposed: the options would open etcd to other hosts without
+// client-certificate TLS. Whoever reaches an etcd without it can rewrite
+// the cluster.
+var ErrExposed = errors.New("embedded etcd exposed")
+
+// Exposure is why Start would refuse o's URLs as open to other hosts
+// (ErrExposed), or nil.
+func (o Options) Exposure() error {
+	cu, err := url.Parse(o.ClientURL)
+	if err != nil {
+		return fmt.Errorf("client URL: %w", err)
+	}
+	pu, err := url.Parse(o.PeerURL)
+	if err != nil {
+		return fmt.Errorf("peer URL: %w", err)
+	}
+	return exposure(cu, pu, o.ClientTLS)
+}
+
+// exposure refuses a client URL off loopback unless it is https with a
+// certificate, a key and a CA that client certificates must chain to, and
+// any peer URL off loopback: one member has no peers to talk to.
+func exposure(client, peer *url.URL, tls transport.TLSInfo) error {
+	if !loopback(peer.Hostname()) {
+		return fmt.Errorf("%w: peer URL %s is not on loopback; a single member needs no peers: keep it on 127.0.0.1", ErrExposed, peer.Host)
+	}
+	if loopback(client.Hostname()) {
+		return nil
+	}
+	if client.Scheme != "https" || tls.CertFile == "" || tls.KeyFile == "" || tls.TrustedCAFile == "" || !tls.ClientCertAuth {
+		return fmt.Errorf("%w: client URL %s is not on loopback and not https with client certificates: "+
+			"listen on 127.0.0.1, or give an https URL with a server certificate, its key and the CA of client certificates", ErrExposed, client.Host)
+	}
+	return nil
+}
+
+// loopback reports whether host names only this machine.
+func loopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 // quietStop passes every entry on, except, once closing is set, those

@@ -5,10 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/url"
+	"os"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"go.etcd.io/etcd/client/pkg/v3/transport"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
@@ -67,5 +71,43 @@ func TestOtherErrorsStillLogged(t *testing.T) {
 	}
 	if m := logs.All()[1].Message; m != "sync failed" {
 		t.Errorf("second entry %q, want the sync failure", m)
+	}
+}
+
+// TestExposureRefused: an embedded etcd off loopback without client
+// certificates is refused before anything listens.
+func TestExposureRefused(t *testing.T) {
+	tlsInfo := transport.TLSInfo{CertFile: "c", KeyFile: "k", TrustedCAFile: "ca", ClientCertAuth: true}
+	cases := []struct {
+		client, peer string
+		tls          transport.TLSInfo
+		want         string // "" when allowed
+	}{
+		{"http://127.0.0.1:2379", "http://127.0.0.1:2380", transport.TLSInfo{}, ""},
+		{"http://localhost:2379", "http://[::1]:2380", transport.TLSInfo{}, ""},
+		{"https://10.0.0.1:2379", "http://127.0.0.1:2380", tlsInfo, ""},
+		{"http://0.0.0.0:2379", "http://127.0.0.1:2380", transport.TLSInfo{}, "client URL 0.0.0.0:2379 is not on loopback"},
+		{"http://10.0.0.1:2379", "http://127.0.0.1:2380", tlsInfo, "client URL 10.0.0.1:2379"},
+		{"https://10.0.0.1:2379", "http://127.0.0.1:2380", transport.TLSInfo{CertFile: "c", KeyFile: "k"}, "CA of client certificates"},
+		{"http://127.0.0.1:2379", "http://10.0.0.1:2380", transport.TLSInfo{}, "peer URL 10.0.0.1:2380 is not on loopback"},
+	}
+	for _, c := range cases {
+		cu, _ := url.Parse(c.client)
+		pu, _ := url.Parse(c.peer)
+		err := exposure(cu, pu, c.tls)
+		switch {
+		case c.want == "" && err != nil:
+			t.Errorf("%s %s: %v, want allowed", c.client, c.peer, err)
+		case c.want != "" && (!errors.Is(err, ErrExposed) || !strings.Contains(err.Error(), c.want)):
+			t.Errorf("%s %s: %v, want %q", c.client, c.peer, err, c.want)
+		}
+	}
+	// Start refuses before it listens or creates anything.
+	dir := t.TempDir() + "/data"
+	if _, err := Start(Options{Dir: dir, ClientURL: "http://0.0.0.0:1", PeerURL: "http://127.0.0.1:2"}); !errors.Is(err, ErrExposed) {
+		t.Errorf("Start: %v, want refused", err)
+	}
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Errorf("a refused start created %s", dir)
 	}
 }
