@@ -55,13 +55,15 @@ func TestChangeManagementSettings(t *testing.T) {
 		{args: []string{"sabakan", "trigger", "planning", "schedule"}, code: 1, stderr: "accepts at most 1 arg(s), received 2", key: trigger, value: "<none>"},
 		{args: []string{"sabakan", "trigger", "planning"}, key: trigger, value: "planning"},
 		{args: []string{"sabakan", "trigger"}, stdout: "planning\n"},
+		{args: []string{"sabakan", "trigger", "planing"}, code: 1, stderr: `got "planing"; did you mean planning?` + "\n", key: trigger, value: "planning"},
+		{args: []string{"sabakan", "set-quiet-time", "10m", "--endpoint", "x"}, code: 1, stderr: "ckecli: unknown flag: --endpoint; did you mean --endpoints?\n", key: quiet, value: "<none>"},
 		{args: []string{"sabakan", "trigger", "PLANNING"}, code: 1, stderr: `got "PLANNING"`, key: trigger, value: "planning"},
 		{args: []string{"sabakan", "trigger", "schedule"}, key: trigger, value: "schedule"},
 
 		{args: []string{"sabakan", "get-quiet-time"}, stdout: "0s\n"},
 		{args: []string{"sabakan", "set-quiet-time", "-1s"}, code: 1, stderr: "ckecli: quiet-time: must not be negative (0 turns it off), got -1s\n", key: quiet, value: "<none>"},
 		{args: []string{"sabakan", "set-quiet-time", "10"}, code: 1, stderr: `ckecli: quiet-time: want a duration such as 10m or 1h30m (0 turns it off), got "10"` + "\n", key: quiet, value: "<none>"},
-		{args: []string{"sabakan", "set-quiet-time"}, code: 1, stderr: "accepts 1 arg(s), received 0", key: quiet, value: "<none>"},
+		{args: []string{"sabakan", "set-quiet-time"}, code: 1, stderr: "ckecli: sabakan set-quiet-time needs DURATION (usage: ckecli sabakan set-quiet-time DURATION; see --help)\n", key: quiet, value: "<none>"},
 		{args: []string{"sabakan", "set-quiet-time", "5m", "--no-such-flag"}, code: 1, stderr: "unknown flag: --no-such-flag", key: quiet, value: "<none>"},
 		{args: []string{"sabakan", "set-quiet-time", "90s"}, key: quiet, value: "1m30s"},
 		{args: []string{"sabakan", "get-quiet-time"}, stdout: "1m30s\n"},
@@ -499,7 +501,7 @@ func TestStatusShowsChangeManagement(t *testing.T) {
 	want := "RESULT        planning\nREASON        QUIET_TIME\nMESSAGE       m\nSINCE         2026-01-01T00:00:00Z\nLAST TICK     2026-01-01T00:00:00Z\n" +
 		"FAILURES      0\nLAST SUCCESS  2026-01-01T00:00:00Z\nLEADER        host-1\nTRIGGER       schedule\nQUIET TIME    10m0s: 4m10s left\n" +
 		"LAST MOVED    10.0.1.2 (serial s12) UNREACHABLE for 5m50s\nUNHEALTHY     1 of 8 nodes (max-unhealthy 25%: 2)\n" +
-		"PENDING       2 steps (settled)\nNEXT STEP     increase worker (1 changes)\n" +
+		"PENDING       2 steps (settled)\nNEXT STEP     increase worker (1 change)\n" +
 		"  ACTION      ADDRESS   SERIAL  SCORE  REASON\n  add-worker  10.0.3.4  s34     990    4 workers, want 5\n"
 	noDefault := filepath.Join(t.TempDir(), "no-default.yml")
 	out, errOut, code := runCLIWithConfig(t, noDefault, "--endpoints", url, "sabakan", "status")

@@ -16,6 +16,7 @@ import (
 
 	"github.com/ckegen/ckegen/constraints"
 	"github.com/ckegen/ckegen/internal/strictjson"
+	"github.com/ckegen/ckegen/internal/suggest"
 	"github.com/ckegen/ckegen/snapshot"
 	"github.com/ckegen/ckegen/storage"
 )
@@ -86,11 +87,16 @@ func newConstraintsSetCmd(e *env) *cobra.Command {
 		// The flag parser stops at NAME, so that a negative VALUE is a
 		// value rather than an unknown flag; flags after VALUE are parsed
 		// in RunE.
-		Args: cobra.MinimumNArgs(2),
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) < 2 {
+				return checkArgCount(cmd, 2, args)
+			}
+			return nil
+		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) > 2 {
 				if err := cmd.Flags().Parse(args[2:]); err != nil {
-					return err
+					return flagError(cmd, err)
 				}
 				if rest := cmd.Flags().Args(); len(rest) > 0 {
 					return fmt.Errorf("want NAME VALUE, got %d arguments: %s", 2+len(rest), strings.Join(args, " "))
@@ -102,6 +108,9 @@ func newConstraintsSetCmd(e *env) *cobra.Command {
 			}
 			name := args[0]
 			if !slices.Contains(constraints.Names, name) {
+				if s, ok := suggest.Closest(name, constraints.Names); ok {
+					return fmt.Errorf("constraints: unknown key %q; did you mean %s? (known: %s)", name, s, strings.Join(constraints.Names, ", "))
+				}
 				return fmt.Errorf("constraints: unknown key %q (known: %s)", name, strings.Join(constraints.Names, ", "))
 			}
 			v, err := strconv.Atoi(args[1])

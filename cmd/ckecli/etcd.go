@@ -7,9 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"net"
+	"net/url"
 	"os"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/cybozu-go/etcdutil"
@@ -19,6 +22,7 @@ import (
 	"go.uber.org/zap"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/connectivity"
 	"google.golang.org/grpc/status"
 	"sigs.k8s.io/yaml"
 
@@ -209,8 +213,10 @@ func (e *env) withStorage(f func(ctx context.Context, st storage.Storage) error)
 		return fmt.Errorf("etcd at %s: %w", endpoints, err)
 	}
 	defer cli.Close()
-	if timedOut, err := waitConnected(ctx, cli.ActiveConnection(), dial); timedOut {
+	if timedOut, err := waitConnected(ctx, cli.ActiveConnection(), cfg.Endpoints, dial); timedOut {
 		return noAnswer(dial, from, err)
+	} else if errors.Is(err, errRefused) {
+		return fmt.Errorf("etcd at %s: %w: start etcd (cke runs an embedded one when given no --etcd-endpoints) or point --endpoints or --config at a running one", endpoints, err)
 	} else if err != nil {
 		return fmt.Errorf("etcd at %s: %w", endpoints, err)
 	}
@@ -221,17 +227,37 @@ func (e *env) withStorage(f func(ctx context.Context, st storage.Storage) error)
 	return err
 }
 
+// errRefused marks the error of waitConnected when every endpoint refused
+// the connection.
+var errRefused = errors.New("nothing listens there")
+
 // waitConnected waits until conn reaches an etcd, for at most d; the
 // error of a timeout is the last connection error (refused, a TLS
-// failure, ...) when there was one.
-func waitConnected(ctx context.Context, conn *grpc.ClientConn, d time.Duration) (timedOut bool, err error) {
+// failure, ...) when there was one. When every endpoint refuses the
+// connection it fails at once (errRefused) rather than after d: nothing
+// listens there, and waiting would not change that. An endpoint that
+// takes the connection but does not answer (a slow or hung etcd, a TLS
+// mismatch) gets the whole of d.
+func waitConnected(ctx context.Context, conn *grpc.ClientConn, endpoints []string, d time.Duration) (timedOut bool, err error) {
 	ctx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
+	refused := make(chan error, 1)
+	go func() {
+		if err := watchRefused(ctx, conn, endpoints); err != nil {
+			refused <- err
+			cancel()
+		}
+	}()
 	// Status needs no permission; WaitForReady makes it wait for a
 	// connection instead of failing on the first refused one.
 	_, err = pb.NewMaintenanceClient(conn).Status(ctx, &pb.StatusRequest{}, grpc.WaitForReady(true))
 	if err == nil {
 		return false, nil
+	}
+	select {
+	case rerr := <-refused:
+		return false, rerr
+	default:
 	}
 	st := status.Convert(err)
 	if st.Code() != codes.DeadlineExceeded {
@@ -245,4 +271,74 @@ func waitConnected(ctx context.Context, conn *grpc.ClientConn, d time.Duration) 
 		msg = u
 	}
 	return true, errors.New(strings.TrimPrefix(msg, "transport: Error while dialing: "))
+}
+
+// watchRefused follows conn's state: each time every endpoint has failed
+// (TransientFailure), it dials them itself to see why, and returns an
+// error wrapping errRefused when every one refused the connection. It
+// returns nil once connected, when ctx ends, or when an endpoint cannot
+// be probed (the caller's timeout decides then).
+func watchRefused(ctx context.Context, conn *grpc.ClientConn, endpoints []string) error {
+	for {
+		s := conn.GetState()
+		switch s {
+		case connectivity.Ready:
+			return nil
+		case connectivity.TransientFailure:
+			if err := allRefused(ctx, endpoints); err != nil {
+				return err
+			}
+		}
+		if !conn.WaitForStateChange(ctx, s) {
+			return nil
+		}
+	}
+}
+
+// allRefused dials each endpoint; when every one refuses the connection,
+// it returns their errors, wrapping errRefused, and nil otherwise.
+func allRefused(ctx context.Context, endpoints []string) error {
+	var msgs []string
+	for _, ep := range endpoints {
+		network, addr, ok := endpointAddr(ep)
+		if !ok {
+			return nil
+		}
+		dctx, cancel := context.WithTimeout(ctx, time.Second)
+		c, err := (&net.Dialer{}).DialContext(dctx, network, addr)
+		cancel()
+		if err == nil {
+			c.Close()
+			return nil
+		}
+		if !errors.Is(err, syscall.ECONNREFUSED) && !errors.Is(err, syscall.ENOENT) {
+			return nil
+		}
+		msgs = append(msgs, err.Error())
+	}
+	if len(msgs) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%w (%s)", errRefused, strings.Join(msgs, "; "))
+}
+
+// endpointAddr is the network and address the etcd client dials for ep:
+// http(s)://HOST:PORT, unix(s)://PATH, or HOST:PORT.
+func endpointAddr(ep string) (network, addr string, ok bool) {
+	if !strings.Contains(ep, "://") {
+		_, _, err := net.SplitHostPort(ep)
+		return "tcp", ep, err == nil
+	}
+	u, err := url.Parse(ep)
+	if err != nil {
+		return "", "", false
+	}
+	switch u.Scheme {
+	case "http", "https":
+		_, _, err := net.SplitHostPort(u.Host)
+		return "tcp", u.Host, err == nil
+	case "unix", "unixs":
+		return "unix", u.Host + u.Path, u.Host+u.Path != ""
+	}
+	return "", "", false
 }

@@ -266,7 +266,8 @@ func TestConfigAuth(t *testing.T) {
 
 // TestConfigTimeout: an etcd that does not answer is named, with the
 // timeout that ran out: the file's dial timeout, or --timeout when it is
-// shorter.
+// shorter. An endpoint where nothing listens fails at once, whatever the
+// timeouts.
 func TestConfigTimeout(t *testing.T) {
 	dir := t.TempDir()
 	dead := fmt.Sprintf("http://127.0.0.1:%d", etcdtest.FreePort(t))
@@ -287,13 +288,16 @@ func TestConfigTimeout(t *testing.T) {
 		}
 	}()
 	silent := "http://" + ln.Addr().String()
-	refused := "dial tcp " + strings.TrimPrefix(dead, "http://") + ": connect: connection refused\n"
+	silentCfg := writeConfig(t, dir, "silent.yml", "endpoints: ["+silent+"]\ntimeout: 300ms\n")
+	refused := "ckecli: etcd at " + dead + ": nothing listens there (dial tcp " + strings.TrimPrefix(dead, "http://") + ": connect: connection refused): " +
+		"start etcd (cke runs an embedded one when given no --etcd-endpoints) or point --endpoints or --config at a running one\n"
 	for _, c := range []struct {
 		args []string
 		want string
 	}{
-		{[]string{"leader"}, "ckecli: etcd at " + dead + ": no answer within 300ms (timeout in " + cfg + "): " + refused},
-		{[]string{"--timeout", "200ms", "leader"}, "ckecli: etcd at " + dead + ": no answer within 200ms (--timeout): " + refused},
+		{[]string{"leader"}, refused},
+		{[]string{"--timeout", "200ms", "leader"}, refused},
+		{[]string{"--config", silentCfg, "leader"}, "ckecli: etcd at " + silent + ": no answer within 300ms (timeout in " + silentCfg + "): context deadline exceeded while waiting for connections to become ready\n"},
 		{[]string{"--endpoints", silent, "--timeout", "200ms", "leader"}, "ckecli: etcd at " + silent + ": no answer within 200ms (--timeout): context deadline exceeded while waiting for connections to become ready\n"},
 	} {
 		start := time.Now()

@@ -26,6 +26,10 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 // configuration file.
 func runWithConfig(configFile string, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	cmd := newRootCmd(configFile)
+	if err := oneDashFlag(cmd, args); err != nil {
+		fmt.Fprintf(stderr, "ckecli: %v\n", err)
+		return 1
+	}
 	cmd.SetArgs(args)
 	cmd.SetIn(stdin)
 	cmd.SetOut(stdout)

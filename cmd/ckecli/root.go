@@ -30,6 +30,7 @@ func newRootCmd(configFile string) *cobra.Command {
 	cmd.AddCommand(newSabakanCmd(e), newConstraintsCmd(e), newClusterCmd(e), newLeaderCmd(e))
 	cmd.InitDefaultCompletionCmd()
 	cmd.SetHelpCommand(newHelpCmd())
+	cmd.SetFlagErrorFunc(flagError)
 	refuseUnknownSubcommands(cmd)
 	return cmd
 }

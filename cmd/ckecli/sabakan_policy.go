@@ -29,7 +29,7 @@ stored template: "control-plane" or a worker template's role. It stores the
 policy as JSON. An invalid policy is refused, naming the path of each
 problem, and nothing is stored. Without a stored template the placements
 are not checked (a warning says so); the daemon checks them at every tick.`,
-		Args: cobra.ExactArgs(1),
+		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			data, err := readInput(cmd, args[0])
 			if err != nil {

@@ -114,6 +114,7 @@ func statusTable(w io.Writer, s storage.Status) error {
 	if s.Message != "" {
 		fmt.Fprintf(tw, "MESSAGE\t%s\n", s.Message)
 	}
+	warningRows(tw, s.Warnings)
 	fmt.Fprintf(tw, "SINCE\t%s\n", ts(s.Since))
 	fmt.Fprintf(tw, "LAST TICK\t%s\n", ts(s.Time))
 	fmt.Fprintf(tw, "FAILURES\t%d\n", s.ConsecutiveFailures)
@@ -127,14 +128,14 @@ func statusTable(w io.Writer, s storage.Status) error {
 	}
 	if k := s.Kubernetes; k != nil {
 		if k.Read {
-			fmt.Fprintf(tw, "KUBERNETES\tread: %d nodes, %d with intolerable taints\n", k.Nodes, k.Intolerable)
+			fmt.Fprintf(tw, "KUBERNETES\tread: %s, %d with intolerable taints\n", plural(k.Nodes, "node", "nodes"), k.Intolerable)
 		} else {
 			fmt.Fprintf(tw, "KUBERNETES\tnot read\n")
 		}
 	}
 	changeStatusRows(tw, s.ChangeStatus)
 	if s.LastOp != "" {
-		fmt.Fprintf(tw, "LAST OP\t%s (%d changes)\n", s.LastOp, s.LastChangeCount)
+		fmt.Fprintf(tw, "LAST OP\t%s (%s)\n", s.LastOp, plural(s.LastChangeCount, "change", "changes"))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -146,6 +147,27 @@ func statusTable(w io.Writer, s storage.Status) error {
 		return err
 	}
 	return placementsTable(w, s.Placements)
+}
+
+// maxShownWarnings bounds the warnings the status table lists; -o json
+// has them all.
+const maxShownWarnings = 10
+
+// warningRows lists the last tick's warnings, one a row under WARNINGS:
+// what the operator should fix although the tick went on (a template role
+// that matches no machine, an even control-plane count, machines left
+// out).
+func warningRows(tw io.Writer, warnings []string) {
+	for i, w := range warnings[:min(len(warnings), maxShownWarnings)] {
+		label := ""
+		if i == 0 {
+			label = "WARNINGS"
+		}
+		fmt.Fprintf(tw, "%s\t%s\n", label, w)
+	}
+	if n := len(warnings) - maxShownWarnings; n > 0 {
+		fmt.Fprintf(tw, "\tand %d more (ckecli sabakan status -o json lists them all)\n", n)
+	}
 }
 
 // modelLine says which constraints model the last tick used and, in the

@@ -51,8 +51,8 @@ func pendingTable(w io.Writer, p *storage.PendingPlan) error {
 	if p.Steps == 0 {
 		fmt.Fprintf(tw, "PENDING\tnothing (%s)\n", ending)
 	} else {
-		fmt.Fprintf(tw, "PENDING\t%s (%s)\n", planSteps(p.Steps), ending)
-		fmt.Fprintf(tw, "NEXT STEP\t%s (%d changes)\n", p.NextOp, p.NextChangeCount)
+		fmt.Fprintf(tw, "PENDING\t%s (%s)\n", plural(p.Steps, "step", "steps"), ending)
+		fmt.Fprintf(tw, "NEXT STEP\t%s (%s)\n", p.NextOp, plural(p.NextChangeCount, "change", "changes"))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -61,11 +61,4 @@ func pendingTable(w io.Writer, p *storage.PendingPlan) error {
 		return nil
 	}
 	return changesTable(w, p.NextChanges)
-}
-
-func planSteps(n int) string {
-	if n == 1 {
-		return "1 step"
-	}
-	return fmt.Sprintf("%d steps", n)
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -129,4 +130,59 @@ func tableRows(t *testing.T, st storage.Status, prefix string) string {
 		}
 	}
 	return got
+}
+
+// TestStatusTableWarnings: the last tick's warnings are a WARNINGS block
+// near the top of the table, one a row, aligned with the other rows; past
+// maxShownWarnings a row says how many more -o json has; no block without
+// warnings.
+func TestStatusTableWarnings(t *testing.T) {
+	typo := `template role "gpuu" matches no machine; inventory roles: compute, gpu, storage`
+	var b strings.Builder
+	if err := statusTable(&b, storage.Status{Result: "ok", Leader: "h", Warnings: []string{typo, "control-plane-count 2 is even"}}); err != nil {
+		t.Fatal(err)
+	}
+	want := "RESULT        ok\n" +
+		"WARNINGS      " + typo + "\n" +
+		"              control-plane-count 2 is even\n" +
+		"SINCE         -\n"
+	if !strings.HasPrefix(b.String(), want) {
+		t.Errorf("status table:\n%s\nwant it to start with\n%s", b.String(), want)
+	}
+
+	var many []string
+	for i := range maxShownWarnings + 3 {
+		many = append(many, fmt.Sprintf("warning %d", i))
+	}
+	b.Reset()
+	if err := statusTable(&b, storage.Status{Result: "ok", Warnings: many}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "              warning 9\n              and 3 more (ckecli sabakan status -o json lists them all)\nSINCE") ||
+		strings.Contains(b.String(), "warning 10") {
+		t.Errorf("13 warnings:\n%s", b.String())
+	}
+
+	b.Reset()
+	if err := statusTable(&b, storage.Status{Result: "ok"}); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(b.String(), "WARNINGS") {
+		t.Errorf("a status without warnings shows a WARNINGS block:\n%s", b.String())
+	}
+}
+
+// TestStatusTablePlurals: one change and one node are singular.
+func TestStatusTablePlurals(t *testing.T) {
+	st := storage.Status{LastOp: "taint nodes", LastChangeCount: 1, Kubernetes: &storage.KubernetesStatus{Read: true, Nodes: 1},
+		ChangeStatus: storage.ChangeStatus{Pending: &storage.PendingPlan{Steps: 1, Result: "settled", NextOp: "increase worker", NextChangeCount: 1}}}
+	var b strings.Builder
+	if err := statusTable(&b, st); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"LAST OP       taint nodes (1 change)\n", "PENDING       1 step (settled)\n", "NEXT STEP     increase worker (1 change)\n", "read: 1 node, 0 with"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("status table lacks %q:\n%s", want, b.String())
+		}
+	}
 }

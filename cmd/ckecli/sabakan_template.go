@@ -33,7 +33,7 @@ options.etcd.volume_name and options.kubelet.cri_endpoint when absent, and
 stores it as JSON. An invalid template is refused and nothing is stored.
 With --dry-run nothing is stored either: the plan the daemon would follow
 with this template is printed instead (ckecli sabakan plan --template FILE).`,
-		Args: cobra.ExactArgs(1),
+		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			data, err := readInput(cmd, args[0])
 			if err != nil {

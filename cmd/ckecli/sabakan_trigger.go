@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/ckegen/ckegen/internal/suggest"
 	"github.com/ckegen/ckegen/storage"
 )
 
@@ -27,6 +28,9 @@ A change wakes the daemon at once.`,
 			if len(args) == 1 {
 				trigger, err := storage.ParseTrigger(args[0])
 				if err != nil {
+					if s, ok := suggest.Closest(args[0], []string{storage.TriggerPlanning, storage.TriggerSchedule}); ok {
+						return fmt.Errorf("%w; did you mean %s?", err, s)
+					}
 					return err
 				}
 				return e.withStorage(func(ctx context.Context, st storage.Storage) error {

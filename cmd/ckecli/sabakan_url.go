@@ -30,7 +30,7 @@ func newSabakanSetURLCmd(e *env) *cobra.Command {
 	return &cobra.Command{
 		Use:   "set-url URL",
 		Short: "set sabakan's URL (/graphql is appended when missing)",
-		Args:  cobra.ExactArgs(1),
+		Args:  exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			u, err := normalizeURL(args[0])
 			if err != nil {

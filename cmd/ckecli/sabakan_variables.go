@@ -21,7 +21,7 @@ and stores them as given. A key left out keeps the query's default (notHaving
 skips boot servers and RETIRED machines); null means no condition. With
 --dry-run nothing is stored: the plan the daemon would follow with these
 variables is printed instead (ckecli sabakan plan --variables FILE).`,
-		Args: cobra.ExactArgs(1),
+		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			data, err := readInput(cmd, args[0])
 			if err != nil {

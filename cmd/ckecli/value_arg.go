@@ -1,9 +1,6 @@
 package main
 
 import (
-	"fmt"
-	"strings"
-
 	"github.com/spf13/cobra"
 )
 
@@ -33,14 +30,14 @@ func valueArgCommand(cmd *cobra.Command, run func(cmd *cobra.Command, value stri
 		// into the command's: InheritedFlags does.
 		_ = cmd.InheritedFlags()
 		if err := cmd.Flags().Parse(flags); err != nil {
-			return err
+			return flagError(cmd, err)
 		}
 		if help, _ := cmd.Flags().GetBool("help"); help {
 			return cmd.Help()
 		}
 		values = append(values, cmd.Flags().Args()...)
-		if len(values) != 1 {
-			return fmt.Errorf("accepts 1 arg(s), received %d (%s)", len(values), strings.Join(values, " "))
+		if err := checkArgCount(cmd, 1, values); err != nil {
+			return err
 		}
 		return run(cmd, values[0])
 	}
