@@ -1,7 +1,7 @@
 # Targets mirror the README. CI runs .ci/run, which calls `make test`.
 GO ?= go
 
-.PHONY: demo generate-example policy-example test test-ckeref bench bench-ckeref generate fmt fuzz
+.PHONY: demo generate-example policy-example test test-ckeref bench bench-ckeref generate fmt fuzz image
 
 # Run the main job end to end: the compatible server with the bundled data
 # center, the daemon with an embedded etcd, ckecli as the operator.
@@ -74,3 +74,34 @@ generate:
 
 fmt:
 	gofmt -w $$(git ls-files '*.go')
+
+# The container image (Containerfile; README "Install"): static binaries
+# built here with the version stamped in, laid out with the CA
+# certificates, the user 10000 and its data directory in a staging
+# directory, then an image FROM scratch that only copies them in. podman,
+# or docker where that is what is installed. IMAGE_LICENSE is the SPDX
+# expression of the licenses label.
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo devel)
+IMAGE ?= localhost/ckegen:$(VERSION)
+IMAGE_LICENSE ?= NOASSERTION
+IMAGE_STAGE ?= $(CURDIR)/bin/image
+CONTAINER_ENGINE ?= $(shell command -v podman 2>/dev/null || command -v docker 2>/dev/null)
+CA_BUNDLE ?= /etc/ssl/certs/ca-certificates.crt
+IMAGE_LDFLAGS = -s -w -X github.com/ckegen/ckegen/internal/version.Version=$(VERSION)
+
+image:
+	@test -n "$(CONTAINER_ENGINE)" || { echo "image: neither podman nor docker is installed (apt-get install podman)" >&2; exit 1; }
+	@test -s "$(CA_BUNDLE)" || { echo "image: no CA certificates at $(CA_BUNDLE) (apt-get install ca-certificates, or set CA_BUNDLE)" >&2; exit 1; }
+	rm -rf "$(IMAGE_STAGE)"
+	mkdir -p "$(IMAGE_STAGE)/lib" "$(IMAGE_STAGE)/state/ckegen"
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(IMAGE_LDFLAGS)" -o "$(IMAGE_STAGE)/" ./cmd/cke ./cmd/ckecli ./cmd/fakesabakan
+	cp deploy/image/passwd deploy/image/group "$(IMAGE_STAGE)/"
+	cp "$(CA_BUNDLE)" "$(IMAGE_STAGE)/ca-certificates.crt"
+	chmod 0644 "$(IMAGE_STAGE)/passwd" "$(IMAGE_STAGE)/group" "$(IMAGE_STAGE)/ca-certificates.crt"
+	chmod 0755 "$(IMAGE_STAGE)/cke" "$(IMAGE_STAGE)/ckecli" "$(IMAGE_STAGE)/fakesabakan"
+	chmod 0755 "$(IMAGE_STAGE)/lib"
+	chmod 0700 "$(IMAGE_STAGE)/state/ckegen"
+	-chown 10000:10000 "$(IMAGE_STAGE)/state/ckegen" 2>/dev/null
+	$(CONTAINER_ENGINE) build --file Containerfile --build-arg VERSION="$(VERSION)" \
+		--build-arg LICENSE="$(IMAGE_LICENSE)" --tag "$(IMAGE)" "$(IMAGE_STAGE)"
+	@echo "image: $(IMAGE) ($(VERSION))"
