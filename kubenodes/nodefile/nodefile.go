@@ -6,12 +6,11 @@ package nodefile
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 
 	"github.com/ckegen/ckegen/cluster"
+	"github.com/ckegen/ckegen/internal/strictjson"
 	"github.com/ckegen/ckegen/taints"
 )
 
@@ -35,26 +34,22 @@ func Parse(data []byte) (map[string][]cluster.Taint, error) {
 	if len(trimmed) == 0 {
 		return nil, fmt.Errorf("empty file: %s", wantShape)
 	}
-	var (
-		out map[string][]cluster.Taint
-		err error
-	)
-	dec := json.NewDecoder(bytes.NewReader(trimmed))
 	switch trimmed[0] {
 	case '[':
-		out, err = parseNodesArray(dec)
+		return parseNodesArray(data)
 	case '{':
-		out, err = parseKubernetes(dec)
-	default:
-		return nil, fmt.Errorf("not a JSON array or object: %s", wantShape)
+		return parseKubernetes(data)
 	}
-	if err != nil {
-		return nil, err
+	return nil, fmt.Errorf("not a JSON array or object: %s", wantShape)
+}
+
+// decodeError words an error of strictjson for a Node file.
+func decodeError(err error) error {
+	var se *strictjson.Error
+	if errors.As(err, &se) && se.Kind == strictjson.Trailing {
+		return fmt.Errorf("trailing data after the JSON document: one document per file (line %d, column %d)", se.Line, se.Column)
 	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return nil, errors.New("trailing data after the JSON document: one document per file")
-	}
-	return out, nil
+	return fmt.Errorf("%s: %w", wantShape, err)
 }
 
 type namedNode struct {
@@ -62,11 +57,10 @@ type namedNode struct {
 	Taints []cluster.Taint `json:"taints"`
 }
 
-func parseNodesArray(dec *json.Decoder) (map[string][]cluster.Taint, error) {
-	dec.DisallowUnknownFields()
+func parseNodesArray(data []byte) (map[string][]cluster.Taint, error) {
 	var nodes []namedNode
-	if err := dec.Decode(&nodes); err != nil {
-		return nil, fmt.Errorf("%s: %w", wantShape, err)
+	if err := strictjson.Unmarshal(data, &nodes); err != nil {
+		return nil, decodeError(err)
 	}
 	b := newBuilder(len(nodes))
 	for i, n := range nodes {
@@ -96,10 +90,10 @@ type kubeItem struct {
 	} `json:"spec"`
 }
 
-func parseKubernetes(dec *json.Decoder) (map[string][]cluster.Taint, error) {
+func parseKubernetes(data []byte) (map[string][]cluster.Taint, error) {
 	var obj kubeObject
-	if err := dec.Decode(&obj); err != nil {
-		return nil, fmt.Errorf("%s: %w", wantShape, err)
+	if err := strictjson.UnmarshalIgnoringUnknown(data, &obj); err != nil {
+		return nil, decodeError(err)
 	}
 	switch obj.Kind {
 	case "Node", "List", "NodeList":
