@@ -55,9 +55,11 @@ func constraintsHelp() string {
 	var b strings.Builder
 	b.WriteString("set NAME VALUE sets one constraint. The constraints that result are\n" +
 		"validated before they are stored; nothing is stored on error. VALUE is an\n" +
-		"integer (a negative one is taken as VALUE, not as a flag). With --dry-run\n" +
-		"nothing is stored: the plan the daemon would follow with the new constraints\n" +
-		"is printed instead.\n\n" +
+		"integer (a negative one is taken as VALUE, not as a flag). Before storing,\n" +
+		"the generator runs dry on the current inventory with the new constraints,\n" +
+		"as --dry-run does, and prints its warnings on stderr; the constraints are\n" +
+		"stored all the same. With --dry-run nothing is stored: the plan the daemon\n" +
+		"would follow with the new constraints is printed instead.\n\n" +
 		"The stored keys choose the model of the workers: minimum-workers and\n" +
 		"maximum-workers the count model, minimum-workers-rate the rate model of CKE\n" +
 		"v1.35. Setting a key of the other model switches models in one write:\n" +
@@ -136,15 +138,18 @@ func newConstraintsSetCmd(e *env) *cobra.Command {
 				for _, w := range c.Warnings() {
 					fmt.Fprintf(cmd.ErrOrStderr(), "warning: %s\n", w)
 				}
-				if dry.enabled {
-					return nil
-				}
-				return st.SetConstraints(ctx, c)
+				return nil
 			})
-			if err != nil || !dry.enabled {
+			if err != nil {
 				return err
 			}
-			return dry.run(e, cmd, snapshot.WhatIf{Constraints: &c})
+			if dry.enabled {
+				return dry.run(e, cmd, snapshot.WhatIf{Constraints: &c})
+			}
+			dry.warn(e, cmd, snapshot.WhatIf{Constraints: &c}, c.Warnings()...)
+			return e.withStorage(func(ctx context.Context, st storage.Storage) error {
+				return st.SetConstraints(ctx, c)
+			})
 		},
 	}
 	cmd.Flags().SetInterspersed(false)

@@ -53,6 +53,7 @@ func TestEtcdCommands(t *testing.T) {
 		return runCLIWithConfig(t, noDefault, args...)
 	}
 	const storedTemplate = `{"name":"demo","nodes":[{"address":"","user":"cybozu","control_plane":true},{"address":"","user":"cybozu","control_plane":false}],"service_subnet":"10.68.0.0/16","options":{"etcd":{"volume_name":"etcd-cke"},"kubelet":{"cri_endpoint":"/run/containerd/containerd.sock"}}}`
+	const notTried = "note: not tried on the inventory (sabakan at https://s/api/graphql: "
 	steps := []struct {
 		args       []string
 		code       int
@@ -72,17 +73,19 @@ func TestEtcdCommands(t *testing.T) {
 		{args: []string{"sabakan", "get-url"}, stdout: "https://s/api/graphql\n"},
 		{args: []string{"sabakan", "get-template"}, code: 1, stderr: "sabakan/template: not found"},
 		{args: []string{"sabakan", "set-template", badTemplate}, code: 1, stderr: `nodes[0]: unknown field "contol_plane"`, key: "/cke/sabakan/template", value: "<none>"},
-		{args: []string{"sabakan", "set-template", goodTemplate}, key: "/cke/sabakan/template", value: storedTemplate},
+		// With a URL stored, a setting is tried on the inventory first; a
+		// sabakan that cannot be reached is a note, and the value is stored.
+		{args: []string{"sabakan", "set-template", goodTemplate}, stderr: notTried, key: "/cke/sabakan/template", value: storedTemplate},
 		{args: []string{"sabakan", "get-template"}, stdout: "name: demo\nnodes:\n- address: \"\"\n  control_plane: true\n  user: cybozu\n- address: \"\"\n  control_plane: false\n  user: cybozu\noptions:\n  etcd:\n    volume_name: etcd-cke\n  kubelet:\n    cri_endpoint: /run/containerd/containerd.sock\nservice_subnet: 10.68.0.0/16\n"},
 		{args: []string{"sabakan", "get-template", "-o", "json"}, contains: `"volume_name": "etcd-cke"`},
 		{args: []string{"sabakan", "set-template", badTemplate}, code: 1, stderr: "unknown field", key: "/cke/sabakan/template", value: storedTemplate},
 		{args: []string{"sabakan", "set-variables", badVars}, code: 1, stderr: `having.states[0]: unknown state "BROKEN"`, key: "/cke/sabakan/query-variables", value: "<none>"},
-		{args: []string{"sabakan", "set-variables", goodVars}, key: "/cke/sabakan/query-variables", value: `{"having": {"roles": ["cs"]}, "notHaving": null}`},
+		{args: []string{"sabakan", "set-variables", goodVars}, stderr: notTried, key: "/cke/sabakan/query-variables", value: `{"having": {"roles": ["cs"]}, "notHaving": null}`},
 		{args: []string{"sabakan", "get-variables"}, stdout: `{"having": {"roles": ["cs"]}, "notHaving": null}`},
 		// Every name, indented by four spaces, as CKE's ckecli shows them.
 		{args: []string{"constraints", "show"}, stdout: "{\n    \"control-plane-count\": 1,\n    \"minimum-workers\": 1,\n    \"maximum-workers\": 0,\n    \"maximum-unreachable-nodes-for-reboot\": 0,\n    \"maximum-repair-queue-entries\": 0,\n    \"wait-seconds-to-repair-rebooting\": 0\n}\n", stderr: "model: count (no constraints stored: these are the defaults)\n"},
-		{args: []string{"constraints", "set", "control-plane-count", "3"}, key: "/cke/constraints", value: `{"control-plane-count":3,"minimum-workers":1,"maximum-workers":0}`},
-		{args: []string{"constraints", "set", "minimum-workers", "5"}, key: "/cke/constraints", value: `{"control-plane-count":3,"minimum-workers":5,"maximum-workers":0}`},
+		{args: []string{"constraints", "set", "control-plane-count", "3"}, stderr: notTried, key: "/cke/constraints", value: `{"control-plane-count":3,"minimum-workers":1,"maximum-workers":0}`},
+		{args: []string{"constraints", "set", "minimum-workers", "5"}, stderr: notTried, key: "/cke/constraints", value: `{"control-plane-count":3,"minimum-workers":5,"maximum-workers":0}`},
 		{args: []string{"constraints", "set", "maximum-workers", "2"}, code: 1, stderr: "maximum-workers: must be 0 (unlimited) or >= minimum-workers (5), got 2", key: "/cke/constraints", value: `{"control-plane-count":3,"minimum-workers":5,"maximum-workers":0}`},
 		{args: []string{"constraints", "set", "control-plane-count", "three"}, code: 1, stderr: `value must be an integer, got "three"`, key: "/cke/constraints", value: `{"control-plane-count":3,"minimum-workers":5,"maximum-workers":0}`},
 		{args: []string{"constraints", "set", "control-plane-cnt", "3"}, code: 1, stderr: `unknown key "control-plane-cnt"`, key: "/cke/constraints", value: `{"control-plane-count":3,"minimum-workers":5,"maximum-workers":0}`},

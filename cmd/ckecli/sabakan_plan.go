@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -203,6 +204,73 @@ func (d *dryRun) run(e *env, cmd *cobra.Command, w snapshot.WhatIf) error {
 	}
 	fmt.Fprintln(cmd.ErrOrStderr(), "dry run: nothing was stored")
 	return nil
+}
+
+// checkTimeout bounds each sabakan request of the check a setting command
+// makes before it stores (unless --sabakan-timeout says otherwise): the
+// check is advice, and a sabakan that does not answer must not hold the
+// setting for the client's full timeout and retries.
+const checkTimeout = 5 * time.Second
+
+// warn runs the generator dry on the current inventory with w applied, as
+// --dry-run does, and prints the warnings of the plan's ticks on stderr
+// (those in printed excepted), so that a value that works but looks wrong
+// (a template role that matches no machine) is seen when it is set. It
+// stores nothing and never fails: before the integration is set up (no
+// template or no URL stored) there is nothing to check against, and when
+// the plan cannot be computed a note says why; the caller stores the value
+// either way.
+func (d *dryRun) warn(e *env, cmd *cobra.Command, w snapshot.WhatIf, printed ...string) {
+	stderr := cmd.ErrOrStderr()
+	o := d.plan
+	if !cmd.Flags().Changed("sabakan-timeout") {
+		o.sabakan.Timeout = checkTimeout
+	}
+	o.sabakan.Retries = -1
+	var in *snapshot.PlanInput
+	ready := true
+	err := e.withStorage(func(ctx context.Context, st storage.Storage) error {
+		if w.Template == nil {
+			if _, _, err := st.GetTemplate(ctx); errors.Is(err, storage.ErrNotFound) {
+				ready = false
+				return nil
+			}
+		}
+		if _, err := st.GetURL(ctx); errors.Is(err, storage.ErrNotFound) {
+			ready = false
+			return nil
+		}
+		r := snapshot.NewReader(st, snapshot.Options{Sabakan: o.sabakan, EtcdTimeout: e.timeout})
+		var err error
+		in, err = r.PlanInput(context.Background(), w, o.retireWait)
+		return err
+	})
+	if !ready {
+		return
+	}
+	var p *generator.Plan
+	if err == nil {
+		p, err = generator.MakePlan(in.Input, in.TemplateChanged, o.maxSteps)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "note: not tried on the inventory (%v); ckecli sabakan status shows the daemon's warnings after its next tick\n", err)
+		return
+	}
+	seen := map[string]bool{}
+	for _, s := range printed {
+		seen[s] = true
+	}
+	all := slices.Clone(in.Warnings)
+	for _, s := range p.Steps {
+		all = append(all, s.Warnings...)
+	}
+	all = append(all, p.Warnings...)
+	for _, s := range all {
+		if !seen[s] {
+			seen[s] = true
+			fmt.Fprintf(stderr, "warning: %s\n", s)
+		}
+	}
 }
 
 // holdNotes says what keeps the daemon from applying the plan now.

@@ -31,7 +31,10 @@ func newSabakanSetTemplateCmd(e *env) *cobra.Command {
 		Long: `set-template validates the template, fills CKE's defaults for
 options.etcd.volume_name and options.kubelet.cri_endpoint when absent, and
 stores it as JSON. An invalid template is refused and nothing is stored.
-With --dry-run nothing is stored either: the plan the daemon would follow
+Before storing it, the generator runs dry on the current inventory with the
+new template, as --dry-run does, and its warnings (a template role that
+matches no machine) are printed on stderr; the template is stored all the
+same. With --dry-run nothing is stored either: the plan the daemon would follow
 with this template is printed instead (ckecli sabakan plan --template FILE).`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -46,6 +49,7 @@ with this template is printed instead (ckecli sabakan plan --template FILE).`,
 			if dry.enabled {
 				return dry.run(e, cmd, snapshot.WhatIf{Template: js})
 			}
+			dry.warn(e, cmd, snapshot.WhatIf{Template: js})
 			return e.withStorage(func(ctx context.Context, st storage.Storage) error {
 				return st.SetTemplate(ctx, js)
 			})

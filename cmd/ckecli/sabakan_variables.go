@@ -33,6 +33,7 @@ variables is printed instead (ckecli sabakan plan --variables FILE).`,
 			if dry.enabled {
 				return dry.run(e, cmd, snapshot.WhatIf{Variables: data})
 			}
+			dry.warn(e, cmd, snapshot.WhatIf{Variables: data})
 			return e.withStorage(func(ctx context.Context, st storage.Storage) error {
 				return st.SetQueryVariables(ctx, data)
 			})
