@@ -8,7 +8,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -19,6 +18,9 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/spf13/cobra"
+
+	"github.com/ckegen/ckegen/internal/suggest"
 	"github.com/ckegen/ckegen/internal/version"
 	"github.com/ckegen/ckegen/machine"
 	"github.com/ckegen/ckegen/sabakan/server"
@@ -31,63 +33,105 @@ func main() {
 	}
 }
 
+// options are fakesabakan's flags.
+type options struct {
+	listen, machines, ipam string
+	faults                 bool
+}
+
+// run parses the command line as the other ckegen binaries do (--flags,
+// --help and --version on stdout and exit 0, a "did you mean" for an
+// unknown flag) and serves until SIGTERM or SIGINT.
 func run(args []string, stdout io.Writer) error {
-	fs := flag.NewFlagSet("fakesabakan", flag.ContinueOnError)
-	listen := fs.String("listen", "127.0.0.1:10080", "address to listen on")
-	machinesFile := fs.String("machines", "", "machines file to start from (a JSON array of machines or a searchMachines response)")
-	ipamFile := fs.String("ipam", "", "IPAM configuration to start with (sabakan's JSON, as PUT /api/v1/config/ipam takes it); machines registered later get their index and addresses from it")
-	faults := fs.Bool("faults", false, "enable PUT /-/fault (none, slow DURATION, garbage, error) to break /graphql on purpose, for tests")
-	showVersion := fs.Bool("version", false, "print the version and exit")
-	if err := fs.Parse(args); err != nil {
-		return err
+	var o options
+	cmd := &cobra.Command{
+		Use:   "fakesabakan",
+		Short: "a sabakan-compatible server for tests and demos, its inventory in memory",
+		Long: `fakesabakan serves sabakan's API from an inventory kept in memory:
+searchMachines, machine and setMachineState over GraphQL at /graphql, and
+sabakan's REST endpoints (/api/v1/config/ipam, /api/v1/machines,
+/api/v1/state/SERIAL, /api/v1/retire-date/SERIAL, /api/v1/labels/SERIAL/NAME,
+/version, /health).
+
+It starts with the machines of --machines (a JSON array of machines or a
+searchMachines response, as examples/machines.json), or with none: machines
+can then be registered with POST /api/v1/machines. A machine's state
+changes as in sabakan, e.g.
+  curl -X PUT -d unreachable http://127.0.0.1:10080/api/v1/state/S000092`,
+		Version: version.String(),
+		Args: func(_ *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				return fmt.Errorf("unexpected arguments %q: fakesabakan takes only flags, such as --machines FILE (see --help)", args)
+			}
+			return nil
+		},
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return serve(o)
+		},
 	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected arguments: %v", fs.Args())
-	}
-	if *showVersion {
-		fmt.Fprintln(stdout, version.String())
-		return nil
-	}
+	cmd.SetVersionTemplate("{{.Version}}\n")
+	cmd.SetArgs(args)
+	cmd.SetOut(stdout)
+	cmd.SetErr(io.Discard)
+	cmd.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return suggest.FlagError(c.Flags(), err) })
+	f := cmd.Flags()
+	f.SortFlags = false
+	f.StringVar(&o.listen, "listen", "127.0.0.1:10080", "address to listen on")
+	f.StringVar(&o.machines, "machines", "", "machines file to start from (a JSON array of machines or a searchMachines response); none: an empty inventory")
+	f.StringVar(&o.ipam, "ipam", "", "IPAM configuration to start with (sabakan's JSON, as PUT /api/v1/config/ipam takes it); machines registered later get their index and addresses from it")
+	f.BoolVar(&o.faults, "faults", false, "enable PUT /-/fault (none, slow DURATION, garbage, error) to break /graphql on purpose, for tests")
+	return cmd.Execute()
+}
+
+// serve loads the inventory and serves it.
+func serve(o options) error {
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
 
 	store := server.NewStore(nil)
-	if *ipamFile != "" {
-		f, err := os.Open(*ipamFile)
+	loaded := 0
+	if o.ipam != "" {
+		f, err := os.Open(o.ipam)
 		if err != nil {
 			return err
 		}
 		c, err := server.ReadIPAMConfig(f)
 		f.Close()
 		if err != nil {
-			return fmt.Errorf("%s: %w", *ipamFile, err)
+			return fmt.Errorf("%s: %w", o.ipam, err)
 		}
 		if err := store.SetIPAM(c); err != nil {
-			return fmt.Errorf("%s: %w", *ipamFile, err)
+			return fmt.Errorf("%s: %w", o.ipam, err)
 		}
 	}
-	if *machinesFile != "" {
-		data, err := os.ReadFile(*machinesFile)
+	if o.machines != "" {
+		data, err := os.ReadFile(o.machines)
 		if err != nil {
 			return err
 		}
 		ms, err := machine.Parse(data)
 		if err != nil {
-			return fmt.Errorf("%s: %w", *machinesFile, err)
+			return fmt.Errorf("%s: %w", o.machines, err)
 		}
 		if err := store.Load(ms); err != nil {
-			return fmt.Errorf("%s: %w", *machinesFile, err)
+			return fmt.Errorf("%s: %w", o.machines, err)
 		}
+		loaded = len(ms)
+	}
+	if o.machines == "" {
+		log.Warn("empty inventory: no --machines given; register machines with POST /api/v1/machines, or start with --machines FILE (e.g. examples/machines.json)")
 	}
 	srv, err := server.New(store)
 	if err != nil {
 		return err
 	}
-	ln, err := net.Listen("tcp", *listen)
+	ln, err := net.Listen("tcp", o.listen)
 	if err != nil {
 		return err
 	}
 	var h http.Handler = srv.Handler()
-	if *faults {
+	if o.faults {
 		h = withFaults(h)
 	}
 	hs := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
@@ -99,7 +143,7 @@ func run(args []string, stdout io.Writer) error {
 		defer cancel()
 		_ = hs.Shutdown(sctx)
 	}()
-	log.Info("serving", "address", ln.Addr().String(), "graphql", "http://"+ln.Addr().String()+"/graphql")
+	log.Info("serving", "address", ln.Addr().String(), "graphql", "http://"+ln.Addr().String()+"/graphql", "machines", loaded)
 	if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}

@@ -118,11 +118,79 @@ func TestVersion(t *testing.T) {
 	}
 }
 
+// TestFlags: fakesabakan takes --flags as cke and ckecli do: --help on
+// stdout and exit 0, an unknown flag with a "did you mean", a flag written
+// with one dash (Go's flag package's way, which fakesabakan once took)
+// told to take two.
+func TestFlags(t *testing.T) {
+	var out bytes.Buffer
+	if err := run([]string{"--help"}, &out); err != nil {
+		t.Fatalf("--help: %v", err)
+	}
+	for _, want := range []string{"Usage:\n  fakesabakan [flags]", "--listen string", "--machines string", "--ipam string", "--faults", "--version"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("--help lacks %q:\n%s", want, out.String())
+		}
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--machine", "m.json"}, "unknown flag: --machine; did you mean --machines?"},
+		{[]string{"--listn", "127.0.0.1:0"}, "unknown flag: --listn; did you mean --listen?"},
+		{[]string{"-listen", "127.0.0.1:0"}, "unknown shorthand flag: 'l' in -listen; flags take two dashes: did you mean --listen?"},
+		{[]string{"-machines=m.json"}, "flags take two dashes: did you mean --machines?"},
+	} {
+		out.Reset()
+		err := run(c.args, &out)
+		if err == nil || !strings.Contains(err.Error(), c.want) || out.Len() != 0 {
+			t.Errorf("%q: %v, stdout %q; want an error with %q and nothing on stdout", c.args, err, out.String(), c.want)
+		}
+	}
+}
+
+// TestEmptyInventory: without --machines the server starts with no
+// machine and says so in its log, with how to add some.
+func TestEmptyInventory(t *testing.T) {
+	bin := filepath.Join(t.TempDir(), "fakesabakan")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, "--listen", "127.0.0.1:0")
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	sc := bufio.NewScanner(stderr)
+	var lines []string
+	for sc.Scan() {
+		lines = append(lines, sc.Text())
+		if strings.Contains(sc.Text(), "msg=serving") {
+			break
+		}
+	}
+	log := strings.Join(lines, "\n")
+	for _, want := range []string{
+		`level=WARN msg="empty inventory: no --machines given; register machines with POST /api/v1/machines, or start with --machines FILE (e.g. examples/machines.json)"`,
+		"level=INFO msg=serving address=127.0.0.1:", " machines=0",
+	} {
+		if !strings.Contains(log, want) {
+			t.Errorf("log lacks %q:\n%s", want, log)
+		}
+	}
+}
+
 func TestBadFlags(t *testing.T) {
 	if err := run([]string{"--machines", "/nonexistent"}, io.Discard); err == nil {
 		t.Error("a missing machines file was accepted")
 	}
-	if err := run([]string{"extra"}, io.Discard); err == nil || !strings.Contains(err.Error(), "unexpected arguments") {
+	if err := run([]string{"extra"}, io.Discard); err == nil || !strings.Contains(err.Error(), `unexpected arguments ["extra"]: fakesabakan takes only flags, such as --machines FILE`) {
 		t.Errorf("extra arguments: %v", err)
 	}
 	bad := filepath.Join(t.TempDir(), "ipam.json")
