@@ -11,7 +11,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -23,16 +22,48 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 	"syscall"
 	"text/tabwriter"
 	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/ckegen/ckegen/internal/suggest"
 )
 
 func main() {
-	if err := run(); err != nil {
+	if err := newCmd().Execute(); err != nil {
 		fmt.Fprintf(os.Stderr, "demo: %v\n", err)
 		os.Exit(1)
 	}
+}
+
+// newCmd is the demo's command line, with the flag conventions of the
+// other binaries: --flags, --help on stdout and exit 0, a "did you mean"
+// for an unknown flag.
+func newCmd() *cobra.Command {
+	var examples string
+	var interval time.Duration
+	cmd := &cobra.Command{
+		Use:   "demo",
+		Short: "run ckegen end to end on the bundled data center (make demo)",
+		Long: `demo builds cke, ckecli and fakesabakan, starts the sabakan-compatible server
+with the bundled data center and the daemon with an embedded etcd, configures
+them with ckecli, shows the cluster converging, then turns machines
+UNREACHABLE and RETIRING in sabakan and shows what the daemon does. It stops
+and removes everything it started. Run it from the repository root.`,
+		Args:          cobra.NoArgs,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		RunE: func(*cobra.Command, []string) error {
+			return run(examples, interval)
+		},
+	}
+	cmd.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return suggest.FlagError(c.Flags(), err) })
+	cmd.Flags().StringVar(&examples, "examples", "examples", "directory with template.yml, constraints.json and machines.json")
+	cmd.Flags().DurationVar(&interval, "interval", time.Second, "the daemon's tick interval")
+	return cmd
 }
 
 type demo struct {
@@ -44,14 +75,10 @@ type demo struct {
 	history  int
 }
 
-func run() error {
-	examples := flag.String("examples", "examples", "directory with template.yml, constraints.json and machines.json")
-	interval := flag.Duration("interval", time.Second, "the daemon's tick interval")
-	flag.Parse()
-
+func run(examples string, interval time.Duration) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
 	defer cancel()
 
 	work, err := os.MkdirTemp("", "ckegen-demo-")
@@ -62,13 +89,15 @@ func run() error {
 	d := &demo{ctx: ctx, bin: filepath.Join(work, "bin")}
 
 	step("Build cke, ckecli and fakesabakan")
-	if out, err := exec.CommandContext(ctx, "go", "build", "-o", d.bin+"/", "./cmd/cke", "./cmd/ckecli", "./cmd/fakesabakan").CombinedOutput(); err != nil {
-		return fmt.Errorf("go build: %v\n%s", err, out)
+	say("go build compiles them with their dependencies (etcd, Kubernetes' API types,",
+		"Prometheus' client...): about two minutes on a cold build cache, seconds after.")
+	if err := d.build(); err != nil {
+		return err
 	}
 
 	step("Start the sabakan-compatible server with the bundled data center (12 racks x 20 machines)")
 	sab, sabAddr, err := d.start("fakesabakan", regexp.MustCompile(`msg=serving address=(\S+)`),
-		"--listen", "127.0.0.1:0", "--machines", filepath.Join(*examples, "machines.json"))
+		"--listen", "127.0.0.1:0", "--machines", filepath.Join(examples, "machines.json"))
 	if err != nil {
 		return err
 	}
@@ -91,9 +120,12 @@ func run() error {
 		return err
 	}
 	defer stopProcess(cke)
+	say(fmt.Sprintf("It ticks every %s: reads its settings from etcd, queries sabakan, and writes", interval),
+		"cluster.yml when the membership should change, one step per tick.",
+		fmt.Sprintf("Its page is at http://127.0.0.1:%d/ while the demo runs.", ports[2]))
 
 	step("Configure the integration with ckecli")
-	cons, err := os.ReadFile(filepath.Join(*examples, "constraints.json"))
+	cons, err := os.ReadFile(filepath.Join(examples, "constraints.json"))
 	if err != nil {
 		return err
 	}
@@ -108,7 +140,7 @@ func run() error {
 			cmds = append(cmds, []string{"constraints", "set", k, fmt.Sprint(v)})
 		}
 	}
-	cmds = append(cmds, []string{"constraints", "show"}, []string{"sabakan", "set-template", filepath.Join(*examples, "template.yml")})
+	cmds = append(cmds, []string{"constraints", "show"}, []string{"sabakan", "set-template", filepath.Join(examples, "template.yml")})
 	for _, args := range cmds {
 		if _, err := d.ckecli(true, args...); err != nil {
 			return err
@@ -129,7 +161,13 @@ func run() error {
 	}
 	fmt.Printf("$ ckecli cluster get   # first node of %d shown\n", len(cl.Nodes))
 	printFirstNode(out)
-	summarize(cl)
+	say("Each node is a sabakan machine: its labels come from the template and the",
+		"machine (rack, role, retire date); the serial is an annotation. In the table",
+		"below, STATE TAINT is the cke.cybozu.com/state taint ckegen puts on a node",
+		"whose machine is UNREACHABLE (NoSchedule) or RETIRING/RETIRED (NoExecute).")
+	if err := d.summarize(cl); err != nil {
+		return err
+	}
 
 	step("Flip machines in sabakan: a worker UNREACHABLE, a control plane UNREACHABLE, a worker RETIRING")
 	var cp, w1, w2 *node
@@ -144,12 +182,14 @@ func run() error {
 			w2 = n
 		}
 	}
+	say("sabakan's REST API takes the state in lower case (GraphQL's setMachineState",
+		"mutation takes UNREACHABLE); an operator or sabakan's own health checks do this.")
 	for _, f := range []struct {
 		n     *node
 		state string
 	}{{w1, "unreachable"}, {cp, "unreachable"}, {w2, "retiring"}} {
 		serial := f.n.Annotations["cke.cybozu.com/serial"]
-		fmt.Printf("$ curl -X PUT %s/api/v1/state/%s -d %s   # %s\n", d.sabURL, serial, f.state, f.n.Address)
+		fmt.Printf("$ curl -X PUT -d %s %s/api/v1/state/%s   # %s\n", f.state, d.sabURL, serial, f.n.Address)
 		if err := d.putState(serial, f.state); err != nil {
 			return err
 		}
@@ -161,19 +201,89 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	summarize(cl)
+	if err := d.summarize(cl); err != nil {
+		return err
+	}
 	for _, n := range cl.Nodes {
 		if n.Address == cp.Address && n.ControlPlane {
 			return fmt.Errorf("the UNREACHABLE control plane %s was not replaced", cp.Address)
 		}
 	}
+	say(fmt.Sprintf("What happened: the UNREACHABLE control plane %s was demoted, and the best", cp.Address),
+		"candidate promoted in its place (replace control plane). It stays in the cluster",
+		"as a worker with the unreachable:NoSchedule taint: as in CKE, a node leaves only",
+		"when its machine leaves sabakan or has been RETIRED for the retire wait; an",
+		"UNREACHABLE machine may come back, and Kubernetes schedules nothing on it meanwhile.",
+		fmt.Sprintf("The UNREACHABLE worker %s stays the same way; the RETIRING worker %s", w1.Address, w2.Address),
+		"gets retiring:NoExecute, which evicts its pods. minimum-workers counts HEALTHY",
+		"workers only, so the daemon added workers (increase worker) until enough are",
+		"HEALTHY again: the cluster now has more workers than the minimum, the tainted ones",
+		"included.")
 	if _, err := d.ckecli(true, "sabakan", "history"); err != nil {
 		return err
 	}
+	say("One line per cluster write: TEMPLATE REV is the etcd revision of the template",
+		"the cluster was built from (a new template regenerates), CLUSTER REV the etcd",
+		"revision of the write itself (CKE's cluster-revision).")
 	if _, err := d.ckecli(true, "sabakan", "status"); err != nil {
 		return err
 	}
+	say("The last tick's result: the operation, each change with its score and reason,",
+		"and nothing pending (settled). WARNINGS would list what the operator should fix",
+		"although the tick went on, such as a template role that matches no machine.")
 	step("Done: processes stopped, temporary files removed")
+	say("README.md's \"Run it yourself\" runs the same by hand and keeps it running.")
+	return nil
+}
+
+// say prints the lines as the demo's commentary.
+func say(lines ...string) {
+	for _, l := range lines {
+		fmt.Println("   " + l)
+	}
+}
+
+// build runs go build, saying every 10 seconds how far it is: a cold
+// build takes minutes and prints nothing otherwise.
+func (d *demo) build() error {
+	start := time.Now()
+	cmd := exec.CommandContext(d.ctx, "go", "build", "-v", "-o", d.bin+"/", "./cmd/cke", "./cmd/ckecli", "./cmd/fakesabakan")
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		return err
+	}
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	var mu sync.Mutex
+	var lines []string
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			mu.Lock()
+			lines = append(lines, sc.Text())
+			mu.Unlock()
+		}
+	}()
+	tick := time.NewTicker(10 * time.Second)
+	defer tick.Stop()
+	for waiting := true; waiting; {
+		select {
+		case <-done:
+			waiting = false
+		case <-tick.C:
+			mu.Lock()
+			n := len(lines)
+			mu.Unlock()
+			fmt.Printf("   ... building: %d packages compiled so far (%s)\n", n, time.Since(start).Round(time.Second))
+		}
+	}
+	if err := cmd.Wait(); err != nil {
+		return fmt.Errorf("go build: %v\n%s", err, strings.Join(lines, "\n"))
+	}
+	fmt.Printf("   built in %s (%d packages compiled, the rest from the build cache)\n", time.Since(start).Round(time.Second), len(lines))
 	return nil
 }
 
@@ -373,17 +483,25 @@ func printFirstNode(yaml string) {
 	}
 }
 
-// summarize prints the nodes, one a line: role, rack and taints.
-func summarize(c *clusterDoc) {
-	counts := map[string]int{}
+// summarize prints the nodes, one a line: role, rack, the machine's
+// state and the state taint; then the workers by role and by state.
+func (d *demo) summarize(c *clusterDoc) error {
+	states, err := d.states()
+	if err != nil {
+		return err
+	}
+	byRole := map[string]int{}
+	byState := map[string]int{}
 	tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "   ADDRESS\tKIND\tROLE\tRACK\tSTATE TAINT")
+	fmt.Fprintln(tw, "   ADDRESS\tKIND\tROLE\tRACK\tSTATE\tSTATE TAINT")
 	for _, n := range c.Nodes {
 		kind := "worker"
+		state := states[n.Annotations["cke.cybozu.com/serial"]]
 		if n.ControlPlane {
 			kind = "control-plane"
 		} else {
-			counts[n.Labels["cke.cybozu.com/role"]]++
+			byRole[n.Labels["cke.cybozu.com/role"]]++
+			byState[state]++
 		}
 		taint := "-"
 		for _, t := range n.Taints {
@@ -391,17 +509,62 @@ func summarize(c *clusterDoc) {
 				taint = t.Value + ":" + t.Effect
 			}
 		}
-		fmt.Fprintf(tw, "   %s\t%s\t%s\t%s\t%s\n", n.Address, kind, n.Labels["cke.cybozu.com/role"], n.Labels["cke.cybozu.com/rack"], taint)
+		fmt.Fprintf(tw, "   %s\t%s\t%s\t%s\t%s\t%s\n", n.Address, kind, n.Labels["cke.cybozu.com/role"], n.Labels["cke.cybozu.com/rack"], state, taint)
 	}
 	_ = tw.Flush()
-	roles := make([]string, 0, len(counts))
-	for r := range counts {
-		roles = append(roles, r)
+	workers := 0
+	for _, n := range byRole {
+		workers += n
 	}
-	sort.Strings(roles)
-	var parts []string
-	for _, r := range roles {
-		parts = append(parts, fmt.Sprintf("%s %d", r, counts[r]))
+	fmt.Printf("   workers by role (every state): %s\n", counts(byRole))
+	fmt.Printf("   workers by machine state: %s (minimum-workers counts the HEALTHY ones)\n", counts(byState))
+	return nil
+}
+
+// counts is "a 1, b 2", sorted by name.
+func counts(m map[string]int) string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
 	}
-	fmt.Printf("   workers by role: %s\n", strings.Join(parts, ", "))
+	sort.Strings(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf("%s %d", k, m[k])
+	}
+	return strings.Join(parts, ", ")
+}
+
+// states reads every machine's state from sabakan's REST API, by serial.
+func (d *demo) states() (map[string]string, error) {
+	req, err := http.NewRequestWithContext(d.ctx, http.MethodGet, d.sabURL+"/api/v1/machines", nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	var ms []struct {
+		Spec struct {
+			Serial string `json:"serial"`
+		} `json:"spec"`
+		Status struct {
+			State string `json:"state"`
+		} `json:"status"`
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("GET /api/v1/machines: %s", resp.Status)
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&ms); err != nil {
+		return nil, fmt.Errorf("GET /api/v1/machines: %w", err)
+	}
+	out := make(map[string]string, len(ms))
+	for _, m := range ms {
+		// REST answers the state in lower case; sabakan's documentation
+		// and GraphQL write it in upper case.
+		out[m.Spec.Serial] = strings.ToUpper(m.Status.State)
+	}
+	return out, nil
 }
