@@ -143,7 +143,7 @@ func syntactic(data []byte, err error, syn *jsontext.SyntacticError) *Error {
 	e.Line, e.Column = position(data, off)
 	switch {
 	case errors.Is(syn.Err, jsontext.ErrDuplicateName):
-		e.Kind, e.Path, e.Name = Duplicate, resolve(data, syn.JSONPointer.Parent()), syn.JSONPointer.LastToken()
+		e.Kind, e.Path, e.Name = Duplicate, resolve(data, syn.ByteOffset, syn.JSONPointer.Parent()), syn.JSONPointer.LastToken()
 		e.Msg = fmt.Sprintf("duplicate key %q", e.Name)
 	case len(bytes.TrimSpace(data)) == 0:
 		e.Kind, e.Msg, e.Line, e.Column = Syntax, "no JSON value", 0, 0
@@ -175,14 +175,14 @@ func semantic(data []byte, err error, sem *jsonv2.SemanticError) *Error {
 	e := &Error{Err: err, GoType: sem.GoType}
 	e.Line, e.Column = position(data, int(sem.ByteOffset))
 	if errors.Is(sem.Err, jsonv2.ErrUnknownName) {
-		e.Kind, e.Path, e.Name = Unknown, resolve(data, sem.JSONPointer.Parent()), sem.JSONPointer.LastToken()
+		e.Kind, e.Path, e.Name = Unknown, resolve(data, sem.ByteOffset, sem.JSONPointer.Parent()), sem.JSONPointer.LastToken()
 		e.Msg = fmt.Sprintf("unknown field %q", e.Name)
 		if s, ok := suggest.Closest(e.Name, FieldNames(sem.GoType)); ok {
 			e.Msg += fmt.Sprintf("; did you mean %s?", s)
 		}
 		return e
 	}
-	e.Kind, e.Path = Type, resolve(data, sem.JSONPointer)
+	e.Kind, e.Path = Type, resolve(data, sem.ByteOffset, sem.JSONPointer)
 	e.Value = kindName(sem.JSONKind)
 	if e.Value == "number" && len(sem.JSONValue) > 0 {
 		e.Value += " " + string(sem.JSONValue)
@@ -242,60 +242,27 @@ func FieldNames(t reflect.Type) []string {
 	return names
 }
 
-// resolve turns a JSON pointer into data into a Path, telling array indexes
-// from object names (a pointer writes both the same way) by reading data.
-func resolve(data []byte, ptr jsontext.Pointer) Path {
-	var p Path
+// resolve turns ptr, the JSON pointer of a problem at byte off, into a
+// Path. A pointer writes an array index and an object name alike ("/1"), so
+// data is read up to off, where the decoder knows which of the levels
+// holding the problem are arrays.
+func resolve(data []byte, off int64, ptr jsontext.Pointer) Path {
 	dec := jsontext.NewDecoder(bytes.NewReader(data), jsontext.AllowDuplicateNames(true), utf8AsV1)
-	for tok := range ptr.Tokens() {
-		step, ok := find(dec, tok)
-		if !ok {
-			return namesOnly(ptr)
-		}
-		p = append(p, step)
-	}
-	return p
-}
-
-// find reads dec up to the member or element tok of the value it is at.
-func find(dec *jsontext.Decoder, tok string) (Step, bool) {
-	switch dec.PeekKind() {
-	case '[':
-		i, err := strconv.Atoi(tok)
-		if _, rerr := dec.ReadToken(); err != nil || rerr != nil || i < 0 {
-			return Step{}, false
-		}
-		for range i {
-			if dec.SkipValue() != nil {
-				return Step{}, false
-			}
-		}
-		return Step{Index: i, IsIndex: true}, true
-	case '{':
+	for dec.InputOffset() < off {
 		if _, err := dec.ReadToken(); err != nil {
-			return Step{}, false
-		}
-		for {
-			name, err := dec.ReadToken()
-			if err != nil || name.Kind() != '"' {
-				return Step{}, false
-			}
-			if name.String() == tok {
-				return Step{Key: tok}, true
-			}
-			if dec.SkipValue() != nil {
-				return Step{}, false
-			}
+			break
 		}
 	}
-	return Step{}, false
-}
-
-// namesOnly is the Path of ptr read as object names only, for a pointer
-// that does not lead through data.
-func namesOnly(ptr jsontext.Pointer) Path {
 	var p Path
+	level, depth := 0, dec.StackDepth()
 	for tok := range ptr.Tokens() {
+		level++
+		if i, err := strconv.Atoi(tok); err == nil && level <= depth {
+			if kind, _ := dec.StackIndex(level); kind == '[' {
+				p = p.Index(i)
+				continue
+			}
+		}
 		p = p.Key(tok)
 	}
 	return p

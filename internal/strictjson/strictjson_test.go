@@ -88,6 +88,23 @@ func TestUnmarshalRefuses(t *testing.T) {
 	}
 }
 
+// TestPathTellsIndexFromName: a JSON pointer writes the array index 1 and
+// the object name "1" alike; the path tells them apart.
+func TestPathTellsIndexFromName(t *testing.T) {
+	var v struct {
+		A []map[string][]map[string]int `json:"a"`
+	}
+	err := Unmarshal([]byte(`{"a":[{"0":[{"1":1}]},{"1":[{"0":2},{"1":true}]}]}`), &v)
+	var e *Error
+	if !errors.As(err, &e) || e.Kind != Type {
+		t.Fatalf("Unmarshal = %v, want a type error", err)
+	}
+	want := Path(nil).Key("a").Index(1).Key("1").Index(1).Key("1")
+	if !reflect.DeepEqual(e.Path, want) || e.Path.String() != "a[1].1[1].1" {
+		t.Errorf("path %#v (%s), want %#v", e.Path, e.Path, want)
+	}
+}
+
 func TestUnmarshalAccepts(t *testing.T) {
 	in := `{"name":"a","nodes":[{"labels":{"x":"1","X":"2"}},{"labels":{"x":"1"}},null],"options":{"a":1.50,"b" : [1e3]}}`
 	var v doc
