@@ -147,15 +147,16 @@ func (d *Daemon) term(ctx context.Context) error {
 	}
 	d.log.Info("elected leader", "name", d.cfg.Name, "key", elec.Key())
 	d.setLeading(true)
-	defer d.setLeading(false)
-	defer func() {
-		rctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		if err := elec.Resign(rctx); err != nil {
-			d.log.Warn("resign failed", "error", err)
-		}
-	}()
-	return d.lead(ctx, sess, elec.Key())
+	err = d.lead(ctx, sess, elec.Key())
+	// Not leading from here on, even while the resignation waits for an
+	// etcd that may not answer.
+	d.setLeading(false)
+	rctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if rerr := elec.Resign(rctx); rerr != nil {
+		d.log.Warn("resign failed", "error", rerr)
+	}
+	return err
 }
 
 // campaign waits until elec is won, ctx is done or the session ends,
@@ -285,6 +286,11 @@ func (d *Daemon) tickLoop(ctx context.Context, leaderKey string, trigger <-chan 
 		if errors.As(err, &te) && te.reason == ReasonLostLeadership {
 			return err
 		}
+		if etcdHung(err) {
+			// etcd stopped answering this daemon (storage.WithDeadline):
+			// another daemon may reach it; stop leading and campaign again.
+			return fmt.Errorf("etcd did not answer: %w", err)
+		}
 		var wait time.Duration
 		wait, backoff = d.nextWait(err, backoff)
 		wait = d.metrics.change.untilQuiet(wait)
@@ -316,6 +322,13 @@ func (d *Daemon) nextWait(err error, backoff time.Duration) (wait, next time.Dur
 	return min(backoff, d.cfg.Interval), min(2*backoff, d.cfg.Interval)
 }
 
+// etcdHung reports whether a tick failed because an etcd call ran out
+// of time (storage.WithDeadline), not because of what etcd answered.
+func etcdHung(err error) bool {
+	var te *tickError
+	return errors.Is(err, context.DeadlineExceeded) && (!errors.As(err, &te) || te.reason == ReasonEtcdError)
+}
+
 // runOnce is one tick with its status, metrics and log events.
 func (d *Daemon) runOnce(ctx context.Context, leaderKey string) error {
 	start := time.Now()
@@ -340,6 +353,10 @@ func (d *Daemon) runOnce(ctx context.Context, leaderKey string) error {
 	d.mu.Lock()
 	d.status = st
 	d.mu.Unlock()
+	if etcdHung(err) {
+		// The status would wait for the same etcd: the term ends now.
+		return err
+	}
 	if perr := d.cfg.Storage.PutStatus(ctx, leaderKey, st); perr != nil && ctx.Err() == nil {
 		d.log.Warn("status not recorded", "error", perr)
 	}

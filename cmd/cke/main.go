@@ -297,6 +297,10 @@ func run(o *options) error {
 		return err
 	}
 	defer cli.Close()
+	// A call that takes longer than a tick's interval is an etcd that
+	// stopped answering: the leader gives up within two intervals and
+	// another daemon leads (docs/security.md).
+	storage.WithDeadline(cli, max(o.interval, time.Second))
 
 	nodes, err := o.nodes()
 	if err != nil {
