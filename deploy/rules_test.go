@@ -1,0 +1,325 @@
+package deploy
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"sigs.k8s.io/yaml"
+)
+
+// ruleFile is the part of a Prometheus rule file the tests read.
+type ruleFile struct {
+	Groups []struct {
+		Name  string `json:"name"`
+		Rules []rule `json:"rules"`
+	} `json:"groups"`
+}
+
+type rule struct {
+	Alert       string            `json:"alert"`
+	Record      string            `json:"record"`
+	Expr        string            `json:"expr"`
+	For         string            `json:"for"`
+	Labels      map[string]string `json:"labels"`
+	Annotations map[string]string `json:"annotations"`
+}
+
+// ruleTests is the part of a promtool test file the tests read.
+type ruleTests struct {
+	RuleFiles []string `json:"rule_files"`
+	Tests     []struct {
+		Name       string `json:"name"`
+		AlertTests []struct {
+			Alertname string `json:"alertname"`
+			ExpAlerts []any  `json:"exp_alerts"`
+		} `json:"alert_rule_test"`
+	} `json:"tests"`
+}
+
+func readYAML(t *testing.T, file string, v any) {
+	t.Helper()
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := yaml.Unmarshal(data, v); err != nil {
+		t.Fatalf("%s: %v", file, err)
+	}
+}
+
+// alertRules reads deploy/prometheus/alerts.yml's rules.
+func alertRules(t *testing.T) []rule {
+	t.Helper()
+	var f ruleFile
+	readYAML(t, filepath.Join(root, "deploy", "prometheus", "alerts.yml"), &f)
+	var rules []rule
+	for _, g := range f.Groups {
+		rules = append(rules, g.Rules...)
+	}
+	if len(rules) == 0 {
+		t.Fatal("alerts.yml has no rules")
+	}
+	return rules
+}
+
+// TestAlertRules: promtool accepts the rules and their unit tests pass;
+// every alert has a severity, a summary, a description and a runbook link
+// to its section of the README, which exists; and the unit tests have, for
+// every alert, a case in which it fires and one in which it does not.
+func TestAlertRules(t *testing.T) {
+	rules := alertRules(t)
+	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	anchors := headingAnchors(string(readme))
+	names := map[string]bool{}
+	for _, r := range rules {
+		if r.Alert == "" {
+			continue
+		}
+		if names[r.Alert] {
+			t.Errorf("alert %s is defined twice", r.Alert)
+		}
+		names[r.Alert] = true
+		if !slices.Contains([]string{"critical", "warning", "info"}, r.Labels["severity"]) {
+			t.Errorf("alert %s: severity %q, want critical, warning or info", r.Alert, r.Labels["severity"])
+		}
+		for _, a := range []string{"summary", "description"} {
+			if strings.TrimSpace(r.Annotations[a]) == "" {
+				t.Errorf("alert %s has no %s", r.Alert, a)
+			}
+		}
+		want := "https://github.com/ckegen/ckegen#" + strings.ToLower(r.Alert)
+		if got := r.Annotations["runbook_url"]; got != want {
+			t.Errorf("alert %s: runbook_url %q, want %q", r.Alert, got, want)
+		}
+		if !anchors[strings.ToLower(r.Alert)] {
+			t.Errorf("alert %s: the README has no section %q for its runbook (under \"Alerts\")", r.Alert, r.Alert)
+		}
+	}
+
+	var tests ruleTests
+	readYAML(t, filepath.Join(root, "deploy", "prometheus", "alerts_test.yml"), &tests)
+	if !slices.Equal(tests.RuleFiles, []string{"alerts.yml"}) {
+		t.Errorf("alerts_test.yml tests %q, want alerts.yml", tests.RuleFiles)
+	}
+	fires, quiet := map[string]bool{}, map[string]bool{}
+	for _, tc := range tests.Tests {
+		for _, at := range tc.AlertTests {
+			if !names[at.Alertname] {
+				t.Errorf("alerts_test.yml, %q: alert %s is not in alerts.yml", tc.Name, at.Alertname)
+			}
+			if len(at.ExpAlerts) > 0 {
+				fires[at.Alertname] = true
+			} else {
+				quiet[at.Alertname] = true
+			}
+		}
+	}
+	for name := range names {
+		if !fires[name] {
+			t.Errorf("alerts_test.yml has no case in which %s fires", name)
+		}
+		if !quiet[name] {
+			t.Errorf("alerts_test.yml has no case in which %s does not fire", name)
+		}
+	}
+
+	promtool := need(t, "promtool", "apt-get install -y prometheus")
+	dir := filepath.Join(root, "deploy", "prometheus")
+	run(t, time.Minute, dir, promtool, "check", "rules", "alerts.yml")
+	out := run(t, 2*time.Minute, dir, promtool, "test", "rules", "alerts_test.yml")
+	if !strings.Contains(string(out), "SUCCESS") {
+		t.Errorf("promtool test rules printed no SUCCESS:\n%s", out)
+	}
+}
+
+// headingAnchors returns the anchors GitHub gives the Markdown headings of
+// a document: lower case, punctuation other than - and _ dropped, spaces
+// as -.
+func headingAnchors(doc string) map[string]bool {
+	anchors := map[string]bool{}
+	drop := regexp.MustCompile(`[^\p{L}\p{N} _-]`)
+	for _, line := range strings.Split(doc, "\n") {
+		text, ok := strings.CutPrefix(line, "#")
+		if !ok {
+			continue
+		}
+		text = strings.TrimSpace(strings.TrimLeft(text, "#"))
+		a := strings.ReplaceAll(drop.ReplaceAllString(strings.ToLower(text), ""), " ", "-")
+		anchors[a] = true
+	}
+	return anchors
+}
+
+// promqlKeywords are the words of PromQL that are neither metric names nor
+// functions.
+var promqlKeywords = map[string]bool{
+	"and": true, "or": true, "unless": true, "bool": true, "offset": true, "atan2": true,
+	"inf": true, "nan": true,
+}
+
+// promqlLabelLists are the words followed by a list of label names.
+var promqlLabelLists = map[string]bool{
+	"by": true, "without": true, "on": true, "ignoring": true, "group_left": true, "group_right": true,
+}
+
+// metricNames returns the metric names a PromQL expression selects, in
+// order of first appearance: the identifiers that are not a function or
+// aggregation (followed by "("), a keyword, or a label (in {...}, or in
+// the list after by, without, on, ignoring, group_left, group_right).
+// Strings, comments, ranges and numbers are skipped. A selector by
+// {__name__=...} is refused: its name could not be checked.
+func metricNames(expr string) ([]string, error) {
+	var names []string
+	isIdentStart := func(c byte) bool { return c == '_' || c == ':' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' }
+	isIdent := func(c byte) bool { return isIdentStart(c) || c >= '0' && c <= '9' }
+	// skipString returns the index after the string that starts at i.
+	skipString := func(i int) (int, error) {
+		q := expr[i]
+		for j := i + 1; j < len(expr); j++ {
+			switch {
+			case expr[j] == '\\' && q != '`':
+				j++
+			case expr[j] == q:
+				return j + 1, nil
+			}
+		}
+		return 0, fmt.Errorf("column %d: string not closed", i+1)
+	}
+	// skipTo returns the index after the first end outside strings.
+	skipTo := func(i int, end byte) (int, string, error) {
+		for j := i; j < len(expr); {
+			switch expr[j] {
+			case end:
+				return j + 1, expr[i:j], nil
+			case '"', '\'', '`':
+				k, err := skipString(j)
+				if err != nil {
+					return 0, "", err
+				}
+				j = k
+			default:
+				j++
+			}
+		}
+		return 0, "", fmt.Errorf("column %d: %q not closed", i, end)
+	}
+	nextNonSpace := func(i int) int {
+		for i < len(expr) && strings.IndexByte(" \t\r\n", expr[i]) >= 0 {
+			i++
+		}
+		return i
+	}
+	for i := 0; i < len(expr); {
+		c := expr[i]
+		switch {
+		case c == '#':
+			if j := strings.IndexByte(expr[i:], '\n'); j >= 0 {
+				i += j
+			} else {
+				i = len(expr)
+			}
+		case c == '"' || c == '\'' || c == '`':
+			j, err := skipString(i)
+			if err != nil {
+				return nil, err
+			}
+			i = j
+		case c == '{':
+			j, inner, err := skipTo(i+1, '}')
+			if err != nil {
+				return nil, err
+			}
+			if strings.Contains(inner, "__name__") {
+				return nil, fmt.Errorf("column %d: a selector by __name__: name the metric before the braces", i+1)
+			}
+			i = j
+		case c == '[':
+			j, _, err := skipTo(i+1, ']')
+			if err != nil {
+				return nil, err
+			}
+			i = j
+		case c >= '0' && c <= '9' || c == '.':
+			for i < len(expr) && (isIdent(expr[i]) || expr[i] == '.') {
+				i++
+			}
+		case isIdentStart(c):
+			j := i
+			for j < len(expr) && isIdent(expr[j]) {
+				j++
+			}
+			word := expr[i:j]
+			next := nextNonSpace(j)
+			switch {
+			case promqlLabelLists[strings.ToLower(word)]:
+				if next < len(expr) && expr[next] == '(' {
+					k, _, err := skipTo(next+1, ')')
+					if err != nil {
+						return nil, err
+					}
+					j = k
+				}
+			case promqlKeywords[strings.ToLower(word)]:
+			case next < len(expr) && expr[next] == '(':
+				// A function or an aggregation.
+			case slices.Contains([]string{"by", "without"}, strings.ToLower(wordAt(expr, next))):
+				// An aggregation with its grouping first: sum by (a) (x).
+			default:
+				if !slices.Contains(names, word) {
+					names = append(names, word)
+				}
+			}
+			i = j
+		default:
+			i++
+		}
+	}
+	return names, nil
+}
+
+// wordAt returns the identifier that starts at i ("" when none does).
+func wordAt(s string, i int) string {
+	j := i
+	for j < len(s) && (s[j] == '_' || s[j] >= 'a' && s[j] <= 'z' || s[j] >= 'A' && s[j] <= 'Z' || j > i && s[j] >= '0' && s[j] <= '9') {
+		j++
+	}
+	return s[i:j]
+}
+
+// TestMetricNames: the names metricNames finds, and what it refuses.
+func TestMetricNames(t *testing.T) {
+	cases := []struct {
+		expr string
+		want []string
+	}{
+		{`(sum(ckegen_leader) or vector(0)) < 1`, []string{"ckegen_leader"}},
+		{`a_total{reason="X", state=~"on|by"} == 1 and on (instance) b == 1`, []string{"a_total", "b"}},
+		{"rate(x_sum[15m]) / rate(x_count[15m] offset 1h) > 1e3", []string{"x_sum", "x_count"}},
+		{`sum by (le, instance) (rate(h_bucket[5m])) > 0.5 unless ignoring(job) group_left(reason) c`, []string{"h_bucket", "c"}},
+		{`sum without(instance)(d) * on(job) group_right e # f is a comment`, []string{"d", "e"}},
+		{`label_replace(g, "dst", "$1", "src", "(.*)") > bool 3 or max_over_time(h[1h:5m])`, []string{"g", "h"}},
+		{`time() - i > 900 and j:recorded`, []string{"i", "j:recorded"}},
+		{`k and on(instance) l * ignoring (job) m`, []string{"k", "l", "m"}},
+		{`Inf < NaN`, nil},
+	}
+	for _, c := range cases {
+		got, err := metricNames(c.expr)
+		if err != nil || !slices.Equal(got, c.want) {
+			t.Errorf("metricNames(%q) = %q, %v; want %q", c.expr, got, err, c.want)
+		}
+	}
+	for _, expr := range []string{`{__name__="x"}`, `x{a="b}`, `rate(x[5m)`, `sum by (a x`} {
+		if got, err := metricNames(expr); err == nil {
+			t.Errorf("metricNames(%q) = %q; want an error", expr, got)
+		}
+	}
+}
