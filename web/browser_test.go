@@ -174,6 +174,11 @@ func TestMapPageInBrowser(t *testing.T) {
 	historyRows := eval[int](t, bctx, `document.querySelectorAll("#history + table tbody tr").length`)
 	historyFirst := eval[string](t, bctx, `document.querySelector("#history + table tbody tr td:nth-child(2)").innerText + "\t"`)
 	model := eval[string](t, bctx, `document.querySelector("#model")?.dataset.model ?? "(no #model)"`)
+	allTitles := eval[[]string](t, bctx, `Array.from(document.querySelectorAll("#machines > rect > title")).map(e => e.textContent)`)
+	rowLabels := eval[[]string](t, bctx, `Array.from(document.querySelectorAll("#rows > text")).map(e => e.firstChild.textContent)`)
+	// The map's width against the page's, its height against the window's.
+	layout := eval[[]float64](t, bctx, `(() => { const r = document.querySelector("#rackmap").getBoundingClientRect();
+		return [r.width, document.body.clientWidth, r.height, window.innerHeight] })()`)
 	shot, err := chromedp.Run(bctx, chromedp.FullScreenshot(100))
 	if err != nil {
 		t.Fatalf("chromium: screenshot: %v", err)
@@ -201,6 +206,19 @@ func TestMapPageInBrowser(t *testing.T) {
 	cpSerial := byAddr[cp].Spec.Serial
 	if !slices.ContainsFunc(unreachable, func(s string) bool { return strings.HasPrefix(s, cpSerial+" "+cp+": UNREACHABLE") }) {
 		t.Errorf("UNREACHABLE cells %q do not include the former control plane %s", unreachable, cp)
+	}
+	for _, title := range allTitles {
+		// The state and rebooting are said once.
+		if strings.Contains(title, "; state ") || strings.Count(title, "rebooting") > 1 {
+			t.Errorf("a tooltip repeats itself: %q", title)
+		}
+	}
+	// 20 machines a rack: "rack", then the index in rack of each row.
+	if len(rowLabels) != 21 || rowLabels[0] != "rack" || rowLabels[1] != "1" || rowLabels[20] != "20" {
+		t.Errorf("row labels %q, want rack and 1 to 20", rowLabels)
+	}
+	if w, page, h, win := layout[0], layout[1], layout[2], layout[3]; w < 0.95*page || w > page+1 || h > win || h < 0.2*win {
+		t.Errorf("the rack map is %.0fx%.0f in a page %.0f wide and a window %.0f high: want the page's width, and the window's height at most", w, h, page, win)
 	}
 	if model != "count" {
 		t.Errorf("model of the workers: %q, want count (minimum-workers stored)", model)
@@ -408,5 +426,79 @@ func must(t *testing.T, err error) {
 	t.Helper()
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestTypoWarningInBrowser: the typo scenario on the page. A daemon works
+// from a template whose gpu worker template says "gpuu", a role no
+// machine has; the generator warns, and the page, loaded in headless
+// chromium, shows the warning in a box under the Status heading, visible
+// without scrolling.
+func TestTypoWarningInBrowser(t *testing.T) {
+	chrome := chromium(t)
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+
+	st := storage.New(etcdtest.Client(t), "")
+	store := server.NewStore(func() time.Time { return now })
+	o := dcgen.Default(now)
+	o.Racks, o.PerRack = 6, 10
+	must(t, store.Load(dcgen.Machines(o)))
+	srv, err := server.New(store)
+	must(t, err)
+	sabakanServer := httptest.NewServer(srv.Handler())
+	t.Cleanup(sabakanServer.Close)
+	data, err := os.ReadFile("../examples/template.yml")
+	must(t, err)
+	typo := strings.Replace(string(data), "cke.cybozu.com/role: gpu\n", "cke.cybozu.com/role: gpuu\n", 1)
+	if typo == string(data) {
+		t.Fatal("the example template has no gpu role to misspell")
+	}
+	tmpl, err := template.Parse([]byte(typo))
+	must(t, err)
+	tmplJSON, err := json.Marshal(tmpl.Cluster)
+	must(t, err)
+	must(t, st.SetTemplate(ctx, tmplJSON))
+	must(t, st.SetURL(ctx, sabakanServer.URL+"/graphql"))
+
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	d := daemon.New(daemon.Config{
+		Storage: st, Name: "typo-test", Interval: 100 * time.Millisecond, SessionTTL: 2 * time.Second,
+		MinBackoff: 20 * time.Millisecond, RetireWait: time.Minute,
+		Sabakan: sabakan.Options{Timeout: 5 * time.Second, Retries: -1},
+		Now:     func() time.Time { return now }, Log: quiet,
+	})
+	dctx, cancelDaemon := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- d.Run(dctx) }()
+	defer func() { cancelDaemon(); <-done }()
+	want := `template role "gpuu" matches no machine; inventory roles: compute, gpu, storage`
+	for {
+		s, err := st.GetStatus(ctx)
+		if err == nil && slices.Contains(s.Warnings, want) {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("no tick warned %q: last status %+v, %v", want, s, err)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+
+	page := httptest.NewServer(NewHandler(snapshot.NewReader(st, snapshot.Options{Now: func() time.Time { return now }}), Options{Log: quiet}))
+	t.Cleanup(page.Close)
+	bctx := browser(t, ctx, chrome)
+	if err := chromedp.Do(bctx, chromedp.Navigate(page.URL+"/"), chromedp.WaitVisible(chromedp.CSS("#tick-warnings"))); err != nil {
+		t.Fatalf("chromium: no warnings box: %v", err)
+	}
+	text := eval[string](t, bctx, `document.querySelector("#tick-warnings").innerText`)
+	box := eval[[]float64](t, bctx, `(() => { const r = document.querySelector("#tick-warnings").getBoundingClientRect();
+		const s = document.querySelector("#status").getBoundingClientRect(); return [r.top, r.bottom, s.bottom, window.innerHeight] })()`)
+	if !strings.Contains(text, want) || !strings.HasPrefix(text, "1 warning from the last tick") {
+		t.Errorf("warnings box: %q, want the warning %q", text, want)
+	}
+	if top, bottom, heading, win := box[0], box[1], box[2], box[3]; top < heading || bottom > win {
+		t.Errorf("the warnings box spans %.0f-%.0f px, the Status heading ends at %.0f, the window is %.0f high: want it under the heading, visible without scrolling", top, bottom, heading, win)
 	}
 }

@@ -116,21 +116,31 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// Geometry of the SVG map, in pixels.
+// Geometry of the SVG map, in the drawing's units (pixels at zoom 1).
+// The page shows the drawing as wide as the window, up to maxZoom times
+// its size: a rack column is wider when there are few racks, so that a
+// small data center spreads over a wide window without becoming too tall.
 const (
-	cellW      = 12
+	cellW      = 12 // a cell's width at the narrowest pitch
 	cellH      = 8
-	pitchX     = 16 // a rack column: the cell and a gap
+	minPitchX  = cellW + cellGap // a rack column: the cell and a gap
+	maxPitchX  = 64
+	cellGap    = 4
 	pitchY     = 10
 	bandHeader = 16 // the rack numbers above a band
 	bandGap    = 14
 	marginX    = 4
-	// racksPerBand keeps the map about 1200 pixels wide.
+	// rowLabels is the room left of the racks for the index in rack.
+	rowLabels = 28
+	// drawWidth is the width the racks of a band spread over: racksPerBand
+	// racks at the narrowest pitch.
+	drawWidth    = racksPerBand * minPitchX
 	racksPerBand = 72
-	// A map narrower than zoomedWidth is shown up to maxZoom times larger.
-	zoomedWidth = 720
-	maxZoom     = 3
+	maxZoom      = 3
 )
+
+// maxTickWarnings bounds the tick's warnings listed on the page.
+const maxTickWarnings = 10
 
 // page is what the template renders.
 type page struct {
@@ -160,6 +170,10 @@ type page struct {
 	CPRoles    []string
 	Racks      []rackRow
 	Warnings   []string
+	// TickWarnings are the first maxTickWarnings of the last tick's
+	// warnings, MoreTickWarnings how many more there are.
+	TickWarnings     []string
+	MoreTickWarnings int
 }
 
 // maxPendingChanges bounds the changes of the next step listed.
@@ -168,12 +182,16 @@ const maxPendingChanges = 100
 type rackmapChange = rackmap.HighlightedChange
 
 type svg struct {
-	// Width and Height are the drawing's; it is shown larger, by a whole
-	// factor, when it is small (DisplayWidth, DisplayHeight).
+	// Width and Height are the drawing's; the page shows it as wide as the
+	// window, up to DisplayWidth (maxZoom times its width).
 	Width, Height               int
 	DisplayWidth, DisplayHeight int
-	Cells                       []svgCell
-	Labels                      []svgLabel
+	// CellWidth is the width of a machine's cell (its height is cellH).
+	CellWidth int
+	Cells     []svgCell
+	Labels    []svgLabel
+	// Rows label each band's rows with the index in rack.
+	Rows []svgLabel
 }
 
 type svgCell struct {
@@ -206,6 +224,11 @@ func newPage(s *snapshot.Snapshot, refresh time.Duration) *page {
 		History: s.History,
 		Pending: s.Pending,
 		Notes:   s.Notes,
+	}
+	if s.Status != nil {
+		w := s.Status.Warnings
+		p.TickWarnings = w[:min(len(w), maxTickWarnings)]
+		p.MoreTickWarnings = len(w) - len(p.TickWarnings)
 	}
 	if s.Pending != nil {
 		for _, c := range s.Pending.Changes[:min(len(s.Pending.Changes), maxPendingChanges)] {
@@ -263,17 +286,31 @@ func modelText(m *rackmap.Map) (text string, below bool) {
 }
 
 // drawSVG places the racks in bands, like the terminal map: one column
-// per rack, one row per index in rack.
+// per rack (numbered above), one row per index in rack (numbered on the
+// left). Few racks get wider columns, up to maxPitchX, so that the
+// drawing is wide rather than tall.
 func drawSVG(m *rackmap.Map) svg {
 	var out svg
 	out.Cells = make([]svgCell, 0, m.Totals.Machines)
 	out.Labels = make([]svgLabel, 0, len(m.Racks))
+	bands := m.Bands(racksPerBand)
+	widest := 1
+	for _, b := range bands {
+		widest = max(widest, len(b.Racks))
+	}
+	pitchX := min(maxPitchX, max(minPitchX, drawWidth/widest))
+	out.CellWidth = pitchX - cellGap
 	y := 0
-	for _, b := range m.Bands(racksPerBand) {
+	for _, b := range bands {
+		out.Rows = append(out.Rows, svgLabel{X: rowLabels - 4, Y: y + bandHeader - 4, Text: "rack", Title: "rack number; below, the index in rack of each row"})
+		for row, index := range b.Rows {
+			out.Rows = append(out.Rows, svgLabel{X: rowLabels - 4, Y: y + bandHeader + row*pitchY + cellH,
+				Text: strconv.Itoa(index), Title: "index in rack " + strconv.Itoa(index)})
+		}
 		for k, r := range b.Racks {
-			x := marginX + k*pitchX
+			x := marginX + rowLabels + k*pitchX
 			out.Width = max(out.Width, x+pitchX)
-			out.Labels = append(out.Labels, svgLabel{X: x + cellW/2, Y: y + bandHeader - 4, Text: strconv.Itoa(r.Number), Title: rackTitle(&r)})
+			out.Labels = append(out.Labels, svgLabel{X: x + out.CellWidth/2, Y: y + bandHeader - 4, Text: strconv.Itoa(r.Number), Title: rackTitle(&r)})
 			for j := range r.Cells {
 				c := &r.Cells[j]
 				out.Cells = append(out.Cells, svgCell{
@@ -286,8 +323,7 @@ func drawSVG(m *rackmap.Map) svg {
 	}
 	out.Width += marginX
 	out.Height = max(y-bandGap, 1)
-	zoom := max(1, min(maxZoom, zoomedWidth/out.Width))
-	out.DisplayWidth, out.DisplayHeight = out.Width*zoom, out.Height*zoom
+	out.DisplayWidth, out.DisplayHeight = out.Width*maxZoom, out.Height*maxZoom
 	return out
 }
 
@@ -341,7 +377,9 @@ func cellTitle(rack int, c *rackmap.Cell) string {
 	b.WriteString(strconv.Itoa(rack))
 	b.WriteString(" #")
 	b.WriteString(strconv.Itoa(c.Index))
-	if c.Why != "" {
+	// The state and rebooting are said once: Why repeats them for a
+	// machine that is not HEALTHY or rebooting.
+	if c.Why != "" && c.Why != "state "+string(c.State) && (c.Why != "rebooting" || !c.Rebooting) {
 		b.WriteString("; ")
 		b.WriteString(c.Why)
 	}

@@ -112,7 +112,7 @@ func TestMapPageSections(t *testing.T) {
 	}
 	for title, class := range map[string]string{
 		"S000002 10.0.0.2: HEALTHY, role " + roleOf(t, body, "S000002") + ", control plane, rack 0 #2":                      "c",
-		"S000009 10.0.1.4: UNREACHABLE, role " + roleOf(t, body, "S000009") + ", worker, rack 1 #4; state UNREACHABLE":      "w unreachable",
+		"S000009 10.0.1.4: UNREACHABLE, role " + roleOf(t, body, "S000009") + ", worker, rack 1 #4":                         "w unreachable",
 		"S000014 10.0.2.4: HEALTHY, role " + roleOf(t, body, "S000014") + ", unused candidate, rack 2 #4; next: add-worker": "u nx",
 		"S000001 10.0.0.1: HEALTHY, role boot, not usable, rack 0 #1; not returned by the query variables":                  "x",
 	} {
@@ -271,5 +271,58 @@ func TestMapPageHeld(t *testing.T) {
 	}
 	if strings.Contains(body, `<span class="err">held`) {
 		t.Error("a correct hold is shown as an error")
+	}
+}
+
+// TestMapPageTickWarnings: the last tick's warnings are in a box under
+// the Status heading, before the status table, the first ten listed and
+// the rest counted; no box without warnings. The map labels each row with
+// its index in rack, and its cells are wider than at the narrowest pitch
+// when the racks are few.
+func TestMapPageTickWarnings(t *testing.T) {
+	f := newPageFixture(t)
+	ctx := context.Background()
+	typo := `template role "gpuu" matches no machine; inventory roles: compute, gpu, storage`
+	warnings := []string{typo}
+	for i := range 11 {
+		warnings = append(warnings, "warning <"+strconv.Itoa(i)+">")
+	}
+	leader := f.st.Key(storage.KeyLeader + "1")
+	must(t, f.st.PutStatus(ctx, leader, storage.Status{Result: "ok", Leader: "daemon-1", Warnings: warnings[:1], LastOp: "taint nodes", LastChangeCount: 1}))
+	body := get(t, f.handler(nil), http.MethodGet, "/").Body.String()
+	box := `<h2 id="status">Status</h2>
+<div id="tick-warnings" class="warnbox" role="alert"><b>1 warning from the last tick</b>: the daemon went on, but these need fixing.
+<ul><li>template role &#34;gpuu&#34; matches no machine; inventory roles: compute, gpu, storage</li></ul></div>
+<table>`
+	if !strings.Contains(body, box) {
+		t.Errorf("the page lacks the warnings box\n%s\nin\n%s", box, body)
+	}
+	if !strings.Contains(body, "<tr><th>last op</th><td>taint nodes (1 change)</td></tr>") {
+		t.Error("last op: not 1 change")
+	}
+
+	must(t, f.st.PutStatus(ctx, leader, storage.Status{Result: "ok", Leader: "daemon-1", Warnings: warnings}))
+	body = get(t, f.handler(nil), http.MethodGet, "/").Body.String()
+	if !strings.Contains(body, "<b>10 warnings from the last tick</b>") || !strings.Contains(body, "<li>warning &lt;8&gt;</li><li>and 2 more (ckecli sabakan status -o json lists them all)</li></ul>") ||
+		strings.Contains(body, "warning &lt;9&gt;") {
+		t.Errorf("12 warnings: the box does not list ten and count two more:\n%s", body)
+	}
+
+	must(t, f.st.PutStatus(ctx, leader, storage.Status{Result: "ok", Leader: "daemon-1"}))
+	body = get(t, f.handler(nil), http.MethodGet, "/").Body.String()
+	if strings.Contains(body, "tick-warnings") {
+		t.Error("a status without warnings shows the box")
+	}
+	// 3 racks of 5: a "rack" label and the indices 1 to 5.
+	rows := regexp.MustCompile(`<text x="24" y="\d+">([^<]+)<title>([^<]+)</title></text>`).FindAllStringSubmatch(body, -1)
+	var got []string
+	for _, r := range rows {
+		got = append(got, r[1])
+	}
+	if strings.Join(got, " ") != "rack 1 2 3 4 5" || rows[1][2] != "index in rack 1" {
+		t.Errorf("row labels %q", rows)
+	}
+	if !strings.Contains(body, "#machines rect{width:60px;") {
+		t.Errorf("3 racks: the cells are not at the widest pitch")
 	}
 }
