@@ -1,0 +1,100 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/ckegen/ckegen/internal/suggest"
+)
+
+// exactArgs is cobra.ExactArgs(n) with errors that say what is missing or
+// extra by the names of the command's usage line ("set-template FILE"):
+// `ckecli sabakan set-template` alone says that it needs a FILE, not that
+// it "accepts 1 arg(s), received 0".
+func exactArgs(n int) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		return checkArgCount(cmd, n, args)
+	}
+}
+
+// checkArgCount is exactArgs' check of args against the n arguments cmd
+// takes.
+func checkArgCount(cmd *cobra.Command, n int, args []string) error {
+	names := strings.Fields(cmd.Use)[1:]
+	name := func(i int) string {
+		if i < len(names) {
+			return names[i]
+		}
+		return fmt.Sprintf("argument %d", i+1)
+	}
+	switch {
+	case len(args) < n:
+		var missing []string
+		for i := len(args); i < n; i++ {
+			missing = append(missing, name(i))
+		}
+		return fmt.Errorf("%s needs %s (usage: %s; see --help)", subcommand(cmd), strings.Join(missing, " and "), usage(cmd))
+	case len(args) > n:
+		return fmt.Errorf("%s takes %s, got %d: %s (usage: %s)", subcommand(cmd),
+			plural(n, "argument", "arguments"), len(args), strings.Join(args, " "), usage(cmd))
+	}
+	return nil
+}
+
+// subcommand is the command's path without the root ("sabakan
+// set-template"), as errors follow "ckecli: ".
+func subcommand(cmd *cobra.Command) string {
+	return strings.TrimPrefix(cmd.CommandPath(), cmd.Root().Name()+" ")
+}
+
+// usage is the command's usage line without cobra's "[flags]".
+func usage(cmd *cobra.Command) string {
+	return strings.TrimSuffix(cmd.UseLine(), " [flags]")
+}
+
+// plural is "1 step", "2 steps".
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
+}
+
+// flagError is the root's flag error function: an unknown flag gets a
+// "did you mean" from the command's own and inherited flags.
+func flagError(cmd *cobra.Command, err error) error {
+	return suggest.FlagError(cmd.Flags(), err)
+}
+
+// oneDashFlag refuses a long flag written with one dash (-output, as Go's
+// flag package takes them), which the parser would read as shorthands
+// (-o utput) and fail on, or worse, accept: it names the flag to write.
+// Arguments after "--" are values.
+func oneDashFlag(root *cobra.Command, args []string) error {
+	long := map[string]bool{}
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		for _, fs := range []*pflag.FlagSet{c.LocalFlags(), c.PersistentFlags()} {
+			fs.VisitAll(func(f *pflag.Flag) { long[f.Name] = true })
+		}
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+	}
+	walk(root)
+	for _, a := range args {
+		if a == "--" {
+			return nil
+		}
+		if len(a) < 3 || a[0] != '-' || a[1] == '-' {
+			continue
+		}
+		if name, _, _ := strings.Cut(a[1:], "="); long[name] {
+			return fmt.Errorf("%s: flags take two dashes: did you mean --%s?", a, name)
+		}
+	}
+	return nil
+}
