@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/ckegen/ckegen/internal/redact"
 	"github.com/ckegen/ckegen/storage"
 )
 
@@ -15,10 +16,10 @@ import (
 func normalizeURL(s string) (string, error) {
 	u, err := url.Parse(s)
 	if err != nil || !u.IsAbs() || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return "", fmt.Errorf("URL %q: must be an absolute http or https URL such as http://sabakan:10080", s)
+		return "", fmt.Errorf("URL %q: must be an absolute http or https URL such as http://sabakan:10080", redact.URL(s))
 	}
 	if u.RawQuery != "" || u.Fragment != "" {
-		return "", fmt.Errorf("URL %q: must have no query or fragment", s)
+		return "", fmt.Errorf("URL %q: must have no query or fragment", redact.URL(s))
 	}
 	if !strings.HasSuffix(u.Path, "/graphql") {
 		u.Path = strings.TrimSuffix(u.Path, "/") + "/graphql"
