@@ -1,0 +1,289 @@
+package deploy
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/ckegen/ckegen/internal/etcdtest"
+)
+
+// site is what the daemons of a test run against: a real etcd (embedded,
+// in the test process) and the sabakan-compatible server with the bundled
+// data center, as a process.
+type site struct {
+	bin, etcd, sabakan string
+}
+
+// newSite starts etcd and fakesabakan and configures the integration with
+// ckecli as README "Install" says: URL, constraints, template.
+func newSite(t *testing.T) *site {
+	t.Helper()
+	s := &site{bin: binaries(t), etcd: etcdtest.Start(t)}
+	addr := fmt.Sprintf("127.0.0.1:%d", etcdtest.FreePort(t))
+	startProc(t, "fakesabakan", filepath.Join(s.bin, "fakesabakan"),
+		"--listen", addr, "--machines", filepath.Join(root, "examples", "machines.json"))
+	waitFor(t, 30*time.Second, "fakesabakan to listen on "+addr, func() bool {
+		c, err := net.DialTimeout("tcp", addr, time.Second)
+		if err == nil {
+			c.Close()
+		}
+		return err == nil
+	})
+	s.sabakan = "http://" + addr
+	s.ckecli(t, "sabakan", "set-url", s.sabakan)
+	s.ckecli(t, "constraints", "set", "control-plane-count", "3")
+	s.ckecli(t, "constraints", "set", "minimum-workers", "20")
+	s.ckecli(t, "sabakan", "set-template", filepath.Join(root, "examples", "template.yml"))
+	return s
+}
+
+// ckecli runs ckecli against the site's etcd and returns its output.
+func (s *site) ckecli(t *testing.T, args ...string) string {
+	t.Helper()
+	return string(run(t, time.Minute, "", filepath.Join(s.bin, "ckecli"), append([]string{"--endpoints", s.etcd}, args...)...))
+}
+
+// daemon is a cke process.
+type daemon struct {
+	name, url string
+	proc      *proc
+}
+
+// startDaemon starts a cke named name against the site's etcd, ticking
+// every 500 ms, and waits until its /health answers 200.
+func (s *site) startDaemon(t *testing.T, name string) *daemon {
+	t.Helper()
+	addr := fmt.Sprintf("127.0.0.1:%d", etcdtest.FreePort(t))
+	d := &daemon{name: name, url: "http://" + addr}
+	d.proc = startProc(t, name, filepath.Join(s.bin, "cke"), "--etcd-endpoints", s.etcd, "--http", addr,
+		"--name", name, "--interval", "500ms")
+	waitFor(t, 30*time.Second, name+"'s /health to answer 200", func() bool {
+		resp, err := http.Get(d.url + "/health")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	})
+	return d
+}
+
+// scrape returns the sample names and values of the daemon's /metrics.
+func (d *daemon) scrape(t *testing.T) map[string]float64 {
+	t.Helper()
+	resp, err := http.Get(d.url + "/metrics")
+	if err != nil {
+		t.Fatalf("%s /metrics: %v", d.name, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("%s /metrics: status %d, %v", d.name, resp.StatusCode, err)
+	}
+	samples := map[string]float64{}
+	sc := bufio.NewScanner(bytes.NewReader(body))
+	for sc.Scan() {
+		line := sc.Text()
+		if line == "" || line[0] == '#' {
+			continue
+		}
+		name := line[:strings.IndexAny(line+" ", "{ ")]
+		var v float64
+		if i := strings.LastIndexByte(line, ' '); i >= 0 {
+			fmt.Sscan(line[i+1:], &v)
+		}
+		samples[name] = v
+	}
+	return samples
+}
+
+// TestAlertMetricsExported: every metric that alerts.yml names is one the
+// daemon exports. It starts the daemon (the cke binary) on a real etcd and
+// the compatible server, scrapes /metrics after the first ticks of a
+// converging integration, then after `ckecli sabakan takeover` and
+// `handback` have made the leader hold (ckegen_integration_held is only exported while it
+// holds), and looks each name up in what it saw.
+func TestAlertMetricsExported(t *testing.T) {
+	var wanted []string
+	for _, r := range alertRules(t) {
+		names, err := metricNames(r.Expr)
+		if err != nil {
+			t.Fatalf("rule %s: expr %q: %v", r.Alert+r.Record, r.Expr, err)
+		}
+		if len(names) == 0 {
+			t.Errorf("rule %s names no metric", r.Alert+r.Record)
+		}
+		for _, n := range names {
+			if !slices.Contains(wanted, n) {
+				wanted = append(wanted, n)
+			}
+		}
+	}
+	slices.Sort(wanted)
+
+	s := newSite(t)
+	d := s.startDaemon(t, "deploytest-a")
+	seen := map[string]string{} // name: the phase it was first seen in
+	observe := func(phase, until string) {
+		t.Helper()
+		var after time.Time
+		waitFor(t, time.Minute, phase+": "+until, func() bool {
+			for n := range d.scrape(t) {
+				if _, ok := seen[n]; !ok {
+					seen[n] = phase
+				}
+			}
+			if _, ok := seen[until]; ok && after.IsZero() {
+				// Every collector has seen the tick that exported it:
+				// scrape for two more ticks.
+				after = time.Now().Add(1500 * time.Millisecond)
+			}
+			return !after.IsZero() && time.Now().After(after)
+		})
+	}
+	observe("integration converging", "cke_sabakan_integration_successful")
+	// Standalone, nobody owns the integration: ckegen takes it over, then
+	// gives it back to CKE, whose server does not run, and holds.
+	s.ckecli(t, "sabakan", "takeover")
+	s.ckecli(t, "sabakan", "handback")
+	observe("held after takeover and handback", "ckegen_integration_held")
+
+	for _, n := range wanted {
+		if phase, ok := seen[n]; ok {
+			t.Logf("%s: exported (%s)", n, phase)
+			continue
+		}
+		t.Errorf("alerts.yml names %s, which the daemon does not export", n)
+	}
+	if t.Failed() {
+		var names []string
+		for n := range seen {
+			names = append(names, n)
+		}
+		slices.Sort(names)
+		t.Logf("exported: %s", strings.Join(names, " "))
+	}
+}
+
+// TestUpgradeHandover is README "Upgrade": two daemons; the leader,
+// stopped as systemd stops it (SIGTERM), resigns, and the other daemon
+// leads and ticks within seconds, not after the session TTL (60 s here,
+// the default), so restarting the daemons one at a time loses no tick.
+func TestUpgradeHandover(t *testing.T) {
+	s := newSite(t)
+	a := s.startDaemon(t, "deploytest-a")
+	waitFor(t, time.Minute, "deploytest-a to lead and tick", func() bool {
+		m := a.scrape(t)
+		return m["ckegen_leader"] == 1 && m["cke_sabakan_integration_timestamp_seconds"] > 0
+	})
+	b := s.startDaemon(t, "deploytest-b")
+	if m := b.scrape(t); m["ckegen_leader"] != 0 {
+		t.Fatalf("deploytest-b leads beside deploytest-a: ckegen_leader %v", m["ckegen_leader"])
+	}
+	if out := strings.TrimSpace(s.ckecli(t, "leader")); !strings.Contains(out, "deploytest-a") {
+		t.Fatalf("ckecli leader = %q, want deploytest-a", out)
+	}
+
+	stopped := time.Now()
+	a.proc.stop(t, syscall.SIGTERM)
+	stopTook := time.Since(stopped)
+	if code := a.proc.cmd.ProcessState.ExitCode(); code != 0 {
+		t.Errorf("deploytest-a exited %d on SIGTERM, want 0 (systemd would count a failure)", code)
+	}
+	waitFor(t, 30*time.Second, "deploytest-b to lead and tick", func() bool {
+		m := b.scrape(t)
+		return m["ckegen_leader"] == 1 && m["cke_sabakan_integration_timestamp_seconds"] >= float64(stopped.Unix())
+	})
+	took := time.Since(stopped)
+	t.Logf("SIGTERM to deploytest-a: it exited after %s; deploytest-b led and ticked %s after the signal", stopTook.Round(10*time.Millisecond), took.Round(10*time.Millisecond))
+	if took > 20*time.Second {
+		t.Errorf("the handover took %s: the leader did not resign (a session TTL of 60 s would have run out)", took)
+	}
+	if out := strings.TrimSpace(s.ckecli(t, "leader")); !strings.Contains(out, "deploytest-b") {
+		t.Errorf("ckecli leader = %q after the handover, want deploytest-b", out)
+	}
+	var st struct {
+		Leader string `json:"leader"`
+	}
+	if err := json.Unmarshal([]byte(s.ckecli(t, "sabakan", "status", "-o", "json")), &st); err != nil || st.Leader != "deploytest-b" {
+		t.Errorf("sabakan status: leader %q (%v), want deploytest-b", st.Leader, err)
+	}
+}
+
+// proc is a process a test started; its output goes to a log that is
+// shown if the test fails.
+type proc struct {
+	name string
+	cmd  *exec.Cmd
+	log  *os.File
+	done chan struct{}
+}
+
+func startProc(t *testing.T, name, bin string, args ...string) *proc {
+	t.Helper()
+	log, err := os.Create(filepath.Join(t.TempDir(), name+".log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &proc{name: name, cmd: exec.Command(bin, args...), log: log, done: make(chan struct{})}
+	p.cmd.Stdout, p.cmd.Stderr = log, log
+	if err := p.cmd.Start(); err != nil {
+		t.Fatalf("starting %s: %v", name, err)
+	}
+	go func() { _ = p.cmd.Wait(); close(p.done) }()
+	t.Cleanup(func() {
+		p.stop(t, syscall.SIGKILL)
+		if t.Failed() {
+			data, _ := os.ReadFile(log.Name())
+			if len(data) > 3000 {
+				data = data[len(data)-3000:]
+			}
+			t.Logf("%s's log, the end:\n%s", name, data)
+		}
+		log.Close()
+	})
+	return p
+}
+
+// stop sends sig and waits for the exit (SIGKILL after 20 s).
+func (p *proc) stop(t *testing.T, sig syscall.Signal) {
+	select {
+	case <-p.done:
+		return
+	default:
+	}
+	_ = p.cmd.Process.Signal(sig)
+	select {
+	case <-p.done:
+	case <-time.After(20 * time.Second):
+		t.Errorf("%s did not exit within 20 s of %s", p.name, sig)
+		_ = p.cmd.Process.Kill()
+		<-p.done
+	}
+}
+
+// waitFor polls cond every 100 ms until it holds, or fails the test after
+// timeout naming what it waited for.
+func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("waited %s for %s", timeout, what)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
