@@ -18,7 +18,7 @@ import (
 	"github.com/ckegen/ckegen/storage"
 )
 
-// Change management (SPEC 11): reason codes, and the result of a tick that
+// Change management (README, "Change management"): reason codes, and the result of a tick that
 // planned instead of writing.
 const (
 	// ReasonQuietTime: the inventory has not been still for the quiet
@@ -78,7 +78,7 @@ type changeOutcome struct {
 	quietRemaining time.Duration
 }
 
-// manage makes the tick's decision under change management (SPEC 11),
+// manage makes the tick's decision under change management,
 // in this order: quiet time and the trigger hold every write (the plan is
 // computed and stored instead); too many unhealthy nodes restrict the
 // decision to state taints; otherwise the decision is the usual one. It
@@ -165,7 +165,7 @@ func (o *outcome) tooManyUnhealthy() error {
 	}
 	msg := o.overLimit + ": no node is added, removed, promoted or demoted until fewer are"
 	if o.result != nil {
-		msg += fmt.Sprintf("; state taints written (%d changes)", len(o.result.Changes))
+		msg += fmt.Sprintf("; state taints written (%s)", plural(len(o.result.Changes), "change", "changes"))
 	}
 	return fail(ReasonTooManyUnhealthy, errors.New(msg))
 }
@@ -276,7 +276,7 @@ func changeStatus(st *storage.Status, prev storage.Status, out *outcome, err err
 	if p := c.Pending; p != nil {
 		switch {
 		case p.Steps > 0:
-			msg += fmt.Sprintf("; %d steps pending, next: %s", p.Steps, p.NextOp)
+			msg += fmt.Sprintf("; %s pending, next: %s", plural(p.Steps, "step", "steps"), p.NextOp)
 		case p.Result == generator.PlanSettled:
 			msg += "; nothing pending"
 		}

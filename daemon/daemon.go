@@ -196,6 +196,7 @@ func (d *Daemon) setLeading(leading bool) {
 		d.metrics.change.clear()
 		d.metrics.placements.clear()
 		d.metrics.model.clear()
+		d.metrics.warnings.clear()
 	}
 }
 
@@ -350,6 +351,7 @@ func (d *Daemon) runOnce(ctx context.Context, leaderKey string) error {
 	d.metrics.placements.observe(st)
 	d.metrics.model.observe(st)
 	d.metrics.owner.observe(st)
+	d.metrics.warnings.observe(st, out)
 	d.mu.Lock()
 	d.status = st
 	d.mu.Unlock()
@@ -474,6 +476,14 @@ func (d *Daemon) logTick(st storage.Status, out *outcome, err error) {
 	switch {
 	case err != nil:
 		d.log.Error("tick failed", "reason", st.Reason, "error", st.Message, "failures", st.ConsecutiveFailures)
+	case st.Result == ResultPlanning:
+		// Held by the trigger or the quiet time: the status says
+		// "planning" with the steps pending, and so does the log.
+		steps := 0
+		if st.Pending != nil {
+			steps = st.Pending.Steps
+		}
+		d.log.Info("tick planned, no cluster written", "reason", st.Reason, "why", st.Message, "pending_steps", steps)
 	case out.hold != nil:
 		d.log.Info("tick held", "reason", out.hold.reason, "why", out.hold.msg)
 	case out.disabled:
@@ -487,6 +497,14 @@ func (d *Daemon) logTick(st storage.Status, out *outcome, err error) {
 		}
 		d.log.Info("nothing to do", "nodes", nodes, "machines", len(out.machines))
 	}
+}
+
+// plural is "1 step", "2 steps".
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
 }
 
 func changeSummary(cs []generator.Change) []string {

@@ -26,6 +26,7 @@ type metrics struct {
 	change          *changeMetrics
 	placements      *placementMetrics
 	model           *modelMetrics
+	warnings        *warningMetrics
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -50,8 +51,9 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		change:     newChangeMetrics(),
 		placements: newPlacementMetrics(),
 		model:      newModelMetrics(),
+		warnings:   newWarningMetrics(),
 	}
-	reg.MustRegister(m.owner, m.tickDuration, m.queryDuration, m.metricsDuration, m.inventory, m.change, m.placements, m.model)
+	reg.MustRegister(m.owner, m.tickDuration, m.queryDuration, m.metricsDuration, m.inventory, m.change, m.placements, m.model, m.warnings)
 	return m
 }
 
@@ -300,4 +302,55 @@ func (m *modelMetrics) clear() {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.last = storage.Status{}
+}
+
+// warningMetrics export how many warnings the newest tick had (a template
+// role that matches no machine, an even control-plane count, machines
+// left out), so that an alert can ask someone to read them with ckecli
+// sabakan status: on the leader, after a tick, while the integration is
+// enabled. One series without labels: the warnings' text stays in the
+// status, and the series' cardinality does not grow with it.
+type warningMetrics struct {
+	count *prometheus.Desc
+
+	mu  sync.Mutex
+	set bool
+	n   int
+}
+
+func newWarningMetrics() *warningMetrics {
+	return &warningMetrics{
+		count: prometheus.NewDesc("ckegen_tick_warnings",
+			"The number of warnings of the last tick (ckecli sabakan status lists them): what the operator should fix although the tick went on.", nil, nil),
+	}
+}
+
+// Describe implements prometheus.Collector.
+func (m *warningMetrics) Describe(ch chan<- *prometheus.Desc) { ch <- m.count }
+
+// Collect implements prometheus.Collector.
+func (m *warningMetrics) Collect(ch chan<- prometheus.Metric) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.set {
+		ch <- prometheus.MustNewConstMetric(m.count, prometheus.GaugeValue, float64(m.n))
+	}
+}
+
+// observe records a tick's status; a disabled integration exports
+// nothing, as CKE's series.
+func (m *warningMetrics) observe(st storage.Status, out *outcome) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.set, m.n = out == nil || !out.idle(), len(st.Warnings)
+	if out != nil {
+		m.n = len(out.warnings) // the status keeps storage.MaxWarnings
+	}
+}
+
+// clear stops the export, as when leadership ends.
+func (m *warningMetrics) clear() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.set, m.n = false, 0
 }
