@@ -29,6 +29,7 @@ import (
 	"github.com/ckegen/ckegen/generator"
 	"github.com/ckegen/ckegen/internal/embedded"
 	"github.com/ckegen/ckegen/internal/logbridge"
+	"github.com/ckegen/ckegen/internal/suggest"
 	"github.com/ckegen/ckegen/internal/version"
 	"github.com/ckegen/ckegen/kubenodes"
 	"github.com/ckegen/ckegen/sabakan"
@@ -76,11 +77,25 @@ type options struct {
 	logFile, logLevel, logFormat                      string
 }
 
+// usageText heads cke --help.
+const usageText = `cke is ckegen's daemon: a leader-elected loop that queries sabakan, runs
+the generator and stores cluster.yml in etcd with CKE's layout. It reads
+CKE's etcd configuration file (--config, or /etc/cke/config.yml when it
+exists) or --etcd-endpoints; with neither it runs an embedded single-member
+etcd in --embedded-etcd-dir. It serves its page, /metrics, /health and
+/version on --http. ckecli configures it (ckecli sabakan set-url,
+set-template, constraints set).`
+
 // parseFlags parses and checks the command line.
 func parseFlags(args []string) (*options, error) {
 	var o options
 	fs := pflag.NewFlagSet("cke", pflag.ContinueOnError)
 	fs.SortFlags = false
+	// --help on stdout, as ckecli's and fakesabakan's.
+	fs.SetOutput(os.Stdout)
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "%s\n\nUsage:\n  cke [flags]\n\nFlags:\n%s", usageText, fs.FlagUsages())
+	}
 	fs.BoolVar(&o.version, "version", false, "print the version and exit")
 	fs.StringVar(&o.config, "config", "", "CKE's etcd configuration file (github.com/cybozu-go/etcdutil's YAML: endpoints, prefix, timeout, username, password, tls-ca[-file], tls-cert[-file], tls-key[-file]); default "+defaultConfig+" when it exists")
 	fs.StringVar(&o.endpoints, "etcd-endpoints", "", "etcd endpoints, comma separated (override the file's); none and no file: run an embedded etcd")
@@ -107,10 +122,10 @@ func parseFlags(args []string) (*options, error) {
 	fs.StringVar(&o.logLevel, "loglevel", "", "Log level [critical,error,warning,info,debug]")
 	fs.StringVar(&o.logFormat, "logformat", "", "Log format [plain,logfmt,json]")
 	if err := fs.Parse(args); err != nil {
-		return nil, err
+		return nil, suggest.FlagError(fs, err)
 	}
 	if fs.NArg() > 0 {
-		return nil, fmt.Errorf("unexpected arguments: %q", fs.Args())
+		return nil, fmt.Errorf("unexpected arguments: %q: cke takes only flags, such as --etcd-endpoints URL (see --help)", fs.Args())
 	}
 	if o.version {
 		return &o, nil

@@ -224,7 +224,8 @@ func TestDaemonProcess(t *testing.T) {
 	cmd := exec.CommandContext(ctx, filepath.Join(bin, "ckecli"), "--endpoints", dead, "--timeout", "1s", "cluster", "get", "-o", "json")
 	var stdout, stderr strings.Builder
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	wantErr := "ckecli: etcd at " + dead + ": no answer within 1s (--timeout): dial tcp " + strings.TrimPrefix(dead, "http://") + ": connect: connection refused\n"
+	wantErr := "ckecli: etcd at " + dead + ": nothing listens there (dial tcp " + strings.TrimPrefix(dead, "http://") + ": connect: connection refused): " +
+		"start etcd (cke runs an embedded one when given no --etcd-endpoints) or point --endpoints or --config at a running one\n"
 	if err := cmd.Run(); err == nil || stdout.String() != "" || stderr.String() != wantErr {
 		t.Errorf("ckecli with no etcd: %v, stdout %q, stderr %q; want exit 1 and only %q", err, stdout.String(), stderr.String(), wantErr)
 	}
@@ -307,7 +308,9 @@ func TestBadFlags(t *testing.T) {
 		{[]string{"--embedded-etcd-peer-url", "http://10.1.2.3:2380"}, "give --config (or --etcd-endpoints)"},
 		{[]string{"--loglevel", "loud"}, `--loglevel: want critical, error, warning, info or debug, got "loud"`},
 		{[]string{"--logformat", "xml"}, `--logformat: want plain, logfmt or json, got "xml"`},
-		{[]string{"--log-format", "json"}, "unknown flag: --log-format"},
+		{[]string{"--log-format", "json"}, "unknown flag: --log-format; did you mean --logformat?"},
+		{[]string{"--etcd-endpoint", "http://127.0.0.1:2379"}, "unknown flag: --etcd-endpoint; did you mean --etcd-endpoints?"},
+		{[]string{"-interval", "1m"}, "unknown shorthand flag: 'i' in -interval; flags take two dashes: did you mean --interval?"},
 		{[]string{"--sabakan-tls-ca-file", "/nonexistent"}, "--sabakan-tls-ca-file"},
 		{[]string{"--sabakan-tls-cert-file", "/nonexistent"}, "--sabakan-tls-cert-file"},
 		{[]string{"--name", "a\nb"}, "--name: must be one line"},
