@@ -30,6 +30,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ckegen/ckegen/internal/suggest"
+	"github.com/ckegen/ckegen/internal/version"
 )
 
 func main() {
@@ -53,6 +54,7 @@ with the bundled data center and the daemon with an embedded etcd, configures
 them with ckecli, shows the cluster converging, then turns machines
 UNREACHABLE and RETIRING in sabakan and shows what the daemon does. It stops
 and removes everything it started. Run it from the repository root.`,
+		Version:       version.String(),
 		Args:          cobra.NoArgs,
 		SilenceUsage:  true,
 		SilenceErrors: true,
@@ -60,6 +62,7 @@ and removes everything it started. Run it from the repository root.`,
 			return run(examples, interval)
 		},
 	}
+	cmd.SetVersionTemplate("{{.Version}}\n")
 	cmd.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return suggest.FlagError(c.Flags(), err) })
 	cmd.Flags().StringVar(&examples, "examples", "examples", "directory with template.yml, constraints.json and machines.json")
 	cmd.Flags().DurationVar(&interval, "interval", time.Second, "the daemon's tick interval")
