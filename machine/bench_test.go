@@ -42,3 +42,19 @@ func BenchmarkSanitize20000(b *testing.B) {
 		machine.Sanitize(ms, labels.ValidateSabakanLabel)
 	}
 }
+
+// BenchmarkCheckAndSanitize100000: the whole-answer check (Validate) and
+// sanitizing of 100,000 machines, as every tick does with sabakan's
+// answer.
+func BenchmarkCheckAndSanitize100000(b *testing.B) {
+	o := dcgen.Default(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	o.Racks, o.PerRack = 2500, 40
+	ms := dcgen.Machines(o)
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := machine.Validate(ms); err != nil {
+			b.Fatal(err)
+		}
+		machine.Sanitize(ms, labels.ValidateSabakanLabel)
+	}
+}

@@ -1,6 +1,7 @@
 package sabakan
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -301,7 +302,16 @@ func (t *transport) Do(req *http.Request) (*http.Response, error) {
 				cancel()
 				return nil, errTooLarge
 			}
-			resp.Body = &limitedBody{rc: resp.Body, left: opts.MaxBodyBytes, cancel: cancel}
+			// The whole answer is read before a byte of it is decoded: one
+			// over the limit is refused undecoded, and a decoded answer
+			// costs its size once more, not the growth of a buffer.
+			body, rerr := readBounded(resp.Body, opts.MaxBodyBytes)
+			resp.Body.Close()
+			cancel()
+			if rerr != nil {
+				return nil, rerr
+			}
+			resp.Body, resp.ContentLength = io.NopCloser(body), body.Size()
 			return resp, nil
 		}
 		if !retry || attempt >= opts.Retries {
@@ -348,33 +358,44 @@ func isJSON(ct string) bool {
 	return err == nil && (mt == "application/json" || mt == "application/graphql-response+json")
 }
 
-// limitedBody fails the read that goes past the limit, so that a huge
-// response is an error rather than a truncated document.
-type limitedBody struct {
-	rc     io.ReadCloser
-	left   int64
-	cancel context.CancelFunc
+// chunkSize is the unit in which an answer is read: memory grows with
+// the answer, never to twice its size.
+const chunkSize = 1 << 20
+
+// chunks is an answer read whole, in chunks.
+type chunks struct {
+	bufs [][]byte
+	size int64
+	io.Reader
 }
 
-func (b *limitedBody) Read(p []byte) (int, error) {
-	if b.left <= 0 {
-		// One byte more tells a body of exactly the limit from a longer one.
-		var one [1]byte
-		if n, _ := b.rc.Read(one[:]); n > 0 {
-			return 0, errTooLarge
+func (c *chunks) Size() int64 { return c.size }
+
+// readBounded reads r whole, failing with errTooLarge as soon as it goes
+// past limit bytes.
+func readBounded(r io.Reader, limit int64) (*chunks, error) {
+	c := &chunks{}
+	for {
+		buf := make([]byte, chunkSize)
+		n, err := io.ReadFull(r, buf)
+		if n > 0 {
+			c.bufs = append(c.bufs, buf[:n])
+			c.size += int64(n)
 		}
-		return 0, io.EOF
+		if c.size > limit {
+			return nil, errTooLarge
+		}
+		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
 	}
-	if int64(len(p)) > b.left {
-		p = p[:b.left]
+	readers := make([]io.Reader, len(c.bufs))
+	for i, b := range c.bufs {
+		readers[i] = bytes.NewReader(b)
 	}
-	n, err := b.rc.Read(p)
-	b.left -= int64(n)
-	return n, err
-}
-
-func (b *limitedBody) Close() error {
-	err := b.rc.Close()
-	b.cancel()
-	return err
+	c.Reader = io.MultiReader(readers...)
+	return c, nil
 }
