@@ -1,7 +1,6 @@
 package policy
 
 import (
-	"slices"
 	"strings"
 
 	"github.com/ckegen/ckegen/labels"
@@ -142,12 +141,15 @@ func (p *parser) valueList() ([]string, error) {
 		return nil, errorAt(t.col, `expected "(" to open the list of values, got %s`, t.describe())
 	}
 	var vals []string
+	// Values seen, to drop repeats in time linear in the list.
+	seen := map[string]bool{}
 	for {
 		v, err := p.value("in the list")
 		if err != nil {
 			return nil, err
 		}
-		if !slices.Contains(vals, v) {
+		if !seen[v] {
+			seen[v] = true
 			vals = append(vals, v)
 		}
 		switch t := p.next(); t.kind {
