@@ -114,8 +114,8 @@ func (d *daemon) scrape(t *testing.T) map[string]float64 {
 // daemon exports. It starts the daemon (the cke binary) on a real etcd and
 // the compatible server, scrapes /metrics after the first ticks of a
 // converging integration, then after `ckecli sabakan takeover` and
-// `handback` have made the leader hold (ckegen_integration_held is only exported while it
-// holds), and looks each name up in what it saw.
+// `handback` have made the leader hold (ckegen_integration_held is only
+// exported while it holds), and looks each name up in what it saw.
 func TestAlertMetricsExported(t *testing.T) {
 	var wanted []string
 	for _, r := range alertRules(t) {
