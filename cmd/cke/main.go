@@ -201,7 +201,7 @@ func (o *options) check() error {
 		// for other hosts is one of your own, with TLS (--config).
 		if err := (embedded.Options{ClientURL: o.embeddedClient, PeerURL: o.embedded}).Exposure(); err != nil {
 			return fmt.Errorf("--embedded-etcd-client-url, --embedded-etcd-peer-url: %w; "+
-				"to serve other hosts, run etcd with client-certificate TLS and give --config (or --etcd-endpoints)", err)
+				"keep it on 127.0.0.1, or, to serve other hosts, run etcd with client-certificate TLS and give --config (or --etcd-endpoints)", err)
 		}
 	}
 	if _, err := o.nodes(); err != nil {

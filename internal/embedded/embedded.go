@@ -126,14 +126,13 @@ func (o Options) Exposure() error {
 // any peer URL off loopback: one member has no peers to talk to.
 func exposure(client, peer *url.URL, tls transport.TLSInfo) error {
 	if !loopback(peer.Hostname()) {
-		return fmt.Errorf("%w: peer URL %s is not on loopback; a single member needs no peers: keep it on 127.0.0.1", ErrExposed, peer.Host)
+		return fmt.Errorf("%w: peer URL %s is not on loopback (a single member needs no peers)", ErrExposed, peer.Host)
 	}
 	if loopback(client.Hostname()) {
 		return nil
 	}
 	if client.Scheme != "https" || tls.CertFile == "" || tls.KeyFile == "" || tls.TrustedCAFile == "" || !tls.ClientCertAuth {
-		return fmt.Errorf("%w: client URL %s is not on loopback and not https with client certificates: "+
-			"listen on 127.0.0.1, or give an https URL with a server certificate, its key and the CA of client certificates", ErrExposed, client.Host)
+		return fmt.Errorf("%w: client URL %s is not on loopback and not https with client certificates", ErrExposed, client.Host)
 	}
 	return nil
 }

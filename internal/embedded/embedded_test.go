@@ -88,7 +88,7 @@ func TestExposureRefused(t *testing.T) {
 		{"https://10.0.0.1:2379", "http://127.0.0.1:2380", tlsInfo, ""},
 		{"http://0.0.0.0:2379", "http://127.0.0.1:2380", transport.TLSInfo{}, "client URL 0.0.0.0:2379 is not on loopback"},
 		{"http://10.0.0.1:2379", "http://127.0.0.1:2380", tlsInfo, "client URL 10.0.0.1:2379"},
-		{"https://10.0.0.1:2379", "http://127.0.0.1:2380", transport.TLSInfo{CertFile: "c", KeyFile: "k"}, "CA of client certificates"},
+		{"https://10.0.0.1:2379", "http://127.0.0.1:2380", transport.TLSInfo{CertFile: "c", KeyFile: "k"}, "not https with client certificates"},
 		{"http://127.0.0.1:2379", "http://10.0.0.1:2380", transport.TLSInfo{}, "peer URL 10.0.0.1:2380 is not on loopback"},
 	}
 	for _, c := range cases {
