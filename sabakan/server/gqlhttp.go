@@ -1,26 +1,28 @@
 package server
 
 import (
+	"cmp"
+	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"mime"
 	"net/http"
-	"reflect"
-	"strconv"
+	"slices"
 	"strings"
 
+	"github.com/99designs/gqlgen/graphql"
+	"github.com/99designs/gqlgen/graphql/errcode"
 	"github.com/vektah/gqlparser/v2/ast"
 	"github.com/vektah/gqlparser/v2/gqlerror"
-	"github.com/vektah/gqlparser/v2/parser"
-	"github.com/vektah/gqlparser/v2/validator"
 )
 
 // Error codes of request errors, as sabakan's GraphQL server (gqlgen) sets
 // them in extensions.code.
 const (
-	codeParseFailed      = "GRAPHQL_PARSE_FAILED"
-	codeValidationFailed = "GRAPHQL_VALIDATION_FAILED"
+	codeParseFailed      = errcode.ParseFailed
+	codeValidationFailed = errcode.ValidationFailed
 )
 
 // graphQLParams is a GraphQL request, from a POST body or a GET query.
@@ -104,220 +106,102 @@ func (s *Server) serveGraphQL(w http.ResponseWriter, r *http.Request) {
 
 // requestErrors answers errors of the request itself (it does not parse,
 // validate, name an operation it has, or its variables do not fit their
-// types): HTTP 422, each error with its code, data null.
-func requestErrors(w http.ResponseWriter, errs gqlerror.List, code string) {
-	for _, e := range errs {
-		if e.Extensions == nil {
-			e.Extensions = map[string]any{}
-		}
-		e.Extensions["code"] = code
-	}
+// types): HTTP 422, each error with its code
+// (gqlgen sets it), data null.
+func requestErrors(w http.ResponseWriter, errs gqlerror.List) {
 	writeJSON(w, http.StatusUnprocessableEntity, graphQLResponse{Errors: errs, Data: null})
 }
 
-// execGraphQL checks the request with gqlparser, as sabakan does (so that
-// its errors and its coercion of variables are sabakan's: enum values in any
-// case, 64-bit Ints), then executes it with the variables in the form the
-// executor takes.
+// execGraphQL runs the request on gqlgen's executor: it parses and
+// validates the query (or takes it from the cache), coerces the variables
+// as sabakan does (enum values in any case, 64-bit Ints) and executes the
+// operation.
 func (s *Server) execGraphQL(w http.ResponseWriter, r *http.Request, p *graphQLParams) {
-	doc, err := parser.ParseQuery(&ast.Source{Input: p.Query})
-	if err != nil {
-		var ge *gqlerror.Error
-		if !errors.As(err, &ge) {
-			ge = gqlerror.Wrap(err)
-		}
-		requestErrors(w, gqlerror.List{ge}, codeParseFailed)
-		return
-	}
-	if errs := validator.Validate(s.gqlSchema, doc); len(errs) > 0 {
-		requestErrors(w, errs, codeValidationFailed)
-		return
-	}
-	op := doc.Operations.ForName(p.OperationName)
-	if op == nil {
-		requestErrors(w, gqlerror.List{gqlerror.Errorf("operation %s not found", p.OperationName)}, codeValidationFailed)
-		return
-	}
-	if r.Method == http.MethodGet && op.Operation != ast.Query {
+	ctx := graphql.StartOperationTrace(r.Context())
+	oc, errs := s.exec.CreateOperationContext(ctx, &graphql.RawParams{
+		Query: p.Query, OperationName: p.OperationName, Variables: p.Variables, Extensions: p.Extensions, Headers: r.Header,
+	})
+	if r.Method == http.MethodGet && oc != nil && oc.Operation != nil && oc.Operation.Operation != ast.Query {
 		writeTransportError(w, http.StatusNotAcceptable, "GET requests only allow query operations")
 		return
 	}
-	vars, err := validator.VariableValues(s.gqlSchema, op, p.Variables)
-	if err != nil {
-		var ge *gqlerror.Error
-		if !errors.As(err, &ge) {
-			ge = gqlerror.Wrap(err)
-		}
-		requestErrors(w, gqlerror.List{ge}, codeValidationFailed)
+	if len(errs) > 0 {
+		requestErrors(w, errs)
 		return
 	}
-	canonicalVars(s.gqlSchema, op, vars)
-	if s.execPlan(w, doc, op, p.Query, vars) {
+	responses, ctx := s.exec.DispatchOperation(ctx, oc)
+	resp := responses(ctx)
+	if resp == nil {
+		writeTransportError(w, http.StatusInternalServerError, "the operation gave no response")
 		return
 	}
-	resp := s.schema.Exec(r.Context(), p.Query, p.OperationName, vars)
-	if len(resp.Data) == 0 && len(resp.Errors) > 0 {
-		// The executor refused what gqlparser accepted.
-		errs := make(gqlerror.List, len(resp.Errors))
-		for i, e := range resp.Errors {
-			errs[i] = &gqlerror.Error{Message: e.Message}
-			for _, l := range e.Locations {
-				errs[i].Locations = append(errs[i].Locations, gqlerror.Location{Line: l.Line, Column: l.Column})
-			}
-		}
-		requestErrors(w, errs, codeValidationFailed)
-		return
-	}
-	out := graphQLResponse{Data: resp.Data}
-	if len(resp.Errors) > 0 {
-		errs := make([]resolverErrorJSON, len(resp.Errors))
-		for i, e := range resp.Errors {
-			errs[i] = resolverErrorJSON{Message: e.Message, Path: e.Path, Extensions: e.Extensions}
-		}
-		out.Errors = errs
-	}
-	writeJSON(w, http.StatusOK, out)
+	writeResponse(w, resp)
 }
 
-// resolverErrorJSON is a resolver's error as sabakan reports it.
-type resolverErrorJSON struct {
-	Message    string         `json:"message"`
-	Path       []any          `json:"path,omitempty"`
-	Extensions map[string]any `json:"extensions,omitempty"`
-}
-
-// canonicalVars puts the variables of op in canonical form, in place.
-func canonicalVars(schema *ast.Schema, op *ast.OperationDefinition, vars map[string]any) {
-	for _, v := range op.VariableDefinitions {
-		if val, ok := vars[v.Variable]; ok {
-			vars[v.Variable] = canonical(schema, v.Type, val)
-		}
-	}
-}
-
-// canonical turns a variable value that gqlparser accepted into what the
-// executor takes: an enum value in its schema case, Ints as int64 and IDs
-// as strings.
-func canonical(schema *ast.Schema, t *ast.Type, v any) any {
-	if v == nil {
-		return nil
-	}
-	if t.Elem != nil {
-		// gqlparser leaves a list as []any, or makes a single value a
-		// typed slice of one.
-		list := reflect.ValueOf(v)
-		if list.Kind() != reflect.Slice {
-			return []any{canonical(schema, t.Elem, v)}
-		}
-		out := make([]any, list.Len())
-		for i := range out {
-			out[i] = canonical(schema, t.Elem, list.Index(i).Interface())
-		}
-		return out
-	}
-	def := schema.Types[t.NamedType]
-	if def == nil {
-		return v
-	}
-	switch def.Kind {
-	case ast.Enum:
-		if s, ok := v.(string); ok {
-			for _, ev := range def.EnumValues {
-				if strings.EqualFold(s, ev.Name) {
-					return ev.Name
-				}
-			}
-		}
-	case ast.InputObject:
-		if m, ok := v.(map[string]any); ok {
-			out := make(map[string]any, len(m))
-			for k, fv := range m {
-				if f := def.Fields.ForName(k); f != nil {
-					out[k] = canonical(schema, f.Type, fv)
-				}
-			}
-			return out
-		}
-	case ast.Scalar:
-		switch t.NamedType {
-		case "Int":
-			switch x := v.(type) {
-			case json.Number:
-				if n, err := x.Int64(); err == nil {
-					return n
-				}
-			case string:
-				if n, err := strconv.ParseInt(x, 10, 64); err == nil {
-					return n
-				}
-			}
-		case "ID":
-			if x, ok := v.(json.Number); ok {
-				return x.String()
-			}
-			if x, ok := v.(int64); ok {
-				return strconv.FormatInt(x, 10)
-			}
-		}
-	}
-	return v
-}
-
-// execPlan answers the request from a plan (plan.go) when there is one and
-// graph-gophers would accept the request too, and reports whether it did.
-func (s *Server) execPlan(w http.ResponseWriter, doc *ast.QueryDocument, op *ast.OperationDefinition, query string, vars map[string]any) bool {
-	if s.noPlans {
-		return false
-	}
-	body, ok := s.planBody(s.takeBuffer(), doc, op, query, vars)
-	defer s.keepBuffer(body)
-	if !ok {
-		return false
-	}
+// writeResponse writes an executed operation's response: HTTP 200, the
+// errors of its fields first (sorted by path, so that the errors of root
+// fields resolved at once come in one order), then data, which the
+// generated code has written as JSON already.
+func writeResponse(w http.ResponseWriter, resp *graphql.Response) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusOK)
-	_, _ = w.Write(body)
-	return true
+	var head []byte
+	if len(resp.Errors) > 0 {
+		errs := slices.Clone(resp.Errors)
+		slices.SortStableFunc(errs, func(a, b *gqlerror.Error) int { return comparePaths(a.Path, b.Path) })
+		body, err := json.Marshal(errs)
+		if err != nil {
+			body, _ = json.Marshal(gqlerror.List{gqlerror.Errorf("errors could not be written: %v", err)})
+		}
+		head = append(append([]byte(`{"errors":`), body...), ',')
+	} else {
+		head = []byte(`{`)
+	}
+	data := []byte(resp.Data)
+	if len(data) == 0 {
+		data = null
+	}
+	_, _ = w.Write(append(head, `"data":`...))
+	_, _ = w.Write(data)
+	_, _ = w.Write([]byte("}\n"))
 }
 
-// planBody appends the response body of the request to b, from a plan, or
-// reports false when the request has no plan.
-func (s *Server) planBody(b []byte, doc *ast.QueryDocument, op *ast.OperationDefinition, query string, vars map[string]any) ([]byte, bool) {
-	pl, why := compilePlan(s.gqlSchema, doc, op, vars)
-	if why != "" {
-		return b, false
+// comparePaths orders paths element by element: names by their bytes,
+// indices by their value, a name before an index, a prefix first.
+func comparePaths(a, b ast.Path) int {
+	for i := range min(len(a), len(b)) {
+		an, aIndex := a[i].(ast.PathIndex)
+		bn, bIndex := b[i].(ast.PathIndex)
+		var c int
+		switch {
+		case aIndex && bIndex:
+			c = cmp.Compare(an, bn)
+		case aIndex != bIndex:
+			c = cmp.Compare(boolInt(aIndex), boolInt(bIndex))
+		default:
+			c = strings.Compare(fmt.Sprint(a[i]), fmt.Sprint(b[i]))
+		}
+		if c != 0 {
+			return c
+		}
 	}
-	// What graph-gophers' own parser and validation refuse, it answers
-	// with HTTP 422 (execGraphQL): leave that to it.
-	if errs := s.schema.ValidateWithVariables(query, vars); len(errs) > 0 {
-		return b, false
-	}
-	return s.Store.render(b, pl)
+	return cmp.Compare(len(a), len(b))
 }
 
-// maxSpareBuffer is the largest response buffer kept for the next request.
-const maxSpareBuffer = 64 << 20
-
-// takeBuffer returns the spare response buffer, empty, or nil when
-// another request has it. A 20,000-machine answer is about 7 MB: growing a
-// new buffer to that size allocates and copies twice as much, and a
-// sync.Pool loses it at every garbage collection.
-func (s *Server) takeBuffer() []byte {
-	s.spareMu.Lock()
-	defer s.spareMu.Unlock()
-	b := s.spare
-	s.spare = nil
-	return b[:0]
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
-// keepBuffer keeps b as the spare buffer if it is the largest one offered.
-func (s *Server) keepBuffer(b []byte) {
-	if cap(b) > maxSpareBuffer {
-		return
+// presentError is how an error of a field reaches the client: its
+// message, its path and its extensions, as sabakan reports it (no
+// locations). Errors of the request keep their locations.
+func presentError(ctx context.Context, err error) *gqlerror.Error {
+	ge := graphql.DefaultErrorPresenter(ctx, err)
+	if ge == nil || len(ge.Path) == 0 {
+		return ge
 	}
-	s.spareMu.Lock()
-	defer s.spareMu.Unlock()
-	if cap(b) > cap(s.spare) {
-		s.spare = b
-	}
+	return &gqlerror.Error{Err: ge.Err, Message: ge.Message, Path: ge.Path, Extensions: ge.Extensions}
 }

@@ -1,44 +1,55 @@
 package server
 
 import (
+	"context"
 	"net/http"
-	"sync"
+	"sync/atomic"
 
-	graphql "github.com/graph-gophers/graphql-go"
-	"github.com/vektah/gqlparser/v2"
+	"github.com/99designs/gqlgen/graphql"
+	"github.com/99designs/gqlgen/graphql/executor"
+	"github.com/99designs/gqlgen/graphql/handler/extension"
+	"github.com/99designs/gqlgen/graphql/handler/lru"
 	"github.com/vektah/gqlparser/v2/ast"
 
 	"github.com/ckegen/ckegen/internal/version"
-	"github.com/ckegen/ckegen/sabakan"
+	"github.com/ckegen/ckegen/sabakan/server/internal/graph"
 )
 
 // Server serves a Store over sabakan's HTTP API.
 type Server struct {
 	Store *Store
-	// schema executes requests; gqlSchema checks them first as sabakan
-	// does.
-	schema    *graphql.Schema
-	gqlSchema *ast.Schema
-	// noPlans executes every request with graph-gophers (tests compare
-	// both ways).
-	noPlans bool
-	// spare is a response buffer of a plan, kept for the next one.
-	spareMu sync.Mutex
-	spare   []byte
+	// exec is gqlgen's executor of the generated schema.
+	exec *executor.Executor
+	// generatedOnly leaves the machines to the generated code too (see
+	// marshal.go; tests compare both ways).
+	generatedOnly bool
+	// written counts the fields whose machines marshal.go wrote (tests
+	// check that it does write them).
+	written atomic.Int64
 }
+
+// queryCacheSize is how many parsed and validated queries are kept: the
+// daemon sends one query again and again.
+const queryCacheSize = 100
 
 // New returns a server for store. The schema is the project's own
 // (sabakan/schema.graphql), the one the client is generated from.
 func New(store *Store) (*Server, error) {
-	schema, err := graphql.ParseSchema(sabakan.Schema, &rootResolver{store: store})
-	if err != nil {
-		return nil, err
-	}
-	gs, err := gqlparser.LoadSchema(&ast.Source{Name: "schema.graphql", Input: sabakan.Schema})
-	if err != nil {
-		return nil, err
-	}
-	return &Server{Store: store, schema: schema, gqlSchema: gs}, nil
+	s := &Server{Store: store, exec: executor.New(graph.NewExecutableSchema(graph.Config{Resolvers: &resolver{store: store}}))}
+	s.exec.SetQueryCache(lru.New[*ast.QueryDocument](queryCacheSize))
+	s.exec.SetErrorPresenter(presentError)
+	s.exec.Use(extension.Introspection{})
+	s.exec.AroundFields(func(ctx context.Context, next graphql.Resolver) (any, error) {
+		if s.generatedOnly {
+			return next(ctx)
+		}
+		res, err := writeMachines(ctx, next)
+		if _, ok := res.(*machinesJSON); ok {
+			s.written.Add(1)
+		}
+		return res, err
+	})
+	return s, nil
 }
 
 // maxRequestBytes bounds request bodies.

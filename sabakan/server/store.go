@@ -65,6 +65,9 @@ func CanTransition(from, to machine.State) bool {
 type entry struct {
 	m       machine.Machine
 	changed time.Time
+	// stamp is changed in UTC, the status timestamp as GraphQL shows it.
+	// It is replaced, never changed, so that views share it.
+	stamp *time.Time
 	// info is what the IPAM configuration gave the machine at
 	// registration; zero for machines loaded from a file or registered
 	// without one.
@@ -94,6 +97,19 @@ func NewStore(now func() time.Time) *Store {
 		now = time.Now
 	}
 	return &Store{now: now, machines: map[string]*entry{}, racks: map[int]*rackUse{}}
+}
+
+// newEntry is a stored machine whose state changed at changed.
+func newEntry(m machine.Machine, changed time.Time) *entry {
+	e := &entry{m: m}
+	e.setChanged(changed)
+	return e
+}
+
+// setChanged records a state change at t.
+func (e *entry) setChanged(t time.Time) {
+	u := t.UTC()
+	e.changed, e.stamp = t, &u
 }
 
 func (s *Store) rack(r int) *rackUse {
@@ -148,24 +164,26 @@ func (s *Store) Load(ms []machine.Machine) error {
 		if m.Status.State == "" {
 			m.Status.State = machine.StateUninitialized
 		}
-		s.machines[m.Spec.Serial] = &entry{m: m, changed: changed}
+		s.machines[m.Spec.Serial] = newEntry(m, changed)
 		s.take(&m)
 	}
 	return nil
 }
 
 // view returns a copy of e with its status timestamp and duration filled.
+// The copy shares e's label and address slices and its timestamp: the
+// store never changes them in place (update changes a copy of the labels,
+// addresses do not change once assigned, a state change makes a new
+// timestamp), and callers only read them.
 func (s *Store) view(e *entry, now time.Time) machine.Machine {
 	m := e.m
-	m.Spec.Labels = slices.Clone(e.m.Spec.Labels)
-	m.Spec.IPv4 = slices.Clone(e.m.Spec.IPv4)
-	ts := e.changed.UTC()
-	m.Status.Timestamp = &ts
+	m.Status.Timestamp = e.stamp
 	m.Status.Duration = now.Sub(e.changed).Seconds()
 	return m
 }
 
-// Get returns one machine.
+// Get returns one machine; its labels and addresses are the store's own
+// (see view).
 func (s *Store) Get(serial string) (machine.Machine, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
@@ -186,7 +204,9 @@ type Query struct {
 }
 
 // Search returns the machines that match every condition of having and
-// none of notHaving's, sorted by serial (byte order).
+// none of notHaving's, sorted by serial (byte order). Their labels,
+// addresses and timestamps are the store's own: read them, do not change
+// them.
 func (s *Store) Search(having, notHaving *Query) []machine.Machine {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
@@ -289,7 +309,7 @@ func (s *Store) SetState(serial string, to machine.State) (machine.Machine, erro
 	now := s.now()
 	if from != to {
 		e.m.Status.State = to
-		e.changed = now
+		e.setChanged(now)
 	}
 	return s.view(e, now), nil
 }
@@ -448,7 +468,7 @@ func (s *Store) Register(rs []MachineSpec) error {
 		if !r.RetireDate.IsZero() {
 			m.Spec.RetireDate = r.RetireDate
 		}
-		e := &entry{changed: now}
+		e := newEntry(machine.Machine{}, now)
 		if s.ipam != nil {
 			a, err := s.ipam.assign(r.Rack, idx)
 			if err != nil {
