@@ -113,9 +113,11 @@ func (d *daemon) scrape(t *testing.T) map[string]float64 {
 // TestAlertMetricsExported: every metric that alerts.yml names is one the
 // daemon exports. It starts the daemon (the cke binary) on a real etcd and
 // the compatible server, scrapes /metrics after the first ticks of a
-// converging integration, then after `ckecli sabakan takeover` and
-// `handback` have made the leader hold (ckegen_integration_held is only
-// exported while it holds), and looks each name up in what it saw.
+// converging integration, while its ticks fail (sabakan's URL pointed at
+// a closed port), after they succeed again, and after `ckecli sabakan
+// takeover` and `handback` have made the leader hold
+// (ckegen_integration_held is only exported while it holds), and looks
+// each name up in what it saw.
 func TestAlertMetricsExported(t *testing.T) {
 	var wanted []string
 	for _, r := range alertRules(t) {
@@ -137,29 +139,40 @@ func TestAlertMetricsExported(t *testing.T) {
 	s := newSite(t)
 	d := s.startDaemon(t, "deploytest-a")
 	seen := map[string]string{} // name: the phase it was first seen in
-	observe := func(phase, until string) {
+	// observe scrapes until until holds, then for two more ticks, so that
+	// every collector has seen the tick that made it hold.
+	observe := func(phase, what string, until func(map[string]float64) bool) {
 		t.Helper()
 		var after time.Time
-		waitFor(t, time.Minute, phase+": "+until, func() bool {
-			for n := range d.scrape(t) {
+		start := time.Now()
+		defer func() { t.Logf("%s: %s", phase, time.Since(start).Round(100*time.Millisecond)) }()
+		waitFor(t, time.Minute, phase+": "+what, func() bool {
+			m := d.scrape(t)
+			for n := range m {
 				if _, ok := seen[n]; !ok {
 					seen[n] = phase
 				}
 			}
-			if _, ok := seen[until]; ok && after.IsZero() {
-				// Every collector has seen the tick that exported it:
-				// scrape for two more ticks.
+			if after.IsZero() && until(m) {
 				after = time.Now().Add(1500 * time.Millisecond)
 			}
 			return !after.IsZero() && time.Now().After(after)
 		})
 	}
-	observe("integration converging", "cke_sabakan_integration_successful")
+	has := func(name string, v float64) func(map[string]float64) bool {
+		return func(m map[string]float64) bool { got, ok := m[name]; return ok && got == v }
+	}
+	observe("converging", "a successful tick", has("cke_sabakan_integration_successful", 1))
+	// sabakan unreachable: the ticks fail.
+	s.ckecli(t, "sabakan", "set-url", fmt.Sprintf("http://127.0.0.1:%d", etcdtest.FreePort(t)))
+	observe("failing", "a failed tick", has("cke_sabakan_integration_successful", 0))
+	s.ckecli(t, "sabakan", "set-url", s.sabakan)
+	observe("converging again", "a successful tick", has("cke_sabakan_integration_successful", 1))
 	// Standalone, nobody owns the integration: ckegen takes it over, then
 	// gives it back to CKE, whose server does not run, and holds.
 	s.ckecli(t, "sabakan", "takeover")
 	s.ckecli(t, "sabakan", "handback")
-	observe("held after takeover and handback", "ckegen_integration_held")
+	observe("held", "a tick held by OWNED_BY_CKE", has(`ckegen_integration_held`, 1))
 
 	for _, n := range wanted {
 		if phase, ok := seen[n]; ok {
