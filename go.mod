@@ -12,7 +12,6 @@ require (
 	github.com/cybozu-go/well v1.11.2
 	github.com/go-json-experiment/json v1.27.2
 	github.com/google/go-cmp v0.7.0
-	github.com/graph-gophers/graphql-go v1.11.0
 	github.com/prometheus/client_golang v1.25.0
 	github.com/prometheus/client_model v0.6.3
 	github.com/soheilhy/cmux v0.1.5
