@@ -105,8 +105,8 @@ func (s *Server) serveGraphQL(w http.ResponseWriter, r *http.Request) {
 }
 
 // requestErrors answers errors of the request itself (it does not parse,
-// validate, name an operation it has, or its variables do not fit their
-// types): HTTP 422, each error with its code
+// validate, name an operation it has, its variables do not fit their
+// types, or it is over a limit): HTTP 422, each error with its code
 // (gqlgen sets it), data null.
 func requestErrors(w http.ResponseWriter, errs gqlerror.List) {
 	writeJSON(w, http.StatusUnprocessableEntity, graphQLResponse{Errors: errs, Data: null})
@@ -114,9 +114,15 @@ func requestErrors(w http.ResponseWriter, errs gqlerror.List) {
 
 // execGraphQL runs the request on gqlgen's executor: it parses and
 // validates the query (or takes it from the cache), coerces the variables
-// as sabakan does (enum values in any case, 64-bit Ints) and executes the
-// operation.
+// as sabakan does (enum values in any case, 64-bit Ints), checks the limits
+// and executes the operation.
 func (s *Server) execGraphQL(w http.ResponseWriter, r *http.Request, p *graphQLParams) {
+	if len(p.Query) > maxQueryBytes {
+		err := gqlerror.Errorf("query is %d bytes, over the limit of %d", len(p.Query), maxQueryBytes)
+		errcode.Set(err, errcode.ParseFailed)
+		requestErrors(w, gqlerror.List{err})
+		return
+	}
 	ctx := graphql.StartOperationTrace(r.Context())
 	oc, errs := s.exec.CreateOperationContext(ctx, &graphql.RawParams{
 		Query: p.Query, OperationName: p.OperationName, Variables: p.Variables, Extensions: p.Extensions, Headers: r.Header,

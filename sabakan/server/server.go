@@ -38,7 +38,10 @@ func New(store *Store) (*Server, error) {
 	s := &Server{Store: store, exec: executor.New(graph.NewExecutableSchema(graph.Config{Resolvers: &resolver{store: store}}))}
 	s.exec.SetQueryCache(lru.New[*ast.QueryDocument](queryCacheSize))
 	s.exec.SetErrorPresenter(presentError)
+	s.exec.SetParserTokenLimit(maxQueryTokens)
+	s.exec.SetDefaultRulesFn(validationRules)
 	s.exec.Use(extension.Introspection{})
+	s.exec.Use(extension.FixedComplexityLimit(maxComplexity))
 	s.exec.AroundFields(func(ctx context.Context, next graphql.Resolver) (any, error) {
 		if s.generatedOnly {
 			return next(ctx)
@@ -51,9 +54,6 @@ func New(store *Store) (*Server, error) {
 	})
 	return s, nil
 }
-
-// maxRequestBytes bounds request bodies.
-const maxRequestBytes = 16 << 20
 
 // Handler returns the HTTP handler: /graphql, sabakan's REST endpoints
 // under /api/v1/, /version and /health.
