@@ -11,9 +11,8 @@ import (
 	"time"
 )
 
-// restStep is one request and what sabakan v3.1.9 answers
-// (../shared/design/SABAKAN-FACTS.md); want is the exact success body, or
-// a part of the error message.
+// restStep is one request and what sabakan v3.1.9 answers to it; want is
+// the exact success body, or a part of the error message.
 type restStep struct {
 	fact               string
 	method, path, body string
