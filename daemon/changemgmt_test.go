@@ -541,3 +541,22 @@ func TestChangeStatusKept(t *testing.T) {
 		t.Errorf("status JSON: %s", raw)
 	}
 }
+
+// TestOwnerChangesWakeTheDaemon: setting the owner or ckegen's own switch
+// ticks at once (docs/beside-cke.md), as every other setting does.
+func TestOwnerChangesWakeTheDaemon(t *testing.T) {
+	f := newFixture(t)
+	d := f.daemon("d", func(c *Config) { c.Interval = time.Hour })
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan struct{})
+	go func() { _ = d.Run(ctx); close(done) }()
+	defer func() { cancel(); <-done }()
+	waitFor(t, "the first tick", func() bool { return ticks(d) == 1 })
+	for _, kv := range [][2]string{{storage.KeyCKEGenDisabled, "true"}, {storage.KeyOwner, storage.OwnerCKEGen}, {storage.KeyCKEGenDisabled, "false"}} {
+		before := ticks(d)
+		_, err := f.st.Client.Put(ctx, f.st.Key(kv[0]), kv[1])
+		must(t, err)
+		waitFor(t, "a tick after "+kv[0]+" changed", func() bool { return ticks(d) > before })
+	}
+}

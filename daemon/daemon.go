@@ -237,6 +237,8 @@ var watched = map[string]bool{
 	storage.KeySabakanQuietTime:      true,
 	storage.KeySabakanMaxUnhealthy:   true,
 	storage.KeySabakanPolicy:         true,
+	storage.KeyOwner:                 true,
+	storage.KeyCKEGenDisabled:        true,
 }
 
 func (d *Daemon) watchSettings(ctx context.Context, trigger chan<- struct{}) error {
