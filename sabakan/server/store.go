@@ -86,6 +86,9 @@ type Store struct {
 	mu       sync.RWMutex
 	now      func() time.Time
 	machines map[string]*entry
+	// bySerial is every entry of machines, sorted by serial (byte order),
+	// in which searches find their machines in their answer's order.
+	bySerial []*entry
 	racks    map[int]*rackUse
 	ipam     *IPAMConfig
 }
@@ -110,6 +113,17 @@ func newEntry(m machine.Machine, changed time.Time) *entry {
 func (e *entry) setChanged(t time.Time) {
 	u := t.UTC()
 	e.changed, e.stamp = t, &u
+}
+
+// add stores entries (their serials new) and keeps bySerial sorted. The
+// caller holds s.mu.
+func (s *Store) add(es ...*entry) {
+	for _, e := range es {
+		s.machines[e.m.Spec.Serial] = e
+		s.take(&e.m)
+	}
+	s.bySerial = append(s.bySerial, es...)
+	slices.SortFunc(s.bySerial, func(a, b *entry) int { return strings.Compare(a.m.Spec.Serial, b.m.Spec.Serial) })
 }
 
 func (s *Store) rack(r int) *rackUse {
@@ -147,14 +161,18 @@ func (s *Store) Load(ms []machine.Machine) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := s.now()
+	var added []*entry
+	defer func() { s.add(added...) }() // those before an error stay
+	seen := make(map[string]bool, len(ms))
 	for i := range ms {
 		m := ms[i]
 		if m.Spec.Serial == "" {
 			return fail(ErrBadRequest, "machines[%d]: empty serial", i)
 		}
-		if _, ok := s.machines[m.Spec.Serial]; ok {
+		if _, ok := s.machines[m.Spec.Serial]; ok || seen[m.Spec.Serial] {
 			return fail(ErrConflict, "machine %s is already registered", m.Spec.Serial)
 		}
+		seen[m.Spec.Serial] = true
 		changed := now.Add(-time.Duration(m.Status.Duration * float64(time.Second)))
 		if m.Status.Timestamp != nil {
 			changed = *m.Status.Timestamp
@@ -164,8 +182,7 @@ func (s *Store) Load(ms []machine.Machine) error {
 		if m.Status.State == "" {
 			m.Status.State = machine.StateUninitialized
 		}
-		s.machines[m.Spec.Serial] = newEntry(m, changed)
-		s.take(&m)
+		added = append(added, newEntry(m, changed))
 	}
 	return nil
 }
@@ -224,7 +241,7 @@ func (s *Store) Search(having, notHaving *Query) []machine.Machine {
 // holds s.mu.
 func (s *Store) matching(having, notHaving *Query, now time.Time) []*entry {
 	var out []*entry
-	for _, e := range s.machines {
+	for _, e := range s.bySerial {
 		if having != nil && !matchHaving(&e.m, having, now) {
 			continue
 		}
@@ -233,7 +250,6 @@ func (s *Store) matching(having, notHaving *Query, now time.Time) []*entry {
 		}
 		out = append(out, e)
 	}
-	slices.SortFunc(out, func(a, b *entry) int { return strings.Compare(a.m.Spec.Serial, b.m.Spec.Serial) })
 	return out
 }
 
@@ -504,10 +520,7 @@ func (s *Store) Register(rs []MachineSpec) error {
 			return fail(ErrConflict, "machines[%d]: machine %s is already registered", i, rs[i].Serial)
 		}
 	}
-	for _, e := range entries {
-		s.machines[e.m.Spec.Serial] = e
-		s.take(&e.m)
-	}
+	s.add(entries...)
 	return nil
 }
 
@@ -629,6 +642,7 @@ func (s *Store) Delete(serial string) error {
 		return fail(ErrRefused, "non-retired machine cannot be deleted: machine %s is %s", serial, lower(e.m.Status.State))
 	}
 	delete(s.machines, serial)
+	s.bySerial = slices.DeleteFunc(s.bySerial, func(x *entry) bool { return x == e })
 	s.release(&e.m)
 	return nil
 }
