@@ -399,11 +399,20 @@ func rackTitle(r *rackmap.Rack) string {
 	for _, role := range sortedRoles(c.Workers) {
 		roles = append(roles, fmt.Sprintf("%s %d", role, c.Workers[role]))
 	}
-	s := fmt.Sprintf("rack %d: %d machines, %d control planes, %d workers", r.Number, c.Machines, c.TotalControlPlanes(), c.TotalWorkers())
+	s := fmt.Sprintf("rack %d: %s, %s, %s", r.Number, plural(c.Machines, "machine", "machines"),
+		plural(c.TotalControlPlanes(), "control plane", "control planes"), plural(c.TotalWorkers(), "worker", "workers"))
 	if len(roles) > 0 {
 		s += " (" + strings.Join(roles, ", ") + ")"
 	}
 	return s + fmt.Sprintf(", %d unused, %d not usable", c.Unused, c.Unusable)
+}
+
+// plural is "1 worker", "2 workers".
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return strconv.Itoa(n) + " " + many
 }
 
 func sortedRoles(m map[string]int) []string {

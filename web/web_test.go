@@ -322,6 +322,10 @@ func TestMapPageTickWarnings(t *testing.T) {
 	if strings.Join(got, " ") != "rack 1 2 3 4 5" || rows[1][2] != "index in rack 1" {
 		t.Errorf("row labels %q", rows)
 	}
+	// One control plane, in rack 0: singular.
+	if !strings.Contains(body, "<title>rack 0: 5 machines, 1 control plane, 0 workers, ") {
+		t.Error("rack 0's tooltip does not say 1 control plane")
+	}
 	if !strings.Contains(body, "#machines rect{width:60px;") {
 		t.Errorf("3 racks: the cells are not at the widest pitch")
 	}

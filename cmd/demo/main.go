@@ -280,13 +280,13 @@ func (d *demo) build() error {
 			mu.Lock()
 			n := len(lines)
 			mu.Unlock()
-			fmt.Printf("   ... building: %d packages compiled so far (%s)\n", n, time.Since(start).Round(time.Second))
+			fmt.Printf("   ... building: packages compiled so far: %d (%s)\n", n, time.Since(start).Round(time.Second))
 		}
 	}
 	if err := cmd.Wait(); err != nil {
 		return fmt.Errorf("go build: %v\n%s", err, strings.Join(lines, "\n"))
 	}
-	fmt.Printf("   built in %s (%d packages compiled, the rest from the build cache)\n", time.Since(start).Round(time.Second), len(lines))
+	fmt.Printf("   built in %s (packages compiled: %d; the rest came from the build cache)\n", time.Since(start).Round(time.Second), len(lines))
 	return nil
 }
 
