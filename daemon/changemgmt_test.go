@@ -393,6 +393,10 @@ func TestBreaker(t *testing.T) {
 	if h, _ := f.st.History(ctx); h[len(h)-1].Op != generator.OpTaintNodes {
 		t.Errorf("history: %s", h[len(h)-1].Op)
 	}
+	d.setLeading(true)
+	if got := series(scrape(t, d), "ckegen_integration_failing"); !slices.Equal(got, []string{`ckegen_integration_failing{reason="TOO_MANY_UNHEALTHY"} 1`}) {
+		t.Errorf("metrics %q, want the breaker's failure TOO_MANY_UNHEALTHY", got)
+	}
 
 	// Still over the limit: nothing more to write.
 	rev := f.clusterRev(t)
@@ -420,6 +424,9 @@ func TestBreaker(t *testing.T) {
 	}
 	if st := f.status(t); st.Result != ResultOK || st.Unhealthy.Limit != 2 {
 		t.Errorf("status after the limit was raised: %s %+v", st.Result, st.Unhealthy)
+	}
+	if got := series(scrape(t, d), "ckegen_integration_failing"); len(got) != 0 {
+		t.Errorf("metrics %q after a successful tick, want no ckegen_integration_failing", got)
 	}
 
 	// Disabled: the plan's series goes, as CKE's do.

@@ -115,15 +115,18 @@ func (d *Daemon) ckePace(st *storage.CKEStatus, now time.Time) *hold {
 
 // ownerMetrics export ckegen_leader everywhere, cke_leader only
 // standalone (beside a CKE server, cke_leader is that server's), whether
-// the daemon runs standalone, and on the leader the reason it holds back.
+// the daemon runs standalone, and on the leader the reason it holds back
+// or the reason its last tick failed.
 type ownerMetrics struct {
-	ckegenLeader, ckeLeader, standalone, held *prometheus.Desc
+	ckegenLeader, ckeLeader, standalone, held, failing *prometheus.Desc
 
 	mu      sync.Mutex
 	leading bool
 	// mode is "" until known.
 	mode   string
 	reason string
+	// failure is the reason code of the last tick when it failed.
+	failure string
 }
 
 func newOwnerMetrics() *ownerMetrics {
@@ -136,6 +139,9 @@ func newOwnerMetrics() *ownerMetrics {
 		held: prometheus.NewDesc("ckegen_integration_held",
 			"1 on the leader while its ticks hold back on purpose, by reason (OWNED_BY_CKE, CKE_INTEGRATION_ACTIVE, CKE_NOT_READY).",
 			[]string{"reason"}, nil),
+		failing: prometheus.NewDesc("ckegen_integration_failing",
+			"1 on the leader while its last tick failed, by reason code (SABAKAN_UNREACHABLE, TOO_MANY_UNHEALTHY, CLUSTER_TOO_LARGE, ...; README \"The daemon\").",
+			[]string{"reason"}, nil),
 	}
 }
 
@@ -145,6 +151,7 @@ func (m *ownerMetrics) Describe(ch chan<- *prometheus.Desc) {
 	ch <- m.ckeLeader
 	ch <- m.standalone
 	ch <- m.held
+	ch <- m.failing
 }
 
 // Collect implements prometheus.Collector.
@@ -169,6 +176,9 @@ func (m *ownerMetrics) Collect(ch chan<- prometheus.Metric) {
 	if m.leading && m.reason != "" {
 		ch <- prometheus.MustNewConstMetric(m.held, prometheus.GaugeValue, 1, m.reason)
 	}
+	if m.leading && m.failure != "" {
+		ch <- prometheus.MustNewConstMetric(m.failing, prometheus.GaugeValue, 1, m.failure)
+	}
 }
 
 func (m *ownerMetrics) setLeading(leading bool) {
@@ -176,7 +186,7 @@ func (m *ownerMetrics) setLeading(leading bool) {
 	defer m.mu.Unlock()
 	m.leading = leading
 	if !leading {
-		m.reason = ""
+		m.reason, m.failure = "", ""
 	}
 }
 
@@ -194,9 +204,12 @@ func (m *ownerMetrics) observe(st storage.Status) {
 	if st.Mode != "" {
 		m.mode = st.Mode
 	}
-	m.reason = ""
-	if st.Result == ResultHeld {
+	m.reason, m.failure = "", ""
+	switch st.Result {
+	case ResultHeld:
 		m.reason = st.Reason
+	case ResultFailing:
+		m.failure = st.Reason
 	}
 }
 
