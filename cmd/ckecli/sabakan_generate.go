@@ -16,7 +16,7 @@ import (
 	"github.com/ckegen/ckegen/cluster"
 	"github.com/ckegen/ckegen/constraints"
 	"github.com/ckegen/ckegen/generator"
-	"github.com/ckegen/ckegen/kubenodes"
+	"github.com/ckegen/ckegen/kubenodes/nodefile"
 	"github.com/ckegen/ckegen/labels"
 	"github.com/ckegen/ckegen/machine"
 	"github.com/ckegen/ckegen/metricprovider"
@@ -302,7 +302,7 @@ func (o *generateOptions) load() (generator.Input, []string, error) {
 		if err != nil {
 			return in, nil, err
 		}
-		if in.NodeTaints, err = kubenodes.Parse(data); err != nil {
+		if in.NodeTaints, err = nodefile.Parse(data); err != nil {
 			return in, nil, fmt.Errorf("--k8s-nodes %s: %w", o.k8sNodes, err)
 		}
 	}
