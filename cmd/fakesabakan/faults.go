@@ -24,7 +24,12 @@ func withFaults(next http.Handler) http.Handler {
 	f := &faults{mode: "none"}
 	mux := http.NewServeMux()
 	mux.HandleFunc("PUT /-/fault", func(w http.ResponseWriter, r *http.Request) {
-		body, _ := io.ReadAll(r.Body)
+		// A mode is a few words: a longer body is refused, not read.
+		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, 1024))
+		if err != nil {
+			http.Error(w, "a fault mode is at most 1 KiB: "+err.Error(), http.StatusRequestEntityTooLarge)
+			return
+		}
 		fields := strings.Fields(string(body))
 		if len(fields) == 0 {
 			http.Error(w, "want none, slow DURATION, garbage or error", http.StatusBadRequest)

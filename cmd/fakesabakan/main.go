@@ -134,7 +134,7 @@ func serve(o options) error {
 	if o.faults {
 		h = withFaults(h)
 	}
-	hs := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	hs := server.NewHTTPServer(h)
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	go func() {

@@ -240,4 +240,8 @@ func TestFaults(t *testing.T) {
 	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != 400 {
 		t.Errorf("unknown fault accepted: %v %v", resp, err)
 	}
+	req, _ = http.NewRequest(http.MethodPut, ts.URL+"/-/fault", strings.NewReader("slow "+strings.Repeat("9", 2048)+"s"))
+	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != http.StatusRequestEntityTooLarge {
+		t.Errorf("a 2 KiB fault mode: %v %v, want 413", resp, err)
+	}
 }
