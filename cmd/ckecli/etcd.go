@@ -263,6 +263,13 @@ func waitConnected(ctx context.Context, conn *grpc.ClientConn, endpoints []strin
 	if st.Code() != codes.DeadlineExceeded {
 		return false, errors.New(st.Message())
 	}
+	// A timeout shorter than the first failed attempt: when nothing
+	// listens, say so rather than that etcd did not answer.
+	pctx, pcancel := context.WithTimeout(context.Background(), time.Second)
+	defer pcancel()
+	if rerr := allRefused(pctx, endpoints); rerr != nil {
+		return false, rerr
+	}
 	msg := st.Message()
 	for _, p := range []string{"latest balancer error: ", "connection error: desc = "} {
 		msg = strings.TrimPrefix(msg, p)

@@ -107,6 +107,7 @@ func TestEtcdCommands(t *testing.T) {
 		{args: []string{"sabakan", "status"}, code: 1, stderr: "sabakan/status: not found"},
 		{args: []string{"sabakan", "history"}, stdout: "TIME  OP  CHANGES  TEMPLATE REV  CLUSTER REV\n"},
 		{args: []string{"sabakan", "status", "-o", "xml"}, code: 1, stderr: "--output: must be one of"},
+		{args: []string{"sabakan", "status", "-o", "jsn"}, code: 1, stderr: `ckecli: --output: must be one of [table yaml json], got "jsn"; did you mean json?` + "\n"},
 	}
 	for i, st := range steps {
 		out, errOut, code := runCLI(t, append(base, st.args...)...)

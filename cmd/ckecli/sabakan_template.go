@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ckegen/ckegen/cluster"
+	"github.com/ckegen/ckegen/internal/suggest"
 	"github.com/ckegen/ckegen/snapshot"
 	"github.com/ckegen/ckegen/storage"
 	"github.com/ckegen/ckegen/template"
@@ -114,6 +115,9 @@ func checkFormat(got string, allowed ...string) error {
 		if got == a {
 			return nil
 		}
+	}
+	if s, ok := suggest.Closest(got, allowed); ok {
+		return fmt.Errorf("--output: must be one of %v, got %q; did you mean %s?", allowed, got, s)
 	}
 	return fmt.Errorf("--output: must be one of %v, got %q", allowed, got)
 }
