@@ -40,7 +40,7 @@ type Config struct {
 	// refused with CLUSTER_TOO_LARGE instead of failing in etcd.
 	MaxClusterBytes int
 	Sabakan         sabakan.Options
-	// Nodes lists the Kubernetes Nodes' taints once per tick (SPEC 6.4);
+	// Nodes lists the Kubernetes Nodes' taints once per tick (docs/design.md 6.4);
 	// nil: no Kubernetes access, the generator sees no taints.
 	Nodes Nodes
 	Now   func() time.Time

@@ -62,7 +62,7 @@ func cps(c *cluster.Cluster) []string {
 }
 
 // TestKubernetesTaintReplacesControlPlane: a control plane whose Node
-// carries a taint it does not tolerate is replaced; the taints SPEC 6.4
+// carries a taint it does not tolerate is replaced; the taints docs/design.md 6.4
 // tolerates keep the others.
 func TestKubernetesTaintReplacesControlPlane(t *testing.T) {
 	tmpl := strings.Replace(testTemplate, `"service_subnet"`, `"control_plane_tolerations":["example.com/tolerated"],"service_subnet"`, 1)

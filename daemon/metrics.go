@@ -194,7 +194,7 @@ func (v *inventory) clear() {
 }
 
 // placementMetrics export the placement policy's nodes by placement and
-// group (SPEC 12.4) as the status has them: on the leader, while the
+// group (docs/design.md 12.4) as the status has them: on the leader, while the
 // integration is enabled and a policy is set.
 type placementMetrics struct {
 	nodes *prometheus.Desc

@@ -17,7 +17,7 @@ import (
 // names.
 const maxLastMoved = 5
 
-// quietness is the inventory's stillness at a tick (SPEC 11.3).
+// quietness is the inventory's stillness at a tick (docs/design.md 11.3).
 type quietness struct {
 	// quiet: writes may proceed (always so when the quiet time is 0).
 	quiet bool

@@ -46,10 +46,10 @@ const (
 	ReasonLostLeadership   = "LOST_LEADERSHIP"
 	ReasonEtcdError        = "ETCD_ERROR"
 	// ReasonInvalidPolicy: the stored placement policy does not parse,
-	// validate, or fit the template (SPEC 12.1).
+	// validate, or fit the template (docs/design.md 12.1).
 	ReasonInvalidPolicy = "INVALID_POLICY"
 	// ReasonMetricsUnavailable: a metric provider of the policy failed
-	// (unreachable, timeout, query error; SPEC 12.3).
+	// (unreachable, timeout, query error; docs/design.md 12.3).
 	ReasonMetricsUnavailable = "METRICS_UNAVAILABLE"
 )
 
@@ -133,7 +133,7 @@ func (o *outcome) cluster() *cluster.Cluster {
 	return o.current
 }
 
-// tick runs one integration step (SPEC 7): read the settings, query
+// tick runs one integration step (docs/design.md 7): read the settings, query
 // sabakan, decide, write the new cluster if there is one, and record the
 // change in the history. A failed step ends the tick with its reason; the
 // caller records the status.
@@ -344,7 +344,7 @@ func (d *Daemon) querySabakan(ctx context.Context, s *settings) ([]*machine.Mach
 }
 
 // fetchMetrics gets the values of the policy's metrics for the machines,
-// once per tick and before any decision (SPEC 12.3); nil without a policy
+// once per tick and before any decision (docs/design.md 12.3); nil without a policy
 // or without metrics. A provider that fails is METRICS_UNAVAILABLE: the
 // tick decides nothing, as when sabakan does not answer. What Prometheus
 // warned about, and a metric that no machine of the tick has a value of,
@@ -368,7 +368,7 @@ func (d *Daemon) fetchMetrics(ctx context.Context, s *settings, ms []*machine.Ma
 
 // countPlacements records in out, for the status and the metric, each
 // placement of the policy with its nodes by group in the cluster as the
-// tick leaves it, and the group of its last pick (SPEC 12.4).
+// tick leaves it, and the group of its last pick (docs/design.md 12.4).
 func (d *Daemon) countPlacements(in generator.Input, out *outcome) {
 	out.placed = true
 	if in.Policy == nil {

@@ -7,7 +7,7 @@ import (
 )
 
 // Unhealthy returns the addresses of the current cluster's nodes that are
-// unhealthy (SPEC 11.4), in the cluster's order: the node's machine is not
+// unhealthy (docs/design.md 11.4), in the cluster's order: the node's machine is not
 // among in.Machines, or its state is neither HEALTHY, UPDATING nor
 // UNINITIALIZED. Rebooting nodes are not counted: CKE's reboot queue takes
 // them down on purpose.
@@ -35,7 +35,7 @@ func Unhealthy(in Input) []string {
 }
 
 // Taints is the decision the daemon makes while too many nodes are
-// unhealthy (SPEC 11.4): rule 8 alone. Membership stays as it is (no rule
+// unhealthy (docs/design.md 11.4): rule 8 alone. Membership stays as it is (no rule
 // 1-7, no fill, no regeneration); state taints follow the machines, since
 // they only protect workloads. It returns ErrNothingToDo, with a Result
 // that holds only the warnings, when no taint changes.

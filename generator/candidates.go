@@ -5,8 +5,8 @@ import (
 	"github.com/ckegen/ckegen/template"
 )
 
-// Who may be added, promoted or removed (SPEC 5, 6.2), and the best of
-// them by the scores of SPEC 3.
+// Who may be added, promoted or removed (docs/design.md 5, 6.2), and the best of
+// them by the scores of docs/design.md 3.
 
 // workerTemplate returns the template a worker made of x uses, or nil.
 func (s *state) workerTemplate(x *machineInfo) *template.NodeTemplate {
@@ -23,12 +23,12 @@ func (x *machineInfo) unused() bool {
 	return x.member == nil && !x.excluded
 }
 
-// isCPCandidate: SPEC 5 for control planes, without the placement.
+// isCPCandidate: docs/design.md 5 for control planes, without the placement.
 func (s *state) isCPCandidate(x *machineInfo) bool {
 	return x.unused() && x.state == machine.StateHealthy && !x.intolerableTaint && s.cpRoleMatches(x)
 }
 
-// isWorkerCandidate: SPEC 5 for the worker template t, without the
+// isWorkerCandidate: docs/design.md 5 for the worker template t, without the
 // placement.
 func isWorkerCandidate(x *machineInfo, t *template.NodeTemplate) bool {
 	return x.unused() && x.state == machine.StateHealthy && (t.Role == "" || t.Role == x.role)
@@ -76,7 +76,7 @@ func (s *state) workerPools() []*pool {
 	return ps
 }
 
-// chooseWorkerTemplate picks the worker template for the next worker (SPEC
+// chooseWorkerTemplate picks the worker template for the next worker (docs/design.md
 // 4): the lowest workers/weight among templates with a candidate, the first
 // listed on ties.
 func (s *state) chooseWorkerTemplate(ps []*pool) (*template.NodeTemplate, *pool) {
@@ -123,7 +123,7 @@ func (s *state) bestPromotableWorker() (*member, Score, string) {
 }
 
 // bestSpareWorker returns the best promotable worker whose Node carries the
-// spare node taint (SPEC 13), nil when there is none.
+// spare node taint (docs/design.md 13), nil when there is none.
 func (s *state) bestSpareWorker() (*member, Score, string) {
 	if s.tmpl.SpareNodeTaintKey == "" || len(s.input.NodeTaints) == 0 {
 		return nil, Score{}, ""

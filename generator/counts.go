@@ -6,8 +6,8 @@ import (
 )
 
 // Membership changes and the counters of the next cluster they keep up to
-// date: rack counts for scores (SPEC 3), workers per role for weights
-// (SPEC 4).
+// date: rack counts for scores (docs/design.md 3), workers per role for weights
+// (docs/design.md 4).
 
 // count adds (delta = +1) or subtracts (delta = -1) a member to the
 // counters.

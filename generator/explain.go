@@ -27,7 +27,7 @@ func (s *state) record(action string, mb *member, sc *Score, reason string) {
 
 // recordPick records a change that adds a machine to a template (or
 // promotes one): why, the group of the template's placement it was picked
-// from (SPEC 12.4; "" without groups), and the score that chose it. The
+// from (docs/design.md 12.4; "" without groups), and the score that chose it. The
 // reason reads "<why>group NAME, highest <score>".
 func (s *state) recordPick(action string, mb *member, sc *Score, pi *placement, group, why string) {
 	b := make([]byte, 0, len(why)+160)
@@ -132,7 +132,7 @@ func (s *state) workerCandidateText(text string) string {
 }
 
 // refusals says how many machines accepted by base the placement refuses,
-// and why it refuses the first of them (SPEC 12: an operator who sees
+// and why it refuses the first of them (docs/design.md 12: an operator who sees
 // "not enough machines" must see which constraint is in the way).
 func (s *state) refusals(pi *placement, base func(x *machineInfo) bool) string {
 	n := 0

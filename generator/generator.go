@@ -108,7 +108,7 @@ type Input struct {
 	// compares the worker templates' roles with them. When nil, the roles
 	// of Machines are used.
 	InventoryRoles []string
-	// Policy is the placement policy (SPEC 12) compiled for Template; nil
+	// Policy is the placement policy (docs/design.md 12) compiled for Template; nil
 	// for none, which leaves every decision as without a policy.
 	Policy *policy.Policy
 	// Metrics are the policy's metric values of this tick (metricprovider.
@@ -129,7 +129,7 @@ type Change struct {
 	// Reason explains the change for people, score terms included.
 	Reason string `json:"reason"`
 	// Placement and Group are set on a change that adds a machine to a
-	// template whose placement has ordered groups (SPEC 12.4): the
+	// template whose placement has ordered groups (docs/design.md 12.4): the
 	// placement's key and the group the machine was picked from.
 	Placement string `json:"placement,omitempty"`
 	Group     string `json:"group,omitempty"`
@@ -195,8 +195,8 @@ type rule struct {
 	apply func(*state) (bool, error)
 }
 
-// ladder is SPEC 6.2's maintenance ladder, in order: the first rule that
-// applies wins. Rule 9 is SPEC 12.5's rebalance, which runs only with a
+// ladder is docs/design.md 6.2's maintenance ladder, in order: the first rule that
+// applies wins. Rule 9 is docs/design.md 12.5's rebalance, which runs only with a
 // policy's stickiness.
 var ladder = [...]rule{
 	{OpRemoveNonExistent, (*state).removeNonExistentNodes},       // 1

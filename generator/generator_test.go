@@ -49,7 +49,7 @@ func TestRegenerateNothingToDoWhenMemberGone(t *testing.T) {
 	}
 }
 
-// TestRegenerateKeepsRebootingGoneMember: SPEC 6.3, a member whose machine
+// TestRegenerateKeepsRebootingGoneMember: docs/design.md 6.3, a member whose machine
 // is gone does not block Regenerate when it is rebooting; it is written back
 // exactly as it was.
 func TestRegenerateKeepsRebootingGoneMember(t *testing.T) {
@@ -184,7 +184,7 @@ func marshalCluster(t *testing.T, c *cluster.Cluster) string {
 	return string(data)
 }
 
-// TestLadderOrder: Update tries SPEC 6.2's rules in SPEC's order. The
+// TestLadderOrder: Update tries docs/design.md 6.2's rules in docs/design.md's order. The
 // golden cases ladder-N-before-M show each order that a decision can
 // reveal; rules 3 and 4 never apply together (fewer, and more, control
 // planes than wanted), so only this test sees theirs.
@@ -192,14 +192,14 @@ func TestLadderOrder(t *testing.T) {
 	spec := []string{
 		OpRemoveNonExistent, OpRemoveUnmatchedRole, OpIncreaseCP, OpDecreaseCP,
 		OpReplaceCP, OpIncreaseWorker, OpDecreaseWorker, OpTaintNodes,
-		OpRebalanceCP, // SPEC 12.5: after every rule of 6.2
+		OpRebalanceCP, // docs/design.md 12.5: after every rule of 6.2
 	}
 	var got []string
 	for _, r := range ladder {
 		got = append(got, r.op)
 	}
 	if !slices.Equal(got, spec) {
-		t.Errorf("ladder = %q, want SPEC 6.2's order %q", got, spec)
+		t.Errorf("ladder = %q, want docs/design.md 6.2's order %q", got, spec)
 	}
 }
 

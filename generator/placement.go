@@ -8,7 +8,7 @@ import (
 	"github.com/ckegen/ckegen/template"
 )
 
-// The placement policy (SPEC 12) in a decision: which machines a
+// The placement policy (docs/design.md 12) in a decision: which machines a
 // template's placement admits, in which of its ordered groups, and their
 // metric points. Each machine is evaluated at most once per placement and
 // decision, and only when a rule asks: a tick that changes nothing
@@ -100,7 +100,7 @@ func (pi *placement) points(s *state, x *machineInfo) float64 {
 	return pi.eval(s, x).points
 }
 
-// rank orders machines by the placement's groups (SPEC 12.4-12.5): the
+// rank orders machines by the placement's groups (docs/design.md 12.4-12.5): the
 // index of the first group of x, 0 when the placement has no groups, and
 // after every group when the placement does not admit x.
 func (pi *placement) rank(s *state, x *machineInfo) int {
@@ -185,7 +185,7 @@ func (s *state) scored(sc Score, pi *placement, x *machineInfo) Score {
 	return sc
 }
 
-// pool hands out the candidates of one template as SPEC 12.4 orders them:
+// pool hands out the candidates of one template as docs/design.md 12.4 orders them:
 // each pick from the first of the placement's groups that has a
 // candidate, the best of that group by selection score. Without groups it
 // is one picker.
@@ -195,7 +195,7 @@ type pool struct {
 	last   int       // the group of the last peek
 }
 
-// newPool builds the pool of the candidates accepted by base (SPEC 5) and
+// newPool builds the pool of the candidates accepted by base (docs/design.md 5) and
 // the placement pi (nil: all of them).
 func (s *state) newPool(pi *placement, base func(x *machineInfo) bool, rackCount func(x *machineInfo) int) *pool {
 	racks := len(s.cpsInRack)

@@ -1,7 +1,7 @@
 package generator
 
 // PlacementNodes is one placement of the policy and how many nodes of
-// its template are in each of its groups (SPEC 12.4): what the daemon's
+// its template are in each of its groups (docs/design.md 12.4): what the daemon's
 // status and the metric ckegen_placement_nodes report.
 type PlacementNodes struct {
 	// Placement is the placement's key: policy.ControlPlane or a worker

@@ -26,7 +26,7 @@ const (
 )
 
 // Plan is the sequence of ticks the daemon would make if nothing else
-// changed (SPEC 11.1), and where it leads.
+// changed (docs/design.md 11.1), and where it leads.
 type Plan struct {
 	// Result is PlanSettled, PlanRefused or PlanMaxSteps.
 	Result string

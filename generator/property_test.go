@@ -173,7 +173,7 @@ var allStates = []machine.State{
 }
 
 // propertyTaints are the Kubernetes taints a node may carry: intolerable
-// on a control plane, tolerated by SPEC 6.4, tolerated by the template.
+// on a control plane, tolerated by docs/design.md 6.4, tolerated by the template.
 var propertyTaints = [][]cluster.Taint{
 	{{Key: "example.com/broken", Effect: "NoSchedule"}},
 	{{Key: "node.kubernetes.io/unreachable", Effect: "NoExecute"}},
@@ -319,7 +319,7 @@ func (w *world) intolerable(addr string) bool {
 	return taints.Intolerable(w.nodeTaints[addr], w.tmpl.Cluster.ControlPlaneTolerations) != nil
 }
 
-// badCP is SPEC 6.2 rule 5's bad control plane, stated independently of
+// badCP is docs/design.md 6.2 rule 5's bad control plane, stated independently of
 // the generator.
 func (w *world) badCP(m *machine.Machine) bool {
 	switch m.Status.State {
@@ -590,7 +590,7 @@ func (w *world) typo() bool {
 }
 
 // checkRefusal asserts that a refused step had to be refused, from what
-// SPEC says rather than from what the generator computed.
+// docs/design.md says rather than from what the generator computed.
 func checkRefusal(t *rapid.T, w *world, err error) {
 	goneCPs, cps, workerCount, mustRemove := 0, 0, 0, false
 	typo := w.typo()
@@ -641,7 +641,7 @@ func marshal(t *rapid.T, v any) string {
 }
 
 // checkSettled asserts that no rule of the ladder is left to apply when
-// a tick has nothing to do, stated from SPEC 6.2 on the world rather than
+// a tick has nothing to do, stated from docs/design.md 6.2 on the world rather than
 // from what the generator computed.
 func checkSettled(t *rapid.T, w *world) {
 	c, typo := w.cluster, w.typo()
@@ -757,7 +757,7 @@ func groupRank(group string, admitted bool) int {
 }
 
 // checkGroupsSettled asserts rule 9's group clause on a settled cluster
-// (SPEC 12.5), stated from the groups alone: with a stickiness and two
+// (docs/design.md 12.5), stated from the groups alone: with a stickiness and two
 // control planes or more, no HEALTHY control plane that is not rebooting
 // is in a later group than an unused candidate.
 func (w *world) checkGroupsSettled(t *rapid.T, cps int, inCluster map[string]*cluster.Node) {

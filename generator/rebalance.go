@@ -6,7 +6,7 @@ import (
 	"github.com/ckegen/ckegen/machine"
 )
 
-// Rule 9: rebalance control planes (SPEC 12.5), Krake's rescheduling with
+// Rule 9: rebalance control planes (docs/design.md 12.5), Krake's rescheduling with
 // stickiness. It runs only when every rule above had nothing to do, and
 // moves at most one control plane: the one that deserves its place least
 // (W) gives it to the best unused candidate (C) when C's group comes
@@ -100,7 +100,7 @@ func (s *state) rebalanceControlPlanes() (bool, error) {
 }
 
 // bestCPCandidate is the unused machine a control plane pick would take
-// now (SPEC 12.4: the first group with a candidate, the best of it), and
+// now (docs/design.md 12.4: the first group with a candidate, the best of it), and
 // its rank; nil when there is none. It is the cpPool's first pick, found
 // in one pass: rule 9 needs one candidate per tick, not a picker.
 func (s *state) bestCPCandidate() (*machineInfo, int) {

@@ -11,7 +11,7 @@ import (
 	"github.com/ckegen/ckegen/template"
 )
 
-// Turning the members of the next cluster into nodes (SPEC 2).
+// Turning the members of the next cluster into nodes (docs/design.md 2).
 
 // render returns the node for a member, re-rendered from the template and
 // current machine data. A current node that already is what rendering would

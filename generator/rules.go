@@ -9,10 +9,10 @@ import (
 	"github.com/ckegen/ckegen/taints"
 )
 
-// Generate (SPEC 6.1), Regenerate (6.3), the rules of the Update ladder
+// Generate (docs/design.md 6.1), Regenerate (6.3), the rules of the Update ladder
 // (6.2) and fill.
 
-// generate picks the first cluster (SPEC 6.1).
+// generate picks the first cluster (docs/design.md 6.1).
 func (s *state) generate() error {
 	if s.limits.rate {
 		s.expect(len(s.machines))
@@ -45,7 +45,7 @@ func (s *state) generate() error {
 	return nil
 }
 
-// regenerate re-renders the membership (SPEC 6.3). Nodes whose rendering
+// regenerate re-renders the membership (docs/design.md 6.3). Nodes whose rendering
 // changes are reported.
 func (s *state) regenerate() error {
 	for _, mb := range s.members {
@@ -67,7 +67,7 @@ func (s *state) regenerate() error {
 	return nil
 }
 
-// Rule 1: remove nodes whose machines are gone (SPEC 6.2.1).
+// Rule 1: remove nodes whose machines are gone (docs/design.md 6.2.1).
 func (s *state) removeNonExistentNodes() (bool, error) {
 	var gone []*member
 	goneCPs := 0
@@ -97,7 +97,7 @@ func (s *state) removeNonExistentNodes() (bool, error) {
 	return true, nil
 }
 
-// Rule 2: remove workers whose role no worker template takes (SPEC 6.2.2).
+// Rule 2: remove workers whose role no worker template takes (docs/design.md 6.2.2).
 // Not while a worker template's role matches no machine at all: that
 // template is most likely a misspelt role, and removing every worker of the
 // role it replaced would be a large change made by mistake (the result
@@ -135,13 +135,13 @@ func (s *state) removeUnmatchedRoleWorkers() (bool, error) {
 }
 
 // Rule 3: fewer control planes than control-plane-count; fill adds them
-// (SPEC 6.2.3).
+// (docs/design.md 6.2.3).
 func (s *state) increaseControlPlanes() (bool, error) {
 	return s.cpCount < s.limits.controlPlaneCount, nil
 }
 
 // Rule 4: more control planes than control-plane-count: demote (or remove)
-// the one with the lowest removal score (SPEC 6.2.4).
+// the one with the lowest removal score (docs/design.md 6.2.4).
 func (s *state) decreaseControlPlanes() (bool, error) {
 	if s.cpCount <= s.limits.controlPlaneCount {
 		return false, nil
@@ -184,7 +184,7 @@ func badCPText(x *machineInfo) string {
 	return "is " + string(x.state)
 }
 
-// Rule 5: replace the worst bad control plane (SPEC 6.2.5). The rule
+// Rule 5: replace the worst bad control plane (docs/design.md 6.2.5). The rule
 // applies only when something can replace it in this tick, so that a bad
 // control plane with nothing to replace it does not stop the rules below.
 // The replacement is chosen after the bad control plane was demoted or
@@ -204,7 +204,7 @@ func (s *state) replaceControlPlane() (bool, error) {
 	hasCandidate := s.anyCPCandidate()
 	why := fmt.Sprintf("control plane %s: lowest %s", badCPText(bad.machine), sc.String())
 
-	// A spare worker replaces it first (SPEC 13), whatever the worker
+	// A spare worker replaces it first (docs/design.md 13), whatever the worker
 	// limits: the bad one, demoted, takes its place among the workers (or
 	// leaves, and the worker rules below fill the gap).
 	if spare, _, _ := s.bestSpareWorker(); spare != nil {
@@ -294,7 +294,7 @@ func (s *state) increaseWorkers() (bool, error) {
 }
 
 // Rule 7: remove (or replace) the worst worker that stayed RETIRED longer
-// than the retire wait (SPEC 6.2.7).
+// than the retire wait (docs/design.md 6.2.7).
 func (s *state) decreaseWorkers() (bool, error) {
 	if s.limits.rate {
 		return s.decreaseWorkersByRate()
@@ -355,7 +355,7 @@ func (s *state) decreaseWorkersByRate() (bool, error) {
 	return true, nil
 }
 
-// Rule 8: state taints that differ from the machine's state (SPEC 6.2.8).
+// Rule 8: state taints that differ from the machine's state (docs/design.md 6.2.8).
 func (s *state) taintNodes() (bool, error) {
 	changed := false
 	s.live(func(mb *member) {
@@ -444,7 +444,7 @@ func (s *state) fillWorkers() error {
 	return nil
 }
 
-// addWorker adds the next worker, SPEC 4's template by weight and then that
+// addWorker adds the next worker, docs/design.md 4's template by weight and then that
 // template's best candidate, and records it with why before the score's
 // explanation. It returns false when no template has a candidate.
 func (s *state) addWorker(ws []*pool, action, why string) bool {

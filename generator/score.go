@@ -17,10 +17,10 @@ import (
 // the change's reason): that is the "score" of `ckecli sabakan generate
 // --explain json` and of the daemon's history.
 type Score struct {
-	// Total is the sum of the integer terms of SPEC 3 (rack, lifetime,
+	// Total is the sum of the integer terms of docs/design.md 3 (rack, lifetime,
 	// health); Value adds the metric points.
 	Total int
-	// MetricPoints is the placement's metric score (SPEC 12.3), 0 without
+	// MetricPoints is the placement's metric score (docs/design.md 12.3), 0 without
 	// a policy; Terms explain it, one per metric of the placement.
 	MetricPoints float64
 	Terms        []policy.Term

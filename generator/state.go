@@ -40,10 +40,10 @@ type machineInfo struct {
 	lifetimeDays   int
 	lifetimePoints int
 	// intolerableTaint: its Kubernetes node carries a taint a control
-	// plane may not have (SPEC 6.4).
+	// plane may not have (docs/design.md 6.4).
 	intolerableTaint bool
 	// spare: its Kubernetes node carries the template's spare node taint
-	// (SPEC 13): as a worker it is the first to become a control plane.
+	// (docs/design.md 13): as a worker it is the first to become a control plane.
 	spare bool
 	// member is the machine's entry in the next cluster, nil if unused.
 	member *member
@@ -296,7 +296,7 @@ func (s *state) addMachines(nodeAt map[uint32]*member) (int, error) {
 }
 
 // checkTemplateRoles finds the worker templates whose role matches no
-// machine of the inventory (SPEC 6.2 rule 2's typo guard) and warns about
+// machine of the inventory (docs/design.md 6.2 rule 2's typo guard) and warns about
 // each.
 func (s *state) checkTemplateRoles() {
 	for i := range s.tmpl.Workers {
@@ -378,9 +378,9 @@ func (s *state) live(f func(mb *member)) {
 	}
 }
 
-// Tolerations are the taint keys a control plane tolerates besides SPEC
+// Tolerations are the taint keys a control plane tolerates besides docs/design.md
 // 6.4's built-in ones: the template's control_plane_tolerations and its
-// spare node taint key (SPEC 13).
+// spare node taint key (docs/design.md 13).
 func Tolerations(t *template.Template) []string {
 	if t.SpareNodeTaintKey == "" {
 		return t.Cluster.ControlPlaneTolerations

@@ -163,7 +163,7 @@ func addNodes(out map[string][]cluster.Taint, nodes []corev1.Node) {
 }
 
 // CountIntolerable counts the Nodes that carry a taint a control plane may
-// not carry (SPEC 6.4), given the template's control_plane_tolerations and
+// not carry (docs/design.md 6.4), given the template's control_plane_tolerations and
 // any other key tolerated on control planes.
 func CountIntolerable(nodeTaints map[string][]cluster.Taint, tolerations []string) int {
 	n := 0

@@ -15,7 +15,7 @@ import (
 	"github.com/ckegen/ckegen/machine"
 )
 
-// Label keys set by the generator (SPEC section 2) or read from templates.
+// Label keys set by the generator (docs/design.md section 2) or read from templates.
 const (
 	Role         = "cke.cybozu.com/role"
 	Weight       = "cke.cybozu.com/weight"
@@ -99,11 +99,11 @@ type Template struct {
 }
 
 // Render returns the labels and annotations of the node for machine m made
-// from template t, in SPEC section 2's order (later wins on equal keys):
+// from template t, in docs/design.md section 2's order (later wins on equal keys):
 // sabakan labels, the template's labels except the weight, the machine's
 // fields, and for control planes the node-role labels.
 //
-// Dates are rendered in the UTC offset sabakan returned them with (SPEC
+// Dates are rendered in the UTC offset sabakan returned them with (docs/design.md
 // 1.5), as CKE does: 2031-08-01T05:00:00+09:00 gives the retire month
 // 2031-08, the retire year 2031 and that same annotation, to the second.
 func Render(m *machine.Machine, t Template, controlPlane bool) (map[string]string, map[string]string) {

@@ -52,7 +52,7 @@ func TestRender(t *testing.T) {
 }
 
 // TestRenderDates: month, year and date annotations are rendered in the
-// offset sabakan returned the date with (SPEC 1.5), to the second.
+// offset sabakan returned the date with (docs/design.md 1.5), to the second.
 func TestRenderDates(t *testing.T) {
 	cases := []struct {
 		date               string // as sabakan returns it

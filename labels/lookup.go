@@ -8,7 +8,7 @@ import (
 )
 
 // Node is a machine as a node of a template, whose labels are read one at
-// a time: a placement policy's constraints (SPEC 12.2) read a few labels of
+// a time: a placement policy's constraints (docs/design.md 12.2) read a few labels of
 // every machine, and rendering all of them would cost a map per machine.
 // Its Label answers exactly as the map of Render would.
 type Node struct {
@@ -23,7 +23,7 @@ type Node struct {
 }
 
 // Label returns the value Render would give key, and whether Render sets
-// it; later steps of SPEC 2 win over earlier ones as in Render.
+// it; later steps of docs/design.md 2 win over earlier ones as in Render.
 func (n Node) Label(key string) (string, bool) {
 	spec := &n.Machine.Spec
 	if n.ControlPlane && (key == Master || key == ControlPlane) {

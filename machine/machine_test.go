@@ -208,7 +208,7 @@ func TestParseRefusesTrailingData(t *testing.T) {
 	}
 }
 
-// sanitizeReference is Sanitize as SPEC 1.1 states it, without the
+// sanitizeReference is Sanitize as docs/design.md 1.1 states it, without the
 // shortcuts: sort by serial, keep the first of each serial and address,
 // drop invalid labels.
 func sanitizeReference(ms []Machine, valid LabelValidator) []Machine {

@@ -1,5 +1,5 @@
 // Package metricprovider fetches the values of a placement policy's
-// metrics for the machines of one tick (SPEC 12.3): from Prometheus, with
+// metrics for the machines of one tick (docs/design.md 12.3): from Prometheus, with
 // one instant query per metric through the HTTP API, or from the values a
 // static provider lists by serial.
 package metricprovider
@@ -132,7 +132,7 @@ func newMachineIndex(vals *policy.Values, machines []*machine.Machine) *machineI
 	return idx
 }
 
-// row returns the row of the machine a sample belongs to (SPEC 12.3): by
+// row returns the row of the machine a sample belongs to (docs/design.md 12.3): by
 // its serial label; without one, by its address label; without one, by
 // the host part of its instance label.
 func (idx *machineIndex) row(vals *policy.Values, labels *sampleLabels) (int, bool) {

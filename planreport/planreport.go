@@ -1,4 +1,4 @@
-// Package planreport presents a plan (SPEC 11.1): what the daemon would do,
+// Package planreport presents a plan (docs/design.md 11.1): what the daemon would do,
 // tick after tick, if nothing else changed. A Document holds the plan's
 // result, its steps with their changes and scores, a summary of what the
 // whole plan changes, and the final cluster; it is written as text for

@@ -144,7 +144,7 @@ func TestText(t *testing.T) {
 	}
 }
 
-// TestWrite: JSON is the SPEC's object; YAML is the same document; an
+// TestWrite: JSON is the object of docs/design.md 11.1; YAML is the same document; an
 // unknown format is an error that names the formats.
 func TestWrite(t *testing.T) {
 	c := &cluster.Cluster{Name: "c", Nodes: []*cluster.Node{node("10.0.0.1", "cs", "1", true)}, ServiceSubnet: "10.68.0.0/16"}

@@ -1,4 +1,4 @@
-// Package policy is the placement policy (SPEC 12): where machines may go
+// Package policy is the placement policy (docs/design.md 12): where machines may go
 // beyond role and weight (Krake's label and metric constraints), which are
 // preferred (metric scores), and in which order groups of machines are
 // used (Karmada's ordered cluster affinities).
@@ -47,7 +47,7 @@ const DefaultTimeout = 10 * time.Second
 // MaxGroups is the most groups a placement may list.
 const MaxGroups = 64
 
-// Document is a placement policy as written (SPEC 12.1). It marshals to
+// Document is a placement policy as written (docs/design.md 12.1). It marshals to
 // the canonical JSON that is stored in etcd.
 type Document struct {
 	// Placements by template: ControlPlane, or a worker template's role.
@@ -57,7 +57,7 @@ type Document struct {
 	// Providers by name.
 	Providers map[string]*ProviderSpec `json:"providers,omitempty"`
 	// Stickiness is the gain in points a control plane's move must exceed
-	// (SPEC 12.5); 0 never moves one.
+	// (docs/design.md 12.5); 0 never moves one.
 	Stickiness Number `json:"stickiness,omitempty"`
 }
 

@@ -13,7 +13,7 @@ import (
 	"github.com/ckegen/ckegen/template"
 )
 
-// specExample is SPEC 12.1's example policy, with the gpu constraint
+// specExample is docs/design.md 12.1's example policy, with the gpu constraint
 // quoted: unquoted in a YAML flow list, the comma would end the item.
 const specExample = `
 placements:                    # by template
@@ -137,7 +137,7 @@ const base = `{
   "stickiness": 5
 }`
 
-// TestValidationRefusals: each refusal of SPEC 12.1 (and the others the
+// TestValidationRefusals: each refusal of docs/design.md 12.1 (and the others the
 // document needs) names its path.
 func TestValidationRefusals(t *testing.T) {
 	if _, err := Compile(mustParse(t, base), exampleTemplate(t)); err != nil {
@@ -247,7 +247,7 @@ func TestParseStrictJSON(t *testing.T) {
 	}
 }
 
-// TestFlowListHint: SPEC 12.1's example as printed writes
+// TestFlowListHint: docs/design.md 12.1's example as printed writes
 // [sabakan.cke.cybozu.com/gpu in (a100, h100)], which YAML reads as two
 // items; the error says why.
 func TestFlowListHint(t *testing.T) {

@@ -7,7 +7,7 @@ import (
 )
 
 // Labels is how constraints read the labels a machine would have as a
-// node of the placement's template (SPEC 2, all steps). A caller that has
+// node of the placement's template (docs/design.md 2, all steps). A caller that has
 // the labels as a map passes LabelMap(m); one that computes them on
 // demand implements Label without building a map. Policy.LabelKeys lists
 // every key the constraints read.
@@ -35,7 +35,7 @@ const (
 	LabelNotIn                   // not in (...)
 )
 
-// LabelConstraint is one parsed label constraint (SPEC 12.2).
+// LabelConstraint is one parsed label constraint (docs/design.md 12.2).
 type LabelConstraint struct {
 	Key string
 	Op  LabelOp

@@ -8,7 +8,7 @@ import (
 	"unicode/utf8"
 )
 
-// The constraint languages (SPEC 12.2, 12.3) share one lexer: words,
+// The constraint languages (docs/design.md 12.2, 12.3) share one lexer: words,
 // quoted values, comparison operators, parentheses and commas. Keywords
 // (is, not, in, greater, than, ...) are words; the parsers give them their
 // meaning by position, so a label may be called "in".

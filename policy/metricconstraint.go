@@ -21,7 +21,7 @@ const (
 
 var metricOpText = [...]string{"==", "!=", ">", ">=", "<", "<="}
 
-// MetricConstraint is one parsed metric constraint (SPEC 12.3), compared
+// MetricConstraint is one parsed metric constraint (docs/design.md 12.3), compared
 // with the raw value of the metric.
 type MetricConstraint struct {
 	Metric string

@@ -246,7 +246,7 @@ func (pl *Placement) Groups(l Labels, r Row) GroupSet {
 	return s
 }
 
-// Admit reports whether a machine is a candidate for the template (SPEC
+// Admit reports whether a machine is a candidate for the template (docs/design.md
 // 12.2-12.4): the placement's constraints and metric constraints hold, and
 // when the placement has groups, those of at least one group. It also
 // returns the machine's groups.

@@ -11,7 +11,7 @@ import (
 	"github.com/ckegen/ckegen/template"
 )
 
-// Validate checks everything that does not need a template (SPEC 12.1):
+// Validate checks everything that does not need a template (docs/design.md 12.1):
 // constraints parse, metrics are defined with a known provider,
 // min < max, numbers are finite, provider types are known and have what
 // their type needs, group names are unique, stickiness is >= 0. Every

@@ -12,7 +12,7 @@ import (
 	"github.com/ckegen/ckegen/planreport"
 )
 
-// Change management (SPEC 11): ckegen's own keys, under sabakan/ where CKE
+// Change management (docs/design.md 11): ckegen's own keys, under sabakan/ where CKE
 // keeps nothing of these names.
 const (
 	// KeySabakanTrigger is "planning" or "schedule" (absent: schedule).
@@ -25,7 +25,7 @@ const (
 	KeySabakanMaxUnhealthy = "sabakan/max-unhealthy"
 )
 
-// Triggers (SPEC 11.2).
+// Triggers (docs/design.md 11.2).
 const (
 	// TriggerSchedule applies changes as they come, one step per tick
 	// (CKE's behaviour, and the default).
@@ -81,7 +81,7 @@ func (s Storage) SetTrigger(ctx context.Context, trigger string) error {
 	return s.put(ctx, KeySabakanTrigger, []byte(trigger))
 }
 
-// ParseQuietTime validates a quiet time (SPEC 11.3): a Go duration, not
+// ParseQuietTime validates a quiet time (docs/design.md 11.3): a Go duration, not
 // negative; 0 turns quiet time off.
 func ParseQuietTime(s string) (time.Duration, error) {
 	d, err := time.ParseDuration(s)
@@ -124,7 +124,7 @@ func (s Storage) SetQuietTime(ctx context.Context, d time.Duration) error {
 }
 
 // MaxUnhealthy is how many of the cluster's nodes may be unhealthy before
-// the daemon stops changing membership (SPEC 11.4): a count, or a
+// the daemon stops changing membership (docs/design.md 11.4): a count, or a
 // percentage of the current cluster's nodes.
 type MaxUnhealthy struct {
 	// Value is the count, or the percentage (0-100) when Percent is set.
@@ -199,8 +199,8 @@ func (s Storage) SetMaxUnhealthy(ctx context.Context, m MaxUnhealthy) error {
 	return s.put(ctx, KeySabakanMaxUnhealthy, []byte(m.String()))
 }
 
-// StoredPlan is the daemon's plan as sabakan/plan keeps it (SPEC 11.2):
-// the document of SPEC 11.1 and when and from what it was computed.
+// StoredPlan is the daemon's plan as sabakan/plan keeps it (docs/design.md 11.2):
+// the document of docs/design.md 11.1 and when and from what it was computed.
 type StoredPlan struct {
 	planreport.Document
 	// ComputedAt is the time of the tick that computed the plan.
@@ -270,7 +270,7 @@ func (s Storage) DeleteMaxUnhealthy(ctx context.Context) error {
 	return err
 }
 
-// ChangeStatus is change management's part of sabakan/status (SPEC 11):
+// ChangeStatus is change management's part of sabakan/status (docs/design.md 11):
 // what held the tick's writes, what is pending, and what the daemon must
 // remember across leaders (the inventory's digest and since when it is
 // unchanged).
@@ -310,7 +310,7 @@ type PendingPlan struct {
 	Digest string `json:"digest,omitempty"`
 }
 
-// QuietStatus is the inventory's stillness (SPEC 11.3).
+// QuietStatus is the inventory's stillness (docs/design.md 11.3).
 type QuietStatus struct {
 	// QuietTime is the quiet time the tick ran with ("0s": off).
 	QuietTime string `json:"quietTime"`
@@ -326,7 +326,7 @@ type QuietStatus struct {
 }
 
 // UnhealthyStatus is the count of unhealthy nodes against max-unhealthy
-// (SPEC 11.4).
+// (docs/design.md 11.4).
 type UnhealthyStatus struct {
 	Count        int    `json:"count"`
 	Nodes        int    `json:"nodes"`

@@ -8,7 +8,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
-// KeySabakanPolicy holds the placement policy (SPEC 12.1), JSON; ckegen's
+// KeySabakanPolicy holds the placement policy (docs/design.md 12.1), JSON; ckegen's
 // own key.
 const KeySabakanPolicy = "sabakan/policy"
 

@@ -335,7 +335,7 @@ type Status struct {
 	// the daemon has no Kubernetes access (no --kubeconfig).
 	Kubernetes *KubernetesStatus `json:"kubernetes,omitempty"`
 	// Placements are the placement policy's placements as the last tick
-	// that read the policy left the cluster (SPEC 12.4); nil without a
+	// that read the policy left the cluster (docs/design.md 12.4); nil without a
 	// policy.
 	Placements []PlacementStatus `json:"placements,omitempty"`
 	// Model is the constraints model in force at the tick
@@ -386,7 +386,7 @@ type KubernetesStatus struct {
 	// Read: the tick listed the Nodes.
 	Read bool `json:"read"`
 	// Nodes is how many Nodes it listed, Intolerable how many of them
-	// carried a taint a control plane does not tolerate (SPEC 6.4).
+	// carried a taint a control plane does not tolerate (docs/design.md 6.4).
 	Nodes       int `json:"nodes"`
 	Intolerable int `json:"intolerable"`
 }

@@ -101,7 +101,7 @@ func FillDefaults(c *cluster.Cluster) error {
 	return nil
 }
 
-// New validates c as a template (SPEC 1.2, rules 1-7). Every violation is
+// New validates c as a template (docs/design.md 1.2, rules 1-7). Every violation is
 // reported, each naming the node index and field.
 func New(c *cluster.Cluster) (*Template, error) {
 	v := &validator{}

@@ -54,7 +54,7 @@ func TestSingleWorkerWithoutRoleTakesAnyRole(t *testing.T) {
 	}
 }
 
-// TestValidationRules has one case per rule of SPEC 1.2; each error must
+// TestValidationRules has one case per rule of docs/design.md 1.2; each error must
 // name the node (or field) and what is wrong.
 func TestValidationRules(t *testing.T) {
 	cp := "- {user: u, control_plane: true}\n"

@@ -86,7 +86,7 @@ by default), and exits 0 whatever the plan's result.`,
 	f.StringVar(&o.now, "now", "", "the time of the decision, RFC3339 (default: the current time)")
 	f.DurationVar(&o.retireWait, "retire-wait", generator.DefaultRetireWait, "how long a worker stays RETIRED before it is removed")
 	f.StringVar(&o.k8sNodes, "k8s-nodes", "", `Kubernetes nodes file: [{"name": ADDRESS, "taints": [...]}], or kubectl get nodes -o json`)
-	f.StringVar(&o.policy, "policy", "", "placement policy file (YAML or JSON, SPEC 12); its metrics are fetched from its providers")
+	f.StringVar(&o.policy, "policy", "", "placement policy file (YAML or JSON, docs/design.md 12); its metrics are fetched from its providers")
 	f.StringSliceVar(&o.rebooting, "rebooting", nil, "addresses of nodes that are rebooting (comma separated)")
 	f.BoolVar(&o.templateChanged, "template-changed", false, "with --current: re-render from the template when there is nothing else to do")
 	f.StringVar(&o.explain, "explain", "", "write the decision to stderr: text or json")
