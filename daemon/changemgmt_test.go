@@ -487,17 +487,25 @@ func TestChangeManagementReasons(t *testing.T) {
 	}
 }
 
+// runHourly runs a daemon whose interval is an hour, so that only a
+// watched change makes it tick, until the test ends; it returns after the
+// first tick.
+func (f *fixture) runHourly(t *testing.T) *Daemon {
+	d := f.daemon("d", func(c *Config) { c.Interval = time.Hour })
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { _ = d.Run(ctx); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
+	waitFor(t, "the first tick", func() bool { return ticks(d) == 1 })
+	return d
+}
+
 // TestChangeSettingsWakeTheDaemon: the trigger, the quiet time and
 // max-unhealthy are watched like the other settings.
 func TestChangeSettingsWakeTheDaemon(t *testing.T) {
 	f := newFixture(t)
-	d := f.daemon("d", func(c *Config) { c.Interval = time.Hour })
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	done := make(chan struct{})
-	go func() { _ = d.Run(ctx); close(done) }()
-	defer func() { cancel(); <-done }()
-	waitFor(t, "the first tick", func() bool { return ticks(d) == 1 })
+	d := f.runHourly(t)
+	ctx := context.Background()
 	for _, change := range []func() error{
 		func() error { return f.st.SetTrigger(ctx, storage.TriggerPlanning) },
 		func() error { return f.st.SetQuietTime(ctx, time.Second) },
@@ -553,13 +561,8 @@ func TestChangeStatusKept(t *testing.T) {
 // ticks at once (docs/beside-cke.md), as every other setting does.
 func TestOwnerChangesWakeTheDaemon(t *testing.T) {
 	f := newFixture(t)
-	d := f.daemon("d", func(c *Config) { c.Interval = time.Hour })
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	done := make(chan struct{})
-	go func() { _ = d.Run(ctx); close(done) }()
-	defer func() { cancel(); <-done }()
-	waitFor(t, "the first tick", func() bool { return ticks(d) == 1 })
+	d := f.runHourly(t)
+	ctx := context.Background()
 	for _, kv := range [][2]string{{storage.KeyCKEGenDisabled, "true"}, {storage.KeyOwner, storage.OwnerCKEGen}, {storage.KeyCKEGenDisabled, "false"}} {
 		before := ticks(d)
 		_, err := f.st.Client.Put(ctx, f.st.Key(kv[0]), kv[1])
