@@ -199,7 +199,7 @@ func (d *Daemon) keepPlan(ctx context.Context, leaderKey string, s *settings, in
 	}
 	if len(p.Steps) > 0 {
 		next := p.Steps[0]
-		pending.NextOp, pending.NextChanges, pending.NextChangeCount = next.Op, storage.Changes(next.Changes), len(next.Changes)
+		pending.NextOp, pending.NextChanges, pending.NextChangeCount = next.Op, statusChanges(next.Changes), len(next.Changes)
 	}
 	out.change.Pending = pending
 	if out.held != "" {
@@ -262,7 +262,7 @@ func changeStatus(st *storage.Status, prev storage.Status, out *outcome, err err
 	st.ChangeStatus = c
 	if out.result != nil && err != nil {
 		// Over max-unhealthy: the taints written are the last op.
-		st.LastOp, st.LastChanges, st.LastChangeCount = out.result.Op, storage.Changes(out.result.Changes), len(out.result.Changes)
+		st.LastOp, st.LastChanges, st.LastChangeCount = out.result.Op, statusChanges(out.result.Changes), len(out.result.Changes)
 	}
 	if err != nil || out.held == "" {
 		return

@@ -388,7 +388,7 @@ func nextStatus(prev storage.Status, now time.Time, leader string, out *outcome,
 		st.Result = ResultOK
 		st.LastSuccess = now
 		if out.result != nil {
-			st.LastOp, st.LastChanges, st.LastChangeCount = out.result.Op, storage.Changes(out.result.Changes), len(out.result.Changes)
+			st.LastOp, st.LastChanges, st.LastChangeCount = out.result.Op, statusChanges(out.result.Changes), len(out.result.Changes)
 		}
 	}
 	if out != nil && out.own != nil {
@@ -458,7 +458,7 @@ func modelStatus(st *storage.Status, prev storage.Status, out *outcome) {
 	switch {
 	case !c.RateModel():
 	case out.machines != nil:
-		st.WorkerRate = generator.RateOf(out.cluster(), len(out.machines), c)
+		st.WorkerRate = statusRate(generator.RateOf(out.cluster(), len(out.machines), c))
 	case prev.WorkerRate != nil:
 		r := *prev.WorkerRate
 		r.Minimum = *c.MinimumWorkersRate

@@ -108,7 +108,7 @@ func checkRate(t *testing.T, st storage.Status, workers, minimum int) {
 	}
 	want := generator.WorkerRate{Workers: workers, Machines: modelMachines,
 		Percent: float64(workers-1) / modelMachines * 100, Minimum: minimum}
-	if r := st.WorkerRate; r == nil || *r != want {
+	if r := st.WorkerRate; r == nil || generator.WorkerRate(*r) != want {
 		t.Errorf("worker rate %+v, want %+v", r, want)
 	}
 }
@@ -205,7 +205,7 @@ func TestModelsEndToEnd(t *testing.T) {
 					t.Errorf("status warnings %q lack the RETIRED worker held by the rate", st.Warnings)
 				}
 				checkRate(t, st, workers, 80)
-				if st.WorkerRate.CanRemove() {
+				if (*generator.WorkerRate)(st.WorkerRate).CanRemove() {
 					t.Error("the status's rate allows a removal at 75% < 80%")
 				}
 

@@ -398,7 +398,7 @@ func placementStatus(prev []storage.PlacementStatus, counts []generator.Placemen
 	}
 	out := make([]storage.PlacementStatus, len(counts))
 	for i, c := range counts {
-		ps := storage.PlacementStatus{Placement: c.Placement, Groups: c.Groups}
+		ps := storage.PlacementStatus{Placement: c.Placement, Groups: statusGroups(c.Groups)}
 		for j := len(changes) - 1; j >= 0; j-- {
 			if ch := changes[j]; ch.Placement == c.Placement && ch.Group != "" {
 				ps.ObservedGroup = ch.Group
@@ -554,7 +554,7 @@ func (d *Daemon) record(ctx context.Context, leaderKey string, s *settings, res 
 	err := d.cfg.Storage.AddHistory(ctx, leaderKey, storage.HistoryEntry{
 		Time:             d.cfg.Now().UTC(),
 		Op:               res.Op,
-		Changes:          storage.Changes(res.Changes),
+		Changes:          statusChanges(res.Changes),
 		ChangeCount:      len(res.Changes),
 		TemplateRevision: s.templateRev,
 		ClusterRevision:  rev,

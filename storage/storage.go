@@ -17,9 +17,7 @@ import (
 
 	"github.com/ckegen/ckegen/cluster"
 	"github.com/ckegen/ckegen/constraints"
-	"github.com/ckegen/ckegen/generator"
 	"github.com/ckegen/ckegen/internal/clip"
-	"github.com/ckegen/ckegen/planreport"
 )
 
 // Keys, relative to the prefix (CKE's layout; the last three are ckegen's
@@ -350,7 +348,7 @@ type Status struct {
 	// the last tick that queried sabakan left it, against the
 	// minimum-workers-rate in force; nil in the count model, or before
 	// sabakan answered.
-	WorkerRate *generator.WorkerRate `json:"workerRate,omitempty"`
+	WorkerRate *WorkerRate `json:"workerRate,omitempty"`
 	// Mode is how the daemon runs (docs/beside-cke.md): "standalone" (no CKE server
 	// holds leader/) or "beside-cke"; Owner is the integration's owner
 	// (OwnerCKE or OwnerCKEGen). Both "" when the tick did not read them.
@@ -378,7 +376,23 @@ type PlacementStatus struct {
 	// Groups count the placement's current nodes by group, in the
 	// policy's order; the last entry, group "", counts the nodes in none
 	// (all of them for a placement without groups).
-	Groups []generator.GroupNodes `json:"groups"`
+	Groups []GroupNodes `json:"groups"`
+}
+
+// GroupNodes counts a placement's nodes in one of its groups; Group ""
+// counts those in none.
+type GroupNodes struct {
+	Group string `json:"group"`
+	Nodes int    `json:"nodes"`
+}
+
+// WorkerRate is the rate model's figure as the status keeps it: the
+// workers, the machines counted, the percentage and the minimum in force.
+type WorkerRate struct {
+	Workers  int     `json:"workers"`
+	Machines int     `json:"machines"`
+	Percent  float64 `json:"percent"`
+	Minimum  int     `json:"minimumWorkersRate"`
 }
 
 // KubernetesStatus is what a tick learnt from the Kubernetes Nodes.
@@ -398,10 +412,10 @@ const MaxWarnings = 100
 // cluster of thousands of nodes would not fit in one etcd value.
 const MaxChanges = 100
 
-// Change is a generator.Change as status and history keep it: the score
-// is its value (planreport.ScoreValue: an integer without a policy's
-// metric points), and the placement and group are those of a machine
-// added under a policy's ordered groups.
+// Change is a change of the cluster as status and history keep it: the
+// score is its value (an integer without a policy's metric points), and
+// the placement and group are those of a machine added under a policy's
+// ordered groups.
 type Change struct {
 	Action    string   `json:"action"`
 	Address   string   `json:"address"`
@@ -410,18 +424,6 @@ type Change struct {
 	Reason    string   `json:"reason"`
 	Placement string   `json:"placement,omitempty"`
 	Group     string   `json:"group,omitempty"`
-}
-
-// Changes returns the first MaxChanges of the generator's changes as
-// status and history keep them.
-func Changes(cs []generator.Change) []Change {
-	cs = cs[:min(len(cs), MaxChanges)]
-	out := make([]Change, len(cs))
-	for i, c := range cs {
-		out[i] = Change{Action: c.Action, Address: c.Address, Serial: c.Serial, Score: planreport.ScoreValue(c.Score),
-			Reason: c.Reason, Placement: c.Placement, Group: c.Group}
-	}
-	return out
 }
 
 // GetStatus returns the last tick's status, or ErrNotFound.

@@ -59,7 +59,7 @@ func newPageFixture(t *testing.T) *pageFixture {
 		Since: now.Add(-time.Hour), Time: now, LastOp: "new", LastChangeCount: 2, ConsecutiveFailures: 4, Leader: "daemon-1",
 		Kubernetes: &storage.KubernetesStatus{Read: true, Nodes: 2, Intolerable: 1},
 		Placements: []storage.PlacementStatus{{Placement: "control-plane", ObservedGroup: "any",
-			Groups: []generator.GroupNodes{{Group: "dedicated", Nodes: 0}, {Group: "any", Nodes: 1}, {Group: "", Nodes: 0}}}}}))
+			Groups: []storage.GroupNodes{{Group: "dedicated", Nodes: 0}, {Group: "any", Nodes: 1}, {Group: "", Nodes: 0}}}}}))
 	must(t, st.AddHistory(ctx, leader, storage.HistoryEntry{Time: now.Add(-2 * time.Hour), Op: "new", ChangeCount: 2, ClusterRevision: 7,
 		Changes: []storage.Change{{Action: "generate", Address: "10.0.0.2"}, {Action: "generate", Address: "10.0.1.4"}}}))
 	return &pageFixture{st: st, sabakan: ts}

@@ -184,7 +184,7 @@ func modelLine(s storage.Status) string {
 	case s.WorkerRate == nil:
 		return s.Model + " (worker rate not known: sabakan has not answered yet)"
 	}
-	r := s.WorkerRate
+	r := (*generator.WorkerRate)(s.WorkerRate)
 	verdict := "a RETIRED worker past the retire wait may leave"
 	if !r.CanRemove() {
 		verdict = "RETIRED workers stay"

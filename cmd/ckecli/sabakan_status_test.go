@@ -40,9 +40,9 @@ func TestStatusTableKubernetes(t *testing.T) {
 // of its last pick and its nodes by group; nothing without a policy.
 func TestStatusTablePlacements(t *testing.T) {
 	st := storage.Status{Result: "ok", Leader: "h", Placements: []storage.PlacementStatus{
-		{Placement: "control-plane", ObservedGroup: "dedicated", Groups: []generator.GroupNodes{
+		{Placement: "control-plane", ObservedGroup: "dedicated", Groups: []storage.GroupNodes{
 			{Group: "dedicated", Nodes: 2}, {Group: "any", Nodes: 1}, {Group: generator.NoGroup, Nodes: 0}}},
-		{Placement: "gpu", Groups: []generator.GroupNodes{{Group: generator.NoGroup, Nodes: 3}}},
+		{Placement: "gpu", Groups: []storage.GroupNodes{{Group: generator.NoGroup, Nodes: 3}}},
 	}}
 	var b strings.Builder
 	if err := statusTable(&b, st); err != nil {
@@ -70,8 +70,8 @@ func TestStatusTablePlacements(t *testing.T) {
 // minimum-workers-rate with what it means for a RETIRED worker; nothing
 // when the tick read no valid constraints.
 func TestStatusTableModel(t *testing.T) {
-	rate := func(workers, machines, minimum int) *generator.WorkerRate {
-		return &generator.WorkerRate{Workers: workers, Machines: machines, Percent: float64(workers-1) / float64(machines) * 100, Minimum: minimum}
+	rate := func(workers, machines, minimum int) *storage.WorkerRate {
+		return &storage.WorkerRate{Workers: workers, Machines: machines, Percent: float64(workers-1) / float64(machines) * 100, Minimum: minimum}
 	}
 	for _, c := range []struct {
 		name string
