@@ -192,7 +192,7 @@ func (d *Daemon) keepPlan(ctx context.Context, leaderKey string, s *settings, in
 	}
 	doc := planreport.New(p)
 	doc.SetModel(s.constraints, len(in.Machines))
-	stored := storage.StoredPlan{Document: *doc, TemplateRevision: s.templateRev, ClusterRevision: clusterRev, Trigger: s.trigger}
+	stored := planreport.Stored{Document: *doc, TemplateRevision: s.templateRev, ClusterRevision: clusterRev, Trigger: s.trigger}
 	pending := &storage.PendingPlan{Result: p.Result, Steps: len(p.Steps)}
 	if p.Err != nil {
 		pending.Error = p.Err.Error()
@@ -222,7 +222,7 @@ func (d *Daemon) keepPlan(ctx context.Context, leaderKey string, s *settings, in
 		return nil
 	}
 	stored.ComputedAt = d.cfg.Now().UTC()
-	data, err := storage.MarshalPlan(stored, d.cfg.MaxClusterBytes)
+	data, err := planreport.MarshalStored(stored, d.cfg.MaxClusterBytes)
 	if err == nil {
 		err = d.cfg.Storage.PutPlan(ctx, leaderKey, data)
 	}
@@ -235,7 +235,7 @@ func (d *Daemon) keepPlan(ctx context.Context, leaderKey string, s *settings, in
 }
 
 // planDigest identifies a stored plan by all of it but the time.
-func planDigest(p storage.StoredPlan) (string, error) {
+func planDigest(p planreport.Stored) (string, error) {
 	p.ComputedAt = time.Time{}
 	h := sha256.New()
 	if err := json.NewEncoder(h).Encode(p); err != nil {

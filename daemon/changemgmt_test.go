@@ -22,6 +22,7 @@ import (
 	"github.com/ckegen/ckegen/internal/embedded"
 	"github.com/ckegen/ckegen/internal/etcdtest"
 	"github.com/ckegen/ckegen/machine"
+	"github.com/ckegen/ckegen/planreport"
 	"github.com/ckegen/ckegen/sabakan/server"
 	"github.com/ckegen/ckegen/storage"
 )
@@ -145,7 +146,7 @@ func TestPlanningThenSchedule(t *testing.T) {
 	if planRevs[0] == 0 || planRevs[1] <= planRevs[0] || planRevs[2] <= planRevs[1] {
 		t.Errorf("in planning each tick stores the plan: sabakan/plan revisions %v", planRevs)
 	}
-	plan, err := f.st.GetPlan(ctx)
+	plan, err := planreport.ReadStored(ctx, f.st)
 	must(t, err)
 	_, tmplRev, _ := f.st.GetTemplate(ctx)
 	if plan.Result != generator.PlanSettled || len(plan.Steps) < 2 || plan.Trigger != storage.TriggerPlanning ||

@@ -13,6 +13,7 @@ import (
 	"github.com/ckegen/ckegen/constraints"
 	"github.com/ckegen/ckegen/generator"
 	"github.com/ckegen/ckegen/machine"
+	"github.com/ckegen/ckegen/planreport"
 	"github.com/ckegen/ckegen/storage"
 )
 
@@ -149,7 +150,7 @@ func TestModelsEndToEnd(t *testing.T) {
 			if got := len(cpAddresses(cl)); got != 3 || workerCount(cl) != c.firstWorkers {
 				t.Fatalf("first cluster: %d control planes and %d workers, want 3 and %d", got, workerCount(cl), c.firstWorkers)
 			}
-			if plan, err := f.st.GetPlan(ctx); err != nil || plan.Model != c.model || (plan.Rate != nil) != rate {
+			if plan, err := planreport.ReadStored(ctx, f.st); err != nil || plan.Model != c.model || (plan.Rate != nil) != rate {
 				t.Errorf("stored plan: %+v, %v; want model %s and a rate only in the rate model", plan, err, c.model)
 			}
 			st := f.status(t)

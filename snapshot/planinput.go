@@ -11,6 +11,7 @@ import (
 	"github.com/ckegen/ckegen/labels"
 	"github.com/ckegen/ckegen/machine"
 	"github.com/ckegen/ckegen/metricprovider"
+	"github.com/ckegen/ckegen/planreport"
 	"github.com/ckegen/ckegen/policy"
 	"github.com/ckegen/ckegen/sabakan"
 	"github.com/ckegen/ckegen/storage"
@@ -169,7 +170,7 @@ func (r *Reader) PlanInput(ctx context.Context, w WhatIf, retireWait time.Durati
 // (sabakan/plan): its first step and how many steps it has; nil when there
 // is no plan, it does not parse, or it has no step.
 func StoredPending(ctx context.Context, st storage.Storage) (*Pending, error) {
-	p, err := st.GetPlan(ctx)
+	p, err := planreport.ReadStored(ctx, st)
 	switch {
 	case errors.Is(err, storage.ErrNotFound), errors.Is(err, storage.ErrInvalid):
 		// A plan that does not parse is no reason not to draw the rest.

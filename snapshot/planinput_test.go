@@ -27,18 +27,18 @@ func TestStoredPending(t *testing.T) {
 	defer sess.Close()
 	e := concurrency.NewElection(sess, st.Key(storage.KeyLeader))
 	must(t, e.Campaign(ctx, "d"))
-	put := func(p storage.StoredPlan) {
+	put := func(p planreport.Stored) {
 		t.Helper()
-		data, err := storage.MarshalPlan(p, 0)
+		data, err := planreport.MarshalStored(p, 0)
 		must(t, err)
 		must(t, st.PutPlan(ctx, e.Key(), data))
 	}
 	at := time.Date(2026, 1, 2, 0, 0, 0, 0, time.UTC)
-	put(storage.StoredPlan{Document: planreport.Document{Result: generator.PlanSettled}, ComputedAt: at})
+	put(planreport.Stored{Document: planreport.Document{Result: generator.PlanSettled}, ComputedAt: at})
 	if p, err := StoredPending(ctx, st); p != nil || err != nil {
 		t.Errorf("a plan of no step: %+v, %v", p, err)
 	}
-	put(storage.StoredPlan{ComputedAt: at, Document: planreport.Document{Result: generator.PlanSettled, Steps: []planreport.Step{
+	put(planreport.Stored{ComputedAt: at, Document: planreport.Document{Result: generator.PlanSettled, Steps: []planreport.Step{
 		{Op: generator.OpIncreaseWorker, Changes: []planreport.Change{{Action: generator.ActionAddWorker, Address: "10.0.0.1", Serial: "s", Reason: "r"}}},
 		{Op: generator.OpTaintNodes},
 	}}})

@@ -2,14 +2,11 @@ package storage
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/ckegen/ckegen/planreport"
 )
 
 // Change management (docs/design.md 11): ckegen's own keys, under sabakan/ where CKE
@@ -199,67 +196,14 @@ func (s Storage) SetMaxUnhealthy(ctx context.Context, m MaxUnhealthy) error {
 	return s.put(ctx, KeySabakanMaxUnhealthy, []byte(m.String()))
 }
 
-// StoredPlan is the daemon's plan as sabakan/plan keeps it (docs/design.md 11.2):
-// the document of docs/design.md 11.1 and when and from what it was computed.
-type StoredPlan struct {
-	planreport.Document
-	// ComputedAt is the time of the tick that computed the plan.
-	ComputedAt time.Time `json:"computed-at"`
-	// TemplateRevision is the mod revision of sabakan/template the plan
-	// was computed with.
-	TemplateRevision int64 `json:"template-revision"`
-	// ClusterRevision is the mod revision of the cluster key the plan
-	// starts from (0: no cluster yet).
-	ClusterRevision int64 `json:"cluster-revision"`
-	// Trigger is the trigger when the plan was computed.
-	Trigger string `json:"trigger"`
-	// Omitted says what was left out to fit etcd's request size limit.
-	Omitted string `json:"omitted,omitempty"`
-}
-
-// GetPlan returns the stored plan, or ErrNotFound.
-func (s Storage) GetPlan(ctx context.Context) (*StoredPlan, error) {
+// GetPlan returns the stored plan's JSON (planreport.Stored), or
+// ErrNotFound.
+func (s Storage) GetPlan(ctx context.Context) ([]byte, error) {
 	data, _, err := s.get(ctx, KeySabakanPlan)
-	if err != nil {
-		return nil, err
-	}
-	var p StoredPlan
-	if err := json.Unmarshal(data, &p); err != nil {
-		return nil, fmt.Errorf("stored %s: %w: %w", KeySabakanPlan, ErrInvalid, err)
-	}
-	return &p, nil
+	return data, err
 }
 
-// MarshalPlan is the JSON of p in at most maxBytes (maxBytes <= 0: no
-// limit). A plan over the limit is stored without its final cluster, then
-// also with at most MaxChanges changes per step; Omitted says so. The
-// summary, computed before, still counts every node.
-func MarshalPlan(p StoredPlan, maxBytes int) ([]byte, error) {
-	data, err := json.Marshal(p)
-	if err != nil || maxBytes <= 0 || len(data) <= maxBytes {
-		return data, err
-	}
-	full := len(data)
-	p.Cluster = nil
-	p.Omitted = "the final cluster, to fit etcd's request size limit"
-	if data, err = json.Marshal(p); err != nil || len(data) <= maxBytes {
-		return data, err
-	}
-	steps := make([]planreport.Step, len(p.Steps))
-	for i, st := range p.Steps {
-		steps[i] = st
-		steps[i].Changes = st.Changes[:min(len(st.Changes), MaxChanges)]
-	}
-	p.Steps = steps
-	p.Omitted = fmt.Sprintf("the final cluster and the changes of each step after the first %d, to fit etcd's request size limit", MaxChanges)
-	if data, err = json.Marshal(p); err != nil || len(data) <= maxBytes {
-		return data, err
-	}
-	return nil, fmt.Errorf("the plan is %d bytes of JSON (%d without the final cluster and with %d changes per step), over etcd's request size limit of %d bytes",
-		full, len(data), MaxChanges, maxBytes)
-}
-
-// PutPlan stores a plan (from MarshalPlan) while leaderKey exists.
+// PutPlan stores a plan (planreport.MarshalStored) while leaderKey exists.
 func (s Storage) PutPlan(ctx context.Context, leaderKey string, data []byte) error {
 	return s.leaderPut(ctx, leaderKey, KeySabakanPlan, data)
 }

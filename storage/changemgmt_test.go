@@ -2,17 +2,12 @@ package storage
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/google/go-cmp/cmp"
-
-	"github.com/ckegen/ckegen/cluster"
 	"github.com/ckegen/ckegen/internal/etcdtest"
-	"github.com/ckegen/ckegen/planreport"
 )
 
 // TestChangeManagementDefaults: unset keys mean schedule, no quiet time and
@@ -111,7 +106,6 @@ func TestChangeManagementBadValues(t *testing.T) {
 		KeySabakanTrigger:      "Planning",
 		KeySabakanQuietTime:    "-5m",
 		KeySabakanMaxUnhealthy: "lots",
-		KeySabakanPlan:         "{",
 	} {
 		if _, err := cli.Put(ctx, s.Key(k), v); err != nil {
 			t.Fatal(err)
@@ -123,8 +117,6 @@ func TestChangeManagementBadValues(t *testing.T) {
 	checkInvalid(t, err, `stored sabakan/quiet-time: invalid stored value: quiet-time: must not be negative (0 turns it off), got -5m (set it with ckecli sabakan set-quiet-time)`)
 	_, err = s.GetMaxUnhealthy(ctx)
 	checkInvalid(t, err, `stored sabakan/max-unhealthy: invalid stored value: max-unhealthy: want a count of nodes such as 5 or a percentage of the cluster's nodes such as 40%, got "lots" (set it with ckecli sabakan set-max-unhealthy)`)
-	_, err = s.GetPlan(ctx)
-	checkInvalid(t, err, "stored sabakan/plan: invalid stored value: unexpected end of JSON input")
 }
 
 func checkInvalid(t *testing.T, err error, want string) {
@@ -194,96 +186,5 @@ func TestParseMaxUnhealthy(t *testing.T) {
 		if err != nil || got != c.want || got.Limit(10) != c.limit || got.String() != c.in {
 			t.Errorf("%q: %+v (limit %d, %q), %v; want %+v (limit %d)", c.in, got, got.Limit(10), got.String(), err, c.want, c.limit)
 		}
-	}
-}
-
-// TestPlanStored: the plan is written only by the leader and reads back as
-// it was written; one over the size limit loses its final cluster first,
-// then the changes beyond MaxChanges of each step.
-func TestPlanStored(t *testing.T) {
-	ctx := context.Background()
-	cli := etcdtest.Client(t)
-	s := New(cli, "")
-	leader, sess := campaign(t, s)
-
-	changes := make([]planreport.Change, MaxChanges+5)
-	for i := range changes {
-		changes[i] = planreport.Change{Action: "add-worker", Address: "10.0.0.1", Serial: "s", Reason: strings.Repeat("r", 50)}
-	}
-	nodes := make([]*cluster.Node, 50)
-	for i := range nodes {
-		nodes[i] = &cluster.Node{Address: "10.0.0.1", User: "u"}
-	}
-	p := StoredPlan{
-		Document: planreport.Document{
-			Result:   "settled",
-			Steps:    []planreport.Step{{Op: "increase worker", Changes: changes, Warnings: []string{}}},
-			Warnings: []string{},
-			Cluster:  &cluster.Cluster{Name: "t", Nodes: nodes},
-		},
-		ComputedAt:       time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC),
-		TemplateRevision: 7,
-		ClusterRevision:  9,
-		Trigger:          TriggerPlanning,
-	}
-	data, err := MarshalPlan(p, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.PutPlan(ctx, leader, data); err != nil {
-		t.Fatal(err)
-	}
-	got, err := s.GetPlan(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if diff := cmp.Diff(&p, got); diff != "" {
-		t.Errorf("read back (-want +got):\n%s", diff)
-	}
-	var keys map[string]json.RawMessage
-	if err := json.Unmarshal([]byte(raw(t, cli, s.Key(KeySabakanPlan))), &keys); err != nil {
-		t.Fatal(err)
-	}
-	for _, k := range []string{"result", "steps", "summary", "cluster", "computed-at", "template-revision", "cluster-revision", "trigger"} {
-		if _, ok := keys[k]; !ok {
-			t.Errorf("stored plan has no %q key", k)
-		}
-	}
-
-	withoutCluster := len(data) - 50*30
-	small, err := MarshalPlan(p, withoutCluster)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var back StoredPlan
-	if err := json.Unmarshal(small, &back); err != nil {
-		t.Fatal(err)
-	}
-	if back.Cluster != nil || len(back.Steps[0].Changes) != MaxChanges+5 || !strings.HasPrefix(back.Omitted, "the final cluster,") {
-		t.Errorf("over the limit by the cluster: cluster %v, %d changes, omitted %q", back.Cluster, len(back.Steps[0].Changes), back.Omitted)
-	}
-	smaller, err := MarshalPlan(p, len(small)-100)
-	if err != nil {
-		t.Fatal(err)
-	}
-	back = StoredPlan{}
-	if err := json.Unmarshal(smaller, &back); err != nil {
-		t.Fatal(err)
-	}
-	if back.Cluster != nil || len(back.Steps[0].Changes) != MaxChanges || len(p.Steps[0].Changes) != MaxChanges+5 {
-		t.Errorf("over the limit by the changes: cluster %v, %d changes (the caller's plan: %d)", back.Cluster, len(back.Steps[0].Changes), len(p.Steps[0].Changes))
-	}
-	if _, err := MarshalPlan(p, 100); err == nil || !strings.Contains(err.Error(), "over etcd's request size limit of 100 bytes") {
-		t.Errorf("a plan that cannot fit: %v", err)
-	}
-
-	if err := sess.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.PutPlan(ctx, leader, []byte(`{}`)); !errors.Is(err, ErrNoLeader) {
-		t.Errorf("leaderless plan write: %v, want ErrNoLeader", err)
-	}
-	if got, _ := s.GetPlan(ctx); got.ComputedAt != p.ComputedAt {
-		t.Errorf("a leaderless write changed the plan")
 	}
 }

@@ -398,7 +398,7 @@ func TestPlanStoredCommand(t *testing.T) {
 		t.Errorf("no stored plan: exit %d, stdout %q, stderr %q", code, out, errOut)
 	}
 	score := 990.0
-	p := storage.StoredPlan{
+	p := planreport.Stored{
 		Document: planreport.Document{
 			Result: generator.PlanSettled,
 			Steps: []planreport.Step{{Op: generator.OpIncreaseWorker, Warnings: []string{},
@@ -411,7 +411,7 @@ func TestPlanStoredCommand(t *testing.T) {
 		TemplateRevision: 4,
 		Trigger:          storage.TriggerPlanning,
 	}
-	data, err := storage.MarshalPlan(p, 0)
+	data, err := planreport.MarshalStored(p, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -428,7 +428,7 @@ func TestPlanStoredCommand(t *testing.T) {
 		t.Errorf("--stored: exit %d, stderr %q, stdout\n%s\nwant\n%s", code, errOut, out, want)
 	}
 	out, _, code = f.run("sabakan", "plan", "--stored", "-o", "json")
-	var back storage.StoredPlan
+	var back planreport.Stored
 	if err := json.Unmarshal([]byte(out), &back); code != 0 || err != nil || !back.ComputedAt.Equal(p.ComputedAt) || back.Trigger != "planning" || len(back.Steps) != 1 {
 		t.Errorf("--stored -o json: exit %d, %v:\n%s", code, err, out)
 	}

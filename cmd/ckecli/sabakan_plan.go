@@ -305,7 +305,7 @@ func holdNotes(ctx context.Context, st storage.Storage, in *snapshot.PlanInput) 
 // from what the daemon computed it, then the plan.
 func printStoredPlan(e *env, format string, stdout, stderr io.Writer) error {
 	return e.withStorage(func(ctx context.Context, st storage.Storage) error {
-		p, err := st.GetPlan(ctx)
+		p, err := planreport.ReadStored(ctx, st)
 		if errors.Is(err, storage.ErrNotFound) {
 			return errors.New("no stored plan: the daemon stores one while the trigger is planning or while it waits for quiet time (ckecli sabakan plan computes one now)")
 		}
