@@ -48,5 +48,13 @@ func (r *WorkerRate) CanRemove() bool {
 // String is the figure for people: "80.0% ((9 workers - 1) / 10 machines),
 // minimum-workers-rate 80%".
 func (r *WorkerRate) String() string {
-	return fmt.Sprintf("%.1f%% ((%d workers - 1) / %d machines), minimum-workers-rate %d%%", r.Percent, r.Workers, r.Machines, r.Minimum)
+	return fmt.Sprintf("%.1f%% ((%s - 1) / %s), minimum-workers-rate %d%%", r.Percent, count(r.Workers, "worker"), count(r.Machines, "machine"), r.Minimum)
+}
+
+// count is n things in English: "1 worker", "0 workers".
+func count(n int, thing string) string {
+	if n == 1 {
+		return "1 " + thing
+	}
+	return fmt.Sprintf("%d %ss", n, thing)
 }

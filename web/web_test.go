@@ -236,8 +236,8 @@ func TestMapPageModel(t *testing.T) {
 		want   string
 	}{
 		{"", `<p id="model" data-model="count">Model of the workers: count: minimum-workers and maximum-workers bound the number of workers.</p>`},
-		{`{"control-plane-count":1,"minimum-workers-rate":80}`, `<p id="model" data-model="rate" class="note">Model of the workers: rate: every HEALTHY machine a worker template accepts is a worker; workers 0.0% ((1 workers - 1) / 12 machines), minimum-workers-rate 80%: RETIRED workers stay.</p>`},
-		{`{"control-plane-count":1,"minimum-workers-rate":0}`, `<p id="model" data-model="rate">Model of the workers: rate: every HEALTHY machine a worker template accepts is a worker; workers 0.0% ((1 workers - 1) / 12 machines), minimum-workers-rate 0%: a RETIRED worker past the retire wait may leave.</p>`},
+		{`{"control-plane-count":1,"minimum-workers-rate":80}`, `<p id="model" data-model="rate" class="note">Model of the workers: rate: every HEALTHY machine a worker template accepts is a worker; workers 0.0% ((1 worker - 1) / 12 machines), minimum-workers-rate 80%: RETIRED workers stay.</p>`},
+		{`{"control-plane-count":1,"minimum-workers-rate":0}`, `<p id="model" data-model="rate">Model of the workers: rate: every HEALTHY machine a worker template accepts is a worker; workers 0.0% ((1 worker - 1) / 12 machines), minimum-workers-rate 0%: a RETIRED worker past the retire wait may leave.</p>`},
 		{`{"control-plane-count":1,"minimum-workers":3,"maximum-workers":5}`, `<p id="model" data-model="count">Model of the workers: count: `},
 		{`{"minimum-workers":3,"minimum-workers-rate":80}`, `<p class="note">the stored constraints are invalid (`},
 	} {
