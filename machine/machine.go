@@ -305,33 +305,41 @@ func Sanitize(ms []Machine, validLabel LabelValidator) ([]*Machine, []string) {
 		byAddr[key] = m.Spec.Serial
 
 		if validLabel != nil && len(m.Spec.Labels) > 0 {
-			// kept is built only once a label is dropped.
-			var kept []Label
-			dropped := false
-			for j, l := range m.Spec.Labels {
-				err, seen := labelErrs[l]
-				if !seen {
-					err = validLabel(l.Name, l.Value)
-					labelErrs[l] = err
-				}
-				switch {
-				case err != nil:
-					warnings = append(warnings, fmt.Sprintf("machine %s: label %q skipped: %s", serial, clip.Value(l.Name), clip.Value(err.Error())))
-					if !dropped {
-						kept = append(kept, m.Spec.Labels[:j]...)
-					}
-					dropped = true
-				case dropped:
-					kept = append(kept, l)
-				}
-			}
-			if dropped {
-				c := *m
-				c.Spec.Labels = kept
-				m = &c
-			}
+			m, warnings = dropBadLabels(m, serial, validLabel, labelErrs, warnings)
 		}
 		out = append(out, m)
 	}
 	return out, warnings
+}
+
+// dropBadLabels returns m without the labels validLabel rejects (a copy
+// when one is dropped: the input is not modified) and warnings with one
+// for each. errs caches validLabel's answer per label.
+func dropBadLabels(m *Machine, serial string, validLabel LabelValidator, errs map[Label]error, warnings []string) (*Machine, []string) {
+	// kept is built only once a label is dropped.
+	var kept []Label
+	dropped := false
+	for j, l := range m.Spec.Labels {
+		err, seen := errs[l]
+		if !seen {
+			err = validLabel(l.Name, l.Value)
+			errs[l] = err
+		}
+		switch {
+		case err != nil:
+			warnings = append(warnings, fmt.Sprintf("machine %s: label %q skipped: %s", serial, clip.Value(l.Name), clip.Value(err.Error())))
+			if !dropped {
+				kept = append(kept, m.Spec.Labels[:j]...)
+			}
+			dropped = true
+		case dropped:
+			kept = append(kept, l)
+		}
+	}
+	if !dropped {
+		return m, warnings
+	}
+	c := *m
+	c.Spec.Labels = kept
+	return &c, warnings
 }

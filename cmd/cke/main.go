@@ -275,6 +275,47 @@ func (o *options) etcdConfig() (*etcdutil.Config, error) {
 	return cfg, nil
 }
 
+// daemonConfig is the daemon's configuration from the flags, with a
+// registry that also has Go's and the process's collectors.
+func (o *options) daemonConfig(st storage.Storage, nodes daemon.Nodes, lg *slog.Logger) daemon.Config {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return daemon.Config{
+		Storage:         st,
+		Name:            o.name,
+		Interval:        o.interval,
+		SessionTTL:      o.sessionTTL,
+		RetireWait:      o.retireWait,
+		CKEStatusMaxAge: o.ckeStatusMaxAge,
+		MinBackoff:      o.minBackoff,
+		MaxClusterBytes: o.maxClusterBytes,
+		Sabakan:         o.sabakanOptions(),
+		Nodes:           nodes,
+		Log:             lg,
+		Registry:        reg,
+	}
+}
+
+// startEmbedded starts the embedded etcd (no --etcd-endpoints, no
+// --config) and returns the configuration to reach it.
+func (o *options) startEmbedded(lg *slog.Logger) (*embedded.Etcd, *etcdutil.Config, error) {
+	if err := os.MkdirAll(o.embeddedDir, 0o700); err != nil {
+		return nil, nil, fmt.Errorf("--embedded-etcd-dir: %w", err)
+	}
+	e, err := embedded.Start(embedded.Options{Dir: o.embeddedDir, ClientURL: o.embeddedClient, PeerURL: o.embedded,
+		MaxRequestBytes: uint(o.maxClusterBytes + requestMargin), Logger: logbridge.NewZap(lg.Handler(), zapcore.ErrorLevel)})
+	if err != nil {
+		return nil, nil, fmt.Errorf("embedded etcd: %w", err)
+	}
+	lg.Info("embedded etcd started", "client", o.embeddedClient, "dir", o.embeddedDir)
+	cfg := etcdutil.NewConfig(storage.DefaultPrefix)
+	cfg.Endpoints = []string{o.embeddedClient}
+	if o.prefix != "" {
+		cfg.Prefix = o.prefix
+	}
+	return e, cfg, nil
+}
+
 func run(o *options) error {
 	// Files the daemon creates (its log, the embedded etcd's data) are
 	// its own: 0600 and 0700, whatever the libraries that create them ask
@@ -291,21 +332,12 @@ func run(o *options) error {
 		return err
 	}
 	if cfg == nil {
-		if err := os.MkdirAll(o.embeddedDir, 0o700); err != nil {
-			return fmt.Errorf("--embedded-etcd-dir: %w", err)
-		}
-		e, err := embedded.Start(embedded.Options{Dir: o.embeddedDir, ClientURL: o.embeddedClient, PeerURL: o.embedded,
-			MaxRequestBytes: uint(o.maxClusterBytes + requestMargin), Logger: logbridge.NewZap(lg.Handler(), zapcore.ErrorLevel)})
+		e, ecfg, err := o.startEmbedded(lg)
 		if err != nil {
-			return fmt.Errorf("embedded etcd: %w", err)
+			return err
 		}
 		defer e.Close()
-		lg.Info("embedded etcd started", "client", o.embeddedClient, "dir", o.embeddedDir)
-		cfg = etcdutil.NewConfig(storage.DefaultPrefix)
-		cfg.Endpoints = []string{o.embeddedClient}
-		if o.prefix != "" {
-			cfg.Prefix = o.prefix
-		}
+		cfg = ecfg
 	}
 	cli, err := connect(cfg, o.maxClusterBytes+requestMargin, lg)
 	if err != nil {
@@ -321,22 +353,7 @@ func run(o *options) error {
 	if err != nil {
 		return err
 	}
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	d := daemon.New(daemon.Config{
-		Storage:         storage.New(cli, cfg.Prefix),
-		Name:            o.name,
-		Interval:        o.interval,
-		SessionTTL:      o.sessionTTL,
-		RetireWait:      o.retireWait,
-		CKEStatusMaxAge: o.ckeStatusMaxAge,
-		MinBackoff:      o.minBackoff,
-		MaxClusterBytes: o.maxClusterBytes,
-		Sabakan:         o.sabakanOptions(),
-		Nodes:           nodes,
-		Log:             lg,
-		Registry:        reg,
-	})
+	d := daemon.New(o.daemonConfig(storage.New(cli, cfg.Prefix), nodes, lg))
 
 	// The page at / shows the racks, the status and the history; it reads
 	// etcd and queries sabakan read-only, with a short cache.
