@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	dto "github.com/prometheus/client_model/go"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/client/v3/concurrency"
 	corev1 "k8s.io/api/core/v1"
@@ -115,6 +116,36 @@ func (tb *tickBench) tick(b *testing.B, wantWrite bool) {
 	b.StartTimer()
 }
 
+// reportStages, deferred after the setup, reports the tick's breakdown
+// when the benchmark ends: sabakan-ms/op is the time of the sabakan query
+// (the compatible server's answer, its transfer and decoding: the
+// daemon's ckegen_sabakan_query_duration_seconds), rest-ms/op the rest of
+// the tick (reading etcd, sanitizing, generating, rendering, the guarded
+// write, the status).
+func (tb *tickBench) reportStages(b *testing.B) func() {
+	sum0, n0 := tb.querySeconds(b)
+	return func() {
+		sum, n := tb.querySeconds(b)
+		if n == n0 {
+			return
+		}
+		ticks := float64(b.N)
+		query := (sum - sum0) / float64(n-n0) * 1000
+		b.ReportMetric(query, "sabakan-ms/op")
+		b.ReportMetric(float64(b.Elapsed().Microseconds())/1000/ticks-query, "rest-ms/op")
+	}
+}
+
+// querySeconds is the sum and count of the daemon's sabakan query
+// durations.
+func (tb *tickBench) querySeconds(b *testing.B) (float64, uint64) {
+	var m dto.Metric
+	if err := tb.d.metrics.queryDuration.Write(&m); err != nil {
+		b.Fatal(err)
+	}
+	return m.GetHistogram().GetSampleSum(), m.GetHistogram().GetSampleCount()
+}
+
 // clusterRev returns the cluster key's mod revision (0: none).
 func (tb *tickBench) clusterRev(b *testing.B) int64 {
 	resp, err := tb.st.Client.Get(context.Background(), tb.st.Key(storage.KeyCluster), clientv3.WithKeysOnly())
@@ -157,6 +188,7 @@ func (tb *tickBench) settle(b *testing.B) {
 func benchTicks(b *testing.B, newTB func(b *testing.B) *tickBench) {
 	b.Run("generate", func(b *testing.B) {
 		tb := newTB(b)
+		defer tb.reportStages(b)()
 		b.ReportAllocs()
 		for b.Loop() {
 			b.StopTimer()
@@ -170,6 +202,7 @@ func benchTicks(b *testing.B, newTB func(b *testing.B) *tickBench) {
 	b.Run("update", func(b *testing.B) {
 		tb := newTB(b)
 		tb.settle(b)
+		defer tb.reportStages(b)()
 		c, _, err := tb.st.GetCluster(context.Background())
 		if err != nil {
 			b.Fatal(err)
@@ -194,6 +227,7 @@ func benchTicks(b *testing.B, newTB func(b *testing.B) *tickBench) {
 	b.Run("nothing", func(b *testing.B) {
 		tb := newTB(b)
 		tb.settle(b)
+		defer tb.reportStages(b)()
 		b.ReportAllocs()
 		for b.Loop() {
 			tb.tick(b, false)
