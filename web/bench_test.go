@@ -13,9 +13,9 @@ import (
 	"github.com/ckegen/ckegen/generator"
 	"github.com/ckegen/ckegen/internal/dcgen"
 	"github.com/ckegen/ckegen/labels"
+	"github.com/ckegen/ckegen/liveview"
 	"github.com/ckegen/ckegen/machine"
 	"github.com/ckegen/ckegen/rackmap"
-	"github.com/ckegen/ckegen/snapshot"
 	"github.com/ckegen/ckegen/storage"
 	"github.com/ckegen/ckegen/template"
 )
@@ -29,15 +29,15 @@ const benchTemplate = `{"name":"big","nodes":[
  {"user":"u","labels":{"cke.cybozu.com/role":"gpu"}}],"service_subnet":"10.68.0.0/16"}`
 
 // builtSource draws the map of a fixed input on every call, as
-// snapshot.Reader does with sabakan's cached answer: the page is rendered
+// liveview.Reader does with sabakan's cached answer: the page is rendered
 // from data made by the real generator and rackmap, without etcd or
 // sabakan.
 type builtSource struct {
-	s  snapshot.Snapshot
+	s  liveview.View
 	in rackmap.Input
 }
 
-func (b *builtSource) Snapshot(context.Context) (*snapshot.Snapshot, error) {
+func (b *builtSource) View(context.Context) (*liveview.View, error) {
 	s := b.s
 	s.Map = rackmap.Build(b.in)
 	return &s, nil
@@ -69,7 +69,7 @@ func bigSource(tb testing.TB, racks, perRack int) *builtSource {
 		hist = append(hist, storage.HistoryEntry{ID: "x", Time: benchNow.Add(-time.Duration(i) * time.Minute), Op: generator.OpIncreaseWorker,
 			Changes: []storage.Change{{Action: generator.ActionAddWorker, Address: "10.0.0.1", Serial: "S1", Reason: "r"}}, ChangeCount: 1})
 	}
-	return &builtSource{in: in, s: snapshot.Snapshot{Time: benchNow, ClusterName: res.Cluster.Name, Status: st, History: hist[:snapshot.DefaultHistoryLimit]}}
+	return &builtSource{in: in, s: liveview.View{Time: benchNow, ClusterName: res.Cluster.Name, Status: st, History: hist[:liveview.DefaultHistoryLimit]}}
 }
 
 // BenchmarkMapPage20000 serves the page of a 20,000-machine data center

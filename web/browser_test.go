@@ -28,10 +28,10 @@ import (
 	"github.com/ckegen/ckegen/generator"
 	"github.com/ckegen/ckegen/internal/dcgen"
 	"github.com/ckegen/ckegen/internal/etcdtest"
+	"github.com/ckegen/ckegen/liveview"
 	"github.com/ckegen/ckegen/machine"
 	"github.com/ckegen/ckegen/sabakan"
 	"github.com/ckegen/ckegen/sabakan/server"
-	"github.com/ckegen/ckegen/snapshot"
 	"github.com/ckegen/ckegen/storage"
 	"github.com/ckegen/ckegen/template"
 )
@@ -159,7 +159,7 @@ func TestMapPageInBrowser(t *testing.T) {
 		t.Fatalf("daemon: %v", err)
 	}
 
-	page := httptest.NewServer(NewHandler(snapshot.NewReader(st, snapshot.Options{Now: func() time.Time { return now.Add(2 * time.Minute) }}), Options{Log: quiet}))
+	page := httptest.NewServer(NewHandler(liveview.NewReader(st, liveview.Options{Now: func() time.Time { return now.Add(2 * time.Minute) }}), Options{Log: quiet}))
 	t.Cleanup(page.Close)
 
 	bctx := browser(t, ctx, chrome)
@@ -327,7 +327,7 @@ func TestRateModelPageInBrowser(t *testing.T) {
 	wantRate := fmt.Sprintf("workers %.1f%% ((%d workers - 1) / %d machines), minimum-workers-rate 80%%",
 		float64(workers-1)/float64(len(queried))*100, workers, len(queried))
 
-	page := httptest.NewServer(NewHandler(snapshot.NewReader(st, snapshot.Options{Now: func() time.Time { return now }}), Options{Log: slog.New(slog.NewTextHandler(io.Discard, nil))}))
+	page := httptest.NewServer(NewHandler(liveview.NewReader(st, liveview.Options{Now: func() time.Time { return now }}), Options{Log: slog.New(slog.NewTextHandler(io.Discard, nil))}))
 	t.Cleanup(page.Close)
 	bctx := browser(t, ctx, chrome)
 	load := func() (model, text string, visible bool) {
@@ -486,7 +486,7 @@ func TestTypoWarningInBrowser(t *testing.T) {
 		}
 	}
 
-	page := httptest.NewServer(NewHandler(snapshot.NewReader(st, snapshot.Options{Now: func() time.Time { return now }}), Options{Log: quiet}))
+	page := httptest.NewServer(NewHandler(liveview.NewReader(st, liveview.Options{Now: func() time.Time { return now }}), Options{Log: quiet}))
 	t.Cleanup(page.Close)
 	bctx := browser(t, ctx, chrome)
 	if err := chromedp.Do(bctx, chromedp.Navigate(page.URL+"/"), chromedp.WaitVisible(chromedp.CSS("#tick-warnings"))); err != nil {

@@ -18,15 +18,15 @@ import (
 	"time"
 
 	"github.com/ckegen/ckegen/constraints"
+	"github.com/ckegen/ckegen/liveview"
 	"github.com/ckegen/ckegen/machine"
 	"github.com/ckegen/ckegen/rackmap"
-	"github.com/ckegen/ckegen/snapshot"
 	"github.com/ckegen/ckegen/storage"
 )
 
-// Source reads what the page shows; *snapshot.Reader is one.
+// Source reads what the page shows; *liveview.Reader is one.
 type Source interface {
-	Snapshot(ctx context.Context) (*snapshot.Snapshot, error)
+	View(ctx context.Context) (*liveview.View, error)
 }
 
 // Options configure the handler. Zero fields take their defaults.
@@ -87,7 +87,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), h.opts.Timeout)
 	defer cancel()
 	code := http.StatusOK
-	snap, err := h.src.Snapshot(ctx)
+	snap, err := h.src.View(ctx)
 	var p *page
 	if err != nil {
 		h.opts.Log.Warn("page: cannot read the state", "error", err)
@@ -151,7 +151,7 @@ type page struct {
 
 	Status  *storage.Status
 	History []storage.HistoryEntry
-	Pending *snapshot.Pending
+	Pending *liveview.Pending
 	// PendingChanges are the first maxPendingChanges of the next step's.
 	PendingChanges []rackmapChange
 
@@ -215,7 +215,7 @@ type rackRow struct {
 	TotalW  int
 }
 
-func newPage(s *snapshot.Snapshot, refresh time.Duration) *page {
+func newPage(s *liveview.View, refresh time.Duration) *page {
 	p := &page{
 		Refresh: int(refresh.Seconds()),
 		Time:    s.Time,

@@ -15,11 +15,11 @@ import (
 	"github.com/ckegen/ckegen/generator"
 	"github.com/ckegen/ckegen/internal/dcgen"
 	"github.com/ckegen/ckegen/internal/etcdtest"
+	"github.com/ckegen/ckegen/liveview"
 	"github.com/ckegen/ckegen/machine"
 	"github.com/ckegen/ckegen/rackmap"
 	"github.com/ckegen/ckegen/sabakan"
 	"github.com/ckegen/ckegen/sabakan/server"
-	"github.com/ckegen/ckegen/snapshot"
 	"github.com/ckegen/ckegen/storage"
 )
 
@@ -65,12 +65,12 @@ func newPageFixture(t *testing.T) *pageFixture {
 	return &pageFixture{st: st, sabakan: ts}
 }
 
-func (f *pageFixture) handler(pending *snapshot.Pending) http.Handler {
-	o := snapshot.Options{Sabakan: sabakan.Options{Timeout: 2 * time.Second, Retries: -1}, EtcdTimeout: time.Second}
+func (f *pageFixture) handler(pending *liveview.Pending) http.Handler {
+	o := liveview.Options{Sabakan: sabakan.Options{Timeout: 2 * time.Second, Retries: -1}, EtcdTimeout: time.Second}
 	if pending != nil {
-		o.Pending = func(context.Context, storage.Storage) (*snapshot.Pending, error) { return pending, nil }
+		o.Pending = func(context.Context, storage.Storage) (*liveview.Pending, error) { return pending, nil }
 	}
-	return NewHandler(snapshot.NewReader(f.st, o), Options{Refresh: 15 * time.Second, Log: quietLog})
+	return NewHandler(liveview.NewReader(f.st, o), Options{Refresh: 15 * time.Second, Log: quietLog})
 }
 
 func get(t *testing.T, h http.Handler, method, path string) *httptest.ResponseRecorder {
@@ -87,7 +87,7 @@ var rectRE = regexp.MustCompile(`<rect x="\d+" y="\d+" class="([^"]*)"><title>([
 // a refresh.
 func TestMapPageSections(t *testing.T) {
 	f := newPageFixture(t)
-	h := f.handler(&snapshot.Pending{Op: generator.OpIncreaseWorker, Steps: 3,
+	h := f.handler(&liveview.Pending{Op: generator.OpIncreaseWorker, Steps: 3,
 		Changes: []generator.Change{{Action: generator.ActionAddWorker, Address: "10.0.2.4", Serial: "S000014", Reason: "highest score"}}})
 	rec := get(t, h, http.MethodGet, "/")
 	body := rec.Body.String()
@@ -187,7 +187,7 @@ func TestMapPageEscapes(t *testing.T) {
 	ms := []machine.Machine{{Spec: machine.Spec{Serial: `S"1` + evil, Rack: 0, IndexInRack: 1, Role: evil, IPv4: []string{"10.0.0.1"}},
 		Status: machine.Status{State: machine.StateHealthy}}}
 	src := &builtSource{in: rackmap.Input{Machines: ms, Next: []generator.Change{{Action: evil, Address: "10.0.0.1"}}},
-		s: snapshot.Snapshot{ClusterName: evil, Notes: []string{evil}, Pending: &snapshot.Pending{Op: evil, Changes: []generator.Change{{Action: evil, Address: evil}}}}}
+		s: liveview.View{ClusterName: evil, Notes: []string{evil}, Pending: &liveview.Pending{Op: evil, Changes: []generator.Change{{Action: evil, Address: evil}}}}}
 	body := get(t, NewHandler(src, Options{Log: quietLog}), http.MethodGet, "/").Body.String()
 	if strings.Contains(body, "<script>") {
 		t.Errorf("unescaped inventory text:\n%s", body)

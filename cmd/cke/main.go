@@ -32,8 +32,8 @@ import (
 	"github.com/ckegen/ckegen/internal/suggest"
 	"github.com/ckegen/ckegen/internal/version"
 	"github.com/ckegen/ckegen/kubenodes"
+	"github.com/ckegen/ckegen/liveview"
 	"github.com/ckegen/ckegen/sabakan"
-	"github.com/ckegen/ckegen/snapshot"
 	"github.com/ckegen/ckegen/storage"
 	"github.com/ckegen/ckegen/web"
 )
@@ -359,7 +359,7 @@ func run(o *options) error {
 	// etcd and queries sabakan read-only, with a short cache.
 	mux := d.Handler()
 	st := storage.New(cli, cfg.Prefix)
-	mux.Handle("/", web.NewHandler(snapshot.NewReader(st, snapshot.Options{Sabakan: o.sabakanOptions(), Pending: snapshot.StoredPending}), web.Options{Log: lg}))
+	mux.Handle("/", web.NewHandler(liveview.NewReader(st, liveview.Options{Sabakan: o.sabakanOptions(), Pending: liveview.StoredPending}), web.Options{Log: lg}))
 
 	ln, err := net.Listen("tcp", o.httpAddr)
 	if err != nil {

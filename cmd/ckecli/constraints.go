@@ -17,7 +17,7 @@ import (
 	"github.com/ckegen/ckegen/constraints"
 	"github.com/ckegen/ckegen/internal/strictjson"
 	"github.com/ckegen/ckegen/internal/suggest"
-	"github.com/ckegen/ckegen/snapshot"
+	"github.com/ckegen/ckegen/liveview"
 	"github.com/ckegen/ckegen/storage"
 )
 
@@ -144,9 +144,9 @@ func newConstraintsSetCmd(e *env) *cobra.Command {
 				return err
 			}
 			if dry.enabled {
-				return dry.run(e, cmd, snapshot.WhatIf{Constraints: &c})
+				return dry.run(e, cmd, liveview.WhatIf{Constraints: &c})
 			}
-			dry.warn(e, cmd, snapshot.WhatIf{Constraints: &c}, c.Warnings()...)
+			dry.warn(e, cmd, liveview.WhatIf{Constraints: &c}, c.Warnings()...)
 			return e.withStorage(func(ctx context.Context, st storage.Storage) error {
 				return st.SetConstraints(ctx, c)
 			})

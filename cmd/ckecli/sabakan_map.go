@@ -16,10 +16,10 @@ import (
 	"github.com/ckegen/ckegen/cluster"
 	"github.com/ckegen/ckegen/constraints"
 	"github.com/ckegen/ckegen/generator"
+	"github.com/ckegen/ckegen/liveview"
 	"github.com/ckegen/ckegen/machine"
 	"github.com/ckegen/ckegen/rackmap"
 	"github.com/ckegen/ckegen/sabakan"
-	"github.com/ckegen/ckegen/snapshot"
 	"github.com/ckegen/ckegen/storage"
 	"github.com/ckegen/ckegen/template"
 )
@@ -214,13 +214,13 @@ func (o *mapOptions) onlineInput(e *env) (in rackmap.Input, notes []string, err 
 		// The reader bounds its etcd reads by --timeout and each sabakan
 		// request by --sabakan-timeout, so a slow sabakan is not reported
 		// as a slow etcd.
-		r := snapshot.NewReader(st, snapshot.Options{Sabakan: o.sabakan, EtcdTimeout: e.timeout})
+		r := liveview.NewReader(st, liveview.Options{Sabakan: o.sabakan, EtcdTimeout: e.timeout})
 		var err error
 		if in, notes, err = r.Input(context.Background()); err != nil {
 			return err
 		}
 		// The daemon's stored plan gives the next step to highlight.
-		pending, err := snapshot.StoredPending(ctx, st)
+		pending, err := liveview.StoredPending(ctx, st)
 		if pending != nil {
 			in.Next = pending.Changes
 		}

@@ -13,10 +13,10 @@ import (
 
 	"github.com/ckegen/ckegen/constraints"
 	"github.com/ckegen/ckegen/generator"
+	"github.com/ckegen/ckegen/liveview"
 	"github.com/ckegen/ckegen/planreport"
 	"github.com/ckegen/ckegen/policy"
 	"github.com/ckegen/ckegen/sabakan"
-	"github.com/ckegen/ckegen/snapshot"
 	"github.com/ckegen/ckegen/storage"
 )
 
@@ -90,7 +90,7 @@ func (o *planOptions) run(e *env, stdout, stderr io.Writer) error {
 		}
 		return printStoredPlan(e, o.output, stdout, stderr)
 	}
-	var w snapshot.WhatIf
+	var w liveview.WhatIf
 	if o.template != "" {
 		data, err := readFile("--template", o.template)
 		if err != nil {
@@ -142,20 +142,20 @@ func (o *planOptions) run(e *env, stdout, stderr io.Writer) error {
 
 // plan computes the plan from the live state with w applied, and prints
 // it; warnings and notes go to stderr.
-func (o *planOptions) plan(e *env, w snapshot.WhatIf, stdout, stderr io.Writer) error {
+func (o *planOptions) plan(e *env, w liveview.WhatIf, stdout, stderr io.Writer) error {
 	if o.maxSteps < 1 {
 		return fmt.Errorf("--max-steps: must be at least 1, got %d", o.maxSteps)
 	}
 	if o.retireWait < 0 {
 		return fmt.Errorf("--retire-wait: must not be negative, got %s", o.retireWait)
 	}
-	var in *snapshot.PlanInput
+	var in *liveview.PlanInput
 	var notes []string
 	err := e.withStorage(func(ctx context.Context, st storage.Storage) error {
 		// The reader bounds its etcd reads by --timeout and each sabakan
 		// request by --sabakan-timeout, so a slow sabakan is not reported
 		// as a slow etcd.
-		r := snapshot.NewReader(st, snapshot.Options{Sabakan: o.sabakan, EtcdTimeout: e.timeout})
+		r := liveview.NewReader(st, liveview.Options{Sabakan: o.sabakan, EtcdTimeout: e.timeout})
 		var err error
 		if in, err = r.PlanInput(context.Background(), w, o.retireWait); err != nil {
 			return err
@@ -198,7 +198,7 @@ func addDryRun(cmd *cobra.Command) *dryRun {
 
 // run prints the plan with w applied; a note on stderr says that nothing
 // was stored.
-func (d *dryRun) run(e *env, cmd *cobra.Command, w snapshot.WhatIf) error {
+func (d *dryRun) run(e *env, cmd *cobra.Command, w liveview.WhatIf) error {
 	if err := d.plan.plan(e, w, cmd.OutOrStdout(), cmd.ErrOrStderr()); err != nil {
 		return err
 	}
@@ -220,14 +220,14 @@ const checkTimeout = 5 * time.Second
 // template or no URL stored) there is nothing to check against, and when
 // the plan cannot be computed a note says why; the caller stores the value
 // either way.
-func (d *dryRun) warn(e *env, cmd *cobra.Command, w snapshot.WhatIf, printed ...string) {
+func (d *dryRun) warn(e *env, cmd *cobra.Command, w liveview.WhatIf, printed ...string) {
 	stderr := cmd.ErrOrStderr()
 	o := d.plan
 	if !cmd.Flags().Changed("sabakan-timeout") {
 		o.sabakan.Timeout = checkTimeout
 	}
 	o.sabakan.Retries = -1
-	var in *snapshot.PlanInput
+	var in *liveview.PlanInput
 	ready := true
 	err := e.withStorage(func(ctx context.Context, st storage.Storage) error {
 		if w.Template == nil {
@@ -240,7 +240,7 @@ func (d *dryRun) warn(e *env, cmd *cobra.Command, w snapshot.WhatIf, printed ...
 			ready = false
 			return nil
 		}
-		r := snapshot.NewReader(st, snapshot.Options{Sabakan: o.sabakan, EtcdTimeout: e.timeout})
+		r := liveview.NewReader(st, liveview.Options{Sabakan: o.sabakan, EtcdTimeout: e.timeout})
 		var err error
 		in, err = r.PlanInput(context.Background(), w, o.retireWait)
 		return err
@@ -274,7 +274,7 @@ func (d *dryRun) warn(e *env, cmd *cobra.Command, w snapshot.WhatIf, printed ...
 }
 
 // holdNotes says what keeps the daemon from applying the plan now.
-func holdNotes(ctx context.Context, st storage.Storage, in *snapshot.PlanInput) ([]string, error) {
+func holdNotes(ctx context.Context, st storage.Storage, in *liveview.PlanInput) ([]string, error) {
 	var notes []string
 	trigger, err := st.GetTrigger(ctx)
 	switch {

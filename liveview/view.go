@@ -1,11 +1,11 @@
-// Package snapshot reads, without writing anything, what the data center
+// Package liveview reads, without writing anything, what the data center
 // and the daemon look like now: the cluster, status and history from etcd,
 // and the machines from sabakan with the stored URL and query variables.
 // `ckecli sabakan map` and the daemon's page at / draw from it.
 //
 // sabakan's answer is kept for a short while, so that a page refreshed by
 // many browsers queries sabakan at most once per CacheTTL.
-package snapshot
+package liveview
 
 import (
 	"context"
@@ -94,8 +94,8 @@ func NewReader(st storage.Storage, o Options) *Reader {
 	return &Reader{st: st, opts: o}
 }
 
-// Snapshot is what the page shows.
-type Snapshot struct {
+// View is what the page shows.
+type View struct {
 	Time time.Time
 	// ClusterName is the current cluster's name ("" when there is none).
 	ClusterName string
@@ -113,10 +113,10 @@ type Snapshot struct {
 	Notes []string
 }
 
-// Snapshot reads everything the page shows. It fails only when etcd does
+// View reads everything the page shows. It fails only when etcd does
 // not answer; a map that cannot be drawn is reported in MapErr.
-func (r *Reader) Snapshot(ctx context.Context) (*Snapshot, error) {
-	s := &Snapshot{Time: r.opts.Now()}
+func (r *Reader) View(ctx context.Context) (*View, error) {
+	s := &View{Time: r.opts.Now()}
 	ectx, cancel := context.WithTimeout(ctx, r.opts.EtcdTimeout)
 	defer cancel()
 	st, err := r.st.GetStatus(ectx)

@@ -1,4 +1,4 @@
-package snapshot
+package liveview
 
 import (
 	"context"
@@ -105,7 +105,7 @@ func TestMapSnapshotInput(t *testing.T) {
 	}
 
 	r := f.reader(Options{})
-	s, err := r.Snapshot(ctx)
+	s, err := r.View(ctx)
 	must(t, err)
 	if s.MapErr != nil {
 		t.Fatal(s.MapErr)
@@ -139,7 +139,7 @@ func TestMapSnapshotInput(t *testing.T) {
 
 	// Variables that select one role: the others are filtered out.
 	must(t, f.st.SetQueryVariables(ctx, []byte(`{"having": {"roles": ["storage"]}}`)))
-	s, err = r.Snapshot(ctx)
+	s, err = r.View(ctx)
 	must(t, err)
 	for _, cell := range cells(s.Map) {
 		if selected := cell.Why != "not returned by the query variables"; selected != (cell.Role == "storage") {
@@ -154,9 +154,9 @@ func TestMapSnapshotCache(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
 	r := f.reader(Options{CacheTTL: 10 * time.Second})
-	snap := func() *Snapshot {
+	snap := func() *View {
 		t.Helper()
-		s, err := r.Snapshot(ctx)
+		s, err := r.View(ctx)
 		must(t, err)
 		if s.MapErr != nil {
 			t.Fatal(s.MapErr)
@@ -208,7 +208,7 @@ func TestMapSnapshotFailures(t *testing.T) {
 		f := newFixture(t)
 		_, err := f.st.Client.Delete(ctx, f.st.Key(storage.KeySabakanURL))
 		must(t, err)
-		s, err := f.reader(Options{}).Snapshot(ctx)
+		s, err := f.reader(Options{}).View(ctx)
 		must(t, err)
 		if s.MapErr == nil || !strings.Contains(s.MapErr.Error(), "no sabakan URL: set one with ckecli sabakan set-url") || s.Map != nil {
 			t.Errorf("MapErr %v, map %v", s.MapErr, s.Map)
@@ -218,7 +218,7 @@ func TestMapSnapshotFailures(t *testing.T) {
 		f := newFixture(t)
 		_, err := f.st.Client.Put(ctx, f.st.Key(storage.KeySabakanQueryVariables), `{"having": {"states": ["BROKEN"]}}`)
 		must(t, err)
-		s, err := f.reader(Options{}).Snapshot(ctx)
+		s, err := f.reader(Options{}).View(ctx)
 		must(t, err)
 		if s.MapErr == nil || !strings.Contains(s.MapErr.Error(), `stored query variables are invalid: query variables: having.states[0]: unknown state "BROKEN"`) {
 			t.Errorf("MapErr %v", s.MapErr)
@@ -228,7 +228,7 @@ func TestMapSnapshotFailures(t *testing.T) {
 		f := newFixture(t)
 		_, err := f.st.Client.Put(ctx, f.st.Key(storage.KeySabakanTemplate), `{"name":"t"}`)
 		must(t, err)
-		s, err := f.reader(Options{}).Snapshot(ctx)
+		s, err := f.reader(Options{}).View(ctx)
 		must(t, err)
 		if s.MapErr != nil || len(s.Notes) != 1 || !strings.Contains(s.Notes[0], "the stored template is invalid") {
 			t.Errorf("MapErr %v, notes %q", s.MapErr, s.Notes)
@@ -237,7 +237,7 @@ func TestMapSnapshotFailures(t *testing.T) {
 	t.Run("sabakan down", func(t *testing.T) {
 		f := newFixture(t)
 		f.sabakan.Close()
-		s, err := f.reader(Options{}).Snapshot(ctx)
+		s, err := f.reader(Options{}).View(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -251,7 +251,7 @@ func TestMapSnapshotFailures(t *testing.T) {
 		st := storage.New(cli, "")
 		must(t, st.SetURL(ctx, "http://127.0.0.1:1/graphql"))
 		cli.Close()
-		_, err := NewReader(st, Options{EtcdTimeout: 500 * time.Millisecond}).Snapshot(ctx)
+		_, err := NewReader(st, Options{EtcdTimeout: 500 * time.Millisecond}).View(ctx)
 		var ee *EtcdError
 		if !errors.As(err, &ee) {
 			t.Errorf("got %v, want an EtcdError", err)
@@ -273,7 +273,7 @@ func TestMapSnapshotPendingAndHistory(t *testing.T) {
 	r := f.reader(Options{HistoryLimit: 3, Pending: func(context.Context, storage.Storage) (*Pending, error) {
 		return &Pending{Op: generator.OpIncreaseWorker, Steps: 2, Changes: []generator.Change{{Action: generator.ActionAddWorker, Address: "10.0.2.4"}}}, nil
 	}})
-	s, err := r.Snapshot(ctx)
+	s, err := r.View(ctx)
 	must(t, err)
 	var ops []string
 	for _, h := range s.History {
@@ -300,7 +300,7 @@ func TestMapSnapshotModel(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
 	r := f.reader(Options{})
-	s, err := r.Snapshot(ctx)
+	s, err := r.View(ctx)
 	must(t, err)
 	if s.Map == nil || s.Map.Model != "count" || s.Map.Rate != nil || len(s.Notes) != 0 {
 		t.Fatalf("no constraints stored: map %+v, notes %q", s.Map, s.Notes)
@@ -309,7 +309,7 @@ func TestMapSnapshotModel(t *testing.T) {
 
 	_, err = f.st.Client.Put(ctx, f.st.Key(storage.KeyConstraints), `{"control-plane-count":1,"minimum-workers-rate":80,"maximum-unreachable-nodes-for-reboot":0,"maximum-repair-queue-entries":0,"wait-seconds-to-repair-rebooting":0}`)
 	must(t, err)
-	s, err = r.Snapshot(ctx)
+	s, err = r.View(ctx)
 	must(t, err)
 	// Two workers (10.0.1.3 and 10.0.9.9, whose machine is gone); 12
 	// machines: 15 less the 3 boot servers the default query skips.
@@ -324,7 +324,7 @@ func TestMapSnapshotModel(t *testing.T) {
 
 	_, err = f.st.Client.Put(ctx, f.st.Key(storage.KeyConstraints), `{"control-plane-count":1,"minimum-workers":2,"minimum-workers-rate":80}`)
 	must(t, err)
-	s, err = r.Snapshot(ctx)
+	s, err = r.View(ctx)
 	must(t, err)
 	if s.Map.Model != "" || s.Map.Rate != nil || len(s.Notes) != 1 ||
 		!strings.HasPrefix(s.Notes[0], "the stored constraints are invalid (") || !strings.Contains(s.Notes[0], "minimum-workers-rate cannot be used with minimum-workers") {
