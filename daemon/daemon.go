@@ -363,6 +363,11 @@ func (d *Daemon) runOnce(ctx context.Context, leaderKey string) error {
 	}
 	if perr := d.cfg.Storage.PutStatus(ctx, leaderKey, st); perr != nil && ctx.Err() == nil {
 		d.log.Warn("status not recorded", "error", perr)
+		if err == nil && errors.Is(perr, context.DeadlineExceeded) {
+			// etcd stopped answering after the tick's reads: the term
+			// ends now, not at the next tick's first read.
+			return fail(ReasonEtcdError, fmt.Errorf("status not recorded: %w", perr))
+		}
 	}
 	return err
 }
