@@ -11,8 +11,6 @@
 package cketest
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -24,6 +22,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/ckegen/ckegen/internal/buildcache"
 )
 
 // Environment variables that steer the build.
@@ -105,26 +105,15 @@ func CacheDir() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	cache := os.Getenv(EnvCacheDir)
-	if cache == "" {
-		c, err := os.UserCacheDir()
-		if err != nil {
-			return "", fmt.Errorf("no cache directory (set %s): %w", EnvCacheDir, err)
-		}
-		cache = filepath.Join(c, "ckegen", "cke")
+	cache, err := buildcache.Dir(EnvCacheDir, "cke")
+	if err != nil {
+		return "", err
 	}
-	h := sha256.New()
-	fmt.Fprintf(h, "%s/%s\n", runtime.GOOS, runtime.GOARCH)
-	fmt.Fprintf(h, "%q\n", buildArgs("DIR"))
-	for _, name := range []string{"go.mod", "go.sum"} {
-		data, err := os.ReadFile(filepath.Join(dir, name))
-		if err != nil {
-			return "", err
-		}
-		fmt.Fprintf(h, "%s %d\n", name, len(data))
-		h.Write(data)
+	key, err := buildcache.Key(dir, buildArgs("DIR"), "go.mod", "go.sum")
+	if err != nil {
+		return "", err
 	}
-	return filepath.Join(cache, Version+"-"+hex.EncodeToString(h.Sum(nil))[:16]), nil
+	return filepath.Join(cache, Version+"-"+key), nil
 }
 
 // buildArgs are go build's arguments, writing into dir.

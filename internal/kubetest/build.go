@@ -7,8 +7,6 @@
 package kubetest
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -20,6 +18,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/ckegen/ckegen/internal/buildcache"
 )
 
 // Environment variables that steer the build.
@@ -89,26 +89,15 @@ func CachePath() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	cache := os.Getenv(EnvCacheDir)
-	if cache == "" {
-		c, err := os.UserCacheDir()
-		if err != nil {
-			return "", fmt.Errorf("no cache directory (set %s): %w", EnvCacheDir, err)
-		}
-		cache = filepath.Join(c, "ckegen", "kube-apiserver")
+	cache, err := buildcache.Dir(EnvCacheDir, "kube-apiserver")
+	if err != nil {
+		return "", err
 	}
-	h := sha256.New()
-	fmt.Fprintf(h, "%s/%s\n", runtime.GOOS, runtime.GOARCH)
-	fmt.Fprintf(h, "%q\n", buildArgs("VERSION"))
-	for _, name := range []string{"go.mod", "go.sum", "main.go"} {
-		data, err := os.ReadFile(filepath.Join(dir, name))
-		if err != nil {
-			return "", err
-		}
-		fmt.Fprintf(h, "%s %d\n", name, len(data))
-		h.Write(data)
+	key, err := buildcache.Key(dir, buildArgs("VERSION"), "go.mod", "go.sum", "main.go")
+	if err != nil {
+		return "", err
 	}
-	return filepath.Join(cache, hex.EncodeToString(h.Sum(nil))[:16], "kube-apiserver"), nil
+	return filepath.Join(cache, key, "kube-apiserver"), nil
 }
 
 func binary() (string, error) {
