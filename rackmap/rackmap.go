@@ -221,63 +221,85 @@ func sortedKeys(c map[string]int) []string {
 // Build draws the map. It never fails: machines the daemon would ignore
 // are drawn as unusable, with a warning.
 func Build(in Input) *Map {
-	ms := in.Machines
-	selected := func(serial string) bool { return in.Selected == nil || in.Selected[serial] }
-
 	// The machines the daemon would work with: the selected ones, after
 	// the same sanitizing as a tick.
-	var sel []machine.Machine
+	kept, warnings := machine.Sanitize(selectedMachines(in), labels.ValidateSabakanLabel)
+	cells, racks := newCells(in.Machines)
+	seen := seenEntries(in, kept)
+	byAddr := joinedEntries(cells, seen)
+	changes, next := highlights(in.Next)
+	classifyCells(in, cells, seen, byAddr, changes)
+
+	m := &Map{Totals: newCounts(), Orphans: orphans(in, byAddr, changes), Next: next, Warnings: warnings}
+	if m.Warnings == nil {
+		m.Warnings = []string{}
+	}
+	m.setModel(in, len(kept))
+	m.addRacks(cells, racks)
+	return m
+}
+
+// selects reports whether the daemon's query returns the machine serial.
+func (in *Input) selects(serial string) bool {
+	return in.Selected == nil || in.Selected[serial]
+}
+
+// selectedMachines are the machines the daemon's query returns, in the
+// order of in.Machines, before sanitizing.
+func selectedMachines(in Input) []machine.Machine {
 	if in.Selected == nil {
-		sel = ms
-	} else {
-		sel = make([]machine.Machine, 0, len(in.Selected))
-		for i := range ms {
-			if in.Selected[ms[i].Spec.Serial] {
-				sel = append(sel, ms[i])
-			}
+		return in.Machines
+	}
+	sel := make([]machine.Machine, 0, len(in.Selected))
+	for i := range in.Machines {
+		if in.Selected[in.Machines[i].Spec.Serial] {
+			sel = append(sel, in.Machines[i])
 		}
 	}
-	kept, warnings := machine.Sanitize(sel, labels.ValidateSabakanLabel)
+	return sel
+}
+
+// newCells are the cells of the machines, with what the inventory says
+// (serial, address, index, role, state) and not yet what they are to the
+// cluster; racks holds each cell's rack number.
+func newCells(ms []machine.Machine) (cells []Cell, racks []int) {
+	cells = make([]Cell, len(ms))
+	racks = make([]int, len(ms))
+	for i := range ms {
+		m := &ms[i]
+		cells[i] = Cell{Serial: m.Spec.Serial, Address: m.Address(), Index: m.Spec.IndexInRack, Role: m.Spec.Role, State: m.Status.State}
+		racks[i] = m.Spec.Rack
+	}
+	return cells, racks
+}
+
+// seenEntries says whether the daemon works with each entry of
+// in.Machines: selected, kept by Sanitize, and the first entry of its
+// serial (Sanitize keeps that one).
+func seenEntries(in Input, kept []*machine.Machine) []bool {
 	keptSerials := make(map[string]bool, len(kept))
 	for _, m := range kept {
 		keptSerials[m.Spec.Serial] = true
 	}
-
-	nodes := map[string]*cluster.Node{}
-	if in.Current != nil {
-		for _, n := range in.Current.Nodes {
-			if n != nil {
-				nodes[n.Address] = n
-			}
-		}
+	seen := make([]bool, len(in.Machines))
+	firstOfSerial := make(map[string]bool, len(in.Machines))
+	for i := range in.Machines {
+		serial := in.Machines[i].Spec.Serial
+		first := !firstOfSerial[serial]
+		firstOfSerial[serial] = true
+		seen[i] = first && in.selects(serial) && keptSerials[serial]
 	}
-	changes := map[string]string{}
-	next := make([]HighlightedChange, 0, len(in.Next))
-	for _, c := range in.Next {
-		if _, ok := changes[c.Address]; !ok {
-			changes[c.Address] = c.Action
-		}
-		next = append(next, HighlightedChange{Action: c.Action, Address: c.Address, Serial: c.Serial, Reason: c.Reason})
-	}
+	return seen
+}
 
-	cells := make([]Cell, len(ms))
-	racks := make([]int, len(ms))
-	// seen says whether the daemon works with entry i: selected, kept by
-	// Sanitize, and the first entry of its serial (Sanitize keeps that one).
-	seen := make([]bool, len(ms))
-	firstOfSerial := make(map[string]bool, len(ms))
-	// byAddr is the entry a node's address joins: the one the daemon sees
-	// when there is one (Sanitize leaves at most one per address), else
-	// the first.
-	byAddr := make(map[string]int, len(ms))
-	for i := range ms {
-		m := &ms[i]
-		addr := m.Address()
-		cells[i] = Cell{Serial: m.Spec.Serial, Address: addr, Index: m.Spec.IndexInRack, Role: m.Spec.Role, State: m.Status.State}
-		racks[i] = m.Spec.Rack
-		first := !firstOfSerial[m.Spec.Serial]
-		firstOfSerial[m.Spec.Serial] = true
-		seen[i] = first && selected(m.Spec.Serial) && keptSerials[m.Spec.Serial]
+// joinedEntries maps each address to the entry a node of that address
+// joins: the one the daemon sees when there is one (Sanitize leaves at
+// most one per address), else the first. Cells without an address join
+// nothing.
+func joinedEntries(cells []Cell, seen []bool) map[string]int {
+	byAddr := make(map[string]int, len(cells))
+	for i := range cells {
+		addr := cells[i].Address
 		if addr == "" {
 			continue
 		}
@@ -285,59 +307,113 @@ func Build(in Input) *Map {
 			byAddr[addr] = i
 		}
 	}
+	return byAddr
+}
 
+// highlights are the changes of the next step: the action of the first
+// change of each address, to mark on its cell, and every change as given.
+func highlights(changes []generator.Change) (map[string]string, []HighlightedChange) {
+	byAddr := map[string]string{}
+	next := make([]HighlightedChange, 0, len(changes))
+	for _, c := range changes {
+		if _, ok := byAddr[c.Address]; !ok {
+			byAddr[c.Address] = c.Action
+		}
+		next = append(next, HighlightedChange{Action: c.Action, Address: c.Address, Serial: c.Serial, Reason: c.Reason})
+	}
+	return byAddr, next
+}
+
+// nodesByAddress are the nodes of the cluster by address; none without a
+// cluster.
+func nodesByAddress(c *cluster.Cluster) map[string]*cluster.Node {
+	nodes := map[string]*cluster.Node{}
+	if c == nil {
+		return nodes
+	}
+	for _, n := range c.Nodes {
+		if n != nil {
+			nodes[n.Address] = n
+		}
+	}
+	return nodes
+}
+
+// classifyCells says what each cell is to the cluster. Only the entry an
+// address joins carries that address's node, change and reboot: another
+// entry of the same address is drawn as if no node had it.
+func classifyCells(in Input, cells []Cell, seen []bool, byAddr map[string]int, changes map[string]string) {
+	nodes := nodesByAddress(in.Current)
 	for i := range cells {
 		c := &cells[i]
-		joinsAddr := c.Address != "" && byAddr[c.Address] == i
 		var n *cluster.Node
-		if joinsAddr {
+		if c.Address != "" && byAddr[c.Address] == i {
 			n = nodes[c.Address]
 			c.Change = changes[c.Address]
 			c.Rebooting = in.Rebooting[c.Address]
 		}
-		why := ""
-		switch {
-		case !selected(c.Serial):
-			why = "not returned by the query variables"
-		case !seen[i]:
-			why = "ignored as a bad inventory entry (see warnings)"
-		case c.State != machine.StateHealthy:
-			why = "state " + string(c.State)
-		}
-		if n != nil {
-			c.Kind = KindWorker
-			if n.ControlPlane {
-				c.Kind = KindControlPlane
-			}
-			c.Why = why
-			continue
-		}
-		switch {
-		case why != "":
-		case c.Rebooting:
-			why = "rebooting"
-		case in.Template != nil && !takesRole(in.Template, c.Role):
-			why = fmt.Sprintf("role %q matches no template", c.Role)
-		}
-		c.Why = why
-		c.Kind = KindUnused
-		if why != "" {
-			c.Kind = KindUnusable
-		}
+		classify(c, n, whyIgnored(in, c, seen[i]), in.Template)
 	}
+}
 
-	m := &Map{Totals: newCounts(), Orphans: orphans(in, byAddr, changes), Next: next, Warnings: warnings}
-	if m.Warnings == nil {
-		m.Warnings = []string{}
+// whyIgnored says why the daemon would not use the cell's machine whatever
+// the cluster: not selected, a bad entry, or not HEALTHY; "" when it would.
+func whyIgnored(in Input, c *Cell, seen bool) string {
+	switch {
+	case !in.selects(c.Serial):
+		return "not returned by the query variables"
+	case !seen:
+		return "ignored as a bad inventory entry (see warnings)"
+	case c.State != machine.StateHealthy:
+		return "state " + string(c.State)
 	}
-	if c := in.Constraints; c != nil {
-		m.Model = c.Model()
-		if in.Current != nil {
-			m.Rate = generator.RateOf(in.Current, len(kept), *c)
-		}
+	return ""
+}
+
+// classify sets the cell's kind and why. A member keeps why as what is
+// wrong with its machine; another machine is unusable when why is not
+// empty, it is rebooting or no template takes its role, and unused (a
+// candidate) otherwise.
+func classify(c *Cell, n *cluster.Node, why string, t *template.Template) {
+	if n != nil {
+		c.Kind = nodeKind(n)
+		c.Why = why
+		return
 	}
-	m.addRacks(cells, racks)
-	return m
+	switch {
+	case why != "":
+	case c.Rebooting:
+		why = "rebooting"
+	case t != nil && !takesRole(t, c.Role):
+		why = fmt.Sprintf("role %q matches no template", c.Role)
+	}
+	c.Why = why
+	c.Kind = KindUnused
+	if why != "" {
+		c.Kind = KindUnusable
+	}
+}
+
+// nodeKind is a node's kind: a control plane or a worker.
+func nodeKind(n *cluster.Node) Kind {
+	if n.ControlPlane {
+		return KindControlPlane
+	}
+	return KindWorker
+}
+
+// setModel says the model of the workers in force and, with a cluster,
+// the rate of its workers over the machines the daemon works with;
+// nothing when the constraints are not known.
+func (m *Map) setModel(in Input, machines int) {
+	c := in.Constraints
+	if c == nil {
+		return
+	}
+	m.Model = c.Model()
+	if in.Current != nil {
+		m.Rate = generator.RateOf(in.Current, machines, *c)
+	}
 }
 
 // orphans are the nodes whose address is no machine's, in the cluster's
@@ -354,11 +430,7 @@ func orphans(in Input, byAddr map[string]int, changes map[string]string) []Orpha
 		if _, ok := byAddr[n.Address]; ok {
 			continue
 		}
-		o := Orphan{Address: n.Address, Kind: KindWorker, Rebooting: in.Rebooting[n.Address], Change: changes[n.Address]}
-		if n.ControlPlane {
-			o.Kind = KindControlPlane
-		}
-		out = append(out, o)
+		out = append(out, Orphan{Address: n.Address, Kind: nodeKind(n), Rebooting: in.Rebooting[n.Address], Change: changes[n.Address]})
 	}
 	return out
 }

@@ -188,6 +188,28 @@ func TestMapBuildCells(t *testing.T) {
 	}
 }
 
+// TestMapBuildNoAddressJoinsNothing: a machine without an address is no
+// node's, even listed first and with a node, a change and a reboot of the
+// empty address: that node is an orphan.
+func TestMapBuildNoAddressJoinsNothing(t *testing.T) {
+	m := Build(Input{
+		Machines:  []machine.Machine{mc("no-address", "", 0, 1, "cs", machine.StateHealthy)},
+		Current:   &cluster.Cluster{Name: "c", Nodes: []*cluster.Node{node("", false)}},
+		Rebooting: map[string]bool{"": true},
+		Next:      []generator.Change{{Action: generator.ActionRemoveNonExistentWorker, Address: ""}},
+	})
+	want := map[string]Cell{
+		"no-address": {Serial: "no-address", Index: 1, Role: "cs", State: "HEALTHY", Kind: KindUnusable, Why: "ignored as a bad inventory entry (see warnings)"},
+	}
+	if diff := cmp.Diff(want, cellsBySerial(m)); diff != "" {
+		t.Errorf("cells (-want +got):\n%s", diff)
+	}
+	wantOrphans := []Orphan{{Address: "", Kind: KindWorker, Rebooting: true, Change: generator.ActionRemoveNonExistentWorker}}
+	if diff := cmp.Diff(wantOrphans, m.Orphans); diff != "" {
+		t.Errorf("orphans (-want +got):\n%s", diff)
+	}
+}
+
 // TestMapBuildOrderAndDeterminism: racks in number order, cells in index
 // then serial order, whatever the input order; the same input gives the
 // same JSON.
