@@ -126,6 +126,43 @@ func TestEqualAgreesWithRender(t *testing.T) {
 	})
 }
 
+// TestEqualRefusesOtherKeys: Equal is false for a rendering with one label
+// replaced by a key Render does not write there (a weight, a control
+// plane's labels on a worker, another role's or an empty role's node-role
+// label, a sabakan label the machine does not have, a label the template
+// does not have), or with an annotation missing: the count of keys hides
+// no check.
+func TestEqualRefusesOtherKeys(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		m, tm, cp := drawMachine(t), drawTemplate(t), rapid.Bool().Draw(t, "cp")
+		if hasDuplicateNames(m) {
+			t.Skip("Equal gives up on repeated sabakan label names")
+		}
+		ls, as := Render(m, tm, cp)
+		others := []struct{ k, v string }{
+			{Weight, tm.Labels[Weight]}, {Master, "true"}, {ControlPlane, "true"},
+			{NodeRoleBase, "true"}, {NodeRoleBase + "other", "true"},
+			{SabakanPrefix + "absent", ""}, {"example.com/c", "v"},
+		}
+		for _, o := range others {
+			if _, ok := ls[o.k]; ok {
+				continue
+			}
+			swapped := maps.Clone(ls)
+			delete(swapped, rapid.SampledFrom(slices.Sorted(maps.Keys(ls))).Draw(t, "replaced by "+o.k))
+			swapped[o.k] = o.v
+			if Equal(swapped, as, m, tm, cp) {
+				t.Fatalf("Equal = true with %s=%q in place of a label of %v", o.k, o.v, ls)
+			}
+		}
+		fewer := maps.Clone(as)
+		delete(fewer, rapid.SampledFrom(slices.Sorted(maps.Keys(as))).Draw(t, "dropped annotation"))
+		if Equal(ls, fewer, m, tm, cp) {
+			t.Fatalf("Equal = true without an annotation of %v", as)
+		}
+	})
+}
+
 func hasDuplicateNames(m *machine.Machine) bool {
 	seen := map[string]bool{}
 	for _, l := range m.Spec.Labels {

@@ -109,20 +109,7 @@ type Template struct {
 func Render(m *machine.Machine, t Template, controlPlane bool) (map[string]string, map[string]string) {
 	spec := &m.Spec
 	// An exact size keeps the map in the smallest table that fits.
-	n := len(spec.Labels) + len(t.Labels) + 8
-	if _, ok := t.Labels[Weight]; ok {
-		n--
-	}
-	if _, ok := t.Labels[Role]; ok {
-		n-- // overwritten by the machine's role
-	}
-	if spec.Role != "" {
-		n++
-	}
-	if controlPlane {
-		n += 2
-	}
-	ls := make(map[string]string, n)
+	ls := make(map[string]string, labelCount(spec, t, controlPlane))
 	for _, l := range spec.Labels {
 		ls[SabakanPrefix+l.Name] = l.Value
 	}
@@ -195,19 +182,45 @@ func Equal(ls, as map[string]string, m *machine.Machine, t Template, controlPlan
 	spec := &m.Spec
 	// Count: Render's keys are distinct except for repeated sabakan label
 	// names; give up on those rather than count them.
-	n := len(spec.Labels) + len(t.Labels) + 8
-	for i := range spec.Labels {
-		for j := i + 1; j < len(spec.Labels); j++ {
-			if spec.Labels[i].Name == spec.Labels[j].Name {
-				return false
+	if repeatsName(spec.Labels) {
+		return false
+	}
+	if len(ls) != labelCount(spec, t, controlPlane) || len(as) != len(t.Annotations)+3 {
+		return false
+	}
+
+	// One pass over each map: walking a map's slots in order touches far
+	// less memory than probing it key by key, which matters when ten
+	// thousand nodes are checked every tick. Every key is then accounted
+	// for: the count is Render's distinct keys, each is matched, and the
+	// lengths are equal.
+	var bufs fieldBuffers
+	f := formatFields(spec, &bufs)
+	return labelsMatch(ls, spec, t, controlPlane, &f) && annotationsMatch(as, spec, t, &f)
+}
+
+// repeatsName reports whether two sabakan labels have the same name.
+func repeatsName(ls []machine.Label) bool {
+	for i := range ls {
+		for j := i + 1; j < len(ls); j++ {
+			if ls[i].Name == ls[j].Name {
+				return true
 			}
 		}
 	}
+	return false
+}
+
+// labelCount is the number of labels Render returns when the machine's
+// sabakan label names are distinct: Render sizes its map with it, and
+// Equal checks the length of the labels against it.
+func labelCount(spec *machine.Spec, t Template, controlPlane bool) int {
+	n := len(spec.Labels) + len(t.Labels) + 8
 	if _, ok := t.Labels[Weight]; ok {
 		n--
 	}
 	if _, ok := t.Labels[Role]; ok {
-		n--
+		n-- // overwritten by the machine's role
 	}
 	if spec.Role != "" {
 		n++
@@ -215,66 +228,93 @@ func Equal(ls, as map[string]string, m *machine.Machine, t Template, controlPlan
 	if controlPlane {
 		n += 2
 	}
-	if len(ls) != n || len(as) != len(t.Annotations)+3 {
-		return false
-	}
+	return n
+}
 
-	// One pass over each map: walking a map's slots in order touches far
-	// less memory than probing it key by key, which matters when ten
-	// thousand nodes are checked every tick.
-	var rackBuf, zoneBuf, idxBuf, regBuf, retBuf [40]byte
-	rack := strconv.AppendInt(rackBuf[:0], int64(spec.Rack), 10)
-	zone := append(append(zoneBuf[:0], "rack"...), rack...)
-	idx := strconv.AppendInt(idxBuf[:0], int64(spec.IndexInRack), 10)
-	registered := spec.RegisterDate.AppendFormat(regBuf[:0], time.RFC3339)
-	retires := spec.RetireDate.AppendFormat(retBuf[:0], time.RFC3339)
+// fieldBuffers hold the bytes of fields, in the caller's frame, so that
+// Equal allocates nothing.
+type fieldBuffers struct {
+	rack, zone, index, registered, retires [40]byte
+}
+
+// fields are the machine's fields as Render writes them into labels and
+// annotations.
+type fields struct {
+	rack, zone, index, registered, retires []byte
+}
+
+// formatFields formats the machine's fields into b.
+func formatFields(spec *machine.Spec, b *fieldBuffers) fields {
+	rack := strconv.AppendInt(b.rack[:0], int64(spec.Rack), 10)
+	return fields{
+		rack:       rack,
+		zone:       append(append(b.zone[:0], "rack"...), rack...),
+		index:      strconv.AppendInt(b.index[:0], int64(spec.IndexInRack), 10),
+		registered: spec.RegisterDate.AppendFormat(b.registered[:0], time.RFC3339),
+		retires:    spec.RetireDate.AppendFormat(b.retires[:0], time.RFC3339),
+	}
+}
+
+// labelsMatch reports whether every label of ls has the value Render gives
+// its key.
+func labelsMatch(ls map[string]string, spec *machine.Spec, t Template, controlPlane bool, f *fields) bool {
 	for k, v := range ls {
 		var ok bool
 		switch k {
 		case Rack:
-			ok = v == string(rack)
+			ok = v == string(f.rack)
 		case Zone, ZoneBeta:
-			ok = v == string(zone)
+			ok = v == string(f.zone)
 		case IndexInRack:
-			ok = v == string(idx)
+			ok = v == string(f.index)
 		case Role:
 			ok = v == spec.Role
 		case RegisterMon:
-			ok = v == string(monthBytes(registered))
+			ok = v == string(monthBytes(f.registered))
 		case RetireMon:
-			ok = v == string(monthBytes(retires))
+			ok = v == string(monthBytes(f.retires))
 		case RetireYear:
-			ok = v == string(yearBytes(retires))
+			ok = v == string(yearBytes(f.retires))
 		case Master, ControlPlane:
 			ok = controlPlane && v == "true"
 		default:
-			switch {
-			case strings.HasPrefix(k, SabakanPrefix):
-				ok = hasLabel(spec.Labels, k[len(SabakanPrefix):], v)
-			case strings.HasPrefix(k, NodeRoleBase):
-				ok = spec.Role != "" && k[len(NodeRoleBase):] == spec.Role && v == "true"
-			case k == Weight:
-				ok = false
-			default:
-				tv, found := t.Labels[k]
-				ok = found && tv == v
-			}
+			ok = otherLabelMatches(k, v, spec, t)
 		}
 		if !ok {
 			return false
 		}
 	}
-	// Every key is accounted for: n counts Render's distinct keys, each
-	// matched above, and len(ls) == n.
+	return true
+}
+
+// otherLabelMatches reports whether Render gives label k, none of the
+// machine's fields, the value v: a sabakan label, the node-role label of
+// the machine's role, or a template's label other than the weight.
+func otherLabelMatches(k, v string, spec *machine.Spec, t Template) bool {
+	switch {
+	case strings.HasPrefix(k, SabakanPrefix):
+		return hasLabel(spec.Labels, k[len(SabakanPrefix):], v)
+	case strings.HasPrefix(k, NodeRoleBase):
+		return spec.Role != "" && k[len(NodeRoleBase):] == spec.Role && v == "true"
+	case k == Weight:
+		return false
+	}
+	tv, found := t.Labels[k]
+	return found && tv == v
+}
+
+// annotationsMatch reports whether every annotation of as has the value
+// Render gives its key.
+func annotationsMatch(as map[string]string, spec *machine.Spec, t Template, f *fields) bool {
 	for k, v := range as {
 		var ok bool
 		switch k {
 		case AnnotationSerial:
 			ok = v == spec.Serial
 		case AnnotationRegisterDate:
-			ok = v == string(registered)
+			ok = v == string(f.registered)
 		case AnnotationRetireDate:
-			ok = v == string(retires)
+			ok = v == string(f.retires)
 		default:
 			tv, found := t.Annotations[k]
 			ok = found && tv == v
