@@ -16,7 +16,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -27,11 +26,10 @@ import (
 	"github.com/ckegen/ckegen/daemon"
 	"github.com/ckegen/ckegen/generator"
 	"github.com/ckegen/ckegen/internal/dcgen"
-	"github.com/ckegen/ckegen/internal/etcdtest"
+	"github.com/ckegen/ckegen/internal/sitetest"
 	"github.com/ckegen/ckegen/liveview"
 	"github.com/ckegen/ckegen/machine"
 	"github.com/ckegen/ckegen/sabakan"
-	"github.com/ckegen/ckegen/sabakan/server"
 	"github.com/ckegen/ckegen/storage"
 	"github.com/ckegen/ckegen/template"
 )
@@ -62,53 +60,14 @@ func TestMapPageInBrowser(t *testing.T) {
 	chrome := chromium(t)
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
-	cli := etcdtest.Client(t)
-	st := storage.New(cli, "")
-	store := server.NewStore(func() time.Time { return now })
-	ms := dcgen.Machines(dcgen.Default(now)) // 12 racks of 20
-	if err := store.Load(ms); err != nil {
-		t.Fatal(err)
-	}
-	srv, err := server.New(store)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sabakanServer := httptest.NewServer(srv.Handler())
-	t.Cleanup(sabakanServer.Close)
-
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	data, err := os.ReadFile("../examples/template.yml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl, err := template.Parse(data)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmplJSON, err := json.Marshal(tmpl.Cluster)
-	if err != nil {
-		t.Fatal(err)
-	}
-	must(t, st.SetTemplate(ctx, tmplJSON))
-	must(t, st.SetURL(ctx, sabakanServer.URL+"/graphql"))
-	cons, err := st.GetConstraints(ctx)
-	must(t, err)
-	cons.ControlPlaneCount, cons.MinimumWorkers = 3, 100
-	must(t, st.SetConstraints(ctx, cons))
-
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	d := daemon.New(daemon.Config{
-		Storage: st, Name: "browser-test", Interval: 100 * time.Millisecond, SessionTTL: 2 * time.Second,
-		MinBackoff: 20 * time.Millisecond, RetireWait: time.Minute,
-		Sabakan: sabakan.Options{Timeout: 5 * time.Second, Retries: -1},
-		Now:     func() time.Time { return now }, Log: quiet,
+	site := sitetest.Start(t, sitetest.Options{ // 12 racks of 20
+		Now: now, Template: exampleTemplate(t, nil), StoreURL: true, Constraints: sitetest.Counts(3, 100),
 	})
-	dctx, cancelDaemon := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- d.Run(dctx) }()
-	stopDaemon := sync.OnceValue(func() error { cancelDaemon(); return <-done })
-	defer stopDaemon()
+	st, store, ms, cli := site.Storage, site.Store, site.Machines, site.Storage.Client
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	stopDaemon := runDaemon(t, ctx, site, "browser-test", now)
 
 	first := waitCluster(t, ctx, st, func(c *cluster.Cluster) bool { return len(c.Nodes) == 103 })
 	// The inventory moves: a control plane becomes UNREACHABLE (the daemon
@@ -131,7 +90,7 @@ func TestMapPageInBrowser(t *testing.T) {
 		bySerial[ms[i].Spec.Serial] = &ms[i]
 		byAddr[ms[i].Address()] = &ms[i]
 	}
-	_, err = store.SetState(byAddr[cp].Spec.Serial, machine.StateUnreachable)
+	_, err := store.SetState(byAddr[cp].Spec.Serial, machine.StateUnreachable)
 	must(t, err)
 	_, err = store.SetState(byAddr[retiring].Spec.Serial, machine.StateRetiring)
 	must(t, err)
@@ -284,23 +243,16 @@ func TestRateModelPageInBrowser(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 
-	st := storage.New(etcdtest.Client(t), "")
-	store := server.NewStore(func() time.Time { return now })
-	o := dcgen.Default(now)
-	o.Racks, o.PerRack = 4, 10
-	ms := dcgen.Machines(o)
-	must(t, store.Load(ms))
-	srv, err := server.New(store)
-	must(t, err)
-	sabakanServer := httptest.NewServer(srv.Handler())
-	t.Cleanup(sabakanServer.Close)
-	must(t, st.SetURL(ctx, sabakanServer.URL+"/graphql"))
 	const tmplJSON = `{"name":"rate","nodes":[{"user":"u","control_plane":true},{"user":"u"}],"service_subnet":"10.68.0.0/16"}`
-	must(t, st.SetTemplate(ctx, []byte(tmplJSON)))
 	cons := constraints.Default()
 	must(t, cons.Set(constraints.ControlPlaneCount, 3))
 	must(t, cons.Set(constraints.MinimumWorkersRate, 80))
-	must(t, st.SetConstraints(ctx, cons))
+	site := sitetest.Start(t, sitetest.Options{
+		Now:        now,
+		DataCenter: func(o *dcgen.Options) { o.Racks, o.PerRack = 4, 10 },
+		Template:   tmplJSON, StoreURL: true, Constraints: &cons,
+	})
+	st, ms := site.Storage, site.Machines
 
 	// The machines the daemon's query returns: not boot servers, not
 	// RETIRED (the query's default); the rate model's first cluster.
@@ -422,6 +374,34 @@ func waitCluster(t *testing.T, ctx context.Context, st storage.Storage, ok func(
 	}
 }
 
+// exampleTemplate is examples/template.yml, changed by edit (when not
+// nil), as the JSON that set-template stores.
+func exampleTemplate(t *testing.T, edit func(yml string) string) string {
+	t.Helper()
+	data, err := os.ReadFile("../examples/template.yml")
+	must(t, err)
+	if edit != nil {
+		data = []byte(edit(string(data)))
+	}
+	tmpl, err := template.Parse(data)
+	must(t, err)
+	tmplJSON, err := json.Marshal(tmpl.Cluster)
+	must(t, err)
+	return string(tmplJSON)
+}
+
+// runDaemon runs a daemon on the site, ticking every 100 ms on the clock
+// stopped at now, until stop is called or the test ends.
+func runDaemon(t *testing.T, ctx context.Context, site *sitetest.Site, name string, now time.Time) (stop func() error) {
+	d := daemon.New(daemon.Config{
+		Storage: site.Storage, Name: name, Interval: 100 * time.Millisecond, SessionTTL: 2 * time.Second,
+		MinBackoff: 20 * time.Millisecond, RetireWait: time.Minute,
+		Sabakan: sabakan.Options{Timeout: 5 * time.Second, Retries: -1},
+		Now:     func() time.Time { return now }, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
+	})
+	return sitetest.Go(t, ctx, d.Run)
+}
+
 func must(t *testing.T, err error) {
 	t.Helper()
 	if err != nil {
@@ -440,39 +420,21 @@ func TestTypoWarningInBrowser(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 
-	st := storage.New(etcdtest.Client(t), "")
-	store := server.NewStore(func() time.Time { return now })
-	o := dcgen.Default(now)
-	o.Racks, o.PerRack = 6, 10
-	must(t, store.Load(dcgen.Machines(o)))
-	srv, err := server.New(store)
-	must(t, err)
-	sabakanServer := httptest.NewServer(srv.Handler())
-	t.Cleanup(sabakanServer.Close)
-	data, err := os.ReadFile("../examples/template.yml")
-	must(t, err)
-	typo := strings.Replace(string(data), "cke.cybozu.com/role: gpu\n", "cke.cybozu.com/role: gpuu\n", 1)
-	if typo == string(data) {
-		t.Fatal("the example template has no gpu role to misspell")
-	}
-	tmpl, err := template.Parse([]byte(typo))
-	must(t, err)
-	tmplJSON, err := json.Marshal(tmpl.Cluster)
-	must(t, err)
-	must(t, st.SetTemplate(ctx, tmplJSON))
-	must(t, st.SetURL(ctx, sabakanServer.URL+"/graphql"))
-
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	d := daemon.New(daemon.Config{
-		Storage: st, Name: "typo-test", Interval: 100 * time.Millisecond, SessionTTL: 2 * time.Second,
-		MinBackoff: 20 * time.Millisecond, RetireWait: time.Minute,
-		Sabakan: sabakan.Options{Timeout: 5 * time.Second, Retries: -1},
-		Now:     func() time.Time { return now }, Log: quiet,
+	site := sitetest.Start(t, sitetest.Options{
+		Now:        now,
+		DataCenter: func(o *dcgen.Options) { o.Racks, o.PerRack = 6, 10 },
+		Template: exampleTemplate(t, func(yml string) string {
+			typo := strings.Replace(yml, "cke.cybozu.com/role: gpu\n", "cke.cybozu.com/role: gpuu\n", 1)
+			if typo == yml {
+				t.Fatal("the example template has no gpu role to misspell")
+			}
+			return typo
+		}),
+		StoreURL: true,
 	})
-	dctx, cancelDaemon := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- d.Run(dctx) }()
-	defer func() { cancelDaemon(); <-done }()
+	st := site.Storage
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	runDaemon(t, ctx, site, "typo-test", now)
 	want := `template role "gpuu" matches no machine; inventory roles: compute, gpu, storage`
 	for {
 		s, err := st.GetStatus(ctx)

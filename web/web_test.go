@@ -14,12 +14,11 @@ import (
 
 	"github.com/ckegen/ckegen/generator"
 	"github.com/ckegen/ckegen/internal/dcgen"
-	"github.com/ckegen/ckegen/internal/etcdtest"
+	"github.com/ckegen/ckegen/internal/sitetest"
 	"github.com/ckegen/ckegen/liveview"
 	"github.com/ckegen/ckegen/machine"
 	"github.com/ckegen/ckegen/rackmap"
 	"github.com/ckegen/ckegen/sabakan"
-	"github.com/ckegen/ckegen/sabakan/server"
 	"github.com/ckegen/ckegen/storage"
 )
 
@@ -35,20 +34,16 @@ type pageFixture struct {
 func newPageFixture(t *testing.T) *pageFixture {
 	t.Helper()
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	st := storage.New(etcdtest.Client(t), "")
-	store := server.NewStore(func() time.Time { return now })
-	o := dcgen.Default(now)
-	o.Racks, o.PerRack, o.UnhealthyPct = 3, 5, 0
-	must(t, store.Load(dcgen.Machines(o)))
-	_, err := store.SetState("S000009", machine.StateUnreachable)
+	s := sitetest.Start(t, sitetest.Options{
+		Now:        now,
+		DataCenter: func(o *dcgen.Options) { o.Racks, o.PerRack, o.UnhealthyPct = 3, 5, 0 },
+		Template:   `{"name":"t","nodes":[{"user":"u","control_plane":true},{"user":"u"}],"service_subnet":"10.68.0.0/16"}`,
+		StoreURL:   true,
+	})
+	st := s.Storage
+	_, err := s.Store.SetState("S000009", machine.StateUnreachable)
 	must(t, err)
-	srv, err := server.New(store)
-	must(t, err)
-	ts := httptest.NewServer(srv.Handler())
-	t.Cleanup(ts.Close)
 	ctx := context.Background()
-	must(t, st.SetURL(ctx, ts.URL+"/graphql"))
-	must(t, st.SetTemplate(ctx, []byte(`{"name":"t","nodes":[{"user":"u","control_plane":true},{"user":"u"}],"service_subnet":"10.68.0.0/16"}`)))
 	leader := st.Key(storage.KeyLeader + "1")
 	_, err = st.Client.Put(ctx, leader, "daemon-1")
 	must(t, err)
@@ -62,7 +57,7 @@ func newPageFixture(t *testing.T) *pageFixture {
 			Groups: []storage.GroupNodes{{Group: "dedicated", Nodes: 0}, {Group: "any", Nodes: 1}, {Group: "", Nodes: 0}}}}}))
 	must(t, st.AddHistory(ctx, leader, storage.HistoryEntry{Time: now.Add(-2 * time.Hour), Op: "new", ChangeCount: 2, ClusterRevision: 7,
 		Changes: []storage.Change{{Action: "generate", Address: "10.0.0.2"}, {Action: "generate", Address: "10.0.1.4"}}}))
-	return &pageFixture{st: st, sabakan: ts}
+	return &pageFixture{st: st, sabakan: s.Server}
 }
 
 func (f *pageFixture) handler(pending *liveview.Pending) http.Handler {
