@@ -16,6 +16,7 @@ import (
 	"github.com/ckegen/ckegen/generator"
 	"github.com/ckegen/ckegen/internal/dcgen"
 	"github.com/ckegen/ckegen/internal/etcdtest"
+	"github.com/ckegen/ckegen/internal/sitetest"
 	"github.com/ckegen/ckegen/machine"
 	"github.com/ckegen/ckegen/rackmap"
 	"github.com/ckegen/ckegen/sabakan"
@@ -45,24 +46,23 @@ func (c *clock) add(d time.Duration) { c.mu.Lock(); c.t = c.t.Add(d); c.mu.Unloc
 
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
-	f := &fixture{st: storage.New(etcdtest.Client(t), ""), clock: &clock{t: testNow}}
-	f.store = server.NewStore(func() time.Time { return testNow })
-	o := dcgen.Default(testNow)
-	o.Racks, o.PerRack, o.UnhealthyPct = 3, 5, 0
-	must(t, f.store.Load(dcgen.Machines(o)))
-	srv, err := server.New(f.store)
-	must(t, err)
-	h := srv.Handler()
-	f.sabakan = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		f.requests.Add(1)
-		h.ServeHTTP(w, r)
-	}))
-	t.Cleanup(f.sabakan.Close)
+	f := &fixture{clock: &clock{t: testNow}}
+	s := sitetest.Start(t, sitetest.Options{
+		Now:        testNow,
+		DataCenter: func(o *dcgen.Options) { o.Racks, o.PerRack, o.UnhealthyPct = 3, 5, 0 },
+		Wrap: func(h http.Handler) http.Handler {
+			return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				f.requests.Add(1)
+				h.ServeHTTP(w, r)
+			})
+		},
+		Template: `{"name":"t","nodes":[{"user":"u","control_plane":true},{"user":"u"}],"service_subnet":"10.68.0.0/16"}`,
+		StoreURL: true,
+	})
+	f.st, f.store, f.sabakan = s.Storage, s.Store, s.Server
 	ctx := context.Background()
-	must(t, f.st.SetURL(ctx, f.sabakan.URL+"/graphql"))
-	must(t, f.st.SetTemplate(ctx, []byte(`{"name":"t","nodes":[{"user":"u","control_plane":true},{"user":"u"}],"service_subnet":"10.68.0.0/16"}`)))
 	// CKE's tools may write the cluster directly; so does this test.
-	_, err = f.st.Client.Put(ctx, f.st.Key(storage.KeyCluster),
+	_, err := f.st.Client.Put(ctx, f.st.Key(storage.KeyCluster),
 		`{"name":"t","nodes":[{"address":"10.0.0.2","user":"u","control_plane":true},{"address":"10.0.1.3","user":"u","control_plane":false},{"address":"10.0.9.9","user":"u","control_plane":false}],"service_subnet":"10.68.0.0/16"}`)
 	must(t, err)
 	return f
