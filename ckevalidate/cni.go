@@ -47,12 +47,29 @@ func cniPluginConf(data []byte) error {
 	return nil
 }
 
-// cniConfList reads data as a network configuration list.
+// cniConfList reads data as a network configuration list: its name, its
+// versions, its flags and its plugins, in that order, as libcni does.
 func cniConfList(data []byte) error {
 	var list map[string]any
 	if err := json.Unmarshal(data, &list); err != nil {
 		return fmt.Errorf("not a CNI configuration list: %w", err)
 	}
+	if err := cniListName(list); err != nil {
+		return err
+	}
+	if err := cniListVersions(list); err != nil {
+		return err
+	}
+	inlinedOnly, err := cniListFlags(list)
+	if err != nil {
+		return err
+	}
+	return cniListPlugins(list, inlinedOnly)
+}
+
+// cniListName checks that the list has a name, a string (which may be
+// empty).
+func cniListName(list map[string]any) error {
 	name, ok := list["name"]
 	if !ok {
 		return errors.New(`a CNI configuration list needs a "name"`)
@@ -60,55 +77,87 @@ func cniConfList(data []byte) error {
 	if _, ok := name.(string); !ok {
 		return errors.New(`a CNI configuration list's "name" must be a string`)
 	}
+	return nil
+}
+
+// cniListVersions checks cniVersion, a string, and cniVersions, a list of
+// versions. CNI parses the versions only when cniVersions is there: every
+// listed version, then cniVersion with them.
+func cniListVersions(list map[string]any) error {
 	version := ""
 	if v, ok := list["cniVersion"]; ok {
 		if version, ok = v.(string); !ok {
 			return errors.New(`"cniVersion" must be a string`)
 		}
 	}
-	if vs, ok := list["cniVersions"]; ok {
-		// CNI parses every listed version, and cniVersion with them.
-		items, ok := vs.([]any)
+	vs, ok := list["cniVersions"]
+	if !ok {
+		return nil
+	}
+	items, ok := vs.([]any)
+	if !ok {
+		return errors.New(`"cniVersions" must be a list`)
+	}
+	for i, v := range items {
+		s, ok := v.(string)
 		if !ok {
-			return errors.New(`"cniVersions" must be a list`)
+			return fmt.Errorf(`"cniVersions"[%d] must be a string`, i)
 		}
-		for i, v := range items {
-			s, ok := v.(string)
-			if !ok {
-				return fmt.Errorf(`"cniVersions"[%d] must be a string`, i)
-			}
-			if err := cniVersion(s); err != nil {
-				return fmt.Errorf(`"cniVersions"[%d]: %w`, i, err)
-			}
-		}
-		if version != "" {
-			if err := cniVersion(version); err != nil {
-				return fmt.Errorf(`"cniVersion": %w`, err)
-			}
+		if err := cniVersion(s); err != nil {
+			return fmt.Errorf(`"cniVersions"[%d]: %w`, i, err)
 		}
 	}
-	inlinedOnly := false
+	if version != "" {
+		if err := cniVersion(version); err != nil {
+			return fmt.Errorf(`"cniVersion": %w`, err)
+		}
+	}
+	return nil
+}
+
+// cniListFlags checks disableCheck, disableGC and loadOnlyInlinedPlugins,
+// each true or false, and returns loadOnlyInlinedPlugins (false when it is
+// not there).
+func cniListFlags(list map[string]any) (inlinedOnly bool, err error) {
 	for _, key := range []string{"disableCheck", "disableGC", "loadOnlyInlinedPlugins"} {
 		v, ok := list[key]
 		if !ok {
 			continue
 		}
-		b, ok := v.(bool)
-		if s, isString := v.(string); !ok && isString {
-			switch strings.ToLower(s) {
-			case "true":
-				b, ok = true, true
-			case "false":
-				b, ok = false, true
-			}
-		}
+		b, ok := cniBool(v)
 		if !ok {
-			return fmt.Errorf("%q must be true or false (or a string of either)", key)
+			return false, fmt.Errorf("%q must be true or false (or a string of either)", key)
 		}
 		if key == "loadOnlyInlinedPlugins" {
 			inlinedOnly = b
 		}
 	}
+	return inlinedOnly, nil
+}
+
+// cniBool reads a flag as libcni does: a JSON boolean, or a string that is
+// "true" or "false" in any case.
+func cniBool(v any) (b, ok bool) {
+	if b, ok := v.(bool); ok {
+		return b, true
+	}
+	s, ok := v.(string)
+	if !ok {
+		return false, false
+	}
+	switch strings.ToLower(s) {
+	case "true":
+		return true, true
+	case "false":
+		return false, true
+	}
+	return false, false
+}
+
+// cniListPlugins checks the plugins: a list that is not empty, of plugin
+// configurations. A list without plugins is valid, unless it loads only
+// inlined plugins.
+func cniListPlugins(list map[string]any, inlinedOnly bool) error {
 	plugins, ok := list["plugins"]
 	if !ok {
 		if inlinedOnly {
