@@ -609,32 +609,35 @@ var snapshotKeys = []string{
 }
 
 // Snapshot reads what a tick needs, and whether leaderKey exists, in one
-// transaction.
+// transaction. A reader that leads nothing (ckecli, the page) gives ""
+// and the snapshot is not Leading.
 func (s Storage) Snapshot(ctx context.Context, leaderKey string) (*Snapshot, error) {
 	ops := make([]clientv3.Op, 0, len(snapshotKeys)+2)
-	ops = append(ops, clientv3.OpGet(leaderKey, clientv3.WithCountOnly()))
 	for _, k := range snapshotKeys {
 		ops = append(ops, clientv3.OpGet(s.Key(k)))
 	}
 	ops = append(ops, clientv3.OpGet(s.Key(KeyRebootsData), clientv3.WithPrefix()))
 	owner := s.ownershipOps()
 	ops = append(ops, owner...)
+	if leaderKey != "" {
+		ops = append(ops, clientv3.OpGet(leaderKey, clientv3.WithCountOnly()))
+	}
 	resp, err := s.Client.Txn(ctx).Then(ops...).Commit()
 	if err != nil {
 		return nil, err
 	}
 	r := resp.Responses
-	o := len(r) - len(owner)
+	o := len(snapshotKeys) + 1 // the first ownership answer
 	snap := &Snapshot{
-		Leading: r[0].GetResponseRange().Count > 0,
+		Leading: leaderKey != "" && r[len(r)-1].GetResponseRange().Count > 0,
 		values:  make(map[string]*mvccpb.KeyValue, len(snapshotKeys)),
 		reboots: r[o-1].GetResponseRange().Kvs,
 	}
-	for _, rr := range r[o:] {
+	for _, rr := range r[o : o+len(owner)] {
 		snap.owner = append(snap.owner, (*clientv3.GetResponse)(rr.GetResponseRange()))
 	}
 	for i, k := range snapshotKeys {
-		if kvs := r[i+1].GetResponseRange().Kvs; len(kvs) > 0 {
+		if kvs := r[i].GetResponseRange().Kvs; len(kvs) > 0 {
 			snap.values[k] = kvs[0]
 		}
 	}

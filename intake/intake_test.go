@@ -1,0 +1,367 @@
+package intake
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/ckegen/ckegen/constraints"
+	"github.com/ckegen/ckegen/internal/etcdtest"
+	"github.com/ckegen/ckegen/storage"
+)
+
+const (
+	goodTemplate = `{"name":"t","nodes":[{"user":"u","control_plane":true},{"user":"u"}],"service_subnet":"10.68.0.0/16"}`
+	goodCluster  = `{"name":"t","nodes":[{"address":"10.0.0.2","user":"u","control_plane":true}],"service_subnet":"10.68.0.0/16"}`
+	goodPolicy   = "placements:\n  control-plane:\n    groups: [{name: any}]\n"
+)
+
+// cli is the etcd of the running test: each top-level test that reads
+// etcd starts one (a subtest's cleanup would close a shared one).
+var cli *clientv3.Client
+
+// site stores values (key: value; "" deletes) under a fresh prefix and
+// returns its storage.
+func site(t *testing.T, values map[string]string) storage.Storage {
+	t.Helper()
+	st := storage.New(cli, strings.NewReplacer("/", "-", " ", "-").Replace(t.Name())+"/")
+	put(t, st, values)
+	return st
+}
+
+func put(t *testing.T, st storage.Storage, values map[string]string) {
+	t.Helper()
+	for k, v := range values {
+		var err error
+		if v == "" {
+			_, err = st.Client.Delete(context.Background(), st.Key(k))
+		} else {
+			_, err = st.Client.Put(context.Background(), st.Key(k), v)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func snapshot(t *testing.T, st storage.Storage) *storage.Snapshot {
+	t.Helper()
+	snap, err := st.Snapshot(context.Background(), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if snap.Leading {
+		t.Error("a snapshot read without an election key is Leading")
+	}
+	return snap
+}
+
+// ready are the settings without which nothing runs.
+func ready() map[string]string {
+	return map[string]string{storage.KeySabakanTemplate: goodTemplate, storage.KeySabakanURL: "http://sabakan/graphql"}
+}
+
+func with(m map[string]string, k, v string) map[string]string {
+	m[k] = v
+	return m
+}
+
+// TestRefusals: each setting missing or invalid, how the daemon's status
+// and ckecli say it. These strings are the operator's interface: the
+// daemon's status and `ckecli sabakan plan` have said them since before
+// this package.
+func TestRefusals(t *testing.T) {
+	cli = etcdtest.Client(t)
+	cases := []struct {
+		name    string
+		values  map[string]string
+		whatIf  WhatIf
+		reason  string
+		status  string // Refusal.Error, as a substring when it ends with "..."
+		explain string // Explained(err, true)
+	}{
+		{name: "no template", values: map[string]string{storage.KeySabakanURL: "u"},
+			reason:  ReasonNoTemplate,
+			status:  "no template: set one with ckecli sabakan set-template",
+			explain: "no template: set one with ckecli sabakan set-template, or give --template"},
+		{name: "invalid template", values: with(ready(), storage.KeySabakanTemplate, `{"name":""}`),
+			reason: ReasonInvalidTemplate, status: "...", explain: "the stored template is invalid: ... (set one with ckecli sabakan set-template)"},
+		{name: "invalid what-if template", values: ready(), whatIf: WhatIf{Template: []byte(`{"name":""}`)},
+			reason: ReasonInvalidTemplate, status: "template: ...", explain: "template: ..."},
+		{name: "no url", values: map[string]string{storage.KeySabakanTemplate: goodTemplate},
+			reason: ReasonNoURL, status: "no sabakan URL: set one with ckecli sabakan set-url",
+			explain: "no sabakan URL: set one with ckecli sabakan set-url"},
+		{name: "invalid variables", values: with(ready(), storage.KeySabakanQueryVariables, `{"having":1}`),
+			reason: ReasonInvalidVariables, status: "...", explain: "the stored query variables are invalid: ... (set them with ckecli sabakan set-variables)"},
+		{name: "invalid what-if variables", values: ready(), whatIf: WhatIf{Variables: []byte(`[`)},
+			reason: ReasonInvalidVariables, status: "variables: ...", explain: "variables: ..."},
+		{name: "constraints that do not parse", values: with(ready(), storage.KeyConstraints, `{"control-plane-count":"x"}`),
+			reason: ReasonInvalidConstraints, status: "...", explain: "the stored constraints are invalid: ... (set them with ckecli constraints set)"},
+		{name: "what-if constraints that do not validate", values: ready(), whatIf: WhatIf{Constraints: &constraints.Constraints{}},
+			reason: ReasonInvalidConstraints, status: "constraints: ...", explain: "constraints: ..."},
+		{name: "invalid cluster", values: with(ready(), storage.KeyCluster, `{`),
+			reason: ReasonInvalidCluster, status: "...", explain: "the stored cluster is invalid: ..."},
+		{name: "invalid cluster revision", values: with(ready(), storage.KeyClusterRevision, `x`),
+			reason: ReasonInvalidCluster, status: "...", explain: "the cluster's template revision: ..."},
+		{name: "invalid policy", values: with(ready(), storage.KeySabakanPolicy, "placements: 1"),
+			reason: ReasonInvalidPolicy,
+			status: "...; this is the policy stored in sabakan/policy: fix it with ckecli sabakan set-policy, or remove it with ckecli sabakan clear-policy",
+			explain: "the stored policy is invalid for the template: ... (fix it with ckecli sabakan set-policy, or clear it with clear-policy)"},
+		{name: "invalid what-if policy", values: ready(), whatIf: WhatIf{Policy: []byte("placements: 1")},
+			reason: ReasonInvalidPolicy, status: "policy: ...", explain: "policy: ..."},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var r Reader
+			s, err := r.Read(snapshot(t, site(t, c.values)), c.whatIf)
+			var ref *Refusal
+			if !errors.As(err, &ref) {
+				t.Fatalf("Read = %v, %v; want a *Refusal", s, err)
+			}
+			if ref.Reason != c.reason {
+				t.Errorf("reason %s, want %s", ref.Reason, c.reason)
+			}
+			match(t, "status", ref.Error(), c.status, ref.Err)
+			match(t, "explanation", Explained(err, true).Error(), c.explain, ref.Err)
+			if ref.Err != nil && !errors.Is(Explained(err, true), ref.Err) {
+				t.Error("the explanation does not wrap the cause")
+			}
+		})
+	}
+}
+
+// match checks got against want, where "..." in want stands for the
+// cause's text.
+func match(t *testing.T, what, got, want string, cause error) {
+	t.Helper()
+	if cause != nil {
+		want = strings.Replace(want, "...", cause.Error(), 1)
+	}
+	if got != want {
+		t.Errorf("%s:\n got %q\nwant %q", what, got, want)
+	}
+}
+
+// TestReadOrder: with several settings refused, the first in the daemon's
+// order is reported, by the daemon and by ckecli alike.
+func TestReadOrder(t *testing.T) {
+	cli = etcdtest.Client(t)
+	bad := map[string]string{
+		storage.KeySabakanTemplate:       `{"name":""}`,
+		storage.KeySabakanQueryVariables: `[`,
+		storage.KeyConstraints:           `{"control-plane-count":0}`,
+		storage.KeyCluster:               `{`,
+		storage.KeySabakanPolicy:         "placements: 1",
+	}
+	st := site(t, bad)
+	for _, want := range []Setting{Template, URL, Variables, Constraints, Cluster, Policy} {
+		var r Reader
+		_, err := r.Read(snapshot(t, st), WhatIf{})
+		var ref *Refusal
+		if !errors.As(err, &ref) || ref.Setting != want {
+			t.Fatalf("refused %v, want %s", err, want)
+		}
+		// Fix it; the next one is reported.
+		fix := map[Setting]map[string]string{
+			Template: {storage.KeySabakanTemplate: goodTemplate}, URL: {storage.KeySabakanURL: "u"},
+			Variables: {storage.KeySabakanQueryVariables: ""}, Constraints: {storage.KeyConstraints: ""},
+			Cluster: {storage.KeyCluster: goodCluster}, Policy: {storage.KeySabakanPolicy: goodPolicy},
+		}[want]
+		put(t, st, fix)
+	}
+	var r Reader
+	if _, err := r.Read(snapshot(t, st), WhatIf{}); err != nil {
+		t.Fatalf("all fixed: %v", err)
+	}
+}
+
+// TestReadEach: a view gets every refusal at once, and what could be read.
+func TestReadEach(t *testing.T) {
+	cli = etcdtest.Client(t)
+	st := site(t, map[string]string{
+		storage.KeySabakanTemplate: `{"name":""}`,
+		storage.KeyConstraints:     `{"control-plane-count":0}`,
+		storage.KeyCluster:         goodCluster,
+	})
+	var r Reader
+	s, refused := r.ReadEach(snapshot(t, st))
+	var got []string
+	for k := range refused {
+		got = append(got, string(k))
+	}
+	if len(refused) != 3 || refused[Template] == nil || refused[URL] == nil || !refused[URL].Missing || refused[Constraints] == nil {
+		t.Errorf("refused %v, want template, url (missing) and constraints", got)
+	}
+	if s.Current == nil || s.Current.Name != "t" {
+		t.Errorf("the cluster was not read beside the refusals: %+v", s.Current)
+	}
+}
+
+// TestSettings: what Read returns, what-if values replacing stored ones.
+func TestSettings(t *testing.T) {
+	cli = etcdtest.Client(t)
+	st := site(t, with(with(with(ready(), storage.KeyCluster, goodCluster), storage.KeyConstraints, `{"control-plane-count":1}`),
+		storage.KeySabakanQueryVariables, `{"having":{"racks":[1]}}`))
+	var r Reader
+	s, err := r.Read(snapshot(t, st), WhatIf{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, tmplRev, _ := st.GetTemplate(context.Background())
+	switch {
+	case s.URL != "http://sabakan/graphql":
+		t.Errorf("URL %q", s.URL)
+	case s.TemplateRevision != tmplRev || tmplRev == 0:
+		t.Errorf("template revision %d, want %d", s.TemplateRevision, tmplRev)
+	case !s.ConstraintsStored || s.Constraints.ControlPlaneCount != 1:
+		t.Errorf("constraints %+v stored %v", s.Constraints, s.ConstraintsStored)
+	case len(s.Warnings) != len(s.Constraints.Warnings()):
+		t.Errorf("warnings %q, want the constraints' %q", s.Warnings, s.Constraints.Warnings())
+	case string(s.VariablesData) != `{"having":{"racks":[1]}}` || s.Variables.Having == nil:
+		t.Errorf("variables %s %+v", s.VariablesData, s.Variables)
+	case s.Current == nil || s.ClusterRevision == 0:
+		t.Errorf("cluster %+v at %d", s.Current, s.ClusterRevision)
+	case !s.TemplateChanged():
+		// No cluster-revision stored: built from revision 0.
+		t.Error("TemplateChanged false for a cluster built from another template revision")
+	}
+
+	put(t, st, map[string]string{storage.KeyClusterRevision: fmt.Sprint(tmplRev)})
+	if s, err = r.Read(snapshot(t, st), WhatIf{}); err != nil || s.TemplateChanged() {
+		t.Errorf("built from the stored template: TemplateChanged %v (%v)", s.TemplateChanged(), err)
+	}
+	c := constraints.Default()
+	s, err = r.Read(snapshot(t, st), WhatIf{Template: []byte(goodTemplate), Constraints: &c, Variables: []byte(`{}`)})
+	switch {
+	case err != nil:
+		t.Fatal(err)
+	case !s.TemplateChanged():
+		t.Error("a what-if template must count as changed")
+	case s.Constraints.ControlPlaneCount != c.ControlPlaneCount || !s.ConstraintsStored:
+		t.Errorf("what-if constraints not applied: %+v", s.Constraints)
+	case string(s.VariablesData) != `{}`:
+		t.Errorf("what-if variables not applied: %s", s.VariablesData)
+	}
+	put(t, st, map[string]string{storage.KeyConstraints: ""})
+	if s, _ = r.Read(snapshot(t, st), WhatIf{}); s.ConstraintsStored || s.Constraints != constraints.Default() {
+		t.Errorf("no constraints stored: %+v stored %v, want the defaults", s.Constraints, s.ConstraintsStored)
+	}
+}
+
+// TestCaches: the cluster is parsed again only when its key changed, the
+// policy compiled again only when it or the template changed, and a
+// what-if policy or template never lands in the cache.
+func TestCaches(t *testing.T) {
+	cli = etcdtest.Client(t)
+	st := site(t, with(with(ready(), storage.KeyCluster, goodCluster), storage.KeySabakanPolicy, goodPolicy))
+	var r Reader
+	read := func(w WhatIf) *Settings {
+		t.Helper()
+		s, err := r.Read(snapshot(t, st), w)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	first := read(WhatIf{})
+	if first.Policy == nil {
+		t.Fatal("no policy")
+	}
+	second := read(WhatIf{})
+	if second.Current != first.Current || second.Policy != first.Policy {
+		t.Error("nothing changed, yet the cluster or the policy was read again")
+	}
+	if w := read(WhatIf{Policy: []byte(goodPolicy)}); w.Policy == first.Policy {
+		t.Error("a what-if policy came from the cache")
+	}
+	if w := read(WhatIf{Template: []byte(goodTemplate)}); w.Policy == first.Policy {
+		t.Error("the policy for a what-if template came from the cache")
+	}
+	if again := read(WhatIf{}); again.Policy != first.Policy {
+		t.Error("a what-if read replaced the cached policy")
+	}
+	put(t, st, map[string]string{storage.KeyCluster: goodCluster, storage.KeySabakanTemplate: goodTemplate})
+	third := read(WhatIf{})
+	if third.Current == first.Current {
+		t.Error("the cluster key changed, yet the cached cluster was used")
+	}
+	if third.Policy == first.Policy {
+		t.Error("the template changed, yet the cached policy was used")
+	}
+	put(t, st, map[string]string{storage.KeySabakanPolicy: "placements: 1"})
+	if _, err := r.Read(snapshot(t, st), WhatIf{}); err == nil {
+		t.Error("the policy changed to an invalid one, yet the cached one was used")
+	}
+}
+
+// TestReadChange: the change settings and their refusals.
+func TestReadChange(t *testing.T) {
+	cli = etcdtest.Client(t)
+	st := site(t, map[string]string{storage.KeySabakanTrigger: "planning", storage.KeySabakanQuietTime: "5m", storage.KeySabakanMaxUnhealthy: "10%"})
+	c, err := ReadChange(snapshot(t, st))
+	if err != nil || c.Trigger != storage.TriggerPlanning || c.TriggerRevision == 0 || c.QuietTime.Minutes() != 5 || c.MaxUnhealthy == nil {
+		t.Errorf("ReadChange = %+v, %v", c, err)
+	}
+	for key, reason := range map[string]string{
+		storage.KeySabakanTrigger: ReasonInvalidTrigger, storage.KeySabakanQuietTime: ReasonInvalidQuietTime, storage.KeySabakanMaxUnhealthy: ReasonInvalidMaxUnhealthy,
+	} {
+		st := storage.New(cli, "change-"+key+"/")
+		put(t, st, map[string]string{key: "nonsense"})
+		_, err := ReadChange(snapshot(t, st))
+		var ref *Refusal
+		if !errors.As(err, &ref) || ref.Reason != reason || ref.Error() != ref.Err.Error() {
+			t.Errorf("%s nonsense: %v, want %s with the stored value's own message", key, err, reason)
+		}
+	}
+}
+
+// TestFromFiles: the offline generator's files, and errors that name the
+// flag and the file.
+func TestFromFiles(t *testing.T) {
+	dir := t.TempDir()
+	file := func(name, content string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	tmpl := file("t.json", goodTemplate)
+	machines := file("m.json", `[]`)
+	files := Files{Template: File("--template", tmpl), Machines: File("--machines", machines), RebootingFlag: "--rebooting"}
+	s, inv, _, err := FromFiles(context.Background(), files)
+	if err != nil || s.Template == nil || inv.Machines == nil && len(inv.Machines) != 0 || s.Constraints != constraints.Default() {
+		t.Fatalf("FromFiles = %+v, %v", s, err)
+	}
+	if !s.templateGiven || s.Current != nil || s.Rebooting != nil {
+		t.Errorf("settings %+v", s)
+	}
+
+	bad := file("bad.json", `{`)
+	for _, c := range []struct {
+		name string
+		mod  func(f *Files)
+		want string
+	}{
+		{"template", func(f *Files) { f.Template = File("--template", bad) }, "--template " + bad + ": "},
+		{"machines", func(f *Files) { f.Machines = File("--machines", bad) }, "--machines " + bad + ": "},
+		{"constraints", func(f *Files) { f.Constraints = File("--constraints", bad) }, "--constraints " + bad + ": "},
+		{"current", func(f *Files) { f.Current = File("--current", bad) }, "--current " + bad + ": "},
+		{"nodes", func(f *Files) { f.NodeTaints = File("--k8s-nodes", bad) }, "--k8s-nodes " + bad + ": "},
+		{"policy", func(f *Files) { f.Policy = File("--policy", bad) }, "--policy " + bad + ": "},
+		{"missing file", func(f *Files) { f.Current = File("--current", filepath.Join(dir, "none")) }, "--current: open "},
+		{"rebooting", func(f *Files) { f.Rebooting = []string{"10.0.0.1", " "} }, "--rebooting: empty address"},
+	} {
+		f := files
+		c.mod(&f)
+		if _, _, _, err := FromFiles(context.Background(), f); err == nil || !strings.HasPrefix(err.Error(), c.want) {
+			t.Errorf("%s: %v, want an error starting %q", c.name, err, c.want)
+		}
+	}
+}
