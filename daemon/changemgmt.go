@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/ckegen/ckegen/generator"
+	"github.com/ckegen/ckegen/intake"
 	"github.com/ckegen/ckegen/planreport"
 	"github.com/ckegen/ckegen/storage"
 )
@@ -29,9 +30,9 @@ const (
 	ReasonTooManyUnhealthy = "TOO_MANY_UNHEALTHY"
 	// ReasonInvalidTrigger, ReasonInvalidQuietTime and
 	// ReasonInvalidMaxUnhealthy: a stored setting does not parse.
-	ReasonInvalidTrigger      = "INVALID_TRIGGER"
-	ReasonInvalidQuietTime    = "INVALID_QUIET_TIME"
-	ReasonInvalidMaxUnhealthy = "INVALID_MAX_UNHEALTHY"
+	ReasonInvalidTrigger      = intake.ReasonInvalidTrigger
+	ReasonInvalidQuietTime    = intake.ReasonInvalidQuietTime
+	ReasonInvalidMaxUnhealthy = intake.ReasonInvalidMaxUnhealthy
 
 	// ResultPlanning: the tick computed and stored the plan and wrote no
 	// cluster, because the trigger is planning or the inventory is not
@@ -41,28 +42,10 @@ const (
 
 // changeSettings are the change management settings of a tick.
 type changeSettings struct {
-	trigger      string
-	triggerRev   int64 // mod revision of sabakan/trigger (0: unset)
-	quietTime    time.Duration
-	maxUnhealthy *storage.MaxUnhealthy // nil: no limit
+	intake.Change
 	// release is what released the plan this tick applies (the trigger
 	// change or the end of quiet time), for the history.
 	release string
-}
-
-// readChangeSettings parses the change management settings of snap.
-func readChangeSettings(snap *storage.Snapshot, s *changeSettings) error {
-	var err error
-	if s.trigger, s.triggerRev, err = snap.Trigger(); err != nil {
-		return fail(ReasonInvalidTrigger, err)
-	}
-	if s.quietTime, err = snap.QuietTime(); err != nil {
-		return fail(ReasonInvalidQuietTime, err)
-	}
-	if s.maxUnhealthy, err = snap.MaxUnhealthy(); err != nil {
-		return fail(ReasonInvalidMaxUnhealthy, err)
-	}
-	return nil
 }
 
 // changeOutcome is what change management made of a tick.
@@ -86,15 +69,15 @@ type changeOutcome struct {
 func (d *Daemon) manage(s *settings, in generator.Input, out *outcome) (*generator.Result, error) {
 	prev := d.Status()
 	c := &out.change
-	c.Trigger = s.trigger
-	q := evaluateQuiet(in.Machines, s.quietTime, prev.Quiet, d.cfg.Now())
+	c.Trigger = s.Trigger
+	q := evaluateQuiet(in.Machines, s.QuietTime, prev.Quiet, d.cfg.Now())
 	c.Quiet = &q.status
 	out.quietRemaining = q.remaining
 
-	if lim := s.maxUnhealthy; lim != nil && s.current != nil {
+	if lim := s.MaxUnhealthy; lim != nil && s.Current != nil {
 		bad := generator.Unhealthy(in)
-		u := &storage.UnhealthyStatus{Count: len(bad), Nodes: len(s.current.Nodes), MaxUnhealthy: lim.String(),
-			Limit: lim.Limit(len(s.current.Nodes)), Addresses: bad[:min(len(bad), storage.MaxChanges)]}
+		u := &storage.UnhealthyStatus{Count: len(bad), Nodes: len(s.Current.Nodes), MaxUnhealthy: lim.String(),
+			Limit: lim.Limit(len(s.Current.Nodes)), Addresses: bad[:min(len(bad), storage.MaxChanges)]}
 		c.Unhealthy = u
 		if u.Count > u.Limit {
 			shown := bad[:min(len(bad), maxLastMoved)]
@@ -110,10 +93,10 @@ func (d *Daemon) manage(s *settings, in generator.Input, out *outcome) (*generat
 	switch {
 	case !q.quiet:
 		out.held, out.heldReason = q.message, ReasonQuietTime
-		if s.trigger == storage.TriggerPlanning {
+		if s.Trigger == storage.TriggerPlanning {
 			out.held += "; the trigger is planning as well"
 		}
-	case s.trigger == storage.TriggerPlanning:
+	case s.Trigger == storage.TriggerPlanning:
 		out.held = "the trigger is planning: ckecli sabakan trigger schedule applies the plan"
 	}
 	if out.held != "" {
@@ -145,14 +128,14 @@ func (d *Daemon) manage(s *settings, in generator.Input, out *outcome) (*generat
 // being applied.
 func releasedBy(prev storage.Status, s *settings) string {
 	switch {
-	case prev.Trigger == storage.TriggerPlanning && s.trigger == storage.TriggerSchedule:
-		return fmt.Sprintf("the trigger set to schedule (sabakan/trigger revision %d)", s.triggerRev)
+	case prev.Trigger == storage.TriggerPlanning && s.Trigger == storage.TriggerSchedule:
+		return fmt.Sprintf("the trigger set to schedule (sabakan/trigger revision %d)", s.TriggerRevision)
 	case prev.Result == ResultPlanning && prev.Reason == ReasonQuietTime:
 		since := "-"
 		if prev.Quiet != nil {
 			since = prev.Quiet.InventorySince.UTC().Format(time.RFC3339)
 		}
-		return fmt.Sprintf("the end of the quiet time %s (the inventory unchanged since %s)", s.quietTime, since)
+		return fmt.Sprintf("the end of the quiet time %s (the inventory unchanged since %s)", s.QuietTime, since)
 	}
 	return prev.Release
 }
@@ -178,7 +161,7 @@ func (o *outcome) tooManyUnhealthy() error {
 // has failed already or is done).
 func (d *Daemon) keepPlan(ctx context.Context, leaderKey string, s *settings, in generator.Input, out *outcome, clusterRev int64) error {
 	prev := d.Status().Pending
-	templateChanged := s.current != nil && s.templateRev != s.builtFrom
+	templateChanged := s.TemplateChanged()
 	if out.result != nil {
 		in.Current, templateChanged = out.result.Cluster, false
 	}
@@ -191,8 +174,8 @@ func (d *Daemon) keepPlan(ctx context.Context, leaderKey string, s *settings, in
 		return nil
 	}
 	doc := planreport.New(p)
-	doc.SetModel(s.constraints, len(in.Machines))
-	stored := planreport.Stored{Document: *doc, TemplateRevision: s.templateRev, ClusterRevision: clusterRev, Trigger: s.trigger}
+	doc.SetModel(s.Constraints, len(in.Machines))
+	stored := planreport.Stored{Document: *doc, TemplateRevision: s.TemplateRevision, ClusterRevision: clusterRev, Trigger: s.Trigger}
 	pending := &storage.PendingPlan{Result: p.Result, Steps: len(p.Steps)}
 	if p.Err != nil {
 		pending.Error = p.Err.Error()

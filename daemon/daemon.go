@@ -17,6 +17,7 @@ import (
 
 	"github.com/ckegen/ckegen/cluster"
 	"github.com/ckegen/ckegen/generator"
+	"github.com/ckegen/ckegen/intake"
 	"github.com/ckegen/ckegen/internal/clip"
 	"github.com/ckegen/ckegen/sabakan"
 	"github.com/ckegen/ckegen/storage"
@@ -72,8 +73,9 @@ type Daemon struct {
 	client  *sabakan.Client
 	// compiled is the last policy compiled, parsed the last cluster
 	// parsed (tick goroutine only).
-	compiled compiledPolicy
-	parsed   parsedCluster
+	// settings reads the tick's settings, with its caches; only the
+	// tick's goroutine uses it.
+	settings intake.Reader
 
 	mu      sync.Mutex
 	status  storage.Status

@@ -12,26 +12,24 @@ import (
 	"github.com/ckegen/ckegen/cluster"
 	"github.com/ckegen/ckegen/constraints"
 	"github.com/ckegen/ckegen/generator"
+	"github.com/ckegen/ckegen/intake"
 	"github.com/ckegen/ckegen/kubenodes"
-	"github.com/ckegen/ckegen/labels"
 	"github.com/ckegen/ckegen/machine"
-	"github.com/ckegen/ckegen/metricprovider"
 	"github.com/ckegen/ckegen/policy"
 	"github.com/ckegen/ckegen/sabakan"
 	"github.com/ckegen/ckegen/storage"
-	"github.com/ckegen/ckegen/template"
 )
 
 // Reason codes recorded in sabakan/status when a tick fails.
 const (
 	ReasonDisabled           = "DISABLED"
 	ReasonInvalidDisabled    = "INVALID_DISABLED_FLAG"
-	ReasonNoTemplate         = "NO_TEMPLATE"
-	ReasonInvalidTemplate    = "INVALID_TEMPLATE"
-	ReasonNoURL              = "NO_URL"
-	ReasonInvalidVariables   = "INVALID_VARIABLES"
-	ReasonInvalidConstraints = "INVALID_CONSTRAINTS"
-	ReasonInvalidCluster     = "INVALID_CLUSTER"
+	ReasonNoTemplate         = intake.ReasonNoTemplate
+	ReasonInvalidTemplate    = intake.ReasonInvalidTemplate
+	ReasonNoURL              = intake.ReasonNoURL
+	ReasonInvalidVariables   = intake.ReasonInvalidVariables
+	ReasonInvalidConstraints = intake.ReasonInvalidConstraints
+	ReasonInvalidCluster     = intake.ReasonInvalidCluster
 	ReasonSabakanUnreachable = "SABAKAN_UNREACHABLE"
 	ReasonKubernetesUnreach  = "KUBERNETES_UNREACHABLE"
 	ReasonQueryError         = "QUERY_ERROR"
@@ -47,7 +45,7 @@ const (
 	ReasonEtcdError        = "ETCD_ERROR"
 	// ReasonInvalidPolicy: the stored placement policy does not parse,
 	// validate, or fit the template (docs/design.md 12.1).
-	ReasonInvalidPolicy = "INVALID_POLICY"
+	ReasonInvalidPolicy = intake.ReasonInvalidPolicy
 	// ReasonMetricsUnavailable: a metric provider of the policy failed
 	// (unreachable, timeout, query error; docs/design.md 12.3).
 	ReasonMetricsUnavailable = "METRICS_UNAVAILABLE"
@@ -71,26 +69,15 @@ func (e *tickError) Unwrap() error { return e.err }
 
 func fail(reason string, err error) *tickError { return &tickError{reason: reason, err: err} }
 
-// settings are what a tick reads from etcd, parsed.
+// settings are what a tick reads from etcd, parsed: whether it runs, and
+// the generator's settings (the intake package reads them).
 type settings struct {
 	disabled bool
 	// own is who owns the integration, and hold why the tick holds back
 	// (docs/beside-cke.md); nil: it goes on.
-	own         storage.Ownership
-	hold        *hold
-	template    *template.Template
-	templateRev int64 // mod revision of sabakan/template
-	url         string
-	vars        sabakan.Variables
-	constraints constraints.Constraints
-	// constraintsStored: a constraints key is stored (else constraints
-	// are the count model's defaults).
-	constraintsStored bool
-	current           *cluster.Cluster // nil: no cluster yet
-	clusterRev        int64            // mod revision of cluster, for the guarded write
-	builtFrom         int64            // cluster-revision: the template revision current was built from
-	rebooting         map[string]bool
-	policy            *policy.Policy // nil: no placement policy
+	own  storage.Ownership
+	hold *hold
+	*intake.Settings
 	changeSettings
 }
 
@@ -145,9 +132,9 @@ func (d *Daemon) tick(ctx context.Context, leaderKey string) (*outcome, error) {
 	if s.hold != nil || s.disabled {
 		return &outcome{disabled: s.disabled, hold: s.hold, own: &s.own}, nil
 	}
-	out := &outcome{own: &s.own, current: s.current, warnings: s.constraints.Warnings(),
-		constraints: &s.constraints, constraintsSource: storage.ConstraintsDefault}
-	if s.constraintsStored {
+	out := &outcome{own: &s.own, current: s.Current, warnings: s.Warnings,
+		constraints: &s.Constraints, constraintsSource: storage.ConstraintsDefault}
+	if s.ConstraintsStored {
 		out.constraintsSource = storage.ConstraintsStored
 	}
 	if d.cfg.Nodes != nil {
@@ -167,10 +154,9 @@ func (d *Daemon) tick(ctx context.Context, leaderKey string) (*outcome, error) {
 	if err != nil {
 		return out, err
 	}
-	in := d.input(s, ms, roles)
-	in.NodeTaints, in.Metrics = taints, vals
+	in := s.Input(intake.Inventory{Machines: ms, Roles: roles, Metrics: vals, NodeTaints: taints}, d.cfg.Now(), d.cfg.RetireWait)
 	res, err := d.manage(s, in, out)
-	clusterRev := s.clusterRev
+	clusterRev := s.ClusterRevision
 	if err == nil && res != nil {
 		rev, werr := d.write(ctx, leaderKey, s, res)
 		if werr != nil {
@@ -217,107 +203,25 @@ func (d *Daemon) readSettings(ctx context.Context, leaderKey string) (*settings,
 		return &s, nil
 	}
 
-	data, rev, err := snap.Template()
+	read, err := d.settings.Read(snap, intake.WhatIf{})
 	if err != nil {
-		return nil, fail(ReasonNoTemplate, errors.New("no template: set one with ckecli sabakan set-template"))
+		return nil, refused(err)
 	}
-	if s.template, err = template.Parse(data); err != nil {
-		return nil, fail(ReasonInvalidTemplate, err)
-	}
-	s.templateRev = rev
-
-	if s.url, err = snap.URL(); err != nil {
-		return nil, fail(ReasonNoURL, errors.New("no sabakan URL: set one with ckecli sabakan set-url"))
-	}
-	if data, err := snap.QueryVariables(); err == nil {
-		if s.vars, err = sabakan.ParseVariables(data); err != nil {
-			return nil, fail(ReasonInvalidVariables, err)
-		}
-	}
-	if s.constraints, err = snap.Constraints(); err != nil {
-		return nil, fail(ReasonInvalidConstraints, err)
-	}
-	if err := s.constraints.Validate(); err != nil {
-		return nil, fail(ReasonInvalidConstraints, err)
-	}
-	s.constraintsStored = snap.ConstraintsStored()
-
-	if s.current, s.clusterRev, err = d.loadCluster(snap); err != nil {
-		return nil, err
-	}
-	if s.builtFrom, err = snap.ClusterRevision(); err != nil {
-		return nil, fail(ReasonInvalidCluster, err)
-	}
-	s.rebooting = snap.RebootingNodes()
-	if s.policy, err = d.loadPolicy(snap, s.templateRev, s.template); err != nil {
-		return nil, err
-	}
-	if err := readChangeSettings(snap, &s.changeSettings); err != nil {
-		return nil, err
+	s.Settings = read
+	if s.Change, err = intake.ReadChange(snap); err != nil {
+		return nil, refused(err)
 	}
 	return &s, nil
 }
 
-// parsedCluster is the stored cluster as parsed at its mod revision.
-type parsedCluster struct {
-	rev     int64
-	cluster *cluster.Cluster
-}
-
-// loadCluster returns the stored cluster and its mod revision (nil and 0
-// when none is stored); one that does not parse is INVALID_CLUSTER. The
-// last parsed cluster is reused while its mod revision is the same: a
-// 10,000-node cluster is megabytes of JSON, and most ticks change
-// nothing. The cluster is read-only: the generator shares its nodes with
-// its results and never changes them. Only the tick's goroutine uses the
-// cache.
-func (d *Daemon) loadCluster(snap *storage.Snapshot) (*cluster.Cluster, int64, error) {
-	rev := snap.ClusterModRevision()
-	if rev == 0 {
-		return nil, 0, nil
+// refused is the tick's failure for a setting intake refused, with its
+// reason.
+func refused(err error) *tickError {
+	var r *intake.Refusal
+	if errors.As(err, &r) {
+		return fail(r.Reason, r)
 	}
-	if c := d.parsed; c.cluster != nil && c.rev == rev {
-		return c.cluster, rev, nil
-	}
-	c, rev, err := snap.Cluster()
-	if err != nil {
-		return nil, 0, fail(ReasonInvalidCluster, err)
-	}
-	d.parsed = parsedCluster{rev: rev, cluster: c}
-	return c, rev, nil
-}
-
-// compiledPolicy is a policy compiled for a template, by the mod
-// revisions of both.
-type compiledPolicy struct {
-	rev, templateRev int64
-	policy           *policy.Policy
-}
-
-// loadPolicy returns the stored policy compiled for the tick's template,
-// or nil when there is none. An invalid policy is INVALID_POLICY. The
-// last compiled policy is reused while neither the policy nor the
-// template has changed: the same bytes compile to the same policy, and a
-// static provider listing thousands of machines is costly to parse at
-// every tick. Only the tick's goroutine uses the cache.
-func (d *Daemon) loadPolicy(snap *storage.Snapshot, templateRev int64, t *template.Template) (*policy.Policy, error) {
-	data, rev, err := snap.Policy()
-	switch {
-	case errors.Is(err, storage.ErrNotFound):
-		return nil, nil
-	case err != nil:
-		return nil, fail(ReasonEtcdError, err)
-	}
-	if c := d.compiled; c.policy != nil && c.rev == rev && c.templateRev == templateRev {
-		return c.policy, nil
-	}
-	p, err := policy.Load(data, t)
-	if err != nil {
-		return nil, fail(ReasonInvalidPolicy, fmt.Errorf("%w; this is the policy stored in %s: fix it with ckecli sabakan set-policy, or remove it with ckecli sabakan clear-policy",
-			err, storage.KeySabakanPolicy))
-	}
-	d.compiled = compiledPolicy{rev: rev, templateRev: templateRev, policy: p}
-	return p, nil
+	return fail(ReasonEtcdError, err)
 }
 
 // querySabakan returns the machines sabakan has for the user's variables,
@@ -325,12 +229,12 @@ func (d *Daemon) loadPolicy(snap *storage.Snapshot, templateRev int64, t *templa
 // for the generator's typo guard), and a warning for each machine ignored
 // or changed.
 func (d *Daemon) querySabakan(ctx context.Context, s *settings) ([]*machine.Machine, []string, []string, error) {
-	client, err := d.sabakanClient(s.url)
+	client, err := d.sabakanClient(s.URL)
 	if err != nil {
 		return nil, nil, nil, fail(ReasonQueryError, err)
 	}
 	start := time.Now()
-	raw, err := client.SearchMachines(ctx, s.vars)
+	raw, err := client.SearchMachines(ctx, s.Variables)
 	d.metrics.queryDuration.Observe(time.Since(start).Seconds())
 	switch {
 	case errors.Is(err, sabakan.ErrUnreachable):
@@ -338,8 +242,7 @@ func (d *Daemon) querySabakan(ctx context.Context, s *settings) ([]*machine.Mach
 	case err != nil:
 		return nil, nil, nil, fail(ReasonQueryError, err)
 	}
-	roles := machine.Roles(raw)
-	ms, warnings := machine.Sanitize(raw, labels.ValidateSabakanLabel)
+	ms, roles, warnings := intake.Sanitize(raw)
 	return ms, roles, warnings, nil
 }
 
@@ -350,16 +253,15 @@ func (d *Daemon) querySabakan(ctx context.Context, s *settings) ([]*machine.Mach
 // warned about, and a metric that no machine of the tick has a value of,
 // are warnings.
 func (d *Daemon) fetchMetrics(ctx context.Context, s *settings, ms []*machine.Machine, out *outcome) (*policy.Values, error) {
-	if s.policy == nil || len(s.policy.Metrics()) == 0 {
-		return nil, nil
-	}
 	start := time.Now()
-	vals, stats, err := metricprovider.Fetch(ctx, s.policy, ms)
-	d.metrics.metricsDuration.Observe(time.Since(start).Seconds())
+	vals, stats, warnings, err := intake.FetchMetrics(ctx, s.Policy, ms)
+	if s.Policy != nil && len(s.Policy.Metrics()) > 0 {
+		d.metrics.metricsDuration.Observe(time.Since(start).Seconds())
+	}
 	if err != nil {
 		return nil, fail(ReasonMetricsUnavailable, err)
 	}
-	out.warnings = append(out.warnings, metricprovider.Warnings(stats, len(ms))...)
+	out.warnings = append(out.warnings, warnings...)
 	for _, st := range stats {
 		d.log.Debug("metric fetched", "metric", st.Metric, "provider", st.Provider, "samples", st.Samples, "matched", st.Matched)
 	}
@@ -433,24 +335,8 @@ func (d *Daemon) listNodes(ctx context.Context, s *settings, out *outcome) (map[
 		return nil, fail(ReasonKubernetesUnreach, err)
 	}
 	out.kube.Read, out.kube.Nodes = true, len(taints)
-	out.kube.Intolerable = kubenodes.CountIntolerable(taints, generator.Tolerations(s.template))
+	out.kube.Intolerable = kubenodes.CountIntolerable(taints, generator.Tolerations(s.Template))
 	return taints, nil
-}
-
-// input is the generator's input of a tick; roles are the machines'
-// roles as sabakan returned them, before sanitizing.
-func (d *Daemon) input(s *settings, ms []*machine.Machine, roles []string) generator.Input {
-	return generator.Input{
-		Template:       s.template,
-		Constraints:    s.constraints,
-		Machines:       ms,
-		InventoryRoles: roles,
-		Current:        s.current,
-		Rebooting:      s.rebooting,
-		Now:            d.cfg.Now(),
-		RetireWait:     d.cfg.RetireWait,
-		Policy:         s.policy,
-	}
 }
 
 // decide runs the generator: Generate without a cluster, else Update, and
@@ -459,7 +345,7 @@ func (d *Daemon) input(s *settings, ms []*machine.Machine, roles []string) gener
 // do, and the generator's warnings (a template role that matches no
 // machine) in every case.
 func (d *Daemon) decide(s *settings, in generator.Input) (*generator.Result, []string, error) {
-	res, err := generator.Tick(in, s.current != nil && s.templateRev != s.builtFrom)
+	res, err := generator.Tick(in, s.TemplateChanged())
 	var warnings []string
 	if res != nil {
 		warnings = res.Warnings
@@ -486,12 +372,12 @@ func (d *Daemon) write(ctx context.Context, leaderKey string, s *settings, res *
 		return 0, fail(ReasonGenerationError, err)
 	}
 	if size := len(data) + d.writeOverhead(leaderKey); size > d.cfg.MaxClusterBytes {
-		return 0, fail(ReasonClusterTooLarge, tooLarge(len(data), size, len(res.Cluster.Nodes), d.cfg.MaxClusterBytes, s.constraints))
+		return 0, fail(ReasonClusterTooLarge, tooLarge(len(data), size, len(res.Cluster.Nodes), d.cfg.MaxClusterBytes, s.Constraints))
 	}
 	if err := ckevalidate.Cluster(res.Cluster); err != nil {
 		return 0, fail(ReasonInvalidCluster, fmt.Errorf("the generated cluster would be refused by CKE: %w", err))
 	}
-	rev, err := d.cfg.Storage.PutClusterOwned(ctx, leaderKey, data, s.clusterRev, s.templateRev, s.own)
+	rev, err := d.cfg.Storage.PutClusterOwned(ctx, leaderKey, data, s.ClusterRevision, s.TemplateRevision, s.own)
 	switch {
 	case errors.Is(err, storage.ErrNoLeader):
 		return 0, fail(ReasonLostLeadership, err)
@@ -556,7 +442,7 @@ func (d *Daemon) record(ctx context.Context, leaderKey string, s *settings, res 
 		Op:               res.Op,
 		Changes:          statusChanges(res.Changes),
 		ChangeCount:      len(res.Changes),
-		TemplateRevision: s.templateRev,
+		TemplateRevision: s.TemplateRevision,
 		ClusterRevision:  rev,
 		ReleasedBy:       s.release,
 	})
