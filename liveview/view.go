@@ -18,11 +18,11 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/ckegen/ckegen/generator"
+	"github.com/ckegen/ckegen/intake"
 	"github.com/ckegen/ckegen/machine"
 	"github.com/ckegen/ckegen/rackmap"
 	"github.com/ckegen/ckegen/sabakan"
 	"github.com/ckegen/ckegen/storage"
-	"github.com/ckegen/ckegen/template"
 )
 
 // Defaults of Options.
@@ -64,9 +64,10 @@ type Reader struct {
 	st   storage.Storage
 	opts Options
 
-	mu     sync.Mutex // held during a query, so concurrent readers share it
-	cached *answer
-	client *sabakan.Client
+	mu       sync.Mutex // held during a read, so concurrent readers share a query
+	cached   *answer
+	client   *sabakan.Client
+	settings intake.Reader
 }
 
 // answer is sabakan's answer to both queries, with what it answered.
@@ -174,65 +175,41 @@ func (e *EtcdError) Unwrap() error { return e.Err }
 // taken into account. Next is left empty.
 func (r *Reader) Input(ctx context.Context) (rackmap.Input, []string, error) {
 	var in rackmap.Input
+	snap, err := r.snapshot(ctx)
+	if err != nil {
+		return in, nil, err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	s, refused := r.settings.ReadEach(snap)
+	if ref := refused[intake.Cluster]; ref != nil {
+		return in, nil, intake.Explained(ref, false)
+	}
+	in.Current, in.Rebooting = s.Current, s.Rebooting
+
 	var notes []string
-	st := r.st
-	ectx, cancel := context.WithTimeout(ctx, r.opts.EtcdTimeout)
-	defer cancel()
-
-	cur, rev, err := st.GetCluster(ectx)
-	switch {
-	case errors.Is(err, storage.ErrNotFound):
-	case err != nil && rev != 0:
-		return in, nil, fmt.Errorf("the stored cluster is invalid: %w", err)
-	case err != nil:
-		return in, nil, &EtcdError{err}
-	default:
-		in.Current = cur
-	}
-
-	tmplData, _, err := st.GetTemplate(ectx)
-	switch {
-	case errors.Is(err, storage.ErrNotFound):
+	switch ref := refused[intake.Template]; {
+	case ref == nil:
+		in.Template = s.Template
+	case ref.Missing:
 		notes = append(notes, "no template is set: unused machines of every role are shown as candidates")
-	case err != nil:
-		return in, nil, &EtcdError{err}
 	default:
-		if in.Template, err = template.Parse(tmplData); err != nil {
-			notes = append(notes, fmt.Sprintf("the stored template is invalid (%v): unused machines of every role are shown as candidates", err))
-		}
+		notes = append(notes, fmt.Sprintf("the stored template is invalid (%v): unused machines of every role are shown as candidates", ref.Err))
 	}
-
-	if in.Rebooting, err = st.RebootingNodes(ectx); err != nil {
-		return in, nil, &EtcdError{err}
-	}
-
 	// The constraints say the model of the workers; none stored means the
 	// defaults, the count model's, as for the daemon.
-	cons, err := st.GetConstraints(ectx)
-	switch {
-	case errors.Is(err, storage.ErrInvalid):
-		notes = append(notes, fmt.Sprintf("the stored constraints are invalid (%v): the model of the workers is not shown", err))
-	case err != nil:
-		return in, nil, &EtcdError{err}
-	default:
-		in.Constraints = &cons
+	if ref := refused[intake.Constraints]; ref != nil {
+		notes = append(notes, fmt.Sprintf("the stored constraints are invalid (%v): the model of the workers is not shown", ref.Err))
+	} else {
+		in.Constraints = &s.Constraints
 	}
 
-	url, err := st.GetURL(ectx)
-	switch {
-	case errors.Is(err, storage.ErrNotFound):
-		return in, notes, errors.New("no sabakan URL: set one with ckecli sabakan set-url")
-	case err != nil:
-		return in, nil, &EtcdError{err}
+	for _, setting := range []intake.Setting{intake.URL, intake.Variables} {
+		if ref := refused[setting]; ref != nil {
+			return in, notes, intake.Explained(ref, false)
+		}
 	}
-	varsData, err := st.GetQueryVariables(ectx)
-	switch {
-	case errors.Is(err, storage.ErrNotFound):
-		varsData = nil
-	case err != nil:
-		return in, nil, &EtcdError{err}
-	}
-	a, err := r.query(ctx, url, varsData)
+	a, err := r.query(ctx, s)
 	if err != nil {
 		return in, notes, err
 	}
@@ -240,21 +217,25 @@ func (r *Reader) Input(ctx context.Context) (rackmap.Input, []string, error) {
 	return in, notes, nil
 }
 
-// query returns sabakan's answer for url and the stored variables, from
-// the cache when it is fresh.
-func (r *Reader) query(ctx context.Context, url string, varsData []byte) (*answer, error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
+// snapshot reads the settings in one etcd transaction, bounded by
+// EtcdTimeout.
+func (r *Reader) snapshot(ctx context.Context) (*storage.Snapshot, error) {
+	ectx, cancel := context.WithTimeout(ctx, r.opts.EtcdTimeout)
+	defer cancel()
+	snap, err := r.st.Snapshot(ectx, "")
+	if err != nil {
+		return nil, &EtcdError{err}
+	}
+	return snap, nil
+}
+
+// query returns sabakan's answer for the URL and variables of s, from
+// the cache when it is fresh; r.mu must be held.
+func (r *Reader) query(ctx context.Context, s *intake.Settings) (*answer, error) {
+	url, vars, varsData := s.URL, s.Variables, s.VariablesData
 	now := r.opts.Now()
 	if a := r.cached; a != nil && a.url == url && a.vars == string(varsData) && now.Sub(a.at) < r.opts.CacheTTL && !now.Before(a.at) {
 		return a, nil
-	}
-	var vars sabakan.Variables
-	if varsData != nil {
-		var err error
-		if vars, err = sabakan.ParseVariables(varsData); err != nil {
-			return nil, fmt.Errorf("the stored query variables are invalid: %w", err)
-		}
 	}
 	client, err := r.sabakanClient(url)
 	if err != nil {

@@ -15,9 +15,9 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/ckegen/ckegen/constraints"
+	"github.com/ckegen/ckegen/intake"
 	"github.com/ckegen/ckegen/internal/strictjson"
 	"github.com/ckegen/ckegen/internal/suggest"
-	"github.com/ckegen/ckegen/liveview"
 	"github.com/ckegen/ckegen/storage"
 )
 
@@ -144,9 +144,9 @@ func newConstraintsSetCmd(e *env) *cobra.Command {
 				return err
 			}
 			if dry.enabled {
-				return dry.run(e, cmd, liveview.WhatIf{Constraints: &c})
+				return dry.run(e, cmd, intake.WhatIf{Constraints: &c})
 			}
-			dry.warn(e, cmd, liveview.WhatIf{Constraints: &c}, c.Warnings()...)
+			dry.warn(e, cmd, intake.WhatIf{Constraints: &c}, c.Warnings()...)
 			return e.withStorage(func(ctx context.Context, st storage.Storage) error {
 				return st.SetConstraints(ctx, c)
 			})

@@ -8,21 +8,14 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/ckegen/ckegen/cluster"
-	"github.com/ckegen/ckegen/constraints"
 	"github.com/ckegen/ckegen/generator"
-	"github.com/ckegen/ckegen/kubenodes/nodefile"
-	"github.com/ckegen/ckegen/labels"
-	"github.com/ckegen/ckegen/machine"
-	"github.com/ckegen/ckegen/metricprovider"
+	"github.com/ckegen/ckegen/intake"
 	"github.com/ckegen/ckegen/planreport"
-	"github.com/ckegen/ckegen/policy"
-	"github.com/ckegen/ckegen/template"
 )
 
 type generateOptions struct {
@@ -242,112 +235,42 @@ func marshalCluster(c *cluster.Cluster, format string) ([]byte, error) {
 }
 
 // load reads every input file into a generator input, with the warnings
-// about machines and constraints.
+// about machines, constraints and metrics.
 func (o *generateOptions) load() (generator.Input, []string, error) {
-	in := generator.Input{RetireWait: o.retireWait, Now: time.Now().UTC()}
+	now := time.Now().UTC()
 	if o.retireWait < 0 {
-		return in, nil, fmt.Errorf("--retire-wait: must not be negative, got %s", o.retireWait)
+		return generator.Input{}, nil, fmt.Errorf("--retire-wait: must not be negative, got %s", o.retireWait)
 	}
 	if o.now != "" {
 		t, err := time.Parse(time.RFC3339, o.now)
 		if err != nil {
-			return in, nil, fmt.Errorf("--now: must be RFC3339 (2006-01-02T15:04:05Z), got %q", o.now)
+			return generator.Input{}, nil, fmt.Errorf("--now: must be RFC3339 (2006-01-02T15:04:05Z), got %q", o.now)
 		}
-		in.Now = t
+		now = t
 	}
-
-	data, err := readFile("--template", o.template)
+	s, inv, warnings, err := intake.FromFiles(context.Background(), intake.Files{
+		Template:      fileFlag("--template", o.template),
+		Machines:      fileFlag("--machines", o.machines),
+		Constraints:   fileFlag("--constraints", o.constraints),
+		Current:       fileFlag("--current", o.current),
+		NodeTaints:    fileFlag("--k8s-nodes", o.k8sNodes),
+		Policy:        fileFlag("--policy", o.policy),
+		Rebooting:     o.rebooting,
+		RebootingFlag: "--rebooting",
+	})
 	if err != nil {
-		return in, nil, err
+		return generator.Input{}, nil, err
 	}
-	if in.Template, err = template.Parse(data); err != nil {
-		return in, nil, fmt.Errorf("--template %s: %w", o.template, err)
-	}
-
-	data, err = readFile("--machines", o.machines)
-	if err != nil {
-		return in, nil, err
-	}
-	ms, err := machine.Parse(data)
-	if err != nil {
-		return in, nil, fmt.Errorf("--machines %s: %w", o.machines, err)
-	}
-	var warnings []string
-	in.InventoryRoles = machine.Roles(ms)
-	in.Machines, warnings = machine.Sanitize(ms, labels.ValidateSabakanLabel)
-
-	in.Constraints = constraints.Default()
-	if o.constraints != "" {
-		data, err := readFile("--constraints", o.constraints)
-		if err != nil {
-			return in, nil, err
-		}
-		if in.Constraints, err = constraints.Parse(data); err != nil {
-			return in, nil, fmt.Errorf("--constraints %s: %w", o.constraints, err)
-		}
-	}
-	warnings = append(warnings, in.Constraints.Warnings()...)
-
-	if o.current != "" {
-		data, err := readFile("--current", o.current)
-		if err != nil {
-			return in, nil, err
-		}
-		if in.Current, err = cluster.Parse(data); err != nil {
-			return in, nil, fmt.Errorf("--current %s: %w", o.current, err)
-		}
-	}
-	if o.k8sNodes != "" {
-		data, err := readFile("--k8s-nodes", o.k8sNodes)
-		if err != nil {
-			return in, nil, err
-		}
-		if in.NodeTaints, err = nodefile.Parse(data); err != nil {
-			return in, nil, fmt.Errorf("--k8s-nodes %s: %w", o.k8sNodes, err)
-		}
-	}
-	if o.policy != "" {
-		data, err := readFile("--policy", o.policy)
-		if err != nil {
-			return in, nil, err
-		}
-		pw, err := loadPolicy(context.Background(), data, &in)
-		if err != nil {
-			return in, nil, fmt.Errorf("--policy %s: %w", o.policy, err)
-		}
-		warnings = append(warnings, pw...)
-	}
-	if len(o.rebooting) > 0 {
-		in.Rebooting = map[string]bool{}
-		for _, a := range o.rebooting {
-			a = strings.TrimSpace(a)
-			if a == "" {
-				return in, nil, errors.New("--rebooting: empty address")
-			}
-			in.Rebooting[a] = true
-		}
-	}
-	return in, warnings, nil
+	return s.Input(inv, now, o.retireWait), warnings, nil
 }
 
-// loadPolicy compiles a policy (YAML or JSON) for in.Template and fetches
-// its metrics for in.Machines, once, as a daemon's tick does. It returns
-// the providers' warnings.
-func loadPolicy(ctx context.Context, data []byte, in *generator.Input) ([]string, error) {
-	pol, err := policy.Load(data, in.Template)
-	if err != nil {
-		return nil, err
+// fileFlag is the source of a file flag; the zero source when the flag
+// is not given.
+func fileFlag(flag, path string) intake.Source {
+	if path == "" {
+		return intake.Source{}
 	}
-	in.Policy = pol
-	if len(pol.Metrics()) == 0 {
-		return nil, nil
-	}
-	vals, stats, err := metricprovider.Fetch(ctx, pol, in.Machines)
-	if err != nil {
-		return nil, err
-	}
-	in.Metrics = vals
-	return metricprovider.Warnings(stats, len(in.Machines)), nil
+	return intake.File(flag, path)
 }
 
 func readFile(flag, name string) ([]byte, error) {

@@ -14,7 +14,7 @@ import (
 	"github.com/spf13/cobra"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
-	"github.com/ckegen/ckegen/liveview"
+	"github.com/ckegen/ckegen/intake"
 	"github.com/ckegen/ckegen/policy"
 	"github.com/ckegen/ckegen/sabakan"
 	"github.com/ckegen/ckegen/storage"
@@ -154,7 +154,7 @@ func takeover(e *env, cmd *cobra.Command, dry *dryRun) error {
 		if o.CKEServer {
 			notes = append(notes, "a CKE server runs: ckegen's daemon applies each step only while CKE's status key says completed or reboot-nodes, as CKE's own integration does")
 		}
-		if err := dry.plan.plan(e, liveview.WhatIf{}, stdout, stderr); err != nil {
+		if err := dry.plan.plan(e, intake.WhatIf{}, stdout, stderr); err != nil {
 			return err
 		}
 		for _, n := range notes {

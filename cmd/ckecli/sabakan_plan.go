@@ -13,6 +13,7 @@ import (
 
 	"github.com/ckegen/ckegen/constraints"
 	"github.com/ckegen/ckegen/generator"
+	"github.com/ckegen/ckegen/intake"
 	"github.com/ckegen/ckegen/liveview"
 	"github.com/ckegen/ckegen/planreport"
 	"github.com/ckegen/ckegen/policy"
@@ -90,7 +91,7 @@ func (o *planOptions) run(e *env, stdout, stderr io.Writer) error {
 		}
 		return printStoredPlan(e, o.output, stdout, stderr)
 	}
-	var w liveview.WhatIf
+	var w intake.WhatIf
 	if o.template != "" {
 		data, err := readFile("--template", o.template)
 		if err != nil {
@@ -142,7 +143,7 @@ func (o *planOptions) run(e *env, stdout, stderr io.Writer) error {
 
 // plan computes the plan from the live state with w applied, and prints
 // it; warnings and notes go to stderr.
-func (o *planOptions) plan(e *env, w liveview.WhatIf, stdout, stderr io.Writer) error {
+func (o *planOptions) plan(e *env, w intake.WhatIf, stdout, stderr io.Writer) error {
 	if o.maxSteps < 1 {
 		return fmt.Errorf("--max-steps: must be at least 1, got %d", o.maxSteps)
 	}
@@ -198,7 +199,7 @@ func addDryRun(cmd *cobra.Command) *dryRun {
 
 // run prints the plan with w applied; a note on stderr says that nothing
 // was stored.
-func (d *dryRun) run(e *env, cmd *cobra.Command, w liveview.WhatIf) error {
+func (d *dryRun) run(e *env, cmd *cobra.Command, w intake.WhatIf) error {
 	if err := d.plan.plan(e, w, cmd.OutOrStdout(), cmd.ErrOrStderr()); err != nil {
 		return err
 	}
@@ -220,7 +221,7 @@ const checkTimeout = 5 * time.Second
 // template or no URL stored) there is nothing to check against, and when
 // the plan cannot be computed a note says why; the caller stores the value
 // either way.
-func (d *dryRun) warn(e *env, cmd *cobra.Command, w liveview.WhatIf, printed ...string) {
+func (d *dryRun) warn(e *env, cmd *cobra.Command, w intake.WhatIf, printed ...string) {
 	stderr := cmd.ErrOrStderr()
 	o := d.plan
 	if !cmd.Flags().Changed("sabakan-timeout") {

@@ -10,8 +10,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ckegen/ckegen/cluster"
+	"github.com/ckegen/ckegen/intake"
 	"github.com/ckegen/ckegen/internal/suggest"
-	"github.com/ckegen/ckegen/liveview"
 	"github.com/ckegen/ckegen/storage"
 	"github.com/ckegen/ckegen/template"
 )
@@ -48,9 +48,9 @@ with this template is printed instead (ckecli sabakan plan --template FILE).`,
 				return fmt.Errorf("%s: %w", args[0], err)
 			}
 			if dry.enabled {
-				return dry.run(e, cmd, liveview.WhatIf{Template: js})
+				return dry.run(e, cmd, intake.WhatIf{Template: js})
 			}
-			dry.warn(e, cmd, liveview.WhatIf{Template: js})
+			dry.warn(e, cmd, intake.WhatIf{Template: js})
 			return e.withStorage(func(ctx context.Context, st storage.Storage) error {
 				return st.SetTemplate(ctx, js)
 			})

@@ -6,7 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/ckegen/ckegen/liveview"
+	"github.com/ckegen/ckegen/intake"
 	"github.com/ckegen/ckegen/sabakan"
 	"github.com/ckegen/ckegen/storage"
 )
@@ -31,9 +31,9 @@ variables is printed instead (ckecli sabakan plan --variables FILE).`,
 				return fmt.Errorf("%s: %w", args[0], err)
 			}
 			if dry.enabled {
-				return dry.run(e, cmd, liveview.WhatIf{Variables: data})
+				return dry.run(e, cmd, intake.WhatIf{Variables: data})
 			}
-			dry.warn(e, cmd, liveview.WhatIf{Variables: data})
+			dry.warn(e, cmd, intake.WhatIf{Variables: data})
 			return e.withStorage(func(ctx context.Context, st storage.Storage) error {
 				return st.SetQueryVariables(ctx, data)
 			})
