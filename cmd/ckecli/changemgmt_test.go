@@ -15,6 +15,7 @@ import (
 	"github.com/ckegen/ckegen/generator"
 	"github.com/ckegen/ckegen/internal/dcgen"
 	"github.com/ckegen/ckegen/internal/etcdtest"
+	"github.com/ckegen/ckegen/internal/sitetest"
 	"github.com/ckegen/ckegen/machine"
 	"github.com/ckegen/ckegen/planreport"
 	"github.com/ckegen/ckegen/sabakan/server"
@@ -134,22 +135,15 @@ service_subnet: 10.68.0.0/16
 `
 
 func newPlanFixture(t *testing.T) *planFixture {
-	f := &planFixture{t: t, etcdURL: etcdtest.Start(t), dir: t.TempDir()}
+	s := sitetest.Start(t, sitetest.Options{
+		Now: time.Now(), Clock: time.Now,
+		DataCenter: func(o *dcgen.Options) {
+			o.Racks, o.PerRack, o.UnhealthyPct = 3, 6, 0
+			o.Roles, o.Weights = []string{"compute", "storage"}, []int{2, 1}
+		},
+	})
+	f := &planFixture{t: t, etcdURL: s.EtcdURL, st: s.Storage, store: s.Store, sabakan: s.Server, dir: t.TempDir()}
 	f.noDefault = filepath.Join(f.dir, "no-default.yml")
-	f.st = storage.New(etcdtest.Connect(t, f.etcdURL), "")
-	f.store = server.NewStore(time.Now)
-	o := dcgen.Default(time.Now())
-	o.Racks, o.PerRack, o.UnhealthyPct = 3, 6, 0
-	o.Roles, o.Weights = []string{"compute", "storage"}, []int{2, 1}
-	if err := f.store.Load(dcgen.Machines(o)); err != nil {
-		t.Fatal(err)
-	}
-	srv, err := server.New(f.store)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.sabakan = httptest.NewServer(srv.Handler())
-	t.Cleanup(f.sabakan.Close)
 	return f
 }
 
@@ -533,7 +527,6 @@ func TestStatusShowsChangeManagement(t *testing.T) {
 func TestPlanInventoryRoles(t *testing.T) {
 	f := newPlanFixture(t)
 	ctx := context.Background()
-	store := server.NewStore(time.Now)
 	retire := time.Now().AddDate(5, 0, 0)
 	var ms []machine.Machine
 	for _, m := range []struct{ serial, addr, role string }{
@@ -547,22 +540,14 @@ func TestPlanInventoryRoles(t *testing.T) {
 		}
 		ms = append(ms, mm)
 	}
-	if err := store.Load(ms); err != nil {
-		t.Fatal(err)
-	}
-	srv, err := server.New(store)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ts := httptest.NewServer(srv.Handler())
-	defer ts.Close()
+	sab := sitetest.StartSabakan(t, sitetest.Options{Clock: time.Now, Machines: ms})
 	tmpl := f.file("t.yml", "name: test\nnodes:\n- {user: cybozu, control_plane: true, labels: {cke.cybozu.com/role: compute}}\n"+
 		"- {user: cybozu, labels: {cke.cybozu.com/role: compute}}\n- {user: cybozu, labels: {cke.cybozu.com/role: storage}}\n"+
 		"- {user: cybozu, labels: {cke.cybozu.com/role: gpu}}\nservice_subnet: 10.68.0.0/16\n")
 	if _, errOut, code := f.run("sabakan", "set-template", tmpl); code != 0 {
 		t.Fatal(errOut)
 	}
-	if err := f.st.SetURL(ctx, ts.URL+"/graphql"); err != nil {
+	if err := f.st.SetURL(ctx, sab.URL); err != nil {
 		t.Fatal(err)
 	}
 	_, tmplRev, _ := f.st.GetTemplate(ctx)

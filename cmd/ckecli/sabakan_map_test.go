@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -19,8 +18,8 @@ import (
 	"github.com/ckegen/ckegen/internal/dcgen"
 	"github.com/ckegen/ckegen/internal/etcdtest"
 	"github.com/ckegen/ckegen/internal/goldentest"
+	"github.com/ckegen/ckegen/internal/sitetest"
 	"github.com/ckegen/ckegen/rackmap"
-	"github.com/ckegen/ckegen/sabakan/server"
 	"github.com/ckegen/ckegen/storage"
 )
 
@@ -108,20 +107,11 @@ func showEscapes(s string) string { return strings.ReplaceAll(s, "\x1b", `\e`) }
 // stored cluster; etcd or sabakan failing is an error that says which.
 func TestMapOnline(t *testing.T) {
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	etcdURL := etcdtest.Start(t)
-	st := storage.New(etcdtest.Connect(t, etcdURL), "")
-	store := server.NewStore(func() time.Time { return now })
-	o := dcgen.Default(now)
-	o.Racks, o.PerRack, o.UnhealthyPct = 3, 4, 0
-	if err := store.Load(dcgen.Machines(o)); err != nil {
-		t.Fatal(err)
-	}
-	srv, err := server.New(store)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ts := httptest.NewServer(srv.Handler())
-	defer ts.Close()
+	site := sitetest.Start(t, sitetest.Options{
+		Now:        now,
+		DataCenter: func(o *dcgen.Options) { o.Racks, o.PerRack, o.UnhealthyPct = 3, 4, 0 },
+	})
+	etcdURL, st := site.EtcdURL, site.Storage
 	ctx := context.Background()
 	base := []string{"--endpoints", etcdURL, "sabakan", "map"}
 
@@ -131,7 +121,7 @@ func TestMapOnline(t *testing.T) {
 		t.Errorf("no URL: exit %d, stdout %q, stderr %q", code, stdout.String(), stderr.String())
 	}
 
-	if err := st.SetURL(ctx, ts.URL+"/graphql"); err != nil {
+	if err := st.SetURL(ctx, site.URL); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := st.Client.Put(ctx, st.Key(storage.KeyCluster),
@@ -178,11 +168,11 @@ func TestMapOnline(t *testing.T) {
 		t.Errorf("map with a stored plan:\n%s\nwant its next step (add-worker 10.0.1.3) marked +", stdout.String())
 	}
 
-	ts.Close()
+	site.Server.Close()
 	stdout.Reset()
 	stderr.Reset()
 	if code := run(append(base, "--sabakan-timeout", "1s"), strings.NewReader(""), &stdout, &stderr); code != 1 || stdout.Len() != 0 ||
-		!strings.HasPrefix(stderr.String(), "ckecli: sabakan at "+ts.URL+"/graphql: ") {
+		!strings.HasPrefix(stderr.String(), "ckecli: sabakan at "+site.URL+": ") {
 		t.Errorf("sabakan down: exit %d, stdout %q, stderr %q", code, stdout.String(), stderr.String())
 	}
 
