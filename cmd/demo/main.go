@@ -78,6 +78,9 @@ type demo struct {
 	history  int
 }
 
+// run is the demo: build, start the servers, configure, converge, flip
+// machines, converge again and explain. Every step prints what it does;
+// the deferred calls stop the processes and remove the work directory.
 func run(examples string, interval time.Duration) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -97,20 +100,54 @@ func run(examples string, interval time.Duration) error {
 	if err := d.build(); err != nil {
 		return err
 	}
-
-	step("Start the sabakan-compatible server with the bundled data center (12 racks x 20 machines)")
-	sab, sabAddr, err := d.start("fakesabakan", regexp.MustCompile(`msg=serving address=(\S+)`),
-		"--listen", "127.0.0.1:0", "--machines", filepath.Join(examples, "machines.json"))
+	sab, err := d.startSabakan(examples)
 	if err != nil {
 		return err
 	}
 	defer stopProcess(sab)
-	d.sabURL = "http://" + sabAddr
+	cke, err := d.startDaemon(work, interval)
+	if err != nil {
+		return err
+	}
+	defer stopProcess(cke)
+	if err := d.configure(examples); err != nil {
+		return err
+	}
+	cl, err := d.firstConvergence()
+	if err != nil {
+		return err
+	}
+	if err := d.flipMachines(cl); err != nil {
+		return err
+	}
+	if err := d.showHistoryAndStatus(); err != nil {
+		return err
+	}
+	step("Done: processes stopped, temporary files removed")
+	say("README.md's \"Run it yourself\" runs the same by hand and keeps it running.")
+	return nil
+}
 
+// startSabakan starts the sabakan-compatible server on a free port with
+// the bundled machines, and keeps its URL.
+func (d *demo) startSabakan(examples string) (*exec.Cmd, error) {
+	step("Start the sabakan-compatible server with the bundled data center (12 racks x 20 machines)")
+	sab, sabAddr, err := d.start("fakesabakan", regexp.MustCompile(`msg=serving address=(\S+)`),
+		"--listen", "127.0.0.1:0", "--machines", filepath.Join(examples, "machines.json"))
+	if err != nil {
+		return nil, err
+	}
+	d.sabURL = "http://" + sabAddr
+	return sab, nil
+}
+
+// startDaemon starts the daemon with an embedded etcd in work, on free
+// ports, and keeps the etcd URL that ckecli talks to.
+func (d *demo) startDaemon(work string, interval time.Duration) (*exec.Cmd, error) {
 	step("Start the daemon with an embedded etcd")
 	ports, err := freePorts(3)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	d.etcdURL = fmt.Sprintf("http://127.0.0.1:%d", ports[0])
 	cke, _, err := d.start("cke", regexp.MustCompile(`info: "serving"`),
@@ -120,13 +157,17 @@ func run(examples string, interval time.Duration) error {
 		"--http", fmt.Sprintf("127.0.0.1:%d", ports[2]),
 		"--interval", interval.String(), "--retire-wait", "5s", "--name", "demo-daemon")
 	if err != nil {
-		return err
+		return nil, err
 	}
-	defer stopProcess(cke)
 	say(fmt.Sprintf("It ticks every %s: reads its settings from etcd, queries sabakan, and writes", interval),
 		"cluster.yml when the membership should change, one step per tick.",
 		fmt.Sprintf("Its page is at http://127.0.0.1:%d/ while the demo runs.", ports[2]))
+	return cke, nil
+}
 
+// configure sets sabakan's URL, the constraints of constraints.json and
+// the template with ckecli, showing each command.
+func (d *demo) configure(examples string) error {
 	step("Configure the integration with ckecli")
 	cons, err := os.ReadFile(filepath.Join(examples, "constraints.json"))
 	if err != nil {
@@ -136,31 +177,41 @@ func run(examples string, interval time.Duration) error {
 	if err := json.Unmarshal(cons, &c); err != nil {
 		return fmt.Errorf("constraints.json: %w", err)
 	}
-	// The template goes last: it is what lets the daemon generate.
-	cmds := [][]string{{"sabakan", "set-url", d.sabURL}}
-	for _, k := range []string{"control-plane-count", "minimum-workers", "maximum-workers"} {
-		if v, ok := c[k]; ok {
-			cmds = append(cmds, []string{"constraints", "set", k, fmt.Sprint(v)})
-		}
-	}
-	cmds = append(cmds, []string{"constraints", "show"}, []string{"sabakan", "set-template", filepath.Join(examples, "template.yml")})
-	for _, args := range cmds {
+	for _, args := range configCommands(d.sabURL, c, filepath.Join(examples, "template.yml")) {
 		if _, err := d.ckecli(true, args...); err != nil {
 			return err
 		}
 	}
+	return nil
+}
 
+// configCommands are the ckecli commands that configure the integration:
+// sabakan's URL, the constraints given, a look at them, and the template
+// last, as it is what lets the daemon generate.
+func configCommands(sabURL string, constraints map[string]int, template string) [][]string {
+	cmds := [][]string{{"sabakan", "set-url", sabURL}}
+	for _, k := range []string{"control-plane-count", "minimum-workers", "maximum-workers"} {
+		if v, ok := constraints[k]; ok {
+			cmds = append(cmds, []string{"constraints", "set", k, fmt.Sprint(v)})
+		}
+	}
+	return append(cmds, []string{"constraints", "show"}, []string{"sabakan", "set-template", template})
+}
+
+// firstConvergence waits for the daemon to build the cluster, then shows
+// its first node as cluster.yml has it and every node in a table.
+func (d *demo) firstConvergence() (*clusterDoc, error) {
 	step("Wait for the daemon to converge (one line per tick)")
 	if err := d.converge(); err != nil {
-		return err
+		return nil, err
 	}
 	cl, err := d.cluster()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	out, err := d.ckecli(false, "cluster", "get")
 	if err != nil {
-		return err
+		return nil, err
 	}
 	fmt.Printf("$ ckecli cluster get   # first node of %d shown\n", len(cl.Nodes))
 	printFirstNode(out)
@@ -169,22 +220,17 @@ func run(examples string, interval time.Duration) error {
 		"below, STATE TAINT is the cke.cybozu.com/state taint ckegen puts on a node",
 		"whose machine is UNREACHABLE (NoSchedule) or RETIRING/RETIRED (NoExecute).")
 	if err := d.summarize(cl); err != nil {
-		return err
+		return nil, err
 	}
+	return cl, nil
+}
 
+// flipMachines turns a worker and a control plane UNREACHABLE and another
+// worker RETIRING in sabakan, waits for the daemon to converge again,
+// checks that the control plane was replaced and says what happened.
+func (d *demo) flipMachines(cl *clusterDoc) error {
 	step("Flip machines in sabakan: a worker UNREACHABLE, a control plane UNREACHABLE, a worker RETIRING")
-	var cp, w1, w2 *node
-	for i := range cl.Nodes {
-		n := &cl.Nodes[i]
-		switch {
-		case n.ControlPlane && cp == nil:
-			cp = n
-		case !n.ControlPlane && w1 == nil:
-			w1 = n
-		case !n.ControlPlane && w2 == nil:
-			w2 = n
-		}
-	}
+	cp, w1, w2 := flipTargets(cl)
 	say("sabakan's REST API takes the state in lower case (GraphQL's setMachineState",
 		"mutation takes UNREACHABLE); an operator or sabakan's own health checks do this.")
 	for _, f := range []struct {
@@ -200,17 +246,15 @@ func run(examples string, interval time.Duration) error {
 	if err := d.converge(); err != nil {
 		return err
 	}
-	cl, err = d.cluster()
+	cl, err := d.cluster()
 	if err != nil {
 		return err
 	}
 	if err := d.summarize(cl); err != nil {
 		return err
 	}
-	for _, n := range cl.Nodes {
-		if n.Address == cp.Address && n.ControlPlane {
-			return fmt.Errorf("the UNREACHABLE control plane %s was not replaced", cp.Address)
-		}
+	if stillControlPlane(cl, cp.Address) {
+		return fmt.Errorf("the UNREACHABLE control plane %s was not replaced", cp.Address)
 	}
 	say(fmt.Sprintf("What happened: the UNREACHABLE control plane %s was demoted, and the best", cp.Address),
 		"candidate promoted in its place (replace control plane). It stays in the cluster",
@@ -222,6 +266,40 @@ func run(examples string, interval time.Duration) error {
 		"workers only, so the daemon added workers (increase worker) until enough are",
 		"HEALTHY again: the cluster now has more workers than the minimum, the tainted ones",
 		"included.")
+	return nil
+}
+
+// flipTargets are the nodes whose machines the demo flips: the first
+// control plane and the first two workers, in the cluster's order.
+func flipTargets(cl *clusterDoc) (cp, w1, w2 *node) {
+	for i := range cl.Nodes {
+		n := &cl.Nodes[i]
+		switch {
+		case n.ControlPlane && cp == nil:
+			cp = n
+		case !n.ControlPlane && w1 == nil:
+			w1 = n
+		case !n.ControlPlane && w2 == nil:
+			w2 = n
+		}
+	}
+	return cp, w1, w2
+}
+
+// stillControlPlane reports whether the node of address is a control
+// plane of cl.
+func stillControlPlane(cl *clusterDoc, address string) bool {
+	for _, n := range cl.Nodes {
+		if n.Address == address && n.ControlPlane {
+			return true
+		}
+	}
+	return false
+}
+
+// showHistoryAndStatus shows and explains ckecli's history of cluster
+// writes and the last tick's status.
+func (d *demo) showHistoryAndStatus() error {
 	if _, err := d.ckecli(true, "sabakan", "history"); err != nil {
 		return err
 	}
@@ -234,8 +312,6 @@ func run(examples string, interval time.Duration) error {
 	say("The last tick's result: the operation, each change with its score and reason,",
 		"and nothing pending (settled). WARNINGS would list what the operator should fix",
 		"although the tick went on, such as a template role that matches no machine.")
-	step("Done: processes stopped, temporary files removed")
-	say("README.md's \"Run it yourself\" runs the same by hand and keeps it running.")
 	return nil
 }
 
