@@ -31,49 +31,68 @@ type Files struct {
 // does). The warnings are about machines, constraints and metrics. A file
 // that cannot be read or parsed is an error that names its flag and path.
 func FromFiles(ctx context.Context, f Files) (*Settings, Inventory, []string, error) {
-	s := &Settings{templateGiven: true}
 	var inv Inventory
-	data, err := readFile(f.Template)
+	if f.Template == (Source{}) {
+		return nil, inv, nil, errors.New("--template: required")
+	}
+	s, raw, err := ReadFiles(f)
 	if err != nil {
 		return nil, inv, nil, err
-	}
-	if s.Template, err = template.Parse(data); err != nil {
-		return nil, inv, nil, refuse(Template, f.Template, err)
-	}
-	if data, err = readFile(f.Machines); err != nil {
-		return nil, inv, nil, err
-	}
-	raw, err := machine.Parse(data)
-	if err != nil {
-		return nil, inv, nil, fileError(f.Machines, err)
 	}
 	var warnings []string
 	inv.Machines, inv.Roles, warnings = Sanitize(raw)
-	if err := s.readFileSettings(f); err != nil {
-		return nil, inv, nil, err
-	}
 	warnings = append(warnings, s.Warnings...)
 	if inv.NodeTaints, err = readNodeTaints(f.NodeTaints); err != nil {
 		return nil, inv, nil, err
 	}
-	if f.Policy != (Source{}) {
-		if data, err = readFile(f.Policy); err != nil {
-			return nil, inv, nil, err
-		}
-		if s.Policy, err = policy.Load(data, s.Template); err != nil {
-			return nil, inv, nil, refuse(Policy, f.Policy, err)
-		}
-		vals, _, pw, err := FetchMetrics(ctx, s.Policy, inv.Machines)
-		if err != nil {
-			return nil, inv, nil, fileError(f.Policy, err)
-		}
-		inv.Metrics = vals
-		warnings = append(warnings, pw...)
+	if f.Policy == (Source{}) {
+		return s, inv, warnings, nil
 	}
-	if err := s.readRebooting(f); err != nil {
+	data, err := readFile(f.Policy)
+	if err != nil {
 		return nil, inv, nil, err
 	}
-	return s, inv, warnings, nil
+	if s.Policy, err = policy.Load(data, s.Template); err != nil {
+		return nil, inv, nil, refuse(Policy, f.Policy, err)
+	}
+	vals, _, pw, err := FetchMetrics(ctx, s.Policy, inv.Machines)
+	if err != nil {
+		return nil, inv, nil, fileError(f.Policy, err)
+	}
+	inv.Metrics = vals
+	return s, inv, append(warnings, pw...), nil
+}
+
+// ReadFiles reads the settings of f that a view of files needs (the
+// template, the constraints, the current cluster, the rebooting nodes;
+// each optional but the machines) and the machines as given, unsanitized.
+// ConstraintsStored says whether constraints were given.
+func ReadFiles(f Files) (*Settings, []machine.Machine, error) {
+	s := &Settings{templateGiven: true}
+	if f.Template != (Source{}) {
+		data, err := readFile(f.Template)
+		if err != nil {
+			return nil, nil, err
+		}
+		if s.Template, err = template.Parse(data); err != nil {
+			return nil, nil, refuse(Template, f.Template, err)
+		}
+	}
+	data, err := readFile(f.Machines)
+	if err != nil {
+		return nil, nil, err
+	}
+	raw, err := machine.Parse(data)
+	if err != nil {
+		return nil, nil, fileError(f.Machines, err)
+	}
+	if err := s.readFileSettings(f); err != nil {
+		return nil, nil, err
+	}
+	if err := s.readRebooting(f); err != nil {
+		return nil, nil, err
+	}
+	return s, raw, nil
 }
 
 // readFileSettings reads the constraints and the current cluster of f

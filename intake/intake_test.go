@@ -365,3 +365,29 @@ func TestFromFiles(t *testing.T) {
 		}
 	}
 }
+
+// TestReadFiles: a view of files takes every file but the machines as
+// optional, and the machines as given.
+func TestReadFiles(t *testing.T) {
+	dir := t.TempDir()
+	machines := filepath.Join(dir, "m.json")
+	cons := filepath.Join(dir, "c.json")
+	if err := os.WriteFile(machines, []byte(`[{"spec":{"serial":"s1","ipv4":["10.0.0.1"]},"status":{"state":"HEALTHY"}}]`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(cons, []byte(`{"control-plane-count":1}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s, raw, err := ReadFiles(Files{Machines: File("--machines", machines)})
+	if err != nil || s.Template != nil || s.ConstraintsStored || len(raw) != 1 {
+		t.Fatalf("ReadFiles without options = %+v, %d machines, %v", s, len(raw), err)
+	}
+	s, _, err = ReadFiles(Files{Machines: File("--machines", machines), Constraints: File("--constraints", cons)})
+	if err != nil || !s.ConstraintsStored || s.Constraints.ControlPlaneCount != 1 {
+		t.Errorf("ReadFiles with constraints = %+v, %v", s, err)
+	}
+	if _, _, _, err := FromFiles(context.Background(), Files{Machines: File("--machines", machines)}); err == nil || err.Error() != "--template: required" {
+		t.Errorf("FromFiles without a template: %v", err)
+	}
+}
+

@@ -4,24 +4,19 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
-	"strings"
 
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
-	"github.com/ckegen/ckegen/cluster"
-	"github.com/ckegen/ckegen/constraints"
 	"github.com/ckegen/ckegen/generator"
+	"github.com/ckegen/ckegen/intake"
 	"github.com/ckegen/ckegen/liveview"
-	"github.com/ckegen/ckegen/machine"
 	"github.com/ckegen/ckegen/rackmap"
 	"github.com/ckegen/ckegen/sabakan"
 	"github.com/ckegen/ckegen/storage"
-	"github.com/ckegen/ckegen/template"
 )
 
 type mapOptions struct {
@@ -156,53 +151,22 @@ func (o *mapOptions) run(e *env, stdout, stderr io.Writer) error {
 	return m.WriteText(stdout, opts)
 }
 
+// offlineInput reads the files of the map; only --machines is required.
 func (o *mapOptions) offlineInput() (rackmap.Input, error) {
-	var in rackmap.Input
-	data, err := readFile("--machines", o.machines)
+	s, raw, err := intake.ReadFiles(intake.Files{
+		Template:      fileFlag("--template", o.template),
+		Machines:      fileFlag("--machines", o.machines),
+		Constraints:   fileFlag("--constraints", o.cons),
+		Current:       fileFlag("--current", o.current),
+		Rebooting:     o.rebooting,
+		RebootingFlag: "--rebooting",
+	})
 	if err != nil {
-		return in, err
+		return rackmap.Input{}, err
 	}
-	if in.Machines, err = machine.Parse(data); err != nil {
-		return in, fmt.Errorf("--machines %s: %w", o.machines, err)
-	}
-	if o.current != "" {
-		data, err := readFile("--current", o.current)
-		if err != nil {
-			return in, err
-		}
-		if in.Current, err = cluster.Parse(data); err != nil {
-			return in, fmt.Errorf("--current %s: %w", o.current, err)
-		}
-	}
-	if o.template != "" {
-		data, err := readFile("--template", o.template)
-		if err != nil {
-			return in, err
-		}
-		if in.Template, err = template.Parse(data); err != nil {
-			return in, fmt.Errorf("--template %s: %w", o.template, err)
-		}
-	}
-	if o.cons != "" {
-		data, err := readFile("--constraints", o.cons)
-		if err != nil {
-			return in, err
-		}
-		c, err := constraints.Parse(data)
-		if err != nil {
-			return in, fmt.Errorf("--constraints %s: %w", o.cons, err)
-		}
-		in.Constraints = &c
-	}
-	if len(o.rebooting) > 0 {
-		in.Rebooting = map[string]bool{}
-		for _, a := range o.rebooting {
-			a = strings.TrimSpace(a)
-			if a == "" {
-				return in, errors.New("--rebooting: empty address")
-			}
-			in.Rebooting[a] = true
-		}
+	in := rackmap.Input{Machines: raw, Current: s.Current, Template: s.Template, Rebooting: s.Rebooting}
+	if s.ConstraintsStored {
+		in.Constraints = &s.Constraints
 	}
 	return in, nil
 }
