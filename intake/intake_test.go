@@ -390,4 +390,3 @@ func TestReadFiles(t *testing.T) {
 		t.Errorf("FromFiles without a template: %v", err)
 	}
 }
-
