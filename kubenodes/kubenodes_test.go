@@ -25,19 +25,3 @@ func TestCountIntolerable(t *testing.T) {
 		t.Errorf("CountIntolerable(nil) = %d, want 0", got)
 	}
 }
-
-// TestParse: kubenodes.Parse is nodefile's (tested there), on a file of
-// each format.
-func TestParse(t *testing.T) {
-	got, err := kubenodes.Parse([]byte(`[{"name": "10.0.0.1", "taints": [{"key": "k", "effect": "NoSchedule"}]}]`))
-	if err != nil || len(got["10.0.0.1"]) != 1 {
-		t.Errorf("Parse of a nodes array = %v, %v; want 10.0.0.1 with one taint", got, err)
-	}
-	got, err = kubenodes.Parse([]byte(`{"kind": "Node", "apiVersion": "v1", "metadata": {"name": "n1"}}`))
-	if err != nil || len(got) != 1 {
-		t.Errorf("Parse of one Node = %v, %v; want n1", got, err)
-	}
-	if _, err := kubenodes.Parse([]byte(`[{"name": ""}]`)); err == nil {
-		t.Error("Parse of a Node without a name succeeded; want an error")
-	}
-}
