@@ -57,7 +57,10 @@ type Options struct {
 type Client struct {
 	url  string
 	opts Options
-	gql  graphql.Client
+	t    *transport
+	// slow decodes every answer with genqlient (encoding/json), the
+	// reference of the fast path (tests).
+	slow bool
 }
 
 // NewClient returns a client for the GraphQL endpoint url (ending with
@@ -85,7 +88,7 @@ func NewClient(url string, opts Options) (*Client, error) {
 	}
 	tr.TLSClientConfig = tc
 	c := &Client{url: url, opts: opts}
-	c.gql = graphql.NewClient(url, &transport{c: c, http: &http.Client{Transport: tr, CheckRedirect: sameOrigin}})
+	c.t = &transport{c: c, http: &http.Client{Transport: tr, CheckRedirect: sameOrigin}}
 	return c, nil
 }
 
@@ -140,7 +143,29 @@ func (c *Client) Redacted() string { return redact.URL(c.url) }
 
 // SearchMachines runs ckeSearch with the user's variables.
 func (c *Client) SearchMachines(ctx context.Context, v Variables) ([]machine.Machine, error) {
-	resp, err := ckeSearch(ctx, c.gql, v.Having, v.NotHaving)
+	ms, err := c.search(ctx, v)
+	if err != nil {
+		return nil, err
+	}
+	if err := machine.Validate(ms); err != nil {
+		return nil, &classified{ErrQuery, fmt.Sprintf("sabakan at %s: malformed response: %v", c.Redacted(), err)}
+	}
+	return ms, nil
+}
+
+// search sends ckeSearch as genqlient does (the generated ckeSearch, over
+// graphql.NewClient) and decodes the answer. An answer in the plain shape
+// of a searchMachines result is decoded in one pass (machine.DecodeList);
+// any other (GraphQL errors, extensions, nulls, escapes, a wrong type, a
+// date that does not parse, bad JSON...) by genqlient with
+// encoding/json, as it comes: its result or its error is the reference,
+// and the fast path reads what it would read (TestFastPathMatchesGenqlient).
+func (c *Client) search(ctx context.Context, v Variables) ([]machine.Machine, error) {
+	d := &fastDoer{t: c.t, slow: c.slow}
+	resp, err := ckeSearch(ctx, graphql.NewClient(c.url, d), v.Having, v.NotHaving)
+	if errors.Is(err, errDecoded) {
+		return d.machines, nil
+	}
 	if err != nil {
 		return nil, c.classify(ctx, err)
 	}
@@ -155,10 +180,35 @@ func (c *Client) SearchMachines(ctx context.Context, v Variables) ([]machine.Mac
 		}
 		ms = append(ms, *m)
 	}
-	if err := machine.Validate(ms); err != nil {
-		return nil, &classified{ErrQuery, fmt.Sprintf("sabakan at %s: malformed response: %v", c.Redacted(), err)}
-	}
 	return ms, nil
+}
+
+// errDecoded ends genqlient's part of a query whose answer fastDoer has
+// decoded.
+var errDecoded = errors.New("answer decoded")
+
+// fastDoer is the Doer of one query: it sends the request genqlient made
+// through the transport, and decodes the answer itself when
+// machine.DecodeList reads it, returning errDecoded to genqlient instead
+// (which returns it as is); any other answer goes to genqlient.
+type fastDoer struct {
+	t        *transport
+	slow     bool
+	machines []machine.Machine
+}
+
+func (d *fastDoer) Do(req *http.Request) (*http.Response, error) {
+	resp, err := d.t.Do(req)
+	if err != nil || d.slow {
+		return resp, err
+	}
+	if a, ok := resp.Body.(*answer); ok {
+		if ms, ok := machine.DecodeList(a.data, true); ok {
+			d.machines = ms
+			return nil, errDecoded
+		}
+	}
+	return resp, nil
 }
 
 // Errors of the client, for errors.Is.
@@ -305,13 +355,13 @@ func (t *transport) Do(req *http.Request) (*http.Response, error) {
 			// The whole answer is read before a byte of it is decoded: one
 			// over the limit is refused undecoded, and a decoded answer
 			// costs its size once more, not the growth of a buffer.
-			body, rerr := readBounded(resp.Body, opts.MaxBodyBytes)
+			body, rerr := readBounded(resp.Body, opts.MaxBodyBytes, resp.ContentLength)
 			resp.Body.Close()
 			cancel()
 			if rerr != nil {
 				return nil, rerr
 			}
-			resp.Body, resp.ContentLength = io.NopCloser(body), body.Size()
+			resp.Body, resp.ContentLength = &answer{Reader: bytes.NewReader(body), data: body}, int64(len(body))
 			return resp, nil
 		}
 		if !retry || attempt >= opts.Retries {
@@ -358,31 +408,37 @@ func isJSON(ct string) bool {
 	return err == nil && (mt == "application/json" || mt == "application/graphql-response+json")
 }
 
-// chunkSize is the unit in which an answer is read: memory grows with
-// the answer, never to twice its size.
+// chunkSize is the unit in which an answer of unknown size is read:
+// memory grows with the answer, never to twice its size.
 const chunkSize = 1 << 20
 
-// chunks is an answer read whole, in chunks.
-type chunks struct {
-	bufs [][]byte
-	size int64
-	io.Reader
+// answer is an answer read whole.
+type answer struct {
+	*bytes.Reader
+	data []byte
 }
 
-func (c *chunks) Size() int64 { return c.size }
+func (a *answer) Close() error { return nil }
 
 // readBounded reads r whole, failing with errTooLarge as soon as it goes
-// past limit bytes.
-func readBounded(r io.Reader, limit int64) (*chunks, error) {
-	c := &chunks{}
-	for {
-		buf := make([]byte, chunkSize)
+// past limit bytes. An answer of a known size (size >= 0, at most limit)
+// is read into one buffer of that size; one of unknown size in chunks,
+// then into one buffer of its size (the decoder reads it in one piece).
+func readBounded(r io.Reader, limit, size int64) ([]byte, error) {
+	var bufs [][]byte
+	total := int64(0)
+	next := int64(chunkSize)
+	if size >= 0 && size <= limit {
+		next = size
+	}
+	for first := true; ; first = false {
+		buf := make([]byte, next)
 		n, err := io.ReadFull(r, buf)
 		if n > 0 {
-			c.bufs = append(c.bufs, buf[:n])
-			c.size += int64(n)
+			bufs = append(bufs, buf[:n])
+			total += int64(n)
 		}
-		if c.size > limit {
+		if total > limit {
 			return nil, errTooLarge
 		}
 		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
@@ -391,11 +447,22 @@ func readBounded(r io.Reader, limit int64) (*chunks, error) {
 		if err != nil {
 			return nil, err
 		}
+		next = chunkSize
+		if first && size >= 0 {
+			// All that was announced: a byte more is not expected.
+			next = 1
+		}
 	}
-	readers := make([]io.Reader, len(c.bufs))
-	for i, b := range c.bufs {
-		readers[i] = bytes.NewReader(b)
+	switch len(bufs) {
+	case 0:
+		return []byte{}, nil
+	case 1:
+		return bufs[0], nil
 	}
-	c.Reader = io.MultiReader(readers...)
-	return c, nil
+	data := make([]byte, 0, total)
+	for i, b := range bufs {
+		data = append(data, b...)
+		bufs[i] = nil
+	}
+	return data, nil
 }
