@@ -111,6 +111,41 @@ type explanation struct {
 const opNothingToDo = "nothing to do"
 
 func (o *generateOptions) run(stdout, stderr io.Writer) error {
+	if err := o.checkFlags(); err != nil {
+		return err
+	}
+	r := o.generate()
+	nothing := errors.Is(r.err, generator.ErrNothingToDo)
+	switch o.explain {
+	case "json":
+		if err := r.writeJSON(stderr); err != nil {
+			return err
+		}
+		if r.err != nil && !nothing {
+			return errReported
+		}
+	case "text":
+		writeTextExplanation(stderr, r.res, r.warnings, r.err, planreport.ModelLine(r.model, r.rate))
+	default:
+		for _, w := range r.warnings {
+			fmt.Fprintf(stderr, "warning: %s\n", w)
+		}
+		if nothing {
+			fmt.Fprintf(stderr, "%v\n", r.err)
+		}
+	}
+	if nothing {
+		return nil
+	}
+	if r.err != nil {
+		return r.err
+	}
+	_, err := stdout.Write(r.out)
+	return err
+}
+
+// checkFlags refuses flags that cannot work together.
+func (o *generateOptions) checkFlags() error {
 	switch o.explain {
 	case "", "text", "json":
 	default:
@@ -124,77 +159,71 @@ func (o *generateOptions) run(stdout, stderr io.Writer) error {
 	if o.templateChanged && o.current == "" {
 		return errors.New("--template-changed needs --current")
 	}
+	return nil
+}
 
+// generated is what one offline run decided: the result and the cluster
+// as printed, or the error (generator.ErrNothingToDo included), with the
+// model of the workers and the rate of the cluster the run leaves.
+type generated struct {
+	res      *generator.Result
+	out      []byte
+	err      error
+	warnings []string
+	model    string
+	rate     *generator.WorkerRate
+}
+
+// generate reads the files and runs one tick of the generator.
+func (o *generateOptions) generate() generated {
+	var r generated
 	in, warnings, err := o.load()
-	loaded := err == nil
-	var res *generator.Result
-	if err == nil {
-		res, err = generator.Tick(in, o.templateChanged)
-		if res != nil {
-			warnings = append(warnings, res.Warnings...)
-		}
+	r.warnings = warnings
+	if err != nil {
+		r.err = err
+		return r
 	}
-	var out []byte
-	if err == nil {
-		out, err = marshalCluster(res.Cluster, o.output)
+	r.res, r.err = generator.Tick(in, o.templateChanged)
+	if r.res != nil {
+		r.warnings = append(r.warnings, r.res.Warnings...)
 	}
-	nothing := errors.Is(err, generator.ErrNothingToDo)
+	if r.err == nil {
+		r.out, r.err = marshalCluster(r.res.Cluster, o.output)
+	}
 	// The model in force and, in the rate model, the figure of the
 	// cluster this run leaves, counted on the machines the generator saw.
-	var model string
-	var rate *generator.WorkerRate
-	if loaded {
-		model = in.Constraints.Model()
-		left := in.Current
-		if err == nil {
-			left = res.Cluster
-		}
-		if left != nil {
-			rate = generator.RateOf(left, len(in.Machines), in.Constraints)
-		}
+	r.model = in.Constraints.Model()
+	left := in.Current
+	if r.err == nil {
+		left = r.res.Cluster
 	}
+	if left != nil {
+		r.rate = generator.RateOf(left, len(in.Machines), in.Constraints)
+	}
+	return r
+}
 
-	switch o.explain {
-	case "json":
-		e := explanation{Model: model, Rate: rate, Changes: []generator.Change{}, Warnings: warnings}
-		if e.Warnings == nil {
-			e.Warnings = []string{}
-		}
-		switch {
-		case nothing:
-			e.Op = opNothingToDo
-		case err != nil:
-			e.Error = err.Error()
-		default:
-			e.Op = res.Op
-			e.Changes = append(e.Changes, res.Changes...)
-		}
-		data, merr := json.Marshal(e)
-		if merr != nil {
-			return merr
-		}
-		fmt.Fprintf(stderr, "%s\n", data)
-		if err != nil && !nothing {
-			return errReported
-		}
-	case "text":
-		writeTextExplanation(stderr, res, warnings, err, planreport.ModelLine(model, rate))
+// writeJSON writes the --explain json object.
+func (r generated) writeJSON(w io.Writer) error {
+	e := explanation{Model: r.model, Rate: r.rate, Changes: []generator.Change{}, Warnings: r.warnings}
+	if e.Warnings == nil {
+		e.Warnings = []string{}
+	}
+	switch {
+	case errors.Is(r.err, generator.ErrNothingToDo):
+		e.Op = opNothingToDo
+	case r.err != nil:
+		e.Error = r.err.Error()
 	default:
-		for _, w := range warnings {
-			fmt.Fprintf(stderr, "warning: %s\n", w)
-		}
-		if nothing {
-			fmt.Fprintf(stderr, "%v\n", err)
-		}
+		e.Op = r.res.Op
+		e.Changes = append(e.Changes, r.res.Changes...)
 	}
-	if nothing {
-		return nil
-	}
+	data, err := json.Marshal(e)
 	if err != nil {
 		return err
 	}
-	_, err = stdout.Write(out)
-	return err
+	fmt.Fprintf(w, "%s\n", data)
+	return nil
 }
 
 // writeTextExplanation writes the warnings, then the operation and its
