@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ckegen/ckegen/internal/strictjson"
 	"github.com/ckegen/ckegen/machine"
 )
 
@@ -98,18 +99,22 @@ func readSmallBody(w http.ResponseWriter, r *http.Request) (string, bool) {
 	return string(data), true
 }
 
-// decodeStrict decodes one JSON value and refuses unknown fields and
-// trailing data.
+// decodeStrict decodes one JSON value with the project's strict rules
+// (internal/strictjson): an unknown field, a name in another case or given
+// twice, and trailing data are refused, and the message says where. A
+// time that does not parse is still said why, as encoding/json said it.
 func decodeStrict(body io.Reader, v any) error {
-	dec := json.NewDecoder(body)
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
+	data, err := io.ReadAll(body)
+	if err != nil {
 		return err
 	}
-	if _, err := dec.Token(); err != io.EOF {
-		return errors.New("trailing data after the JSON value")
+	err = strictjson.Unmarshal(data, v)
+	var se *strictjson.Error
+	var pe *time.ParseError
+	if errors.As(err, &se) && errors.As(err, &pe) {
+		se.Msg = pe.Error()
 	}
-	return nil
+	return err
 }
 
 func (s *Server) putIPAM(w http.ResponseWriter, r *http.Request) {

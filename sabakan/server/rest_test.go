@@ -120,6 +120,27 @@ func TestRESTFacts(t *testing.T) {
 	}
 }
 
+// TestRESTStrictJSON: the bodies of POST machines and PUT ipam are read
+// with internal/strictjson, stricter than sabakan: a name in another case
+// or given twice is refused, and each refusal says where it is; a time
+// that does not parse says why.
+func TestRESTStrictJSON(t *testing.T) {
+	_, store := newClock(now)
+	s := serve(t, store)
+	const spec = `"rack":1,"role":"cs","bmc":{"type":"IPMI-2.0"}`
+	runSteps(t, s, []restStep{
+		{"a name in another case is 400", "POST", "/api/v1/machines", `[{"Serial":"s1",` + spec + `}]`, 400, `invalid request: machines: [0]: unknown field "Serial"; did you mean serial? (line 1, column 3)`},
+		{"a name given twice is 400", "POST", "/api/v1/machines", `[{"serial":"s1","serial":"s2",` + spec + `}]`, 400, `machines: [0]: duplicate key "serial"`},
+		{"a label given twice is 400", "POST", "/api/v1/machines", `[{"serial":"s1","labels":{"a":"1","a":"2"},` + spec + `}]`, 400, `machines: [0].labels: duplicate key "a"`},
+		{"a retire date that is not RFC 3339 is 400, and says why", "POST", "/api/v1/machines", `[{"serial":"s1","retire-date":"2030-01-01",` + spec + `}]`, 400,
+			`machines: [0].retire-date: parsing time "2030-01-01" as "2006-01-02T15:04:05Z07:00": cannot parse "" as "T" (line 1, column 31)`},
+		{"an empty body is 400", "POST", "/api/v1/machines", "", 400, "machines: no JSON value"},
+		{"trailing data is 400", "POST", "/api/v1/machines", `[] []`, 400, "machines: trailing data after the JSON value (line 1, column 4)"},
+		{"nothing was registered", "GET", "/api/v1/state/s1", "", 404, "requested resource is not found"},
+		{"PUT ipam: trailing data is 400", "PUT", "/api/v1/config/ipam", ipamExample + " {}", 400, "IPAM configuration: trailing data after the JSON value"},
+	})
+}
+
 // TestRESTSameStateKeepsDuration: setting the state a machine already has is
 // 200 and does not restart its duration.
 func TestRESTSameStateKeepsDuration(t *testing.T) {
