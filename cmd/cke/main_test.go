@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
@@ -20,7 +19,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -30,36 +28,32 @@ import (
 
 	"github.com/ckegen/ckegen/internal/embedded"
 	"github.com/ckegen/ckegen/internal/etcdtest"
+	"github.com/ckegen/ckegen/internal/sitetest"
 )
 
 func freePort(t *testing.T) int { return etcdtest.FreePort(t) }
 
 func build(t *testing.T, dir string) {
 	t.Helper()
-	cmd := exec.Command("go", "build", "-o", dir, "../cke", "../ckecli", "../fakesabakan")
+	cmd := exec.Command("go", "build", "-o", dir, "../cke", "../ckecli")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
 }
 
 // TestDaemonProcess runs the built daemon with an embedded etcd against the
-// built compatible server, configured with the built ckecli, until the
-// cluster converges; then SIGTERM must resign and exit 0.
+// compatible server (in the test process, sitetest's), configured with the
+// built ckecli, until the cluster converges; then SIGTERM must resign and
+// exit 0.
 func TestDaemonProcess(t *testing.T) {
 	bin := t.TempDir()
 	build(t, bin)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 
-	// The compatible server with the bundled data center.
-	sab := exec.CommandContext(ctx, filepath.Join(bin, "fakesabakan"), "--listen", "127.0.0.1:0", "--machines", "../../examples/machines.json")
-	sabPipe, _ := sab.StderrPipe()
-	sabErr := bufio.NewReader(sabPipe)
-	if err := sab.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = sab.Process.Kill(); _ = sab.Wait() }()
-	sabAddr := waitLine(t, sabErr, regexp.MustCompile(`msg=serving address=(\S+)`))
+	// The compatible server with the bundled data center, on the real
+	// clock as fakesabakan is.
+	sab := sitetest.StartSabakan(t, sitetest.Options{Machines: sitetest.ReadMachines(t, "../../examples/machines.json"), Clock: time.Now})
 
 	etcdURL := fmt.Sprintf("http://127.0.0.1:%d", freePort(t))
 	httpAddr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
@@ -118,7 +112,7 @@ func TestDaemonProcess(t *testing.T) {
 		return string(out), err
 	}
 	for _, args := range [][]string{
-		{"sabakan", "set-url", "http://" + sabAddr},
+		{"sabakan", "set-url", sab.Server.URL},
 		{"sabakan", "set-template", "../../examples/template.yml"},
 		{"constraints", "set", "control-plane-count", "3"},
 		{"constraints", "set", "minimum-workers", "20"},
@@ -263,23 +257,6 @@ func TestDaemonProcess(t *testing.T) {
 	}
 	if !signaled {
 		t.Error("the log lacks well's signal line")
-	}
-}
-
-// waitLine reads lines from r until one matches re; r keeps the rest.
-func waitLine(t *testing.T, r *bufio.Reader, re *regexp.Regexp) string {
-	t.Helper()
-	for {
-		line, err := r.ReadString('\n')
-		if m := re.FindStringSubmatch(line); m != nil {
-			if len(m) > 1 {
-				return m[1]
-			}
-			return m[0]
-		}
-		if err != nil {
-			t.Fatalf("no line matching %s: %v", re, err)
-		}
 	}
 }
 
