@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -18,31 +17,26 @@ import (
 	"time"
 
 	"github.com/ckegen/ckegen/internal/etcdtest"
+	"github.com/ckegen/ckegen/internal/sitetest"
 )
 
-// site is what the daemons of a test run against: a real etcd (embedded,
-// in the test process) and the sabakan-compatible server with the bundled
-// data center, as a process.
+// site is what the daemons of a test run against: a real etcd and the
+// sabakan-compatible server with the bundled data center (sitetest's,
+// in the test process).
 type site struct {
 	bin, etcd, sabakan string
 }
 
-// newSite starts etcd and fakesabakan and configures the integration with
-// ckecli as README "Install" says: URL, constraints, template.
+// newSite starts etcd and the compatible server and configures the
+// integration with ckecli as README "Install" says: URL, constraints,
+// template.
 func newSite(t *testing.T) *site {
 	t.Helper()
-	s := &site{bin: binaries(t), etcd: etcdtest.Start(t)}
-	addr := fmt.Sprintf("127.0.0.1:%d", etcdtest.FreePort(t))
-	startProc(t, "fakesabakan", filepath.Join(s.bin, "fakesabakan"),
-		"--listen", addr, "--machines", filepath.Join(root, "examples", "machines.json"))
-	waitFor(t, 30*time.Second, "fakesabakan to listen on "+addr, func() bool {
-		c, err := net.DialTimeout("tcp", addr, time.Second)
-		if err == nil {
-			c.Close()
-		}
-		return err == nil
+	bin := binaries(t)
+	h := sitetest.Start(t, sitetest.Options{
+		Machines: sitetest.ReadMachines(t, filepath.Join(root, "examples", "machines.json")), Clock: time.Now,
 	})
-	s.sabakan = "http://" + addr
+	s := &site{bin: bin, etcd: h.EtcdURL, sabakan: h.Server.URL}
 	s.ckecli(t, "sabakan", "set-url", s.sabakan)
 	s.ckecli(t, "constraints", "set", "control-plane-count", "3")
 	s.ckecli(t, "constraints", "set", "minimum-workers", "20")
