@@ -591,10 +591,6 @@ func (d *demo) summarize(c *clusterDoc) error {
 		fmt.Fprintf(tw, "   %s\t%s\t%s\t%s\t%s\t%s\n", n.Address, kind, n.Labels["cke.cybozu.com/role"], n.Labels["cke.cybozu.com/rack"], state, taint)
 	}
 	_ = tw.Flush()
-	workers := 0
-	for _, n := range byRole {
-		workers += n
-	}
 	fmt.Printf("   workers by role (every state): %s\n", counts(byRole))
 	fmt.Printf("   workers by machine state: %s (minimum-workers counts the HEALTHY ones)\n", counts(byState))
 	return nil
