@@ -51,8 +51,10 @@ type decoder struct {
 	b []byte
 	p int
 	// shared holds the short strings that repeat: a machine's role,
-	// labels and BMC type are mostly one of a few.
-	shared map[string]string
+	// labels and BMC type are mostly one of a few; the last ones are the
+	// string each field had last.
+	shared                                            map[string]string
+	lastRole, lastName, lastValue, lastBMC, lastState string
 	// labels, addrs and times are where machines' labels, addresses and
 	// timestamps are carved from, a block at a time.
 	labels []Label
@@ -160,6 +162,15 @@ func (d *decoder) element(first bool) (end, ok bool) {
 	return false, true
 }
 
+// plainByte marks the bytes a string may hold as they are: not ", \,
+// a control character or a byte of a multi-byte UTF-8 sequence.
+var plainByte = func() (t [256]bool) {
+	for c := 0x20; c < utf8.RuneSelf; c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return t
+}()
+
 // str reads a string without escapes, and returns its bytes, which must
 // be UTF-8.
 func (d *decoder) str() ([]byte, bool) {
@@ -167,20 +178,26 @@ func (d *decoder) str() ([]byte, bool) {
 		return nil, false
 	}
 	start := d.p + 1
-	ascii := true
-	for i := start; i < len(d.b); i++ {
+	i := start
+	for i < len(d.b) && plainByte[d.b[i]] {
+		i++
+	}
+	if i < len(d.b) && d.b[i] == '"' {
+		d.p = i + 1
+		return d.b[start:i], true
+	}
+	// Not ASCII, or not a plain string.
+	for ; i < len(d.b); i++ {
 		switch c := d.b[i]; {
 		case c == '"':
 			s := d.b[start:i]
-			if !ascii && !utf8.Valid(s) {
+			if !utf8.Valid(s) {
 				return nil, false
 			}
 			d.p = i + 1
 			return s, true
 		case c == '\\' || c < 0x20:
 			return nil, false
-		case c >= utf8.RuneSelf:
-			ascii = false
 		}
 	}
 	return nil, false
@@ -192,25 +209,31 @@ func (d *decoder) string() (string, bool) {
 	return string(s), ok
 }
 
-// sharedString reads a string, shared with its equals when short.
-func (d *decoder) sharedString() (string, bool) {
+// sharedString reads a string, shared with its equals when short: last
+// is the string the same field had last (inventories come in runs of
+// the same role, label, BMC type and state), then the decoder's map.
+func (d *decoder) sharedString(last *string) (string, bool) {
 	s, ok := d.str()
 	if !ok {
 		return "", false
 	}
+	if string(s) == *last {
+		return *last, true
+	}
 	if len(s) > maxShared {
 		return string(s), true
 	}
-	if v, ok := d.shared[string(s)]; ok {
-		return v, true
+	v, ok := d.shared[string(s)]
+	if !ok {
+		v = string(s)
+		if d.shared == nil {
+			d.shared = make(map[string]string)
+		}
+		if len(d.shared) < maxSharedCount {
+			d.shared[v] = v
+		}
 	}
-	v := string(s)
-	if d.shared == nil {
-		d.shared = make(map[string]string)
-	}
-	if len(d.shared) < maxSharedCount {
-		d.shared[v] = v
-	}
+	*last = v
 	return v, true
 }
 
@@ -458,7 +481,7 @@ func (d *decoder) spec(sp *Spec) bool {
 		case fIndexInRack:
 			sp.IndexInRack, ok = d.int()
 		case fRole:
-			sp.Role, ok = d.sharedString()
+			sp.Role, ok = d.sharedString(&d.lastRole)
 		case fIPv4:
 			sp.IPv4, ok = d.addrList()
 		case fRegisterDate:
@@ -525,9 +548,9 @@ func (d *decoder) label(l *Label) bool {
 	return d.members(labelField, func(bit int) bool {
 		var ok bool
 		if bit == fName {
-			l.Name, ok = d.sharedString()
+			l.Name, ok = d.sharedString(&d.lastName)
 		} else {
-			l.Value, ok = d.sharedString()
+			l.Value, ok = d.sharedString(&d.lastValue)
 		}
 		return ok
 	})
@@ -584,7 +607,7 @@ func (d *decoder) bmc(b *BMC) bool {
 	return d.members(bmcField, func(bit int) bool {
 		var ok bool
 		if bit == fBMCType {
-			b.BMCType, ok = d.sharedString()
+			b.BMCType, ok = d.sharedString(&d.lastBMC)
 		} else {
 			b.IPv4, ok = d.string()
 		}
@@ -614,7 +637,7 @@ func (d *decoder) status(st *Status) bool {
 	return d.members(statusField, func(bit int) bool {
 		switch bit {
 		case fState:
-			s, ok := d.sharedString()
+			s, ok := d.sharedString(&d.lastState)
 			st.State = State(s)
 			return ok
 		case fTimestamp:

@@ -453,6 +453,23 @@ func BenchmarkSearch20000(b *testing.B) {
 	}
 }
 
+// BenchmarkSearch20000Server: the daemon's query against the compatible
+// server holding 20,000 machines, over HTTP: the sabakan-ms/op of the
+// daemon's tick benchmarks, the server's answer included.
+func BenchmarkSearch20000Server(b *testing.B) {
+	o := dcgen.Default(now)
+	o.Racks, o.PerRack = 500, 40
+	ts, _ := startServer(b, dcgen.Machines(o))
+	cl, _ := sabakan.NewClient(ts.URL+"/graphql", sabakan.Options{})
+	b.ReportAllocs()
+	for b.Loop() {
+		ms, err := cl.SearchMachines(context.Background(), sabakan.Variables{})
+		if err != nil || len(ms) != 19500 {
+			b.Fatal(len(ms), err)
+		}
+	}
+}
+
 // A redirect is followed only to the same scheme, host and port, at most
 // MaxRedirects times; a redirect elsewhere fails the query and nothing is
 // sent there.

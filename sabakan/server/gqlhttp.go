@@ -10,6 +10,7 @@ import (
 	"mime"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/99designs/gqlgen/graphql"
@@ -147,10 +148,10 @@ func (s *Server) execGraphQL(w http.ResponseWriter, r *http.Request, p *graphQLP
 // writeResponse writes an executed operation's response: HTTP 200, the
 // errors of its fields first (sorted by path, so that the errors of root
 // fields resolved at once come in one order), then data, which the
-// generated code has written as JSON already.
+// generated code has written as JSON already. The answer is whole before
+// it is written: its Content-Length is announced, so that a client can
+// read it into one buffer of its size.
 func writeResponse(w http.ResponseWriter, resp *graphql.Response) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(http.StatusOK)
 	var head []byte
 	if len(resp.Errors) > 0 {
 		errs := slices.Clone(resp.Errors)
@@ -167,9 +168,13 @@ func writeResponse(w http.ResponseWriter, resp *graphql.Response) {
 	if len(data) == 0 {
 		data = null
 	}
-	_, _ = w.Write(append(head, `"data":`...))
+	const dataKey, end = `"data":`, "}\n"
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.Itoa(len(head)+len(dataKey)+len(data)+len(end)))
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(append(head, dataKey...))
 	_, _ = w.Write(data)
-	_, _ = w.Write([]byte("}\n"))
+	_, _ = w.Write([]byte(end))
 }
 
 // comparePaths orders paths element by element: names by their bytes,

@@ -3,6 +3,7 @@ package server
 import (
 	"encoding/json"
 	"net/url"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -244,6 +245,9 @@ func TestGraphQLResolverErrors(t *testing.T) {
 		r := s.gql(c.query, nil)
 		if r.code != 200 || strings.TrimSpace(r.body) != c.want {
 			t.Errorf("%s:\n got HTTP %d %s\nwant HTTP 200 %s", c.query, r.code, r.body, c.want)
+		}
+		if cl := r.header.Get("Content-Length"); cl != strconv.Itoa(len(r.body)) {
+			t.Errorf("%s: Content-Length %q, body of %d bytes", c.query, cl, len(r.body))
 		}
 	}
 }
