@@ -163,15 +163,6 @@ func startsWith(raw json.RawMessage, c byte) bool {
 	return len(t) > 0 && t[0] == c
 }
 
-// MarshalIndentJSON returns c as indented JSON ending with a newline.
-func (c *Cluster) MarshalIndentJSON() ([]byte, error) {
-	data, err := json.MarshalIndent(c, "", "  ")
-	if err != nil {
-		return nil, err
-	}
-	return append(data, '\n'), nil
-}
-
 // Clone returns a deep copy of n.
 func (n *Node) Clone() *Node {
 	c := *n
