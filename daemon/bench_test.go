@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net/http/httptest"
 	"os"
 	"strings"
 	"testing"
@@ -13,14 +12,12 @@ import (
 
 	dto "github.com/prometheus/client_model/go"
 	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.etcd.io/etcd/client/v3/concurrency"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
 
 	"github.com/ckegen/ckegen/internal/dcgen"
-	"github.com/ckegen/ckegen/internal/embedded"
-	"github.com/ckegen/ckegen/internal/etcdtest"
 	"github.com/ckegen/ckegen/internal/kubetest"
+	"github.com/ckegen/ckegen/internal/sitetest"
 	"github.com/ckegen/ckegen/kubenodes"
 	"github.com/ckegen/ckegen/machine"
 	"github.com/ckegen/ckegen/sabakan"
@@ -46,27 +43,6 @@ type tickBench struct {
 
 func newTickBench(b *testing.B, n, workers int, nodes Nodes) *tickBench {
 	b.Helper()
-	_, url := etcdtest.StartServer(b, embedded.Options{MaxRequestBytes: benchLimit})
-	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{url}, DialTimeout: 5 * time.Second,
-		MaxCallSendMsgSize: benchLimit, MaxCallRecvMsgSize: benchLimit})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { cli.Close() })
-
-	o := dcgen.Default(testNow)
-	o.Racks, o.PerRack, o.BootPerRack = n/40, 40, 0
-	store := server.NewStore(func() time.Time { return testNow })
-	if err := store.Load(dcgen.Machines(o)); err != nil {
-		b.Fatal(err)
-	}
-	srv, err := server.New(store)
-	if err != nil {
-		b.Fatal(err)
-	}
-	ts := httptest.NewServer(srv.Handler())
-	b.Cleanup(ts.Close)
-
 	tmpl, err := os.ReadFile("../examples/template.yml")
 	if err != nil {
 		b.Fatal(err)
@@ -75,31 +51,18 @@ func newTickBench(b *testing.B, n, workers int, nodes Nodes) *tickBench {
 	if err != nil {
 		b.Fatal(err)
 	}
-	ctx := context.Background()
-	st := storage.New(cli, "")
-	c, _ := st.GetConstraints(ctx)
-	c.ControlPlaneCount, c.MinimumWorkers = 3, workers
-	for _, err := range []error{st.SetTemplate(ctx, tmplJSON), st.SetURL(ctx, ts.URL+"/graphql"), st.SetConstraints(ctx, c)} {
-		if err != nil {
-			b.Fatal(err)
-		}
-	}
-	sess, err := concurrency.NewSession(cli)
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { sess.Close() })
-	e := concurrency.NewElection(sess, st.Key(storage.KeyCKEGenLeader))
-	if err := e.Campaign(ctx, "bench"); err != nil {
-		b.Fatal(err)
-	}
+	s := sitetest.Start(b, sitetest.Options{
+		Now: testNow, MaxRequestBytes: benchLimit,
+		DataCenter: func(o *dcgen.Options) { o.Racks, o.PerRack, o.BootPerRack = n/40, 40, 0 },
+		Template:   string(tmplJSON), StoreURL: true, Constraints: sitetest.Counts(3, workers),
+	})
 	d := New(Config{
-		Storage: st, Name: "bench", RetireWait: time.Minute, MaxClusterBytes: benchLimit, Nodes: nodes,
+		Storage: s.Storage, Name: "bench", RetireWait: time.Minute, MaxClusterBytes: benchLimit, Nodes: nodes,
 		Sabakan: sabakan.Options{Timeout: time.Minute, Retries: -1, MaxBodyBytes: 1 << 30},
 		Now:     func() time.Time { return testNow },
 		Log:     slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})
-	return &tickBench{d: d, st: st, store: store, leader: e.Key()}
+	return &tickBench{d: d, st: s.Storage, store: s.Store, leader: s.Lead(b, "bench", 0)}
 }
 
 // tick runs one tick and checks, off the clock, whether it wrote the

@@ -4,9 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"io"
 	"net/http"
-	"net/http/httptest"
 	"slices"
 	"strconv"
 	"strings"
@@ -18,12 +16,8 @@ import (
 
 	"github.com/ckegen/ckegen/cluster"
 	"github.com/ckegen/ckegen/generator"
-	"github.com/ckegen/ckegen/internal/dcgen"
-	"github.com/ckegen/ckegen/internal/embedded"
-	"github.com/ckegen/ckegen/internal/etcdtest"
 	"github.com/ckegen/ckegen/machine"
 	"github.com/ckegen/ckegen/planreport"
-	"github.com/ckegen/ckegen/sabakan/server"
 	"github.com/ckegen/ckegen/storage"
 )
 
@@ -40,37 +34,13 @@ func (c *testClock) add(d time.Duration) { c.mu.Lock(); c.t = c.t.Add(d); c.mu.U
 // newClockFixture is newFixture with the compatible server on clk.
 func newClockFixture(t *testing.T, clk *testClock) *fixture {
 	t.Helper()
-	e, etcdURL := etcdtest.StartServer(t, embedded.Options{})
-	store := server.NewStore(clk.now)
-	o := dcgen.Default(testNow)
-	o.Racks, o.PerRack, o.UnhealthyPct = 4, 5, 0
-	must(t, store.Load(dcgen.Machines(o)))
-	srv, err := server.New(store)
-	must(t, err)
-	ts := httptest.NewServer(srv.Handler())
-	t.Cleanup(ts.Close)
-	f := &fixture{etcd: e, st: storage.New(etcdtest.Connect(t, etcdURL), ""), store: store, url: ts.URL + "/graphql"}
-	ctx := context.Background()
-	must(t, f.st.SetTemplate(ctx, []byte(testTemplate)))
-	must(t, f.st.SetURL(ctx, f.url))
-	c, _ := f.st.GetConstraints(ctx)
-	c.ControlPlaneCount, c.MinimumWorkers = 3, 5
-	must(t, f.st.SetConstraints(ctx, c))
-	return f
+	return newSiteFixture(t, clk.now)
 }
 
 // rest calls the compatible server's REST API, as sabakan's users do.
 func (f *fixture) rest(t *testing.T, method, path, body string) {
 	t.Helper()
-	req, err := http.NewRequest(method, strings.TrimSuffix(f.url, "/graphql")+path, strings.NewReader(body))
-	must(t, err)
-	resp, err := http.DefaultClient.Do(req)
-	must(t, err)
-	defer resp.Body.Close()
-	if resp.StatusCode/100 != 2 {
-		data, _ := io.ReadAll(resp.Body)
-		t.Fatalf("%s %s %q: %s %s", method, path, body, resp.Status, data)
-	}
+	f.site.REST(t, method, path, body)
 }
 
 func (f *fixture) status(t *testing.T) storage.Status {

@@ -23,7 +23,7 @@ import (
 	"github.com/ckegen/ckegen/cluster"
 	"github.com/ckegen/ckegen/internal/dcgen"
 	"github.com/ckegen/ckegen/internal/embedded"
-	"github.com/ckegen/ckegen/internal/etcdtest"
+	"github.com/ckegen/ckegen/internal/sitetest"
 	"github.com/ckegen/ckegen/machine"
 	"github.com/ckegen/ckegen/sabakan"
 	"github.com/ckegen/ckegen/sabakan/server"
@@ -38,9 +38,11 @@ const testOptions = `"options":{"kubelet":{"cri_endpoint":"/run/containerd/conta
 
 const testTemplate = `{"name":"t","nodes":[{"user":"u","control_plane":true},{"user":"u"}],"service_subnet":"10.68.0.0/16",` + testOptions + `}`
 
-// fixture is an etcd, a sabakan-compatible server with a small data center,
-// and storage configured for them.
+// fixture is a test site: an etcd, the compatible server with 4 racks of
+// 5 machines (all HEALTHY), and the template, URL and constraints (3
+// control planes, 5 workers) stored.
 type fixture struct {
+	site  *sitetest.Site
 	etcd  *embedded.Etcd
 	st    storage.Storage
 	store *server.Store
@@ -49,28 +51,19 @@ type fixture struct {
 
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
-	e, etcdURL := etcdtest.StartServer(t, embedded.Options{})
-	cli := etcdtest.Connect(t, etcdURL)
-	store := server.NewStore(func() time.Time { return testNow })
-	o := dcgen.Default(testNow)
-	o.Racks, o.PerRack, o.UnhealthyPct = 4, 5, 0
-	if err := store.Load(dcgen.Machines(o)); err != nil {
-		t.Fatal(err)
-	}
-	srv, err := server.New(store)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ts := httptest.NewServer(srv.Handler())
-	t.Cleanup(ts.Close)
-	f := &fixture{etcd: e, st: storage.New(cli, ""), store: store, url: ts.URL + "/graphql"}
-	ctx := context.Background()
-	must(t, f.st.SetTemplate(ctx, []byte(testTemplate)))
-	must(t, f.st.SetURL(ctx, f.url))
-	c, _ := f.st.GetConstraints(ctx)
-	c.ControlPlaneCount, c.MinimumWorkers = 3, 5
-	must(t, f.st.SetConstraints(ctx, c))
-	return f
+	return newSiteFixture(t, nil)
+}
+
+// newSiteFixture is the fixture with the compatible server on clock (nil:
+// testNow).
+func newSiteFixture(t *testing.T, clock func() time.Time) *fixture {
+	t.Helper()
+	s := sitetest.Start(t, sitetest.Options{
+		Now: testNow, Clock: clock,
+		DataCenter: func(o *dcgen.Options) { o.Racks, o.PerRack, o.UnhealthyPct = 4, 5, 0 },
+		Template:   testTemplate, StoreURL: true, Constraints: sitetest.Counts(3, 5),
+	})
+	return &fixture{site: s, etcd: s.Etcd, st: s.Storage, store: s.Store, url: s.URL}
 }
 
 func must(t *testing.T, err error) {
@@ -94,17 +87,12 @@ func (f *fixture) daemon(name string, mod func(*Config)) *Daemon {
 	return New(cfg)
 }
 
-// lead makes the test the leader and returns the election key.
+// lead makes the test the leader and returns the election key. A short
+// TTL: closing the session when the test ends waits up to the TTL when
+// the test has stopped etcd.
 func (f *fixture) lead(t *testing.T) string {
 	t.Helper()
-	// A short TTL: closing the session when the test ends waits up to the
-	// TTL when the test has stopped etcd.
-	sess, err := concurrency.NewSession(f.st.Client, concurrency.WithTTL(2))
-	must(t, err)
-	t.Cleanup(func() { sess.Close() })
-	e := concurrency.NewElection(sess, f.st.Key(storage.KeyCKEGenLeader))
-	must(t, e.Campaign(context.Background(), "test"))
-	return e.Key()
+	return f.site.Lead(t, "test", 2)
 }
 
 func (f *fixture) cluster(t *testing.T) *cluster.Cluster {
