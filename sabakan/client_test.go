@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/ckegen/ckegen/internal/dcgen"
+	"github.com/ckegen/ckegen/internal/sitetest"
 	"github.com/ckegen/ckegen/internal/testpki"
 	"github.com/ckegen/ckegen/machine"
 	"github.com/ckegen/ckegen/sabakan"
@@ -28,17 +29,8 @@ var now = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
 func startServer(t testing.TB, ms []machine.Machine) (*httptest.Server, *server.Store) {
 	t.Helper()
-	store := server.NewStore(func() time.Time { return now })
-	if err := store.Load(ms); err != nil {
-		t.Fatal(err)
-	}
-	srv, err := server.New(store)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ts := httptest.NewServer(srv.Handler())
-	t.Cleanup(ts.Close)
-	return ts, store
+	s := sitetest.StartSabakan(t, sitetest.Options{Now: now, Machines: ms})
+	return s.Server, s.Store
 }
 
 func inventory() []machine.Machine {

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,9 +15,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ckegen/ckegen/internal/sitetest"
 	"github.com/ckegen/ckegen/internal/version"
+	"github.com/ckegen/ckegen/machine"
 	"github.com/ckegen/ckegen/sabakan"
-	"github.com/ckegen/ckegen/sabakan/server"
 )
 
 // TestBinary builds fakesabakan, starts it on a free port with the bundled
@@ -208,13 +208,7 @@ func TestBadFlags(t *testing.T) {
 }
 
 func TestFaults(t *testing.T) {
-	store := server.NewStore(nil)
-	srv, err := server.New(store)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ts := httptest.NewServer(withFaults(srv.Handler()))
-	defer ts.Close()
+	ts := sitetest.StartSabakan(t, sitetest.Options{Clock: time.Now, Machines: []machine.Machine{}, Wrap: withFaults}).Server
 	c, _ := sabakan.NewClient(ts.URL+"/graphql", sabakan.Options{Timeout: 100 * time.Millisecond, Retries: -1})
 	set := func(mode string) {
 		req, _ := http.NewRequest(http.MethodPut, ts.URL+"/-/fault", strings.NewReader(mode))
