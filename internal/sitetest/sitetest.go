@@ -12,7 +12,9 @@
 //
 // Tests of the binaries use the site's etcd and compatible server for the
 // processes they start (the binaries' own flags point at EtcdURL and
-// URL), or StartSabakan alone when the binary runs its own etcd.
+// URL), or StartSabakan alone when the binary runs its own etcd. mtest
+// does not use it: it kills and restarts etcd members and the compatible
+// server, which must therefore be processes of their own.
 package sitetest
 
 import (
