@@ -11,6 +11,7 @@ import (
 	"mime"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/Khan/genqlient/graphql"
@@ -163,6 +164,10 @@ func (c *Client) SearchMachines(ctx context.Context, v Variables) ([]machine.Mac
 func (c *Client) search(ctx context.Context, v Variables) ([]machine.Machine, error) {
 	d := &fastDoer{t: c.t, slow: c.slow}
 	resp, err := ckeSearch(ctx, graphql.NewClient(c.url, d), v.Having, v.NotHaving)
+	if d.answer != nil {
+		// Decoded, one way or the other.
+		c.t.putSpare(d.answer)
+	}
 	if errors.Is(err, errDecoded) {
 		return d.machines, nil
 	}
@@ -195,14 +200,20 @@ type fastDoer struct {
 	t        *transport
 	slow     bool
 	machines []machine.Machine
+	// answer is the answer read.
+	answer []byte
 }
 
 func (d *fastDoer) Do(req *http.Request) (*http.Response, error) {
 	resp, err := d.t.Do(req)
-	if err != nil || d.slow {
+	if err != nil {
 		return resp, err
 	}
-	if a, ok := resp.Body.(*answer); ok {
+	a, ok := resp.Body.(*answer)
+	if ok {
+		d.answer = a.data
+	}
+	if ok && !d.slow {
 		if ms, ok := machine.DecodeList(a.data, true); ok {
 			d.machines = ms
 			return nil, errDecoded
@@ -319,6 +330,30 @@ var errMalformed = errors.New("malformed response")
 type transport struct {
 	c    *Client
 	http *http.Client
+	// spare is the buffer of an answer that has been decoded, for the
+	// next answer to be read into: a fresh buffer of megabytes costs its
+	// clearing and the memory's first touch at every query.
+	mu    sync.Mutex
+	spare []byte
+}
+
+// takeSpare returns the spare buffer, which is then the caller's.
+func (t *transport) takeSpare() []byte {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	b := t.spare
+	t.spare = nil
+	return b
+}
+
+// putSpare keeps b for the next answer. Nothing may use b afterwards:
+// the answer has been decoded (the machines' strings are copies).
+func (t *transport) putSpare(b []byte) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if cap(b) > cap(t.spare) {
+		t.spare = b[:0]
+	}
 }
 
 func (t *transport) Do(req *http.Request) (*http.Response, error) {
@@ -355,7 +390,7 @@ func (t *transport) Do(req *http.Request) (*http.Response, error) {
 			// The whole answer is read before a byte of it is decoded: one
 			// over the limit is refused undecoded, and a decoded answer
 			// costs its size once more, not the growth of a buffer.
-			body, rerr := readBounded(resp.Body, opts.MaxBodyBytes, resp.ContentLength)
+			body, rerr := readBounded(resp.Body, opts.MaxBodyBytes, resp.ContentLength, t.takeSpare())
 			resp.Body.Close()
 			cancel()
 			if rerr != nil {
@@ -424,7 +459,8 @@ func (a *answer) Close() error { return nil }
 // past limit bytes. An answer of a known size (size >= 0, at most limit)
 // is read into one buffer of that size; one of unknown size in chunks,
 // then into one buffer of its size (the decoder reads it in one piece).
-func readBounded(r io.Reader, limit, size int64) ([]byte, error) {
+// That buffer is spare when it is large enough.
+func readBounded(r io.Reader, limit, size int64, spare []byte) ([]byte, error) {
 	var bufs [][]byte
 	total := int64(0)
 	next := int64(chunkSize)
@@ -432,7 +468,12 @@ func readBounded(r io.Reader, limit, size int64) ([]byte, error) {
 		next = size
 	}
 	for first := true; ; first = false {
-		buf := make([]byte, next)
+		var buf []byte
+		if first && size >= 0 && int64(cap(spare)) >= next {
+			buf, spare = spare[:next], nil
+		} else {
+			buf = make([]byte, next)
+		}
 		n, err := io.ReadFull(r, buf)
 		if n > 0 {
 			bufs = append(bufs, buf[:n])
@@ -459,7 +500,10 @@ func readBounded(r io.Reader, limit, size int64) ([]byte, error) {
 	case 1:
 		return bufs[0], nil
 	}
-	data := make([]byte, 0, total)
+	data := spare[:0]
+	if int64(cap(data)) < total {
+		data = make([]byte, 0, total)
+	}
 	for i, b := range bufs {
 		data = append(data, b...)
 		bufs[i] = nil

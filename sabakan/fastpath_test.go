@@ -4,9 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"reflect"
+	"strconv"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -128,4 +132,52 @@ func (t handlerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	resp := w.Result()
 	resp.Request = req
 	return resp, nil
+}
+
+// TestAnswerBufferReused: one client reading answers of every size in
+// turn, announced or chunked, into the buffer of the one before, makes of
+// each what a new client makes of it.
+func TestAnswerBufferReused(t *testing.T) {
+	o := dcgen.Default(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	var answers [][]byte
+	for _, n := range []int{3, 200, 0, 50, 240, 1} {
+		o.Racks, o.PerRack = 1, n
+		if n > 40 {
+			o.Racks, o.PerRack = n/40, 40
+		}
+		data, err := json.Marshal(map[string]any{"data": map[string]any{"searchMachines": dcgen.Machines(o)}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		answers = append(answers, data, []byte(`{"errors":[{"message":"x"}]}`), data[:len(data)/2])
+	}
+	var i atomic.Int32
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n := int(i.Add(1) - 1)
+		data := answers[n%len(answers)]
+		w.Header().Set("Content-Type", "application/json")
+		if n/len(answers)%2 == 0 {
+			w.Header().Set("Content-Length", strconv.Itoa(len(data)))
+		}
+		// Past the buffering of net/http: chunked when not announced.
+		for len(data) > 0 {
+			k := min(len(data), 3000)
+			_, _ = w.Write(data[:k])
+			w.(http.Flusher).Flush()
+			data = data[k:]
+		}
+	}))
+	defer ts.Close()
+	c, err := NewClient(ts.URL+"/graphql", Options{Retries: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 2 * len(answers) {
+		data := answers[int(i.Load())%len(answers)]
+		got, gotErr := c.SearchMachines(context.Background(), Variables{})
+		want, wantErr := searchAnswer(data, true)
+		if fmt.Sprint(gotErr) != strings.ReplaceAll(fmt.Sprint(wantErr), "http://sabakan.invalid", ts.URL) || !reflect.DeepEqual(got, want) {
+			t.Fatalf("answer of %d bytes: %d machines, %v; a new client: %d machines, %v", len(data), len(got), gotErr, len(want), wantErr)
+		}
+	}
 }
