@@ -17,6 +17,7 @@ import (
 
 	"github.com/ckegen/ckegen/internal/dcgen"
 	"github.com/ckegen/ckegen/machine"
+	"github.com/ckegen/ckegen/sabakan/server/internal/graph"
 )
 
 // pair serves one store twice over HTTP: machines written by marshal.go,
@@ -789,4 +790,26 @@ func TestMachineWriterEveryField(t *testing.T) {
 			t.Errorf("%s:\nwriter:    %d %s\ngenerated: %d %s", q, got.code, got.body, want.code, want.body)
 		}
 	}
+}
+
+// TestAppendDateTime: the machine writer's dates are graph.AppendDateTime's,
+// byte for byte: in UTC or not, to the second or not, in years of four
+// digits or not.
+func TestAppendDateTime(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		sec := rapid.Int64Range(-70000000000, 300000000000).Draw(t, "sec")
+		nsec := rapid.SampledFrom([]int64{0, 0, 0, 1, 500000000, 999999999}).Draw(t, "nsec")
+		tm := time.Unix(sec, nsec)
+		switch rapid.IntRange(0, 3).Draw(t, "zone") {
+		case 0, 1:
+			tm = tm.UTC()
+		case 2:
+			tm = tm.In(time.FixedZone("", 9*3600))
+		default:
+			tm = tm.In(time.FixedZone("UTC", 0))
+		}
+		if got, want := string(appendDateTime([]byte("x"), tm)), "x"+string(graph.AppendDateTime(nil, tm)); got != want {
+			t.Fatalf("%v: %s, want %s", tm, got, want)
+		}
+	})
 }

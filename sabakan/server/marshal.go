@@ -6,6 +6,7 @@ import (
 	"io"
 	"math"
 	"strconv"
+	"time"
 
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/vektah/gqlparser/v2/ast"
@@ -221,9 +222,9 @@ func appendSpec(b []byte, sel selection, sp *machine.Spec) []byte {
 			}
 			return append(b, ']')
 		case "registerDate":
-			return graph.AppendDateTime(b, sp.RegisterDate)
+			return appendDateTime(b, sp.RegisterDate)
 		case "retireDate":
-			return graph.AppendDateTime(b, sp.RetireDate)
+			return appendDateTime(b, sp.RetireDate)
 		}
 		return appendBMC(b, f.sub, &sp.BMC)
 	})
@@ -254,9 +255,29 @@ func appendStatus(b []byte, sel selection, st *machine.Status) []byte {
 		case "state":
 			return graph.AppendString(b, string(st.State))
 		case "timestamp":
-			return graph.AppendDateTime(b, *st.Timestamp)
+			return appendDateTime(b, *st.Timestamp)
 		}
 		b, _ = graph.AppendFloat(b, st.Duration)
 		return b
 	})
+}
+
+// appendDateTime is graph.AppendDateTime (RFC 3339 with nanoseconds as
+// time.Time formats it), a date in UTC to the second, most of an
+// inventory's, written digit by digit (TestAppendDateTime).
+func appendDateTime(b []byte, t time.Time) []byte {
+	if t.Location() != time.UTC || t.Nanosecond() != 0 {
+		return graph.AppendDateTime(b, t)
+	}
+	year, month, day := t.Date()
+	if year < 0 || year > 9999 {
+		return graph.AppendDateTime(b, t)
+	}
+	hour, minute, sec := t.Clock()
+	b = append(b, '"',
+		byte('0'+year/1000), byte('0'+year/100%10), byte('0'+year/10%10), byte('0'+year%10), '-',
+		byte('0'+int(month)/10), byte('0'+int(month)%10), '-', byte('0'+day/10), byte('0'+day%10), 'T',
+		byte('0'+hour/10), byte('0'+hour%10), ':', byte('0'+minute/10), byte('0'+minute%10), ':',
+		byte('0'+sec/10), byte('0'+sec%10))
+	return append(b, 'Z', '"')
 }

@@ -240,7 +240,7 @@ func (s *Store) Search(having, notHaving *Query) []machine.Machine {
 // none of notHaving's at now, sorted by serial (byte order). The caller
 // holds s.mu.
 func (s *Store) matching(having, notHaving *Query, now time.Time) []*entry {
-	var out []*entry
+	out := make([]*entry, 0, len(s.bySerial))
 	for _, e := range s.bySerial {
 		if having != nil && !matchHaving(&e.m, having, now) {
 			continue
