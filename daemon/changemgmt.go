@@ -193,7 +193,7 @@ func (d *Daemon) keepPlan(ctx context.Context, leaderKey string, s *settings, in
 			out.warnings = append(out.warnings, p.Warnings...)
 		}
 	}
-	digest, err := planDigest(stored)
+	digest, err := planDigest(stored, p.Cluster == in.Current)
 	if err != nil {
 		out.warnings = append(out.warnings, "plan: "+err.Error())
 		return nil
@@ -217,11 +217,21 @@ func (d *Daemon) keepPlan(ctx context.Context, leaderKey string, s *settings, in
 	return nil
 }
 
-// planDigest identifies a stored plan by all of it but the time.
-func planDigest(p planreport.Stored) (string, error) {
+// planDigest identifies a stored plan: all of it but the time. A plan
+// that leaves the cluster as it is (a settled plan, a refused first
+// step) is identified by the cluster's mod revision, which the plan
+// records, instead of the cluster's JSON: at 10,000 nodes, encoding the
+// cluster at every tick only to hash it was most of a steady tick.
+func planDigest(p planreport.Stored, clusterUnchanged bool) (string, error) {
 	p.ComputedAt = time.Time{}
+	if clusterUnchanged {
+		p.Cluster = nil
+	}
 	h := sha256.New()
-	if err := json.NewEncoder(h).Encode(p); err != nil {
+	if err := json.NewEncoder(h).Encode(struct {
+		planreport.Stored
+		ClusterUnchanged bool
+	}{p, clusterUnchanged}); err != nil {
 		return "", err
 	}
 	return hex.EncodeToString(h.Sum(nil)[:16]), nil
