@@ -176,17 +176,28 @@ func decodeOne(data []byte, v any) error {
 // Validate checks what no machine may lack: a serial, unique in the list
 // (sabakan's key: a list with a serial twice is a broken answer, not two
 // machines), and one of the seven states.
+//
+// sabakan answers in serial order: serials that only increase are unique
+// without a map; the map of those before is made where they stop.
 func Validate(ms []Machine) error {
-	seen := make(map[string]int, len(ms))
+	var seen map[string]int
 	for i := range ms {
 		m := &ms[i]
 		if m.Spec.Serial == "" {
 			return fmt.Errorf("machines[%d]: spec.serial: must not be empty", i)
 		}
-		if j, ok := seen[m.Spec.Serial]; ok {
-			return fmt.Errorf("machines[%d]: spec.serial: %s is also machines[%d]'s: serials are unique in sabakan, so the list is broken", i, clip.Value(m.Spec.Serial), j)
+		if seen == nil && i > 0 && ms[i-1].Spec.Serial >= m.Spec.Serial {
+			seen = make(map[string]int, len(ms))
+			for j := range i {
+				seen[ms[j].Spec.Serial] = j
+			}
 		}
-		seen[m.Spec.Serial] = i
+		if seen != nil {
+			if j, ok := seen[m.Spec.Serial]; ok {
+				return fmt.Errorf("machines[%d]: spec.serial: %s is also machines[%d]'s: serials are unique in sabakan, so the list is broken", i, clip.Value(m.Spec.Serial), j)
+			}
+			seen[m.Spec.Serial] = i
+		}
 		if !m.Status.State.Valid() {
 			return fmt.Errorf("machines[%d] (serial %s): status.state: unknown state %q (want one of %s)",
 				i, clip.Value(m.Spec.Serial), clip.Value(string(m.Status.State)), stateList())

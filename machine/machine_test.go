@@ -321,3 +321,57 @@ func TestEchoesAreBounded(t *testing.T) {
 		t.Errorf("Validate of a duplicate huge serial: %d bytes", len(fmt.Sprint(err)))
 	}
 }
+
+// validateByMap is Validate as it was, with a map of every serial: the
+// reference of Validate's sorted path.
+func validateByMap(ms []Machine) error {
+	seen := make(map[string]int, len(ms))
+	for i := range ms {
+		m := &ms[i]
+		if m.Spec.Serial == "" {
+			return fmt.Errorf("machines[%d]: spec.serial: must not be empty", i)
+		}
+		if j, ok := seen[m.Spec.Serial]; ok {
+			return fmt.Errorf("machines[%d]: spec.serial: %s is also machines[%d]'s: serials are unique in sabakan, so the list is broken", i, m.Spec.Serial, j)
+		}
+		seen[m.Spec.Serial] = i
+		if !m.Status.State.Valid() {
+			return fmt.Errorf("machines[%d] (serial %s): status.state: unknown state %q (want one of %s)",
+				i, m.Spec.Serial, string(m.Status.State), stateList())
+		}
+	}
+	return nil
+}
+
+// TestValidateMatchesMap: on lists in serial order or not, with serials
+// twice, empty or with unknown states anywhere, Validate gives the error
+// the map of every serial gives.
+func TestValidateMatchesMap(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		n := rapid.IntRange(0, 12).Draw(t, "machines")
+		ms := make([]Machine, n)
+		for i := range ms {
+			ms[i] = mk(fmt.Sprintf("s%02d", 2*i), "10.0.0.1")
+		}
+		for range rapid.IntRange(0, 3).Draw(t, "edits") {
+			if n == 0 {
+				break
+			}
+			i := rapid.IntRange(0, n-1).Draw(t, "at")
+			switch rapid.IntRange(0, 3).Draw(t, "edit") {
+			case 0:
+				ms[i].Spec.Serial = ms[rapid.IntRange(0, n-1).Draw(t, "copy of")].Spec.Serial
+			case 1:
+				ms[i].Spec.Serial = rapid.SampledFrom([]string{"", "s", "s05", "t", "a"}).Draw(t, "serial")
+			case 2:
+				ms[i].Status.State = "ODD"
+			default:
+				j := rapid.IntRange(0, n-1).Draw(t, "swap with")
+				ms[i], ms[j] = ms[j], ms[i]
+			}
+		}
+		if got, want := fmt.Sprint(Validate(ms)), fmt.Sprint(validateByMap(ms)); got != want {
+			t.Fatalf("Validate: %s\nwith a map: %s", got, want)
+		}
+	})
+}
