@@ -59,6 +59,11 @@ type changeOutcome struct {
 	// max-unhealthy allows ("": not over the limit).
 	overLimit      string
 	quietRemaining time.Duration
+	// settled: the tick's decision was the usual one (generator.Tick) and
+	// had nothing to do, with settledWarnings: the plan from here is
+	// settled, and is not computed again.
+	settled         bool
+	settledWarnings []string
 }
 
 // manage makes the tick's decision under change management,
@@ -119,6 +124,9 @@ func (d *Daemon) manage(s *settings, in generator.Input, out *outcome) (*generat
 	}
 	res, warnings, err := d.decide(s, in)
 	out.warnings = append(out.warnings, warnings...)
+	if res == nil && err == nil {
+		out.settled, out.settledWarnings = true, warnings
+	}
 	return res, err
 }
 
@@ -165,7 +173,14 @@ func (d *Daemon) keepPlan(ctx context.Context, leaderKey string, s *settings, in
 	if out.result != nil {
 		in.Current, templateChanged = out.result.Cluster, false
 	}
-	p, err := generator.MakePlan(in, templateChanged, generator.DefaultMaxSteps)
+	var p *generator.Plan
+	var err error
+	if out.settled && out.result == nil {
+		// This tick's decision ran the plan's first tick: nothing to do.
+		p = generator.Settled(in.Current, out.settledWarnings)
+	} else {
+		p, err = generator.MakePlan(in, templateChanged, generator.DefaultMaxSteps)
+	}
 	if err != nil && out.held != "" {
 		return fail(ReasonGenerationError, fmt.Errorf("plan: %w", err))
 	}

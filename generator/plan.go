@@ -105,6 +105,14 @@ func MakePlan(in Input, templateChanged bool, maxSteps int) (*Plan, error) {
 	}
 }
 
+// Settled is the plan of an input whose first tick had nothing to do,
+// given that tick's warnings: what MakePlan returns for it, for a caller
+// that has already run the tick (the daemon's steady tick) and need not
+// run it again.
+func Settled(current *cluster.Cluster, warnings []string) *Plan {
+	return &Plan{Result: PlanSettled, Start: current, Cluster: current, Warnings: warnings}
+}
+
 // isRefusal reports whether err is a tick the daemon would refuse on good
 // input, as opposed to input no tick can be computed from.
 func isRefusal(err error) bool {

@@ -1,0 +1,43 @@
+package generator_test
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"pgregory.net/rapid"
+
+	"github.com/ckegen/ckegen/generator"
+)
+
+// TestSettledIsMakePlan: whenever a first tick has nothing to do, Settled
+// with its warnings is the plan MakePlan computes.
+func TestSettledIsMakePlan(t *testing.T) {
+	seen := 0
+	rapid.Check(t, func(t *rapid.T) {
+		in, changed := drawPlanInput(t)
+		res, err := generator.Tick(in, changed)
+		if !errors.Is(err, generator.ErrNothingToDo) {
+			return
+		}
+		seen++
+		var warnings []string
+		if res != nil {
+			warnings = res.Warnings
+		}
+		want, err := generator.MakePlan(in, changed, generator.DefaultMaxSteps)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := generator.Settled(in.Current, warnings)
+		if diff := cmp.Diff(planView(want), planView(got)); diff != "" || want.Start != got.Start || want.Cluster != got.Cluster {
+			t.Fatalf("Settled differs from MakePlan (-want +got):\n%s", diff)
+		}
+		if diff := cmp.Diff(want.Warnings, got.Warnings); diff != "" {
+			t.Fatalf("warnings differ (-MakePlan +Settled):\n%s", diff)
+		}
+	})
+	if seen == 0 {
+		t.Error("no drawn input had nothing to do: the property was never checked")
+	}
+}
