@@ -191,7 +191,7 @@ func (d *Daemon) keepPlan(ctx context.Context, leaderKey string, s *settings, in
 	doc := planreport.New(p)
 	doc.SetModel(s.Constraints, len(in.Machines))
 	stored := planreport.Stored{Document: *doc, TemplateRevision: s.TemplateRevision, ClusterRevision: clusterRev, Trigger: s.Trigger}
-	pending := &storage.PendingPlan{Result: p.Result, Steps: len(p.Steps)}
+	pending := &storage.PlanSummary{Result: p.Result, Steps: len(p.Steps)}
 	if p.Err != nil {
 		pending.Error = p.Err.Error()
 	}

@@ -69,10 +69,10 @@ func (r *Reader) PlanInput(ctx context.Context, w intake.WhatIf, retireWait time
 	}, nil
 }
 
-// StoredPending is an Options.Pending that reads the daemon's stored plan
+// StoredNextStep is an Options.NextStep that reads the daemon's stored plan
 // (sabakan/plan): its first step and how many steps it has; nil when there
 // is no plan, it does not parse, or it has no step.
-func StoredPending(ctx context.Context, st storage.Storage) (*Pending, error) {
+func StoredNextStep(ctx context.Context, st storage.Storage) (*NextStep, error) {
 	p, err := planreport.ReadStored(ctx, st)
 	switch {
 	case errors.Is(err, storage.ErrNotFound), errors.Is(err, storage.ErrInvalid):
@@ -88,5 +88,5 @@ func StoredPending(ctx context.Context, st storage.Storage) (*Pending, error) {
 	for i, c := range first.Changes {
 		changes[i] = generator.Change{Action: c.Action, Address: c.Address, Serial: c.Serial, Reason: c.Reason}
 	}
-	return &Pending{Op: first.Op, Changes: changes, Steps: len(p.Steps), ComputedAt: p.ComputedAt}, nil
+	return &NextStep{Op: first.Op, Changes: changes, Steps: len(p.Steps), ComputedAt: p.ComputedAt}, nil
 }

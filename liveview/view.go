@@ -32,8 +32,8 @@ const (
 	DefaultEtcdTimeout  = 10 * time.Second
 )
 
-// Pending is the next step of a pending plan.
-type Pending struct {
+// NextStep is the next step of a pending plan.
+type NextStep struct {
 	Op      string
 	Changes []generator.Change
 	// Steps is the number of steps the plan has left, this one included.
@@ -54,9 +54,9 @@ type Options struct {
 	HistoryLimit int
 	// Now is the clock (time.Now by default).
 	Now func() time.Time
-	// Pending returns the pending plan's next step, or nil when there is
+	// NextStep returns the pending plan's next step, or nil when there is
 	// none; nil means no plan is read.
-	Pending func(ctx context.Context, st storage.Storage) (*Pending, error)
+	NextStep func(ctx context.Context, st storage.Storage) (*NextStep, error)
 }
 
 // Reader reads snapshots. It is safe for concurrent use.
@@ -108,8 +108,8 @@ type View struct {
 	Status *storage.Status
 	// History holds the last entries, newest first.
 	History []storage.HistoryEntry
-	// Pending is the pending plan's next step; nil when there is none.
-	Pending *Pending
+	// NextStep is the pending plan's next step; nil when there is none.
+	NextStep *NextStep
 	// Notes are things the map could not take into account.
 	Notes []string
 }
@@ -135,8 +135,8 @@ func (r *Reader) View(ctx context.Context) (*View, error) {
 	h = h[max(0, len(h)-r.opts.HistoryLimit):]
 	slices.Reverse(h)
 	s.History = h
-	if r.opts.Pending != nil {
-		if s.Pending, err = r.opts.Pending(ectx, r.st); err != nil {
+	if r.opts.NextStep != nil {
+		if s.NextStep, err = r.opts.NextStep(ectx, r.st); err != nil {
 			return nil, &EtcdError{fmt.Errorf("pending plan: %w", err)}
 		}
 	}
@@ -154,8 +154,8 @@ func (r *Reader) View(ctx context.Context) (*View, error) {
 	if in.Current != nil {
 		s.ClusterName = in.Current.Name
 	}
-	if s.Pending != nil {
-		in.Next = s.Pending.Changes
+	if s.NextStep != nil {
+		in.Next = s.NextStep.Changes
 	}
 	s.Map = rackmap.Build(in)
 	return s, nil

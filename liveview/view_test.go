@@ -133,7 +133,7 @@ func TestMapSnapshotInput(t *testing.T) {
 	if len(s.Map.Orphans) != 1 || s.Map.Orphans[0].Address != "10.0.9.9" {
 		t.Errorf("orphans: %+v", s.Map.Orphans)
 	}
-	if s.ClusterName != "t" || s.Status != nil || len(s.History) != 0 || s.Pending != nil {
+	if s.ClusterName != "t" || s.Status != nil || len(s.History) != 0 || s.NextStep != nil {
 		t.Errorf("snapshot: %+v", s)
 	}
 
@@ -270,8 +270,8 @@ func TestMapSnapshotPendingAndHistory(t *testing.T) {
 	for i := 1; i <= 4; i++ {
 		must(t, f.st.AddHistory(ctx, sess, storage.HistoryEntry{Op: fmt.Sprintf("op%d", i), ClusterRevision: int64(i)}))
 	}
-	r := f.reader(Options{HistoryLimit: 3, Pending: func(context.Context, storage.Storage) (*Pending, error) {
-		return &Pending{Op: generator.OpIncreaseWorker, Steps: 2, Changes: []generator.Change{{Action: generator.ActionAddWorker, Address: "10.0.2.4"}}}, nil
+	r := f.reader(Options{HistoryLimit: 3, NextStep: func(context.Context, storage.Storage) (*NextStep, error) {
+		return &NextStep{Op: generator.OpIncreaseWorker, Steps: 2, Changes: []generator.Change{{Action: generator.ActionAddWorker, Address: "10.0.2.4"}}}, nil
 	}})
 	s, err := r.View(ctx)
 	must(t, err)
@@ -285,8 +285,8 @@ func TestMapSnapshotPendingAndHistory(t *testing.T) {
 	if c := cells(s.Map)["10.0.2.4"]; c.Change != generator.ActionAddWorker {
 		t.Errorf("pending change not highlighted: %+v", c)
 	}
-	if s.Pending == nil || s.Pending.Steps != 2 {
-		t.Errorf("pending: %+v", s.Pending)
+	if s.NextStep == nil || s.NextStep.Steps != 2 {
+		t.Errorf("pending: %+v", s.NextStep)
 	}
 }
 

@@ -223,7 +223,7 @@ type ChangeStatus struct {
 	Trigger string `json:"trigger,omitempty"`
 	// Pending is the plan from the cluster as the tick left it; nil when
 	// the tick did not get as far as computing one.
-	Pending *PendingPlan `json:"pending,omitempty"`
+	Pending *PlanSummary `json:"pending,omitempty"`
 	// Quiet is the inventory's stillness; kept by every tick that
 	// queried sabakan, whether or not a quiet time is set.
 	Quiet *QuietStatus `json:"quiet,omitempty"`
@@ -236,8 +236,8 @@ type ChangeStatus struct {
 	Release string `json:"release,omitempty"`
 }
 
-// PendingPlan sums up the pending plan in the status.
-type PendingPlan struct {
+// PlanSummary sums up the pending plan in the status.
+type PlanSummary struct {
 	// Result is how the plan ends: settled, refused or max-steps.
 	Result string `json:"result"`
 	// Steps is the number of steps pending.

@@ -149,11 +149,11 @@ type page struct {
 	Time    time.Time
 	Cluster string
 
-	Status  *storage.Status
-	History []storage.HistoryEntry
-	Pending *liveview.Pending
-	// PendingChanges are the first maxPendingChanges of the next step's.
-	PendingChanges []rackmapChange
+	Status   *storage.Status
+	History  []storage.HistoryEntry
+	NextStep *liveview.NextStep
+	// NextChanges are the first maxNextChanges of the next step's.
+	NextChanges []rackmapChange
 
 	MapErr  string
 	Notes   []string
@@ -176,8 +176,8 @@ type page struct {
 	MoreTickWarnings int
 }
 
-// maxPendingChanges bounds the changes of the next step listed.
-const maxPendingChanges = 100
+// maxNextChanges bounds the changes of the next step listed.
+const maxNextChanges = 100
 
 type rackmapChange = rackmap.HighlightedChange
 
@@ -217,22 +217,22 @@ type rackRow struct {
 
 func newPage(s *liveview.View, refresh time.Duration) *page {
 	p := &page{
-		Refresh: int(refresh.Seconds()),
-		Time:    s.Time,
-		Cluster: s.ClusterName,
-		Status:  s.Status,
-		History: s.History,
-		Pending: s.Pending,
-		Notes:   s.Notes,
+		Refresh:  int(refresh.Seconds()),
+		Time:     s.Time,
+		Cluster:  s.ClusterName,
+		Status:   s.Status,
+		History:  s.History,
+		NextStep: s.NextStep,
+		Notes:    s.Notes,
 	}
 	if s.Status != nil {
 		w := s.Status.Warnings
 		p.TickWarnings = w[:min(len(w), maxTickWarnings)]
 		p.MoreTickWarnings = len(w) - len(p.TickWarnings)
 	}
-	if s.Pending != nil {
-		for _, c := range s.Pending.Changes[:min(len(s.Pending.Changes), maxPendingChanges)] {
-			p.PendingChanges = append(p.PendingChanges, rackmapChange{Action: c.Action, Address: c.Address, Serial: c.Serial, Reason: c.Reason})
+	if s.NextStep != nil {
+		for _, c := range s.NextStep.Changes[:min(len(s.NextStep.Changes), maxNextChanges)] {
+			p.NextChanges = append(p.NextChanges, rackmapChange{Action: c.Action, Address: c.Address, Serial: c.Serial, Reason: c.Reason})
 		}
 	}
 	if s.MapErr != nil {

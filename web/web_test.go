@@ -60,10 +60,10 @@ func newPageFixture(t *testing.T) *pageFixture {
 	return &pageFixture{st: st, sabakan: s.Server}
 }
 
-func (f *pageFixture) handler(pending *liveview.Pending) http.Handler {
+func (f *pageFixture) handler(pending *liveview.NextStep) http.Handler {
 	o := liveview.Options{Sabakan: sabakan.Options{Timeout: 2 * time.Second, Retries: -1}, EtcdTimeout: time.Second}
 	if pending != nil {
-		o.Pending = func(context.Context, storage.Storage) (*liveview.Pending, error) { return pending, nil }
+		o.NextStep = func(context.Context, storage.Storage) (*liveview.NextStep, error) { return pending, nil }
 	}
 	return NewHandler(liveview.NewReader(f.st, o), Options{Refresh: 15 * time.Second, Log: quietLog})
 }
@@ -82,7 +82,7 @@ var rectRE = regexp.MustCompile(`<rect x="\d+" y="\d+" class="([^"]*)"><title>([
 // a refresh.
 func TestMapPageSections(t *testing.T) {
 	f := newPageFixture(t)
-	h := f.handler(&liveview.Pending{Op: generator.OpIncreaseWorker, Steps: 3,
+	h := f.handler(&liveview.NextStep{Op: generator.OpIncreaseWorker, Steps: 3,
 		Changes: []generator.Change{{Action: generator.ActionAddWorker, Address: "10.0.2.4", Serial: "S000014", Reason: "highest score"}}})
 	rec := get(t, h, http.MethodGet, "/")
 	body := rec.Body.String()
@@ -182,7 +182,7 @@ func TestMapPageEscapes(t *testing.T) {
 	ms := []machine.Machine{{Spec: machine.Spec{Serial: `S"1` + evil, Rack: 0, IndexInRack: 1, Role: evil, IPv4: []string{"10.0.0.1"}},
 		Status: machine.Status{State: machine.StateHealthy}}}
 	src := &builtSource{in: rackmap.Input{Machines: ms, Next: []generator.Change{{Action: evil, Address: "10.0.0.1"}}},
-		s: liveview.View{ClusterName: evil, Notes: []string{evil}, Pending: &liveview.Pending{Op: evil, Changes: []generator.Change{{Action: evil, Address: evil}}}}}
+		s: liveview.View{ClusterName: evil, Notes: []string{evil}, NextStep: &liveview.NextStep{Op: evil, Changes: []generator.Change{{Action: evil, Address: evil}}}}}
 	body := get(t, NewHandler(src, Options{Log: quietLog}), http.MethodGet, "/").Body.String()
 	if strings.Contains(body, "<script>") {
 		t.Errorf("unescaped inventory text:\n%s", body)

@@ -359,7 +359,7 @@ func run(o *options) error {
 	// etcd and queries sabakan read-only, with a short cache.
 	mux := d.Handler()
 	st := storage.New(cli, cfg.Prefix)
-	mux.Handle("/", web.NewHandler(liveview.NewReader(st, liveview.Options{Sabakan: o.sabakanOptions(), Pending: liveview.StoredPending}), web.Options{Log: lg}))
+	mux.Handle("/", web.NewHandler(liveview.NewReader(st, liveview.Options{Sabakan: o.sabakanOptions(), NextStep: liveview.StoredNextStep}), web.Options{Log: lg}))
 
 	ln, err := net.Listen("tcp", o.httpAddr)
 	if err != nil {

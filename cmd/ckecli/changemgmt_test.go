@@ -488,7 +488,7 @@ func TestStatusShowsChangeManagement(t *testing.T) {
 			Quiet: &storage.QuietStatus{QuietTime: "10m0s", InventoryDigest: "d", InventorySince: at, Remaining: "4m10s",
 				LastMoved: []string{"10.0.1.2 (serial s12) UNREACHABLE for 5m50s"}},
 			Unhealthy: &storage.UnhealthyStatus{Count: 1, Nodes: 8, MaxUnhealthy: "25%", Limit: 2},
-			Pending: &storage.PendingPlan{Result: "settled", Steps: 2, NextOp: "increase worker", NextChangeCount: 1,
+			Pending: &storage.PlanSummary{Result: "settled", Steps: 2, NextOp: "increase worker", NextChangeCount: 1,
 				NextChanges: []storage.Change{{Action: "add-worker", Address: "10.0.3.4", Serial: "s34", Score: &score, Reason: "4 workers, want 5"}}},
 		},
 	}))

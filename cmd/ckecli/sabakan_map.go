@@ -184,7 +184,7 @@ func (o *mapOptions) onlineInput(e *env) (in rackmap.Input, notes []string, err 
 			return err
 		}
 		// The daemon's stored plan gives the next step to highlight.
-		pending, err := liveview.StoredPending(ctx, st)
+		pending, err := liveview.StoredNextStep(ctx, st)
 		if pending != nil {
 			in.Next = pending.Changes
 		}

@@ -39,7 +39,7 @@ func changeStatusRows(tw io.Writer, c storage.ChangeStatus) {
 const statusLabelWidth = len("LAST SUCCESS") + 2
 
 // pendingTable writes the pending plan and its next step's changes.
-func pendingTable(w io.Writer, p *storage.PendingPlan) error {
+func pendingTable(w io.Writer, p *storage.PlanSummary) error {
 	if p == nil {
 		return nil
 	}

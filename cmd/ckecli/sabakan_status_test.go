@@ -175,7 +175,7 @@ func TestStatusTableWarnings(t *testing.T) {
 // TestStatusTablePlurals: one change and one node are singular.
 func TestStatusTablePlurals(t *testing.T) {
 	st := storage.Status{LastOp: "taint nodes", LastChangeCount: 1, Kubernetes: &storage.KubernetesStatus{Read: true, Nodes: 1},
-		ChangeStatus: storage.ChangeStatus{Pending: &storage.PendingPlan{Steps: 1, Result: "settled", NextOp: "increase worker", NextChangeCount: 1}}}
+		ChangeStatus: storage.ChangeStatus{Pending: &storage.PlanSummary{Steps: 1, Result: "settled", NextOp: "increase worker", NextChangeCount: 1}}}
 	var b strings.Builder
 	if err := statusTable(&b, st); err != nil {
 		t.Fatal(err)
