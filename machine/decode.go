@@ -12,10 +12,12 @@ import (
 // and ckegen's own writers put them. It reports false for anything but
 // that plain shape: a key other than the fields of Machine (or of the
 // envelope) as they are spelled, a key twice in an object, a null in a
-// list or for the list, a string with an escape or that is not UTF-8, a number where a string
-// goes or the other way, a number that is not an integer where an int
-// goes, a date that does not parse, data after the value, or JSON that
-// is not valid. The caller then decodes the input with encoding/json,
+// list or for the list, a string with an escape or that is not UTF-8, a
+// number where a string goes or the other way, a number that is not an
+// integer where an int goes, a date that does not parse, data after the
+// value, or JSON that is not valid. A null for a field is read as
+// encoding/json reads it: the field's zero value. The caller then
+// decodes the input with encoding/json,
 // whose result or error is the reference: on what DecodeList accepts,
 // encoding/json gives the same machines (TestDecodeListMatchesJSON), so
 // the fast path decides nothing.
