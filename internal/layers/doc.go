@@ -1,0 +1,6 @@
+// Package layers holds the test that keeps ckegen's packages in their
+// layers (docs/design.md, Architecture): commands above the loop and the
+// views, those above the input path, that above the generator, the
+// generator above the models, and the edges beside the models. It has no
+// code of its own.
+package layers
