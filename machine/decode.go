@@ -497,13 +497,20 @@ func (d *decoder) spec(sp *Spec) bool {
 	})
 }
 
-// labelList reads labels into a block shared with other machines' (an
-// append to a machine's labels copies them out of it).
+// labelList reads labels into a block shared with other machines'.
 func (d *decoder) labelList() ([]Label, bool) {
+	return carveList(d, &d.labels, (*decoder).label)
+}
+
+// carveList reads a list into block, shared with other machines' lists:
+// the list returned has no room to grow, so an append to it copies it
+// out of the block. A full block is replaced by a new one, with the
+// list's elements so far.
+func carveList[T any](d *decoder, block *[]T, read func(*decoder, *T) bool) ([]T, bool) {
 	if !d.open('[') {
 		return nil, false
 	}
-	start := len(d.labels)
+	start := len(*block)
 	for first := true; ; first = false {
 		end, ok := d.element(first)
 		if !ok {
@@ -512,23 +519,23 @@ func (d *decoder) labelList() ([]Label, bool) {
 		if end {
 			break
 		}
-		var l Label
-		if !d.label(&l) {
+		if len(*block) == cap(*block) {
+			n := len(*block) - start
+			next := make([]T, n, max(blockSize, 2*(n+1)))
+			copy(next, (*block)[start:])
+			*block, start = next, 0
+		}
+		var zero T
+		*block = append(*block, zero)
+		if !read(d, &(*block)[len(*block)-1]) {
 			return nil, false
 		}
-		if len(d.labels) == cap(d.labels) {
-			// A new block, with this machine's labels so far.
-			n := len(d.labels) - start
-			block := make([]Label, n, max(blockSize, 2*(n+1)))
-			copy(block, d.labels[start:])
-			d.labels, start = block, 0
-		}
-		d.labels = append(d.labels, l)
 	}
-	if len(d.labels) == start {
-		return []Label{}, true
+	end := len(*block)
+	if end == start {
+		return []T{}, true
 	}
-	return d.labels[start:len(d.labels):len(d.labels)], true
+	return (*block)[start:end:end], true
 }
 
 const (
@@ -560,34 +567,13 @@ func (d *decoder) label(l *Label) bool {
 
 // addrList reads addresses into a block shared with other machines'.
 func (d *decoder) addrList() ([]string, bool) {
-	if !d.open('[') {
-		return nil, false
-	}
-	start := len(d.addrs)
-	for first := true; ; first = false {
-		end, ok := d.element(first)
-		if !ok {
-			return nil, false
-		}
-		if end {
-			break
-		}
-		a, ok := d.string()
-		if !ok {
-			return nil, false
-		}
-		if len(d.addrs) == cap(d.addrs) {
-			n := len(d.addrs) - start
-			block := make([]string, n, max(blockSize, 2*(n+1)))
-			copy(block, d.addrs[start:])
-			d.addrs, start = block, 0
-		}
-		d.addrs = append(d.addrs, a)
-	}
-	if len(d.addrs) == start {
-		return []string{}, true
-	}
-	return d.addrs[start:len(d.addrs):len(d.addrs)], true
+	return carveList(d, &d.addrs, (*decoder).addr)
+}
+
+func (d *decoder) addr(a *string) bool {
+	var ok bool
+	*a, ok = d.string()
+	return ok
 }
 
 const (
