@@ -2,7 +2,6 @@ package daemon
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -367,7 +366,7 @@ func (d *Daemon) decide(s *settings, in generator.Input) (*generator.Result, []s
 // from, in one transaction that needs the leadership and an unchanged
 // cluster. It returns the etcd revision of the write.
 func (d *Daemon) write(ctx context.Context, leaderKey string, s *settings, res *generator.Result) (int64, error) {
-	data, err := json.Marshal(res.Cluster)
+	data, err := res.Cluster.AppendJSON(nil) // json.Marshal's bytes, without reflection
 	if err != nil {
 		return 0, fail(ReasonGenerationError, err)
 	}
