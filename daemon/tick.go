@@ -179,7 +179,7 @@ func (d *Daemon) tick(ctx context.Context, leaderKey string) (*outcome, error) {
 // parses it. An etcd error is ETCD_ERROR; a value that does not parse is
 // the reason of that value.
 func (d *Daemon) readSettings(ctx context.Context, leaderKey string) (*settings, error) {
-	snap, err := d.cfg.Storage.Snapshot(ctx, leaderKey)
+	snap, err := d.cfg.Storage.SnapshotKnowing(ctx, leaderKey, d.settings.ClusterRevision())
 	if err != nil {
 		return nil, fail(ReasonEtcdError, err)
 	}

@@ -277,6 +277,15 @@ func TestCaches(t *testing.T) {
 	if second.Current != first.Current || second.Policy != first.Policy {
 		t.Error("nothing changed, yet the cluster or the policy was read again")
 	}
+	// A snapshot that did not read the cluster's value again, as the
+	// daemon takes them.
+	known, err := st.SnapshotKnowing(context.Background(), "", r.ClusterRevision())
+	if err != nil || r.ClusterRevision() != first.ClusterRevision {
+		t.Fatalf("SnapshotKnowing at %d: %v", r.ClusterRevision(), err)
+	}
+	if s, err := r.Read(known, WhatIf{}); err != nil || s.Current != first.Current {
+		t.Errorf("a snapshot that holds the cluster's revision only: %v", err)
+	}
 	if w := read(WhatIf{Policy: []byte(goodPolicy)}); w.Policy == first.Policy {
 		t.Error("a what-if policy came from the cache")
 	}

@@ -42,6 +42,11 @@ type Reader struct {
 	}
 }
 
+// ClusterRevision is the mod revision of the cluster the reader holds
+// parsed (0: none): given to storage.SnapshotKnowing, the next snapshot
+// does not read that cluster's value again.
+func (r *Reader) ClusterRevision() int64 { return r.cluster.rev }
+
 // step reads one setting of snap into s; what-if values in w replace
 // stored ones.
 type step func(r *Reader, snap *storage.Snapshot, w WhatIf, s *Settings) *Refusal

@@ -598,6 +598,9 @@ type Snapshot struct {
 	reboots []*mvccpb.KeyValue
 	// owner holds the answers of ownershipOps.
 	owner []*clientv3.GetResponse
+	// clusterNotRead: the cluster's key was read without its value
+	// (SnapshotKnowing).
+	clusterNotRead bool
 }
 
 // snapshotKeys are the single keys a Snapshot holds.
@@ -612,28 +615,37 @@ var snapshotKeys = []string{
 // transaction. A reader that leads nothing (ckecli, the page) gives ""
 // and the snapshot is not Leading.
 func (s Storage) Snapshot(ctx context.Context, leaderKey string) (*Snapshot, error) {
-	ops := make([]clientv3.Op, 0, len(snapshotKeys)+2)
-	for _, k := range snapshotKeys {
-		ops = append(ops, clientv3.OpGet(s.Key(k)))
+	return s.SnapshotKnowing(ctx, leaderKey, 0)
+}
+
+// SnapshotKnowing is Snapshot for a reader that holds the cluster as
+// stored at mod revision clusterRev (0: none): while the cluster's key
+// still has that mod revision, its value (megabytes at 10,000 nodes) is
+// not read again, and Cluster fails with ErrNotRead; otherwise the
+// snapshot reads it, in the same transaction.
+func (s Storage) SnapshotKnowing(ctx context.Context, leaderKey string, clusterRev int64) (*Snapshot, error) {
+	txn := s.Client.Txn(ctx)
+	known := clusterRev > 0
+	if known {
+		txn = txn.If(clientv3.Compare(clientv3.ModRevision(s.Key(KeyCluster)), "=", clusterRev)).
+			Then(s.snapshotOps(leaderKey, true)...).Else(s.snapshotOps(leaderKey, false)...)
+	} else {
+		txn = txn.Then(s.snapshotOps(leaderKey, false)...)
 	}
-	ops = append(ops, clientv3.OpGet(s.Key(KeyRebootsData), clientv3.WithPrefix()))
-	owner := s.ownershipOps()
-	ops = append(ops, owner...)
-	if leaderKey != "" {
-		ops = append(ops, clientv3.OpGet(leaderKey, clientv3.WithCountOnly()))
-	}
-	resp, err := s.Client.Txn(ctx).Then(ops...).Commit()
+	resp, err := txn.Commit()
 	if err != nil {
 		return nil, err
 	}
 	r := resp.Responses
 	o := len(snapshotKeys) + 1 // the first ownership answer
+	owners := len(s.ownershipOps())
 	snap := &Snapshot{
-		Leading: leaderKey != "" && r[len(r)-1].GetResponseRange().Count > 0,
-		values:  make(map[string]*mvccpb.KeyValue, len(snapshotKeys)),
-		reboots: r[o-1].GetResponseRange().Kvs,
+		Leading:        leaderKey != "" && r[len(r)-1].GetResponseRange().Count > 0,
+		values:         make(map[string]*mvccpb.KeyValue, len(snapshotKeys)),
+		reboots:        r[o-1].GetResponseRange().Kvs,
+		clusterNotRead: known && resp.Succeeded,
 	}
-	for _, rr := range r[o : o+len(owner)] {
+	for _, rr := range r[o : o+owners] {
 		snap.owner = append(snap.owner, (*clientv3.GetResponse)(rr.GetResponseRange()))
 	}
 	for i, k := range snapshotKeys {
@@ -643,6 +655,30 @@ func (s Storage) Snapshot(ctx context.Context, leaderKey string) (*Snapshot, err
 	}
 	return snap, nil
 }
+
+// snapshotOps are the reads of a snapshot: the single keys (the cluster's
+// without its value when clusterKnown), the reboot queue, the ownership
+// keys and, last, leaderKey's existence.
+func (s Storage) snapshotOps(leaderKey string, clusterKnown bool) []clientv3.Op {
+	ops := make([]clientv3.Op, 0, len(snapshotKeys)+8)
+	for _, k := range snapshotKeys {
+		if k == KeyCluster && clusterKnown {
+			ops = append(ops, clientv3.OpGet(s.Key(k), clientv3.WithKeysOnly()))
+			continue
+		}
+		ops = append(ops, clientv3.OpGet(s.Key(k)))
+	}
+	ops = append(ops, clientv3.OpGet(s.Key(KeyRebootsData), clientv3.WithPrefix()))
+	ops = append(ops, s.ownershipOps()...)
+	if leaderKey != "" {
+		ops = append(ops, clientv3.OpGet(leaderKey, clientv3.WithCountOnly()))
+	}
+	return ops
+}
+
+// ErrNotRead is the error of a value the snapshot did not read because
+// its reader holds it (SnapshotKnowing).
+var ErrNotRead = errors.New("not read: the reader holds it")
 
 func (s *Snapshot) get(k string) ([]byte, int64, error) {
 	kv, ok := s.values[k]
@@ -698,6 +734,9 @@ func (s *Snapshot) ConstraintsStored() bool {
 
 // Cluster is the current cluster and the mod revision of its key.
 func (s *Snapshot) Cluster() (*cluster.Cluster, int64, error) {
+	if s.clusterNotRead {
+		return nil, 0, fmt.Errorf("%s: %w", KeyCluster, ErrNotRead)
+	}
 	data, rev, err := s.get(KeyCluster)
 	if err != nil {
 		return nil, 0, err
