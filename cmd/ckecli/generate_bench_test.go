@@ -21,6 +21,8 @@ var generate20000Now = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 // of 40, one boot server each, indented as examples/machines.json is),
 // the bundled template, and constraints.json (3 control planes,
 // minimum-workers 10,000). It returns the arguments of the run.
+// internal/dcgen/genfiles writes the same files, to time the command as a
+// whole process.
 func generate20000Inputs(tb testing.TB, dir string) []string {
 	tb.Helper()
 	o := dcgen.Default(generate20000Now)
@@ -47,28 +49,6 @@ func generate20000Inputs(tb testing.TB, dir string) []string {
 		"--machines", filepath.Join(dir, "machines.json"),
 		"--constraints", filepath.Join(dir, "constraints.json"),
 		"--now", generate20000Now.Format(time.RFC3339), "-o", "json"}
-}
-
-// TestWriteGenerate20000Inputs writes the benchmark's inputs into
-// $CKEGEN_BENCH_DIR, for timing the whole process:
-//
-//	CKEGEN_BENCH_DIR=/tmp/gen go test ./cmd/ckecli -run WriteGenerate20000Inputs
-//	go build -o /tmp/ckecli ./cmd/ckecli
-//	/usr/bin/time -v /tmp/ckecli sabakan generate --template /tmp/gen/template.yml \
-//	    --machines /tmp/gen/machines.json --constraints /tmp/gen/constraints.json \
-//	    --now 2026-01-01T00:00:00Z -o json >/dev/null
-//
-// It is skipped without the variable.
-func TestWriteGenerate20000Inputs(t *testing.T) {
-	dir := os.Getenv("CKEGEN_BENCH_DIR")
-	if dir == "" {
-		t.Skip("CKEGEN_BENCH_DIR is not set")
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	args := generate20000Inputs(t, dir)
-	t.Logf("ckecli %s", strings.Join(args, " "))
 }
 
 // BenchmarkGenerate20000 is `ckecli sabakan generate -o json` at 20,000
