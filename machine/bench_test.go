@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	jsonv2 "github.com/go-json-experiment/json"
+
 	"github.com/ckegen/ckegen/internal/dcgen"
 	"github.com/ckegen/ckegen/labels"
 	"github.com/ckegen/ckegen/machine"
@@ -61,7 +63,9 @@ func BenchmarkCheckAndSanitize100000(b *testing.B) {
 
 // BenchmarkDecodeList20000: the one-pass decoding of a 20,000-machine
 // file, in the shape the compatible server writes (compact) and as
-// examples/machines.json is (indented), beside encoding/json's.
+// examples/machines.json is (indented), beside encoding/json's and
+// json/v2's (github.com/go-json-experiment/json, strict as
+// internal/strictjson is): docs/design.md D18.
 func BenchmarkDecodeList20000(b *testing.B) {
 	compact, err := json.Marshal(inventory20000())
 	if err != nil {
@@ -90,6 +94,16 @@ func BenchmarkDecodeList20000(b *testing.B) {
 			for b.Loop() {
 				var ms []machine.Machine
 				if err := json.Unmarshal(in.data, &ms); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run(in.name+"/json-v2", func(b *testing.B) {
+			b.SetBytes(int64(len(in.data)))
+			b.ReportAllocs()
+			for b.Loop() {
+				var ms []machine.Machine
+				if err := jsonv2.Unmarshal(in.data, &ms, jsonv2.RejectUnknownMembers(true)); err != nil {
 					b.Fatal(err)
 				}
 			}
