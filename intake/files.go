@@ -53,7 +53,7 @@ func FromFiles(ctx context.Context, f Files) (*Settings, Inventory, []string, er
 		return nil, inv, nil, err
 	}
 	if s.Policy, err = policy.Load(data, s.Template); err != nil {
-		return nil, inv, nil, refuse(Policy, f.Policy, err)
+		return nil, inv, nil, refuse(SettingPolicy, f.Policy, err)
 	}
 	vals, _, pw, err := FetchMetrics(ctx, s.Policy, inv.Machines)
 	if err != nil {
@@ -75,7 +75,7 @@ func ReadFiles(f Files) (*Settings, []machine.Machine, error) {
 			return nil, nil, err
 		}
 		if s.Template, err = template.Parse(data); err != nil {
-			return nil, nil, refuse(Template, f.Template, err)
+			return nil, nil, refuse(SettingTemplate, f.Template, err)
 		}
 	}
 	data, err := readFile(f.Machines)
@@ -106,7 +106,7 @@ func (s *Settings) readFileSettings(f Files) error {
 			return err
 		}
 		if s.Constraints, err = constraints.Parse(data); err != nil {
-			return refuse(Constraints, f.Constraints, err)
+			return refuse(SettingConstraints, f.Constraints, err)
 		}
 		s.ConstraintsStored = true
 	}
@@ -117,7 +117,7 @@ func (s *Settings) readFileSettings(f Files) error {
 			return err
 		}
 		if s.Current, err = cluster.Parse(data); err != nil {
-			return refuse(Cluster, f.Current, err)
+			return refuse(SettingCluster, f.Current, err)
 		}
 	}
 	return nil

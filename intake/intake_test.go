@@ -160,7 +160,7 @@ func TestReadOrder(t *testing.T) {
 		storage.KeySabakanPolicy:         "placements: 1",
 	}
 	st := site(t, bad)
-	for _, want := range []Setting{Template, URL, Variables, Constraints, Cluster, Policy} {
+	for _, want := range []Setting{SettingTemplate, SettingURL, SettingVariables, SettingConstraints, SettingCluster, SettingPolicy} {
 		var r Reader
 		_, err := r.Read(snapshot(t, st), WhatIf{})
 		var ref *Refusal
@@ -169,9 +169,9 @@ func TestReadOrder(t *testing.T) {
 		}
 		// Fix it; the next one is reported.
 		fix := map[Setting]map[string]string{
-			Template: {storage.KeySabakanTemplate: goodTemplate}, URL: {storage.KeySabakanURL: "u"},
-			Variables: {storage.KeySabakanQueryVariables: ""}, Constraints: {storage.KeyConstraints: ""},
-			Cluster: {storage.KeyCluster: goodCluster}, Policy: {storage.KeySabakanPolicy: goodPolicy},
+			SettingTemplate: {storage.KeySabakanTemplate: goodTemplate}, SettingURL: {storage.KeySabakanURL: "u"},
+			SettingVariables: {storage.KeySabakanQueryVariables: ""}, SettingConstraints: {storage.KeyConstraints: ""},
+			SettingCluster: {storage.KeyCluster: goodCluster}, SettingPolicy: {storage.KeySabakanPolicy: goodPolicy},
 		}[want]
 		put(t, st, fix)
 	}
@@ -195,7 +195,7 @@ func TestReadEach(t *testing.T) {
 	for k := range refused {
 		got = append(got, string(k))
 	}
-	if len(refused) != 3 || refused[Template] == nil || refused[URL] == nil || !refused[URL].Missing || refused[Constraints] == nil {
+	if len(refused) != 3 || refused[SettingTemplate] == nil || refused[SettingURL] == nil || !refused[SettingURL].Missing || refused[SettingConstraints] == nil {
 		t.Errorf("refused %v, want template, url (missing) and constraints", got)
 	}
 	if s.Current == nil || s.Current.Name != "t" {

@@ -94,10 +94,10 @@ func (r *Reader) template(snap *storage.Snapshot, w WhatIf, s *Settings) *Refusa
 	case w.Template != nil:
 		data, src, s.templateGiven = w.Template, Given, true
 	case err != nil:
-		return absent(Template)
+		return absent(SettingTemplate)
 	}
 	if s.Template, err = template.Parse(data); err != nil {
-		return refuse(Template, src, err)
+		return refuse(SettingTemplate, src, err)
 	}
 	return nil
 }
@@ -105,7 +105,7 @@ func (r *Reader) template(snap *storage.Snapshot, w WhatIf, s *Settings) *Refusa
 func (r *Reader) url(snap *storage.Snapshot, _ WhatIf, s *Settings) *Refusal {
 	var err error
 	if s.URL, err = snap.URL(); err != nil {
-		return absent(URL)
+		return absent(SettingURL)
 	}
 	return nil
 }
@@ -123,7 +123,7 @@ func (r *Reader) variables(snap *storage.Snapshot, w WhatIf, s *Settings) *Refus
 	}
 	vars, err := sabakan.ParseVariables(data)
 	if err != nil {
-		return refuse(Variables, src, err)
+		return refuse(SettingVariables, src, err)
 	}
 	s.Variables, s.VariablesData = vars, data
 	return nil
@@ -136,14 +136,14 @@ func (r *Reader) constraints(snap *storage.Snapshot, w WhatIf, s *Settings) *Ref
 	} else {
 		var err error
 		if s.Constraints, err = snap.Constraints(); err != nil {
-			return refuse(Constraints, Stored, err)
+			return refuse(SettingConstraints, Stored, err)
 		}
 		s.ConstraintsStored = snap.ConstraintsStored()
 	}
 	// Stored constraints were validated as they were parsed; these may
 	// be what-if ones.
 	if err := s.Constraints.Validate(); err != nil {
-		return refuse(Constraints, src, err)
+		return refuse(SettingConstraints, src, err)
 	}
 	s.Warnings = append(s.Warnings, s.Constraints.Warnings()...)
 	return nil
@@ -158,7 +158,7 @@ func (r *Reader) currentCluster(snap *storage.Snapshot, _ WhatIf, s *Settings) *
 		} else {
 			c, rev, err := snap.Cluster()
 			if err != nil {
-				return refuse(Cluster, Stored, err)
+				return refuse(SettingCluster, Stored, err)
 			}
 			r.cluster.rev, r.cluster.cluster = rev, c
 			s.Current, s.ClusterRevision = c, rev
@@ -166,7 +166,7 @@ func (r *Reader) currentCluster(snap *storage.Snapshot, _ WhatIf, s *Settings) *
 	}
 	var err error
 	if s.BuiltFrom, err = snap.ClusterRevision(); err != nil {
-		return refuse(ClusterRevision, Stored, err)
+		return refuse(SettingClusterRevision, Stored, err)
 	}
 	return nil
 }
@@ -197,7 +197,7 @@ func (r *Reader) compilePolicy(snap *storage.Snapshot, w WhatIf, s *Settings) *R
 		return nil
 	}
 	if s.Policy, err = policy.Load(data, s.Template); err != nil {
-		return refuse(Policy, src, err)
+		return refuse(SettingPolicy, src, err)
 	}
 	if cacheable {
 		r.policy.rev, r.policy.templateRev, r.policy.policy = rev, s.TemplateRevision, s.Policy
@@ -211,13 +211,13 @@ func ReadChange(snap *storage.Snapshot) (Change, error) {
 	var c Change
 	var err error
 	if c.Trigger, c.TriggerRevision, err = snap.Trigger(); err != nil {
-		return c, refuse(Trigger, Stored, err)
+		return c, refuse(SettingTrigger, Stored, err)
 	}
 	if c.QuietTime, err = snap.QuietTime(); err != nil {
-		return c, refuse(QuietTime, Stored, err)
+		return c, refuse(SettingQuietTime, Stored, err)
 	}
 	if c.MaxUnhealthy, err = snap.MaxUnhealthy(); err != nil {
-		return c, refuse(MaxUnhealthy, Stored, err)
+		return c, refuse(SettingMaxUnhealthy, Stored, err)
 	}
 	return c, nil
 }

@@ -27,16 +27,16 @@ type Setting string
 
 // The settings.
 const (
-	Template        Setting = "template"
-	URL             Setting = "url"
-	Variables       Setting = "variables"
-	Constraints     Setting = "constraints"
-	Cluster         Setting = "cluster"
-	ClusterRevision Setting = "cluster-revision"
-	Policy          Setting = "policy"
-	Trigger         Setting = "trigger"
-	QuietTime       Setting = "quiet-time"
-	MaxUnhealthy    Setting = "max-unhealthy"
+	SettingTemplate        Setting = "template"
+	SettingURL             Setting = "url"
+	SettingVariables       Setting = "variables"
+	SettingConstraints     Setting = "constraints"
+	SettingCluster         Setting = "cluster"
+	SettingClusterRevision Setting = "cluster-revision"
+	SettingPolicy          Setting = "policy"
+	SettingTrigger         Setting = "trigger"
+	SettingQuietTime       Setting = "quiet-time"
+	SettingMaxUnhealthy    Setting = "max-unhealthy"
 )
 
 // setting is how each setting is refused.
@@ -57,22 +57,22 @@ type setting struct {
 
 // settings is the table of settings: one row each.
 var settings = map[Setting]setting{
-	Template: {reason: ReasonInvalidTemplate, missing: ReasonNoTemplate,
+	SettingTemplate: {reason: ReasonInvalidTemplate, missing: ReasonNoTemplate,
 		stored: "the stored template is invalid", fix: "set one with ckecli sabakan set-template",
 		absent: "no template: set one with ckecli sabakan set-template", plan: ", or give --template"},
-	URL: {missing: ReasonNoURL, absent: "no sabakan URL: set one with ckecli sabakan set-url"},
-	Variables: {reason: ReasonInvalidVariables,
+	SettingURL: {missing: ReasonNoURL, absent: "no sabakan URL: set one with ckecli sabakan set-url"},
+	SettingVariables: {reason: ReasonInvalidVariables,
 		stored: "the stored query variables are invalid", fix: "set them with ckecli sabakan set-variables"},
-	Constraints: {reason: ReasonInvalidConstraints,
+	SettingConstraints: {reason: ReasonInvalidConstraints,
 		stored: "the stored constraints are invalid", fix: "set them with ckecli constraints set"},
-	Cluster:         {reason: ReasonInvalidCluster, stored: "the stored cluster is invalid"},
-	ClusterRevision: {reason: ReasonInvalidCluster, stored: "the cluster's template revision"},
-	Policy: {reason: ReasonInvalidPolicy,
+	SettingCluster:         {reason: ReasonInvalidCluster, stored: "the stored cluster is invalid"},
+	SettingClusterRevision: {reason: ReasonInvalidCluster, stored: "the cluster's template revision"},
+	SettingPolicy: {reason: ReasonInvalidPolicy,
 		stored: "the stored policy is invalid for the template", fix: "fix it with ckecli sabakan set-policy, or clear it with clear-policy",
 		status: "; this is the policy stored in " + storage.KeySabakanPolicy + ": fix it with ckecli sabakan set-policy, or remove it with ckecli sabakan clear-policy"},
-	Trigger:      {reason: ReasonInvalidTrigger},
-	QuietTime:    {reason: ReasonInvalidQuietTime},
-	MaxUnhealthy: {reason: ReasonInvalidMaxUnhealthy},
+	SettingTrigger:      {reason: ReasonInvalidTrigger},
+	SettingQuietTime:    {reason: ReasonInvalidQuietTime},
+	SettingMaxUnhealthy: {reason: ReasonInvalidMaxUnhealthy},
 }
 
 // Source is where a value came from: etcd (the zero Source), a what-if

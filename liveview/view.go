@@ -182,13 +182,13 @@ func (r *Reader) Input(ctx context.Context) (rackmap.Input, []string, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	s, refused := r.settings.ReadEach(snap)
-	if ref := refused[intake.Cluster]; ref != nil {
+	if ref := refused[intake.SettingCluster]; ref != nil {
 		return in, nil, intake.Explained(ref, false)
 	}
 	in.Current, in.Rebooting = s.Current, s.Rebooting
 
 	var notes []string
-	switch ref := refused[intake.Template]; {
+	switch ref := refused[intake.SettingTemplate]; {
 	case ref == nil:
 		in.Template = s.Template
 	case ref.Missing:
@@ -198,13 +198,13 @@ func (r *Reader) Input(ctx context.Context) (rackmap.Input, []string, error) {
 	}
 	// The constraints say the model of the workers; none stored means the
 	// defaults, the count model's, as for the daemon.
-	if ref := refused[intake.Constraints]; ref != nil {
+	if ref := refused[intake.SettingConstraints]; ref != nil {
 		notes = append(notes, fmt.Sprintf("the stored constraints are invalid (%v): the model of the workers is not shown", ref.Err))
 	} else {
 		in.Constraints = &s.Constraints
 	}
 
-	for _, setting := range []intake.Setting{intake.URL, intake.Variables} {
+	for _, setting := range []intake.Setting{intake.SettingURL, intake.SettingVariables} {
 		if ref := refused[setting]; ref != nil {
 			return in, notes, intake.Explained(ref, false)
 		}
