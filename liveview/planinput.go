@@ -27,6 +27,9 @@ type PlanInput struct {
 	// Warnings are for the operator: machines ignored or changed,
 	// constraints that work but look wrong.
 	Warnings []string
+	// Snapshot is what was read from etcd, in one transaction: the
+	// change settings that may hold the plan are read from it too.
+	Snapshot *storage.Snapshot
 }
 
 // PlanInput reads, without writing anything, what the daemon's next tick
@@ -66,6 +69,7 @@ func (r *Reader) PlanInput(ctx context.Context, w intake.WhatIf, retireWait time
 		TemplateRevision: s.TemplateRevision,
 		ClusterRevision:  s.ClusterRevision,
 		Warnings:         slices.Concat(s.Warnings, warnings, metricWarnings),
+		Snapshot:         snap,
 	}, nil
 }
 

@@ -339,6 +339,17 @@ func TestPlanOnline(t *testing.T) {
 	if errOut != want {
 		t.Errorf("notes:\n%s\nwant\n%s", errOut, want)
 	}
+	// A stored value the daemon would refuse is a note too: the plan is
+	// still computed.
+	if _, err := f.st.Client.Put(context.Background(), f.st.Key(storage.KeySabakanTrigger), "someday"); err != nil {
+		t.Fatal(err)
+	}
+	if _, errOut := f.plan(); !strings.HasPrefix(errOut, "note: stored sabakan/trigger: invalid") || !strings.Contains(errOut, `"someday"`) {
+		t.Errorf("an invalid trigger: notes\n%s", errOut)
+	}
+	if _, errOut, code := f.run("sabakan", "trigger", "planning"); code != 0 {
+		t.Fatal(errOut)
+	}
 
 	// Bad input: exit 1, nothing on stdout, nothing stored.
 	badTmpl := f.file("bad.yml", "name: demo\nnodes:\n- {user: cybozu, contol_plane: true}\n")

@@ -161,8 +161,8 @@ func (o *planOptions) plan(e *env, w intake.WhatIf, stdout, stderr io.Writer) er
 		if in, err = r.PlanInput(context.Background(), w, o.retireWait); err != nil {
 			return err
 		}
-		notes, err = holdNotes(ctx, st, in)
-		return err
+		notes = holdNotes(in)
+		return nil
 	})
 	if err != nil {
 		return err
@@ -274,24 +274,21 @@ func (d *dryRun) warn(e *env, cmd *cobra.Command, w intake.WhatIf, printed ...st
 	}
 }
 
-// holdNotes says what keeps the daemon from applying the plan now.
-func holdNotes(ctx context.Context, st storage.Storage, in *liveview.PlanInput) ([]string, error) {
+// holdNotes says what keeps the daemon from applying the plan now, from
+// the change settings of the plan's own snapshot.
+func holdNotes(in *liveview.PlanInput) []string {
 	var notes []string
-	trigger, err := st.GetTrigger(ctx)
+	trigger, _, err := in.Snapshot.Trigger()
 	switch {
-	case errors.Is(err, storage.ErrInvalid):
-		notes = append(notes, err.Error())
 	case err != nil:
-		return nil, err
+		notes = append(notes, err.Error())
 	case trigger == storage.TriggerPlanning:
 		notes = append(notes, "the trigger is planning: the daemon applies nothing until ckecli sabakan trigger schedule")
 	}
-	limit, err := st.GetMaxUnhealthy(ctx)
+	limit, err := in.Snapshot.MaxUnhealthy()
 	switch {
-	case errors.Is(err, storage.ErrInvalid):
-		notes = append(notes, err.Error())
 	case err != nil:
-		return nil, err
+		notes = append(notes, err.Error())
 	case limit != nil && in.Input.Current != nil:
 		bad, nodes := len(generator.Unhealthy(in.Input)), len(in.Input.Current.Nodes)
 		if allowed := limit.Limit(nodes); bad > allowed {
@@ -299,7 +296,7 @@ func holdNotes(ctx context.Context, st storage.Storage, in *liveview.PlanInput) 
 				bad, nodes, limit, allowed))
 		}
 	}
-	return notes, nil
+	return notes
 }
 
 // printStoredPlan prints sabakan/plan: in text, a line about when and
