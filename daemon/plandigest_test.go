@@ -6,7 +6,10 @@ import (
 
 	"github.com/ckegen/ckegen/cluster"
 	"github.com/ckegen/ckegen/generator"
+	"github.com/ckegen/ckegen/labels"
+	"github.com/ckegen/ckegen/machine"
 	"github.com/ckegen/ckegen/planreport"
+	"github.com/ckegen/ckegen/storage"
 )
 
 // TestPlanDigest: a plan that changes the cluster is identified by the
@@ -60,5 +63,62 @@ func TestSettledPlanStoredOnce(t *testing.T) {
 	}
 	if got := f.planRev(t); got != first {
 		t.Errorf("nothing changed, yet the plan was stored again (revision %d, then %d)", first, got)
+	}
+}
+
+// TestPlanStoredAgainWhenItsClusterChanges: a plan with steps is
+// identified by the cluster it leads to, not by the revision it starts
+// from. Over max-unhealthy the tick writes nothing and the plan keeps its
+// steps; a label of a machine the plan adds changes only the plan's
+// final cluster, and the plan is stored again with it.
+func TestPlanStoredAgainWhenItsClusterChanges(t *testing.T) {
+	f := newFixture(t)
+	leader := f.lead(t)
+	d := f.daemon("d", nil)
+	ctx := context.Background()
+	must(t, d.runOnce(ctx, leader))
+	must(t, f.st.SetMaxUnhealthy(ctx, storage.MaxUnhealthy{Value: 1}))
+	for _, w := range workers(f.cluster(t))[:2] {
+		_, err := f.store.SetState(serial(w), machine.StateUnreachable)
+		must(t, err)
+	}
+	_ = d.runOnce(ctx, leader) // TOO_MANY_UNHEALTHY: the state taints are written
+	_ = d.runOnce(ctx, leader) // nothing more to write; the plan has steps
+	rev := f.planRev(t)
+	_ = d.runOnce(ctx, leader)
+	if got := f.planRev(t); got != rev {
+		t.Fatalf("nothing changed, yet the plan was stored again (revision %d, then %d)", rev, got)
+	}
+	plan, err := planreport.ReadStored(ctx, f.st)
+	must(t, err)
+	added := ""
+	for _, s := range plan.Steps {
+		for _, c := range s.Changes {
+			if c.Action == generator.ActionAddWorker && added == "" {
+				added = c.Serial
+			}
+		}
+	}
+	if added == "" {
+		t.Fatalf("the plan adds no worker: %+v", plan.Steps)
+	}
+	must(t, f.store.SetLabel(added, "note", "relabelled"))
+	_ = d.runOnce(ctx, leader)
+	if f.planRev(t) == rev {
+		t.Fatal("the plan's final cluster changed, yet the plan was not stored again")
+	}
+	plan, err = planreport.ReadStored(ctx, f.st)
+	must(t, err)
+	found := false
+	for _, n := range plan.Cluster.Nodes {
+		if serial(n) == added {
+			found = true
+			if n.Labels[labels.SabakanPrefix+"note"] != "relabelled" {
+				t.Errorf("the stored plan's cluster has the old labels of %s: %v", added, n.Labels)
+			}
+		}
+	}
+	if !found {
+		t.Errorf("the stored plan's cluster has no node for %s", added)
 	}
 }
