@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"slices"
 	"testing"
 
 	"github.com/ckegen/ckegen/cluster"
@@ -120,5 +121,28 @@ func TestPlanStoredAgainWhenItsClusterChanges(t *testing.T) {
 	}
 	if !found {
 		t.Errorf("the stored plan's cluster has no node for %s", added)
+	}
+}
+
+// TestSettledPlanKeepsWarnings: the plan a steady tick takes from its own
+// decision carries that decision's warnings, as MakePlan's would (here
+// the typo guard's).
+func TestSettledPlanKeepsWarnings(t *testing.T) {
+	f := newFixture(t)
+	leader := f.lead(t)
+	d := f.daemon("d", nil)
+	ctx := context.Background()
+	typo := `{"name":"t","nodes":[{"user":"u","control_plane":true},` +
+		`{"user":"u","labels":{"cke.cybozu.com/role":"compute"}},` +
+		`{"user":"u","labels":{"cke.cybozu.com/role":"gpuu"}}],"service_subnet":"10.68.0.0/16",` + testOptions + `}`
+	must(t, f.st.SetTemplate(ctx, []byte(typo)))
+	for range 3 {
+		must(t, d.runOnce(ctx, leader))
+	}
+	plan, err := planreport.ReadStored(ctx, f.st)
+	must(t, err)
+	want := `template role "gpuu" matches no machine; inventory roles: compute, gpu, storage`
+	if plan.Result != generator.PlanSettled || len(plan.Steps) != 0 || !slices.Contains(plan.Warnings, want) {
+		t.Errorf("steady plan: %s, %d steps, warnings %q; want settled with %q", plan.Result, len(plan.Steps), plan.Warnings, want)
 	}
 }
