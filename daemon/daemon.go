@@ -70,11 +70,9 @@ type Daemon struct {
 	cfg     Config
 	log     *slog.Logger
 	metrics *metrics
-	client  *sabakan.Client
-	// compiled is the last policy compiled, parsed the last cluster
-	// parsed (tick goroutine only).
-	// settings reads the tick's settings, with its caches; only the
-	// tick's goroutine uses it.
+	// sabakan makes the sabakan client, and settings reads the tick's
+	// settings with its caches; only the tick's goroutine uses them.
+	sabakan  sabakan.Clients
 	settings intake.Reader
 
 	mu      sync.Mutex
@@ -108,7 +106,7 @@ func New(cfg Config) *Daemon {
 	if cfg.Registry == nil {
 		cfg.Registry = prometheus.NewRegistry()
 	}
-	return &Daemon{cfg: cfg, log: cfg.Log, metrics: newMetrics(cfg.Registry)}
+	return &Daemon{cfg: cfg, log: cfg.Log, metrics: newMetrics(cfg.Registry), sabakan: sabakan.Clients{Options: cfg.Sabakan}}
 }
 
 // errSessionLost ends a term of leadership.

@@ -228,7 +228,7 @@ func refused(err error) *tickError {
 // for the generator's typo guard), and a warning for each machine ignored
 // or changed.
 func (d *Daemon) querySabakan(ctx context.Context, s *settings) ([]*machine.Machine, []string, []string, error) {
-	client, err := d.sabakanClient(s.URL)
+	client, err := d.sabakan.For(s.URL)
 	if err != nil {
 		return nil, nil, nil, fail(ReasonQueryError, err)
 	}
@@ -448,16 +448,4 @@ func (d *Daemon) record(ctx context.Context, leaderKey string, s *settings, res 
 	if err != nil {
 		d.log.Error("history not recorded", "error", err)
 	}
-}
-
-func (d *Daemon) sabakanClient(url string) (*sabakan.Client, error) {
-	if d.client != nil && d.client.URL() == url {
-		return d.client, nil
-	}
-	c, err := sabakan.NewClient(url, d.cfg.Sabakan)
-	if err != nil {
-		return nil, err
-	}
-	d.client = c
-	return c, nil
 }

@@ -49,7 +49,7 @@ func (r *Reader) PlanInput(ctx context.Context, w intake.WhatIf, retireWait time
 	if err != nil {
 		return nil, intake.Explained(err, true)
 	}
-	client, err := r.sabakanClient(s.URL)
+	client, err := r.sabakan.For(s.URL)
 	if err != nil {
 		return nil, err
 	}

@@ -66,7 +66,7 @@ type Reader struct {
 
 	mu       sync.Mutex // held during a read, so concurrent readers share a query
 	cached   *answer
-	client   *sabakan.Client
+	sabakan  sabakan.Clients
 	settings intake.Reader
 }
 
@@ -92,7 +92,7 @@ func NewReader(st storage.Storage, o Options) *Reader {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	return &Reader{st: st, opts: o}
+	return &Reader{st: st, opts: o, sabakan: sabakan.Clients{Options: o.Sabakan}}
 }
 
 // View is what the page shows.
@@ -237,7 +237,7 @@ func (r *Reader) query(ctx context.Context, s *intake.Settings) (*answer, error)
 	if a := r.cached; a != nil && a.url == url && a.vars == string(varsData) && now.Sub(a.at) < r.opts.CacheTTL && !now.Before(a.at) {
 		return a, nil
 	}
-	client, err := r.sabakanClient(url)
+	client, err := r.sabakan.For(url)
 	if err != nil {
 		return nil, err
 	}
@@ -265,17 +265,4 @@ func (r *Reader) query(ctx context.Context, s *intake.Settings) (*answer, error)
 	}
 	r.cached = a
 	return a, nil
-}
-
-// sabakanClient returns the client of url, made once per URL; r.mu must be
-// held.
-func (r *Reader) sabakanClient(url string) (*sabakan.Client, error) {
-	if r.client == nil || r.client.URL() != url {
-		c, err := sabakan.NewClient(url, r.opts.Sabakan)
-		if err != nil {
-			return nil, err
-		}
-		r.client = c
-	}
-	return r.client, nil
 }

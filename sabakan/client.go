@@ -138,6 +138,28 @@ func tlsConfig(opts Options) (*tls.Config, error) {
 // URL is the endpoint the client queries, as given.
 func (c *Client) URL() string { return c.url }
 
+// Clients makes the client of a URL once and reuses it while the URL
+// stays the same, so that its connections stay open from one query to
+// the next. The zero value is ready; it is not safe for concurrent use.
+type Clients struct {
+	// Options configure every client made.
+	Options Options
+	last    *Client
+}
+
+// For returns the client of url.
+func (cs *Clients) For(url string) (*Client, error) {
+	if cs.last != nil && cs.last.url == url {
+		return cs.last, nil
+	}
+	c, err := NewClient(url, cs.Options)
+	if err != nil {
+		return nil, err
+	}
+	cs.last = c
+	return c, nil
+}
+
 // Redacted is the endpoint with its secrets (a password, query values)
 // masked: the form to show.
 func (c *Client) Redacted() string { return redact.URL(c.url) }
