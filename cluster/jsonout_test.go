@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"encoding/json"
+	"reflect"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -107,4 +108,58 @@ func BenchmarkJSON(b *testing.B) {
 			}
 		}
 	})
+}
+
+// TestJSONWriterWritesEveryField: a cluster with every field set (found
+// by reflection, so a field added to Cluster, Node or Taint is set too)
+// is written as json.Marshal writes it: the writer names its fields by
+// hand, and a new one must not be left out silently.
+func TestJSONWriterWritesEveryField(t *testing.T) {
+	var c Cluster
+	fill(t, reflect.ValueOf(&c).Elem())
+	want, err := json.Marshal((*reflected)(&c))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := c.AppendJSON(nil)
+	if err != nil || string(got) != string(want) {
+		t.Fatalf("AppendJSON (%v) differs from json.Marshal:\n%s", err, cmp.Diff(string(want), string(got)))
+	}
+}
+
+// fill sets v, and every field, element and value within it, to
+// something other than its zero value.
+func fill(t *testing.T, v reflect.Value) {
+	switch {
+	case v.Type() == reflect.TypeFor[json.RawMessage]():
+		v.SetBytes([]byte(`{"k":1}`))
+		return
+	}
+	switch v.Kind() {
+	case reflect.String:
+		v.SetString("s")
+	case reflect.Bool:
+		v.SetBool(true)
+	case reflect.Int, reflect.Int64:
+		v.SetInt(1)
+	case reflect.Struct:
+		for i := range v.NumField() {
+			fill(t, v.Field(i))
+		}
+	case reflect.Pointer:
+		v.Set(reflect.New(v.Type().Elem()))
+		fill(t, v.Elem())
+	case reflect.Slice:
+		v.Set(reflect.MakeSlice(v.Type(), 1, 1))
+		fill(t, v.Index(0))
+	case reflect.Map:
+		m := reflect.MakeMap(v.Type())
+		k, e := reflect.New(v.Type().Key()).Elem(), reflect.New(v.Type().Elem()).Elem()
+		fill(t, k)
+		fill(t, e)
+		m.SetMapIndex(k, e)
+		v.Set(m)
+	default:
+		t.Fatalf("fill: no value for a %s", v.Type())
+	}
 }
