@@ -13,10 +13,10 @@ import (
 	"github.com/ckegen/ckegen/storage"
 )
 
-// TestStoredPending: the page's pending step is the stored plan's first;
+// TestStoredNextStep: the page's next step is the stored plan's first;
 // none without a plan, with a plan of no step, or with one that does not
 // parse.
-func TestStoredPending(t *testing.T) {
+func TestStoredNextStep(t *testing.T) {
 	ctx := context.Background()
 	st := storage.New(etcdtest.Client(t), "")
 	if p, err := StoredNextStep(ctx, st); p != nil || err != nil {
