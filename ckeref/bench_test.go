@@ -12,13 +12,13 @@ import (
 	"github.com/ckegen/ckegen/cluster"
 	"github.com/ckegen/ckegen/constraints"
 	"github.com/ckegen/ckegen/generator"
-	"github.com/ckegen/ckegen/internal/dcgen"
+	"github.com/ckegen/ckegen/internal/testutil/dcgen"
 	"github.com/ckegen/ckegen/machine"
 	"github.com/ckegen/ckegen/template"
 )
 
 // CKE v1.35.4's generator beside ckegen's, on the same synthetic data
-// center (internal/dcgen: 40 machines per rack, roles compute/storage/gpu at
+// center (internal/testutil/dcgen: 40 machines per rack, roles compute/storage/gpu at
 // 6:3:1, 3% not HEALTHY) and the same template (control planes of role
 // compute; one worker template per role, no weights), 3 control planes:
 //

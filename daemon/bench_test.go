@@ -15,13 +15,13 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
 
-	"github.com/ckegen/ckegen/internal/dcgen"
-	"github.com/ckegen/ckegen/internal/kubetest"
-	"github.com/ckegen/ckegen/internal/sitetest"
+	"github.com/ckegen/ckegen/internal/testutil/dcgen"
+	"github.com/ckegen/ckegen/internal/testutil/kubetest"
+	"github.com/ckegen/ckegen/internal/testutil/sitetest"
 	"github.com/ckegen/ckegen/kubenodes"
 	"github.com/ckegen/ckegen/machine"
 	"github.com/ckegen/ckegen/sabakan"
-	"github.com/ckegen/ckegen/sabakan/server"
+	"github.com/ckegen/ckegen/fakesabakan"
 	"github.com/ckegen/ckegen/storage"
 )
 
@@ -37,7 +37,7 @@ const benchLimit = 64 << 20
 type tickBench struct {
 	d      *Daemon
 	st     storage.Storage
-	store  *server.Store
+	store  *fakesabakan.Store
 	leader string
 }
 

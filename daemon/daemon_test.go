@@ -21,12 +21,12 @@ import (
 	"go.etcd.io/etcd/client/v3/concurrency"
 
 	"github.com/ckegen/ckegen/cluster"
-	"github.com/ckegen/ckegen/internal/dcgen"
+	"github.com/ckegen/ckegen/internal/testutil/dcgen"
 	"github.com/ckegen/ckegen/internal/embedded"
-	"github.com/ckegen/ckegen/internal/sitetest"
+	"github.com/ckegen/ckegen/internal/testutil/sitetest"
 	"github.com/ckegen/ckegen/machine"
 	"github.com/ckegen/ckegen/sabakan"
-	"github.com/ckegen/ckegen/sabakan/server"
+	"github.com/ckegen/ckegen/fakesabakan"
 	"github.com/ckegen/ckegen/storage"
 )
 
@@ -45,7 +45,7 @@ type fixture struct {
 	site  *sitetest.Site
 	etcd  *embedded.Etcd
 	st    storage.Storage
-	store *server.Store
+	store *fakesabakan.Store
 	url   string
 }
 

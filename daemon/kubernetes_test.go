@@ -10,7 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/ckegen/ckegen/cluster"
-	"github.com/ckegen/ckegen/internal/kubetest"
+	"github.com/ckegen/ckegen/internal/testutil/kubetest"
 	"github.com/ckegen/ckegen/kubenodes"
 	"github.com/ckegen/ckegen/storage"
 )

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/ckegen/ckegen/cluster"
-	"github.com/ckegen/ckegen/internal/promtest"
+	"github.com/ckegen/ckegen/internal/testutil/promtest"
 	"github.com/ckegen/ckegen/labels"
 	"github.com/ckegen/ckegen/machine"
 	"github.com/ckegen/ckegen/storage"

@@ -16,8 +16,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ckegen/ckegen/internal/etcdtest"
-	"github.com/ckegen/ckegen/internal/sitetest"
+	"github.com/ckegen/ckegen/internal/testutil/etcdtest"
+	"github.com/ckegen/ckegen/internal/testutil/sitetest"
 )
 
 // site is what the daemons of a test run against: a real etcd and the

@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/ckegen/ckegen/constraints"
-	"github.com/ckegen/ckegen/internal/dcgen"
+	"github.com/ckegen/ckegen/internal/testutil/dcgen"
 	"github.com/ckegen/ckegen/machine"
 )
 

@@ -12,7 +12,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/ckegen/ckegen/constraints"
-	"github.com/ckegen/ckegen/internal/etcdtest"
+	"github.com/ckegen/ckegen/internal/testutil/etcdtest"
 	"github.com/ckegen/ckegen/storage"
 )
 

@@ -11,7 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/rest"
 
-	"github.com/ckegen/ckegen/internal/kubetest"
+	"github.com/ckegen/ckegen/internal/testutil/kubetest"
 	"github.com/ckegen/ckegen/kubenodes"
 )
 

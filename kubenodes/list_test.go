@@ -18,7 +18,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/ckegen/ckegen/cluster"
-	"github.com/ckegen/ckegen/internal/kubetest"
+	"github.com/ckegen/ckegen/internal/testutil/kubetest"
 	"github.com/ckegen/ckegen/kubenodes"
 )
 

@@ -14,13 +14,13 @@ import (
 	"time"
 
 	"github.com/ckegen/ckegen/generator"
-	"github.com/ckegen/ckegen/internal/dcgen"
-	"github.com/ckegen/ckegen/internal/etcdtest"
-	"github.com/ckegen/ckegen/internal/sitetest"
+	"github.com/ckegen/ckegen/internal/testutil/dcgen"
+	"github.com/ckegen/ckegen/internal/testutil/etcdtest"
+	"github.com/ckegen/ckegen/internal/testutil/sitetest"
 	"github.com/ckegen/ckegen/machine"
 	"github.com/ckegen/ckegen/rackmap"
 	"github.com/ckegen/ckegen/sabakan"
-	"github.com/ckegen/ckegen/sabakan/server"
+	"github.com/ckegen/ckegen/fakesabakan"
 	"github.com/ckegen/ckegen/storage"
 )
 
@@ -30,7 +30,7 @@ var testNow = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 // server with 3 racks of 5 (one boot server each), counting requests.
 type fixture struct {
 	st       storage.Storage
-	store    *server.Store
+	store    *fakesabakan.Store
 	sabakan  *httptest.Server
 	requests atomic.Int64
 	clock    *clock

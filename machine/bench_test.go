@@ -7,7 +7,7 @@ import (
 
 	jsonv2 "github.com/go-json-experiment/json"
 
-	"github.com/ckegen/ckegen/internal/dcgen"
+	"github.com/ckegen/ckegen/internal/testutil/dcgen"
 	"github.com/ckegen/ckegen/labels"
 	"github.com/ckegen/ckegen/machine"
 )

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ckegen/ckegen/internal/promtest"
+	"github.com/ckegen/ckegen/internal/testutil/promtest"
 	"github.com/ckegen/ckegen/machine"
 )
 

@@ -20,7 +20,7 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
-	"github.com/ckegen/ckegen/internal/cketest"
+	"github.com/ckegen/ckegen/internal/testutil/cketest"
 )
 
 // ckeSite is CKE v1.35.4's own server and ckecli on the scenario's etcd

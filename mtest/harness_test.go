@@ -22,8 +22,8 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 
-	"github.com/ckegen/ckegen/internal/dcgen"
-	"github.com/ckegen/ckegen/internal/etcdtest"
+	"github.com/ckegen/ckegen/internal/testutil/dcgen"
+	"github.com/ckegen/ckegen/internal/testutil/etcdtest"
 )
 
 // binDir holds the binaries TestMain builds.

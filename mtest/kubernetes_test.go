@@ -11,7 +11,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/ckegen/ckegen/internal/kubetest"
+	"github.com/ckegen/ckegen/internal/testutil/kubetest"
 )
 
 // kubeStatus is the part of sabakan/status this scenario reads.

@@ -15,7 +15,7 @@ import (
 	"github.com/ckegen/ckegen/cluster"
 	"github.com/ckegen/ckegen/constraints"
 	"github.com/ckegen/ckegen/generator"
-	"github.com/ckegen/ckegen/internal/goldentest"
+	"github.com/ckegen/ckegen/internal/testutil/goldentest"
 	"github.com/ckegen/ckegen/labels"
 	"github.com/ckegen/ckegen/machine"
 	"github.com/ckegen/ckegen/planreport"

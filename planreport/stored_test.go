@@ -12,7 +12,7 @@ import (
 	"go.etcd.io/etcd/client/v3/concurrency"
 
 	"github.com/ckegen/ckegen/cluster"
-	"github.com/ckegen/ckegen/internal/etcdtest"
+	"github.com/ckegen/ckegen/internal/testutil/etcdtest"
 	"github.com/ckegen/ckegen/storage"
 )
 

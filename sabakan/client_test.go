@@ -17,17 +17,17 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ckegen/ckegen/internal/dcgen"
-	"github.com/ckegen/ckegen/internal/sitetest"
-	"github.com/ckegen/ckegen/internal/testpki"
+	"github.com/ckegen/ckegen/internal/testutil/dcgen"
+	"github.com/ckegen/ckegen/internal/testutil/sitetest"
+	"github.com/ckegen/ckegen/internal/testutil/testpki"
 	"github.com/ckegen/ckegen/machine"
 	"github.com/ckegen/ckegen/sabakan"
-	"github.com/ckegen/ckegen/sabakan/server"
+	"github.com/ckegen/ckegen/fakesabakan"
 )
 
 var now = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
-func startServer(t testing.TB, ms []machine.Machine) (*httptest.Server, *server.Store) {
+func startServer(t testing.TB, ms []machine.Machine) (*httptest.Server, *fakesabakan.Store) {
 	t.Helper()
 	s := sitetest.StartSabakan(t, sitetest.Options{Now: now, Machines: ms})
 	return s.Server, s.Store

@@ -17,9 +17,9 @@ import (
 	"github.com/Khan/genqlient/graphql"
 	"pgregory.net/rapid"
 
-	"github.com/ckegen/ckegen/internal/dcgen"
+	"github.com/ckegen/ckegen/internal/testutil/dcgen"
 	"github.com/ckegen/ckegen/machine"
-	"github.com/ckegen/ckegen/sabakan/server"
+	"github.com/ckegen/ckegen/fakesabakan"
 )
 
 // searchAnswer is what SearchMachines makes of data, a 200 JSON answer,
@@ -95,11 +95,11 @@ func TestServerAnswerTakesFastPath(t *testing.T) {
 	o.UnhealthyPct = 50
 	ms := dcgen.Machines(o)
 	ms[3].Spec.Labels = nil
-	store := server.NewStore(func() time.Time { return o.Now })
+	store := fakesabakan.NewStore(func() time.Time { return o.Now })
 	if err := store.Load(ms); err != nil {
 		t.Fatal(err)
 	}
-	srv, err := server.New(store)
+	srv, err := fakesabakan.New(store)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ckegen/ckegen/internal/etcdtest"
+	"github.com/ckegen/ckegen/internal/testutil/etcdtest"
 )
 
 // TestChangeManagementDefaults: unset keys mean schedule, no quiet time and

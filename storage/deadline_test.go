@@ -11,7 +11,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/ckegen/ckegen/internal/embedded"
-	"github.com/ckegen/ckegen/internal/etcdtest"
+	"github.com/ckegen/ckegen/internal/testutil/etcdtest"
 )
 
 // TestDeadlineOnAHungEtcd: against an endpoint that accepts connections

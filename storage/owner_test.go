@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ckegen/ckegen/internal/etcdtest"
+	"github.com/ckegen/ckegen/internal/testutil/etcdtest"
 )
 
 func TestOwnershipDefaults(t *testing.T) {

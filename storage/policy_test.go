@@ -5,7 +5,7 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/ckegen/ckegen/internal/etcdtest"
+	"github.com/ckegen/ckegen/internal/testutil/etcdtest"
 )
 
 // TestPolicyKey: set, get and clear sabakan/policy; a write checked

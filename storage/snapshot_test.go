@@ -5,7 +5,7 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/ckegen/ckegen/internal/etcdtest"
+	"github.com/ckegen/ckegen/internal/testutil/etcdtest"
 )
 
 // TestSnapshotKnowing: a reader that holds the cluster at its current

@@ -14,7 +14,7 @@ import (
 
 	"github.com/ckegen/ckegen/constraints"
 	"github.com/ckegen/ckegen/internal/embedded"
-	"github.com/ckegen/ckegen/internal/etcdtest"
+	"github.com/ckegen/ckegen/internal/testutil/etcdtest"
 )
 
 func raw(t *testing.T, cli *clientv3.Client, key string) string {

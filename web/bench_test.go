@@ -11,7 +11,7 @@ import (
 
 	"github.com/ckegen/ckegen/constraints"
 	"github.com/ckegen/ckegen/generator"
-	"github.com/ckegen/ckegen/internal/dcgen"
+	"github.com/ckegen/ckegen/internal/testutil/dcgen"
 	"github.com/ckegen/ckegen/labels"
 	"github.com/ckegen/ckegen/liveview"
 	"github.com/ckegen/ckegen/machine"

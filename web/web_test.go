@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/ckegen/ckegen/generator"
-	"github.com/ckegen/ckegen/internal/dcgen"
-	"github.com/ckegen/ckegen/internal/sitetest"
+	"github.com/ckegen/ckegen/internal/testutil/dcgen"
+	"github.com/ckegen/ckegen/internal/testutil/sitetest"
 	"github.com/ckegen/ckegen/liveview"
 	"github.com/ckegen/ckegen/machine"
 	"github.com/ckegen/ckegen/rackmap"

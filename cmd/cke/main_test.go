@@ -27,8 +27,8 @@ import (
 	"go.etcd.io/etcd/client/pkg/v3/transport"
 
 	"github.com/ckegen/ckegen/internal/embedded"
-	"github.com/ckegen/ckegen/internal/etcdtest"
-	"github.com/ckegen/ckegen/internal/sitetest"
+	"github.com/ckegen/ckegen/internal/testutil/etcdtest"
+	"github.com/ckegen/ckegen/internal/testutil/sitetest"
 )
 
 func freePort(t *testing.T) int { return etcdtest.FreePort(t) }

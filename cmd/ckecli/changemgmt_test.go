@@ -13,12 +13,12 @@ import (
 	"go.etcd.io/etcd/client/v3/concurrency"
 
 	"github.com/ckegen/ckegen/generator"
-	"github.com/ckegen/ckegen/internal/dcgen"
-	"github.com/ckegen/ckegen/internal/etcdtest"
-	"github.com/ckegen/ckegen/internal/sitetest"
+	"github.com/ckegen/ckegen/internal/testutil/dcgen"
+	"github.com/ckegen/ckegen/internal/testutil/etcdtest"
+	"github.com/ckegen/ckegen/internal/testutil/sitetest"
 	"github.com/ckegen/ckegen/machine"
 	"github.com/ckegen/ckegen/planreport"
-	"github.com/ckegen/ckegen/sabakan/server"
+	"github.com/ckegen/ckegen/fakesabakan"
 	"github.com/ckegen/ckegen/storage"
 )
 
@@ -120,7 +120,7 @@ type planFixture struct {
 	t         *testing.T
 	etcdURL   string
 	st        storage.Storage
-	store     *server.Store
+	store     *fakesabakan.Store
 	sabakan   *httptest.Server
 	dir       string
 	noDefault string
@@ -465,7 +465,7 @@ func campaignAs(t *testing.T, st storage.Storage, name string) string {
 }
 
 // serialOf finds the serial of the machine at addr.
-func serialOf(t *testing.T, store *server.Store, addr string) string {
+func serialOf(t *testing.T, store *fakesabakan.Store, addr string) string {
 	t.Helper()
 	for _, m := range store.Search(nil, nil) {
 		if m.Address() == addr {

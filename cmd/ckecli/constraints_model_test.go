@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/ckegen/ckegen/constraints"
-	"github.com/ckegen/ckegen/internal/etcdtest"
+	"github.com/ckegen/ckegen/internal/testutil/etcdtest"
 )
 
 // ckeV135Doc is what CKE v1.35.4's `ckecli constraints set` stores: its

@@ -17,8 +17,8 @@ import (
 	"go.etcd.io/etcd/server/v3/embed"
 	"go.uber.org/zap"
 
-	"github.com/ckegen/ckegen/internal/etcdtest"
-	"github.com/ckegen/ckegen/internal/testpki"
+	"github.com/ckegen/ckegen/internal/testutil/etcdtest"
+	"github.com/ckegen/ckegen/internal/testutil/testpki"
 )
 
 // runCLIWithConfig runs ckecli with configFile in place of

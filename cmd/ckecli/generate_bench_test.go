@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ckegen/ckegen/internal/dcgen"
+	"github.com/ckegen/ckegen/internal/testutil/dcgen"
 	"github.com/ckegen/ckegen/machine"
 )
 
@@ -21,7 +21,7 @@ var generate20000Now = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 // of 40, one boot server each, indented as examples/machines.json is),
 // the bundled template, and constraints.json (3 control planes,
 // minimum-workers 10,000). It returns the arguments of the run.
-// internal/dcgen/genfiles writes the same files, to time the command as a
+// internal/testutil/dcgen/genfiles writes the same files, to time the command as a
 // whole process.
 func generate20000Inputs(tb testing.TB, dir string) []string {
 	tb.Helper()

@@ -13,7 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"golang.org/x/tools/txtar"
 
-	"github.com/ckegen/ckegen/internal/goldentest"
+	"github.com/ckegen/ckegen/internal/testutil/goldentest"
 )
 
 // defaultTemplate is used by golden cases that have no template.yml.

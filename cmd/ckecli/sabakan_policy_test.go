@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ckegen/ckegen/internal/etcdtest"
+	"github.com/ckegen/ckegen/internal/testutil/etcdtest"
 )
 
 const policyYAML = `# where control planes and gpu workers may go

@@ -23,7 +23,7 @@ import (
 	"github.com/ckegen/ckegen/internal/suggest"
 	"github.com/ckegen/ckegen/internal/version"
 	"github.com/ckegen/ckegen/machine"
-	"github.com/ckegen/ckegen/sabakan/server"
+	"github.com/ckegen/ckegen/fakesabakan"
 )
 
 func main() {
@@ -89,14 +89,14 @@ changes as in sabakan, e.g.
 func serve(o options) error {
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
 
-	store := server.NewStore(nil)
+	store := fakesabakan.NewStore(nil)
 	loaded := 0
 	if o.ipam != "" {
 		f, err := os.Open(o.ipam)
 		if err != nil {
 			return err
 		}
-		c, err := server.ReadIPAMConfig(f)
+		c, err := fakesabakan.ReadIPAMConfig(f)
 		f.Close()
 		if err != nil {
 			return fmt.Errorf("%s: %w", o.ipam, err)
@@ -122,7 +122,7 @@ func serve(o options) error {
 	if o.machines == "" {
 		log.Warn("empty inventory: no --machines given; register machines with POST /api/v1/machines, or start with --machines FILE (e.g. examples/machines.json)")
 	}
-	srv, err := server.New(store)
+	srv, err := fakesabakan.New(store)
 	if err != nil {
 		return err
 	}
@@ -134,7 +134,7 @@ func serve(o options) error {
 	if o.faults {
 		h = withFaults(h)
 	}
-	hs := server.NewHTTPServer(h)
+	hs := fakesabakan.NewHTTPServer(h)
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	go func() {

@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ckegen/ckegen/internal/sitetest"
+	"github.com/ckegen/ckegen/internal/testutil/sitetest"
 	"github.com/ckegen/ckegen/internal/version"
 	"github.com/ckegen/ckegen/machine"
 	"github.com/ckegen/ckegen/sabakan"
