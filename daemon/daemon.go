@@ -1,5 +1,7 @@
-// Package daemon is ckegen's integration loop: a leader-elected process
-// that keeps cluster.yml in etcd in step with sabakan, one tick at a time.
+// Package daemon is ckegen's own host of the integration step (package
+// tick): a leader-elected process that campaigns, watches the settings,
+// and ticks at once, every interval, on a settings change and after a
+// failure with a backoff, while it leads.
 package daemon
 
 import (
@@ -7,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -15,12 +18,11 @@ import (
 	"go.etcd.io/etcd/client/v3/concurrency"
 	"golang.org/x/sync/errgroup"
 
-	"github.com/ckegen/ckegen/cluster"
-	"github.com/ckegen/ckegen/generator"
 	"github.com/ckegen/ckegen/intake"
-	"github.com/ckegen/ckegen/internal/clip"
+	"github.com/ckegen/ckegen/reason"
 	"github.com/ckegen/ckegen/sabakan"
 	"github.com/ckegen/ckegen/storage"
+	"github.com/ckegen/ckegen/tick"
 )
 
 // Config of the daemon.
@@ -37,24 +39,18 @@ type Config struct {
 	// CKEStatusMaxAge is how old CKE's status may be for ckegen to write
 	// beside a CKE server (docs/beside-cke.md).
 	CKEStatusMaxAge time.Duration
-	// MaxClusterBytes is etcd's request size limit: a larger cluster is
-	// refused with CLUSTER_TOO_LARGE instead of failing in etcd.
+	// MaxClusterBytes is etcd's request size limit (tick.Config).
 	MaxClusterBytes int
 	Sabakan         sabakan.Options
-	// Nodes lists the Kubernetes Nodes' taints once per tick (docs/design.md 6.4);
-	// nil: no Kubernetes access, the generator sees no taints.
-	Nodes Nodes
-	Now   func() time.Time
-	Log   *slog.Logger
+	// Kubernetes lists the Kubernetes Nodes' taints once per tick
+	// (docs/design.md 6.4); nil: no Kubernetes access, the generator sees
+	// no taints.
+	Kubernetes tick.Kubernetes
+	Now        func() time.Time
+	Log        *slog.Logger
 	// Registry receives the daemon's metrics and is what /metrics serves;
 	// nil: a new one.
 	Registry *prometheus.Registry
-}
-
-// Nodes lists the taints of the cluster's Kubernetes Nodes by Node name;
-// *kubenodes.Reader is one.
-type Nodes interface {
-	List(ctx context.Context) (map[string][]cluster.Taint, error)
 }
 
 // Defaults.
@@ -62,18 +58,17 @@ const (
 	DefaultInterval        = time.Minute
 	DefaultSessionTTL      = 60 * time.Second
 	DefaultMinBackoff      = 5 * time.Second
-	DefaultMaxClusterBytes = 1536 * 1024 // etcd's default --max-request-bytes
+	DefaultMaxClusterBytes = tick.DefaultMaxClusterBytes
+	DefaultCKEStatusMaxAge = tick.DefaultCKEStatusMaxAge
 )
 
 // Daemon runs the loop.
 type Daemon struct {
 	cfg     Config
 	log     *slog.Logger
-	metrics *metrics
-	// sabakan makes the sabakan client, and settings reads the tick's
-	// settings with its caches; only the tick's goroutine uses them.
-	sabakan  sabakan.Clients
-	settings intake.Reader
+	step    *tick.Step
+	metrics *tick.Metrics
+	leader  *leaderMetrics
 
 	mu      sync.Mutex
 	status  storage.Status
@@ -91,12 +86,6 @@ func New(cfg Config) *Daemon {
 	if cfg.MinBackoff <= 0 {
 		cfg.MinBackoff = DefaultMinBackoff
 	}
-	if cfg.MaxClusterBytes <= 0 {
-		cfg.MaxClusterBytes = DefaultMaxClusterBytes
-	}
-	if cfg.CKEStatusMaxAge <= 0 {
-		cfg.CKEStatusMaxAge = DefaultCKEStatusMaxAge
-	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
@@ -106,7 +95,13 @@ func New(cfg Config) *Daemon {
 	if cfg.Registry == nil {
 		cfg.Registry = prometheus.NewRegistry()
 	}
-	return &Daemon{cfg: cfg, log: cfg.Log, metrics: newMetrics(cfg.Registry), sabakan: sabakan.Clients{Options: cfg.Sabakan}}
+	d := &Daemon{cfg: cfg, log: cfg.Log, leader: newLeaderMetrics(),
+		metrics: tick.NewMetrics(tick.MetricsOptions{CKENames: true}),
+		step: tick.New(tick.Config{Storage: cfg.Storage, Name: cfg.Name, RetireWait: cfg.RetireWait,
+			CKEStatusMaxAge: cfg.CKEStatusMaxAge, MaxClusterBytes: cfg.MaxClusterBytes, Sabakan: cfg.Sabakan,
+			Now: cfg.Now, Log: cfg.Log})}
+	cfg.Registry.MustRegister(d.leader, d.metrics)
+	return d
 }
 
 // errSessionLost ends a term of leadership.
@@ -190,13 +185,9 @@ func (d *Daemon) setLeading(leading bool) {
 	d.mu.Lock()
 	d.leading = leading
 	d.mu.Unlock()
-	d.metrics.owner.setLeading(leading)
+	d.leader.setLeading(leading)
 	if !leading {
-		d.metrics.inventory.clear()
-		d.metrics.change.clear()
-		d.metrics.placements.clear()
-		d.metrics.model.clear()
-		d.metrics.warnings.clear()
+		d.metrics.Clear()
 	}
 }
 
@@ -210,7 +201,6 @@ func (d *Daemon) Leading() bool {
 // lead runs, in one group, the session watch, the settings watch and the
 // ticker; the first to fail ends the term.
 func (d *Daemon) lead(ctx context.Context, sess *concurrency.Session, leaderKey string) error {
-	d.loadStatus(ctx)
 	g, ctx := errgroup.WithContext(ctx)
 	trigger := make(chan struct{}, 1)
 	g.Go(func() error {
@@ -221,28 +211,19 @@ func (d *Daemon) lead(ctx context.Context, sess *concurrency.Session, leaderKey 
 			return nil
 		}
 	})
-	g.Go(func() error { return d.watchSettings(ctx, trigger) })
+	g.Go(func() error { return WatchSettings(ctx, d.cfg.Storage, trigger) })
 	g.Go(func() error { return d.tickLoop(ctx, leaderKey, trigger) })
 	return g.Wait()
 }
 
-// watched are the keys whose change triggers a tick at once.
-var watched = map[string]bool{
-	storage.KeySabakanTemplate:       true,
-	storage.KeySabakanURL:            true,
-	storage.KeySabakanQueryVariables: true,
-	storage.KeySabakanDisabled:       true,
-	storage.KeyConstraints:           true,
-	storage.KeySabakanTrigger:        true,
-	storage.KeySabakanQuietTime:      true,
-	storage.KeySabakanMaxUnhealthy:   true,
-	storage.KeySabakanPolicy:         true,
-	storage.KeyOwner:                 true,
-	storage.KeyCKEGenDisabled:        true,
-}
-
-func (d *Daemon) watchSettings(ctx context.Context, trigger chan<- struct{}) error {
-	st := d.cfg.Storage
+// WatchSettings sends on wake, without blocking, each time a setting
+// whose row in intake.Table wakes the leader changes; it returns when ctx
+// ends, or with an error when the watch fails.
+func WatchSettings(ctx context.Context, st storage.Storage, wake chan<- struct{}) error {
+	watched := map[string]bool{}
+	for _, k := range intake.Watched() {
+		watched[k] = true
+	}
 	wctx := clientv3.WithRequireLeader(ctx)
 	sabakanCh := st.Client.Watch(wctx, st.Key("sabakan/"), clientv3.WithPrefix())
 	consCh := st.Client.Watch(wctx, st.Key(storage.KeyConstraints))
@@ -264,39 +245,39 @@ func (d *Daemon) watchSettings(ctx context.Context, trigger chan<- struct{}) err
 		if err := resp.Err(); err != nil {
 			return fmt.Errorf("settings watch: %w", err)
 		}
-		for _, ev := range resp.Events {
-			if watched[string(ev.Kv.Key[len(st.Prefix):])] {
-				select {
-				case trigger <- struct{}{}:
-				default:
-				}
-				break
+		if slices.ContainsFunc(resp.Events, func(ev *clientv3.Event) bool { return watched[string(ev.Kv.Key[len(st.Prefix):])] }) {
+			select {
+			case wake <- struct{}{}:
+			default:
 			}
 		}
 	}
 }
 
 // tickLoop ticks at once, then every Interval, at once on a trigger, and
-// after a failure with a backoff from MinBackoff doubling up to Interval.
+// after a failure with a backoff from MinBackoff doubling up to Interval;
+// a wait never runs past what the tick said is due (the end of the quiet
+// time).
 func (d *Daemon) tickLoop(ctx context.Context, leaderKey string, trigger <-chan struct{}) error {
 	backoff := d.cfg.MinBackoff
 	for {
-		err := d.runOnce(ctx, leaderKey)
+		res := d.runOnce(ctx, leaderKey)
 		if ctx.Err() != nil {
 			return nil
 		}
-		var te *tickError
-		if errors.As(err, &te) && te.reason == ReasonLostLeadership {
-			return err
+		if tick.ReasonOf(res.Err) == reason.LostLeadership {
+			return res.Err
 		}
-		if etcdHung(err) {
+		if tick.EtcdHung(res.Err) {
 			// etcd stopped answering this daemon (storage.WithDeadline):
 			// another daemon may reach it; stop leading and campaign again.
-			return fmt.Errorf("etcd did not answer: %w", err)
+			return fmt.Errorf("etcd did not answer: %w", res.Err)
 		}
 		var wait time.Duration
-		wait, backoff = d.nextWait(err, backoff)
-		wait = d.metrics.change.untilQuiet(wait)
+		wait, backoff = d.nextWait(res.Err, backoff)
+		if res.DueIn > 0 && res.DueIn < wait {
+			wait = res.DueIn + 10*time.Millisecond
+		}
 		timer := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():
@@ -312,214 +293,30 @@ func (d *Daemon) tickLoop(ctx context.Context, leaderKey string, trigger <-chan 
 
 // nextWait returns how long to wait after a tick that ended with err, and
 // the backoff for the next failure: Interval after a success; at once when
-// the cluster changed under us; otherwise the backoff, which doubles up to
-// Interval.
+// the cluster or its ownership changed under the tick; otherwise the
+// backoff, which doubles up to Interval.
 func (d *Daemon) nextWait(err error, backoff time.Duration) (wait, next time.Duration) {
-	var te *tickError
-	switch {
-	case err == nil:
+	switch tick.ReasonOf(err) {
+	case "":
 		return d.cfg.Interval, d.cfg.MinBackoff
-	case errors.As(err, &te) && (te.reason == ReasonConflict || te.reason == ReasonOwnershipChanged):
+	case reason.ClusterChanged, reason.OwnershipChanged:
 		return 0, backoff
 	}
 	return min(backoff, d.cfg.Interval), min(2*backoff, d.cfg.Interval)
 }
 
-// etcdHung reports whether a tick failed because an etcd call ran out
-// of time (storage.WithDeadline), not because of what etcd answered.
-func etcdHung(err error) bool {
-	var te *tickError
-	return errors.Is(err, context.DeadlineExceeded) && (!errors.As(err, &te) || te.reason == ReasonEtcdError)
-}
-
-// runOnce is one tick with its status, metrics and log events.
-func (d *Daemon) runOnce(ctx context.Context, leaderKey string) error {
-	start := time.Now()
-	out, err := d.tick(ctx, leaderKey)
-	if err != nil && errors.Is(ctx.Err(), context.Canceled) {
-		// Cut short by shutdown or the end of leadership: not a failure
-		// of the integration, so no failure status (the next leader's
-		// first tick writes one).
-		d.log.Info("tick cut short", "error", err)
-		return err
+// runOnce is one tick, with its metrics.
+func (d *Daemon) runOnce(ctx context.Context, leaderKey string) tick.Result {
+	res := d.step.Run(ctx, leaderKey, d.cfg.Kubernetes)
+	if res.Status.Time.IsZero() {
+		return res // cut short: nothing to show
 	}
-	d.metrics.tickDuration.Observe(time.Since(start).Seconds())
-	now := d.cfg.Now().UTC()
-
-	st := nextStatus(d.Status(), now, d.cfg.Name, out, err)
-	d.logTick(st, out, err)
-	d.metrics.inventory.observe(now, out, err)
-	d.metrics.change.observe(st, out)
-	d.metrics.placements.observe(st)
-	d.metrics.model.observe(st)
-	d.metrics.owner.observe(st)
-	d.metrics.warnings.observe(st, out)
+	d.metrics.Observe(d.cfg.Now().UTC(), res)
+	d.leader.setMode(res.Status.Mode)
 	d.mu.Lock()
-	d.status = st
+	d.status = res.Status
 	d.mu.Unlock()
-	if etcdHung(err) {
-		// The status would wait for the same etcd: the term ends now.
-		return err
-	}
-	if perr := d.cfg.Storage.PutStatus(ctx, leaderKey, st); perr != nil && ctx.Err() == nil {
-		d.log.Warn("status not recorded", "error", perr)
-		if err == nil && errors.Is(perr, context.DeadlineExceeded) {
-			// etcd stopped answering after the tick's reads: the term
-			// ends now, not at the next tick's first read.
-			return fail(ReasonEtcdError, fmt.Errorf("status not recorded: %w", perr))
-		}
-	}
-	return err
-}
-
-// nextStatus is the status after a tick that ended with out and err,
-// following prev.
-func nextStatus(prev storage.Status, now time.Time, leader string, out *outcome, err error) storage.Status {
-	st := storage.Status{Time: now, Leader: leader, LastSuccess: prev.LastSuccess,
-		LastOp: prev.LastOp, LastChanges: prev.LastChanges, LastChangeCount: prev.LastChangeCount}
-	var te *tickError
-	switch {
-	case err != nil:
-		st.Result, st.Reason, st.Message = ResultFailing, ReasonEtcdError, err.Error()
-		if errors.As(err, &te) {
-			st.Reason, st.Message = te.reason, te.err.Error()
-		}
-		st.ConsecutiveFailures = prev.ConsecutiveFailures + 1
-	case out.hold != nil:
-		st.Result, st.Reason, st.Message = ResultHeld, out.hold.reason, out.hold.msg
-	case out.disabled:
-		st.Result, st.Reason, st.Message = ResultDisabled, ReasonDisabled, "sabakan integration is disabled"
-	default:
-		st.Result = ResultOK
-		st.LastSuccess = now
-		if out.result != nil {
-			st.LastOp, st.LastChanges, st.LastChangeCount = out.result.Op, statusChanges(out.result.Changes), len(out.result.Changes)
-		}
-	}
-	if out != nil && out.own != nil {
-		st.Mode, st.Owner = modeOf(*out.own), out.own.Owner
-	}
-	if out != nil {
-		st.Warnings = boundWarnings(out.warnings)
-		st.Kubernetes = out.kube
-	}
-	st.Message = clip.Text(st.Message, maxMessage)
-	placementsStatus(&st, prev, out)
-	modelStatus(&st, prev, out)
-	changeStatus(&st, prev, out, err)
-	st.Since = now
-	if prev.Result == st.Result && prev.Reason == st.Reason && !prev.Since.IsZero() {
-		st.Since = prev.Since
-	}
-	return st
-}
-
-// maxMessage bounds a status message: its values are cut already
-// (clip.Value), this bounds the whole.
-const maxMessage = 4 * clip.MaxValue
-
-// boundWarnings is what a status keeps of a tick's warnings: the first
-// storage.MaxWarnings, each bounded, and how many more there were.
-func boundWarnings(ws []string) []string {
-	if len(ws) == 0 {
-		return nil
-	}
-	out := make([]string, 0, min(len(ws), storage.MaxWarnings)+1)
-	for _, w := range ws[:min(len(ws), storage.MaxWarnings)] {
-		out = append(out, clip.Text(w, 2*clip.MaxValue))
-	}
-	if more := len(ws) - storage.MaxWarnings; more > 0 {
-		out = append(out, fmt.Sprintf("and %d more", more))
-	}
-	return out
-}
-
-// placementsStatus completes a tick's status with the placements: those
-// the tick counted, or, when it did not get to count them (sabakan or a
-// metric provider failed), the last ones; none while disabled.
-func placementsStatus(st *storage.Status, prev storage.Status, out *outcome) {
-	switch {
-	case out != nil && out.idle():
-	case out != nil && out.placed:
-		st.Placements = out.placements
-	default:
-		st.Placements = prev.Placements
-	}
-}
-
-// modelStatus completes a tick's status with the constraints model in
-// force and, in the rate model, the worker rate of the cluster as the
-// tick leaves it (docs/models.md), counting the machines the tick gave the
-// generator, as rule 7 does. A tick that did not get to query sabakan
-// keeps the last rate, against the minimum-workers-rate now in force; one
-// that did not read valid constraints (or a disabled integration) says
-// nothing of either.
-func modelStatus(st *storage.Status, prev storage.Status, out *outcome) {
-	if out == nil || out.idle() || out.constraints == nil {
-		return
-	}
-	c := *out.constraints
-	st.Model, st.ConstraintsSource = c.Model(), out.constraintsSource
-	switch {
-	case !c.RateModel():
-	case out.machines != nil:
-		st.WorkerRate = statusRate(generator.RateOf(out.cluster(), len(out.machines), c))
-	case prev.WorkerRate != nil:
-		r := *prev.WorkerRate
-		r.Minimum = *c.MinimumWorkersRate
-		st.WorkerRate = &r
-	}
-}
-
-// logTick logs the tick's warnings and result.
-func (d *Daemon) logTick(st storage.Status, out *outcome, err error) {
-	if out != nil {
-		// As bounded as the status: an inventory of bad machines must
-		// not write thousands of lines every tick.
-		for _, w := range st.Warnings {
-			d.log.Warn("tick warning", "warning", w)
-		}
-	}
-	switch {
-	case err != nil:
-		d.log.Error("tick failed", "reason", st.Reason, "error", st.Message, "failures", st.ConsecutiveFailures)
-	case st.Result == ResultPlanning:
-		// Held by the trigger or the quiet time: the status says
-		// "planning" with the steps pending, and so does the log.
-		steps := 0
-		if st.Pending != nil {
-			steps = st.Pending.Steps
-		}
-		d.log.Info("tick planned, no cluster written", "reason", st.Reason, "why", st.Message, "pending_steps", steps)
-	case out.hold != nil:
-		d.log.Info("tick held", "reason", out.hold.reason, "why", out.hold.msg)
-	case out.disabled:
-		d.log.Info("tick skipped: disabled")
-	case out.result != nil:
-		d.log.Info("cluster updated", "op", out.result.Op, "changes", changeSummary(out.result.Changes), "nodes", len(out.result.Cluster.Nodes))
-	default:
-		nodes := 0
-		if out.current != nil {
-			nodes = len(out.current.Nodes)
-		}
-		d.log.Info("nothing to do", "nodes", nodes, "machines", len(out.machines))
-	}
-}
-
-// plural is "1 step", "2 steps".
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return "1 " + one
-	}
-	return fmt.Sprintf("%d %s", n, many)
-}
-
-func changeSummary(cs []generator.Change) []string {
-	out := make([]string, len(cs))
-	for i, c := range cs {
-		out[i] = c.Action + " " + c.Address
-	}
-	return out
+	return res
 }
 
 // Status is the status of the daemon's last tick (for /health).

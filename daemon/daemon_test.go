@@ -11,23 +11,23 @@ import (
 	"net/http/httptest"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.etcd.io/etcd/client/v3/concurrency"
 
 	"github.com/ckegen/ckegen/cluster"
-	"github.com/ckegen/ckegen/internal/testutil/dcgen"
 	"github.com/ckegen/ckegen/internal/embedded"
+	"github.com/ckegen/ckegen/internal/testutil/dcgen"
 	"github.com/ckegen/ckegen/internal/testutil/sitetest"
 	"github.com/ckegen/ckegen/machine"
+	"github.com/ckegen/ckegen/reason"
 	"github.com/ckegen/ckegen/sabakan"
-	"github.com/ckegen/ckegen/fakesabakan"
 	"github.com/ckegen/ckegen/storage"
+	"github.com/ckegen/ckegen/tick"
 )
 
 var testNow = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -42,11 +42,10 @@ const testTemplate = `{"name":"t","nodes":[{"user":"u","control_plane":true},{"u
 // 5 machines (all HEALTHY), and the template, URL and constraints (3
 // control planes, 5 workers) stored.
 type fixture struct {
-	site  *sitetest.Site
-	etcd  *embedded.Etcd
-	st    storage.Storage
-	store *fakesabakan.Store
-	url   string
+	site *sitetest.Site
+	etcd *embedded.Etcd
+	st   sitetest.Store
+	url  string
 }
 
 func newFixture(t *testing.T) *fixture {
@@ -63,7 +62,7 @@ func newSiteFixture(t *testing.T, clock func() time.Time) *fixture {
 		DataCenter: func(o *dcgen.Options) { o.Racks, o.PerRack, o.UnhealthyPct = 4, 5, 0 },
 		Template:   testTemplate, StoreURL: true, Constraints: sitetest.Counts(3, 5),
 	})
-	return &fixture{site: s, etcd: s.Etcd, st: s.Storage, store: s.Store, url: s.URL}
+	return &fixture{site: s, etcd: s.Etcd, st: sitetest.StoreOf(s.Storage), url: s.URL}
 }
 
 func must(t *testing.T, err error) {
@@ -75,7 +74,7 @@ func must(t *testing.T, err error) {
 
 func (f *fixture) daemon(name string, mod func(*Config)) *Daemon {
 	cfg := Config{
-		Storage: f.st, Name: name, Interval: 200 * time.Millisecond, SessionTTL: time.Second,
+		Storage: f.st.Storage, Name: name, Interval: 200 * time.Millisecond, SessionTTL: time.Second,
 		MinBackoff: 20 * time.Millisecond, RetireWait: time.Minute,
 		Sabakan: sabakan.Options{Timeout: time.Second, Retries: -1},
 		Now:     func() time.Time { return testNow },
@@ -106,261 +105,14 @@ func (f *fixture) cluster(t *testing.T) *cluster.Cluster {
 }
 
 // TestTickWritesAndSettles: ticks build the cluster, then settle.
-func TestTickWritesAndSettles(t *testing.T) {
-	f := newFixture(t)
-	leader := f.lead(t)
-	d := f.daemon("d1", nil)
-	ctx := context.Background()
-	must(t, d.runOnce(ctx, leader))
-	c := f.cluster(t)
-	if c == nil || len(c.Nodes) != 8 {
-		t.Fatalf("cluster after the first tick: %+v", c)
-	}
-	rev, _ := f.st.GetClusterRevision(ctx)
-	_, tmplRev, _ := f.st.GetTemplate(ctx)
-	if rev != tmplRev {
-		t.Errorf("cluster-revision %d, template revision %d", rev, tmplRev)
-	}
-	st, err := f.st.GetStatus(ctx)
-	must(t, err)
-	if st.Result != ResultOK || st.LastOp != "new" || st.LastChangeCount != 8 || st.Leader != "d1" {
-		t.Errorf("status %+v", st)
-	}
-	h, _ := f.st.History(ctx)
-	if len(h) != 1 || h[0].Op != "new" || h[0].TemplateRevision != tmplRev {
-		t.Errorf("history %+v", h)
-	}
-	// An unchanged inventory: nothing to do, nothing written.
-	_, modRev, _ := f.st.GetCluster(ctx)
-	must(t, d.runOnce(ctx, leader))
-	if _, again, _ := f.st.GetCluster(ctx); again != modRev {
-		t.Error("a tick with nothing to do rewrote the cluster")
-	}
-
-	// A template change re-renders the same membership (Regenerate).
-	must(t, f.st.SetTemplate(ctx, []byte(strings.Replace(testTemplate, `"user":"u"}]`, `"user":"u","labels":{"example.com/x":"y"}}]`, 1))))
-	must(t, d.runOnce(ctx, leader))
-	st, _ = f.st.GetStatus(ctx)
-	if st.LastOp != "regenerate" {
-		t.Errorf("after a template change: op %q, want regenerate", st.LastOp)
-	}
-	c2 := f.cluster(t)
-	if c2.Nodes[3].Labels["example.com/x"] != "y" || c2.Nodes[0].Address != c.Nodes[0].Address {
-		t.Errorf("regenerated cluster: %+v", c2.Nodes[3])
-	}
-	_, tmplRev, _ = f.st.GetTemplate(ctx)
-	if rev, _ := f.st.GetClusterRevision(ctx); rev != tmplRev {
-		t.Errorf("cluster-revision %d after regenerate, template %d", rev, tmplRev)
-	}
-
-	// A machine becomes UNREACHABLE: its node is tainted.
-	worker := c2.Nodes[5]
-	_, err = f.store.SetState(worker.Annotations["cke.cybozu.com/serial"], machine.StateUnreachable)
-	must(t, err)
-	must(t, d.runOnce(ctx, leader))
-	for _, n := range f.cluster(t).Nodes {
-		if n.Address == worker.Address && (len(n.Taints) != 1 || n.Taints[0].Value != "unreachable") {
-			t.Errorf("unreachable node taints: %+v", n.Taints)
-		}
-	}
-}
-
 // TestFailureReasons: each failure kind records its reason and writes no
 // cluster.
-func TestFailureReasons(t *testing.T) {
-	cases := []struct {
-		name   string
-		setup  func(t *testing.T, f *fixture)
-		mod    func(*Config)
-		reason string
-		want   string
-	}{
-		{"no template", func(t *testing.T, f *fixture) {
-			_, err := f.st.Client.Delete(context.Background(), f.st.Key(storage.KeySabakanTemplate))
-			must(t, err)
-		}, nil, ReasonNoTemplate, "set-template"},
-		{"invalid template", func(t *testing.T, f *fixture) {
-			must(t, f.st.SetTemplate(context.Background(), []byte(`{"name":"t","nodes":[]}`)))
-		}, nil, ReasonInvalidTemplate, "need exactly one control plane node"},
-		{"no URL", func(t *testing.T, f *fixture) {
-			_, err := f.st.Client.Delete(context.Background(), f.st.Key(storage.KeySabakanURL))
-			must(t, err)
-		}, nil, ReasonNoURL, "set-url"},
-		{"sabakan unreachable", func(t *testing.T, f *fixture) {
-			must(t, f.st.SetURL(context.Background(), "http://127.0.0.1:1/graphql"))
-		}, nil, ReasonSabakanUnreachable, "connection refused"},
-		{"HTTP error", func(t *testing.T, f *fixture) {
-			ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { http.Error(w, "broken", 500) }))
-			t.Cleanup(ts.Close)
-			must(t, f.st.SetURL(context.Background(), ts.URL+"/graphql"))
-		}, nil, ReasonSabakanUnreachable, "HTTP 500: broken"},
-		{"query error", func(t *testing.T, f *fixture) {
-			ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				w.Header().Set("Content-Type", "application/json")
-				_, _ = w.Write([]byte(`{"data":{}}`))
-			}))
-			t.Cleanup(ts.Close)
-			must(t, f.st.SetURL(context.Background(), ts.URL+"/graphql"))
-		}, nil, ReasonQueryError, "data.searchMachines is missing or null"},
-		{"invalid variables", func(t *testing.T, f *fixture) {
-			must(t, f.st.SetQueryVariables(context.Background(), []byte(`{"having":{"states":["X"]}}`)))
-		}, nil, ReasonInvalidVariables, `unknown state "X"`},
-		{"invalid constraints", func(t *testing.T, f *fixture) {
-			_, err := f.st.Client.Put(context.Background(), f.st.Key(storage.KeyConstraints), `{"control-plane-count":0}`)
-			must(t, err)
-		}, nil, ReasonInvalidConstraints, "control-plane-count: must be >= 1"},
-		{"invalid disabled flag", func(t *testing.T, f *fixture) {
-			_, err := f.st.Client.Put(context.Background(), f.st.Key(storage.KeySabakanDisabled), "yes")
-			must(t, err)
-		}, nil, ReasonInvalidDisabled, `want true or false, got "yes"`},
-		{"invalid stored cluster", func(t *testing.T, f *fixture) {
-			_, err := f.st.Client.Put(context.Background(), f.st.Key(storage.KeyCluster), `{"name": "x", "nodes": [`)
-			must(t, err)
-		}, nil, ReasonInvalidCluster, "stored cluster"},
-		{"invalid cluster-revision", func(t *testing.T, f *fixture) {
-			_, err := f.st.Client.Put(context.Background(), f.st.Key(storage.KeyClusterRevision), "twelve")
-			must(t, err)
-		}, nil, ReasonInvalidCluster, `cluster-revision: invalid stored value: not a decimal revision: "twelve"`},
-		{"not enough machines", func(t *testing.T, f *fixture) {
-			c, _ := f.st.GetConstraints(context.Background())
-			c.MinimumWorkers = 500
-			must(t, f.st.SetConstraints(context.Background(), c))
-		}, nil, ReasonNotEnoughMachines, "need 500 workers"},
-		{"invalid policy: no such template", func(t *testing.T, f *fixture) {
-			putPolicy(t, f, `{"placements": {"gpu": {"constraints": ["topology.kubernetes.io/zone in (rack1)"]}}}`)
-		}, nil, ReasonInvalidPolicy, "placements.gpu: no template takes this placement"},
-		{"invalid policy: bad constraint", func(t *testing.T, f *fixture) {
-			putPolicy(t, f, `{"placements": {"control-plane": {"constraints": ["topology.kubernetes.io/zone in rack1"]}}}`)
-		}, nil, ReasonInvalidPolicy, "placements.control-plane.constraints[0]"},
-		{"metrics unavailable", func(t *testing.T, f *fixture) {
-			putPolicy(t, f, `{"placements": {"control-plane": {"metrics": [{"name": "temp", "weight": -5}]}},
-				"metrics": {"temp": {"provider": "prom", "query": "temp", "max": 50}},
-				"providers": {"prom": {"type": "prometheus", "url": "http://127.0.0.1:1", "timeout": "1s"}}}`)
-		}, nil, ReasonMetricsUnavailable, "metric temp from provider prom"},
-		{"cluster too large", nil, func(c *Config) { c.MaxClusterBytes = 1000 }, ReasonClusterTooLarge, "over etcd's request size limit of 1000 bytes"},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			f := newFixture(t)
-			if c.setup != nil {
-				c.setup(t, f)
-			}
-			leader := f.lead(t)
-			before, _ := f.st.GetClusterRaw(context.Background())
-			err := f.daemon("d", c.mod).runOnce(context.Background(), leader)
-			var te *tickError
-			if !errors.As(err, &te) || te.reason != c.reason {
-				t.Fatalf("error %v, want reason %s", err, c.reason)
-			}
-			st, gerr := f.st.GetStatus(context.Background())
-			must(t, gerr)
-			if st.Result != ResultFailing || st.Reason != c.reason || !strings.Contains(st.Message, c.want) || st.ConsecutiveFailures != 1 {
-				t.Errorf("status %+v, want failing %s with %q", st, c.reason, c.want)
-			}
-			if after, _ := f.st.GetClusterRaw(context.Background()); string(after) != string(before) {
-				t.Errorf("a failed tick wrote a cluster: %.80s", after)
-			}
-			if h, _ := f.st.History(context.Background()); len(h) != 0 {
-				t.Errorf("a failed tick recorded %d changes", len(h))
-			}
-		})
-	}
-}
-
 // TestEtcdErrorIsEtcdError: when etcd does not answer, the tick fails with
 // ETCD_ERROR, not with the reason of whatever it was reading (it used to
 // be INVALID_CONSTRAINTS or INVALID_CLUSTER), and writes nothing.
-func TestEtcdErrorIsEtcdError(t *testing.T) {
-	t.Parallel() // a stop takes etcd's request timeout (7 s) while a session is open
-	for _, stop := range []struct {
-		name string
-		stop func(f *fixture)
-	}{
-		{"etcd stopped", func(f *fixture) { f.etcd.Close() }},
-		{"client closed", func(f *fixture) { f.st.Client.Close() }},
-	} {
-		t.Run(stop.name, func(t *testing.T) {
-			t.Parallel()
-			f := newFixture(t)
-			leader := f.lead(t)
-			d := f.daemon("d", nil)
-			stop.stop(f)
-			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
-			defer cancel()
-			err := d.runOnce(ctx, leader)
-			var te *tickError
-			if !errors.As(err, &te) || te.reason != ReasonEtcdError {
-				t.Fatalf("error %v, want %s", err, ReasonEtcdError)
-			}
-			if st := d.Status(); st.Reason != ReasonEtcdError || st.Result != ResultFailing {
-				t.Errorf("status %+v", st)
-			}
-		})
-	}
-}
-
-func TestTooManyNonExistentAndRecovery(t *testing.T) {
-	f := newFixture(t)
-	leader := f.lead(t)
-	d := f.daemon("d", nil)
-	ctx := context.Background()
-	must(t, d.runOnce(ctx, leader))
-	c := f.cluster(t)
-	_, modRev, _ := f.st.GetCluster(ctx)
-	// Two of three control planes leave sabakan.
-	for _, n := range c.Nodes[:2] {
-		must(t, f.store.SetLabel(n.Annotations["cke.cybozu.com/serial"], "gone", "yes"))
-	}
-	must(t, f.st.SetQueryVariables(ctx, []byte(`{"notHaving":{"labels":[{"name":"gone","value":"yes"}]}}`)))
-	err := d.runOnce(ctx, leader)
-	var te *tickError
-	if !errors.As(err, &te) || te.reason != ReasonTooManyNonExistent {
-		t.Fatalf("error %v", err)
-	}
-	if _, again, _ := f.st.GetCluster(ctx); again != modRev {
-		t.Error("the refused tick wrote the cluster")
-	}
-	// They come back: the next tick succeeds.
-	must(t, f.st.SetQueryVariables(ctx, []byte(`{}`)))
-	must(t, d.runOnce(ctx, leader))
-	if st, _ := f.st.GetStatus(ctx); st.Result != ResultOK || st.ConsecutiveFailures != 0 {
-		t.Errorf("status after recovery %+v", st)
-	}
-}
-
-func TestLostLeadershipWritesNothing(t *testing.T) {
-	f := newFixture(t)
-	sess, err := concurrency.NewSession(f.st.Client)
-	must(t, err)
-	e := concurrency.NewElection(sess, f.st.Key(storage.KeyCKEGenLeader))
-	must(t, e.Campaign(context.Background(), "old"))
-	key := e.Key()
-	must(t, sess.Close()) // the session ends: the key is gone
-	err = f.daemon("d", nil).runOnce(context.Background(), key)
-	var te *tickError
-	if !errors.As(err, &te) || te.reason != ReasonLostLeadership {
-		t.Fatalf("error %v, want LOST_LEADERSHIP", err)
-	}
-	if f.cluster(t) != nil {
-		t.Error("a leaderless tick wrote a cluster")
-	}
-}
-
-func TestDisabled(t *testing.T) {
-	f := newFixture(t)
-	must(t, f.st.SetDisabled(context.Background(), true))
-	must(t, f.daemon("d", nil).runOnce(context.Background(), f.lead(t)))
-	if st, _ := f.st.GetStatus(context.Background()); st.Result != ResultDisabled {
-		t.Errorf("status %+v", st)
-	}
-	if f.cluster(t) != nil {
-		t.Error("a disabled tick wrote a cluster")
-	}
-}
-
 func TestBackoff(t *testing.T) {
 	d := New(Config{Interval: time.Minute, MinBackoff: 5 * time.Second})
-	failure := fail(ReasonQueryError, errors.New("x"))
+	failure := &tick.Error{Reason: reason.QueryError, Err: errors.New("x")}
 	b := d.cfg.MinBackoff
 	var waits []time.Duration
 	for i := 0; i < 6; i++ {
@@ -377,7 +129,7 @@ func TestBackoff(t *testing.T) {
 	if w, next := d.nextWait(nil, b); w != time.Minute || next != 5*time.Second {
 		t.Errorf("after success: wait %v next %v", w, next)
 	}
-	if w, _ := d.nextWait(fail(ReasonConflict, errors.New("x")), b); w != 0 {
+	if w, _ := d.nextWait(&tick.Error{Reason: reason.ClusterChanged, Err: errors.New("x")}, b); w != 0 {
 		t.Errorf("after a conflict: wait %v, want 0", w)
 	}
 }
@@ -386,8 +138,15 @@ func TestBackoff(t *testing.T) {
 // ckegen_tick_duration_seconds histogram.
 func ticks(d *Daemon) int64 {
 	var m dto.Metric
-	if err := d.metrics.tickDuration.Write(&m); err != nil {
-		panic(err)
+	ch := make(chan prometheus.Metric, 64)
+	d.metrics.Collect(ch)
+	close(ch)
+	for c := range ch {
+		if strings.Contains(c.Desc().String(), `"ckegen_tick_duration_seconds"`) {
+			if err := c.Write(&m); err != nil {
+				panic(err)
+			}
+		}
 	}
 	return int64(m.GetHistogram().GetSampleCount())
 }
@@ -548,7 +307,7 @@ func TestMetrics(t *testing.T) {
 	if got := series(scrape(t, d), "cke_sabakan_"); len(got) != 0 {
 		t.Errorf("a leader exports %q before its first tick", got)
 	}
-	must(t, d.runOnce(ctx, leader))
+	must(t, d.runOnce(ctx, leader).Err)
 	m = scrape(t, d)
 	if got := series(m, "ckegen_kubernetes_"); len(got) != 0 {
 		t.Errorf("a daemon without Kubernetes access exports %q", got)
@@ -584,7 +343,7 @@ func TestMetrics(t *testing.T) {
 	// A failed tick: successful 0, the counts of the last tick that had
 	// them are kept.
 	must(t, f.st.SetURL(ctx, "http://127.0.0.1:1/graphql"))
-	if err := d.runOnce(ctx, leader); err == nil {
+	if err := d.runOnce(ctx, leader).Err; err == nil {
 		t.Fatal("a tick against no sabakan succeeded")
 	}
 	m = scrape(t, d)
@@ -596,7 +355,7 @@ func TestMetrics(t *testing.T) {
 
 	// Disabled is not "successful": nothing is exported.
 	must(t, f.st.SetDisabled(ctx, true))
-	must(t, d.runOnce(ctx, leader))
+	must(t, d.runOnce(ctx, leader).Err)
 	m = scrape(t, d)
 	for _, name := range []string{"cke_sabakan_", "ckegen_machines"} {
 		if got := series(m, name); len(got) != 0 {
@@ -607,7 +366,7 @@ func TestMetrics(t *testing.T) {
 	// Enabled again, then leadership ends: nothing is exported.
 	must(t, f.st.SetDisabled(ctx, false))
 	must(t, f.st.SetURL(ctx, f.url))
-	must(t, d.runOnce(ctx, leader))
+	must(t, d.runOnce(ctx, leader).Err)
 	if got := series(scrape(t, d), "cke_sabakan_integration_successful"); len(got) != 1 {
 		t.Fatalf("enabled again: %q", got)
 	}
@@ -622,8 +381,8 @@ func TestMetrics(t *testing.T) {
 
 	// Stale roles disappear.
 	d.setLeading(true)
-	d.metrics.inventory.observe(testNow, &outcome{machines: []*machine.Machine{},
-		current: &cluster.Cluster{Nodes: []*cluster.Node{{Address: "x", Labels: map[string]string{"cke.cybozu.com/role": "new"}}}}}, nil)
+	d.metrics.Observe(testNow, tick.Result{Machines: []*machine.Machine{},
+		Cluster: &cluster.Cluster{Nodes: []*cluster.Node{{Address: "x", Labels: map[string]string{"cke.cybozu.com/role": "new"}}}}})
 	if got := series(scrape(t, d), "cke_sabakan_workers{"); len(got) != 1 || got[0] != `cke_sabakan_workers{role="new"} 1` {
 		t.Errorf("worker series after the roles changed: %q", got)
 	}
@@ -683,8 +442,8 @@ func TestHealthAndVersion(t *testing.T) {
 	}
 	leader := f.lead(t)
 	d.setLeading(true)
-	must(t, d.runOnce(context.Background(), leader))
-	if _, _, body = get("/health"); body["leader"] != true || body["lastTick"].(map[string]any)["result"] != ResultOK {
+	must(t, d.runOnce(context.Background(), leader).Err)
+	if _, _, body = get("/health"); body["leader"] != true || body["lastTick"].(map[string]any)["result"] != reason.OK {
 		t.Errorf("/health of the leader: %v", body)
 	}
 
@@ -763,96 +522,9 @@ func TestSettingsChangeResetsBackoff(t *testing.T) {
 	if wait := time.Since(triggered); wait > 800*time.Millisecond {
 		t.Errorf("the retry after a settings change came %s later, want about MinBackoff (20ms)", wait.Round(time.Millisecond))
 	}
-	if st := d.Status(); st.Reason != ReasonSabakanUnreachable {
+	if st := d.Status(); st.Reason != reason.SabakanUnreachable {
 		t.Errorf("status %+v", st)
 	}
 	cancel()
 	<-done
-}
-
-// TestWarnings: a warning (here: an even control-plane-count) is in the
-// status and in the log, and the tick goes on.
-func TestWarnings(t *testing.T) {
-	f := newFixture(t)
-	ctx := context.Background()
-	c, _ := f.st.GetConstraints(ctx)
-	c.ControlPlaneCount = 2
-	must(t, f.st.SetConstraints(ctx, c))
-	var log strings.Builder
-	var mu sync.Mutex
-	d := f.daemon("d", func(c *Config) {
-		c.Log = slog.New(slog.NewTextHandler(&lockedWriter{w: &log, mu: &mu}, nil))
-	})
-	must(t, d.runOnce(ctx, f.lead(t)))
-	st, err := f.st.GetStatus(ctx)
-	must(t, err)
-	if st.Result != ResultOK || len(st.Warnings) != 1 || !strings.Contains(st.Warnings[0], "control-plane-count is even (2)") {
-		t.Errorf("status %+v, want ok with the even control-plane-count warning", st)
-	}
-	mu.Lock()
-	defer mu.Unlock()
-	if !strings.Contains(log.String(), `level=WARN msg="tick warning" warning="constraints: control-plane-count is even (2)`) {
-		t.Errorf("the log lacks the warning:\n%s", log.String())
-	}
-}
-
-type lockedWriter struct {
-	w  io.Writer
-	mu *sync.Mutex
-}
-
-func (l *lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
-}
-
-// A misspelt worker role in a new template is held by the generator's
-// typo guard: the daemon shows the warning in its status and removes no
-// worker of the role the template used to name.
-func TestMisspeltRoleWarning(t *testing.T) {
-	f := newFixture(t)
-	ctx := context.Background()
-	roles := func(gpu string) []byte {
-		return []byte(`{"name":"t","nodes":[{"user":"u","control_plane":true,"labels":{"cke.cybozu.com/role":"compute"}},` +
-			`{"user":"u","labels":{"cke.cybozu.com/role":"compute"}},{"user":"u","labels":{"cke.cybozu.com/role":"storage"}},` +
-			`{"user":"u","labels":{"cke.cybozu.com/role":"` + gpu + `"}}],"service_subnet":"10.68.0.0/16",` + testOptions + `}`)
-	}
-	c, _ := f.st.GetConstraints(ctx)
-	c.MinimumWorkers = 12
-	must(t, f.st.SetConstraints(ctx, c))
-	must(t, f.st.SetTemplate(ctx, roles("gpu")))
-	d := f.daemon("d", nil)
-	leader := f.lead(t)
-	must(t, d.runOnce(ctx, leader))
-	gpuWorkers := func() int {
-		n := 0
-		for _, nd := range f.cluster(t).Nodes {
-			if !nd.ControlPlane && nd.Labels["cke.cybozu.com/role"] == "gpu" {
-				n++
-			}
-		}
-		return n
-	}
-	before := gpuWorkers()
-	if before == 0 {
-		t.Fatal("the first cluster has no gpu worker; the test needs one")
-	}
-
-	must(t, f.st.SetTemplate(ctx, roles("gpuu")))
-	for range 3 {
-		_ = d.runOnce(ctx, leader)
-	}
-	if got := gpuWorkers(); got != before {
-		t.Errorf("gpu workers %d after the misspelt template, want %d kept", got, before)
-	}
-	st, err := f.st.GetStatus(ctx)
-	must(t, err)
-	found := false
-	for _, w := range st.Warnings {
-		found = found || strings.Contains(w, `template role "gpuu" matches no machine`)
-	}
-	if !found {
-		t.Errorf("status warnings %q lack the misspelt role", st.Warnings)
-	}
 }

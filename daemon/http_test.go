@@ -50,7 +50,7 @@ func TestShutdownIsNoFailure(t *testing.T) {
 	d := f.daemon("d", func(c *Config) { c.Sabakan.Timeout = time.Minute })
 	ctx, cancel := context.WithCancel(context.Background())
 	time.AfterFunc(200*time.Millisecond, cancel)
-	if err := d.runOnce(ctx, leader); err == nil {
+	if err := d.runOnce(ctx, leader).Err; err == nil {
 		t.Fatal("a cancelled tick succeeded")
 	}
 	if st, err := f.st.GetStatus(context.Background()); !errors.Is(err, storage.ErrNotFound) {

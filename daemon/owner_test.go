@@ -3,7 +3,6 @@ package daemon
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -11,64 +10,25 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ckegen/ckegen/reason"
 	"github.com/ckegen/ckegen/storage"
+	"github.com/ckegen/ckegen/tick"
 )
 
-// ckeServer stands in for a CKE server: a key under leader/ (CKE's
-// election) and, when phase is not "", its status key written at at.
-func (f *fixture) ckeServer(t *testing.T, phase string, at time.Time) {
-	t.Helper()
-	ctx := context.Background()
-	_, err := f.st.Client.Put(ctx, f.st.Key(storage.KeyLeader)+"694d7c8a1b2f0a01", "cke-server-1")
-	must(t, err)
-	if phase != "" {
-		_, err = f.st.Client.Put(ctx, f.st.Key(storage.KeyCKEStatus), fmt.Sprintf(`{"phase":%q,"timestamp":%q}`, phase, at.Format(time.RFC3339Nano)))
-		must(t, err)
-	}
-}
-
-func (f *fixture) takeover(t *testing.T) {
-	t.Helper()
-	o, err := f.st.Ownership(context.Background())
-	must(t, err)
-	must(t, f.st.Takeover(context.Background(), o))
-}
-
-// wantHeld runs a tick and checks that it held back for reason, wrote
-// nothing, and says so in the status and the metrics.
-func (f *fixture) wantHeld(t *testing.T, d *Daemon, leader, reason, msg string) {
-	t.Helper()
-	before := f.clusterRev(t)
-	if err := d.runOnce(context.Background(), leader); err != nil {
-		t.Fatalf("a held tick failed: %v", err)
-	}
-	st := f.status(t)
-	if st.Result != ResultHeld || st.Reason != reason || !strings.Contains(st.Message, msg) {
-		t.Fatalf("status %s %s %q, want held %s with %q", st.Result, st.Reason, st.Message, reason, msg)
-	}
-	if f.clusterRev(t) != before {
-		t.Fatalf("a tick held by %s wrote the cluster", reason)
-	}
-	d.setLeading(true)
-	if got := series(scrape(t, d), "ckegen_integration_held"); !slices.Contains(got, `ckegen_integration_held{reason="`+reason+`"} 1`) {
-		t.Errorf("metrics %q, want the hold reason %s", got, reason)
-	}
-}
-
-// TestOwnedByCKE: beside a CKE server that owns the integration, ckegen
-// writes nothing and says how to take over; cke_leader is left to CKE.
-func TestOwnedByCKE(t *testing.T) {
+// TestModeMetricsAndHealth: beside a CKE server, cke_leader is left to
+// CKE, ckegen_leader and ckegen_standalone say how the daemon runs, and
+// /health stays healthy while a tick correctly holds back; standalone,
+// ckegen_standalone is 1 and cke_leader is ckegen's.
+func TestModeMetricsAndHealth(t *testing.T) {
 	f := newFixture(t)
 	leader := f.lead(t)
-	f.ckeServer(t, "completed", testNow)
+	ctx := context.Background()
+	_, err := f.st.Client.Put(ctx, f.st.Key(storage.KeyLeader)+"cke", "cke-server")
+	must(t, err)
 	d := f.daemon("d", nil)
-	f.wantHeld(t, d, leader, ReasonOwnedByCKE, "ckecli sabakan takeover")
-	if f.cluster(t) != nil {
-		t.Fatal("a cluster was written while CKE owns the integration")
-	}
-	st := f.status(t)
-	if st.Mode != ModeBesideCKE || st.Owner != storage.OwnerCKE {
-		t.Errorf("mode %q owner %q, want %s and %s", st.Mode, st.Owner, ModeBesideCKE, storage.OwnerCKE)
+	d.setLeading(true)
+	if r := d.runOnce(ctx, leader); r.Err != nil || r.Status.Reason != reason.OwnedByCKE {
+		t.Fatalf("beside CKE: %+v", r.Status)
 	}
 	m := scrape(t, d)
 	if got := series(m, "cke_leader"); len(got) != 0 {
@@ -80,119 +40,23 @@ func TestOwnedByCKE(t *testing.T) {
 	if got := series(m, "ckegen_standalone"); !slices.Equal(got, []string{"ckegen_standalone 0"}) {
 		t.Errorf("ckegen_standalone: %q", got)
 	}
-	// /health stays healthy: holding back is correct.
 	rec := httptest.NewRecorder()
 	d.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/health", nil))
-	if rec.Code != http.StatusOK || !strings.Contains(rec.Body.String(), ReasonOwnedByCKE) {
-		t.Errorf("/health %d %s, want 200 naming %s while correctly held", rec.Code, rec.Body, ReasonOwnedByCKE)
+	if rec.Code != http.StatusOK || !strings.Contains(rec.Body.String(), reason.OwnedByCKE) {
+		t.Errorf("/health %d %s, want 200 naming %s while correctly held", rec.Code, rec.Body, reason.OwnedByCKE)
 	}
-}
 
-// TestTakeoverPace: after a takeover, beside a CKE server, ckegen may
-// build the first cluster whatever CKE's phase, then changes the cluster
-// only while CKE's status is completed (or reboot-nodes) and fresh.
-func TestTakeoverPace(t *testing.T) {
-	f := newFixture(t)
-	leader := f.lead(t)
-	f.ckeServer(t, "", time.Time{})
-	f.takeover(t)
-	d := f.daemon("d", nil)
-	ctx := context.Background()
-	must(t, d.runOnce(ctx, leader))
-	c := f.cluster(t)
-	if c == nil {
-		t.Fatal("no first cluster after takeover although none existed")
+	_, err = f.st.Client.Delete(ctx, f.st.Key(storage.KeyLeader)+"cke")
+	must(t, err)
+	if r := d.runOnce(ctx, leader); r.Err != nil || r.Status.Mode != tick.ModeStandalone {
+		t.Fatalf("standalone: %+v", r.Status)
 	}
-	if st := f.status(t); st.Owner != storage.OwnerCKEGen || st.Mode != ModeBesideCKE {
-		t.Errorf("owner %q mode %q", st.Owner, st.Mode)
-	}
-	worker := workers(c)[0]
-	f.rest(t, http.MethodPut, "/api/v1/state/"+serial(worker), "unreachable")
-
-	f.wantHeld(t, d, leader, ReasonCKENotReady, "has written no status yet")
-	f.ckeServer(t, "k8s-maintain", testNow.Add(-time.Minute))
-	f.wantHeld(t, d, leader, ReasonCKENotReady, "phase k8s-maintain (status written 1m0s ago)")
-	f.ckeServer(t, "completed", testNow.Add(-11*time.Minute))
-	f.wantHeld(t, d, leader, ReasonCKENotReady, "is 11m0s old, over --cke-status-max-age 10m0s")
-
-	f.ckeServer(t, "reboot-nodes", testNow.Add(-time.Minute))
-	before := f.clusterRev(t)
-	must(t, d.runOnce(ctx, leader))
-	if f.clusterRev(t) == before {
-		t.Fatalf("no write in phase reboot-nodes: %+v", f.status(t))
-	}
-	if st := f.status(t); st.Result != ResultOK || st.LastOp != "increase worker" {
-		t.Errorf("status %s %s, want a worker added for the UNREACHABLE one", st.Result, st.LastOp)
-	}
-	if got := series(scrape(t, d), "ckegen_integration_held"); len(got) != 0 {
-		t.Errorf("held metric after a tick that went on: %q", got)
-	}
-}
-
-// TestCKEIntegrationActive: ckegen owns the integration but CKE's own was
-// enabled again: nothing written. ckegen's own switch, not CKE's, disables
-// ckegen while it owns the integration.
-func TestCKEIntegrationActive(t *testing.T) {
-	f := newFixture(t)
-	leader := f.lead(t)
-	f.takeover(t)
-	d := f.daemon("d", nil)
-	ctx := context.Background()
-	must(t, f.st.SetDisabled(ctx, false))
-	f.wantHeld(t, d, leader, ReasonCKEIntegrationActive, "CKE's own integration is enabled again")
-	if f.cluster(t) != nil {
-		t.Fatal("a cluster was written while both integrations are enabled")
-	}
-	f.takeover(t)
-	must(t, f.st.SetCKEGenDisabled(ctx, true))
-	must(t, d.runOnce(ctx, leader))
-	if st := f.status(t); st.Result != ResultDisabled || f.cluster(t) != nil {
-		t.Fatalf("ckegen's own switch off: status %s, cluster %v", st.Result, f.cluster(t) != nil)
-	}
-	must(t, f.st.SetCKEGenDisabled(ctx, false))
-	must(t, d.runOnce(ctx, leader))
-	if st := f.status(t); st.Result != ResultOK || f.cluster(t) == nil || st.Mode != ModeStandalone {
-		t.Fatalf("owned, CKE's switch true, ckegen's on, no CKE server: status %s mode %s", st.Result, st.Mode)
-	}
-}
-
-// TestStandaloneHonoursCKESwitch: with no CKE server and no owner, the
-// daemon stands in for CKE and follows sabakan/disabled, as before.
-func TestStandaloneHonoursCKESwitch(t *testing.T) {
-	f := newFixture(t)
-	leader := f.lead(t)
-	d := f.daemon("d", nil)
-	ctx := context.Background()
-	must(t, f.st.SetDisabled(ctx, true))
-	must(t, d.runOnce(ctx, leader))
-	if st := f.status(t); st.Result != ResultDisabled {
-		t.Fatalf("standalone, sabakan/disabled true: %s", st.Result)
-	}
-	must(t, f.st.SetDisabled(ctx, false))
-	must(t, d.runOnce(ctx, leader))
-	st := f.status(t)
-	if st.Result != ResultOK || st.Mode != ModeStandalone || st.Owner != storage.OwnerCKE || f.cluster(t) == nil {
-		t.Fatalf("standalone: %s mode %s owner %s", st.Result, st.Mode, st.Owner)
-	}
-	if got := series(scrape(t, d), "ckegen_standalone"); !slices.Equal(got, []string{"ckegen_standalone 1"}) {
+	m = scrape(t, d)
+	if got := series(m, "ckegen_standalone"); !slices.Equal(got, []string{"ckegen_standalone 1"}) {
 		t.Errorf("ckegen_standalone: %q", got)
 	}
-}
-
-// TestInvalidClusterForCKE: a cluster CKE would refuse (no CRI endpoint,
-// which ckecli sabakan set-template would have filled in) is not written.
-func TestInvalidClusterForCKE(t *testing.T) {
-	f := newFixture(t)
-	leader := f.lead(t)
-	ctx := context.Background()
-	must(t, f.st.SetTemplate(ctx, []byte(strings.Replace(testTemplate, ","+testOptions, "", 1))))
-	err := f.daemon("d", nil).runOnce(ctx, leader)
-	var te *tickError
-	if !errors.As(err, &te) || te.reason != ReasonInvalidCluster || !strings.Contains(te.err.Error(), "options.kubelet.cri_endpoint") {
-		t.Fatalf("tick: %v, want INVALID_CLUSTER naming CKE's rule", err)
-	}
-	if f.cluster(t) != nil {
-		t.Fatal("a cluster CKE refuses was written")
+	if got := series(m, "cke_leader"); !slices.Equal(got, []string{"cke_leader 1"}) {
+		t.Errorf("standalone, cke_leader: %q", got)
 	}
 }
 
@@ -200,50 +64,8 @@ func TestInvalidClusterForCKE(t *testing.T) {
 // at once, like a changed cluster.
 func TestOwnershipChangedRetries(t *testing.T) {
 	d := New(Config{Interval: time.Minute, MinBackoff: time.Second})
-	if wait, _ := d.nextWait(fail(ReasonOwnershipChanged, storage.ErrOwnershipChanged), time.Second); wait != 0 {
-		t.Errorf("wait %s after %s, want 0", wait, ReasonOwnershipChanged)
-	}
-}
-
-// TestHandbackHoldsWithoutCKEServer: once handed back, ckegen writes
-// nothing even while no CKE server holds leader/: the server may be
-// restarting, and only a takeover gives the integration back to ckegen.
-// With no owner ever set and no server, it stands in for CKE as before.
-func TestHandbackHoldsWithoutCKEServer(t *testing.T) {
-	f := newFixture(t)
-	leader := f.lead(t)
-	d := f.daemon("d", nil)
-	ctx := context.Background()
-	f.takeover(t)
-	must(t, d.runOnce(ctx, leader))
-	if f.cluster(t) == nil {
-		t.Fatal("no cluster while ckegen owns the integration")
-	}
-	o, err := f.st.Ownership(ctx)
-	must(t, err)
-	must(t, f.st.Handback(ctx, o))
-	f.rest(t, http.MethodPut, "/api/v1/state/"+serial(workers(f.cluster(t))[0]), "unreachable")
-	f.wantHeld(t, d, leader, ReasonOwnedByCKE, "handed back to CKE")
-	if st := f.status(t); st.Mode != ModeStandalone || st.Owner != storage.OwnerCKE {
-		t.Errorf("mode %q owner %q", st.Mode, st.Owner)
-	}
-}
-
-// TestInvalidOwner: an owner that is neither cke nor ckegen fails the tick
-// naming the key and the commands that set it, and nothing is written.
-func TestInvalidOwner(t *testing.T) {
-	f := newFixture(t)
-	leader := f.lead(t)
-	ctx := context.Background()
-	_, err := f.st.Client.Put(ctx, f.st.Key(storage.KeyOwner), "both")
-	must(t, err)
-	err = f.daemon("d", nil).runOnce(ctx, leader)
-	var te *tickError
-	if !errors.As(err, &te) || te.reason != ReasonInvalidOwner || !strings.Contains(te.err.Error(), "sabakan/owner") ||
-		!strings.Contains(te.err.Error(), "ckecli sabakan takeover") {
-		t.Fatalf("tick: %v, want %s naming sabakan/owner and the fix", err, ReasonInvalidOwner)
-	}
-	if f.cluster(t) != nil {
-		t.Fatal("a cluster was written with an invalid owner")
+	err := &tick.Error{Reason: reason.OwnershipChanged, Err: errors.New("sabakan/owner changed")}
+	if wait, _ := d.nextWait(err, time.Second); wait != 0 {
+		t.Errorf("wait %s after %s, want 0", wait, reason.OwnershipChanged)
 	}
 }

@@ -15,9 +15,9 @@ import (
 
 	"pgregory.net/rapid"
 
+	"github.com/ckegen/ckegen/fakesabakan/internal/graph"
 	"github.com/ckegen/ckegen/internal/testutil/dcgen"
 	"github.com/ckegen/ckegen/machine"
-	"github.com/ckegen/ckegen/fakesabakan/internal/graph"
 )
 
 // pair serves one store twice over HTTP: machines written by marshal.go,

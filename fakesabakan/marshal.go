@@ -11,8 +11,8 @@ import (
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/vektah/gqlparser/v2/ast"
 
-	"github.com/ckegen/ckegen/machine"
 	"github.com/ckegen/ckegen/fakesabakan/internal/graph"
+	"github.com/ckegen/ckegen/machine"
 )
 
 // The machines of searchMachines and machine are written in one pass each,

@@ -11,8 +11,8 @@ import (
 	"github.com/99designs/gqlgen/graphql/handler/lru"
 	"github.com/vektah/gqlparser/v2/ast"
 
-	"github.com/ckegen/ckegen/internal/version"
 	"github.com/ckegen/ckegen/fakesabakan/internal/graph"
+	"github.com/ckegen/ckegen/internal/version"
 )
 
 // Server serves a Store over sabakan's HTTP API.

@@ -1,17 +1,22 @@
 // Package intake is the one path from settings to the generator's input:
 // what the generator is asked.
 //
-// Three callers ask it: the daemon's tick, the live views of ckecli (plan,
-// --dry-run and the checks of the setting commands) and the offline
+// Its callers: the tick, the live views of ckecli (plan, --dry-run, the
+// checks of the setting commands, takeover's refusals) and the offline
 // generator (ckecli sabakan generate, from files). Each needs the same
-// settings (template, query variables, constraints, placement policy, and
-// the change settings: trigger, quiet time, max-unhealthy) and the same
-// state (the cluster, the template revision it was built from, CKE's reboot
-// queue), then the inventory, the metrics and the Nodes' taints joined to
-// them. This package does each step once:
+// settings (the owner and the switches; template, query variables,
+// constraints, placement policy; the change settings: trigger, quiet
+// time, max-unhealthy) and the same state (the cluster, the template
+// revision it was built from, CKE's reboot queue), then the inventory, the
+// metrics and the Nodes' taints joined to them. This package does each
+// step once:
 //
-//   - Reader.Read parses one storage.Snapshot (one etcd transaction) into
-//     Settings, what-if values replacing stored ones;
+//   - Table is the table of settings: one Row each, with its etcd key, its
+//     typed parse, its reason code, the fix to print, whether a change
+//     wakes the leader, and the CLI's commands for it;
+//   - Reader.Read parses one storage.Snapshot (one etcd transaction, read
+//     by Reader.Request) into Settings, row by row, what-if values
+//     replacing stored ones;
 //   - FromFiles parses the offline generator's files into Settings;
 //   - Sanitize, FetchMetrics and Settings.Input join the inventory, the
 //     metrics and the taints into a generator.Input.
@@ -21,9 +26,9 @@
 // Refusal.Error is how the daemon's status says it; Refusal.Explain is how
 // ckecli says it to a person, with the command that fixes it.
 //
-// A new setting is added here once: a field of Settings, a step of Read
-// (and of FromFiles when the offline generator takes it) and its row in
-// the table of settings.
+// A new setting is added here once: its row in Table (key, reason, fix,
+// watch, verbs, and its read function) and a field of Settings; the
+// storage layer only learns its key.
 package intake
 
 import (
@@ -35,13 +40,17 @@ import (
 	"github.com/ckegen/ckegen/machine"
 	"github.com/ckegen/ckegen/policy"
 	"github.com/ckegen/ckegen/sabakan"
-	"github.com/ckegen/ckegen/storage"
 	"github.com/ckegen/ckegen/template"
 )
 
-// Settings are what the generator is asked, apart from the inventory:
-// every value parsed and valid.
+// Settings are every setting, parsed and valid: who writes the cluster
+// and the switches, what the generator is asked (apart from the
+// inventory), and change management.
 type Settings struct {
+	// Own is the owner, both switches and what is known of a CKE server
+	// (docs/beside-cke.md).
+	Own Ownership
+
 	Template *template.Template
 	// TemplateRevision is the stored template's mod revision (0: none
 	// stored, or the settings come from files).
@@ -59,8 +68,10 @@ type Settings struct {
 
 	Constraints constraints.Constraints
 	// ConstraintsStored: the constraints were stored or given (else they
-	// are the count model's defaults).
-	ConstraintsStored bool
+	// are the count model's defaults); ConstraintsRevision is the stored
+	// key's mod revision (0: none), for a guarded read-modify-write.
+	ConstraintsStored   bool
+	ConstraintsRevision int64
 
 	// Current is the cluster (nil: none yet); ClusterRevision is its key's
 	// mod revision, for the guarded write; BuiltFrom is the template
@@ -74,12 +85,14 @@ type Settings struct {
 	// Policy is the placement policy compiled for Template (nil: none).
 	Policy *policy.Policy
 
+	Change
+
 	// Warnings are for the operator: values that work but look wrong.
 	Warnings []string
 }
 
-// Change are the change management settings (docs/design.md 11), read
-// by ReadChange: the daemon acts on them, the views only mention them.
+// Change are the change management settings (docs/design.md 11): the
+// daemon acts on them, the views only mention them.
 type Change struct {
 	// Trigger is planning or schedule; TriggerRevision its key's mod
 	// revision (0: unset, schedule).
@@ -88,7 +101,7 @@ type Change struct {
 	// QuietTime is how long the inventory must stay still (0: off).
 	QuietTime time.Duration
 	// MaxUnhealthy is the circuit breaker's limit (nil: none).
-	MaxUnhealthy *storage.MaxUnhealthy
+	MaxUnhealthy *MaxUnhealthy
 }
 
 // TemplateChanged reports whether the template is not the one the cluster

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -13,6 +14,7 @@ import (
 
 	"github.com/ckegen/ckegen/constraints"
 	"github.com/ckegen/ckegen/internal/testutil/etcdtest"
+	"github.com/ckegen/ckegen/reason"
 	"github.com/ckegen/ckegen/storage"
 )
 
@@ -52,7 +54,8 @@ func put(t *testing.T, st storage.Storage, values map[string]string) {
 
 func snapshot(t *testing.T, st storage.Storage) *storage.Snapshot {
 	t.Helper()
-	snap, err := st.Snapshot(context.Background(), "")
+	var r Reader
+	snap, err := st.Read(context.Background(), r.Request(""))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,34 +90,34 @@ func TestRefusals(t *testing.T) {
 		explain string // Explained(err, true)
 	}{
 		{name: "no template", values: map[string]string{storage.KeySabakanURL: "u"},
-			reason:  ReasonNoTemplate,
+			reason:  reason.NoTemplate,
 			status:  "no template: set one with ckecli sabakan set-template",
 			explain: "no template: set one with ckecli sabakan set-template, or give --template"},
 		{name: "invalid template", values: with(ready(), storage.KeySabakanTemplate, `{"name":""}`),
-			reason: ReasonInvalidTemplate, status: "...", explain: "the stored template is invalid: ... (set one with ckecli sabakan set-template)"},
+			reason: reason.InvalidTemplate, status: "...", explain: "the stored template is invalid: ... (set one with ckecli sabakan set-template)"},
 		{name: "invalid what-if template", values: ready(), whatIf: WhatIf{Template: []byte(`{"name":""}`)},
-			reason: ReasonInvalidTemplate, status: "template: ...", explain: "template: ..."},
+			reason: reason.InvalidTemplate, status: "template: ...", explain: "template: ..."},
 		{name: "no url", values: map[string]string{storage.KeySabakanTemplate: goodTemplate},
-			reason: ReasonNoURL, status: "no sabakan URL: set one with ckecli sabakan set-url",
+			reason: reason.NoURL, status: "no sabakan URL: set one with ckecli sabakan set-url",
 			explain: "no sabakan URL: set one with ckecli sabakan set-url"},
 		{name: "invalid variables", values: with(ready(), storage.KeySabakanQueryVariables, `{"having":1}`),
-			reason: ReasonInvalidVariables, status: "...", explain: "the stored query variables are invalid: ... (set them with ckecli sabakan set-variables)"},
+			reason: reason.InvalidVariables, status: "...", explain: "the stored query variables are invalid: ... (set them with ckecli sabakan set-variables)"},
 		{name: "invalid what-if variables", values: ready(), whatIf: WhatIf{Variables: []byte(`[`)},
-			reason: ReasonInvalidVariables, status: "variables: ...", explain: "variables: ..."},
+			reason: reason.InvalidVariables, status: "variables: ...", explain: "variables: ..."},
 		{name: "constraints that do not parse", values: with(ready(), storage.KeyConstraints, `{"control-plane-count":"x"}`),
-			reason: ReasonInvalidConstraints, status: "...", explain: "the stored constraints are invalid: ... (set them with ckecli constraints set)"},
+			reason: reason.InvalidConstraints, status: "...", explain: "the stored constraints are invalid: ... (set them with ckecli constraints set)"},
 		{name: "what-if constraints that do not validate", values: ready(), whatIf: WhatIf{Constraints: &constraints.Constraints{}},
-			reason: ReasonInvalidConstraints, status: "constraints: ...", explain: "constraints: ..."},
+			reason: reason.InvalidConstraints, status: "constraints: ...", explain: "constraints: ..."},
 		{name: "invalid cluster", values: with(ready(), storage.KeyCluster, `{`),
-			reason: ReasonInvalidCluster, status: "...", explain: "the stored cluster is invalid: ..."},
+			reason: reason.InvalidCluster, status: "...", explain: "the stored cluster is invalid: ..."},
 		{name: "invalid cluster revision", values: with(ready(), storage.KeyClusterRevision, `x`),
-			reason: ReasonInvalidCluster, status: "...", explain: "the cluster's template revision: ..."},
+			reason: reason.InvalidCluster, status: "...", explain: "the cluster's template revision: ..."},
 		{name: "invalid policy", values: with(ready(), storage.KeySabakanPolicy, "placements: 1"),
-			reason:  ReasonInvalidPolicy,
+			reason:  reason.InvalidPolicy,
 			status:  "...; this is the policy stored in sabakan/policy: fix it with ckecli sabakan set-policy, or remove it with ckecli sabakan clear-policy",
 			explain: "the stored policy is invalid for the template: ... (fix it with ckecli sabakan set-policy, or clear it with clear-policy)"},
 		{name: "invalid what-if policy", values: ready(), whatIf: WhatIf{Policy: []byte("placements: 1")},
-			reason: ReasonInvalidPolicy, status: "policy: ...", explain: "policy: ..."},
+			reason: reason.InvalidPolicy, status: "policy: ...", explain: "policy: ..."},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -190,7 +193,7 @@ func TestReadEach(t *testing.T) {
 		storage.KeyCluster:         goodCluster,
 	})
 	var r Reader
-	s, refused := r.ReadEach(snapshot(t, st))
+	s, refused := r.ReadEach(snapshot(t, st), WhatIf{})
 	var got []string
 	for k := range refused {
 		got = append(got, string(k))
@@ -213,7 +216,8 @@ func TestSettings(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, tmplRev, _ := st.GetTemplate(context.Background())
+	tmpl, _ := st.Get(context.Background(), storage.KeySabakanTemplate)
+	tmplRev := tmpl.ModRevision
 	switch {
 	case s.URL != "http://sabakan/graphql":
 		t.Errorf("URL %q", s.URL)
@@ -279,9 +283,9 @@ func TestCaches(t *testing.T) {
 	}
 	// A snapshot that did not read the cluster's value again, as the
 	// daemon takes them.
-	known, err := st.SnapshotKnowing(context.Background(), "", r.ClusterRevision())
-	if err != nil || r.ClusterRevision() != first.ClusterRevision {
-		t.Fatalf("SnapshotKnowing at %d: %v", r.ClusterRevision(), err)
+	known, err := st.Read(context.Background(), r.Request(""))
+	if err != nil || !known.NotRead(storage.KeyCluster) {
+		t.Fatalf("a snapshot of a reader holding the cluster read it again (%v)", err)
 	}
 	if s, err := r.Read(known, WhatIf{}); err != nil || s.Current != first.Current {
 		t.Errorf("a snapshot that holds the cluster's revision only: %v", err)
@@ -312,21 +316,128 @@ func TestCaches(t *testing.T) {
 // TestReadChange: the change settings and their refusals.
 func TestReadChange(t *testing.T) {
 	cli = etcdtest.Client(t)
-	st := site(t, map[string]string{storage.KeySabakanTrigger: "planning", storage.KeySabakanQuietTime: "5m", storage.KeySabakanMaxUnhealthy: "10%"})
-	c, err := ReadChange(snapshot(t, st))
-	if err != nil || c.Trigger != storage.TriggerPlanning || c.TriggerRevision == 0 || c.QuietTime.Minutes() != 5 || c.MaxUnhealthy == nil {
-		t.Errorf("ReadChange = %+v, %v", c, err)
+	st := site(t, with(ready(), storage.KeySabakanTrigger, "planning"))
+	put(t, st, map[string]string{storage.KeySabakanQuietTime: "5m", storage.KeySabakanMaxUnhealthy: "10%"})
+	var r Reader
+	s, err := r.Read(snapshot(t, st), WhatIf{})
+	if c := s.Change; err != nil || c.Trigger != TriggerPlanning || c.TriggerRevision == 0 || c.QuietTime.Minutes() != 5 || c.MaxUnhealthy == nil {
+		t.Errorf("Read = %+v, %v", c, err)
 	}
-	for key, reason := range map[string]string{
-		storage.KeySabakanTrigger: ReasonInvalidTrigger, storage.KeySabakanQuietTime: ReasonInvalidQuietTime, storage.KeySabakanMaxUnhealthy: ReasonInvalidMaxUnhealthy,
+	for key, want := range map[string]string{
+		storage.KeySabakanTrigger:      `stored sabakan/trigger: invalid stored value: trigger: must be planning (compute and store the plan, change nothing) or schedule (apply it one step per tick), got "nonsense" (set it with ckecli sabakan trigger)`,
+		storage.KeySabakanQuietTime:    `stored sabakan/quiet-time: invalid stored value: quiet-time: want a duration such as 10m or 1h30m (0 turns it off), got "nonsense" (set it with ckecli sabakan set-quiet-time)`,
+		storage.KeySabakanMaxUnhealthy: `stored sabakan/max-unhealthy: invalid stored value: max-unhealthy: want a count of nodes such as 5 or a percentage of the cluster's nodes such as 40%, got "nonsense" (set it with ckecli sabakan set-max-unhealthy)`,
 	} {
 		st := storage.New(cli, "change-"+key+"/")
-		put(t, st, map[string]string{key: "nonsense"})
-		_, err := ReadChange(snapshot(t, st))
+		put(t, st, with(ready(), key, "nonsense"))
+		_, err := r.Read(snapshot(t, st), WhatIf{})
 		var ref *Refusal
-		if !errors.As(err, &ref) || ref.Reason != reason || ref.Error() != ref.Err.Error() {
-			t.Errorf("%s nonsense: %v, want %s with the stored value's own message", key, err, reason)
+		if !errors.As(err, &ref) || ref.Reason != RowOf(ref.Setting).Reason || ref.Error() != want || Explained(err, false).Error() != want {
+			t.Errorf("%s nonsense: %v, want %q", key, err, want)
 		}
+	}
+}
+
+// TestSwitches: the owner and both switches, their defaults, their
+// refusals, and what is read of CKE's server; a switch refused comes
+// before every other setting.
+func TestSwitches(t *testing.T) {
+	cli = etcdtest.Client(t)
+	var r Reader
+	st := site(t, map[string]string{})
+	s, _ := r.Read(snapshot(t, st), WhatIf{})
+	if o := s.Own; o.Owner != OwnerCKE || o.OwnerRev != 0 || o.CKEDisabled || o.CKEGenDisabled || o.CKEServer || o.CKEStatus != nil || o.HandedBack() {
+		t.Errorf("defaults: %+v", o)
+	}
+	put(t, st, map[string]string{storage.KeyOwner: "ckegen", storage.KeySabakanDisabled: "true", storage.KeyCKEGenDisabled: "false",
+		storage.KeyLeader + "x": "cke-1", storage.KeyCKEStatus: `{"phase":"completed","timestamp":"2026-01-02T03:04:05Z"}`})
+	s, _ = r.Read(snapshot(t, st), WhatIf{})
+	o := s.Own
+	if !o.OwnedByCKEGen() || o.OwnerRev == 0 || !o.CKEDisabled || o.CKEDisabledRev == 0 || o.CKEGenDisabled || o.CKEGenDisabledRev == 0 ||
+		!o.CKEServer || o.CKEStatus == nil || o.CKEStatus.Phase != "completed" || o.SwitchKey() != storage.KeyCKEGenDisabled {
+		t.Errorf("stored: %+v", o)
+	}
+	if g := o.Guards(); len(g) != 3 || g[0] != (storage.Guard{Key: storage.KeyOwner, ModRevision: o.OwnerRev}) || g[2].ModRevision != o.CKEGenDisabledRev {
+		t.Errorf("guards %+v", g)
+	}
+	put(t, st, map[string]string{storage.KeyOwner: "cke", storage.KeyCKEStatus: "not json"})
+	if s, _ = r.Read(snapshot(t, st), WhatIf{}); !s.Own.HandedBack() || s.Own.CKEStatus == nil || s.Own.CKEStatus.Phase != "" || s.Own.SwitchKey() != storage.KeySabakanDisabled {
+		t.Errorf("handed back, CKE's status unreadable: %+v", s.Own)
+	}
+	for key, want := range map[string]string{
+		storage.KeySabakanDisabled: `stored sabakan/disabled: invalid stored value: want true or false, got "yes" (set it with ckecli sabakan enable or disable)`,
+		storage.KeyOwner:           `stored sabakan/owner: invalid stored value: want "cke" or "ckegen", got "yes" (set it with ckecli sabakan takeover, handback, enable or disable)`,
+		storage.KeyCKEGenDisabled:  `stored sabakan/ckegen/disabled: invalid stored value: want true or false, got "yes" (set it with ckecli sabakan takeover, handback, enable or disable)`,
+	} {
+		st := storage.New(cli, "switch-"+key+"/")
+		// Every other setting missing: the switch is refused first.
+		put(t, st, map[string]string{key: "yes"})
+		_, err := r.Read(snapshot(t, st), WhatIf{})
+		var ref *Refusal
+		if !errors.As(err, &ref) || RowOf(ref.Setting).Kind != Switch || ref.Error() != want || !errors.Is(err, storage.ErrInvalid) {
+			t.Errorf("%s yes: %v, want %q", key, err, want)
+		}
+	}
+}
+
+// TestTable: every setting has one row, of a key of its own; every
+// reason code of a row is one of the reason package's; every setting a
+// person sets names the command that fixes it; the keys that wake the
+// leader are the settings'.
+func TestTable(t *testing.T) {
+	codes := map[string]bool{}
+	for _, c := range reason.Codes {
+		codes[c.Code] = true
+	}
+	keys := map[string]bool{}
+	for _, row := range Table {
+		where := row.Key + row.Prefix
+		if where == "" || keys[where] || (row.Key != "" && row.Prefix != "") {
+			t.Errorf("%s: key %q prefix %q: each row has one key or prefix of its own", row.Setting, row.Key, row.Prefix)
+		}
+		keys[where] = true
+		for _, code := range []string{row.Reason, row.Missing} {
+			if code != "" && !codes[code] {
+				t.Errorf("%s: reason %s is not in reason.Codes", row.Setting, code)
+			}
+		}
+		sets := slices.ContainsFunc(row.Verbs, func(v string) bool { return !strings.HasSuffix(v, " get") && !strings.HasSuffix(v, " show") })
+		if row.Reason != "" && row.Fix == "" && sets {
+			t.Errorf("%s: refused with %s, and no fix is said", row.Setting, row.Reason)
+		}
+		if (row.Set == nil) != (row.Show == nil) {
+			t.Errorf("%s: a setting set from the command line is also shown by it", row.Setting)
+		}
+		if r := RowOf(row.Setting); r.Key != row.Key {
+			t.Errorf("RowOf(%s) = %+v", row.Setting, r)
+		}
+	}
+	want := []string{storage.KeySabakanDisabled, storage.KeyOwner, storage.KeyCKEGenDisabled, storage.KeySabakanTemplate, storage.KeySabakanURL,
+		storage.KeySabakanQueryVariables, storage.KeyConstraints, storage.KeySabakanPolicy, storage.KeySabakanTrigger, storage.KeySabakanQuietTime,
+		storage.KeySabakanMaxUnhealthy}
+	if got := Watched(); strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("Watched() = %v, want %v", got, want)
+	}
+}
+
+// TestLoad: a command reads only the settings it names, as a tick reads
+// them, with their refusals and the mod revisions to guard a write on.
+func TestLoad(t *testing.T) {
+	cli = etcdtest.Client(t)
+	st := site(t, map[string]string{storage.KeySabakanTemplate: `{"name":""}`, storage.KeySabakanTrigger: "planning", storage.KeyConstraints: `{"control-plane-count":3}`})
+	s, refused, snap, err := Load(context.Background(), st, SettingTrigger, SettingConstraints, SettingOwner)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Trigger != TriggerPlanning || s.Constraints.ControlPlaneCount != 3 || s.ConstraintsRevision == 0 || len(refused) != 0 || s.Own.Owner != OwnerCKE {
+		t.Errorf("Load = %+v, refused %v", s, refused)
+	}
+	if snap.Get(storage.KeySabakanTemplate).Exists() || snap.Get(storage.KeyConstraints).ModRevision != s.ConstraintsRevision {
+		t.Errorf("the snapshot read more than it was asked, or not the revisions: %+v", snap)
+	}
+	_, refused, _, err = Load(context.Background(), st, SettingTemplate, SettingURL)
+	if err != nil || refused[SettingTemplate] == nil || refused[SettingURL] == nil || !refused[SettingURL].Missing {
+		t.Errorf("refusals %v (%v)", refused, err)
 	}
 }
 

@@ -1,7 +1,7 @@
 package intake
 
 import (
-	"errors"
+	"fmt"
 
 	"github.com/ckegen/ckegen/cluster"
 	"github.com/ckegen/ckegen/constraints"
@@ -42,60 +42,98 @@ type Reader struct {
 	}
 }
 
-// ClusterRevision is the mod revision of the cluster the reader holds
-// parsed (0: none): given to storage.SnapshotKnowing, the next snapshot
-// does not read that cluster's value again.
-func (r *Reader) ClusterRevision() int64 { return r.cluster.rev }
-
-// step reads one setting of snap into s; what-if values in w replace
-// stored ones.
-type step func(r *Reader, snap *storage.Snapshot, w WhatIf, s *Settings) *Refusal
-
-// steps are the settings in the order the daemon reads them: a tick
-// reports the first that is refused.
-var steps = []step{
-	(*Reader).template, (*Reader).url, (*Reader).variables, (*Reader).constraints,
-	(*Reader).currentCluster, (*Reader).rebooting, (*Reader).compilePolicy,
-}
-
-// Read parses the settings of snap, w applied. The first value that is
-// missing or invalid is a *Refusal. The change settings are read by
-// ReadChange.
+// Read parses every setting of snap, in the order of Table, w applied.
+// The first value that is missing or invalid is a *Refusal, returned with
+// the settings read before it (the switches and the owner come first, so
+// a caller can tell a disabled integration from a refused setting).
 func (r *Reader) Read(snap *storage.Snapshot, w WhatIf) (*Settings, error) {
 	s := &Settings{}
-	for _, read := range steps {
-		if ref := read(r, snap, w, s); ref != nil {
-			return nil, ref
+	for _, row := range Table {
+		if ref := row.read(r, snap, w, s); ref != nil {
+			return s, ref
 		}
 	}
 	return s, nil
 }
 
-// ReadEach parses every setting of snap it can, and returns every
-// refusal by setting: for a view that shows what it can (the rack map).
-// A setting that needs another (the policy needs the template) is skipped
-// when that one is refused.
-func (r *Reader) ReadEach(snap *storage.Snapshot) (*Settings, map[Setting]*Refusal) {
+// ReadEach parses every setting of snap it can, w applied, and returns
+// every refusal by setting: for a view that shows what it can (the rack
+// map, a plan that notes what would hold it) and a check that lists every
+// problem (takeover). A setting that needs another (the policy needs the
+// template) is skipped when that one is refused.
+func (r *Reader) ReadEach(snap *storage.Snapshot, w WhatIf) (*Settings, map[Setting]*Refusal) {
 	s := &Settings{}
 	refused := map[Setting]*Refusal{}
-	for _, read := range steps {
-		if ref := read(r, snap, WhatIf{}, s); ref != nil {
+	for _, row := range Table {
+		if ref := row.read(r, snap, w, s); ref != nil {
 			refused[ref.Setting] = ref
 		}
 	}
 	return s, refused
 }
 
+// invalidStored is the refusal of a stored value of a row whose cause
+// names the key and the fix itself.
+func invalidStored(s Setting, err error) *Refusal {
+	row := rows[s]
+	return refuse(s, Stored, fmt.Errorf("stored %s: %w: %w (%s)", row.Key, storage.ErrInvalid, err, row.Fix))
+}
+
+func (r *Reader) disabled(snap *storage.Snapshot, _ WhatIf, s *Settings) *Refusal {
+	v := snap.Get(storage.KeySabakanDisabled)
+	s.Own.CKEDisabledRev = v.ModRevision
+	if !v.Exists() {
+		return nil
+	}
+	var err error
+	if s.Own.CKEDisabled, err = ParseSwitch(v.Data); err != nil {
+		return invalidStored(SettingDisabled, err)
+	}
+	return nil
+}
+
+func (r *Reader) owner(snap *storage.Snapshot, _ WhatIf, s *Settings) *Refusal {
+	s.Own.Owner = OwnerCKE
+	s.Own.CKEServer = snap.Count(storage.KeyLeader) > 0
+	if v := snap.Get(storage.KeyCKEStatus); v.Exists() {
+		s.Own.CKEStatus = parseCKEStatus(v.Data)
+	}
+	v := snap.Get(storage.KeyOwner)
+	if !v.Exists() {
+		return nil
+	}
+	owner, err := ParseOwner(v.Data)
+	if err != nil {
+		return invalidStored(SettingOwner, err)
+	}
+	s.Own.Owner, s.Own.OwnerRev = owner, v.ModRevision
+	return nil
+}
+
+func (r *Reader) ckegenDisabled(snap *storage.Snapshot, _ WhatIf, s *Settings) *Refusal {
+	v := snap.Get(storage.KeyCKEGenDisabled)
+	if !v.Exists() {
+		return nil
+	}
+	disabled, err := ParseSwitch(v.Data)
+	if err != nil {
+		return invalidStored(SettingCKEGenDisabled, err)
+	}
+	s.Own.CKEGenDisabled, s.Own.CKEGenDisabledRev = disabled, v.ModRevision
+	return nil
+}
+
 func (r *Reader) template(snap *storage.Snapshot, w WhatIf, s *Settings) *Refusal {
-	data, rev, err := snap.Template()
-	s.TemplateRevision = rev
-	src := Stored
+	v := snap.Get(storage.KeySabakanTemplate)
+	s.TemplateRevision = v.ModRevision
+	data, src := v.Data, Stored
 	switch {
 	case w.Template != nil:
 		data, src, s.templateGiven = w.Template, Given, true
-	case err != nil:
+	case !v.Exists():
 		return absent(SettingTemplate)
 	}
+	var err error
 	if s.Template, err = template.Parse(data); err != nil {
 		return refuse(SettingTemplate, src, err)
 	}
@@ -103,20 +141,18 @@ func (r *Reader) template(snap *storage.Snapshot, w WhatIf, s *Settings) *Refusa
 }
 
 func (r *Reader) url(snap *storage.Snapshot, _ WhatIf, s *Settings) *Refusal {
-	var err error
-	if s.URL, err = snap.URL(); err != nil {
+	v := snap.Get(storage.KeySabakanURL)
+	if !v.Exists() {
 		return absent(SettingURL)
 	}
+	s.URL = string(v.Data)
 	return nil
 }
 
 func (r *Reader) variables(snap *storage.Snapshot, w WhatIf, s *Settings) *Refusal {
 	data, src := w.Variables, Given
 	if data == nil {
-		data, src = nil, Stored
-		if stored, err := snap.QueryVariables(); err == nil {
-			data = stored
-		}
+		data, src = snap.Get(storage.KeySabakanQueryVariables).Data, Stored
 	}
 	if data == nil {
 		return nil
@@ -131,14 +167,17 @@ func (r *Reader) variables(snap *storage.Snapshot, w WhatIf, s *Settings) *Refus
 
 func (r *Reader) constraints(snap *storage.Snapshot, w WhatIf, s *Settings) *Refusal {
 	src := Stored
-	if w.Constraints != nil {
+	switch v := snap.Get(storage.KeyConstraints); {
+	case w.Constraints != nil:
 		s.Constraints, s.ConstraintsStored, src = *w.Constraints, true, Given
-	} else {
-		var err error
-		if s.Constraints, err = snap.Constraints(); err != nil {
-			return refuse(SettingConstraints, Stored, err)
+	case v.Exists():
+		c, err := constraints.Parse(v.Data)
+		if err != nil {
+			return refuse(SettingConstraints, Stored, fmt.Errorf("%w: %w", storage.ErrInvalid, err))
 		}
-		s.ConstraintsStored = snap.ConstraintsStored()
+		s.Constraints, s.ConstraintsStored, s.ConstraintsRevision = c, true, v.ModRevision
+	default:
+		s.Constraints = constraints.Default()
 	}
 	// Stored constraints were validated as they were parsed; these may
 	// be what-if ones.
@@ -150,29 +189,45 @@ func (r *Reader) constraints(snap *storage.Snapshot, w WhatIf, s *Settings) *Ref
 }
 
 // currentCluster reads the cluster, reusing the last one parsed while its
-// mod revision is the same, and the template revision it was built from.
+// mod revision is the same.
 func (r *Reader) currentCluster(snap *storage.Snapshot, _ WhatIf, s *Settings) *Refusal {
-	if rev := snap.ClusterModRevision(); rev != 0 {
-		if c := r.cluster; c.cluster != nil && c.rev == rev {
-			s.Current, s.ClusterRevision = c.cluster, rev
-		} else {
-			c, rev, err := snap.Cluster()
-			if err != nil {
-				return refuse(SettingCluster, Stored, err)
-			}
-			r.cluster.rev, r.cluster.cluster = rev, c
-			s.Current, s.ClusterRevision = c, rev
-		}
+	v := snap.Get(storage.KeyCluster)
+	if !v.Exists() {
+		return nil
+	}
+	if c := r.cluster; c.cluster != nil && c.rev == v.ModRevision {
+		s.Current, s.ClusterRevision = c.cluster, v.ModRevision
+		return nil
+	}
+	if snap.NotRead(storage.KeyCluster) {
+		// Held by a reader that has since dropped it: not a value.
+		return refuse(SettingCluster, Stored, fmt.Errorf("stored %s: %w: read without its value", storage.KeyCluster, storage.ErrInvalid))
+	}
+	c, err := cluster.Parse(v.Data)
+	if err != nil {
+		return refuse(SettingCluster, Stored, fmt.Errorf("stored %s: %w: %w", storage.KeyCluster, storage.ErrInvalid, err))
+	}
+	r.cluster.rev, r.cluster.cluster = v.ModRevision, c
+	s.Current, s.ClusterRevision = c, v.ModRevision
+	return nil
+}
+
+// clusterRevision reads the template revision the cluster was built from
+// (0 when unset).
+func (r *Reader) clusterRevision(snap *storage.Snapshot, _ WhatIf, s *Settings) *Refusal {
+	v := snap.Get(storage.KeyClusterRevision)
+	if !v.Exists() {
+		return nil
 	}
 	var err error
-	if s.BuiltFrom, err = snap.ClusterRevision(); err != nil {
-		return refuse(SettingClusterRevision, Stored, err)
+	if s.BuiltFrom, err = ParseClusterRevision(v.Data); err != nil {
+		return refuse(SettingClusterRevision, Stored, fmt.Errorf("stored %s: %w: %w", storage.KeyClusterRevision, storage.ErrInvalid, err))
 	}
 	return nil
 }
 
 func (r *Reader) rebooting(snap *storage.Snapshot, _ WhatIf, s *Settings) *Refusal {
-	s.Rebooting = snap.RebootingNodes()
+	s.Rebooting = rebootingNodes(snap.Under(storage.KeyRebootsData))
 	return nil
 }
 
@@ -183,41 +238,64 @@ func (r *Reader) compilePolicy(snap *storage.Snapshot, w WhatIf, s *Settings) *R
 	if s.Template == nil {
 		return nil
 	}
-	data, rev, err := snap.Policy()
-	src := Stored
+	v := snap.Get(storage.KeySabakanPolicy)
+	data, src := v.Data, Stored
 	switch {
 	case w.Policy != nil:
 		data, src = w.Policy, Given
-	case errors.Is(err, storage.ErrNotFound):
+	case !v.Exists():
 		return nil
 	}
 	cacheable := src == Stored && !s.templateGiven
-	if c := r.policy; cacheable && c.policy != nil && c.rev == rev && c.templateRev == s.TemplateRevision {
+	if c := r.policy; cacheable && c.policy != nil && c.rev == v.ModRevision && c.templateRev == s.TemplateRevision {
 		s.Policy = c.policy
 		return nil
 	}
+	var err error
 	if s.Policy, err = policy.Load(data, s.Template); err != nil {
 		return refuse(SettingPolicy, src, err)
 	}
 	if cacheable {
-		r.policy.rev, r.policy.templateRev, r.policy.policy = rev, s.TemplateRevision, s.Policy
+		r.policy.rev, r.policy.templateRev, r.policy.policy = v.ModRevision, s.TemplateRevision, s.Policy
 	}
 	return nil
 }
 
-// ReadChange parses the change management settings of snap; the first
-// that is invalid is a *Refusal.
-func ReadChange(snap *storage.Snapshot) (Change, error) {
-	var c Change
+func (r *Reader) trigger(snap *storage.Snapshot, _ WhatIf, s *Settings) *Refusal {
+	s.Trigger = TriggerSchedule
+	v := snap.Get(storage.KeySabakanTrigger)
+	if !v.Exists() {
+		return nil
+	}
+	t, err := ParseTrigger(string(v.Data))
+	if err != nil {
+		return invalidStored(SettingTrigger, err)
+	}
+	s.Trigger, s.TriggerRevision = t, v.ModRevision
+	return nil
+}
+
+func (r *Reader) quietTime(snap *storage.Snapshot, _ WhatIf, s *Settings) *Refusal {
+	v := snap.Get(storage.KeySabakanQuietTime)
+	if !v.Exists() {
+		return nil
+	}
 	var err error
-	if c.Trigger, c.TriggerRevision, err = snap.Trigger(); err != nil {
-		return c, refuse(SettingTrigger, Stored, err)
+	if s.QuietTime, err = ParseQuietTime(string(v.Data)); err != nil {
+		return invalidStored(SettingQuietTime, err)
 	}
-	if c.QuietTime, err = snap.QuietTime(); err != nil {
-		return c, refuse(SettingQuietTime, Stored, err)
+	return nil
+}
+
+func (r *Reader) maxUnhealthy(snap *storage.Snapshot, _ WhatIf, s *Settings) *Refusal {
+	v := snap.Get(storage.KeySabakanMaxUnhealthy)
+	if !v.Exists() {
+		return nil
 	}
-	if c.MaxUnhealthy, err = snap.MaxUnhealthy(); err != nil {
-		return c, refuse(SettingMaxUnhealthy, Stored, err)
+	m, err := ParseMaxUnhealthy(string(v.Data))
+	if err != nil {
+		return invalidStored(SettingMaxUnhealthy, err)
 	}
-	return c, nil
+	s.MaxUnhealthy = &m
+	return nil
 }

@@ -3,77 +3,7 @@ package intake
 import (
 	"errors"
 	"fmt"
-
-	"github.com/ckegen/ckegen/storage"
 )
-
-// Reason codes of the settings, as the daemon records them in
-// sabakan/status.
-const (
-	ReasonNoTemplate          = "NO_TEMPLATE"
-	ReasonInvalidTemplate     = "INVALID_TEMPLATE"
-	ReasonNoURL               = "NO_URL"
-	ReasonInvalidVariables    = "INVALID_VARIABLES"
-	ReasonInvalidConstraints  = "INVALID_CONSTRAINTS"
-	ReasonInvalidCluster      = "INVALID_CLUSTER"
-	ReasonInvalidPolicy       = "INVALID_POLICY"
-	ReasonInvalidTrigger      = "INVALID_TRIGGER"
-	ReasonInvalidQuietTime    = "INVALID_QUIET_TIME"
-	ReasonInvalidMaxUnhealthy = "INVALID_MAX_UNHEALTHY"
-)
-
-// Setting names a setting, or a piece of state read with the settings.
-type Setting string
-
-// The settings.
-const (
-	SettingTemplate        Setting = "template"
-	SettingURL             Setting = "url"
-	SettingVariables       Setting = "variables"
-	SettingConstraints     Setting = "constraints"
-	SettingCluster         Setting = "cluster"
-	SettingClusterRevision Setting = "cluster-revision"
-	SettingPolicy          Setting = "policy"
-	SettingTrigger         Setting = "trigger"
-	SettingQuietTime       Setting = "quiet-time"
-	SettingMaxUnhealthy    Setting = "max-unhealthy"
-)
-
-// setting is how each setting is refused.
-type setting struct {
-	// reason is the reason code of an invalid value; missing the one of a
-	// missing value ("" when a missing value takes a default).
-	reason, missing string
-	// stored names a stored value that is invalid, for a person;
-	// fix says how to fix it ("" when there is no command for it).
-	stored, fix string
-	// status is added to an invalid stored value's cause in the daemon's
-	// status ("" for nothing).
-	status string
-	// absent is what the daemon and ckecli say of a missing value; plan
-	// is added for a person who can give the value to ckecli instead.
-	absent, plan string
-}
-
-// settings is the table of settings: one row each.
-var settings = map[Setting]setting{
-	SettingTemplate: {reason: ReasonInvalidTemplate, missing: ReasonNoTemplate,
-		stored: "the stored template is invalid", fix: "set one with ckecli sabakan set-template",
-		absent: "no template: set one with ckecli sabakan set-template", plan: ", or give --template"},
-	SettingURL: {missing: ReasonNoURL, absent: "no sabakan URL: set one with ckecli sabakan set-url"},
-	SettingVariables: {reason: ReasonInvalidVariables,
-		stored: "the stored query variables are invalid", fix: "set them with ckecli sabakan set-variables"},
-	SettingConstraints: {reason: ReasonInvalidConstraints,
-		stored: "the stored constraints are invalid", fix: "set them with ckecli constraints set"},
-	SettingCluster:         {reason: ReasonInvalidCluster, stored: "the stored cluster is invalid"},
-	SettingClusterRevision: {reason: ReasonInvalidCluster, stored: "the cluster's template revision"},
-	SettingPolicy: {reason: ReasonInvalidPolicy,
-		stored: "the stored policy is invalid for the template", fix: "fix it with ckecli sabakan set-policy, or clear it with clear-policy",
-		status: "; this is the policy stored in " + storage.KeySabakanPolicy + ": fix it with ckecli sabakan set-policy, or remove it with ckecli sabakan clear-policy"},
-	SettingTrigger:      {reason: ReasonInvalidTrigger},
-	SettingQuietTime:    {reason: ReasonInvalidQuietTime},
-	SettingMaxUnhealthy: {reason: ReasonInvalidMaxUnhealthy},
-}
 
 // Source is where a value came from: etcd (the zero Source), a what-if
 // value (ckecli sabakan plan --template, a setting command's --dry-run) or
@@ -106,19 +36,19 @@ type Refusal struct {
 
 // refuse is the refusal of an invalid value of s from src.
 func refuse(s Setting, src Source, err error) *Refusal {
-	return &Refusal{Reason: settings[s].reason, Setting: s, Source: src, Err: err}
+	return &Refusal{Reason: rows[s].Reason, Setting: s, Source: src, Err: err}
 }
 
 // absent is the refusal of a missing stored value of s.
 func absent(s Setting) *Refusal {
-	row := settings[s]
-	return &Refusal{Reason: row.missing, Setting: s, Missing: true, Err: errors.New(row.absent)}
+	row := rows[s]
+	return &Refusal{Reason: row.Missing, Setting: s, Missing: true, Err: errors.New(row.Absent)}
 }
 
 // Error is the refusal as the daemon's status says it.
 func (r *Refusal) Error() string {
 	if r.Source == Stored && !r.Missing {
-		return r.Err.Error() + settings[r.Setting].status
+		return r.Err.Error() + rows[r.Setting].Status
 	}
 	return r.Explain()
 }
@@ -129,7 +59,7 @@ func (r *Refusal) Unwrap() error { return r.Err }
 // Explain is the refusal as ckecli says it to a person: which value, from
 // where, and the command that fixes it.
 func (r *Refusal) Explain() string {
-	row := settings[r.Setting]
+	row := rows[r.Setting]
 	switch {
 	case r.Missing:
 		return r.Err.Error()
@@ -137,12 +67,12 @@ func (r *Refusal) Explain() string {
 		return fmt.Sprintf("%s %s: %v", r.Source.Flag, r.Source.Path, r.Err)
 	case r.Source.WhatIf:
 		return fmt.Sprintf("%s: %v", r.Setting, r.Err)
-	case row.stored == "":
+	case row.Stored == "":
 		return r.Err.Error()
-	case row.fix == "":
-		return fmt.Sprintf("%s: %v", row.stored, r.Err)
+	case row.Fix == "":
+		return fmt.Sprintf("%s: %v", row.Stored, r.Err)
 	default:
-		return fmt.Sprintf("%s: %v (%s)", row.stored, r.Err, row.fix)
+		return fmt.Sprintf("%s: %v (%s)", row.Stored, r.Err, row.Fix)
 	}
 }
 
@@ -174,7 +104,7 @@ func (e *explained) Unwrap() error { return e.cause }
 // instead of storing it (ckecli sabakan plan --template ...).
 func (r *Refusal) ExplainFor() string {
 	if r.Missing {
-		return r.Explain() + settings[r.Setting].plan
+		return r.Explain() + rows[r.Setting].Plan
 	}
 	return r.Explain()
 }

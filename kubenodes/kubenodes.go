@@ -109,14 +109,14 @@ func NewReader(cfg *rest.Config, o Options) (*Reader, error) {
 // Host is the API server's address, for messages.
 func (r *Reader) Host() string { return r.host }
 
-// List lists every Node, page by page, within the Reader's timeout, and
+// NodeTaints lists every Node, page by page, within the Reader's timeout, and
 // returns the taints of each by Node name (every Node has an entry; one
 // without taints has a nil slice). The taints keep the Node's order.
 //
 // When the API server fails or does not answer in time the error wraps
 // ErrUnreachable. When ctx itself ends first, the error wraps ctx's error
 // and not ErrUnreachable: the server was not the problem.
-func (r *Reader) List(ctx context.Context) (map[string][]cluster.Taint, error) {
+func (r *Reader) NodeTaints(ctx context.Context) (map[string][]cluster.Taint, error) {
 	lctx, cancel := context.WithTimeout(ctx, r.timeout)
 	defer cancel()
 	var out map[string][]cluster.Taint

@@ -78,7 +78,7 @@ func TestListTaints(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := newReader(t, cfg, kubenodes.Options{}).List(context.Background())
+	got, err := newReader(t, cfg, kubenodes.Options{}).NodeTaints(context.Background())
 	if err != nil {
 		t.Fatalf("List: %v", err)
 	}
@@ -138,7 +138,7 @@ func TestListPages(t *testing.T) {
 	var log requestLog
 	cfg := rest.CopyConfig(s.Config)
 	cfg.WrapTransport = log.wrap
-	got, err := newReader(t, cfg, kubenodes.Options{PageSize: page}).List(context.Background())
+	got, err := newReader(t, cfg, kubenodes.Options{PageSize: page}).NodeTaints(context.Background())
 	if err != nil {
 		t.Fatalf("List: %v", err)
 	}
@@ -171,7 +171,7 @@ func TestUnreachable(t *testing.T) {
 
 	list := func(what string) {
 		t.Helper()
-		got, err := r.List(ctx)
+		got, err := r.NodeTaints(ctx)
 		if err != nil {
 			t.Fatalf("List %s: %v", what, err)
 		}
@@ -182,7 +182,7 @@ func TestUnreachable(t *testing.T) {
 	unreachable := func(what, msg string, minTime time.Duration) {
 		t.Helper()
 		start := time.Now()
-		got, err := r.List(ctx)
+		got, err := r.NodeTaints(ctx)
 		took := time.Since(start)
 		if !errors.Is(err, kubenodes.ErrUnreachable) {
 			t.Fatalf("List %s: %v, %v; want an error wrapping ErrUnreachable", what, got, err)
@@ -213,14 +213,14 @@ func TestListErrors(t *testing.T) {
 	s := kubetest.Start(t)
 	bad := rest.CopyConfig(s.Config)
 	bad.BearerToken = "not-a-token"
-	_, err := newReader(t, bad, kubenodes.Options{}).List(context.Background())
+	_, err := newReader(t, bad, kubenodes.Options{}).NodeTaints(context.Background())
 	if !errors.Is(err, kubenodes.ErrUnreachable) || !apierrors.IsUnauthorized(err) {
 		t.Errorf("List with a bad token: %v; want ErrUnreachable wrapping Unauthorized", err)
 	}
 
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	_, err = newReader(t, s.Config, kubenodes.Options{}).List(ctx)
+	_, err = newReader(t, s.Config, kubenodes.Options{}).NodeTaints(ctx)
 	if !errors.Is(err, context.Canceled) || errors.Is(err, kubenodes.ErrUnreachable) {
 		t.Errorf("List with a canceled context: %v; want context.Canceled, not ErrUnreachable", err)
 	}

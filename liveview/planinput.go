@@ -27,9 +27,12 @@ type PlanInput struct {
 	// Warnings are for the operator: machines ignored or changed,
 	// constraints that work but look wrong.
 	Warnings []string
-	// Snapshot is what was read from etcd, in one transaction: the
-	// change settings that may hold the plan are read from it too.
-	Snapshot *storage.Snapshot
+	// Settings are the settings the plan was computed from, read from
+	// etcd in one transaction, and Held the refusals of those that would
+	// hold the daemon (a switch, the owner, change management) rather
+	// than change the plan.
+	Settings *intake.Settings
+	Held     []*intake.Refusal
 }
 
 // PlanInput reads, without writing anything, what the daemon's next tick
@@ -45,9 +48,15 @@ func (r *Reader) PlanInput(ctx context.Context, w intake.WhatIf, retireWait time
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	s, err := r.settings.Read(snap, w)
-	if err != nil {
-		return nil, intake.Explained(err, true)
+	s, refused := r.settings.ReadEach(snap, w)
+	if ref := intake.First(refused, intake.Input); ref != nil {
+		return nil, intake.Explained(ref, true)
+	}
+	var held []*intake.Refusal
+	for _, row := range intake.Table {
+		if ref := refused[row.Setting]; ref != nil && row.Kind != intake.Input {
+			held = append(held, ref)
+		}
 	}
 	client, err := r.sabakan.For(s.URL)
 	if err != nil {
@@ -69,7 +78,8 @@ func (r *Reader) PlanInput(ctx context.Context, w intake.WhatIf, retireWait time
 		TemplateRevision: s.TemplateRevision,
 		ClusterRevision:  s.ClusterRevision,
 		Warnings:         slices.Concat(s.Warnings, warnings, metricWarnings),
-		Snapshot:         snap,
+		Settings:         s,
+		Held:             held,
 	}, nil
 }
 

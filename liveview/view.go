@@ -181,7 +181,7 @@ func (r *Reader) Input(ctx context.Context) (rackmap.Input, []string, error) {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	s, refused := r.settings.ReadEach(snap)
+	s, refused := r.settings.ReadEach(snap, intake.WhatIf{})
 	if ref := refused[intake.SettingCluster]; ref != nil {
 		return in, nil, intake.Explained(ref, false)
 	}
@@ -222,7 +222,7 @@ func (r *Reader) Input(ctx context.Context) (rackmap.Input, []string, error) {
 func (r *Reader) snapshot(ctx context.Context) (*storage.Snapshot, error) {
 	ectx, cancel := context.WithTimeout(ctx, r.opts.EtcdTimeout)
 	defer cancel()
-	snap, err := r.st.Snapshot(ectx, "")
+	snap, err := r.st.Read(ectx, r.settings.Request(""))
 	if err != nil {
 		return nil, &EtcdError{err}
 	}

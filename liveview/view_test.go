@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ckegen/ckegen/fakesabakan"
 	"github.com/ckegen/ckegen/generator"
 	"github.com/ckegen/ckegen/internal/testutil/dcgen"
 	"github.com/ckegen/ckegen/internal/testutil/etcdtest"
@@ -20,7 +21,6 @@ import (
 	"github.com/ckegen/ckegen/machine"
 	"github.com/ckegen/ckegen/rackmap"
 	"github.com/ckegen/ckegen/sabakan"
-	"github.com/ckegen/ckegen/fakesabakan"
 	"github.com/ckegen/ckegen/storage"
 )
 
@@ -138,7 +138,7 @@ func TestMapSnapshotInput(t *testing.T) {
 	}
 
 	// Variables that select one role: the others are filtered out.
-	must(t, f.st.SetQueryVariables(ctx, []byte(`{"having": {"roles": ["storage"]}}`)))
+	must(t, sitetest.StoreOf(f.st).SetQueryVariables(ctx, []byte(`{"having": {"roles": ["storage"]}}`)))
 	s, err = r.View(ctx)
 	must(t, err)
 	for _, cell := range cells(s.Map) {
@@ -192,7 +192,7 @@ func TestMapSnapshotCache(t *testing.T) {
 	if n := f.requests.Load(); n != 4 {
 		t.Errorf("after the TTL: %d requests, want 4", n)
 	}
-	must(t, f.st.SetQueryVariables(ctx, []byte(`{"having": null}`)))
+	must(t, sitetest.StoreOf(f.st).SetQueryVariables(ctx, []byte(`{"having": null}`)))
 	snap()
 	if n := f.requests.Load(); n != 6 {
 		t.Errorf("after new variables: %d requests, want 6", n)
@@ -249,7 +249,7 @@ func TestMapSnapshotFailures(t *testing.T) {
 		url := etcdtest.Start(t)
 		cli := etcdtest.Connect(t, url)
 		st := storage.New(cli, "")
-		must(t, st.SetURL(ctx, "http://127.0.0.1:1/graphql"))
+		must(t, sitetest.StoreOf(st).SetURL(ctx, "http://127.0.0.1:1/graphql"))
 		cli.Close()
 		_, err := NewReader(st, Options{EtcdTimeout: 500 * time.Millisecond}).View(ctx)
 		var ee *EtcdError

@@ -12,6 +12,7 @@ import (
 	"go.etcd.io/etcd/client/v3/concurrency"
 
 	"github.com/ckegen/ckegen/cluster"
+	"github.com/ckegen/ckegen/intake"
 	"github.com/ckegen/ckegen/internal/testutil/etcdtest"
 	"github.com/ckegen/ckegen/storage"
 )
@@ -75,7 +76,7 @@ func TestPlanStored(t *testing.T) {
 		ComputedAt:       time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC),
 		TemplateRevision: 7,
 		ClusterRevision:  9,
-		Trigger:          storage.TriggerPlanning,
+		Trigger:          intake.TriggerPlanning,
 	}
 	data, err := MarshalStored(p, 0)
 	if err != nil {

@@ -17,12 +17,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ckegen/ckegen/fakesabakan"
 	"github.com/ckegen/ckegen/internal/testutil/dcgen"
 	"github.com/ckegen/ckegen/internal/testutil/sitetest"
 	"github.com/ckegen/ckegen/internal/testutil/testpki"
 	"github.com/ckegen/ckegen/machine"
 	"github.com/ckegen/ckegen/sabakan"
-	"github.com/ckegen/ckegen/fakesabakan"
 )
 
 var now = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)

@@ -17,9 +17,9 @@ import (
 	"github.com/Khan/genqlient/graphql"
 	"pgregory.net/rapid"
 
+	"github.com/ckegen/ckegen/fakesabakan"
 	"github.com/ckegen/ckegen/internal/testutil/dcgen"
 	"github.com/ckegen/ckegen/machine"
-	"github.com/ckegen/ckegen/fakesabakan"
 )
 
 // searchAnswer is what SearchMachines makes of data, a 200 JSON answer,

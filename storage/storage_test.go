@@ -12,8 +12,6 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/client/v3/concurrency"
 
-	"github.com/ckegen/ckegen/constraints"
-	"github.com/ckegen/ckegen/internal/embedded"
 	"github.com/ckegen/ckegen/internal/testutil/etcdtest"
 )
 
@@ -27,6 +25,13 @@ func raw(t *testing.T, cli *clientv3.Client, key string) string {
 		return "<none>"
 	}
 	return string(resp.Kvs[0].Value)
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
 }
 
 // campaign makes this test the leader and returns the election key.
@@ -43,135 +48,216 @@ func campaign(t *testing.T, s Storage) (string, *concurrency.Session) {
 	return e.Key(), sess
 }
 
-// TestValueFormats: each key holds exactly what CKE's tools expect.
-func TestValueFormats(t *testing.T) {
+// TestGetPut: keys live under the prefix (one "/" added when missing);
+// a value is read with the mod revision it has; a missing key is
+// ErrNotFound; the leader helpers name the first campaigner.
+func TestGetPut(t *testing.T) {
 	ctx := context.Background()
 	cli := etcdtest.Client(t)
 	s := New(cli, "/p")
 	if s.Prefix != "/p/" {
 		t.Fatalf("prefix %q", s.Prefix)
 	}
-	must := func(err error) {
-		t.Helper()
-		if err != nil {
-			t.Fatal(err)
-		}
+	if _, err := s.Get(ctx, KeySabakanURL); !errors.Is(err, ErrNotFound) || !strings.Contains(err.Error(), KeySabakanURL) {
+		t.Errorf("missing key: %v, want ErrNotFound naming the key", err)
 	}
-	must(s.SetURL(ctx, "http://sabakan:10080/graphql"))
-	must(s.SetTemplate(ctx, []byte(`{"name":"t"}`)))
-	must(s.SetQueryVariables(ctx, []byte(`{"having": null}`)))
-	must(s.SetDisabled(ctx, true))
-	c := constraints.Default()
-	c.ControlPlaneCount = 3
-	must(s.SetConstraints(ctx, c))
-	leader, _ := campaign(t, s)
-	if _, err := s.PutCluster(ctx, leader, []byte(`{"name":"t","nodes":[],"service_subnet":"10.0.0.0/24"}`), 0, 42); err != nil {
-		t.Fatal(err)
+	must(t, s.Put(ctx, KeySabakanURL, []byte("http://sabakan:10080/graphql")))
+	if got := raw(t, cli, "/p/sabakan/url"); got != "http://sabakan:10080/graphql" {
+		t.Errorf("stored %q", got)
 	}
-
-	for _, kv := range []struct{ key, want string }{
-		{"/p/sabakan/url", "http://sabakan:10080/graphql"},
-		{"/p/sabakan/template", `{"name":"t"}`},
-		{"/p/sabakan/query-variables", `{"having": null}`},
-		{"/p/sabakan/disabled", "true"},
-		{"/p/constraints", `{"control-plane-count":3,"minimum-workers":1,"maximum-workers":0}`},
-		{"/p/cluster", `{"name":"t","nodes":[],"service_subnet":"10.0.0.0/24"}`},
-		{"/p/cluster-revision", "42"},
-		{leader, "test-leader"},
-	} {
-		if got := raw(t, cli, kv.key); got != kv.want {
-			t.Errorf("%s = %q, want %q", kv.key, got, kv.want)
-		}
+	v, err := s.Get(ctx, KeySabakanURL)
+	resp, _ := cli.Get(ctx, "/p/sabakan/url")
+	if err != nil || string(v.Data) != "http://sabakan:10080/graphql" || v.ModRevision != resp.Kvs[0].ModRevision || !v.Exists() {
+		t.Errorf("Get = %+v, %v", v, err)
 	}
-
-	// And they read back.
-	if u, _ := s.GetURL(ctx); u != "http://sabakan:10080/graphql" {
-		t.Errorf("GetURL = %q", u)
+	if _, err := s.CKELeader(ctx); !errors.Is(err, ErrNotFound) {
+		t.Errorf("no leader: %v", err)
 	}
-	if d, _ := s.IsDisabled(ctx); !d {
-		t.Error("IsDisabled = false")
-	}
-	if got, _ := s.GetConstraints(ctx); got != c {
-		t.Errorf("GetConstraints = %+v", got)
-	}
-	if rev, _ := s.GetClusterRevision(ctx); rev != 42 {
-		t.Errorf("GetClusterRevision = %d", rev)
-	}
-	if name, _ := s.Leader(ctx); name != "test-leader" {
-		t.Errorf("Leader = %q", name)
+	campaign(t, s)
+	if name, err := s.CKELeader(ctx); name != "test-leader" || err != nil {
+		t.Errorf("CKELeader = %q, %v", name, err)
 	}
 }
 
-func TestDefaultsWhenUnset(t *testing.T) {
+// TestRead: one transaction reads the single keys, the prefixes, the
+// counts and the leader key; a held key is not read again while its mod
+// revision is the held one, and is read when it changed or is gone.
+func TestRead(t *testing.T) {
 	ctx := context.Background()
-	s := New(etcdtest.Client(t), "")
-	if d, err := s.IsDisabled(ctx); d || err != nil {
-		t.Errorf("IsDisabled = %v, %v", d, err)
+	cli := etcdtest.Client(t)
+	s := New(cli, "/k/")
+	leader, _ := campaign(t, s)
+	must(t, s.Put(ctx, KeySabakanTemplate, []byte(`{"name":"t"}`)))
+	must(t, s.Put(ctx, KeyCluster, []byte(`{"name":"a"}`)))
+	for i, v := range []string{"x", "y"} {
+		must(t, s.Put(ctx, fmt.Sprintf("%s%016x", KeyRebootsData, i), []byte(v)))
 	}
-	if c, err := s.GetConstraints(ctx); c != constraints.Default() || err != nil {
-		t.Errorf("GetConstraints = %+v, %v", c, err)
+	cluster, err := s.Get(ctx, KeyCluster)
+	must(t, err)
+	req := Request{LeaderKey: leader, Keys: []string{KeySabakanTemplate, KeyCluster, KeySabakanURL},
+		Prefixes: []string{KeyRebootsData}, Counts: []string{KeyLeader}}
+
+	snap, err := s.Read(ctx, req)
+	must(t, err)
+	if string(snap.Get(KeySabakanTemplate).Data) != `{"name":"t"}` || string(snap.Get(KeyCluster).Data) != `{"name":"a"}` ||
+		snap.Get(KeySabakanURL).Exists() || !snap.Leading || snap.Count(KeyLeader) != 1 || snap.Revision == 0 {
+		t.Errorf("snapshot: %+v", snap)
 	}
-	if _, _, err := s.GetCluster(ctx); !errors.Is(err, ErrNotFound) {
-		t.Errorf("GetCluster error %v", err)
+	if under := snap.Under(KeyRebootsData); len(under) != 2 || under[0].Key != KeyRebootsData+"0000000000000000" || string(under[1].Data) != "y" {
+		t.Errorf("under %s: %+v", KeyRebootsData, under)
 	}
-	if _, err := s.GetURL(ctx); !errors.Is(err, ErrNotFound) {
-		t.Errorf("GetURL error %v", err)
+
+	req.Held, req.HeldRevision = KeyCluster, cluster.ModRevision
+	snap, err = s.Read(ctx, req)
+	must(t, err)
+	if got := snap.Get(KeyCluster); got.Data != nil || got.ModRevision != cluster.ModRevision || !snap.NotRead(KeyCluster) {
+		t.Errorf("the held cluster was read again: %+v", got)
 	}
-	if _, err := s.Leader(ctx); !errors.Is(err, ErrNotFound) {
-		t.Errorf("Leader error %v", err)
+	if string(snap.Get(KeySabakanTemplate).Data) != `{"name":"t"}` {
+		t.Errorf("the other keys: %+v", snap)
+	}
+
+	must(t, s.Put(ctx, KeyCluster, []byte(`{"name":"b"}`)))
+	snap, err = s.Read(ctx, req)
+	must(t, err)
+	if string(snap.Get(KeyCluster).Data) != `{"name":"b"}` || snap.NotRead(KeyCluster) {
+		t.Errorf("a changed held key: %+v", snap.Get(KeyCluster))
+	}
+	_, err = cli.Delete(ctx, s.Key(KeyCluster))
+	must(t, err)
+	snap, err = s.Read(ctx, req)
+	must(t, err)
+	if snap.Get(KeyCluster).Exists() || snap.NotRead(KeyCluster) {
+		t.Errorf("a deleted held key: %+v", snap.Get(KeyCluster))
+	}
+	req.LeaderKey = ""
+	if snap, err := s.Read(ctx, req); err != nil || snap.Leading {
+		t.Errorf("without a leader key: leading %v (%v)", snap.Leading, err)
 	}
 }
 
-// TestGuardedClusterWrite: the write needs leadership and an unchanged
-// cluster; a refused write changes nothing.
-func TestGuardedClusterWrite(t *testing.T) {
+// TestSwap: a guarded write succeeds while every guard holds, and loses
+// otherwise, writing nothing and naming the key that changed.
+func TestSwap(t *testing.T) {
+	ctx := context.Background()
+	cli := etcdtest.Client(t)
+	s := New(cli, "")
+	must(t, s.Put(ctx, KeyConstraints, []byte(`{"a":1}`)))
+	read, err := s.Get(ctx, KeyConstraints)
+	must(t, err)
+	guards := []Guard{GuardOf(KeyConstraints, read), {Key: KeySabakanPolicy}}
+
+	// Someone else writes between the read and the write.
+	must(t, s.Put(ctx, KeyConstraints, []byte(`{"a":2}`)))
+	err = s.Swap(ctx, guards, Write{Key: KeyConstraints, Data: []byte(`{"a":3}`)}, Write{Key: KeySabakanTrigger, Data: []byte("x")})
+	var changed *ChangedError
+	if !errors.As(err, &changed) || changed.Key != KeyConstraints || !errors.Is(err, ErrConflict) {
+		t.Fatalf("stale write: %v, want a ChangedError naming %s", err, KeyConstraints)
+	}
+	if got, trig := raw(t, cli, s.Key(KeyConstraints)), raw(t, cli, s.Key(KeySabakanTrigger)); got != `{"a":2}` || trig != "<none>" {
+		t.Errorf("a lost write wrote: constraints %s, trigger %s", got, trig)
+	}
+	// A key that must not exist and does.
+	read, _ = s.Get(ctx, KeyConstraints)
+	must(t, s.Put(ctx, KeySabakanPolicy, []byte("p")))
+	err = s.Swap(ctx, []Guard{GuardOf(KeyConstraints, read), {Key: KeySabakanPolicy}}, Write{Key: KeyConstraints, Data: []byte(`{"a":3}`)})
+	if !errors.As(err, &changed) || changed.Key != KeySabakanPolicy {
+		t.Errorf("a guard on an absent key that appeared: %v", err)
+	}
+	// Fresh guards: the writes and a delete land together.
+	err = s.Swap(ctx, []Guard{GuardOf(KeyConstraints, read)}, Write{Key: KeyConstraints, Data: []byte(`{"a":3}`)}, Write{Key: KeySabakanPolicy, Delete: true})
+	must(t, err)
+	if got, pol := raw(t, cli, s.Key(KeyConstraints)), raw(t, cli, s.Key(KeySabakanPolicy)); got != `{"a":3}` || pol != "<none>" {
+		t.Errorf("after the swap: constraints %s, policy %s", got, pol)
+	}
+}
+
+// TestPutCluster: the cluster write needs leadership, an unchanged
+// cluster and every other guard; a refused write changes nothing and says
+// which key changed.
+func TestPutCluster(t *testing.T) {
 	ctx := context.Background()
 	cli := etcdtest.Client(t)
 	s := New(cli, "")
 	leader, sess := campaign(t, s)
 
 	wrote, err := s.PutCluster(ctx, leader, []byte(`{"v":1}`), 0, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp, _ := cli.Get(ctx, s.Key(KeyCluster))
-	rev := resp.Kvs[0].ModRevision
-	if wrote != rev {
-		t.Errorf("PutCluster returned revision %d, the key has %d", wrote, rev)
+	must(t, err)
+	c, _ := s.Get(ctx, KeyCluster)
+	if wrote != c.ModRevision || raw(t, cli, s.Key(KeyClusterRevision)) != "1" {
+		t.Errorf("PutCluster returned revision %d, the key has %d; cluster-revision %s", wrote, c.ModRevision, raw(t, cli, s.Key(KeyClusterRevision)))
 	}
 
+	var changed *ChangedError
 	// Stale: someone else wrote since we read.
-	if _, err := cli.Put(ctx, s.Key(KeyCluster), `{"v":"by hand"}`); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.PutCluster(ctx, leader, []byte(`{"v":2}`), rev, 2); !errors.Is(err, ErrConflict) {
-		t.Errorf("stale write: %v, want ErrConflict", err)
+	must(t, s.Put(ctx, KeyCluster, []byte(`{"v":"by hand"}`)))
+	if _, err := s.PutCluster(ctx, leader, []byte(`{"v":2}`), c.ModRevision, 2); !errors.As(err, &changed) || changed.Key != KeyCluster {
+		t.Errorf("stale write: %v, want a ChangedError naming %s", err, KeyCluster)
 	}
 	// Expecting no cluster when there is one.
-	if _, err := s.PutCluster(ctx, leader, []byte(`{"v":2}`), 0, 2); !errors.Is(err, ErrConflict) {
-		t.Errorf("create over an existing cluster: %v, want ErrConflict", err)
+	if _, err := s.PutCluster(ctx, leader, []byte(`{"v":2}`), 0, 2); !errors.As(err, &changed) || changed.Key != KeyCluster {
+		t.Errorf("create over an existing cluster: %v", err)
 	}
-	if got := raw(t, cli, s.Key(KeyCluster)); got != `{"v":"by hand"}` {
+	// An ownership guard that changed: the cluster is as read, the owner
+	// is not.
+	c, _ = s.Get(ctx, KeyCluster)
+	must(t, s.Put(ctx, KeyOwner, []byte("ckegen")))
+	if _, err := s.PutCluster(ctx, leader, []byte(`{"v":2}`), c.ModRevision, 2, Guard{Key: KeyOwner}, Guard{Key: KeySabakanDisabled}); !errors.As(err, &changed) || changed.Key != KeyOwner {
+		t.Errorf("a write racing a takeover: %v, want a ChangedError naming %s", err, KeyOwner)
+	}
+	if got := raw(t, cli, s.Key(KeyCluster)); got != `{"v":"by hand"}` || raw(t, cli, s.Key(KeyClusterRevision)) != "1" {
 		t.Errorf("cluster = %s after refused writes", got)
-	}
-	if got := raw(t, cli, s.Key(KeyClusterRevision)); got != "1" {
-		t.Errorf("cluster-revision = %s after refused writes", got)
 	}
 
 	// Leaderless: the session ended.
-	resp, _ = cli.Get(ctx, s.Key(KeyCluster))
-	rev = resp.Kvs[0].ModRevision
-	if err := sess.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.PutCluster(ctx, leader, []byte(`{"v":3}`), rev, 3); !errors.Is(err, ErrNoLeader) {
+	must(t, sess.Close())
+	if _, err := s.PutCluster(ctx, leader, []byte(`{"v":3}`), c.ModRevision, 3); !errors.Is(err, ErrNoLeader) {
 		t.Errorf("leaderless write: %v, want ErrNoLeader", err)
-	}
-	if err := s.PutStatus(ctx, leader, Status{Result: "ok"}); !errors.Is(err, ErrNoLeader) {
-		t.Errorf("leaderless status: %v, want ErrNoLeader", err)
 	}
 	if got := raw(t, cli, s.Key(KeyCluster)); got != `{"v":"by hand"}` {
 		t.Errorf("cluster = %s after a leaderless write", got)
+	}
+}
+
+// TestPutStatus: the status and the memory are written together by the
+// leader, and not at all without leadership.
+func TestPutStatus(t *testing.T) {
+	ctx := context.Background()
+	cli := etcdtest.Client(t)
+	s := New(cli, "")
+	leader, sess := campaign(t, s)
+	must(t, s.PutStatus(ctx, leader, Status{Result: "ok", Reason: "R"}, []byte(`{"m":1}`)))
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	events := cli.Watch(wctx, s.Key("sabakan/"), clientv3.WithPrefix())
+	must(t, s.PutStatus(ctx, leader, Status{Result: "failing"}, []byte(`{"m":2}`)))
+	select {
+	case wr := <-events:
+		if len(wr.Events) != 2 {
+			t.Errorf("the status and the memory in %d events of one revision, want 2", len(wr.Events))
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("no write seen")
+	}
+	st, err := s.GetStatus(ctx)
+	if err != nil || st.Result != "failing" || raw(t, cli, s.Key(KeyCKEGenMemory)) != `{"m":2}` {
+		t.Errorf("status %+v (%v), memory %s", st, err, raw(t, cli, s.Key(KeyCKEGenMemory)))
+	}
+	must(t, s.PutStatus(ctx, leader, Status{Result: "ok"}, nil))
+	if raw(t, cli, s.Key(KeyCKEGenMemory)) != `{"m":2}` {
+		t.Error("a status without memory changed the memory")
+	}
+	must(t, sess.Close())
+	if err := s.PutStatus(ctx, leader, Status{Result: "disabled"}, []byte(`{"m":3}`)); !errors.Is(err, ErrNoLeader) {
+		t.Errorf("leaderless status: %v, want ErrNoLeader", err)
+	}
+	if st, _ := s.GetStatus(ctx); st.Result != "ok" || raw(t, cli, s.Key(KeyCKEGenMemory)) != `{"m":2}` {
+		t.Errorf("a leaderless status was written: %+v", st)
+	}
+	var js map[string]any
+	data, _ := FitStatus(Status{Result: "ok"})
+	if err := json.Unmarshal(data, &js); err != nil || js["result"] != "ok" {
+		t.Errorf("status JSON %s", data)
 	}
 }
 
@@ -259,211 +345,6 @@ func TestHistoryOneGuardedTransaction(t *testing.T) {
 	}
 }
 
-func TestRebootingNodes(t *testing.T) {
-	ctx := context.Background()
-	cli := etcdtest.Client(t)
-	s := New(cli, "")
-	for k, v := range map[string]string{
-		"0000000000000001": `{"index":1,"node":"10.0.0.1","status":"rebooting"}`,
-		"0000000000000002": `{"index":2,"node":"10.0.0.2","status":"draining"}`,
-		"0000000000000003": `{"index":3,"node":"10.0.0.3","status":"queued"}`,
-		"0000000000000004": `not json`,
-	} {
-		if _, err := cli.Put(ctx, s.Key(KeyRebootsData)+k, v); err != nil {
-			t.Fatal(err)
-		}
-	}
-	got, err := s.RebootingNodes(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(got) != 2 || !got["10.0.0.1"] || !got["10.0.0.2"] {
-		t.Errorf("RebootingNodes = %v", got)
-	}
-}
-
-// TestBadStoredValues: a stored value that does not parse is ErrInvalid,
-// read alone or in a snapshot.
-func TestBadStoredValues(t *testing.T) {
-	ctx := context.Background()
-	cli := etcdtest.Client(t)
-	s := New(cli, "")
-	for k, v := range map[string]string{
-		s.Key(KeySabakanDisabled): "yes",
-		s.Key(KeyConstraints):     `{"control-plane-count": 0}`,
-		s.Key(KeyClusterRevision): "x",
-		s.Key(KeyCluster):         `{"name": `,
-	} {
-		if _, err := cli.Put(ctx, k, v); err != nil {
-			t.Fatal(err)
-		}
-	}
-	snap, err := s.Snapshot(ctx, "no-leader")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for name, read := range map[string]func() error{
-		"IsDisabled":               func() error { _, err := s.IsDisabled(ctx); return err },
-		"GetConstraints":           func() error { _, err := s.GetConstraints(ctx); return err },
-		"GetClusterRevision":       func() error { _, err := s.GetClusterRevision(ctx); return err },
-		"GetCluster":               func() error { _, _, err := s.GetCluster(ctx); return err },
-		"Snapshot.Disabled":        func() error { _, err := snap.Disabled(); return err },
-		"Snapshot.Constraints":     func() error { _, err := snap.Constraints(); return err },
-		"Snapshot.ClusterRevision": func() error { _, err := snap.ClusterRevision(); return err },
-		"Snapshot.Cluster":         func() error { _, _, err := snap.Cluster(); return err },
-	} {
-		if err := read(); !errors.Is(err, ErrInvalid) {
-			t.Errorf("%s: %v, want ErrInvalid", name, err)
-		}
-	}
-}
-
-// TestEtcdErrorIsNotInvalid: when etcd does not answer, reads return
-// etcd's error, never ErrInvalid or ErrNotFound: a tick must not blame
-// the stored data for an etcd outage.
-func TestEtcdErrorIsNotInvalid(t *testing.T) {
-	e, url := etcdtest.StartServer(t, embedded.Options{})
-	cli := etcdtest.Connect(t, url)
-	s := New(cli, "")
-	ctx := context.Background()
-	if _, err := cli.Put(ctx, s.Key(KeyConstraints), `{"control-plane-count": 3}`); err != nil {
-		t.Fatal(err)
-	}
-	e.Close()
-	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-	defer cancel()
-	for name, read := range map[string]func() error{
-		"IsDisabled":         func() error { _, err := s.IsDisabled(ctx); return err },
-		"GetConstraints":     func() error { _, err := s.GetConstraints(ctx); return err },
-		"GetClusterRevision": func() error { _, err := s.GetClusterRevision(ctx); return err },
-		"GetCluster":         func() error { _, _, err := s.GetCluster(ctx); return err },
-		"Snapshot":           func() error { _, err := s.Snapshot(ctx, "k"); return err },
-	} {
-		if err := read(); err == nil || errors.Is(err, ErrInvalid) || errors.Is(err, ErrNotFound) {
-			t.Errorf("%s with etcd stopped: %v, want etcd's error", name, err)
-		}
-	}
-}
-
-// countingKV counts the requests made through a real client.
-type countingKV struct {
-	clientv3.KV
-	n *int
-}
-
-func (c countingKV) Get(ctx context.Context, key string, opts ...clientv3.OpOption) (*clientv3.GetResponse, error) {
-	*c.n++
-	return c.KV.Get(ctx, key, opts...)
-}
-
-func (c countingKV) Txn(ctx context.Context) clientv3.Txn {
-	*c.n++
-	return c.KV.Txn(ctx)
-}
-
-// TestSnapshot: one transaction reads what a tick needs, so the cluster
-// and the template revision it was built from come from one etcd
-// revision; each value reads as the single-key functions read it.
-func TestSnapshot(t *testing.T) {
-	ctx := context.Background()
-	_, url := etcdtest.StartServer(t, embedded.Options{})
-	cli := etcdtest.Connect(t, url)
-	s := New(cli, "/p/")
-	leader, _ := campaign(t, s)
-
-	empty, err := s.Snapshot(ctx, leader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, _, err := empty.Template(); !errors.Is(err, ErrNotFound) {
-		t.Errorf("template of an empty etcd: %v", err)
-	}
-	if _, _, err := empty.Cluster(); !errors.Is(err, ErrNotFound) {
-		t.Errorf("cluster of an empty etcd: %v", err)
-	}
-	if c, err := empty.Constraints(); c != constraints.Default() || err != nil {
-		t.Errorf("constraints of an empty etcd: %+v %v", c, err)
-	}
-	if empty.ConstraintsStored() {
-		t.Error("ConstraintsStored = true in an empty etcd")
-	}
-	if d, err := empty.Disabled(); d || err != nil {
-		t.Errorf("disabled of an empty etcd: %v %v", d, err)
-	}
-	if rev, err := empty.ClusterRevision(); rev != 0 || err != nil {
-		t.Errorf("cluster-revision of an empty etcd: %d %v", rev, err)
-	}
-
-	must := func(err error) {
-		t.Helper()
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-	must(s.SetTemplate(ctx, []byte(`{"name":"t"}`)))
-	must(s.SetURL(ctx, "http://sabakan/graphql"))
-	must(s.SetQueryVariables(ctx, []byte(`{}`)))
-	must(s.SetDisabled(ctx, true))
-	c := constraints.Default()
-	c.ControlPlaneCount = 5
-	must(s.SetConstraints(ctx, c))
-	_, tmplRev, _ := s.GetTemplate(ctx)
-	wrote, err := s.PutCluster(ctx, leader, []byte(`{"name":"t","nodes":[],"service_subnet":"10.0.0.0/24"}`), 0, tmplRev)
-	must(err)
-	_, err = cli.Put(ctx, s.Key(KeyRebootsData)+"0000000000000001", `{"index":1,"node":"10.0.0.1","status":"rebooting"}`)
-	must(err)
-	_, err = cli.Put(ctx, "/cke/cluster", `{"name":"another prefix"}`)
-	must(err)
-
-	n := 0
-	counting := etcdtest.Connect(t, url)
-	counting.KV = countingKV{counting.KV, &n}
-	snap, err := New(counting, "/p/").Snapshot(ctx, leader)
-	must(err)
-	if n != 1 {
-		t.Errorf("Snapshot made %d etcd requests, want 1", n)
-	}
-	if !snap.Leading {
-		t.Error("Leading = false while the election key exists")
-	}
-	if d, _ := snap.Disabled(); !d {
-		t.Error("Disabled = false")
-	}
-	if data, rev, _ := snap.Template(); string(data) != `{"name":"t"}` || rev != tmplRev {
-		t.Errorf("Template = %s at %d, want at %d", data, rev, tmplRev)
-	}
-	if u, _ := snap.URL(); u != "http://sabakan/graphql" {
-		t.Errorf("URL = %q", u)
-	}
-	if v, _ := snap.QueryVariables(); string(v) != `{}` {
-		t.Errorf("QueryVariables = %s", v)
-	}
-	if got, _ := snap.Constraints(); got != c {
-		t.Errorf("Constraints = %+v", got)
-	}
-	if !snap.ConstraintsStored() {
-		t.Error("ConstraintsStored = false with constraints stored")
-	}
-	if cl, rev, err := snap.Cluster(); err != nil || cl.Name != "t" || rev != wrote {
-		t.Errorf("Cluster = %+v at %d (%v), want t at %d", cl, rev, err, wrote)
-	}
-	if rev, _ := snap.ClusterRevision(); rev != tmplRev {
-		t.Errorf("ClusterRevision = %d, want %d", rev, tmplRev)
-	}
-	if r := snap.RebootingNodes(); len(r) != 1 || !r["10.0.0.1"] {
-		t.Errorf("RebootingNodes = %v", r)
-	}
-
-	other, err := s.Snapshot(ctx, s.Key(KeyLeader)+"gone")
-	must(err)
-	if other.Leading {
-		t.Error("Leading = true for an election key that does not exist")
-	}
-}
-
-// TestFitStatus: a status always fits in MaxStatusBytes, however many and
-// however long its warnings, changes and message; one that fits is kept
-// whole.
 func TestFitStatus(t *testing.T) {
 	small := Status{Result: "ok", Warnings: []string{"w1", "w2"}, Message: "m"}
 	data, err := FitStatus(small)

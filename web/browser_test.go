@@ -310,7 +310,7 @@ func TestRateModelPageInBrowser(t *testing.T) {
 	}
 
 	must(t, cons.Set(constraints.MinimumWorkers, 5))
-	must(t, st.SetConstraints(ctx, cons))
+	must(t, sitetest.StoreOf(st).SetConstraints(ctx, cons))
 	if model, text, _ := load(); model != "count" || strings.Contains(text, "workers -") {
 		t.Errorf("after constraints set minimum-workers: data-model %q, text %q", model, text)
 	}
@@ -359,7 +359,7 @@ func eval[T any](t *testing.T, ctx context.Context, expr string) T {
 func waitCluster(t *testing.T, ctx context.Context, st storage.Storage, ok func(*cluster.Cluster) bool) *cluster.Cluster {
 	t.Helper()
 	for {
-		c, _, err := st.GetCluster(ctx)
+		c, _, err := sitetest.StoreOf(st).GetCluster(ctx)
 		if err == nil && ok(c) {
 			return c
 		}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/ckegen/ckegen/generator"
+	"github.com/ckegen/ckegen/intake"
 	"github.com/ckegen/ckegen/internal/testutil/dcgen"
 	"github.com/ckegen/ckegen/internal/testutil/sitetest"
 	"github.com/ckegen/ckegen/liveview"
@@ -54,7 +55,7 @@ func newPageFixture(t *testing.T) *pageFixture {
 		Since: now.Add(-time.Hour), Time: now, LastOp: "new", LastChangeCount: 2, ConsecutiveFailures: 4, Leader: "daemon-1",
 		Kubernetes: &storage.KubernetesStatus{Read: true, Nodes: 2, Intolerable: 1},
 		Placements: []storage.PlacementStatus{{Placement: "control-plane", ObservedGroup: "any",
-			Groups: []storage.GroupNodes{{Group: "dedicated", Nodes: 0}, {Group: "any", Nodes: 1}, {Group: "", Nodes: 0}}}}}))
+			Groups: []storage.GroupNodes{{Group: "dedicated", Nodes: 0}, {Group: "any", Nodes: 1}, {Group: "", Nodes: 0}}}}}, nil))
 	must(t, st.AddHistory(ctx, leader, storage.HistoryEntry{Time: now.Add(-2 * time.Hour), Op: "new", ChangeCount: 2, ClusterRevision: 7,
 		Changes: []storage.Change{{Action: "generate", Address: "10.0.0.2"}, {Action: "generate", Address: "10.0.1.4"}}}))
 	return &pageFixture{st: st, sabakan: s.Server}
@@ -257,7 +258,7 @@ func TestMapPageHeld(t *testing.T) {
 	ctx := context.Background()
 	leader := f.st.Key(storage.KeyLeader + "1")
 	must(t, f.st.PutStatus(ctx, leader, storage.Status{Result: "held", Reason: "OWNED_BY_CKE", Message: "ckecli sabakan takeover",
-		Mode: storage.ModeBesideCKE, Owner: storage.OwnerCKE, Leader: "daemon-1"}))
+		Mode: "beside-cke", Owner: intake.OwnerCKE, Leader: "daemon-1"}, nil))
 	body := get(t, f.handler(nil), http.MethodGet, "/").Body.String()
 	for _, want := range []string{`<span class="note" id="held">held</span> <code>OWNED_BY_CKE</code>`, "<td>beside-cke, owner cke</td>"} {
 		if !strings.Contains(body, want) {
@@ -283,7 +284,7 @@ func TestMapPageTickWarnings(t *testing.T) {
 		warnings = append(warnings, "warning <"+strconv.Itoa(i)+">")
 	}
 	leader := f.st.Key(storage.KeyLeader + "1")
-	must(t, f.st.PutStatus(ctx, leader, storage.Status{Result: "ok", Leader: "daemon-1", Warnings: warnings[:1], LastOp: "taint nodes", LastChangeCount: 1}))
+	must(t, f.st.PutStatus(ctx, leader, storage.Status{Result: "ok", Leader: "daemon-1", Warnings: warnings[:1], LastOp: "taint nodes", LastChangeCount: 1}, nil))
 	body := get(t, f.handler(nil), http.MethodGet, "/").Body.String()
 	box := `<h2 id="status">Status</h2>
 <div id="tick-warnings" class="warnbox" role="alert"><b>1 warning from the last tick</b>: the daemon went on, but these need fixing.
@@ -296,14 +297,14 @@ func TestMapPageTickWarnings(t *testing.T) {
 		t.Error("last op: not 1 change")
 	}
 
-	must(t, f.st.PutStatus(ctx, leader, storage.Status{Result: "ok", Leader: "daemon-1", Warnings: warnings}))
+	must(t, f.st.PutStatus(ctx, leader, storage.Status{Result: "ok", Leader: "daemon-1", Warnings: warnings}, nil))
 	body = get(t, f.handler(nil), http.MethodGet, "/").Body.String()
 	if !strings.Contains(body, "<b>10 warnings from the last tick</b>") || !strings.Contains(body, "<li>warning &lt;8&gt;</li><li>and 2 more (ckecli sabakan status -o json lists them all)</li></ul>") ||
 		strings.Contains(body, "warning &lt;9&gt;") {
 		t.Errorf("12 warnings: the box does not list ten and count two more:\n%s", body)
 	}
 
-	must(t, f.st.PutStatus(ctx, leader, storage.Status{Result: "ok", Leader: "daemon-1"}))
+	must(t, f.st.PutStatus(ctx, leader, storage.Status{Result: "ok", Leader: "daemon-1"}, nil))
 	body = get(t, f.handler(nil), http.MethodGet, "/").Body.String()
 	if strings.Contains(body, "tick-warnings") {
 		t.Error("a status without warnings shows the box")

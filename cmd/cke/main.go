@@ -35,6 +35,7 @@ import (
 	"github.com/ckegen/ckegen/liveview"
 	"github.com/ckegen/ckegen/sabakan"
 	"github.com/ckegen/ckegen/storage"
+	"github.com/ckegen/ckegen/tick"
 	"github.com/ckegen/ckegen/web"
 )
 
@@ -212,7 +213,7 @@ func (o *options) check() error {
 
 // nodes returns the Kubernetes Node reader of --kubeconfig, nil without
 // it.
-func (o *options) nodes() (daemon.Nodes, error) {
+func (o *options) nodes() (tick.Kubernetes, error) {
 	if o.kubeTimeout <= 0 {
 		return nil, fmt.Errorf("--kubernetes-timeout: must be positive, got %s", o.kubeTimeout)
 	}
@@ -277,7 +278,7 @@ func (o *options) etcdConfig() (*etcdutil.Config, error) {
 
 // daemonConfig is the daemon's configuration from the flags, with a
 // registry that also has Go's and the process's collectors.
-func (o *options) daemonConfig(st storage.Storage, nodes daemon.Nodes, lg *slog.Logger) daemon.Config {
+func (o *options) daemonConfig(st storage.Storage, nodes tick.Kubernetes, lg *slog.Logger) daemon.Config {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return daemon.Config{
@@ -290,7 +291,7 @@ func (o *options) daemonConfig(st storage.Storage, nodes daemon.Nodes, lg *slog.
 		MinBackoff:      o.minBackoff,
 		MaxClusterBytes: o.maxClusterBytes,
 		Sabakan:         o.sabakanOptions(),
-		Nodes:           nodes,
+		Kubernetes:      nodes,
 		Log:             lg,
 		Registry:        reg,
 	}

@@ -12,13 +12,14 @@ import (
 
 	"go.etcd.io/etcd/client/v3/concurrency"
 
+	"github.com/ckegen/ckegen/fakesabakan"
 	"github.com/ckegen/ckegen/generator"
+	"github.com/ckegen/ckegen/intake"
 	"github.com/ckegen/ckegen/internal/testutil/dcgen"
 	"github.com/ckegen/ckegen/internal/testutil/etcdtest"
 	"github.com/ckegen/ckegen/internal/testutil/sitetest"
 	"github.com/ckegen/ckegen/machine"
 	"github.com/ckegen/ckegen/planreport"
-	"github.com/ckegen/ckegen/fakesabakan"
 	"github.com/ckegen/ckegen/storage"
 )
 
@@ -211,7 +212,7 @@ func TestPlanOnline(t *testing.T) {
 		errOut != "ckecli: no sabakan URL: set one with ckecli sabakan set-url\n" {
 		t.Errorf("no URL: exit %d, stdout %q, stderr %q", code, out, errOut)
 	}
-	if err := f.st.SetURL(ctx, f.sabakan.URL+"/graphql"); err != nil {
+	if err := sitetest.StoreOf(f.st).SetURL(ctx, f.sabakan.URL+"/graphql"); err != nil {
 		t.Fatal(err)
 	}
 	if _, errOut, code := f.run("constraints", "set", "control-plane-count", "3"); code != 0 {
@@ -238,7 +239,7 @@ func TestPlanOnline(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, tmplRev, err := f.st.GetTemplate(ctx)
+	_, tmplRev, err := sitetest.StoreOf(f.st).GetTemplate(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -334,8 +335,8 @@ func TestPlanOnline(t *testing.T) {
 		t.Fatal(errOut)
 	}
 	_, errOut := f.plan()
-	want := "note: the trigger is planning: the daemon applies nothing until ckecli sabakan trigger schedule\n" +
-		"note: 1 of 9 nodes are unhealthy, more than max-unhealthy 0 (0): the daemon changes only state taints until fewer are\n"
+	want := "note: the trigger is planning: ckecli sabakan trigger schedule applies the plan\n" +
+		"note: 1 of 9 nodes are unhealthy (10.0.2.2), more than max-unhealthy 0 allows (0): no node is added, removed, promoted or demoted until fewer are\n"
 	if errOut != want {
 		t.Errorf("notes:\n%s\nwant\n%s", errOut, want)
 	}
@@ -414,7 +415,7 @@ func TestPlanStoredCommand(t *testing.T) {
 		},
 		ComputedAt:       time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC),
 		TemplateRevision: 4,
-		Trigger:          storage.TriggerPlanning,
+		Trigger:          intake.TriggerPlanning,
 	}
 	data, err := planreport.MarshalStored(p, 0)
 	if err != nil {
@@ -496,13 +497,13 @@ func TestStatusShowsChangeManagement(t *testing.T) {
 		Result: "planning", Reason: "QUIET_TIME", Message: "m", Since: at, Time: at, LastSuccess: at, Leader: "host-1",
 		ChangeStatus: storage.ChangeStatus{
 			Trigger: "schedule",
-			Quiet: &storage.QuietStatus{QuietTime: "10m0s", InventoryDigest: "d", InventorySince: at, Remaining: "4m10s",
+			Quiet: &storage.QuietStatus{QuietTime: "10m0s", InventorySince: at, Remaining: "4m10s",
 				LastMoved: []string{"10.0.1.2 (serial s12) UNREACHABLE for 5m50s"}},
 			Unhealthy: &storage.UnhealthyStatus{Count: 1, Nodes: 8, MaxUnhealthy: "25%", Limit: 2},
 			Pending: &storage.PlanSummary{Result: "settled", Steps: 2, NextOp: "increase worker", NextChangeCount: 1,
 				NextChanges: []storage.Change{{Action: "add-worker", Address: "10.0.3.4", Serial: "s34", Score: &score, Reason: "4 workers, want 5"}}},
 		},
-	}))
+	}, nil))
 	want := "RESULT        planning\nREASON        QUIET_TIME\nMESSAGE       m\nSINCE         2026-01-01T00:00:00Z\nLAST TICK     2026-01-01T00:00:00Z\n" +
 		"FAILURES      0\nLAST SUCCESS  2026-01-01T00:00:00Z\nLEADER        host-1\nTRIGGER       schedule\nQUIET TIME    10m0s: 4m10s left\n" +
 		"LAST MOVED    10.0.1.2 (serial s12) UNREACHABLE for 5m50s\nUNHEALTHY     1 of 8 nodes (max-unhealthy 25%: 2)\n" +
@@ -558,10 +559,10 @@ func TestPlanInventoryRoles(t *testing.T) {
 	if _, errOut, code := f.run("sabakan", "set-template", tmpl); code != 0 {
 		t.Fatal(errOut)
 	}
-	if err := f.st.SetURL(ctx, sab.URL); err != nil {
+	if err := sitetest.StoreOf(f.st).SetURL(ctx, sab.URL); err != nil {
 		t.Fatal(err)
 	}
-	_, tmplRev, _ := f.st.GetTemplate(ctx)
+	_, tmplRev, _ := sitetest.StoreOf(f.st).GetTemplate(ctx)
 	leader := campaignAs(t, f.st, "host-1")
 	cur := `{"name":"test","service_subnet":"10.68.0.0/16","nodes":[{"address":"10.0.1.1","user":"cybozu","control_plane":true},` +
 		`{"address":"10.0.2.1","user":"cybozu"},{"address":"10.0.2.2","user":"cybozu"},{"address":"10.0.4.1","user":"cybozu"}]}`

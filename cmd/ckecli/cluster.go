@@ -23,11 +23,11 @@ func newClusterCmd(e *env) *cobra.Command {
 				return err
 			}
 			return e.withStorage(func(ctx context.Context, st storage.Storage) error {
-				data, err := st.GetClusterRaw(ctx)
+				v, err := st.Get(ctx, storage.KeyCluster)
 				if err != nil {
 					return err
 				}
-				return printCluster(cmd, data, output)
+				return printCluster(cmd, v.Data, output)
 			})
 		},
 	}

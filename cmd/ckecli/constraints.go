@@ -12,11 +12,9 @@ import (
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
-	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/ckegen/ckegen/constraints"
 	"github.com/ckegen/ckegen/intake"
-	"github.com/ckegen/ckegen/internal/strictjson"
 	"github.com/ckegen/ckegen/internal/suggest"
 	"github.com/ckegen/ckegen/storage"
 )
@@ -120,13 +118,11 @@ func newConstraintsSetCmd(e *env) *cobra.Command {
 				return fmt.Errorf("%s: value must be an integer, got %q", name, args[1])
 			}
 			var c constraints.Constraints
+			var guard storage.Guard
 			err = e.withStorage(func(ctx context.Context, st storage.Storage) error {
 				var err error
-				c, err = constraintsToSet(ctx, cmd.ErrOrStderr(), st, name)
-				switch {
-				case errors.Is(err, storage.ErrInvalid):
-					fmt.Fprintf(cmd.ErrOrStderr(), "warning: %v; setting %s on what could be read\n", err, name)
-				case err != nil:
+				c, guard, err = constraintsToSet(ctx, cmd.ErrOrStderr(), st, name)
+				if err != nil {
 					return err
 				}
 				if err := c.Set(name, v); err != nil {
@@ -147,8 +143,12 @@ func newConstraintsSetCmd(e *env) *cobra.Command {
 				return dry.run(e, cmd, intake.WhatIf{Constraints: &c})
 			}
 			dry.warn(e, cmd, intake.WhatIf{Constraints: &c}, c.Warnings()...)
+			data, err := json.Marshal(c)
+			if err != nil {
+				return err
+			}
 			return e.withStorage(func(ctx context.Context, st storage.Storage) error {
-				return st.SetConstraints(ctx, c)
+				return storeConstraints(ctx, st, guard, data)
 			})
 		},
 	}
@@ -157,58 +157,45 @@ func newConstraintsSetCmd(e *env) *cobra.Command {
 	return cmd
 }
 
-// constraintsToSet reads the constraints that `set NAME` changes: the
-// stored ones, or the defaults when none are stored. An invalid stored
-// document is returned with storage.ErrInvalid, as GetConstraints does
-// (set then works on what could be read), except one with the keys of
-// both models, of which nothing can be read: setting a key of one model
-// is how the operator chooses, so the document is read without the other
-// model's keys (a note says so), and setting any other key is refused.
-func constraintsToSet(ctx context.Context, stderr io.Writer, st storage.Storage, name string) (constraints.Constraints, error) {
-	c, err := st.GetConstraints(ctx)
-	if !errors.Is(err, storage.ErrInvalid) {
-		return c, err
+// constraintsToSet reads the constraints that `set NAME` changes, as
+// the tick reads them (intake's table): the stored ones, or the defaults
+// when none are stored, with the guard of the write that stores the
+// result. An invalid stored document is read as constraints.ForSet reads
+// it: what could be read, with a warning, or, when it holds the keys of
+// both models, without the other model's keys (a note says so) if name
+// chooses a model, and refused otherwise.
+func constraintsToSet(ctx context.Context, stderr io.Writer, st storage.Storage, name string) (constraints.Constraints, storage.Guard, error) {
+	s, refused, snap, err := intake.Load(ctx, st, intake.SettingConstraints)
+	if err != nil {
+		return constraints.Constraints{}, storage.Guard{}, err
 	}
-	resp, gerr := st.Client.Get(ctx, st.Key(storage.KeyConstraints))
-	if gerr != nil {
-		return c, gerr
+	v := snap.Get(storage.KeyConstraints)
+	guard := storage.GuardOf(storage.KeyConstraints, v)
+	if refused[intake.SettingConstraints] == nil {
+		return s.Constraints, guard, nil
 	}
-	if len(resp.Kvs) == 0 {
-		return c, err
+	c, note, err := constraints.ForSet(v.Data, name)
+	var model *constraints.ModelError
+	switch {
+	case errors.As(err, &model):
+		return c, guard, fmt.Errorf("invalid stored value: %w", err)
+	case err != nil:
+		fmt.Fprintf(stderr, "warning: invalid stored value: %v; setting %s on what could be read\n", err, name)
+	case note != "":
+		fmt.Fprintf(stderr, "note: %s\n", note)
 	}
-	data := resp.Kvs[0].Value
-	var doc map[string]json.RawMessage
-	if strictjson.Unmarshal(data, &doc) != nil || doc[constraints.MinimumWorkersRate] == nil ||
-		(doc[constraints.MinimumWorkers] == nil && doc[constraints.MaximumWorkers] == nil) {
-		return c, err // not the both-models case
+	return c, guard, nil
+}
+
+// storeConstraints stores the constraints set computed, guarded on the
+// document it read: a concurrent set makes this one lose and write
+// nothing.
+func storeConstraints(ctx context.Context, st storage.Storage, guard storage.Guard, data []byte) error {
+	err := st.Swap(ctx, []storage.Guard{guard}, storage.Write{Key: storage.KeyConstraints, Data: data})
+	if errors.Is(err, storage.ErrConflict) {
+		return errors.New("the constraints changed while they were set (another ckecli constraints set, or CKE's ckecli): nothing was written; check them with ckecli constraints show and set again")
 	}
-	var replaced []string
-	switch name {
-	case constraints.MinimumWorkersRate:
-		replaced = []string{constraints.MinimumWorkers, constraints.MaximumWorkers}
-	case constraints.MinimumWorkers, constraints.MaximumWorkers:
-		replaced = []string{constraints.MinimumWorkersRate}
-	default:
-		return c, fmt.Errorf("%v; choose the model first: ckecli constraints set %s N, or ckecli constraints set %s N", err,
-			constraints.MinimumWorkersRate, constraints.MinimumWorkers)
-	}
-	var dropped []string
-	for _, k := range replaced {
-		if _, ok := doc[k]; ok {
-			delete(doc, k)
-			dropped = append(dropped, k)
-		}
-	}
-	rest, merr := json.Marshal(doc)
-	if merr != nil {
-		return c, merr
-	}
-	c2, perr := constraints.Parse(rest)
-	if perr != nil {
-		return c, err // invalid for another reason as well
-	}
-	fmt.Fprintf(stderr, "note: the stored constraints hold the keys of both models; %s replaces %s\n", name, strings.Join(dropped, " and "))
-	return c2, nil
+	return err
 }
 
 // shownCountConstraints is every constraint of the count model as CKE up
@@ -288,14 +275,14 @@ can be given back to --constraints.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return e.withStorage(func(ctx context.Context, st storage.Storage) error {
-				resp, err := st.Client.Get(ctx, st.Key(storage.KeyConstraints), clientv3.WithCountOnly())
+				s, refused, _, err := intake.Load(ctx, st, intake.SettingConstraints)
 				if err != nil {
 					return err
 				}
-				c, err := st.GetConstraints(ctx)
-				if err != nil {
-					return err
+				if ref := refused[intake.SettingConstraints]; ref != nil {
+					return intake.Explained(ref, false)
 				}
+				c := s.Constraints
 				// Indented by four spaces, as CKE's ckecli prints them.
 				data, err := json.MarshalIndent(showConstraints(c), "", "    ")
 				if err != nil {
@@ -304,7 +291,7 @@ can be given back to --constraints.`,
 				if _, err := fmt.Fprintf(cmd.OutOrStdout(), "%s\n", data); err != nil {
 					return err
 				}
-				_, err = fmt.Fprintln(cmd.ErrOrStderr(), constraintsModelLine(c, resp.Count > 0))
+				_, err = fmt.Fprintln(cmd.ErrOrStderr(), constraintsModelLine(c, s.ConstraintsStored))
 				return err
 			})
 		},

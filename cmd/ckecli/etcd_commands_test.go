@@ -148,7 +148,7 @@ func TestEtcdCommands(t *testing.T) {
 	}
 	score := 1003.0
 	if err := s.PutStatus(ctx, elec.Key(), storage.Status{Result: "ok", Leader: "host-1", LastOp: "new", LastChangeCount: 1,
-		LastChanges: []storage.Change{{Action: "generate", Address: "10.0.0.1", Serial: "s1", Score: &score, Reason: "control plane"}}}); err != nil {
+		LastChanges: []storage.Change{{Action: "generate", Address: "10.0.0.1", Serial: "s1", Score: &score, Reason: "control plane"}}}, nil); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.AddHistory(ctx, elec.Key(), storage.HistoryEntry{Op: "new", ChangeCount: 1, TemplateRevision: 7, ClusterRevision: 99}); err != nil {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/ckegen/ckegen/constraints"
 	"github.com/ckegen/ckegen/generator"
+	"github.com/ckegen/ckegen/internal/testutil/sitetest"
 	"github.com/ckegen/ckegen/machine"
 	"github.com/ckegen/ckegen/planreport"
 	"github.com/ckegen/ckegen/rackmap"
@@ -109,7 +110,7 @@ service_subnet: 10.68.0.0/16
 	if _, errOut, code := f.run("sabakan", "set-template", f.file("t.yml", tmpl)); code != 0 {
 		t.Fatal(errOut)
 	}
-	if err := f.st.SetURL(ctx, f.sabakan.URL+"/graphql"); err != nil {
+	if err := sitetest.StoreOf(f.st).SetURL(ctx, f.sabakan.URL+"/graphql"); err != nil {
 		t.Fatal(err)
 	}
 	for _, kv := range [][2]string{{"control-plane-count", "3"}, {"minimum-workers", "4"}} {
@@ -139,7 +140,7 @@ service_subnet: 10.68.0.0/16
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, tmplRev, err := f.st.GetTemplate(ctx)
+	_, tmplRev, err := sitetest.StoreOf(f.st).GetTemplate(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,14 +10,16 @@ func newSabakanCmd(e *env) *cobra.Command {
 	cmd.AddCommand(
 		newSabakanEnableCmd(e, true), newSabakanEnableCmd(e, false), newSabakanIsEnabledCmd(e),
 		newSabakanTakeoverCmd(e), newSabakanHandbackCmd(e), newSabakanOwnerCmd(e),
-		newSabakanSetURLCmd(e), newSabakanGetURLCmd(e),
 		newSabakanSetTemplateCmd(e), newSabakanGetTemplateCmd(e),
 		newSabakanSetVariablesCmd(e), newSabakanGetVariablesCmd(e),
 		newSabakanSetPolicyCmd(e), newSabakanGetPolicyCmd(e), newSabakanClearPolicyCmd(e),
 		newSabakanStatusCmd(e), newSabakanHistoryCmd(e),
 		newSabakanGenerateCmd(),
 		newSabakanMapCmd(e),
-		newSabakanPlanCmd(e), newSabakanTriggerCmd(e), newSabakanSetQuietTimeCmd(e), newSabakanGetQuietTimeCmd(e), newSabakanSetMaxUnhealthyCmd(e), newSabakanGetMaxUnhealthyCmd(e),
+		newSabakanPlanCmd(e),
 	)
+	for _, sc := range scalars {
+		cmd.AddCommand(newScalarCmds(e, sc)...)
+	}
 	return cmd
 }

@@ -35,11 +35,11 @@ func newSabakanEnableCmd(e *env, enable bool) *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return e.withStorage(func(ctx context.Context, st storage.Storage) error {
-				o, err := readOwnership(ctx, st)
+				o, err := ownership(ctx, st)
 				if err != nil {
 					return err
 				}
-				if err := setSwitch(ctx, st, o, !enable); errors.Is(err, storage.ErrOwnershipChanged) {
+				if err := setSwitch(ctx, st, o, !enable); errors.Is(err, storage.ErrConflict) {
 					return errStale(use)
 				} else if err != nil {
 					return err

@@ -121,7 +121,7 @@ func TestMapOnline(t *testing.T) {
 		t.Errorf("no URL: exit %d, stdout %q, stderr %q", code, stdout.String(), stderr.String())
 	}
 
-	if err := st.SetURL(ctx, site.URL); err != nil {
+	if err := sitetest.StoreOf(st).SetURL(ctx, site.URL); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := st.Client.Put(ctx, st.Key(storage.KeyCluster),

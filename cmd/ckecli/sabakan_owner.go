@@ -12,47 +12,45 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/ckegen/ckegen/intake"
-	"github.com/ckegen/ckegen/policy"
-	"github.com/ckegen/ckegen/sabakan"
+	"github.com/ckegen/ckegen/reason"
 	"github.com/ckegen/ckegen/storage"
-	"github.com/ckegen/ckegen/template"
+	"github.com/ckegen/ckegen/tick"
 )
 
 // Running beside a real CKE server (docs/beside-cke.md): which integration writes
 // `cluster` (sabakan/owner), takeover and handback, and the switch that
 // enable, disable and is-enabled act on.
 
-// afterOwnershipRead, when set (by tests only), runs between a command's
-// read of the ownership keys and its guarded write: a concurrent change
-// made there must make the write lose.
-var afterOwnershipRead func(ctx context.Context, st storage.Storage)
-
-// ownership reads the ownership keys; a stored owner or switch that does
-// not parse is an error that names the key and the values it may have.
-func ownership(ctx context.Context, st storage.Storage) (storage.Ownership, error) {
-	o, err := st.Ownership(ctx)
-	if errors.Is(err, storage.ErrInvalid) {
-		return o, fmt.Errorf("%w; ckecli cannot repair it: put a valid value with etcdctl under %s", err, st.Prefix)
+// ownership reads the owner and both switches as a tick reads them; a
+// stored owner or switch that does not parse is an error that names the
+// key and the values it may have.
+func ownership(ctx context.Context, st storage.Storage) (intake.Ownership, error) {
+	s, refused, _, err := intake.Load(ctx, st, intake.SettingDisabled, intake.SettingOwner, intake.SettingCKEGenDisabled)
+	if err != nil {
+		return intake.Ownership{}, err
 	}
-	return o, err
+	if ref := intake.First(refused, intake.Switch); ref != nil {
+		return s.Own, fmt.Errorf("%w; ckecli cannot repair it: put a valid value with etcdctl under %s", ref, st.Prefix)
+	}
+	return s.Own, nil
 }
 
-// readOwnership is ownership before a guarded write.
-func readOwnership(ctx context.Context, st storage.Storage) (storage.Ownership, error) {
-	o, err := ownership(ctx, st)
-	if err == nil && afterOwnershipRead != nil {
-		afterOwnershipRead(ctx, st)
-	}
-	return o, err
+// writeOwner makes owner the integration's owner and sets CKE's switch to
+// ckeDisabled, in one transaction guarded on the owner and both switches
+// as o read them: a takeover or handback whose read is stale loses with
+// storage.ErrConflict and writes nothing.
+func writeOwner(ctx context.Context, st storage.Storage, o intake.Ownership, owner string, ckeDisabled bool) error {
+	return st.Swap(ctx, o.Guards(),
+		storage.Write{Key: storage.KeyOwner, Data: []byte(owner)},
+		storage.Write{Key: storage.KeySabakanDisabled, Data: []byte(strconv.FormatBool(ckeDisabled))})
 }
 
 // ownerText is the owner as stored, saying when the key is absent.
-func ownerText(o storage.Ownership) string {
+func ownerText(o intake.Ownership) string {
 	if o.OwnerRev == 0 {
-		return storage.OwnerCKE + " (not set)"
+		return intake.OwnerCKE + " (not set)"
 	}
 	return o.Owner
 }
@@ -107,12 +105,12 @@ ckecli sabakan handback gives the integration back to CKE.`,
 
 func takeover(e *env, cmd *cobra.Command, dry *dryRun) error {
 	stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
-	var o storage.Ownership
+	var o intake.Ownership
 	var owned bool
 	var leader string
 	err := e.withStorage(func(ctx context.Context, st storage.Storage) error {
 		var err error
-		if o, err = readOwnership(ctx, st); err != nil {
+		if o, err = ownership(ctx, st); err != nil {
 			return err
 		}
 		if o.OwnedByCKEGen() && o.CKEDisabled {
@@ -127,7 +125,7 @@ func takeover(e *env, cmd *cobra.Command, dry *dryRun) error {
 		if dry.enabled {
 			return nil
 		}
-		if err := st.Takeover(ctx, o); errors.Is(err, storage.ErrOwnershipChanged) {
+		if err := writeOwner(ctx, st, o, intake.OwnerCKEGen, true); errors.Is(err, storage.ErrConflict) {
 			return errStale("takeover")
 		} else if err != nil {
 			return err
@@ -177,7 +175,7 @@ func takeover(e *env, cmd *cobra.Command, dry *dryRun) error {
 
 // writeTakeoverNext says what happens after a takeover; leader is
 // ckegen's leading daemon ("": none).
-func writeTakeoverNext(w io.Writer, o storage.Ownership, leader string) {
+func writeTakeoverNext(w io.Writer, o intake.Ownership, leader string) {
 	switch {
 	case o.CKEGenDisabled:
 		fmt.Fprintf(w, "Next: ckegen's own switch %s is true: its daemon writes nothing until ckecli sabakan enable.\n", storage.KeyCKEGenDisabled)
@@ -193,62 +191,26 @@ func writeTakeoverNext(w io.Writer, o storage.Ownership, leader string) {
 }
 
 // takeoverProblems checks the stored settings as ckegen's daemon reads
-// them (one transaction) and returns what keeps ckegen from owning the
-// integration, each with what to do; an etcd failure is an error.
+// them (one transaction, intake's table) and returns what keeps ckegen
+// from owning the integration, each with what to do; an etcd failure is an
+// error.
 func takeoverProblems(ctx context.Context, st storage.Storage) ([]string, error) {
-	snap, err := st.Snapshot(ctx, st.Key(storage.KeyCKEGenLeader))
+	var r intake.Reader
+	snap, err := st.Read(ctx, r.Request(""))
 	if err != nil {
 		return nil, err
 	}
+	s, refused := r.ReadEach(snap, intake.WhatIf{})
 	var problems []string
-	add := func(format string, a ...any) { problems = append(problems, fmt.Sprintf(format, a...)) }
-
-	if !snap.ConstraintsStored() {
-		add("no constraints are stored (%s): ckegen takes over only with an explicit model of the workers; run ckecli constraints set minimum-workers-rate N (CKE v1.35's rate model) or ckecli constraints set minimum-workers N (the count model)",
-			storage.KeyConstraints)
-	} else if c, err := snap.Constraints(); err != nil {
-		add("the stored constraints are invalid: %v; set them with ckecli constraints set", err)
-	} else if err := c.Validate(); err != nil {
-		add("the stored constraints are invalid: %v; set them with ckecli constraints set", strings.ReplaceAll(err.Error(), "\n", "; "))
+	if !s.ConstraintsStored && refused[intake.SettingConstraints] == nil {
+		problems = append(problems, fmt.Sprintf("no constraints are stored (%s): ckegen takes over only with an explicit model of the workers; "+
+			"run ckecli constraints set minimum-workers-rate N (CKE v1.35's rate model) or ckecli constraints set minimum-workers N (the count model)",
+			storage.KeyConstraints))
 	}
-
-	var tmpl *template.Template
-	if data, _, err := snap.Template(); errors.Is(err, storage.ErrNotFound) {
-		add("no template is stored (%s): set one with ckecli sabakan set-template FILE", storage.KeySabakanTemplate)
-	} else if err != nil {
-		return nil, err
-	} else if tmpl, err = template.Parse(data); err != nil {
-		add("the stored template is invalid for ckegen: %v; set one with ckecli sabakan set-template FILE", err)
-	}
-
-	if _, err := snap.URL(); errors.Is(err, storage.ErrNotFound) {
-		add("no sabakan URL is stored (%s): set one with ckecli sabakan set-url URL", storage.KeySabakanURL)
-	}
-	if data, err := snap.QueryVariables(); err == nil {
-		if _, err := sabakan.ParseVariables(data); err != nil {
-			add("the stored query variables are invalid: %v; set them with ckecli sabakan set-variables FILE", err)
+	for _, row := range intake.Table {
+		if ref := refused[row.Setting]; ref != nil && row.Kind != intake.Switch {
+			problems = append(problems, ref.Explain())
 		}
-	}
-	if data, _, err := snap.Policy(); err == nil && tmpl != nil {
-		if _, err := policy.Load(data, tmpl); err != nil {
-			add("the stored placement policy is invalid: %v; fix it with ckecli sabakan set-policy, or remove it with ckecli sabakan clear-policy", err)
-		}
-	}
-	// These errors say how to set the key.
-	if _, _, err := snap.Trigger(); err != nil {
-		add("%v", err)
-	}
-	if _, err := snap.QuietTime(); err != nil {
-		add("%v", err)
-	}
-	if _, err := snap.MaxUnhealthy(); err != nil {
-		add("%v", err)
-	}
-	if _, _, err := snap.Cluster(); err != nil && !errors.Is(err, storage.ErrNotFound) {
-		add("the stored cluster does not parse for ckegen: %v", err)
-	}
-	if _, err := snap.ClusterRevision(); err != nil {
-		add("%v", err)
 	}
 	return problems, nil
 }
@@ -268,13 +230,13 @@ and exits 0.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			stdout := cmd.OutOrStdout()
-			var o storage.Ownership
+			var o intake.Ownership
 			err := e.withStorage(func(ctx context.Context, st storage.Storage) error {
 				var err error
-				if o, err = readOwnership(ctx, st); err != nil || !o.OwnedByCKEGen() {
+				if o, err = ownership(ctx, st); err != nil || !o.OwnedByCKEGen() {
 					return err
 				}
-				if err := st.Handback(ctx, o); errors.Is(err, storage.ErrOwnershipChanged) {
+				if err := writeOwner(ctx, st, o, intake.OwnerCKE, false); errors.Is(err, storage.ErrConflict) {
 					return errStale("handback")
 				} else if err != nil {
 					return err
@@ -305,17 +267,8 @@ and exits 0.`,
 	}
 }
 
-// switchKey is the switch enable, disable and is-enabled act on: ckegen's
-// own while it owns the integration, CKE's otherwise.
-func switchKey(o storage.Ownership) string {
-	if o.OwnedByCKEGen() {
-		return storage.KeyCKEGenDisabled
-	}
-	return storage.KeySabakanDisabled
-}
-
 // switchNote says which switch a command acted on, and why.
-func switchNote(o storage.Ownership) string {
+func switchNote(o intake.Ownership) string {
 	switch {
 	case o.OwnedByCKEGen():
 		return fmt.Sprintf("ckegen's own switch %s (ckegen owns the integration; CKE's %s is left alone)", storage.KeyCKEGenDisabled, storage.KeySabakanDisabled)
@@ -331,18 +284,9 @@ func switchNote(o storage.Ownership) string {
 // setSwitch writes the switch that o puts in force, in a transaction that
 // fails if the owner changed since o was read: the switch must not land on
 // CKE's key after a takeover, nor on ckegen's after a handback.
-func setSwitch(ctx context.Context, st storage.Storage, o storage.Ownership, disabled bool) error {
-	resp, err := st.Client.Txn(ctx).
-		If(clientv3.Compare(clientv3.ModRevision(st.Key(storage.KeyOwner)), "=", o.OwnerRev)).
-		Then(clientv3.OpPut(st.Key(switchKey(o)), strconv.FormatBool(disabled))).
-		Commit()
-	if err != nil {
-		return err
-	}
-	if !resp.Succeeded {
-		return storage.ErrOwnershipChanged
-	}
-	return nil
+func setSwitch(ctx context.Context, st storage.Storage, o intake.Ownership, disabled bool) error {
+	return st.Swap(ctx, []storage.Guard{{Key: storage.KeyOwner, ModRevision: o.OwnerRev}},
+		storage.Write{Key: o.SwitchKey(), Data: []byte(strconv.FormatBool(disabled))})
 }
 
 // ownerReport is what `sabakan owner` prints.
@@ -352,37 +296,40 @@ type ownerReport struct {
 	CKEDisabled    bool   `json:"ckeDisabled"`
 	CKEGenDisabled bool   `json:"ckegenDisabled"`
 	// CKEServer: a key exists under CKE's leader/; CKELeader is its name.
-	CKEServer    bool               `json:"ckeServer"`
-	CKELeader    string             `json:"ckeLeader,omitempty"`
-	CKEGenLeader string             `json:"ckegenLeader,omitempty"`
-	CKEStatus    *storage.CKEStatus `json:"ckeStatus,omitempty"`
+	CKEServer    bool              `json:"ckeServer"`
+	CKELeader    string            `json:"ckeLeader,omitempty"`
+	CKEGenLeader string            `json:"ckegenLeader,omitempty"`
+	CKEStatus    *intake.CKEStatus `json:"ckeStatus,omitempty"`
 	// Writer says which integration writes the cluster by the rules of docs/beside-cke.md.
 	Writer string `json:"writer"`
 }
 
-// writer applies the rules of docs/beside-cke.md of ownership (not CKE's pace, which
+// writer says who writes the cluster by the rules of docs/beside-cke.md of
+// ownership, as the daemon's gate applies them (not CKE's pace, which
 // depends on the daemon's --cke-status-max-age).
-func writer(o storage.Ownership) string {
+func writer(o intake.Ownership) string {
+	// The gate of ckegen's daemon on the ownership alone (no cluster, so
+	// CKE's pace is not asked): whether it holds, and which switch.
+	disabled, h := tick.Gate(o, "", false, time.Time{}, 0)
 	switch {
-	case o.OwnedByCKEGen() && !o.CKEDisabled:
+	case h != nil && h.Reason == reason.CKEIntegrationActive:
 		return fmt.Sprintf("none from ckegen: CKE's %s is false although ckegen owns the integration (CKE_INTEGRATION_ACTIVE); run ckecli sabakan takeover to stop CKE's integration again, or ckecli sabakan handback", storage.KeySabakanDisabled)
-	case o.OwnedByCKEGen() && o.CKEGenDisabled:
+	case h != nil && o.HandedBack() && !o.CKEServer:
+		return "CKE's own integration once its server runs (handed back; ckegen holds, OWNED_BY_CKE, also while no CKE server holds leader/)"
+	case h != nil && o.CKEDisabled:
+		return fmt.Sprintf("none: CKE owns the integration (ckegen holds, OWNED_BY_CKE) and CKE's %s is true", storage.KeySabakanDisabled)
+	case h != nil:
+		return "CKE's own integration (ckegen holds, OWNED_BY_CKE; ckecli sabakan takeover hands it to ckegen)"
+	case disabled && o.OwnedByCKEGen():
 		return fmt.Sprintf("none: ckegen owns the integration but its switch %s is true (ckecli sabakan enable)", storage.KeyCKEGenDisabled)
-	case o.OwnedByCKEGen() && o.CKEServer:
+	case disabled:
+		return fmt.Sprintf("none: standalone (no CKE server) and %s is true", storage.KeySabakanDisabled)
+	case o.CKEServer:
 		return "ckegen, while CKE's status says completed or reboot-nodes"
 	case o.OwnedByCKEGen():
 		return "ckegen"
-	case o.HandedBack() && !o.CKEServer:
-		return "CKE's own integration once its server runs (handed back; ckegen holds, OWNED_BY_CKE, also while no CKE server holds leader/)"
-	case o.CKEServer && o.CKEDisabled:
-		return fmt.Sprintf("none: CKE owns the integration (ckegen holds, OWNED_BY_CKE) and CKE's %s is true", storage.KeySabakanDisabled)
-	case o.CKEServer:
-		return "CKE's own integration (ckegen holds, OWNED_BY_CKE; ckecli sabakan takeover hands it to ckegen)"
-	case o.CKEDisabled:
-		return fmt.Sprintf("none: standalone (no CKE server) and %s is true", storage.KeySabakanDisabled)
-	default:
-		return "ckegen, standalone (no CKE server holds leader/)"
 	}
+	return "ckegen, standalone (no CKE server holds leader/)"
 }
 
 func newSabakanOwnerCmd(e *env) *cobra.Command {

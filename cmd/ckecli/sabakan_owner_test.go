@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -12,6 +13,8 @@ import (
 	"go.etcd.io/etcd/client/v3/concurrency"
 
 	"github.com/ckegen/ckegen/generator"
+	"github.com/ckegen/ckegen/intake"
+	"github.com/ckegen/ckegen/internal/testutil/sitetest"
 	"github.com/ckegen/ckegen/machine"
 	"github.com/ckegen/ckegen/storage"
 )
@@ -126,30 +129,30 @@ func TestTakeoverRefusals(t *testing.T) {
 			"ckecli: takeover refused, nothing written:\n  - no constraints are stored (constraints): ckegen takes over only with an explicit model of the workers; " +
 				"run ckecli constraints set minimum-workers-rate N (CKE v1.35's rate model) or ckecli constraints set minimum-workers N (the count model)\n"}},
 		{name: "no template", constraints: countConstraints, url: url, code: 1, want: []string{
-			"- no template is stored (sabakan/template): set one with ckecli sabakan set-template FILE\n"}},
+			"- no template: set one with ckecli sabakan set-template\n"}},
 		{name: "template does not parse", tmpl: strings.Replace(tmpl, `"control_plane"`, `"contol_plane"`, 1), constraints: countConstraints, url: url, code: 1, want: []string{
-			"- the stored template is invalid for ckegen: template: ", `unknown field "contol_plane"`, "set one with ckecli sabakan set-template FILE"}},
+			"- the stored template is invalid: template: ", `unknown field "contol_plane"`, "(set one with ckecli sabakan set-template)\n"}},
 		{name: "template invalid for ckegen", tmpl: twoCP, constraints: countConstraints, url: url, code: 1, want: []string{
-			"- the stored template is invalid for ckegen: template nodes[1]: control_plane: a template has exactly one control plane node", "set one with ckecli sabakan set-template FILE"}},
+			"- the stored template is invalid: template nodes[1]: control_plane: a template has exactly one control plane node", "(set one with ckecli sabakan set-template)\n"}},
 		{name: "both models' keys", tmpl: tmpl, constraints: `{"control-plane-count":1,"minimum-workers":2,"minimum-workers-rate":80}`, url: url, code: 1, want: []string{
 			"- the stored constraints are invalid: ", "minimum-workers", "minimum-workers-rate", "set them with ckecli constraints set"}},
 		{name: "constraints out of range", tmpl: tmpl, constraints: `{"control-plane-count":0,"minimum-workers-rate":80}`, url: url, code: 1, want: []string{
-			"- the stored constraints are invalid: ", "constraints: control-plane-count: must be >= 1, got 0; set them with ckecli constraints set\n"}},
+			"- the stored constraints are invalid: ", "constraints: control-plane-count: must be >= 1, got 0 (set them with ckecli constraints set)\n"}},
 		{name: "no URL", tmpl: tmpl, constraints: rateConstraints, code: 1, want: []string{
-			"- no sabakan URL is stored (sabakan/url): set one with ckecli sabakan set-url URL\n"}},
+			"- no sabakan URL: set one with ckecli sabakan set-url\n"}},
 		{name: "bad variables", tmpl: tmpl, constraints: rateConstraints, url: url, extra: map[string]string{storage.KeySabakanQueryVariables: `{"having":{"states":["BROKEN"]}}`}, code: 1, want: []string{
 			"- the stored query variables are invalid: ", `unknown state "BROKEN"`}},
 		{name: "every problem at once", code: 1, want: []string{
-			"  - no constraints are stored", "\n  - no template is stored", "\n  - no sabakan URL is stored"}},
+			"  - no constraints are stored", "\n  - no template: ", "\n  - no sabakan URL: "}},
 		{name: "owner does not parse", tmpl: tmpl, constraints: rateConstraints, url: url, extra: map[string]string{storage.KeyOwner: "ckgen"}, code: 1, want: []string{
 			`stored sabakan/owner: invalid stored value: want "cke" or "ckegen", got "ckgen"`}},
-		{name: "already owned", tmpl: tmpl, constraints: rateConstraints, url: url, extra: map[string]string{storage.KeyOwner: storage.OwnerCKEGen, storage.KeySabakanDisabled: "true"}, want: []string{
+		{name: "already owned", tmpl: tmpl, constraints: rateConstraints, url: url, extra: map[string]string{storage.KeyOwner: intake.OwnerCKEGen, storage.KeySabakanDisabled: "true"}, want: []string{
 			"ckegen already owns the sabakan integration (sabakan/owner: ckegen, sabakan/disabled: true): nothing written.\n"}},
 		{name: "already owned, switch off", tmpl: tmpl, constraints: rateConstraints, url: url,
-			extra: map[string]string{storage.KeyOwner: storage.OwnerCKEGen, storage.KeySabakanDisabled: "true", storage.KeyCKEGenDisabled: "true"}, want: []string{
+			extra: map[string]string{storage.KeyOwner: intake.OwnerCKEGen, storage.KeySabakanDisabled: "true", storage.KeyCKEGenDisabled: "true"}, want: []string{
 				"nothing written.\nckegen's own switch sabakan/ckegen/disabled is true: its daemon writes nothing until ckecli sabakan enable.\n"}},
 		// Already owned, even with no constraints: nothing to do.
-		{name: "already owned, no constraints", tmpl: tmpl, url: url, extra: map[string]string{storage.KeyOwner: storage.OwnerCKEGen, storage.KeySabakanDisabled: "true"}, want: []string{
+		{name: "already owned, no constraints", tmpl: tmpl, url: url, extra: map[string]string{storage.KeyOwner: intake.OwnerCKEGen, storage.KeySabakanDisabled: "true"}, want: []string{
 			"ckegen already owns"}},
 	}
 	for i, c := range cases {
@@ -251,25 +254,37 @@ func TestTakeoverHandback(t *testing.T) {
 }
 
 // TestOwnershipRaces: a takeover, handback, enable or disable whose read
-// of the ownership keys is stale when it writes loses, says so, exits 1
-// and writes nothing; the concurrent change is made between the read and
-// the write by the test hook.
+// of the ownership keys is stale when it writes loses and writes nothing:
+// each command's write (writeOwner, setSwitch) is made here with the
+// ownership its read returned before a concurrent change, as the command
+// makes it; the command then says so and exits 1 (errStale).
 func TestOwnershipRaces(t *testing.T) {
 	f := newPlanFixture(t)
 	putSettings(t, f.st, string(storedTemplate(t)), rateConstraints, f.sabakan.URL+"/graphql")
 	ctx := context.Background()
-	var after etcdState
-	race := func(change func(st storage.Storage)) {
-		afterOwnershipRead = func(_ context.Context, st storage.Storage) {
-			afterOwnershipRead = nil // once
-			change(st)
-			after = readState(t, f.st.Client)
-		}
-	}
-	t.Cleanup(func() { afterOwnershipRead = nil })
 	put := func(k, v string) func(storage.Storage) {
 		return func(st storage.Storage) {
 			if _, err := st.Client.Put(ctx, st.Key(k), v); err != nil {
+				t.Error(err)
+			}
+		}
+	}
+	takeover := func(st storage.Storage, o intake.Ownership) error {
+		return writeOwner(ctx, st, o, intake.OwnerCKEGen, true)
+	}
+	handback := func(st storage.Storage, o intake.Ownership) error {
+		return writeOwner(ctx, st, o, intake.OwnerCKE, false)
+	}
+	disable := func(st storage.Storage, o intake.Ownership) error { return setSwitch(ctx, st, o, true) }
+	enable := func(st storage.Storage, o intake.Ownership) error { return setSwitch(ctx, st, o, false) }
+	// concurrent runs a command's read and write against st at once.
+	concurrent := func(write func(storage.Storage, intake.Ownership) error) func(storage.Storage) {
+		return func(st storage.Storage) {
+			o, err := ownership(ctx, st)
+			if err == nil {
+				err = write(st, o)
+			}
+			if err != nil {
 				t.Error(err)
 			}
 		}
@@ -278,34 +293,18 @@ func TestOwnershipRaces(t *testing.T) {
 		name   string
 		setup  map[string]string
 		change func(storage.Storage)
-		args   []string
+		write  func(storage.Storage, intake.Ownership) error
 	}{
 		// CKE's ckecli sabakan enable while takeover reads.
-		{"takeover vs CKE's enable", nil, put(storage.KeySabakanDisabled, "false"), []string{"sabakan", "takeover"}},
-		{"takeover vs CKE's disable", map[string]string{storage.KeySabakanDisabled: "false"}, put(storage.KeySabakanDisabled, "true"), []string{"sabakan", "takeover"}},
-		{"takeover vs a concurrent takeover", nil, put(storage.KeyOwner, storage.OwnerCKEGen), []string{"sabakan", "takeover"}},
-		{"handback vs ckegen's disable", map[string]string{storage.KeyOwner: storage.OwnerCKEGen, storage.KeySabakanDisabled: "true"}, put(storage.KeyCKEGenDisabled, "true"), []string{"sabakan", "handback"}},
-		{"handback vs CKE's enable", map[string]string{storage.KeyOwner: storage.OwnerCKEGen, storage.KeySabakanDisabled: "true"}, put(storage.KeySabakanDisabled, "false"), []string{"sabakan", "handback"}},
+		{"takeover vs CKE's enable", nil, put(storage.KeySabakanDisabled, "false"), takeover},
+		{"takeover vs CKE's disable", map[string]string{storage.KeySabakanDisabled: "false"}, put(storage.KeySabakanDisabled, "true"), takeover},
+		{"takeover vs a concurrent takeover", nil, concurrent(takeover), takeover},
+		{"handback vs ckegen's disable", map[string]string{storage.KeyOwner: intake.OwnerCKEGen, storage.KeySabakanDisabled: "true"}, put(storage.KeyCKEGenDisabled, "true"), handback},
+		{"handback vs CKE's enable", map[string]string{storage.KeyOwner: intake.OwnerCKEGen, storage.KeySabakanDisabled: "true"}, put(storage.KeySabakanDisabled, "false"), handback},
 		// The switch must not land on CKE's key after a takeover, nor on
 		// ckegen's after a handback.
-		{"disable vs takeover", nil, func(st storage.Storage) {
-			o, err := st.Ownership(ctx)
-			if err == nil {
-				err = st.Takeover(ctx, o)
-			}
-			if err != nil {
-				t.Error(err)
-			}
-		}, []string{"sabakan", "disable"}},
-		{"enable vs handback", map[string]string{storage.KeyOwner: storage.OwnerCKEGen, storage.KeySabakanDisabled: "true", storage.KeyCKEGenDisabled: "true"}, func(st storage.Storage) {
-			o, err := st.Ownership(ctx)
-			if err == nil {
-				err = st.Handback(ctx, o)
-			}
-			if err != nil {
-				t.Error(err)
-			}
-		}, []string{"sabakan", "enable"}},
+		{"disable vs takeover", nil, concurrent(takeover), disable},
+		{"enable vs handback", map[string]string{storage.KeyOwner: intake.OwnerCKEGen, storage.KeySabakanDisabled: "true", storage.KeyCKEGenDisabled: "true"}, concurrent(handback), enable},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			for _, k := range []string{storage.KeyOwner, storage.KeySabakanDisabled, storage.KeyCKEGenDisabled} {
@@ -316,19 +315,22 @@ func TestOwnershipRaces(t *testing.T) {
 			for k, v := range c.setup {
 				put(k, v)(f.st)
 			}
-			race(c.change)
-			out, errOut, code := f.run(c.args...)
-			if afterOwnershipRead != nil {
-				t.Fatal("the hook did not run: the command did not read the ownership keys through readOwnership")
+			o, err := ownership(ctx, f.st)
+			if err != nil {
+				t.Fatal(err)
 			}
-			assertNothingWritten(t, strings.Join(c.args, " ")+" after the concurrent change", after, readState(t, f.st.Client))
-			cmd := c.args[len(c.args)-1]
-			want := "ckecli: the owner or a switch changed meanwhile (sabakan/owner, sabakan/disabled or sabakan/ckegen/disabled): nothing was written; " +
-				"check with ckecli sabakan owner and run ckecli sabakan " + cmd + " again\n"
-			if code != 1 || out != "" || errOut != want {
-				t.Errorf("exit %d, stdout %q, stderr %q; want 1, nothing, %q", code, out, errOut, want)
+			c.change(f.st)
+			after := readState(t, f.st.Client)
+			if err := c.write(f.st, o); !errors.Is(err, storage.ErrConflict) {
+				t.Errorf("a write on a stale read: %v, want it to lose", err)
 			}
+			assertNothingWritten(t, c.name+" after the concurrent change", after, readState(t, f.st.Client))
 		})
+	}
+	want := "the owner or a switch changed meanwhile (sabakan/owner, sabakan/disabled or sabakan/ckegen/disabled): nothing was written; " +
+		"check with ckecli sabakan owner and run ckecli sabakan takeover again"
+	if got := errStale("takeover").Error(); got != want {
+		t.Errorf("a lost race says %q, want %q", got, want)
 	}
 }
 
@@ -371,7 +373,7 @@ func TestSwitchFollowsOwner(t *testing.T) {
 		{[]string{"sabakan", "enable"}, "", "enabled: " + standalone, []string{cke}},
 	})
 	campaign(t, f.st, storage.KeyLeader, "cke-1")
-	if _, err := f.st.Client.Put(context.Background(), f.st.Key(storage.KeyOwner), storage.OwnerCKE); err != nil {
+	if _, err := f.st.Client.Put(context.Background(), f.st.Key(storage.KeyOwner), intake.OwnerCKE); err != nil {
 		t.Fatal(err)
 	}
 	run([]step{
@@ -505,7 +507,7 @@ func TestTakeoverDryRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, tmplRev, err := f.st.GetTemplate(ctx)
+	_, tmplRev, err := sitetest.StoreOf(f.st).GetTemplate(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

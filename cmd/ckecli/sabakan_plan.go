@@ -19,6 +19,7 @@ import (
 	"github.com/ckegen/ckegen/policy"
 	"github.com/ckegen/ckegen/sabakan"
 	"github.com/ckegen/ckegen/storage"
+	"github.com/ckegen/ckegen/tick"
 )
 
 // planOptions are the flags of `sabakan plan`; the --dry-run of the
@@ -231,18 +232,19 @@ func (d *dryRun) warn(e *env, cmd *cobra.Command, w intake.WhatIf, printed ...st
 	var in *liveview.PlanInput
 	ready := true
 	err := e.withStorage(func(ctx context.Context, st storage.Storage) error {
-		if w.Template == nil {
-			if _, _, err := st.GetTemplate(ctx); errors.Is(err, storage.ErrNotFound) {
-				ready = false
-				return nil
-			}
+		_, refused, _, err := intake.Load(ctx, st, intake.SettingTemplate, intake.SettingURL)
+		if err != nil {
+			return err
 		}
-		if _, err := st.GetURL(ctx); errors.Is(err, storage.ErrNotFound) {
+		if ref := refused[intake.SettingTemplate]; w.Template == nil && ref != nil && ref.Missing {
+			ready = false
+			return nil
+		}
+		if ref := refused[intake.SettingURL]; ref != nil && ref.Missing {
 			ready = false
 			return nil
 		}
 		r := liveview.NewReader(st, liveview.Options{Sabakan: o.sabakan, EtcdTimeout: e.timeout})
-		var err error
 		in, err = r.PlanInput(context.Background(), w, o.retireWait)
 		return err
 	})
@@ -275,26 +277,19 @@ func (d *dryRun) warn(e *env, cmd *cobra.Command, w intake.WhatIf, printed ...st
 }
 
 // holdNotes says what keeps the daemon from applying the plan now, from
-// the change settings of the plan's own snapshot.
+// the settings of the plan's own snapshot, decided by the tick's own code:
+// a switch, the owner or a change setting refused, the trigger, the
+// circuit breaker.
 func holdNotes(in *liveview.PlanInput) []string {
 	var notes []string
-	trigger, _, err := in.Snapshot.Trigger()
-	switch {
-	case err != nil:
-		notes = append(notes, err.Error())
-	case trigger == storage.TriggerPlanning:
-		notes = append(notes, "the trigger is planning: the daemon applies nothing until ckecli sabakan trigger schedule")
+	for _, ref := range in.Held {
+		notes = append(notes, ref.Explain())
 	}
-	limit, err := in.Snapshot.MaxUnhealthy()
-	switch {
-	case err != nil:
-		notes = append(notes, err.Error())
-	case limit != nil && in.Input.Current != nil:
-		bad, nodes := len(generator.Unhealthy(in.Input)), len(in.Input.Current.Nodes)
-		if allowed := limit.Limit(nodes); bad > allowed {
-			notes = append(notes, fmt.Sprintf("%d of %d nodes are unhealthy, more than max-unhealthy %s (%d): the daemon changes only state taints until fewer are",
-				bad, nodes, limit, allowed))
-		}
+	if in.Settings.Trigger == intake.TriggerPlanning {
+		notes = append(notes, tick.TriggerHeld)
+	}
+	if _, over := tick.Breaker(in.Settings.Change, in.Input); over != "" {
+		notes = append(notes, over+": "+tick.BreakerHolds)
 	}
 	return notes
 }
@@ -310,10 +305,11 @@ func printStoredPlan(e *env, format string, stdout, stderr io.Writer) error {
 		if err != nil {
 			return err
 		}
-		_, clusterRev, err := st.GetCluster(ctx)
-		if err != nil && !errors.Is(err, storage.ErrNotFound) && clusterRev == 0 {
+		v, err := st.Get(ctx, storage.KeyCluster)
+		if err != nil && !errors.Is(err, storage.ErrNotFound) {
 			return err
 		}
+		clusterRev := v.ModRevision
 		if clusterRev != p.ClusterRevision {
 			fmt.Fprintf(stderr, "note: the cluster changed since the plan was computed (revision %d, now %d); the daemon recomputes it at every tick\n", p.ClusterRevision, clusterRev)
 		}

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ckegen/ckegen/internal/testutil/sitetest"
 	"github.com/ckegen/ckegen/planreport"
 )
 
@@ -28,7 +29,7 @@ func TestPlanWithPolicy(t *testing.T) {
 	if _, errOut, code := f.run("sabakan", "set-template", f.file("t.yml", planTemplate)); code != 0 {
 		t.Fatal(errOut)
 	}
-	if err := f.st.SetURL(t.Context(), f.sabakan.URL+"/graphql"); err != nil {
+	if err := sitetest.StoreOf(f.st).SetURL(t.Context(), f.sabakan.URL+"/graphql"); err != nil {
 		t.Fatal(err)
 	}
 	if _, errOut, code := f.run("constraints", "set", "control-plane-count", "3"); code != 0 {

@@ -10,10 +10,13 @@ import (
 	"github.com/spf13/cobra"
 	"sigs.k8s.io/yaml"
 
+	"github.com/ckegen/ckegen/intake"
 	"github.com/ckegen/ckegen/policy"
 	"github.com/ckegen/ckegen/storage"
-	"github.com/ckegen/ckegen/template"
 )
+
+// errTemplateChanged says why a policy was not stored.
+const errTemplateChanged = "the template changed while the policy was checked against it"
 
 // setPolicyAttempts bounds the retries when the template changes while a
 // policy is checked against it.
@@ -49,12 +52,15 @@ are not checked (a warning says so); the daemon checks them at every tick.`,
 					if err != nil {
 						return fmt.Errorf("%s: %w", args[0], err)
 					}
-					err = st.SetPolicy(ctx, js, rev)
-					if !errors.Is(err, storage.ErrTemplateChanged) {
+					// Stored only while the template is still the one it
+					// was checked against.
+					err = st.Swap(ctx, []storage.Guard{{Key: storage.KeySabakanTemplate, ModRevision: rev}},
+						storage.Write{Key: storage.KeySabakanPolicy, Data: js})
+					if !errors.Is(err, storage.ErrConflict) {
 						return err
 					}
 				}
-				return fmt.Errorf("%s: not stored: %w %d times in a row; try again", args[0], storage.ErrTemplateChanged, setPolicyAttempts)
+				return fmt.Errorf("%s: not stored: %s %d times in a row; try again", args[0], errTemplateChanged, setPolicyAttempts)
 			})
 		},
 	}
@@ -64,20 +70,19 @@ are not checked (a warning says so); the daemon checks them at every tick.`,
 // template and returns the template's revision (0 when none is stored).
 // Without a usable template it warns and checks nothing.
 func checkAgainstStoredTemplate(ctx context.Context, cmd *cobra.Command, st storage.Storage, doc *policy.Document) (int64, error) {
-	data, rev, err := st.GetTemplate(ctx)
-	if errors.Is(err, storage.ErrNotFound) {
-		fmt.Fprintln(cmd.ErrOrStderr(), "warning: no template is stored: the placements were not checked against one (the daemon checks them at every tick)")
-		return 0, nil
-	}
+	s, refused, _, err := intake.Load(ctx, st, intake.SettingTemplate)
 	if err != nil {
 		return 0, err
 	}
-	tmpl, err := template.Parse(data)
-	if err != nil {
-		fmt.Fprintf(cmd.ErrOrStderr(), "warning: the stored template is invalid, the placements were not checked against it: %v\n", err)
-		return rev, nil
+	switch ref := refused[intake.SettingTemplate]; {
+	case ref != nil && ref.Missing:
+		fmt.Fprintln(cmd.ErrOrStderr(), "warning: no template is stored: the placements were not checked against one (the daemon checks them at every tick)")
+		return 0, nil
+	case ref != nil:
+		fmt.Fprintf(cmd.ErrOrStderr(), "warning: the stored template is invalid, the placements were not checked against it: %v\n", ref.Err)
+		return s.TemplateRevision, nil
 	}
-	return rev, doc.CheckTemplate(tmpl)
+	return s.TemplateRevision, doc.CheckTemplate(s.Template)
 }
 
 func newSabakanGetPolicyCmd(e *env) *cobra.Command {
@@ -91,11 +96,11 @@ func newSabakanGetPolicyCmd(e *env) *cobra.Command {
 				return err
 			}
 			return e.withStorage(func(ctx context.Context, st storage.Storage) error {
-				data, _, err := st.GetPolicy(ctx)
+				v, err := st.Get(ctx, storage.KeySabakanPolicy)
 				if err != nil {
 					return err
 				}
-				doc, err := policy.Parse(data)
+				doc, err := policy.Parse(v.Data)
 				if err != nil {
 					return fmt.Errorf("stored %s: %w", storage.KeySabakanPolicy, err)
 				}
@@ -132,8 +137,8 @@ func newSabakanClearPolicyCmd(e *env) *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return e.withStorage(func(ctx context.Context, st storage.Storage) error {
-				had, err := st.ClearPolicy(ctx)
-				if err == nil && !had {
+				resp, err := st.Client.Delete(ctx, st.Key(storage.KeySabakanPolicy))
+				if err == nil && resp.Deleted == 0 {
 					fmt.Fprintln(cmd.ErrOrStderr(), "no policy was set")
 				}
 				return err

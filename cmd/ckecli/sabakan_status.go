@@ -19,6 +19,7 @@ import (
 	"github.com/ckegen/ckegen/generator"
 	"github.com/ckegen/ckegen/planreport"
 	"github.com/ckegen/ckegen/storage"
+	"github.com/ckegen/ckegen/tick"
 )
 
 func newSabakanStatusCmd(e *env) *cobra.Command {
@@ -99,7 +100,7 @@ func ts(t time.Time) string {
 // modeLine says how the daemon runs and who owns the integration (docs/beside-cke.md), and how it decided.
 func modeLine(s storage.Status) string {
 	how := "no CKE server holds leader/: ckegen stands in for CKE's server"
-	if s.Mode == storage.ModeBesideCKE {
+	if s.Mode == tick.ModeBesideCKE {
 		how = "a CKE server holds leader/"
 	}
 	return fmt.Sprintf("%s (%s), owner %s", s.Mode, how, s.Owner)

@@ -6,7 +6,9 @@ import (
 	"testing"
 
 	"github.com/ckegen/ckegen/generator"
+	"github.com/ckegen/ckegen/intake"
 	"github.com/ckegen/ckegen/storage"
+	"github.com/ckegen/ckegen/tick"
 )
 
 // TestStatusTableKubernetes: the status shows what the last tick read
@@ -103,9 +105,9 @@ func TestStatusTableMode(t *testing.T) {
 		want string
 	}{
 		{storage.Status{}, ""},
-		{storage.Status{Mode: storage.ModeStandalone, Owner: storage.OwnerCKE},
+		{storage.Status{Mode: tick.ModeStandalone, Owner: intake.OwnerCKE},
 			"MODE          standalone (no CKE server holds leader/: ckegen stands in for CKE's server), owner cke\n"},
-		{storage.Status{Mode: storage.ModeBesideCKE, Owner: storage.OwnerCKEGen},
+		{storage.Status{Mode: tick.ModeBesideCKE, Owner: intake.OwnerCKEGen},
 			"MODE          beside-cke (a CKE server holds leader/), owner ckegen\n"},
 	} {
 		if got := tableRows(t, c.st, "MODE "); got != c.want {

@@ -52,7 +52,7 @@ with this template is printed instead (ckecli sabakan plan --template FILE).`,
 			}
 			dry.warn(e, cmd, intake.WhatIf{Template: js})
 			return e.withStorage(func(ctx context.Context, st storage.Storage) error {
-				return st.SetTemplate(ctx, js)
+				return st.Put(ctx, storage.KeySabakanTemplate, js)
 			})
 		},
 	}
@@ -71,11 +71,11 @@ func newSabakanGetTemplateCmd(e *env) *cobra.Command {
 				return err
 			}
 			return e.withStorage(func(ctx context.Context, st storage.Storage) error {
-				data, _, err := st.GetTemplate(ctx)
+				v, err := st.Get(ctx, storage.KeySabakanTemplate)
 				if err != nil {
 					return err
 				}
-				return printCluster(cmd, data, output)
+				return printCluster(cmd, v.Data, output)
 			})
 		},
 	}

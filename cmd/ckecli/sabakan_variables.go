@@ -35,7 +35,7 @@ variables is printed instead (ckecli sabakan plan --variables FILE).`,
 			}
 			dry.warn(e, cmd, intake.WhatIf{Variables: data})
 			return e.withStorage(func(ctx context.Context, st storage.Storage) error {
-				return st.SetQueryVariables(ctx, data)
+				return st.Put(ctx, storage.KeySabakanQueryVariables, data)
 			})
 		},
 	}
@@ -50,11 +50,11 @@ func newSabakanGetVariablesCmd(e *env) *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return e.withStorage(func(ctx context.Context, st storage.Storage) error {
-				data, err := st.GetQueryVariables(ctx)
+				v, err := st.Get(ctx, storage.KeySabakanQueryVariables)
 				if err != nil {
 					return err
 				}
-				_, err = cmd.OutOrStdout().Write(data)
+				_, err = cmd.OutOrStdout().Write(v.Data)
 				return err
 			})
 		},

@@ -20,10 +20,10 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/ckegen/ckegen/fakesabakan"
 	"github.com/ckegen/ckegen/internal/suggest"
 	"github.com/ckegen/ckegen/internal/version"
 	"github.com/ckegen/ckegen/machine"
-	"github.com/ckegen/ckegen/fakesabakan"
 )
 
 func main() {

@@ -11,14 +11,19 @@ const module = "github.com/ckegen/ckegen/"
 // forbidden lists, for a package, the packages it must not depend on,
 // directly or not.
 var forbidden = map[string][]string{
-	// storage knows CKE's keys and its own records: no decision, no
-	// report format, nothing above it.
-	"storage": {"generator", "policy", "planreport", "intake", "daemon", "liveview"},
+	// storage knows keys, transactions and its own records: no model,
+	// no decision, no report format, nothing above it.
+	"storage": {"cluster", "template", "constraints", "machine", "policy", "labels", "taints", "sabakan",
+		"generator", "planreport", "intake", "tick", "daemon", "liveview", "reason"},
+	// The reason codes are the bottom of every layer.
+	"reason": {"storage", "intake", "generator", "tick", "daemon"},
 	// The generator is pure: no I/O edge, nothing above it.
 	"generator": {"storage", "sabakan", "metricprovider", "kubenodes", "intake", "daemon", "liveview"},
-	// The input path reads settings for the loop and the views; it is
+	// The input path reads settings for the step and the views; it is
 	// not one of them.
-	"intake": {"daemon", "liveview", "web", "rackmap", "planreport"},
+	"intake": {"tick", "daemon", "liveview", "web", "rackmap", "planreport"},
+	// The step runs in any host: it knows none of them.
+	"tick": {"daemon", "liveview", "web", "rackmap", "cmd/cke", "cmd/ckecli"},
 	// The models parse documents; they know no edge.
 	"cluster":     {"storage", "sabakan", "generator"},
 	"template":    {"storage", "sabakan", "generator"},
@@ -26,8 +31,8 @@ var forbidden = map[string][]string{
 	"machine":     {"storage", "sabakan", "generator"},
 	"policy":      {"storage", "sabakan", "generator", "metricprovider"},
 	// The views never write the cluster: they do not link the loop.
-	"liveview": {"daemon"},
-	"web":      {"daemon"},
+	"liveview": {"daemon", "tick"},
+	"web":      {"daemon", "tick"},
 }
 
 // TestLayers: no package depends on a package of a layer above it.
@@ -44,6 +49,32 @@ func TestLayers(t *testing.T) {
 		for _, b := range bad {
 			if deps[b] {
 				t.Errorf("%s depends on %s", pkg, b)
+			}
+		}
+	}
+}
+
+// TestDoublesApart: the product links no double and no test harness:
+// only the compatible server's own command links the compatible server,
+// and nothing outside internal/testutil links a package of it.
+func TestDoublesApart(t *testing.T) {
+	out, err := exec.Command("go", "list", "-f", `{{.ImportPath}}{{range .Deps}} {{.}}{{end}}`, module+"...").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, out)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		fields := strings.Fields(line)
+		pkg := strings.TrimPrefix(fields[0], module)
+		if strings.HasPrefix(pkg, "internal/testutil/") || strings.HasPrefix(pkg, "mtest") || strings.HasPrefix(pkg, "fakesabakan") {
+			continue
+		}
+		for _, dep := range fields[1:] {
+			dep = strings.TrimPrefix(dep, module)
+			switch {
+			case strings.HasPrefix(dep, "internal/testutil/"):
+				t.Errorf("%s links the test harness %s", pkg, dep)
+			case (dep == "fakesabakan" || strings.HasPrefix(dep, "fakesabakan/")) && pkg != "cmd/fakesabakan":
+				t.Errorf("%s links the compatible server %s, a double", pkg, dep)
 			}
 		}
 	}

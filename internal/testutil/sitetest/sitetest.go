@@ -33,11 +33,11 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/ckegen/ckegen/constraints"
-	"github.com/ckegen/ckegen/internal/testutil/dcgen"
+	"github.com/ckegen/ckegen/fakesabakan"
 	"github.com/ckegen/ckegen/internal/embedded"
+	"github.com/ckegen/ckegen/internal/testutil/dcgen"
 	"github.com/ckegen/ckegen/internal/testutil/etcdtest"
 	"github.com/ckegen/ckegen/machine"
-	"github.com/ckegen/ckegen/fakesabakan"
 	"github.com/ckegen/ckegen/storage"
 )
 
@@ -113,13 +113,13 @@ func Start(t testing.TB, o Options) *Site {
 	ctx := context.Background()
 	var errs []error
 	if o.Template != "" {
-		errs = append(errs, s.Storage.SetTemplate(ctx, []byte(o.Template)))
+		errs = append(errs, StoreOf(s.Storage).SetTemplate(ctx, []byte(o.Template)))
 	}
 	if o.StoreURL {
-		errs = append(errs, s.Storage.SetURL(ctx, s.URL))
+		errs = append(errs, StoreOf(s.Storage).SetURL(ctx, s.URL))
 	}
 	if o.Constraints != nil {
-		errs = append(errs, s.Storage.SetConstraints(ctx, *o.Constraints))
+		errs = append(errs, StoreOf(s.Storage).SetConstraints(ctx, *o.Constraints))
 	}
 	for _, err := range errs {
 		if err != nil {

@@ -42,13 +42,13 @@ func TestSite(t *testing.T) {
 		t.Errorf("registered %s, after the site's time %s", ms[0].Spec.RegisterDate, sitetest.DefaultNow)
 	}
 
-	if got, _, err := s.Storage.GetTemplate(ctx); err != nil || string(got) != tmpl {
+	if got, _, err := sitetest.StoreOf(s.Storage).GetTemplate(ctx); err != nil || string(got) != tmpl {
 		t.Errorf("template %q, %v", got, err)
 	}
-	if got, err := s.Storage.GetURL(ctx); err != nil || got != s.URL || !strings.HasSuffix(got, "/graphql") {
+	if got, err := sitetest.StoreOf(s.Storage).GetURL(ctx); err != nil || got != s.URL || !strings.HasSuffix(got, "/graphql") {
 		t.Errorf("URL %q, %v; want %q", got, err, s.URL)
 	}
-	if c, err := s.Storage.GetConstraints(ctx); err != nil || c.ControlPlaneCount != 3 || c.MinimumWorkers != 2 {
+	if c, err := sitetest.StoreOf(s.Storage).GetConstraints(ctx); err != nil || c.ControlPlaneCount != 3 || c.MinimumWorkers != 2 {
 		t.Errorf("constraints %+v, %v", c, err)
 	}
 

@@ -1,4 +1,4 @@
-package daemon
+package tick
 
 import (
 	"context"
@@ -15,69 +15,22 @@ import (
 	"github.com/ckegen/ckegen/kubenodes"
 	"github.com/ckegen/ckegen/machine"
 	"github.com/ckegen/ckegen/policy"
+	"github.com/ckegen/ckegen/reason"
 	"github.com/ckegen/ckegen/sabakan"
 	"github.com/ckegen/ckegen/storage"
 )
 
-// Reason codes recorded in sabakan/status when a tick fails.
-const (
-	ReasonDisabled           = "DISABLED"
-	ReasonInvalidDisabled    = "INVALID_DISABLED_FLAG"
-	ReasonNoTemplate         = intake.ReasonNoTemplate
-	ReasonInvalidTemplate    = intake.ReasonInvalidTemplate
-	ReasonNoURL              = intake.ReasonNoURL
-	ReasonInvalidVariables   = intake.ReasonInvalidVariables
-	ReasonInvalidConstraints = intake.ReasonInvalidConstraints
-	ReasonInvalidCluster     = intake.ReasonInvalidCluster
-	ReasonSabakanUnreachable = "SABAKAN_UNREACHABLE"
-	ReasonKubernetesUnreach  = "KUBERNETES_UNREACHABLE"
-	ReasonQueryError         = "QUERY_ERROR"
-	ReasonNotEnoughMachines  = "NOT_ENOUGH_MACHINES"
-	ReasonTooManyNonExistent = "TOO_MANY_NONEXISTENT_CONTROL_PLANES"
-	ReasonGenerationError    = "GENERATION_ERROR"
-	ReasonClusterTooLarge    = "CLUSTER_TOO_LARGE"
-	ReasonConflict           = "CLUSTER_CHANGED"
-	// ReasonOwnershipChanged: a takeover, a handback or a switch landed
-	// between the tick's read and its write, which lost (docs/beside-cke.md).
-	ReasonOwnershipChanged = "OWNERSHIP_CHANGED"
-	ReasonLostLeadership   = "LOST_LEADERSHIP"
-	ReasonEtcdError        = "ETCD_ERROR"
-	// ReasonInvalidPolicy: the stored placement policy does not parse,
-	// validate, or fit the template (docs/design.md 12.1).
-	ReasonInvalidPolicy = intake.ReasonInvalidPolicy
-	// ReasonMetricsUnavailable: a metric provider of the policy failed
-	// (unreachable, timeout, query error; docs/design.md 12.3).
-	ReasonMetricsUnavailable = "METRICS_UNAVAILABLE"
-)
-
-// Results recorded in sabakan/status.
-const (
-	ResultOK       = "ok"
-	ResultFailing  = "failing"
-	ResultDisabled = "disabled"
-)
-
-// tickError is a failed tick with its reason code.
-type tickError struct {
-	reason string
-	err    error
-}
-
-func (e *tickError) Error() string { return e.reason + ": " + e.err.Error() }
-func (e *tickError) Unwrap() error { return e.err }
-
-func fail(reason string, err error) *tickError { return &tickError{reason: reason, err: err} }
-
-// settings are what a tick reads from etcd, parsed: whether it runs, and
-// the generator's settings (the intake package reads them).
+// settings are what a tick reads from etcd, parsed (the intake package
+// reads them), with what gating made of them: whether the integration is
+// disabled, and why the tick holds back (docs/beside-cke.md; nil: it goes
+// on).
 type settings struct {
-	disabled bool
-	// own is who owns the integration, and hold why the tick holds back
-	// (docs/beside-cke.md); nil: it goes on.
-	own  storage.Ownership
-	hold *hold
 	*intake.Settings
-	changeSettings
+	disabled bool
+	hold     *Hold
+	// release is what released the plan this tick applies (the trigger
+	// change or the end of quiet time), for the history.
+	release string
 }
 
 // outcome is what one tick saw and did.
@@ -85,8 +38,8 @@ type outcome struct {
 	disabled bool
 	// held: the tick held back on purpose (docs/beside-cke.md); own: the ownership
 	// it read.
-	hold     *hold
-	own      *storage.Ownership
+	hold     *Hold
+	own      *intake.Ownership
 	current  *cluster.Cluster  // the cluster the tick read
 	result   *generator.Result // nil when nothing was written
 	machines []*machine.Machine
@@ -104,6 +57,9 @@ type outcome struct {
 	// tick did not get to read them.
 	constraints       *constraints.Constraints
 	constraintsSource string
+	// queryTime and metricsTime are how long sabakan and the metric
+	// providers took (0: not asked).
+	queryTime, metricsTime time.Duration
 	changeOutcome
 }
 
@@ -121,52 +77,52 @@ func (o *outcome) cluster() *cluster.Cluster {
 
 // tick runs one integration step (docs/design.md 7): read the settings, query
 // sabakan, decide, write the new cluster if there is one, and record the
-// change in the history. A failed step ends the tick with its reason; the
-// caller records the status.
-func (d *Daemon) tick(ctx context.Context, leaderKey string) (*outcome, error) {
-	s, err := d.readSettings(ctx, leaderKey)
+// change in the history. A failed step ends the tick with its reason; Run
+// records the status.
+func (s *Step) tick(ctx context.Context, leaderKey string, kube Kubernetes) (*outcome, error) {
+	set, err := s.readSettings(ctx, leaderKey)
 	if err != nil {
 		return nil, err
 	}
-	if s.hold != nil || s.disabled {
-		return &outcome{disabled: s.disabled, hold: s.hold, own: &s.own}, nil
+	if set.hold != nil || set.disabled {
+		return &outcome{disabled: set.disabled, hold: set.hold, own: &set.Own}, nil
 	}
-	out := &outcome{own: &s.own, current: s.Current, warnings: s.Warnings,
-		constraints: &s.Constraints, constraintsSource: storage.ConstraintsDefault}
-	if s.ConstraintsStored {
+	out := &outcome{own: &set.Own, current: set.Current, warnings: set.Warnings,
+		constraints: &set.Constraints, constraintsSource: storage.ConstraintsDefault}
+	if set.ConstraintsStored {
 		out.constraintsSource = storage.ConstraintsStored
 	}
-	if d.cfg.Nodes != nil {
+	if kube != nil {
 		out.kube = &storage.KubernetesStatus{}
 	}
-	ms, roles, warnings, err := d.querySabakan(ctx, s)
+	ms, roles, warnings, err := s.querySabakan(ctx, set, out)
 	out.machines = ms
 	out.warnings = append(out.warnings, warnings...)
 	if err != nil {
 		return out, err
 	}
-	vals, err := d.fetchMetrics(ctx, s, ms, out)
+	vals, err := s.fetchMetrics(ctx, set, ms, out)
 	if err != nil {
 		return out, err
 	}
-	taints, err := d.listNodes(ctx, s, out)
+	taints, err := s.listNodes(ctx, kube, set, out)
 	if err != nil {
 		return out, err
 	}
-	in := s.Input(intake.Inventory{Machines: ms, Roles: roles, Metrics: vals, NodeTaints: taints}, d.cfg.Now(), d.cfg.RetireWait)
-	res, err := d.manage(s, in, out)
-	clusterRev := s.ClusterRevision
+	in := set.Input(intake.Inventory{Machines: ms, Roles: roles, Metrics: vals, NodeTaints: taints}, s.cfg.Now(), s.cfg.RetireWait)
+	res, err := s.manage(set, in, out)
+	clusterRev := set.ClusterRevision
 	if err == nil && res != nil {
-		rev, werr := d.write(ctx, leaderKey, s, res)
+		rev, werr := s.write(ctx, leaderKey, set, res)
 		if werr != nil {
 			return out, werr
 		}
 		out.result = res
-		d.record(ctx, leaderKey, s, res, rev)
+		s.record(ctx, leaderKey, set, res, rev)
 		clusterRev = rev
 	}
-	d.countPlacements(in, out)
-	if perr := d.keepPlan(ctx, leaderKey, s, in, out, clusterRev); err == nil {
+	s.countPlacements(in, out)
+	if perr := s.keepPlan(ctx, leaderKey, set, in, out, clusterRev); err == nil {
 		err = perr
 	}
 	if err != nil {
@@ -177,69 +133,69 @@ func (d *Daemon) tick(ctx context.Context, leaderKey string) (*outcome, error) {
 
 // readSettings reads everything a tick needs in one etcd transaction and
 // parses it. An etcd error is ETCD_ERROR; a value that does not parse is
-// the reason of that value.
-func (d *Daemon) readSettings(ctx context.Context, leaderKey string) (*settings, error) {
-	snap, err := d.cfg.Storage.SnapshotKnowing(ctx, leaderKey, d.settings.ClusterRevision())
+// the reason of that value. On the first tick of a leadership, the memory
+// the last leader kept comes with the same snapshot.
+func (s *Step) readSettings(ctx context.Context, leaderKey string) (*settings, error) {
+	snap, err := s.cfg.Storage.Read(ctx, s.settings.Request(leaderKey, storage.KeyCKEGenMemory))
 	if err != nil {
-		return nil, fail(ReasonEtcdError, err)
+		return nil, fail(reason.EtcdError, err)
 	}
 	// A leader learns that its lease is gone only at the next keepalive;
 	// the election key in the snapshot keeps a deposed leader from
 	// querying sabakan. (The cluster write is guarded by the key in any
 	// case.)
 	if !snap.Leading {
-		return nil, fail(ReasonLostLeadership, storage.ErrNoLeader)
+		return nil, fail(reason.LostLeadership, storage.ErrNoLeader)
 	}
-	var s settings
-	if _, err = snap.Disabled(); err != nil {
-		return nil, fail(ReasonInvalidDisabled, fmt.Errorf("%w (set it with ckecli sabakan enable or disable)", err))
+	if s.recall {
+		s.recall = false
+		if err := s.memory.recall(snap.Get(storage.KeyCKEGenMemory)); err != nil {
+			s.log.Warn("the last leader's memory is not used", "error", err)
+		}
 	}
-	if s.own, err = snap.Ownership(); err != nil {
-		return nil, fail(ReasonInvalidOwner, fmt.Errorf("%w (set it with ckecli sabakan takeover, handback, enable or disable)", err))
+	read, err := s.settings.Read(snap, intake.WhatIf{})
+	var ref *intake.Refusal
+	if errors.As(err, &ref) && intake.RowOf(ref.Setting).Kind == intake.Switch {
+		return nil, fail(ref.Reason, ref)
 	}
-	s.disabled, s.hold = d.gate(s.own, snap.ClusterModRevision() > 0, d.cfg.Now())
-	if s.disabled || s.hold != nil {
-		return &s, nil
+	set := &settings{Settings: read}
+	set.disabled, set.hold = s.gate(read.Own, snap.Get(storage.KeyCluster).Exists(), s.cfg.Now())
+	if set.disabled || set.hold != nil {
+		return set, nil
 	}
-
-	read, err := d.settings.Read(snap, intake.WhatIf{})
 	if err != nil {
 		return nil, refused(err)
 	}
-	s.Settings = read
-	if s.Change, err = intake.ReadChange(snap); err != nil {
-		return nil, refused(err)
-	}
-	return &s, nil
+	return set, nil
 }
 
 // refused is the tick's failure for a setting intake refused, with its
 // reason.
-func refused(err error) *tickError {
+func refused(err error) *Error {
 	var r *intake.Refusal
 	if errors.As(err, &r) {
 		return fail(r.Reason, r)
 	}
-	return fail(ReasonEtcdError, err)
+	return fail(reason.EtcdError, err)
 }
 
 // querySabakan returns the machines sabakan has for the user's variables,
 // sanitized, the roles of every machine it returned (before sanitizing,
 // for the generator's typo guard), and a warning for each machine ignored
 // or changed.
-func (d *Daemon) querySabakan(ctx context.Context, s *settings) ([]*machine.Machine, []string, []string, error) {
-	client, err := d.sabakan.For(s.URL)
+func (s *Step) querySabakan(ctx context.Context, set *settings, out *outcome) ([]*machine.Machine, []string, []string, error) {
+	client, err := s.sabakan.For(set.URL)
 	if err != nil {
-		return nil, nil, nil, fail(ReasonQueryError, err)
+		return nil, nil, nil, fail(reason.QueryError, err)
 	}
 	start := time.Now()
-	raw, err := client.SearchMachines(ctx, s.Variables)
-	d.metrics.queryDuration.Observe(time.Since(start).Seconds())
+	raw, err := client.SearchMachines(ctx, set.Variables)
+	out.queryTime = time.Since(start)
 	switch {
 	case errors.Is(err, sabakan.ErrUnreachable):
-		return nil, nil, nil, fail(ReasonSabakanUnreachable, err)
+		return nil, nil, nil, fail(reason.SabakanUnreachable, err)
 	case err != nil:
-		return nil, nil, nil, fail(ReasonQueryError, err)
+		return nil, nil, nil, fail(reason.QueryError, err)
 	}
 	ms, roles, warnings := intake.Sanitize(raw)
 	return ms, roles, warnings, nil
@@ -251,18 +207,18 @@ func (d *Daemon) querySabakan(ctx context.Context, s *settings) ([]*machine.Mach
 // tick decides nothing, as when sabakan does not answer. What Prometheus
 // warned about, and a metric that no machine of the tick has a value of,
 // are warnings.
-func (d *Daemon) fetchMetrics(ctx context.Context, s *settings, ms []*machine.Machine, out *outcome) (*policy.Values, error) {
+func (s *Step) fetchMetrics(ctx context.Context, set *settings, ms []*machine.Machine, out *outcome) (*policy.Values, error) {
 	start := time.Now()
-	vals, stats, warnings, err := intake.FetchMetrics(ctx, s.Policy, ms)
-	if s.Policy != nil && len(s.Policy.Metrics()) > 0 {
-		d.metrics.metricsDuration.Observe(time.Since(start).Seconds())
+	vals, stats, warnings, err := intake.FetchMetrics(ctx, set.Policy, ms)
+	if set.Policy != nil && len(set.Policy.Metrics()) > 0 {
+		out.metricsTime = time.Since(start)
 	}
 	if err != nil {
-		return nil, fail(ReasonMetricsUnavailable, err)
+		return nil, fail(reason.MetricsUnavailable, err)
 	}
 	out.warnings = append(out.warnings, warnings...)
 	for _, st := range stats {
-		d.log.Debug("metric fetched", "metric", st.Metric, "provider", st.Provider, "samples", st.Samples, "matched", st.Matched)
+		s.log.Debug("metric fetched", "metric", st.Metric, "provider", st.Provider, "samples", st.Samples, "matched", st.Matched)
 	}
 	return vals, nil
 }
@@ -270,7 +226,7 @@ func (d *Daemon) fetchMetrics(ctx context.Context, s *settings, ms []*machine.Ma
 // countPlacements records in out, for the status and the metric, each
 // placement of the policy with its nodes by group in the cluster as the
 // tick leaves it, and the group of its last pick (docs/design.md 12.4).
-func (d *Daemon) countPlacements(in generator.Input, out *outcome) {
+func (s *Step) countPlacements(in generator.Input, out *outcome) {
 	out.placed = true
 	if in.Policy == nil {
 		return
@@ -286,14 +242,14 @@ func (d *Daemon) countPlacements(in generator.Input, out *outcome) {
 	if out.result != nil {
 		changes = out.result.Changes
 	}
-	out.placements = placementStatus(d.Status().Placements, counts, changes)
+	out.placements = placementStatus(s.memory.ObservedGroups, counts, changes)
 }
 
 // placementStatus is the status of each counted placement: its observed
 // group is the group of the last change of this tick that added a machine
-// for it, else the one of the previous status while the placement still
-// has a group of that name.
-func placementStatus(prev []storage.PlacementStatus, counts []generator.PlacementNodes, changes []generator.Change) []storage.PlacementStatus {
+// for it, else the one the memory keeps while the placement still has a
+// group of that name.
+func placementStatus(observed map[string]string, counts []generator.PlacementNodes, changes []generator.Change) []storage.PlacementStatus {
 	if len(counts) == 0 {
 		return nil
 	}
@@ -306,14 +262,10 @@ func placementStatus(prev []storage.PlacementStatus, counts []generator.Placemen
 				break
 			}
 		}
-		if ps.ObservedGroup == "" {
-			for _, p := range prev {
-				if p.Placement == c.Placement && p.ObservedGroup != "" && slices.ContainsFunc(c.Groups, func(g generator.GroupNodes) bool {
-					return g.Group == p.ObservedGroup
-				}) {
-					ps.ObservedGroup = p.ObservedGroup
-				}
-			}
+		if g := observed[c.Placement]; ps.ObservedGroup == "" && g != "" && slices.ContainsFunc(c.Groups, func(n generator.GroupNodes) bool {
+			return n.Group == g
+		}) {
+			ps.ObservedGroup = g
 		}
 		out[i] = ps
 	}
@@ -321,20 +273,20 @@ func placementStatus(prev []storage.PlacementStatus, counts []generator.Placemen
 }
 
 // listNodes returns the taints of the Kubernetes Nodes by name, or nil
-// when the daemon has no Kubernetes access. A failure is
+// when nothing is known of Kubernetes. A failure is
 // KUBERNETES_UNREACHABLE: without the Nodes a tick could keep a control
 // plane Kubernetes has given up on, so it decides nothing.
 // It records in out what it read.
-func (d *Daemon) listNodes(ctx context.Context, s *settings, out *outcome) (map[string][]cluster.Taint, error) {
-	if d.cfg.Nodes == nil {
+func (s *Step) listNodes(ctx context.Context, kube Kubernetes, set *settings, out *outcome) (map[string][]cluster.Taint, error) {
+	if kube == nil {
 		return nil, nil
 	}
-	taints, err := d.cfg.Nodes.List(ctx)
+	taints, err := kube.NodeTaints(ctx)
 	if err != nil {
-		return nil, fail(ReasonKubernetesUnreach, err)
+		return nil, fail(reason.KubernetesUnreachable, err)
 	}
 	out.kube.Read, out.kube.Nodes = true, len(taints)
-	out.kube.Intolerable = kubenodes.CountIntolerable(taints, generator.Tolerations(s.Template))
+	out.kube.Intolerable = kubenodes.CountIntolerable(taints, generator.Tolerations(set.Template))
 	return taints, nil
 }
 
@@ -343,8 +295,8 @@ func (d *Daemon) listNodes(ctx context.Context, s *settings, out *outcome) (map[
 // the cluster was built. It returns a nil result when there is nothing to
 // do, and the generator's warnings (a template role that matches no
 // machine) in every case.
-func (d *Daemon) decide(s *settings, in generator.Input) (*generator.Result, []string, error) {
-	res, err := generator.Tick(in, s.TemplateChanged())
+func (s *Step) decide(set *settings, in generator.Input) (*generator.Result, []string, error) {
+	res, err := generator.Tick(in, set.TemplateChanged())
 	var warnings []string
 	if res != nil {
 		warnings = res.Warnings
@@ -353,11 +305,11 @@ func (d *Daemon) decide(s *settings, in generator.Input) (*generator.Result, []s
 	case errors.Is(err, generator.ErrNothingToDo):
 		return nil, warnings, nil
 	case errors.Is(err, generator.ErrNotEnoughMachines):
-		return nil, warnings, fail(ReasonNotEnoughMachines, err)
+		return nil, warnings, fail(reason.NotEnoughMachines, err)
 	case errors.Is(err, generator.ErrTooManyNonExistent):
-		return nil, warnings, fail(ReasonTooManyNonExistent, err)
+		return nil, warnings, fail(reason.TooManyNonExistent, err)
 	case err != nil:
-		return nil, warnings, fail(ReasonGenerationError, err)
+		return nil, warnings, fail(reason.GenerationError, err)
 	}
 	return res, warnings, nil
 }
@@ -365,27 +317,32 @@ func (d *Daemon) decide(s *settings, in generator.Input) (*generator.Result, []s
 // write stores the new cluster with the template revision it was built
 // from, in one transaction that needs the leadership and an unchanged
 // cluster. It returns the etcd revision of the write.
-func (d *Daemon) write(ctx context.Context, leaderKey string, s *settings, res *generator.Result) (int64, error) {
+func (s *Step) write(ctx context.Context, leaderKey string, set *settings, res *generator.Result) (int64, error) {
 	data, err := res.Cluster.AppendJSON(nil) // json.Marshal's bytes, without reflection
 	if err != nil {
-		return 0, fail(ReasonGenerationError, err)
+		return 0, fail(reason.GenerationError, err)
 	}
-	if size := len(data) + d.writeOverhead(leaderKey); size > d.cfg.MaxClusterBytes {
-		return 0, fail(ReasonClusterTooLarge, tooLarge(len(data), size, len(res.Cluster.Nodes), d.cfg.MaxClusterBytes, s.Constraints))
+	if size := len(data) + s.writeOverhead(leaderKey); size > s.cfg.MaxClusterBytes {
+		return 0, fail(reason.ClusterTooLarge, tooLarge(len(data), size, len(res.Cluster.Nodes), s.cfg.MaxClusterBytes, set.Constraints))
 	}
 	if err := ckevalidate.Cluster(res.Cluster); err != nil {
-		return 0, fail(ReasonInvalidCluster, fmt.Errorf("the generated cluster would be refused by CKE: %w", err))
+		return 0, fail(reason.InvalidCluster, fmt.Errorf("the generated cluster would be refused by CKE: %w", err))
 	}
-	rev, err := d.cfg.Storage.PutClusterOwned(ctx, leaderKey, data, s.ClusterRevision, s.TemplateRevision, s.own)
+	var guards []storage.Guard
+	if s.cfg.Mode != ModeInsideCKE {
+		guards = set.Own.Guards()
+	}
+	rev, err := s.cfg.Storage.PutCluster(ctx, leaderKey, data, set.ClusterRevision, set.TemplateRevision, guards...)
+	var changed *storage.ChangedError
 	switch {
 	case errors.Is(err, storage.ErrNoLeader):
-		return 0, fail(ReasonLostLeadership, err)
-	case errors.Is(err, storage.ErrOwnershipChanged):
-		return 0, fail(ReasonOwnershipChanged, err)
-	case errors.Is(err, storage.ErrConflict):
-		return 0, fail(ReasonConflict, err)
+		return 0, fail(reason.LostLeadership, err)
+	case errors.As(err, &changed) && changed.Key == storage.KeyCluster:
+		return 0, fail(reason.ClusterChanged, fmt.Errorf("cluster changed since it was read: %w", err))
+	case errors.As(err, &changed):
+		return 0, fail(reason.OwnershipChanged, fmt.Errorf("the integration's owner or switch changed since it was read: %w", err))
 	case err != nil:
-		return 0, fail(ReasonEtcdError, err)
+		return 0, fail(reason.EtcdError, err)
 	}
 	return rev, nil
 }
@@ -398,12 +355,12 @@ const requestFraming = 256
 // writeOverhead is what the cluster write's etcd request holds besides the
 // cluster: the leader key (compared, and read when refused), the cluster
 // key (compared, put, and read when refused), cluster-revision and its
-// value, the owner and both switches (compared, with their revisions), and
-// the framing. etcd refuses a request over its --max-request-bytes as a
+// value, the owner and both switches (compared with their revisions, and
+// read when refused), and the framing. etcd refuses a request over its --max-request-bytes as a
 // whole, so a cluster only this much below the limit would fail in etcd.
-func (d *Daemon) writeOverhead(leaderKey string) int {
-	st := d.cfg.Storage
-	guard := len(st.Key(storage.KeyOwner)) + len(st.Key(storage.KeySabakanDisabled)) + len(st.Key(storage.KeyCKEGenDisabled)) + 3*12
+func (s *Step) writeOverhead(leaderKey string) int {
+	st := s.cfg.Storage
+	guard := 2*(len(st.Key(storage.KeyOwner))+len(st.Key(storage.KeySabakanDisabled))+len(st.Key(storage.KeyCKEGenDisabled))) + 3*12
 	return 2*len(leaderKey) + 3*len(st.Key(storage.KeyCluster)) + len(st.Key(storage.KeyClusterRevision)) + 20 + guard + requestFraming
 }
 
@@ -435,17 +392,17 @@ func byteSize(n int) string {
 // record adds the written change to the history. The cluster is written
 // by then: a history that could not be recorded is logged, not a failed
 // tick.
-func (d *Daemon) record(ctx context.Context, leaderKey string, s *settings, res *generator.Result, rev int64) {
-	err := d.cfg.Storage.AddHistory(ctx, leaderKey, storage.HistoryEntry{
-		Time:             d.cfg.Now().UTC(),
+func (s *Step) record(ctx context.Context, leaderKey string, set *settings, res *generator.Result, rev int64) {
+	err := s.cfg.Storage.AddHistory(ctx, leaderKey, storage.HistoryEntry{
+		Time:             s.cfg.Now().UTC(),
 		Op:               res.Op,
 		Changes:          statusChanges(res.Changes),
 		ChangeCount:      len(res.Changes),
-		TemplateRevision: s.TemplateRevision,
+		TemplateRevision: set.TemplateRevision,
 		ClusterRevision:  rev,
-		ReleasedBy:       s.release,
+		ReleasedBy:       set.release,
 	})
 	if err != nil {
-		d.log.Error("history not recorded", "error", err)
+		s.log.Error("history not recorded", "error", err)
 	}
 }

@@ -1,4 +1,4 @@
-package daemon
+package tick
 
 import (
 	"context"
@@ -17,6 +17,7 @@ import (
 	"github.com/ckegen/ckegen/internal/testutil/dcgen"
 	"github.com/ckegen/ckegen/labels"
 	"github.com/ckegen/ckegen/machine"
+	"github.com/ckegen/ckegen/reason"
 	"github.com/ckegen/ckegen/storage"
 	"github.com/ckegen/ckegen/template"
 )
@@ -150,12 +151,12 @@ func TestClusterTooLargeMessage(t *testing.T) {
 		model, constraints, want string
 	}{
 		{constraints.CountModel, `{"control-plane-count":3,"minimum-workers":5}`,
-			"the cluster is 5185 bytes of JSON for 8 nodes (648 bytes a node), and its write 5707 bytes, over etcd's request size limit of 4000 bytes: " +
-				"about 5 nodes fit, this cluster has 8; raise etcd's --max-request-bytes and cke's --max-cluster-bytes together to at least 5707 bytes, " +
+			"the cluster is 5185 bytes of JSON for 8 nodes (648 bytes a node), and its write 5774 bytes, over etcd's request size limit of 4000 bytes: " +
+				"about 5 nodes fit, this cluster has 8; raise etcd's --max-request-bytes and cke's --max-cluster-bytes together to at least 5774 bytes, " +
 				"or ask for fewer workers (ckecli constraints set minimum-workers N)"},
 		{constraints.RateModel, `{"control-plane-count":3,"minimum-workers-rate":80}`,
-			"the cluster is 10001 bytes of JSON for 16 nodes (625 bytes a node), and its write 10523 bytes, over etcd's request size limit of 4000 bytes: " +
-				"about 5 nodes fit, this cluster has 16; raise etcd's --max-request-bytes and cke's --max-cluster-bytes together to at least 10523 bytes, " +
+			"the cluster is 10001 bytes of JSON for 16 nodes (625 bytes a node), and its write 10590 bytes, over etcd's request size limit of 4000 bytes: " +
+				"about 5 nodes fit, this cluster has 16; raise etcd's --max-request-bytes and cke's --max-cluster-bytes together to at least 10590 bytes, " +
 				"or, as the rate model (minimum-workers-rate) makes every HEALTHY machine a worker template accepts a node, query fewer machines (ckecli sabakan set-variables)"},
 	} {
 		t.Run(c.model, func(t *testing.T) {
@@ -167,14 +168,14 @@ func TestClusterTooLargeMessage(t *testing.T) {
 			leader := f.st.Key(storage.KeyCKEGenLeader) + "0123456789abcdef"
 			_, err = f.st.Client.Put(ctx, leader, "test")
 			must(t, err)
-			err = f.daemon("d", func(cfg *Config) { cfg.MaxClusterBytes = 4000 }).runOnce(ctx, leader)
-			var te *tickError
-			if !errors.As(err, &te) || te.reason != ReasonClusterTooLarge {
-				t.Fatalf("error %v, want %s", err, ReasonClusterTooLarge)
+			err = f.step("d", func(cfg *testConfig) { cfg.MaxClusterBytes = 4000 }).runOnce(ctx, leader)
+			var te *Error
+			if !errors.As(err, &te) || te.Reason != reason.ClusterTooLarge {
+				t.Fatalf("error %v, want %s", err, reason.ClusterTooLarge)
 			}
 			st, err := f.st.GetStatus(ctx)
 			must(t, err)
-			if st.Reason != ReasonClusterTooLarge || st.Message != c.want {
+			if st.Reason != reason.ClusterTooLarge || st.Message != c.want {
 				t.Errorf("status %s:\n%s\nwant\n%s", st.Reason, st.Message, c.want)
 			}
 			if f.cluster(t) != nil {
@@ -204,12 +205,12 @@ func TestClusterTooLargeCountsTheRequest(t *testing.T) {
 			`{"user":"u","annotations":{"example.com/pad":"`+p+`"}}],"service_subnet":"10.68.0.0/16",`+testOptions+`}`)))
 	}
 	tick := func(limit int) (data, write int, err error) {
-		err = f.daemon("d", func(c *Config) { c.MaxClusterBytes = limit }).runOnce(ctx, leader)
-		var te *tickError
-		if errors.As(err, &te) && te.reason == ReasonClusterTooLarge {
-			m := tooLargeSizes.FindStringSubmatch(te.err.Error())
+		err = f.step("d", func(c *testConfig) { c.MaxClusterBytes = limit }).runOnce(ctx, leader)
+		var te *Error
+		if errors.As(err, &te) && te.Reason == reason.ClusterTooLarge {
+			m := tooLargeSizes.FindStringSubmatch(te.Err.Error())
 			if m == nil {
-				t.Fatalf("message %q", te.err)
+				t.Fatalf("message %q", te.Err)
 			}
 			data, _ = strconv.Atoi(m[1])
 			write, _ = strconv.Atoi(m[2])
@@ -229,14 +230,14 @@ func TestClusterTooLargeCountsTheRequest(t *testing.T) {
 	padFor := func(size int) int { return pad0 + (size-size0)/8 }
 	setPad(padFor(DefaultMaxClusterBytes - 100))
 	size, _, err := tick(DefaultMaxClusterBytes)
-	var te *tickError
-	if !errors.As(err, &te) || te.reason != ReasonClusterTooLarge {
-		t.Fatalf("a cluster of about %d bytes against a limit of %d: %v, want %s", DefaultMaxClusterBytes-100, DefaultMaxClusterBytes, err, ReasonClusterTooLarge)
+	var te *Error
+	if !errors.As(err, &te) || te.Reason != reason.ClusterTooLarge {
+		t.Fatalf("a cluster of about %d bytes against a limit of %d: %v, want %s", DefaultMaxClusterBytes-100, DefaultMaxClusterBytes, err, reason.ClusterTooLarge)
 	}
 	if size > DefaultMaxClusterBytes || size < DefaultMaxClusterBytes-108 {
 		t.Fatalf("the padded cluster is %d bytes, want just under %d", size, DefaultMaxClusterBytes)
 	}
-	if msg := te.err.Error(); !strings.Contains(msg, "over etcd's request size limit of 1572864 bytes (1.5 MiB): about 7 nodes fit, this cluster has 8; "+
+	if msg := te.Err.Error(); !strings.Contains(msg, "over etcd's request size limit of 1572864 bytes (1.5 MiB): about 7 nodes fit, this cluster has 8; "+
 		"raise etcd's --max-request-bytes and cke's --max-cluster-bytes together to at least") {
 		t.Errorf("message %q", msg)
 	}
@@ -246,7 +247,7 @@ func TestClusterTooLargeCountsTheRequest(t *testing.T) {
 
 	// Just under what the daemon allows: written, and etcd takes it.
 	setPad(padFor(DefaultMaxClusterBytes - overhead - 16))
-	must(t, f.daemon("d", nil).runOnce(ctx, leader))
+	must(t, f.step("d", nil).runOnce(ctx, leader))
 	data, err := f.st.GetClusterRaw(ctx)
 	must(t, err)
 	if len(data) < DefaultMaxClusterBytes-overhead-32 {

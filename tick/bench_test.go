@@ -1,4 +1,4 @@
-package daemon
+package tick
 
 import (
 	"context"
@@ -10,18 +10,17 @@ import (
 	"testing"
 	"time"
 
-	dto "github.com/prometheus/client_model/go"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
 
+	"github.com/ckegen/ckegen/fakesabakan"
 	"github.com/ckegen/ckegen/internal/testutil/dcgen"
 	"github.com/ckegen/ckegen/internal/testutil/kubetest"
 	"github.com/ckegen/ckegen/internal/testutil/sitetest"
 	"github.com/ckegen/ckegen/kubenodes"
 	"github.com/ckegen/ckegen/machine"
 	"github.com/ckegen/ckegen/sabakan"
-	"github.com/ckegen/ckegen/fakesabakan"
 	"github.com/ckegen/ckegen/storage"
 )
 
@@ -35,13 +34,18 @@ const benchLimit = 64 << 20
 // minimum-workers workers. nodes is the daemon's Kubernetes lister (nil:
 // none, as without --kubeconfig).
 type tickBench struct {
-	d      *Daemon
-	st     storage.Storage
+	d      *Step
+	kube   Kubernetes
+	st     sitetest.Store
 	store  *fakesabakan.Store
 	leader string
+	// querySum and queries sum up the sabakan queries of the ticks run
+	// (Result.Query), for reportStages.
+	querySum float64
+	queries  int
 }
 
-func newTickBench(b *testing.B, n, workers int, nodes Nodes) *tickBench {
+func newTickBench(b *testing.B, n, workers int, nodes Kubernetes) *tickBench {
 	b.Helper()
 	tmpl, err := os.ReadFile("../examples/template.yml")
 	if err != nil {
@@ -57,22 +61,24 @@ func newTickBench(b *testing.B, n, workers int, nodes Nodes) *tickBench {
 		Template:   string(tmplJSON), StoreURL: true, Constraints: sitetest.Counts(3, workers),
 	})
 	d := New(Config{
-		Storage: s.Storage, Name: "bench", RetireWait: time.Minute, MaxClusterBytes: benchLimit, Nodes: nodes,
+		Storage: s.Storage, Name: "bench", RetireWait: time.Minute, MaxClusterBytes: benchLimit,
 		Sabakan: sabakan.Options{Timeout: time.Minute, Retries: -1, MaxBodyBytes: 1 << 30},
 		Now:     func() time.Time { return testNow },
 		Log:     slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})
-	return &tickBench{d: d, st: s.Storage, store: s.Store, leader: s.Lead(b, "bench", 0)}
+	return &tickBench{d: d, kube: nodes, st: sitetest.StoreOf(s.Storage), store: s.Store, leader: s.Lead(b, "bench", 0)}
 }
 
 // tick runs one tick and checks, off the clock, whether it wrote the
 // cluster.
 func (tb *tickBench) tick(b *testing.B, wantWrite bool) {
 	before := tb.clusterRev(b)
-	if err := tb.d.runOnce(context.Background(), tb.leader); err != nil {
-		b.Fatal(err)
+	r := tb.d.Run(context.Background(), tb.leader, tb.kube)
+	if r.Err != nil {
+		b.Fatal(r.Err)
 	}
 	b.StopTimer()
+	tb.querySum, tb.queries = tb.querySum+r.Query.Seconds(), tb.queries+1
 	if wrote := tb.clusterRev(b) != before; wrote != wantWrite {
 		b.Fatalf("the tick wrote the cluster: %v, want %v", wrote, wantWrite)
 	}
@@ -82,13 +88,13 @@ func (tb *tickBench) tick(b *testing.B, wantWrite bool) {
 // reportStages, deferred after the setup, reports the tick's breakdown
 // when the benchmark ends: sabakan-ms/op is the time of the sabakan query
 // (the compatible server's answer, its transfer and decoding: the
-// daemon's ckegen_sabakan_query_duration_seconds), rest-ms/op the rest of
+// tick's Result.Query), rest-ms/op the rest of
 // the tick (reading etcd, sanitizing, generating, rendering, the guarded
 // write, the status).
 func (tb *tickBench) reportStages(b *testing.B) func() {
-	sum0, n0 := tb.querySeconds(b)
+	sum0, n0 := tb.querySum, tb.queries
 	return func() {
-		sum, n := tb.querySeconds(b)
+		sum, n := tb.querySum, tb.queries
 		if n == n0 {
 			return
 		}
@@ -97,16 +103,6 @@ func (tb *tickBench) reportStages(b *testing.B) func() {
 		b.ReportMetric(query, "sabakan-ms/op")
 		b.ReportMetric(float64(b.Elapsed().Microseconds())/1000/ticks-query, "rest-ms/op")
 	}
-}
-
-// querySeconds is the sum and count of the daemon's sabakan query
-// durations.
-func (tb *tickBench) querySeconds(b *testing.B) (float64, uint64) {
-	var m dto.Metric
-	if err := tb.d.metrics.queryDuration.Write(&m); err != nil {
-		b.Fatal(err)
-	}
-	return m.GetHistogram().GetSampleSum(), m.GetHistogram().GetSampleCount()
 }
 
 // clusterRev returns the cluster key's mod revision (0: none).
@@ -126,7 +122,7 @@ func (tb *tickBench) settle(b *testing.B) {
 	b.Helper()
 	for range 10 {
 		before := tb.clusterRev(b)
-		if err := tb.d.runOnce(context.Background(), tb.leader); err != nil {
+		if err := tb.d.Run(context.Background(), tb.leader, tb.kube).Err; err != nil {
 			b.Fatal(err)
 		}
 		if tb.clusterRev(b) == before {
@@ -226,7 +222,7 @@ func BenchmarkTick10000(b *testing.B) {
 // with a taint control planes do not tolerate (kubetest.Node). The ticks
 // list all the Nodes; update and nothing have the cluster's tainted
 // control planes replaced first (settle) so that only the measured change
-// is written. list is the Reader's List alone, on the same server.
+// is written. list is the Reader's NodeTaints alone, on the same server.
 func BenchmarkTick10000Kubernetes(b *testing.B) {
 	api := kubetest.Start(b)
 	// The cluster the data center gets, to name the Nodes after.
@@ -253,7 +249,7 @@ func BenchmarkTick10000Kubernetes(b *testing.B) {
 	b.Run("list", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			got, err := r.List(context.Background())
+			got, err := r.NodeTaints(context.Background())
 			if err != nil {
 				b.Fatal(err)
 			}

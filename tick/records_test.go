@@ -1,4 +1,4 @@
-package daemon
+package tick
 
 import (
 	"encoding/json"

@@ -1,4 +1,4 @@
-package daemon
+package tick
 
 import (
 	"context"
@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/ckegen/ckegen/machine"
+	"github.com/ckegen/ckegen/reason"
 	"github.com/ckegen/ckegen/sabakan"
 	"github.com/ckegen/ckegen/storage"
 )
@@ -122,7 +123,7 @@ func TestHostileSabakan(t *testing.T) {
 	ctx := context.Background()
 	must(t, f.st.SetURL(ctx, h.srv.URL+"/graphql"))
 	leader := f.lead(t)
-	d := f.daemon("d", func(c *Config) {
+	d := f.step("d", func(c *testConfig) {
 		c.Sabakan = sabakan.Options{Timeout: 2 * time.Second, Retries: -1, MaxBodyBytes: 8 << 20}
 	})
 	settle := func() {
@@ -151,25 +152,25 @@ func TestHostileSabakan(t *testing.T) {
 		reason string // "" for a tick that goes on with a warning
 		want   string // in the status message, or in a warning
 	}{
-		{"a serial twice", func() { h.answer(cpFirst(t, f)) }, ReasonQueryError, "is also machines["},
-		{"no data", func() { h.script(writeRaw(`{"data":{}}`)) }, ReasonQueryError, "data.searchMachines is missing or null"},
-		{"null data", func() { h.script(writeRaw(`{"data":null}`)) }, ReasonQueryError, "data.searchMachines is missing or null"},
-		{"not a list", func() { h.script(writeRaw(`{"data":{"searchMachines":{}}}`)) }, ReasonQueryError, "malformed response"},
-		{"not JSON", func() { h.script(writeRaw(`<html>`)) }, ReasonQueryError, "malformed response"},
-		{"GraphQL errors", func() { h.script(writeRaw(`{"errors":[{"message":"boom"}]}`)) }, ReasonQueryError, "GraphQL error: boom"},
+		{"a serial twice", func() { h.answer(cpFirst(t, f)) }, reason.QueryError, "is also machines["},
+		{"no data", func() { h.script(writeRaw(`{"data":{}}`)) }, reason.QueryError, "data.searchMachines is missing or null"},
+		{"null data", func() { h.script(writeRaw(`{"data":null}`)) }, reason.QueryError, "data.searchMachines is missing or null"},
+		{"not a list", func() { h.script(writeRaw(`{"data":{"searchMachines":{}}}`)) }, reason.QueryError, "malformed response"},
+		{"not JSON", func() { h.script(writeRaw(`<html>`)) }, reason.QueryError, "malformed response"},
+		{"GraphQL errors", func() { h.script(writeRaw(`{"errors":[{"message":"boom"}]}`)) }, reason.QueryError, "GraphQL error: boom"},
 		{"a wrong type", func() {
 			h.script(writeRaw(`{"data":{"searchMachines":[{"spec":{"serial":"a","rack":"one"},"status":{"state":"HEALTHY"}}]}}`))
-		}, ReasonQueryError, "malformed response"},
+		}, reason.QueryError, "malformed response"},
 		{"a date that does not parse", func() {
 			h.script(writeRaw(`{"data":{"searchMachines":[{"spec":{"serial":"a","retireDate":"tomorrow"},"status":{"state":"HEALTHY"}}]}}`))
-		}, ReasonQueryError, `parsing time "tomorrow"`},
+		}, reason.QueryError, `parsing time "tomorrow"`},
 		{"HTTP 502", func() { h.script(func(w http.ResponseWriter, r *http.Request) { http.Error(w, "bad gateway", 502) }) },
-			ReasonSabakanUnreachable, "HTTP 502: bad gateway"},
+			reason.SabakanUnreachable, "HTTP 502: bad gateway"},
 		{"a redirect elsewhere", func() {
 			h.script(func(w http.ResponseWriter, r *http.Request) {
 				http.Redirect(w, r, elsewhere.URL+"/graphql", http.StatusTemporaryRedirect)
 			})
-		}, ReasonQueryError, strings.TrimPrefix(elsewhere.URL, "http://")},
+		}, reason.QueryError, strings.TrimPrefix(elsewhere.URL, "http://")},
 		{"an answer over the limit", func() {
 			h.script(func(w http.ResponseWriter, r *http.Request) {
 				w.Header().Set("Content-Type", "application/json")
@@ -178,7 +179,7 @@ func TestHostileSabakan(t *testing.T) {
 					_, _ = io.WriteString(w, `{"spec":{"serial":"`+strings.Repeat("s", 1000)+`"}},`)
 				}
 			})
-		}, ReasonQueryError, "answer larger than 8 MiB (--sabakan-max-bytes)"},
+		}, reason.QueryError, "answer larger than 8 MiB (--sabakan-max-bytes)"},
 		{"a negative rack", func() {
 			h.answer(func(ms []machine.Machine) []machine.Machine {
 				i := spare(t, f, ms)
@@ -217,11 +218,11 @@ func TestHostileSabakan(t *testing.T) {
 			must(t, err)
 			c.serve()
 			err = d.runOnce(ctx, leader)
-			var te *tickError
+			var te *Error
 			switch {
 			case c.reason == "" && err != nil:
 				t.Errorf("tick failed: %v; want it to go on with a warning", err)
-			case c.reason != "" && (!errors.As(err, &te) || te.reason != c.reason):
+			case c.reason != "" && (!errors.As(err, &te) || te.Reason != c.reason):
 				t.Errorf("tick error %v, want reason %s", err, c.reason)
 			}
 			st, err := f.st.GetStatus(ctx)
@@ -250,7 +251,7 @@ func TestHostileSabakan(t *testing.T) {
 			// The next good answer recovers, with nothing to change.
 			h.script(nil)
 			must(t, d.runOnce(ctx, leader))
-			if st, _ := f.st.GetStatus(ctx); st.Result != ResultOK || len(st.Warnings) != 0 {
+			if st, _ := f.st.GetStatus(ctx); st.Result != reason.OK || len(st.Warnings) != 0 {
 				t.Errorf("after a good answer: %s %s %q %q", st.Result, st.Reason, st.Message, st.Warnings)
 			}
 			if _, after, _ := f.st.GetCluster(ctx); after != rev {

@@ -1,4 +1,4 @@
-package daemon
+package tick
 
 import (
 	"maps"
@@ -11,13 +11,16 @@ import (
 	"github.com/ckegen/ckegen/constraints"
 	"github.com/ckegen/ckegen/labels"
 	"github.com/ckegen/ckegen/machine"
+	"github.com/ckegen/ckegen/reason"
 	"github.com/ckegen/ckegen/storage"
 )
 
-// metrics are the daemon's Prometheus metrics: CKE's cke_leader and
-// sabakan integration metrics under their CKE names, and ckegen's own.
-type metrics struct {
-	owner         *ownerMetrics
+// Metrics are a step's Prometheus series, a projection of each tick's
+// Result: CKE's sabakan integration series under their CKE names (where
+// the host is not CKE's server, which has its own) and ckegen's own. A
+// host registers it and calls Observe after each tick, Clear when it
+// stops leading.
+type Metrics struct {
 	tickDuration  prometheus.Histogram
 	queryDuration prometheus.Histogram
 	// metricsDuration: fetching the placement policy's metric values.
@@ -27,11 +30,19 @@ type metrics struct {
 	placements      *placementMetrics
 	model           *modelMetrics
 	warnings        *warningMetrics
+	results         *resultMetrics
 }
 
-func newMetrics(reg prometheus.Registerer) *metrics {
-	m := &metrics{
-		owner: newOwnerMetrics(),
+// MetricsOptions shape the series.
+type MetricsOptions struct {
+	// CKENames exports CKE's cke_sabakan_* series. Inside CKE's server
+	// they are CKE's own: the host feeds them instead (Result.Figures).
+	CKENames bool
+}
+
+// NewMetrics returns the series of a step.
+func NewMetrics(o MetricsOptions) *Metrics {
+	return &Metrics{
 		tickDuration: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "ckegen_tick_duration_seconds",
 			Help:    "How long a sabakan integration tick took.",
@@ -47,14 +58,68 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Help:    "How long fetching the placement policy's metric values took.",
 			Buckets: prometheus.ExponentialBuckets(0.001, 4, 10),
 		}),
-		inventory:  newInventory(),
+		inventory:  newInventory(o.CKENames),
 		change:     newChangeMetrics(),
 		placements: newPlacementMetrics(),
 		model:      newModelMetrics(),
 		warnings:   newWarningMetrics(),
+		results:    newResultMetrics(),
 	}
-	reg.MustRegister(m.owner, m.tickDuration, m.queryDuration, m.metricsDuration, m.inventory, m.change, m.placements, m.model, m.warnings)
-	return m
+}
+
+func (m *Metrics) collectors() []prometheus.Collector {
+	return []prometheus.Collector{m.tickDuration, m.queryDuration, m.metricsDuration, m.inventory, m.change, m.placements, m.model, m.warnings, m.results}
+}
+
+// Describe implements prometheus.Collector.
+func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {
+	for _, c := range m.collectors() {
+		c.Describe(ch)
+	}
+}
+
+// Collect implements prometheus.Collector.
+func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
+	for _, c := range m.collectors() {
+		c.Collect(ch)
+	}
+}
+
+// Observe records a tick's result at now.
+func (m *Metrics) Observe(now time.Time, r Result) {
+	m.tickDuration.Observe(r.Duration.Seconds())
+	if r.Query > 0 {
+		m.queryDuration.Observe(r.Query.Seconds())
+	}
+	if r.Metrics > 0 {
+		m.metricsDuration.Observe(r.Metrics.Seconds())
+	}
+	m.inventory.observe(now, r)
+	m.change.observe(r)
+	m.placements.observe(r.Status)
+	m.model.observe(r.Status)
+	m.warnings.observe(r)
+	m.results.observe(r.Status)
+}
+
+// Clear stops the series that only a leader exports, as when leadership
+// ends.
+func (m *Metrics) Clear() {
+	m.inventory.clear()
+	m.change.clear()
+	m.placements.clear()
+	m.model.clear()
+	m.warnings.clear()
+	m.results.clear()
+}
+
+// Figures are the figures of CKE's sabakan integration series for the
+// last tick: whether it succeeded, the workers by role and the unused
+// machines (nil and 0 when sabakan was not read). Inside CKE's server the
+// host gives them to CKE's own series.
+func (r Result) Figures() (ok bool, workersByRole map[string]int, unused int) {
+	f := figuresOf(r)
+	return r.Err == nil, f.byRole, f.unused
 }
 
 // inventory collects the series that describe the integration's last
@@ -65,6 +130,8 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 type inventory struct {
 	successful, timestamp, workers, unused, machines *prometheus.Desc
 	intolerable                                      *prometheus.Desc
+	// ckeNames: export CKE's cke_sabakan_* series.
+	ckeNames bool
 
 	mu   sync.Mutex
 	last lastTick
@@ -86,8 +153,8 @@ type lastTick struct {
 	kubeRead    bool
 }
 
-func newInventory() *inventory {
-	return &inventory{
+func newInventory(ckeNames bool) *inventory {
+	return &inventory{ckeNames: ckeNames,
 		successful: prometheus.NewDesc("cke_sabakan_integration_successful",
 			"True (=1) if the last sabakan integration tick succeeded.", nil, nil),
 		timestamp: prometheus.NewDesc("cke_sabakan_integration_timestamp_seconds",
@@ -105,10 +172,12 @@ func newInventory() *inventory {
 
 // Describe implements prometheus.Collector.
 func (v *inventory) Describe(ch chan<- *prometheus.Desc) {
-	ch <- v.successful
-	ch <- v.timestamp
-	ch <- v.workers
-	ch <- v.unused
+	if v.ckeNames {
+		ch <- v.successful
+		ch <- v.timestamp
+		ch <- v.workers
+		ch <- v.unused
+	}
 	ch <- v.machines
 	ch <- v.intolerable
 }
@@ -121,6 +190,22 @@ func (v *inventory) Collect(ch chan<- prometheus.Metric) {
 	if !t.ticked {
 		return
 	}
+	if v.ckeNames {
+		v.collectCKE(ch)
+	}
+	if t.kubeRead {
+		ch <- prometheus.MustNewConstMetric(v.intolerable, prometheus.GaugeValue, float64(t.intolerable))
+	}
+	if t.byState != nil {
+		for _, s := range machine.States {
+			ch <- prometheus.MustNewConstMetric(v.machines, prometheus.GaugeValue, float64(t.byState[s]), string(s))
+		}
+	}
+}
+
+// collectCKE sends CKE's series.
+func (v *inventory) collectCKE(ch chan<- prometheus.Metric) {
+	t := &v.last
 	success := 0.0
 	if t.success {
 		success = 1
@@ -135,55 +220,68 @@ func (v *inventory) Collect(ch chan<- prometheus.Metric) {
 	if t.byRole != nil && t.byState != nil {
 		ch <- prometheus.MustNewConstMetric(v.unused, prometheus.GaugeValue, float64(t.unused))
 	}
-	if t.kubeRead {
-		ch <- prometheus.MustNewConstMetric(v.intolerable, prometheus.GaugeValue, float64(t.intolerable))
-	}
-	if t.byState != nil {
-		for _, s := range machine.States {
-			ch <- prometheus.MustNewConstMetric(v.machines, prometheus.GaugeValue, float64(t.byState[s]), string(s))
-		}
-	}
 }
 
-// observe records a tick that ended at now with out and err. Counts the
-// tick did not get to (sabakan did not answer) keep their last values.
-func (v *inventory) observe(now time.Time, out *outcome, err error) {
+// observe records a tick that ended at now. Counts the tick did not get
+// to (sabakan did not answer) keep their last values.
+func (v *inventory) observe(now time.Time, r Result) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	if out != nil && out.idle() {
+	if r.Idle {
 		v.last = lastTick{}
 		return
 	}
 	t := &v.last
-	t.ticked, t.success, t.at = true, err == nil, now
-	if out != nil && out.kube != nil && out.kube.Read {
-		t.kubeRead, t.intolerable = true, out.kube.Intolerable
+	t.ticked, t.success, t.at = true, r.Err == nil, now
+	if r.Kubernetes != nil && r.Kubernetes.Read {
+		t.kubeRead, t.intolerable = true, r.Kubernetes.Intolerable
 	}
-	if out == nil || out.machines == nil {
+	if r.Machines == nil {
 		return
 	}
-	t.byState = map[machine.State]int{}
-	for _, m := range out.machines {
-		t.byState[m.Status.State]++
+	f := figuresOf(r)
+	t.byState = f.byState
+	if r.Cluster == nil {
+		return
 	}
-	c := out.cluster()
+	t.byRole, t.unused = f.byRole, f.unused
+}
+
+// figures are the counts of a tick's machines and cluster.
+type figures struct {
+	byState map[machine.State]int
+	// byRole counts the workers by role; nil without a cluster.
+	byRole map[string]int
+	unused int
+}
+
+func figuresOf(r Result) figures {
+	var f figures
+	if r.Machines == nil {
+		return f
+	}
+	f.byState = map[machine.State]int{}
+	for _, m := range r.Machines {
+		f.byState[m.Status.State]++
+	}
+	c := r.Cluster
 	if c == nil {
-		return
+		return f
 	}
 	inCluster := make(map[string]bool, len(c.Nodes))
-	t.byRole = map[string]int{}
+	f.byRole = map[string]int{}
 	for _, n := range c.Nodes {
 		inCluster[n.Address] = true
 		if !n.ControlPlane {
-			t.byRole[n.Labels[labels.Role]]++
+			f.byRole[n.Labels[labels.Role]]++
 		}
 	}
-	t.unused = 0
-	for _, m := range out.machines {
+	for _, m := range r.Machines {
 		if !inCluster[m.Address()] {
-			t.unused++
+			f.unused++
 		}
 	}
+	return f
 }
 
 // clear stops the export until the next tick, as when leadership ends.
@@ -337,15 +435,12 @@ func (m *warningMetrics) Collect(ch chan<- prometheus.Metric) {
 	}
 }
 
-// observe records a tick's status; a disabled integration exports
-// nothing, as CKE's series.
-func (m *warningMetrics) observe(st storage.Status, out *outcome) {
+// observe records a tick; a disabled integration exports nothing, as
+// CKE's series.
+func (m *warningMetrics) observe(r Result) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.set, m.n = out == nil || !out.idle(), len(st.Warnings)
-	if out != nil {
-		m.n = len(out.warnings) // the status keeps storage.MaxWarnings
-	}
+	m.set, m.n = !r.Idle, r.Warnings
 }
 
 // clear stops the export, as when leadership ends.
@@ -353,4 +448,125 @@ func (m *warningMetrics) clear() {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.set, m.n = false, 0
+}
+
+// changeMetrics are change management's series: the pending steps and
+// the quiet time left, exported on the leader after a tick.
+type changeMetrics struct {
+	pending, quiet *prometheus.Desc
+
+	mu        sync.Mutex
+	set       bool
+	steps     int
+	remaining time.Duration
+}
+
+func newChangeMetrics() *changeMetrics {
+	return &changeMetrics{
+		pending: prometheus.NewDesc("ckegen_plan_pending_steps",
+			"The number of steps of the plan from the cluster as the last tick left it.", nil, nil),
+		quiet: prometheus.NewDesc("ckegen_quiet_time_remaining_seconds",
+			"The time left before the inventory counts as quiet and writes resume (0: quiet, or no quiet time).", nil, nil),
+	}
+}
+
+// Describe implements prometheus.Collector.
+func (m *changeMetrics) Describe(ch chan<- *prometheus.Desc) {
+	ch <- m.pending
+	ch <- m.quiet
+}
+
+// Collect implements prometheus.Collector.
+func (m *changeMetrics) Collect(ch chan<- prometheus.Metric) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if !m.set {
+		return
+	}
+	ch <- prometheus.MustNewConstMetric(m.pending, prometheus.GaugeValue, float64(m.steps))
+	ch <- prometheus.MustNewConstMetric(m.quiet, prometheus.GaugeValue, m.remaining.Seconds())
+}
+
+// observe records a tick; a disabled integration exports nothing, as
+// CKE's series.
+func (m *changeMetrics) observe(r Result) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if r.Idle {
+		m.set, m.steps, m.remaining = false, 0, 0
+		return
+	}
+	if r.Status.Pending == nil {
+		return
+	}
+	m.set, m.steps = true, r.Status.Pending.Steps
+	if r.QuietKnown {
+		m.remaining = r.QuietRemaining
+	}
+}
+
+// clear stops the export, as when leadership ends.
+func (m *changeMetrics) clear() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.set, m.steps, m.remaining = false, 0, 0
+}
+
+// resultMetrics export, on the leader, the reason its tick holds back or
+// the reason its last tick failed.
+type resultMetrics struct {
+	held, failing *prometheus.Desc
+
+	mu      sync.Mutex
+	reason  string
+	failure string
+}
+
+func newResultMetrics() *resultMetrics {
+	return &resultMetrics{
+		held: prometheus.NewDesc("ckegen_integration_held",
+			"1 on the leader while its ticks hold back on purpose, by reason (OWNED_BY_CKE, CKE_INTEGRATION_ACTIVE, CKE_NOT_READY).",
+			[]string{"reason"}, nil),
+		failing: prometheus.NewDesc("ckegen_integration_failing",
+			"1 on the leader while its last tick failed, by reason code (SABAKAN_UNREACHABLE, TOO_MANY_UNHEALTHY, CLUSTER_TOO_LARGE, ...; README \"The daemon\").",
+			[]string{"reason"}, nil),
+	}
+}
+
+// Describe implements prometheus.Collector.
+func (m *resultMetrics) Describe(ch chan<- *prometheus.Desc) {
+	ch <- m.held
+	ch <- m.failing
+}
+
+// Collect implements prometheus.Collector.
+func (m *resultMetrics) Collect(ch chan<- prometheus.Metric) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.reason != "" {
+		ch <- prometheus.MustNewConstMetric(m.held, prometheus.GaugeValue, 1, m.reason)
+	}
+	if m.failure != "" {
+		ch <- prometheus.MustNewConstMetric(m.failing, prometheus.GaugeValue, 1, m.failure)
+	}
+}
+
+// observe records a tick's status.
+func (m *resultMetrics) observe(st storage.Status) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.reason, m.failure = "", ""
+	switch st.Result {
+	case reason.Held:
+		m.reason = st.Reason
+	case reason.Failing:
+		m.failure = st.Reason
+	}
+}
+
+// clear stops the export, as when leadership ends.
+func (m *resultMetrics) clear() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.reason, m.failure = "", ""
 }

@@ -1,4 +1,4 @@
-package daemon
+package tick
 
 import (
 	"bytes"
@@ -9,7 +9,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ckegen/ckegen/storage"
+	"github.com/ckegen/ckegen/intake"
+	"github.com/ckegen/ckegen/reason"
 )
 
 // TestTickWarningsMetric: a template whose worker role matches no machine
@@ -20,7 +21,7 @@ func TestTickWarningsMetric(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
 	leader := f.lead(t)
-	d := f.daemon("d", nil)
+	d := f.step("d", nil)
 	d.setLeading(true)
 	if got := series(scrape(t, d), "ckegen_tick_warnings"); len(got) != 0 {
 		t.Errorf("before any tick: %q", got)
@@ -77,16 +78,16 @@ func TestPlanningLogAgreesWithStatus(t *testing.T) {
 	ctx := context.Background()
 	leader := f.lead(t)
 	var logs bytes.Buffer
-	d := f.daemon("d", func(c *Config) { c.Log = slog.New(slog.NewTextHandler(&logs, nil)) })
+	d := f.step("d", func(c *testConfig) { c.Log = slog.New(slog.NewTextHandler(&logs, nil)) })
 	must(t, d.runOnce(ctx, leader))
-	must(t, f.st.SetTrigger(ctx, storage.TriggerPlanning))
+	must(t, f.st.SetTrigger(ctx, intake.TriggerPlanning))
 	c, _ := f.st.GetConstraints(ctx)
 	c.MinimumWorkers++
 	must(t, f.st.SetConstraints(ctx, c))
 	logs.Reset()
 	must(t, d.runOnce(ctx, leader))
 	st := f.status(t)
-	if st.Result != ResultPlanning || st.Pending == nil || st.Pending.Steps != 1 {
+	if st.Result != reason.Planning || st.Pending == nil || st.Pending.Steps != 1 {
 		t.Fatalf("status: %s, pending %+v; want planning with one step (a worker more)", st.Result, st.Pending)
 	}
 	if !strings.Contains(st.Message, "; 1 step pending, next: increase worker") {

@@ -1,4 +1,4 @@
-package daemon
+package tick
 
 import (
 	"github.com/ckegen/ckegen/generator"

@@ -1,4 +1,4 @@
-package daemon
+package tick
 
 import (
 	"cmp"
@@ -26,22 +26,25 @@ type quietness struct {
 	status    storage.QuietStatus
 	// message says why the inventory is not quiet.
 	message string
+	// inventory is what the memory keeps of the set of serials.
+	inventory InventoryMemory
 }
 
 // evaluateQuiet decides whether the inventory has been still for
 // quietTime at now: every machine's state unchanged for that long
 // (status.duration), and the set of serials unchanged for that long. The
-// set is known by its digest; prev (the last tick's, possibly another
-// leader's) says since when the daemon has seen it. The digest is kept
-// even with no quiet time, so that setting one counts from the last
-// change rather than from then.
-func evaluateQuiet(ms []*machine.Machine, quietTime time.Duration, prev *storage.QuietStatus, now time.Time) quietness {
+// set is known by its digest; prev (the memory of the last tick,
+// possibly another leader's) says since when the leader has seen it. The
+// digest is kept even with no quiet time, so that setting one counts from
+// the last change rather than from then.
+func evaluateQuiet(ms []*machine.Machine, quietTime time.Duration, prev InventoryMemory, now time.Time) quietness {
 	digest := serialsDigest(ms)
 	since := now
-	if prev != nil && prev.InventoryDigest == digest && !prev.InventorySince.IsZero() && !prev.InventorySince.After(now) {
-		since = prev.InventorySince
+	if prev.Digest == digest && !prev.Since.IsZero() && !prev.Since.After(now) {
+		since = prev.Since
 	}
-	q := quietness{quiet: true, status: storage.QuietStatus{QuietTime: quietTime.String(), InventoryDigest: digest, InventorySince: since}}
+	q := quietness{quiet: true, status: storage.QuietStatus{QuietTime: quietTime.String(), InventorySince: since},
+		inventory: InventoryMemory{Digest: digest, Since: since}}
 	if quietTime <= 0 {
 		return q
 	}

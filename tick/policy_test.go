@@ -1,4 +1,4 @@
-package daemon
+package tick
 
 import (
 	"context"
@@ -8,12 +8,12 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/ckegen/ckegen/cluster"
 	"github.com/ckegen/ckegen/internal/testutil/promtest"
 	"github.com/ckegen/ckegen/labels"
 	"github.com/ckegen/ckegen/machine"
+	"github.com/ckegen/ckegen/reason"
 	"github.com/ckegen/ckegen/storage"
 )
 
@@ -88,7 +88,7 @@ func TestPolicyPlacesControlPlanes(t *testing.T) {
 	}
 	putPolicy(t, f, staticPolicy)
 	leader := f.lead(t)
-	d := f.daemon("d", nil)
+	d := f.step("d", nil)
 	must(t, d.runOnce(ctx, leader))
 
 	c := f.cluster(t)
@@ -107,7 +107,7 @@ func TestPolicyPlacesControlPlanes(t *testing.T) {
 	}
 
 	st := f.status(t)
-	if st.Result != ResultOK {
+	if st.Result != reason.OK {
 		t.Fatalf("status %+v", st)
 	}
 	// The changes record their group; the last control plane pick's group
@@ -194,7 +194,7 @@ func TestPolicyPlacesControlPlanes(t *testing.T) {
 	}
 
 	// The policy removed: no placements, no series.
-	_, err = f.st.ClearPolicy(ctx)
+	_, err = f.st.Client.Delete(ctx, f.st.Key(storage.KeySabakanPolicy))
 	must(t, err)
 	must(t, d.runOnce(ctx, leader))
 	if st := f.status(t); st.Placements != nil {
@@ -206,23 +206,6 @@ func TestPolicyPlacesControlPlanes(t *testing.T) {
 }
 
 // TestPolicyWakesTheDaemon: storing a policy triggers a tick at once.
-func TestPolicyWakesTheDaemon(t *testing.T) {
-	f := newFixture(t)
-	d := f.daemon("d", func(c *Config) { c.Interval = time.Hour })
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { _ = d.Run(ctx); close(done) }()
-	defer func() { cancel(); <-done }()
-	waitFor(t, "the first tick", func() bool { return ticks(d) == 1 })
-	before := ticks(d)
-	putPolicy(t, f, staticPolicy)
-	waitFor(t, "a tick triggered by the policy", func() bool { return ticks(d) > before })
-	waitFor(t, "the placements in the status", func() bool {
-		st, err := f.st.GetStatus(ctx)
-		return err == nil && len(st.Placements) == 1
-	})
-}
-
 // unusedIn returns the first of serials that is not a node of c.
 func unusedIn(c *cluster.Cluster, serials ...string) string {
 	for _, s := range serials {
@@ -266,7 +249,7 @@ func TestPolicyPrometheus(t *testing.T) {
   "providers": {"prom": {"type": "prometheus", "url": %q, "timeout": "2s"}}
 }`, query, prom.URL))
 	leader := f.lead(t)
-	d := f.daemon("d", nil)
+	d := f.step("d", nil)
 	must(t, d.runOnce(ctx, leader))
 	coolCPs := func(c *cluster.Cluster) {
 		t.Helper()
@@ -298,13 +281,13 @@ func TestPolicyPrometheus(t *testing.T) {
 	_, clusterRev, _ := f.st.GetCluster(ctx)
 	history, _ := f.st.History(ctx)
 	err = d.runOnce(ctx, leader)
-	var te *tickError
-	if !errors.As(err, &te) || te.reason != ReasonMetricsUnavailable {
-		t.Fatalf("Prometheus stopped: error %v, want %s", err, ReasonMetricsUnavailable)
+	var te *Error
+	if !errors.As(err, &te) || te.Reason != reason.MetricsUnavailable {
+		t.Fatalf("Prometheus stopped: error %v, want %s", err, reason.MetricsUnavailable)
 	}
 	st = f.status(t)
-	if st.Reason != ReasonMetricsUnavailable || !strings.Contains(st.Message, strings.TrimPrefix(prom.URL, "http://")) {
-		t.Errorf("status %s: %s, want %s naming the server", st.Reason, st.Message, ReasonMetricsUnavailable)
+	if st.Reason != reason.MetricsUnavailable || !strings.Contains(st.Message, strings.TrimPrefix(prom.URL, "http://")) {
+		t.Errorf("status %s: %s, want %s naming the server", st.Reason, st.Message, reason.MetricsUnavailable)
 	}
 	if p, _ := placement(st, "control-plane"); groupNodes(p) != "=3" {
 		t.Errorf("a failed tick dropped the placements: %+v", st.Placements)
@@ -331,7 +314,7 @@ func TestPolicyPrometheus(t *testing.T) {
 		t.Fatalf("the unreachable control plane %s was not replaced", victim.Address)
 	}
 	coolCPs(c)
-	if st := f.status(t); st.Result != ResultOK || st.ConsecutiveFailures != 0 {
+	if st := f.status(t); st.Result != reason.OK || st.ConsecutiveFailures != 0 {
 		t.Errorf("status after recovery %+v", st)
 	}
 }
@@ -344,10 +327,10 @@ func TestPolicyMetricWithoutValues(t *testing.T) {
 	putPolicy(t, f, `{"placements": {"control-plane": {"metrics": [{"name": "temp", "weight": -5}]}},
 		"metrics": {"temp": {"provider": "lab", "max": 50}},
 		"providers": {"lab": {"type": "static", "values": {"NOT-HERE": {"temp": 20}}}}}`)
-	must(t, f.daemon("d", nil).runOnce(context.Background(), f.lead(t)))
+	must(t, f.step("d", nil).runOnce(context.Background(), f.lead(t)))
 	st := f.status(t)
 	want := "metric temp from provider lab: no value for any of the 16 machines (1 samples)"
-	if st.Result != ResultOK || !slices.ContainsFunc(st.Warnings, func(w string) bool { return strings.HasPrefix(w, want) }) {
+	if st.Result != reason.OK || !slices.ContainsFunc(st.Warnings, func(w string) bool { return strings.HasPrefix(w, want) }) {
 		t.Errorf("status %s with warnings %q, want ok with %q", st.Result, st.Warnings, want)
 	}
 }
@@ -359,7 +342,7 @@ func TestPolicyRecompiled(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
 	leader := f.lead(t)
-	d := f.daemon("d", nil)
+	d := f.step("d", nil)
 	// "" is the single worker template without a role.
 	putPolicy(t, f, `{"placements": {"": {"constraints": ["topology.kubernetes.io/zone != rack0"]}}}`)
 	must(t, d.runOnce(ctx, leader))
@@ -373,8 +356,8 @@ func TestPolicyRecompiled(t *testing.T) {
 	}
 	must(t, f.st.SetTemplate(ctx, []byte(strings.Replace(testTemplate, `{"user":"u"}]`, `{"user":"u","labels":{"cke.cybozu.com/role":"cs"}}]`, 1))))
 	err := d.runOnce(ctx, leader)
-	var te *tickError
-	if !errors.As(err, &te) || te.reason != ReasonInvalidPolicy || !strings.Contains(err.Error(), `placements."": no template takes this placement`) {
-		t.Errorf("after the template lost the placement's template: error %v, want %s naming placements.\"\"", err, ReasonInvalidPolicy)
+	var te *Error
+	if !errors.As(err, &te) || te.Reason != reason.InvalidPolicy || !strings.Contains(err.Error(), `placements."": no template takes this placement`) {
+		t.Errorf("after the template lost the placement's template: error %v, want %s naming placements.\"\"", err, reason.InvalidPolicy)
 	}
 }

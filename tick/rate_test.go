@@ -1,4 +1,4 @@
-package daemon
+package tick
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 	"github.com/ckegen/ckegen/generator"
 	"github.com/ckegen/ckegen/machine"
 	"github.com/ckegen/ckegen/planreport"
+	"github.com/ckegen/ckegen/reason"
 	"github.com/ckegen/ckegen/storage"
 )
 
@@ -140,7 +141,7 @@ func TestModelsEndToEnd(t *testing.T) {
 			putConstraints(t, f, c.doc)
 			must(t, f.st.SetQueryVariables(ctx, []byte(includeRetired)))
 			leader := f.lead(t)
-			d := f.daemon("d", nil)
+			d := f.step("d", nil)
 			d.setLeading(true)
 			rate := c.model == constraints.RateModel
 
@@ -150,7 +151,7 @@ func TestModelsEndToEnd(t *testing.T) {
 			if got := len(cpAddresses(cl)); got != 3 || workerCount(cl) != c.firstWorkers {
 				t.Fatalf("first cluster: %d control planes and %d workers, want 3 and %d", got, workerCount(cl), c.firstWorkers)
 			}
-			if plan, err := planreport.ReadStored(ctx, f.st); err != nil || plan.Model != c.model || (plan.Rate != nil) != rate {
+			if plan, err := planreport.ReadStored(ctx, f.st.Storage); err != nil || plan.Model != c.model || (plan.Rate != nil) != rate {
 				t.Errorf("stored plan: %+v, %v; want model %s and a rate only in the rate model", plan, err, c.model)
 			}
 			st := f.status(t)
@@ -250,7 +251,7 @@ func TestModelsEndToEnd(t *testing.T) {
 					t.Error("a tick with nothing to do wrote the cluster")
 				}
 				st = f.status(t)
-				if st.Result != ResultOK || !hasWarning(st, "control plane "+cp.Address, "UNREACHABLE", "does not replace it") {
+				if st.Result != reason.OK || !hasWarning(st, "control plane "+cp.Address, "UNREACHABLE", "does not replace it") {
 					t.Errorf("status %s, warnings %q: want ok with the UNREACHABLE control plane", st.Result, st.Warnings)
 				}
 			} else if got := cpAddresses(cl); slices.Contains(got, cp.Address) || len(got) != 3 {
@@ -266,12 +267,12 @@ func TestModelsEndToEnd(t *testing.T) {
 			} {
 				putConstraints(t, f, bad.doc)
 				err := d.runOnce(ctx, leader)
-				var te *tickError
-				if !errors.As(err, &te) || te.reason != ReasonInvalidConstraints {
-					t.Errorf("%s: error %v, want %s", bad.doc, err, ReasonInvalidConstraints)
+				var te *Error
+				if !errors.As(err, &te) || te.Reason != reason.InvalidConstraints {
+					t.Errorf("%s: error %v, want %s", bad.doc, err, reason.InvalidConstraints)
 				}
 				st = f.status(t)
-				if st.Reason != ReasonInvalidConstraints || !strings.Contains(st.Message, bad.want) || st.Model != "" || st.WorkerRate != nil {
+				if st.Reason != reason.InvalidConstraints || !strings.Contains(st.Message, bad.want) || st.Model != "" || st.WorkerRate != nil {
 					t.Errorf("%s: status %s %q, model %q, rate %+v", bad.doc, st.Reason, st.Message, st.Model, st.WorkerRate)
 				}
 				if f.clusterRev(t) != rev {
@@ -294,7 +295,7 @@ func TestModelDefaults(t *testing.T) {
 	ctx := context.Background()
 	_, err := f.st.Client.Delete(ctx, f.st.Key(storage.KeyConstraints))
 	must(t, err)
-	d := f.daemon("d", nil)
+	d := f.step("d", nil)
 	must(t, d.runOnce(ctx, f.lead(t)))
 	st := f.status(t)
 	if st.Model != constraints.CountModel || st.ConstraintsSource != storage.ConstraintsDefault || st.WorkerRate != nil {
@@ -313,7 +314,7 @@ func TestRateKeptWithoutSabakan(t *testing.T) {
 	ctx := context.Background()
 	putConstraints(t, f, `{"control-plane-count":3,"minimum-workers-rate":80}`)
 	leader := f.lead(t)
-	d := f.daemon("d", nil)
+	d := f.step("d", nil)
 	must(t, d.runOnce(ctx, leader))
 	before := f.status(t).WorkerRate
 	if before == nil || before.Workers != modelMachines-3 {
@@ -327,25 +328,21 @@ func TestRateKeptWithoutSabakan(t *testing.T) {
 	st := f.status(t)
 	want := *before
 	want.Minimum = 90
-	if st.Reason != ReasonSabakanUnreachable || st.Model != constraints.RateModel || st.WorkerRate == nil || *st.WorkerRate != want {
+	if st.Reason != reason.SabakanUnreachable || st.Model != constraints.RateModel || st.WorkerRate == nil || *st.WorkerRate != want {
 		t.Errorf("status %s, model %q, rate %+v; want %+v", st.Reason, st.Model, st.WorkerRate, want)
 	}
 }
 
 // TestSwitchCountToRate: storing minimum-workers-rate over a count-model
-// document, as ckecli constraints set does, wakes the running daemon (its
-// interval is an hour) and the next tick tops the workers up to every
-// HEALTHY machine, all in one cluster write, with no control plane
-// changed.
+// document, as ckecli constraints set does, makes the next tick top the
+// workers up to every HEALTHY machine, all in one cluster write, with no
+// control plane changed.
 func TestSwitchCountToRate(t *testing.T) {
 	f := newFixture(t)
-	// One machine not HEALTHY: it does not become a worker.
-	d := f.daemon("d", func(c *Config) { c.Interval = time.Hour })
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	done := make(chan struct{})
-	go func() { _ = d.Run(ctx); close(done) }()
-	waitFor(t, "the first cluster", func() bool { return ticks(d) == 1 && f.cluster(t) != nil })
+	leader := f.lead(t)
+	d := f.step("d", nil)
+	ctx := context.Background()
+	must(t, d.runOnce(ctx, leader))
 	first := f.cluster(t)
 	if workerCount(first) != 5 {
 		t.Fatalf("%d workers in the count model, want 5", workerCount(first))
@@ -363,14 +360,12 @@ func TestSwitchCountToRate(t *testing.T) {
 	must(t, err)
 	writes := len(h)
 
+	// One machine not HEALTHY: it does not become a worker.
 	setRate(t, f, 80)
-	waitFor(t, "the triggered tick", func() bool { return ticks(d) >= 2 })
-	waitFor(t, "its status", func() bool {
-		st, err := f.st.GetStatus(ctx)
-		return err == nil && st.Model == constraints.RateModel
-	})
-	cancel()
-	<-done
+	must(t, d.runOnce(ctx, leader))
+	if st := f.status(t); st.Model != constraints.RateModel {
+		t.Fatalf("model %q after the switch", st.Model)
+	}
 
 	cl := f.cluster(t)
 	if want := modelMachines - 1 - 3; workerCount(cl) != want {

@@ -1,4 +1,4 @@
-package daemon
+package tick
 
 import (
 	"context"
@@ -7,10 +7,10 @@ import (
 
 	"github.com/ckegen/ckegen/cluster"
 	"github.com/ckegen/ckegen/generator"
+	"github.com/ckegen/ckegen/intake"
 	"github.com/ckegen/ckegen/labels"
 	"github.com/ckegen/ckegen/machine"
 	"github.com/ckegen/ckegen/planreport"
-	"github.com/ckegen/ckegen/storage"
 )
 
 // TestPlanDigest: a plan that changes the cluster is identified by the
@@ -52,7 +52,7 @@ func TestPlanDigest(t *testing.T) {
 func TestSettledPlanStoredOnce(t *testing.T) {
 	f := newFixture(t)
 	leader := f.lead(t)
-	d := f.daemon("d", nil)
+	d := f.step("d", nil)
 	ctx := context.Background()
 	must(t, d.runOnce(ctx, leader))
 	first := f.planRev(t)
@@ -75,10 +75,10 @@ func TestSettledPlanStoredOnce(t *testing.T) {
 func TestPlanStoredAgainWhenItsClusterChanges(t *testing.T) {
 	f := newFixture(t)
 	leader := f.lead(t)
-	d := f.daemon("d", nil)
+	d := f.step("d", nil)
 	ctx := context.Background()
 	must(t, d.runOnce(ctx, leader))
-	must(t, f.st.SetMaxUnhealthy(ctx, storage.MaxUnhealthy{Value: 1}))
+	must(t, f.st.SetMaxUnhealthy(ctx, intake.MaxUnhealthy{Value: 1}))
 	for _, w := range workers(f.cluster(t))[:2] {
 		_, err := f.store.SetState(serial(w), machine.StateUnreachable)
 		must(t, err)
@@ -90,7 +90,7 @@ func TestPlanStoredAgainWhenItsClusterChanges(t *testing.T) {
 	if got := f.planRev(t); got != rev {
 		t.Fatalf("nothing changed, yet the plan was stored again (revision %d, then %d)", rev, got)
 	}
-	plan, err := planreport.ReadStored(ctx, f.st)
+	plan, err := planreport.ReadStored(ctx, f.st.Storage)
 	must(t, err)
 	added := ""
 	for _, s := range plan.Steps {
@@ -108,7 +108,7 @@ func TestPlanStoredAgainWhenItsClusterChanges(t *testing.T) {
 	if f.planRev(t) == rev {
 		t.Fatal("the plan's final cluster changed, yet the plan was not stored again")
 	}
-	plan, err = planreport.ReadStored(ctx, f.st)
+	plan, err = planreport.ReadStored(ctx, f.st.Storage)
 	must(t, err)
 	found := false
 	for _, n := range plan.Cluster.Nodes {
@@ -130,7 +130,7 @@ func TestPlanStoredAgainWhenItsClusterChanges(t *testing.T) {
 func TestSettledPlanKeepsWarnings(t *testing.T) {
 	f := newFixture(t)
 	leader := f.lead(t)
-	d := f.daemon("d", nil)
+	d := f.step("d", nil)
 	ctx := context.Background()
 	typo := `{"name":"t","nodes":[{"user":"u","control_plane":true},` +
 		`{"user":"u","labels":{"cke.cybozu.com/role":"compute"}},` +
@@ -139,7 +139,7 @@ func TestSettledPlanKeepsWarnings(t *testing.T) {
 	for range 3 {
 		must(t, d.runOnce(ctx, leader))
 	}
-	plan, err := planreport.ReadStored(ctx, f.st)
+	plan, err := planreport.ReadStored(ctx, f.st.Storage)
 	must(t, err)
 	want := `template role "gpuu" matches no machine; inventory roles: compute, gpu, storage`
 	if plan.Result != generator.PlanSettled || len(plan.Steps) != 0 || !slices.Contains(plan.Warnings, want) {

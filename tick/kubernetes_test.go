@@ -1,4 +1,4 @@
-package daemon
+package tick
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"github.com/ckegen/ckegen/cluster"
 	"github.com/ckegen/ckegen/internal/testutil/kubetest"
 	"github.com/ckegen/ckegen/kubenodes"
+	"github.com/ckegen/ckegen/reason"
 	"github.com/ckegen/ckegen/storage"
 )
 
@@ -21,7 +22,7 @@ type kubeFixture struct {
 	*fixture
 	api    *kubetest.Server
 	leader string
-	d      *Daemon
+	d      *testStep
 }
 
 func newKubeFixture(t *testing.T, tmpl string) *kubeFixture {
@@ -36,7 +37,7 @@ func newKubeFixture(t *testing.T, tmpl string) *kubeFixture {
 	r, err := kubenodes.NewReader(cfg, kubenodes.Options{Timeout: 2 * time.Second, PageSize: 3})
 	must(t, err)
 	k := &kubeFixture{fixture: f, api: api, leader: f.lead(t)}
-	k.d = f.daemon("d", func(c *Config) { c.Nodes = r })
+	k.d = f.step("d", func(c *testConfig) { c.Kubernetes = r })
 	// No Nodes yet: the first tick builds the cluster.
 	must(t, k.d.runOnce(context.Background(), k.leader))
 	for _, n := range f.cluster(t).Nodes {
@@ -94,7 +95,7 @@ func TestKubernetesTaintReplacesControlPlane(t *testing.T) {
 	st, err := k.st.GetStatus(ctx)
 	must(t, err)
 	want := storage.KubernetesStatus{Read: true, Nodes: 8, Intolerable: 1}
-	if st.Result != ResultOK || st.Kubernetes == nil || *st.Kubernetes != want {
+	if st.Result != reason.OK || st.Kubernetes == nil || *st.Kubernetes != want {
 		t.Errorf("status %+v, kubernetes %+v, want %+v", st, st.Kubernetes, want)
 	}
 	if got := series(scrape(t, k.d), "ckegen_kubernetes_nodes_intolerable"); len(got) != 1 || got[0] != "ckegen_kubernetes_nodes_intolerable 1" {
@@ -125,13 +126,13 @@ func TestKubernetesUnreachable(t *testing.T) {
 	k.api.Stop()
 	before, _ := k.st.GetClusterRaw(ctx)
 	err := k.d.runOnce(ctx, k.leader)
-	var te *tickError
-	if !errors.As(err, &te) || te.reason != ReasonKubernetesUnreach || !errors.Is(err, kubenodes.ErrUnreachable) {
-		t.Fatalf("error %v, want %s", err, ReasonKubernetesUnreach)
+	var te *Error
+	if !errors.As(err, &te) || te.Reason != reason.KubernetesUnreachable || !errors.Is(err, kubenodes.ErrUnreachable) {
+		t.Fatalf("error %v, want %s", err, reason.KubernetesUnreachable)
 	}
 	st, err := k.st.GetStatus(ctx)
 	must(t, err)
-	if st.Result != ResultFailing || st.Reason != ReasonKubernetesUnreach || st.Kubernetes == nil || st.Kubernetes.Read {
+	if st.Result != reason.Failing || st.Reason != reason.KubernetesUnreachable || st.Kubernetes == nil || st.Kubernetes.Read {
 		t.Errorf("status %+v, kubernetes %+v", st, st.Kubernetes)
 	}
 	if after, _ := k.st.GetClusterRaw(ctx); string(after) != string(before) {
@@ -145,7 +146,7 @@ func TestKubernetesUnreachable(t *testing.T) {
 	must(t, k.d.runOnce(ctx, k.leader))
 	st, err = k.st.GetStatus(ctx)
 	must(t, err)
-	if st.Result != ResultOK || len(k.cluster(t).Nodes) != 9 {
+	if st.Result != reason.OK || len(k.cluster(t).Nodes) != 9 {
 		t.Errorf("after the restart: status %+v, %d nodes", st, len(k.cluster(t).Nodes))
 	}
 }

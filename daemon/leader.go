@@ -1,0 +1,109 @@
+package daemon
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/ckegen/ckegen/storage"
+	"github.com/ckegen/ckegen/tick"
+)
+
+// leaderMetrics export ckegen_leader everywhere, cke_leader only
+// standalone (beside a CKE server, cke_leader is that server's), and
+// whether the daemon runs standalone.
+type leaderMetrics struct {
+	ckegenLeader, ckeLeader, standalone *prometheus.Desc
+
+	mu      sync.Mutex
+	leading bool
+	// mode is "" until known.
+	mode string
+}
+
+func newLeaderMetrics() *leaderMetrics {
+	return &leaderMetrics{
+		ckegenLeader: prometheus.NewDesc("ckegen_leader", "True (=1) if this daemon leads ckegen's election.", nil, nil),
+		ckeLeader: prometheus.NewDesc("cke_leader",
+			"True (=1) if this daemon is the leader; exported only standalone, where ckegen stands in for CKE's server.", nil, nil),
+		standalone: prometheus.NewDesc("ckegen_standalone",
+			"1 when no CKE server holds leader/ (ckegen runs standalone), 0 beside a CKE server.", nil, nil),
+	}
+}
+
+// Describe implements prometheus.Collector.
+func (m *leaderMetrics) Describe(ch chan<- *prometheus.Desc) {
+	ch <- m.ckegenLeader
+	ch <- m.ckeLeader
+	ch <- m.standalone
+}
+
+// Collect implements prometheus.Collector.
+func (m *leaderMetrics) Collect(ch chan<- prometheus.Metric) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	leader := 0.0
+	if m.leading {
+		leader = 1
+	}
+	ch <- prometheus.MustNewConstMetric(m.ckegenLeader, prometheus.GaugeValue, leader)
+	if m.mode != tick.ModeBesideCKE {
+		ch <- prometheus.MustNewConstMetric(m.ckeLeader, prometheus.GaugeValue, leader)
+	}
+	if m.mode != "" {
+		v := 0.0
+		if m.mode == tick.ModeStandalone {
+			v = 1
+		}
+		ch <- prometheus.MustNewConstMetric(m.standalone, prometheus.GaugeValue, v)
+	}
+}
+
+func (m *leaderMetrics) setLeading(leading bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.leading = leading
+}
+
+// setMode records the mode as a tick or a follower's check saw it ("":
+// not known, kept as it was).
+func (m *leaderMetrics) setMode(mode string) {
+	if mode == "" {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.mode = mode
+}
+
+// modeCheckEvery is how often a daemon that does not lead looks for a CKE
+// server, so that its cke_leader follows the mode; the leader learns it at
+// every tick.
+const modeCheckEvery = 15 * time.Second
+
+// watchMode keeps the mode known while the daemon does not lead.
+func (d *Daemon) watchMode(ctx context.Context) {
+	st := d.cfg.Storage
+	for {
+		if !d.Leading() {
+			cctx, cancel := context.WithTimeout(ctx, HealthTimeout)
+			resp, err := st.Client.Get(cctx, st.Key(storage.KeyLeader), clientv3.WithPrefix(), clientv3.WithCountOnly())
+			cancel()
+			if err == nil {
+				mode := tick.ModeStandalone
+				if resp.Count > 0 {
+					mode = tick.ModeBesideCKE
+				}
+				d.leader.setMode(mode)
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(min(modeCheckEvery, d.cfg.Interval)):
+		}
+	}
+}

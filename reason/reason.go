@@ -1,0 +1,107 @@
+// Package reason holds every reason code and result that ckegen records in
+// sabakan/status, in one place: the tick, the table of settings, the CLI,
+// the page, the metrics and the alert rules all name them from here.
+//
+// A tick ends with one result. A result other than ok has a reason code
+// that says why, in upper case, stable across releases: alert rules and
+// scripts match on it.
+package reason
+
+// Results of a tick.
+const (
+	// OK: the tick ran the integration; it may or may not have written
+	// a cluster.
+	OK = "ok"
+	// Failing: the tick could not run the integration; nothing was
+	// written. The reason says why, the message what to do.
+	Failing = "failing"
+	// Disabled: the integration's switch is off.
+	Disabled = "disabled"
+	// Held: the tick held back on purpose beside a CKE server (another
+	// integration writes, or CKE's server is busy): healthy, and writes
+	// nothing.
+	Held = "held"
+	// Planning: the tick computed and stored the plan and wrote no
+	// cluster, because the trigger is planning or the inventory is not
+	// quiet.
+	Planning = "planning"
+)
+
+// Reason codes of a tick that did not write what it decided, or did not
+// decide.
+const (
+	// DisabledFlag: the result of a disabled integration.
+	DisabledFlag = "DISABLED"
+
+	// The settings (the table of settings in intake).
+	InvalidDisabled     = "INVALID_DISABLED_FLAG"
+	InvalidOwner        = "INVALID_OWNER"
+	NoTemplate          = "NO_TEMPLATE"
+	InvalidTemplate     = "INVALID_TEMPLATE"
+	NoURL               = "NO_URL"
+	InvalidVariables    = "INVALID_VARIABLES"
+	InvalidConstraints  = "INVALID_CONSTRAINTS"
+	InvalidCluster      = "INVALID_CLUSTER"
+	InvalidPolicy       = "INVALID_POLICY"
+	InvalidTrigger      = "INVALID_TRIGGER"
+	InvalidQuietTime    = "INVALID_QUIET_TIME"
+	InvalidMaxUnhealthy = "INVALID_MAX_UNHEALTHY"
+
+	// What the tick reads besides etcd.
+	SabakanUnreachable    = "SABAKAN_UNREACHABLE"
+	QueryError            = "QUERY_ERROR"
+	KubernetesUnreachable = "KUBERNETES_UNREACHABLE"
+	// MetricsUnavailable: a metric provider of the placement policy
+	// failed (unreachable, timeout, query error).
+	MetricsUnavailable = "METRICS_UNAVAILABLE"
+
+	// The decision.
+	NotEnoughMachines  = "NOT_ENOUGH_MACHINES"
+	TooManyNonExistent = "TOO_MANY_NONEXISTENT_CONTROL_PLANES"
+	GenerationError    = "GENERATION_ERROR"
+	// TooManyUnhealthy: more nodes are unhealthy than max-unhealthy
+	// allows; no membership change, state taints only.
+	TooManyUnhealthy = "TOO_MANY_UNHEALTHY"
+	// QuietTime: the inventory has not been still for the quiet time;
+	// the tick planned and wrote nothing.
+	QuietTime = "QUIET_TIME"
+
+	// The write.
+	ClusterTooLarge = "CLUSTER_TOO_LARGE"
+	// ClusterChanged: the cluster changed between the tick's read and
+	// its write, which lost.
+	ClusterChanged = "CLUSTER_CHANGED"
+	// OwnershipChanged: a takeover, a handback or a switch landed
+	// between the tick's read and its write, which lost.
+	OwnershipChanged = "OWNERSHIP_CHANGED"
+	LostLeadership   = "LOST_LEADERSHIP"
+	EtcdError        = "ETCD_ERROR"
+
+	// Beside a CKE server (docs/beside-cke.md): reasons of a tick that
+	// holds back on purpose.
+	// OwnedByCKE: CKE's own integration owns the cluster.
+	OwnedByCKE = "OWNED_BY_CKE"
+	// CKEIntegrationActive: ckegen owns the integration, but CKE's own
+	// was enabled again (sabakan/disabled is not true).
+	CKEIntegrationActive = "CKE_INTEGRATION_ACTIVE"
+	// CKENotReady: CKE's server is busy (its status phase is not one in
+	// which CKE runs its own integration) or its status is stale.
+	CKENotReady = "CKE_NOT_READY"
+)
+
+// Codes lists every reason code with the result it comes with, in the
+// order of the list above: the documents and the alert rules are checked
+// against it.
+var Codes = []struct{ Code, Result string }{
+	{DisabledFlag, Disabled},
+	{InvalidDisabled, Failing}, {InvalidOwner, Failing},
+	{NoTemplate, Failing}, {InvalidTemplate, Failing}, {NoURL, Failing},
+	{InvalidVariables, Failing}, {InvalidConstraints, Failing}, {InvalidCluster, Failing},
+	{InvalidPolicy, Failing}, {InvalidTrigger, Failing}, {InvalidQuietTime, Failing}, {InvalidMaxUnhealthy, Failing},
+	{SabakanUnreachable, Failing}, {QueryError, Failing}, {KubernetesUnreachable, Failing}, {MetricsUnavailable, Failing},
+	{NotEnoughMachines, Failing}, {TooManyNonExistent, Failing}, {GenerationError, Failing},
+	{TooManyUnhealthy, Failing}, {QuietTime, Planning},
+	{ClusterTooLarge, Failing}, {ClusterChanged, Failing}, {OwnershipChanged, Failing},
+	{LostLeadership, Failing}, {EtcdError, Failing},
+	{OwnedByCKE, Held}, {CKEIntegrationActive, Held}, {CKENotReady, Held},
+}

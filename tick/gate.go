@@ -1,0 +1,107 @@
+package tick
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/ckegen/ckegen/intake"
+	"github.com/ckegen/ckegen/reason"
+)
+
+// Running beside a real CKE server (docs/beside-cke.md): which integration writes the
+// cluster, and CKE's pace.
+
+// Modes of a step (the status's mode).
+const (
+	// ModeStandalone: ckegen's daemon, and no CKE server holds leader/:
+	// ckegen writes the cluster.
+	ModeStandalone = "standalone"
+	// ModeBesideCKE: ckegen's daemon beside a CKE server; sabakan/owner
+	// says which integration writes the cluster.
+	ModeBesideCKE = "beside-cke"
+	// ModeInsideCKE: the step is CKE's server's own sabakan integration.
+	ModeInsideCKE = "inside-cke"
+)
+
+// Hold is why a tick writes nothing although nothing failed: its reason
+// code and what the status says.
+type Hold struct {
+	Reason, Message string
+}
+
+// modeOf is the step's mode given what the snapshot read.
+func (s *Step) modeOf(own intake.Ownership) string {
+	switch {
+	case s.cfg.Mode != "":
+		return s.cfg.Mode
+	case own.CKEServer:
+		return ModeBesideCKE
+	}
+	return ModeStandalone
+}
+
+// gate decides from the ownership keys whether a tick may go on (docs/beside-cke.md):
+// it holds when a CKE server owns the integration or it was handed back to
+// CKE (an explicit sabakan/owner: cke, even with no CKE server running: a
+// server that restarts, upgrades or exits after its first Generate leaves
+// leader/ empty for a while, and ckegen must not write then), when CKE's own
+// integration was re-enabled while ckegen owns it, and beside a CKE server
+// while that server is not at rest; otherwise it returns the switch in
+// force: ckegen's own while ckegen owns the integration, CKE's
+// sabakan/disabled standalone. hasCluster: a cluster is stored (with none,
+// ckegen may Generate whatever CKE's phase, as CKE's integration does).
+func (s *Step) gate(own intake.Ownership, hasCluster bool, now time.Time) (disabled bool, h *Hold) {
+	return Gate(own, s.cfg.Mode, hasCluster, now, s.cfg.CKEStatusMaxAge)
+}
+
+// Gate is the step's gate for a step of the mode (ModeInsideCKE, or ""
+// for ckegen's daemon), with maxAge the age CKE's status may have; ckecli
+// sabakan owner says who writes the cluster from it.
+func Gate(own intake.Ownership, mode string, hasCluster bool, now time.Time, maxAge time.Duration) (disabled bool, h *Hold) {
+	if mode == ModeInsideCKE {
+		// CKE's server leads and paces; its switch is CKE's own.
+		return own.CKEDisabled, nil
+	}
+	switch {
+	case own.OwnedByCKEGen() && !own.CKEDisabled:
+		return false, &Hold{reason.CKEIntegrationActive, "ckegen owns the integration (sabakan/owner: ckegen), but CKE's own integration is enabled again " +
+			"(sabakan/disabled is not true): both would write the cluster, so ckegen writes nothing; " +
+			"run ckecli sabakan takeover to stop CKE's, or ckecli sabakan handback to give the integration back"}
+	case own.OwnedByCKEGen():
+		disabled = own.CKEGenDisabled
+	case own.CKEServer:
+		return false, &Hold{reason.OwnedByCKE, "a CKE server holds leader/ and its own sabakan integration owns the cluster " +
+			"(sabakan/owner is cke or not set), so ckegen writes nothing; " +
+			"see what ckegen would do with ckecli sabakan takeover --dry-run, then take over with ckecli sabakan takeover"}
+	case own.HandedBack():
+		return false, &Hold{reason.OwnedByCKE, "the integration was handed back to CKE (sabakan/owner: cke), so ckegen writes nothing, " +
+			"also while no CKE server holds leader/ (it may be restarting); take over again with ckecli sabakan takeover"}
+	default:
+		disabled = own.CKEDisabled
+	}
+	if disabled || !own.CKEServer || !hasCluster {
+		return disabled, nil
+	}
+	return false, ckePace(own.CKEStatus, now, maxAge)
+}
+
+// ckePace holds while CKE's server is not at rest: as CKE's own
+// integration, ckegen changes the cluster only while CKE's status says
+// completed or reboot-nodes, and only while that status is fresh.
+func ckePace(st *intake.CKEStatus, now time.Time, maxAge time.Duration) *Hold {
+	if st == nil {
+		return &Hold{reason.CKENotReady, "CKE's server has written no status yet: ckegen waits for it to reach phase completed"}
+	}
+	age := now.Sub(st.Timestamp).Truncate(time.Second)
+	if st.Phase != "completed" && st.Phase != "reboot-nodes" {
+		phase := st.Phase
+		if phase == "" {
+			phase = "(none)"
+		}
+		return &Hold{reason.CKENotReady, fmt.Sprintf("CKE's server is in phase %s (status written %s ago): ckegen writes only in phase completed or reboot-nodes, as CKE's own integration does", phase, age)}
+	}
+	if age > maxAge {
+		return &Hold{reason.CKENotReady, fmt.Sprintf("CKE's status (phase %s) is %s old, over --cke-status-max-age %s: its server may be stuck", st.Phase, age, maxAge)}
+	}
+	return nil
+}
