@@ -6,9 +6,10 @@
 //
 // The rule: the file of --config when it is given, else the default file
 // (CKE's /etc/cke/config.yml) when it exists; then --etcd-endpoints and
-// --etcd-prefix over the file's values. What the binaries do when no etcd
-// is configured at all differs, and only that: cke runs an embedded etcd,
-// ckecli uses etcdutil's default endpoint, http://127.0.0.1:2379.
+// --etcd-prefix over the file's values. In reading the configuration the
+// binaries differ only in what they do when no etcd is configured at all:
+// cke runs an embedded etcd, ckecli uses etcdutil's default endpoint,
+// http://127.0.0.1:2379. Their clients differ by Connect's options.
 package etcdclient
 
 import (
