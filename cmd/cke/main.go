@@ -16,18 +16,17 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/cybozu-go/etcdutil"
 	"github.com/cybozu-go/log"
 	"github.com/cybozu-go/well"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/spf13/pflag"
 	"go.uber.org/zap/zapcore"
-	"sigs.k8s.io/yaml"
 
 	"github.com/ckegen/ckegen/daemon"
 	"github.com/ckegen/ckegen/generator"
 	"github.com/ckegen/ckegen/internal/embedded"
+	"github.com/ckegen/ckegen/internal/etcdclient"
 	"github.com/ckegen/ckegen/internal/logbridge"
 	"github.com/ckegen/ckegen/internal/suggest"
 	"github.com/ckegen/ckegen/internal/version"
@@ -40,8 +39,8 @@ import (
 )
 
 // defaultConfig is CKE's configuration file, read when it exists and
-// neither --config nor --etcd-endpoints is given.
-var defaultConfig = "/etc/cke/config.yml"
+// --config is not given.
+var defaultConfig = etcdclient.DefaultFile
 
 func main() {
 	o, err := parseFlags(os.Args[1:])
@@ -64,7 +63,7 @@ func main() {
 
 type options struct {
 	version                                           bool
-	config, endpoints, prefix                         string
+	etcd                                              *etcdclient.Flags
 	embeddedDir, embeddedClient, embedded             string
 	httpAddr, name                                    string
 	interval, sessionTTL, retireWait, ckeStatusMaxAge time.Duration
@@ -82,8 +81,9 @@ type options struct {
 const usageText = `cke is ckegen's daemon: a leader-elected loop that queries sabakan, runs
 the generator and stores cluster.yml in etcd with CKE's layout. It reads
 CKE's etcd configuration file (--config, or /etc/cke/config.yml when it
-exists) or --etcd-endpoints; with neither it runs an embedded single-member
-etcd in --embedded-etcd-dir. It serves its page, /metrics, /health and
+exists) with --etcd-endpoints and --etcd-prefix over it; with neither a
+file nor --etcd-endpoints it runs an embedded single-member etcd in
+--embedded-etcd-dir. It serves its page, /metrics, /health and
 /version on --http. ckecli configures it (ckecli sabakan set-url,
 set-template, constraints set).`
 
@@ -98,9 +98,7 @@ func parseFlags(args []string) (*options, error) {
 		fmt.Fprintf(fs.Output(), "%s\n\nUsage:\n  cke [flags]\n\nFlags:\n%s", usageText, fs.FlagUsages())
 	}
 	fs.BoolVar(&o.version, "version", false, "print the version and exit")
-	fs.StringVar(&o.config, "config", "", "CKE's etcd configuration file (github.com/cybozu-go/etcdutil's YAML: endpoints, prefix, timeout, username, password, tls-ca[-file], tls-cert[-file], tls-key[-file]); default "+defaultConfig+" when it exists")
-	fs.StringVar(&o.endpoints, "etcd-endpoints", "", "etcd endpoints, comma separated (override the file's); none and no file: run an embedded etcd")
-	fs.StringVar(&o.prefix, "etcd-prefix", "", "etcd key prefix (overrides the file's; default "+storage.DefaultPrefix+")")
+	o.etcd = etcdclient.Register(fs, etcdclient.Options{DefaultFile: defaultConfig, Unconfigured: "run an embedded etcd (--embedded-etcd-*)"})
 	fs.StringVar(&o.embeddedDir, "embedded-etcd-dir", "./cke-data", "data directory of the embedded etcd")
 	fs.StringVar(&o.embeddedClient, "embedded-etcd-client-url", "http://127.0.0.1:2379", "client URL of the embedded etcd")
 	fs.StringVar(&o.embedded, "embedded-etcd-peer-url", "http://127.0.0.1:2380", "peer URL of the embedded etcd")
@@ -167,13 +165,6 @@ func (o *options) check() error {
 	if _, port, err := net.SplitHostPort(o.httpAddr); err != nil || port == "" {
 		return fmt.Errorf("--http: want <Listen IP>:<Port number>, got %q", o.httpAddr)
 	}
-	if o.endpoints != "" {
-		for _, ep := range strings.Split(o.endpoints, ",") {
-			if strings.TrimSpace(ep) == "" {
-				return fmt.Errorf("--etcd-endpoints: an empty endpoint in %q", o.endpoints)
-			}
-		}
-	}
 	for _, f := range []struct{ flag, url string }{{"--embedded-etcd-client-url", o.embeddedClient}, {"--embedded-etcd-peer-url", o.embedded}} {
 		p, err := url.Parse(f.url)
 		if err != nil || p.Scheme != "http" || p.Port() == "" || p.Path != "" {
@@ -193,11 +184,11 @@ func (o *options) check() error {
 	if _, err := sabakan.NewClient("https://sabakan.invalid/graphql", o.sabakanOptions()); err != nil {
 		return fmt.Errorf("--sabakan-tls-ca-file, --sabakan-tls-cert-file, --sabakan-tls-key-file: %w", err)
 	}
-	cfg, err := o.etcdConfig()
+	cfg, err := o.etcd.Load()
 	if err != nil {
 		return err
 	}
-	if cfg == nil {
+	if !cfg.Configured {
 		// The embedded etcd has no TLS: it stays on this machine. An etcd
 		// for other hosts is one of your own, with TLS (--config).
 		if err := (embedded.Options{ClientURL: o.embeddedClient, PeerURL: o.embedded}).Exposure(); err != nil {
@@ -235,47 +226,6 @@ func (o *options) sabakanOptions() sabakan.Options {
 	return sabakan.Options{Timeout: o.sabakanTimeout, MaxBodyBytes: o.sabakanMaxBytes, CAFile: o.sabakanCA, CertFile: o.sabakanCert, KeyFile: o.sabakanKey}
 }
 
-// etcdConfig returns the etcd configuration, as CKE reads it from its
-// file, with the flags' endpoints and prefix over it; nil when the daemon
-// is to run an embedded etcd.
-func (o *options) etcdConfig() (*etcdutil.Config, error) {
-	cfg := etcdutil.NewConfig(storage.DefaultPrefix)
-	path := o.config
-	if path == "" && o.endpoints == "" {
-		if _, err := os.Stat(defaultConfig); err == nil {
-			path = defaultConfig
-		}
-	}
-	if path != "" {
-		data, err := os.ReadFile(path)
-		if err != nil {
-			return nil, fmt.Errorf("--config: %w", err)
-		}
-		if err := yaml.UnmarshalStrict(data, cfg); err != nil {
-			return nil, fmt.Errorf("--config %s: %w", path, err)
-		}
-		if d, err := time.ParseDuration(cfg.Timeout); err != nil || d <= 0 {
-			return nil, fmt.Errorf("--config %s: timeout: want a positive duration such as 2s, got %q", path, cfg.Timeout)
-		}
-		if _, err := tlsConfig(cfg); err != nil {
-			return nil, fmt.Errorf("--config %s: %w", path, err)
-		}
-	}
-	if o.endpoints != "" {
-		cfg.Endpoints = strings.Split(o.endpoints, ",")
-	}
-	if o.prefix != "" {
-		cfg.Prefix = o.prefix
-	}
-	if path == "" && o.endpoints == "" {
-		return nil, nil
-	}
-	if len(cfg.Endpoints) == 0 {
-		return nil, fmt.Errorf("--config %s: no endpoints", path)
-	}
-	return cfg, nil
-}
-
 // daemonConfig is the daemon's configuration from the flags, with a
 // registry that also has Go's and the process's collectors.
 func (o *options) daemonConfig(st storage.Storage, nodes tick.Kubernetes, lg *slog.Logger) daemon.Config {
@@ -298,23 +248,19 @@ func (o *options) daemonConfig(st storage.Storage, nodes tick.Kubernetes, lg *sl
 }
 
 // startEmbedded starts the embedded etcd (no --etcd-endpoints, no
-// --config) and returns the configuration to reach it.
-func (o *options) startEmbedded(lg *slog.Logger) (*embedded.Etcd, *etcdutil.Config, error) {
+// configuration file) and points cfg at it.
+func (o *options) startEmbedded(cfg *etcdclient.Config, lg *slog.Logger) (*embedded.Etcd, error) {
 	if err := os.MkdirAll(o.embeddedDir, 0o700); err != nil {
-		return nil, nil, fmt.Errorf("--embedded-etcd-dir: %w", err)
+		return nil, fmt.Errorf("--embedded-etcd-dir: %w", err)
 	}
 	e, err := embedded.Start(embedded.Options{Dir: o.embeddedDir, ClientURL: o.embeddedClient, PeerURL: o.embedded,
 		MaxRequestBytes: uint(o.maxClusterBytes + requestMargin), Logger: logbridge.NewZap(lg.Handler(), zapcore.ErrorLevel)})
 	if err != nil {
-		return nil, nil, fmt.Errorf("embedded etcd: %w", err)
+		return nil, fmt.Errorf("embedded etcd: %w", err)
 	}
 	lg.Info("embedded etcd started", "client", o.embeddedClient, "dir", o.embeddedDir)
-	cfg := etcdutil.NewConfig(storage.DefaultPrefix)
 	cfg.Endpoints = []string{o.embeddedClient}
-	if o.prefix != "" {
-		cfg.Prefix = o.prefix
-	}
-	return e, cfg, nil
+	return e, nil
 }
 
 func run(o *options) error {
@@ -328,19 +274,18 @@ func run(o *options) error {
 	lg := slog.New(logbridge.NewHandler(log.DefaultLogger()))
 	slog.SetDefault(lg)
 
-	cfg, err := o.etcdConfig()
+	cfg, err := o.etcd.Load()
 	if err != nil {
 		return err
 	}
-	if cfg == nil {
-		e, ecfg, err := o.startEmbedded(lg)
+	if !cfg.Configured {
+		e, err := o.startEmbedded(cfg, lg)
 		if err != nil {
 			return err
 		}
 		defer e.Close()
-		cfg = ecfg
 	}
-	cli, err := connect(cfg, o.maxClusterBytes+requestMargin, lg)
+	cli, err := o.connect(cfg, lg)
 	if err != nil {
 		return err
 	}
@@ -348,18 +293,18 @@ func run(o *options) error {
 	// A call that takes longer than a tick's interval is an etcd that
 	// stopped answering: the leader gives up within two intervals and
 	// another daemon leads (docs/security.md).
-	storage.WithDeadline(cli, max(o.interval, time.Second))
+	storage.WithDeadline(cli.Client, max(o.interval, time.Second))
 
 	nodes, err := o.nodes()
 	if err != nil {
 		return err
 	}
-	d := daemon.New(o.daemonConfig(storage.New(cli, cfg.Prefix), nodes, lg))
+	d := daemon.New(o.daemonConfig(storage.New(cli.Client, cfg.Prefix), nodes, lg))
 
 	// The page at / shows the racks, the status and the history; it reads
 	// etcd and queries sabakan read-only, with a short cache.
 	mux := d.Handler()
-	st := storage.New(cli, cfg.Prefix)
+	st := storage.New(cli.Client, cfg.Prefix)
 	mux.Handle("/", web.NewHandler(liveview.NewReader(st, liveview.Options{Sabakan: o.sabakanOptions(), NextStep: liveview.StoredNextStep}), web.Options{Log: lg}))
 
 	ln, err := net.Listen("tcp", o.httpAddr)

@@ -2,19 +2,11 @@ package main
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/json"
-	"encoding/pem"
 	"fmt"
 	"io"
 	"io/fs"
 	"log/slog"
-	"math/big"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -23,8 +15,6 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
-	"go.etcd.io/etcd/client/pkg/v3/transport"
 
 	"github.com/ckegen/ckegen/internal/embedded"
 	"github.com/ckegen/ckegen/internal/testutil/etcdtest"
@@ -219,7 +209,7 @@ func TestDaemonProcess(t *testing.T) {
 	var stdout, stderr strings.Builder
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	wantErr := "ckecli: etcd at " + dead + ": nothing listens there (dial tcp " + strings.TrimPrefix(dead, "http://") + ": connect: connection refused): " +
-		"start etcd (cke runs an embedded one when given no --etcd-endpoints) or point --endpoints or --config at a running one\n"
+		"start etcd (cke runs an embedded one when given neither --config nor --etcd-endpoints), or point --etcd-endpoints or --config at a running one\n"
 	if err := cmd.Run(); err == nil || stdout.String() != "" || stderr.String() != wantErr {
 		t.Errorf("ckecli with no etcd: %v, stdout %q, stderr %q; want exit 1 and only %q", err, stdout.String(), stderr.String(), wantErr)
 	}
@@ -262,6 +252,7 @@ func TestDaemonProcess(t *testing.T) {
 
 func TestBadFlags(t *testing.T) {
 	dir := t.TempDir()
+	typo := writeFile(t, dir, "typo.yml", "endpoints: [http://127.0.0.1:2379]\ntls-ca-flie: x\n")
 	for _, c := range []struct {
 		args []string
 		want string
@@ -291,10 +282,10 @@ func TestBadFlags(t *testing.T) {
 		{[]string{"--sabakan-tls-ca-file", "/nonexistent"}, "--sabakan-tls-ca-file"},
 		{[]string{"--sabakan-tls-cert-file", "/nonexistent"}, "--sabakan-tls-cert-file"},
 		{[]string{"--name", "a\nb"}, "--name: must be one line"},
+		// The etcd flags and CKE's file are internal/etcdclient's: they
+		// are checked at start.
 		{[]string{"--config", "/nonexistent"}, "--config: open /nonexistent"},
-		{[]string{"--config", writeFile(t, dir, "typo.yml", "endpoints: [http://127.0.0.1:2379]\ntls-ca-flie: x\n")}, `unknown field "tls-ca-flie"`},
-		{[]string{"--config", writeFile(t, dir, "timeout.yml", "timeout: soon\n")}, `timeout: want a positive duration such as 2s, got "soon"`},
-		{[]string{"--config", writeFile(t, dir, "none.yml", "endpoints: []\n")}, "no endpoints"},
+		{[]string{"--config", typo}, "--config " + typo + `: line 2: unknown field "tls-ca-flie"; did you mean tls-ca-file?`},
 		{[]string{"--kubeconfig", "/nonexistent"}, "--kubeconfig"},
 		{[]string{"--kubeconfig", writeFile(t, dir, "kubeconfig", "clusters: [\n")}, "--kubeconfig"},
 		{[]string{"--kubernetes-timeout", "0s"}, "--kubernetes-timeout: must be positive"},
@@ -346,124 +337,65 @@ func writeFile(t *testing.T, dir, name, content string) string {
 	return p
 }
 
-// TestEtcdConfig: CKE's file as etcdutil reads it, with the flags over
-// it; /etc/cke/config.yml when it exists and nothing else is given; the
-// embedded etcd otherwise.
+// TestEtcdConfig: the daemon reads its etcd flags and CKE's file with
+// internal/etcdclient (whose tests hold the rules), /etc/cke/config.yml
+// by default; with no etcd configured it runs an embedded one.
 func TestEtcdConfig(t *testing.T) {
 	dir := t.TempDir()
-	file := writeFile(t, dir, "config.yml", "endpoints: [\"http://10.0.0.1:2379\"]\nprefix: /file/\ntimeout: 5s\nusername: u\npassword: p\n")
 	old := defaultConfig
 	t.Cleanup(func() { defaultConfig = old })
 	defaultConfig = filepath.Join(dir, "absent.yml")
-
 	for _, c := range []struct {
 		args      []string
 		endpoints string // "" means the embedded etcd
 		prefix    string
 	}{
-		{nil, "", ""},
-		{[]string{"--etcd-endpoints", "http://a:2379,http://b:2379"}, "http://a:2379,http://b:2379", "/cke/"},
-		{[]string{"--config", file}, "http://10.0.0.1:2379", "/file/"},
-		{[]string{"--config", file, "--etcd-endpoints", "http://a:2379", "--etcd-prefix", "/flag/"}, "http://a:2379", "/flag/"},
-		{[]string{"--config", writeFile(t, dir, "min.yml", "{}\n")}, "http://127.0.0.1:2379", "/cke/"},
+		{nil, "", "/cke/"},
+		{[]string{"--etcd-prefix", "/x/"}, "", "/x/"},
+		{[]string{"--etcd-endpoints", "http://a:2379,http://b:2379", "--etcd-prefix", "/x/"}, "http://a:2379,http://b:2379", "/x/"},
 	} {
 		o, err := parseFlags(c.args)
 		if err != nil {
 			t.Fatalf("%q: %v", c.args, err)
 		}
-		cfg, err := o.etcdConfig()
-		if err != nil {
-			t.Fatalf("%q: %v", c.args, err)
-		}
+		cfg, err := o.etcd.Load()
 		switch {
-		case c.endpoints == "" && cfg != nil:
-			t.Errorf("%q: etcd %v, want the embedded one", c.args, cfg.Endpoints)
-		case c.endpoints != "" && (cfg == nil || strings.Join(cfg.Endpoints, ",") != c.endpoints || cfg.Prefix != c.prefix):
-			t.Errorf("%q: %+v, want %s with prefix %s", c.args, cfg, c.endpoints, c.prefix)
+		case err != nil:
+			t.Errorf("%q: %v", c.args, err)
+		case c.endpoints == "" && cfg.Configured, c.endpoints != "" && strings.Join(cfg.Endpoints, ",") != c.endpoints, cfg.Prefix != c.prefix:
+			t.Errorf("%q: %+v, want %q (empty: the embedded etcd) with prefix %s", c.args, cfg, c.endpoints, c.prefix)
 		}
 	}
-
-	defaultConfig = file
+	defaultConfig = writeFile(t, dir, "config.yml", "endpoints: [\"http://10.0.0.1:2379\"]\nprefix: /file/\n")
 	o, err := parseFlags(nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg, err := o.etcdConfig(); err != nil || cfg == nil || cfg.Endpoints[0] != "http://10.0.0.1:2379" || cfg.Timeout != "5s" || cfg.Username != "u" {
-		t.Errorf("with %s present: %+v %v", file, cfg, err)
-	}
-	o, _ = parseFlags([]string{"--etcd-endpoints", "http://a:2379"})
-	if cfg, _ := o.etcdConfig(); cfg.Endpoints[0] != "http://a:2379" || cfg.Prefix != "/cke/" {
-		t.Errorf("--etcd-endpoints with %s present: %+v, want the flag alone", file, cfg)
+	if cfg, err := o.etcd.Load(); err != nil || !cfg.Configured || cfg.Endpoints[0] != "http://10.0.0.1:2379" || cfg.Prefix != "/file/" {
+		t.Errorf("with %s present: %+v %v", defaultConfig, cfg, err)
 	}
 }
 
-// TestEtcdTLSInline: the certificates written into the file (tls-ca,
-// tls-cert, tls-key), as CKE's file may have them, connect to an etcd that
-// requires client certificates; so do the file paths; a wrong CA does not.
-func TestEtcdTLSInline(t *testing.T) {
-	dir := t.TempDir()
-	pki := newPKI(t, dir)
-	url := fmt.Sprintf("https://127.0.0.1:%d", freePort(t))
-	etcdtest.StartServer(t, embedded.Options{ClientURL: url, ClientTLS: transport.TLSInfo{
-		CertFile: pki.serverCert, KeyFile: pki.serverKey, TrustedCAFile: pki.caFile, ClientCertAuth: true,
-	}})
-	indent := func(pem string) string { return "  " + strings.ReplaceAll(strings.TrimSpace(pem), "\n", "\n  ") }
-	inline := fmt.Sprintf("endpoints: [%q]\ntls-ca: |\n%s\ntls-cert: |\n%s\ntls-key: |\n%s\n",
-		url, indent(pki.ca), indent(pki.clientCert), indent(pki.clientKey))
-	files := fmt.Sprintf("endpoints: [%q]\ntls-ca-file: %s\ntls-cert-file: %s\ntls-key-file: %s\n",
-		url, pki.caFile, pki.clientCertFile, pki.clientKeyFile)
-	lg := slog.New(slog.NewTextHandler(io.Discard, nil))
-	for name, content := range map[string]string{"inline": inline, "files": files} {
-		o, err := parseFlags([]string{"--config", writeFile(t, dir, name+".yml", content)})
-		if err != nil {
-			t.Fatalf("%s: %v", name, err)
-		}
-		cfg, err := o.etcdConfig()
-		if err != nil {
-			t.Fatalf("%s: %v", name, err)
-		}
-		cli, err := connect(cfg, o.maxClusterBytes+requestMargin, lg)
-		if err != nil {
-			t.Fatalf("%s: %v", name, err)
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		if _, err := cli.Put(ctx, "/cke/k", name); err != nil {
-			t.Errorf("%s: put over TLS: %v", name, err)
-		}
-		cancel()
-		cli.Close()
-	}
-
-	// Another CA: the server is not trusted.
-	other := newPKI(t, t.TempDir())
-	o, err := parseFlags([]string{"--config", writeFile(t, dir, "wrong.yml", fmt.Sprintf("endpoints: [%q]\ntimeout: 1s\ntls-ca: |\n%s\ntls-cert: |\n%s\ntls-key: |\n%s\n",
-		url, indent(other.ca), indent(pki.clientCert), indent(pki.clientKey)))})
+// TestConnectReports: an etcd that refuses at start is logged with why,
+// and the daemon goes on with its client.
+func TestConnectReports(t *testing.T) {
+	dead := fmt.Sprintf("http://127.0.0.1:%d", freePort(t))
+	o, err := parseFlags([]string{"--etcd-endpoints", dead})
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg, _ := o.etcdConfig()
-	cli, err := connect(cfg, o.maxClusterBytes+requestMargin, lg)
+	cfg, err := o.etcd.Load()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer cli.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	defer cancel()
-	if _, err := cli.Put(ctx, "/cke/k", "v"); err == nil {
-		t.Error("a put with another CA succeeded")
+	var log strings.Builder
+	cli, err := o.connect(cfg, slog.New(slog.NewTextHandler(&log, nil)))
+	if err != nil {
+		t.Fatal(err)
 	}
-
-	// Refused at start, naming the file and the setting.
-	for content, want := range map[string]string{
-		"tls-ca: not a certificate\n":                                                                     "tls-ca: no PEM certificate found",
-		fmt.Sprintf("tls-cert-file: %s\n", pki.clientCertFile):                                            "needs both tls-cert and tls-key",
-		"tls-cert-file: /nonexistent\ntls-key-file: /nonexistent\n":                                       "tls-cert-file: open /nonexistent",
-		fmt.Sprintf("tls-cert: |\n%s\ntls-key: |\n%s\n", indent(pki.clientCert), indent(other.clientKey)): "tls-cert and tls-key: tls: private key does not match public key",
-	} {
-		f := writeFile(t, dir, "bad.yml", content)
-		if _, err := parseFlags([]string{"--config", f}); err == nil || !strings.Contains(err.Error(), "--config "+f+": "+want) {
-			t.Errorf("%q: %v, want %q", content, err, want)
-		}
+	cli.Close()
+	if want := `level=WARN msg="etcd does not answer yet; campaigning until it does" error="etcd at ` + dead + `: nothing listens there`; !strings.Contains(log.String(), want) {
+		t.Errorf("the log:\n%s\nlacks %q", log.String(), want)
 	}
 }
 
@@ -476,11 +408,11 @@ func TestLargeCluster(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := o.etcdConfig()
+	cfg, err := o.etcd.Load()
 	if err != nil {
 		t.Fatal(err)
 	}
-	cli, err := connect(cfg, o.maxClusterBytes+requestMargin, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	cli, err := o.connect(cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -490,55 +422,4 @@ func TestLargeCluster(t *testing.T) {
 	if _, err := cli.Put(ctx, "/cke/cluster", strings.Repeat("x", 6000000)); err != nil {
 		t.Errorf("a 6 MB write with --max-cluster-bytes 6000000: %v", err)
 	}
-}
-
-// pki is a CA with a server certificate for 127.0.0.1 and a client
-// certificate, as PEM strings and files.
-type pki struct {
-	ca, clientCert, clientKey                                    string
-	caFile, serverCert, serverKey, clientCertFile, clientKeyFile string
-}
-
-func newPKI(t *testing.T, dir string) *pki {
-	t.Helper()
-	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	caTmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "test CA"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign}
-	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	caCert, _ := x509.ParseCertificate(caDER)
-	issue := func(serial int64, usage x509.ExtKeyUsage, ips []net.IP) (string, string) {
-		key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-		if err != nil {
-			t.Fatal(err)
-		}
-		tmpl := &x509.Certificate{SerialNumber: big.NewInt(serial), Subject: pkix.Name{CommonName: "test"},
-			NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-			KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{usage}, IPAddresses: ips}
-		der, err := x509.CreateCertificate(rand.Reader, tmpl, caCert, &key.PublicKey, caKey)
-		if err != nil {
-			t.Fatal(err)
-		}
-		keyDER, err := x509.MarshalPKCS8PrivateKey(key)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})),
-			string(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER}))
-	}
-	p := &pki{ca: string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER}))}
-	serverCert, serverKey := issue(2, x509.ExtKeyUsageServerAuth, []net.IP{net.ParseIP("127.0.0.1")})
-	p.clientCert, p.clientKey = issue(3, x509.ExtKeyUsageClientAuth, nil)
-	p.caFile = writeFile(t, dir, "ca.pem", p.ca)
-	p.serverCert = writeFile(t, dir, "server.pem", serverCert)
-	p.serverKey = writeFile(t, dir, "server-key.pem", serverKey)
-	p.clientCertFile = writeFile(t, dir, "client.pem", p.clientCert)
-	p.clientKeyFile = writeFile(t, dir, "client-key.pem", p.clientKey)
-	return p
 }

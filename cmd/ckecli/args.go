@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/ckegen/ckegen/internal/etcdclient"
 	"github.com/ckegen/ckegen/internal/suggest"
 )
 
@@ -64,9 +65,13 @@ func plural(n int, one, many string) string {
 }
 
 // flagError is the root's flag error function: an unknown flag gets a
-// "did you mean" from the command's own and inherited flags.
+// "did you mean" from the command's own and inherited flags, or else from
+// the hidden older spellings of the etcd flags (--endpoint: --endpoints).
 func flagError(cmd *cobra.Command, err error) error {
-	return suggest.FlagError(cmd.Flags(), err)
+	if s := suggest.FlagError(cmd.Flags(), err); s != err {
+		return s
+	}
+	return etcdclient.SuggestAlias(cmd.Flags(), err)
 }
 
 // oneDashFlag refuses a long flag written with one dash (-output, as Go's

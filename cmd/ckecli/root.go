@@ -7,8 +7,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/ckegen/ckegen/internal/etcdclient"
 	"github.com/ckegen/ckegen/internal/version"
-	"github.com/ckegen/ckegen/storage"
 )
 
 // newRootCmd builds ckecli; configFile is the configuration file read when
@@ -21,11 +21,8 @@ func newRootCmd(configFile string) *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	e := &env{flags: cmd.PersistentFlags()}
 	f := cmd.PersistentFlags()
-	f.StringVar(&e.config, "config", configFile, "CKE's etcd configuration file (YAML); read when present")
-	f.StringVar(&e.endpoints, "endpoints", "http://127.0.0.1:2379", "etcd endpoints, comma separated (override the configuration file's)")
-	f.StringVar(&e.prefix, "prefix", storage.DefaultPrefix, "etcd key prefix (overrides the configuration file's)")
+	e := &env{etcd: etcdclient.Register(f, etcdclient.Options{DefaultFile: configFile, Unconfigured: "http://127.0.0.1:2379, where cke runs its embedded etcd by default", Aliases: true})}
 	f.DurationVar(&e.timeout, "timeout", 10*time.Second, "time limit of the etcd connection and operations")
 	cmd.AddCommand(newSabakanCmd(e), newConstraintsCmd(e), newClusterCmd(e), newLeaderCmd(e))
 	cmd.InitDefaultCompletionCmd()
