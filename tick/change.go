@@ -84,7 +84,7 @@ func (s *Step) manage(set *settings, in generator.Input, out *outcome) (*generat
 	}
 	res, warnings, err := s.decide(set, in)
 	out.warnings = append(out.warnings, warnings...)
-	if res == nil && err == nil {
+	if res == nil && err == nil && !s.regenerateOnly {
 		out.settled, out.settledWarnings = true, warnings
 	}
 	return res, err

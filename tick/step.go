@@ -81,6 +81,9 @@ type Step struct {
 	term   string
 	// recall: the next snapshot brings the last leader's memory.
 	recall bool
+	// regenerateOnly: the decision of this tick is Regenerate alone
+	// (Step.Regenerate).
+	regenerateOnly bool
 }
 
 // New returns a step; zero fields of cfg take their defaults.
@@ -213,6 +216,16 @@ func (s *Step) Run(ctx context.Context, leaderKey string, kube Kubernetes) Resul
 	}
 	res.Recorded = true
 	return res
+}
+
+// Regenerate is Run whose decision is Regenerate alone: the cluster
+// re-rendered with the template when the template changed since the
+// cluster was built, and nothing to do otherwise. It is what CKE's server
+// asks of its integrator when it becomes leader (Init).
+func (s *Step) Regenerate(ctx context.Context, leaderKey string, kube Kubernetes) Result {
+	s.regenerateOnly = true
+	defer func() { s.regenerateOnly = false }()
+	return s.Run(ctx, leaderKey, kube)
 }
 
 // EtcdHung reports whether a tick failed because an etcd call ran out of

@@ -294,9 +294,19 @@ func (s *Step) listNodes(ctx context.Context, kube Kubernetes, set *settings, ou
 // Regenerate when Update has nothing to do and the template changed since
 // the cluster was built. It returns a nil result when there is nothing to
 // do, and the generator's warnings (a template role that matches no
-// machine) in every case.
+// machine) in every case. In a Step.Regenerate the decision is Regenerate
+// alone, when the template changed.
 func (s *Step) decide(set *settings, in generator.Input) (*generator.Result, []string, error) {
-	res, err := generator.Tick(in, set.TemplateChanged())
+	var res *generator.Result
+	var err error
+	switch {
+	case !s.regenerateOnly:
+		res, err = generator.Tick(in, set.TemplateChanged())
+	case set.Current == nil || !set.TemplateChanged():
+		return nil, nil, nil
+	default:
+		res, err = generator.Regenerate(in)
+	}
 	var warnings []string
 	if res != nil {
 		warnings = res.Warnings

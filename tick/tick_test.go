@@ -16,6 +16,7 @@ import (
 
 	"github.com/ckegen/ckegen/cluster"
 	"github.com/ckegen/ckegen/fakesabakan"
+	"github.com/ckegen/ckegen/generator"
 	"github.com/ckegen/ckegen/internal/embedded"
 	"github.com/ckegen/ckegen/internal/testutil/dcgen"
 	"github.com/ckegen/ckegen/internal/testutil/sitetest"
@@ -548,4 +549,42 @@ func (f *fixture) leadSession(t *testing.T, name string) (string, func()) {
 	e := concurrency.NewElection(sess, f.st.Key(storage.KeyCKEGenLeader))
 	must(t, e.Campaign(context.Background(), name))
 	return e.Key(), func() { must(t, sess.Close()) }
+}
+
+// TestRegenerateOnly: Step.Regenerate (a CKE server's Init) changes the
+// cluster only to re-render it with a changed template: with the template
+// unchanged it writes nothing, even when Update would taint a node; once
+// the template changed, it regenerates and nothing else.
+func TestRegenerateOnly(t *testing.T) {
+	f := newFixture(t)
+	leader := f.lead(t)
+	d := f.step("d", nil)
+	ctx := context.Background()
+	if r := d.Regenerate(ctx, leader, nil); r.Err != nil || f.cluster(t) != nil {
+		t.Fatalf("no cluster: %v, cluster %v", r.Err, f.cluster(t))
+	}
+	must(t, d.runOnce(ctx, leader))
+	c := f.cluster(t)
+	_, err := f.store.SetState(c.Nodes[5].Annotations["cke.cybozu.com/serial"], machine.StateUnreachable)
+	must(t, err)
+	rev := f.clusterRev(t)
+	if r := d.Regenerate(ctx, leader, nil); r.Err != nil || f.clusterRev(t) != rev || r.Status.Result != reason.OK {
+		t.Fatalf("template unchanged: %v, written %v, status %+v", r.Err, f.clusterRev(t) != rev, r.Status)
+	}
+	if st := f.status(t); st.Pending == nil || st.Pending.Steps == 0 {
+		t.Errorf("the plan after a regenerate-only tick: %+v, want the steps Update would take", st.Pending)
+	}
+	must(t, f.st.SetTemplate(ctx, []byte(strings.Replace(testTemplate, `"user":"u"}]`, `"user":"u","labels":{"example.com/x":"y"}}]`, 1))))
+	if r := d.Regenerate(ctx, leader, nil); r.Err != nil || r.Status.LastOp != generator.OpRegenerate {
+		t.Fatalf("template changed: %v, op %q", r.Err, r.Status.LastOp)
+	}
+	after := f.cluster(t)
+	if len(after.Nodes) != len(c.Nodes) {
+		t.Fatalf("Regenerate changed the membership: %d nodes, was %d", len(after.Nodes), len(c.Nodes))
+	}
+	for i, n := range after.Nodes {
+		if n.Address != c.Nodes[i].Address || (!n.ControlPlane && n.Labels["example.com/x"] != "y") {
+			t.Errorf("node %d: %s %v, want %s re-rendered with the new label", i, n.Address, n.Labels, c.Nodes[i].Address)
+		}
+	}
 }
