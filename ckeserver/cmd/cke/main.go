@@ -1,0 +1,225 @@
+// Command cke is CKE v1.35.4's server with ckegen's step as its sabakan
+// integration: CKE's flags, configuration file, election, REST API and
+// /metrics, written here on CKE's exported packages, and ckegen's
+// integrator (package integrator) where CKE's own would be. ckegen's page
+// is under /ckegen/, with its status and history as JSON.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"runtime"
+	"time"
+
+	"github.com/cybozu-go/cke"
+	"github.com/cybozu-go/cke/metrics"
+	ckesabakan "github.com/cybozu-go/cke/sabakan"
+	"github.com/cybozu-go/cke/server"
+	"github.com/cybozu-go/etcdutil"
+	"github.com/cybozu-go/log"
+	"github.com/cybozu-go/well"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/spf13/pflag"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.etcd.io/etcd/client/v3/concurrency"
+	"sigs.k8s.io/yaml"
+
+	"github.com/ckegen/ckegen/ckeserver/integrator"
+	"github.com/ckegen/ckegen/internal/logbridge"
+	"github.com/ckegen/ckegen/internal/version"
+	"github.com/ckegen/ckegen/liveview"
+	"github.com/ckegen/ckegen/storage"
+	"github.com/ckegen/ckegen/web"
+)
+
+// CKE's server's flags, with CKE's names and defaults; cybozu-go/well adds
+// its logging flags (--logfile, --loglevel, --logformat) to the same set.
+var (
+	flgHTTP                 = pflag.String("http", "0.0.0.0:10180", "<Listen IP>:<Port number>")
+	flgConfigPath           = pflag.String("config", "/etc/cke/config.yml", "configuration file path")
+	flgInterval             = pflag.String("interval", "1m", "check interval")
+	flgCertsGCInterval      = pflag.String("certs-gc-interval", "1h", "tidy interval for expired certificates")
+	flgSessionTTL           = pflag.String("session-ttl", "60s", "leader session's TTL")
+	flgDebugSabakan         = pflag.Bool("debug-sabakan", false, "debug sabakan integration")
+	flgMaxConcurrentUpdates = pflag.Int("max-concurrent-updates", 10, "the maximum number of components that can be updated simultaneously")
+	flgVersion              = pflag.Bool("version", false, "print the versions of CKE and ckegen and exit")
+)
+
+// pagePrefix is where ckegen's page, status and history are served: a
+// path CKE's REST API does not use.
+const pagePrefix = "/ckegen/"
+
+func main() {
+	pflag.Parse()
+	if *flgVersion {
+		fmt.Printf("cke v%s with ckegen %s (commit %s, %s)\n", cke.Version, version.String(), version.Commit(), runtime.Version())
+		return
+	}
+	if pflag.NArg() > 0 {
+		fmt.Fprintf(os.Stderr, "cke: unexpected arguments %q: cke takes only flags (see --help)\n", pflag.Args())
+		os.Exit(2)
+	}
+	if err := (well.LogConfig{}).Apply(); err != nil {
+		log.ErrorExit(err)
+	}
+	if err := run(); err != nil {
+		log.ErrorExit(err)
+	}
+}
+
+// durations are the server's durations, parsed, each error naming its
+// flag.
+type durations struct{ interval, certsGC, sessionTTL time.Duration }
+
+func parseDurations() (durations, error) {
+	var d durations
+	for _, f := range []struct {
+		flag, value string
+		to          *time.Duration
+	}{{"--interval", *flgInterval, &d.interval}, {"--certs-gc-interval", *flgCertsGCInterval, &d.certsGC}, {"--session-ttl", *flgSessionTTL, &d.sessionTTL}} {
+		v, err := time.ParseDuration(f.value)
+		if err != nil || v <= 0 {
+			return d, fmt.Errorf("%s: want a positive duration such as 1m, got %q", f.flag, f.value)
+		}
+		*f.to = v
+	}
+	if *flgMaxConcurrentUpdates <= 0 {
+		return d, fmt.Errorf("--max-concurrent-updates: must be greater than 0, got %d", *flgMaxConcurrentUpdates)
+	}
+	return d, nil
+}
+
+// loadConfig reads CKE's etcd configuration file as CKE's server does.
+func loadConfig(path string) (*etcdutil.Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("--config: %w", err)
+	}
+	cfg := cke.NewEtcdConfig()
+	if err := yaml.Unmarshal(data, cfg); err != nil {
+		return nil, fmt.Errorf("--config %s: %w", path, err)
+	}
+	return cfg, nil
+}
+
+func run() error {
+	d, err := parseDurations()
+	if err != nil {
+		return err
+	}
+	cfg, err := loadConfig(*flgConfigPath)
+	if err != nil {
+		return err
+	}
+	timeout, err := time.ParseDuration(cfg.Timeout)
+	if err != nil {
+		return fmt.Errorf("--config %s: timeout: %w", *flgConfigPath, err)
+	}
+	etcd, err := etcdutil.NewClient(cfg)
+	if err != nil {
+		return fmt.Errorf("etcd: %w", err)
+	}
+	defer etcd.Close()
+
+	lg := slog.New(logbridge.NewHandler(log.DefaultLogger())).With("integration", "ckegen")
+	name, err := os.Hostname()
+	if err != nil {
+		return fmt.Errorf("host name: %w", err)
+	}
+	icfg := integrator.Config{Client: etcd, Name: name, MaxBackoff: d.interval, Registerer: prometheus.DefaultRegisterer, Log: lg}
+	if *flgDebugSabakan {
+		// As CKE's server: its integrator alone, retired workers leaving
+		// after 5 s.
+		icfg.RetireWait = 5 * time.Second
+		ig, err := integrator.New(icfg)
+		if err != nil {
+			return err
+		}
+		well.Go(func(ctx context.Context) error {
+			ctx = context.WithValue(ctx, ckesabakan.WaitSecs, float64(5))
+			return server.RunIntegrator(ctx, ig)
+		})
+		return wait()
+	}
+	ig, err := integrator.New(icfg)
+	if err != nil {
+		return err
+	}
+
+	session, err := concurrency.NewSession(etcd, concurrency.WithTTL(int(d.sessionTTL.Seconds())))
+	if err != nil {
+		return fmt.Errorf("etcd session: %w", err)
+	}
+	defer func() {
+		select {
+		case <-session.Done():
+		default:
+			session.Close()
+		}
+	}()
+	controller := server.NewController(session, ig, &server.Config{
+		Interval: d.interval, CertsGCInterval: d.certsGC, MaxConcurrentUpdates: *flgMaxConcurrentUpdates,
+	})
+	well.Go(controller.Run)
+
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", metrics.GetHandler(metrics.NewCollector(&cke.Storage{Client: etcd})))
+	mux.Handle(pagePrefix, http.StripPrefix(pagePrefix[:len(pagePrefix)-1], ckegenHandler(etcd, lg)))
+	mux.Handle("/", server.Server{EtcdClient: etcd, Timeout: timeout})
+	s := &well.HTTPServer{
+		Server:          &http.Server{Addr: *flgHTTP, Handler: mux, ReadHeaderTimeout: 10 * time.Second},
+		ShutdownTimeout: 3 * time.Minute,
+	}
+	if err := s.ListenAndServe(); err != nil {
+		return fmt.Errorf("--http: %w", err)
+	}
+	return wait()
+}
+
+// wait waits for the server's goroutines; a signal is not an error.
+func wait() error {
+	well.Stop()
+	err := well.Wait()
+	if err != nil && !well.IsSignaled(err) {
+		return err
+	}
+	return nil
+}
+
+// ckegenHandler serves ckegen's page at /, and its status and history as
+// JSON at /status and /history (under pagePrefix).
+func ckegenHandler(etcd *clientv3.Client, lg *slog.Logger) http.Handler {
+	st := storage.Storage{Client: etcd}
+	mux := http.NewServeMux()
+	mux.Handle("/", web.NewHandler(liveview.NewReader(st, liveview.Options{NextStep: liveview.StoredNextStep}), web.Options{Log: lg}))
+	mux.HandleFunc("GET /status", func(w http.ResponseWriter, r *http.Request) {
+		st, err := st.GetStatus(r.Context())
+		writeJSON(w, st, err)
+	})
+	mux.HandleFunc("GET /history", func(w http.ResponseWriter, r *http.Request) {
+		h, err := st.History(r.Context())
+		writeJSON(w, h, err)
+	})
+	return mux
+}
+
+// writeJSON answers v as JSON, or err: 404 for a key not found, 500 for
+// etcd.
+func writeJSON(w http.ResponseWriter, v any, err error) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	switch {
+	case errors.Is(err, storage.ErrNotFound):
+		w.WriteHeader(http.StatusNotFound)
+		v = map[string]string{"error": "no tick has run yet"}
+	case err != nil:
+		w.WriteHeader(http.StatusInternalServerError)
+		v = map[string]string{"error": err.Error()}
+	}
+	_ = json.NewEncoder(w).Encode(v)
+}

@@ -1,0 +1,280 @@
+// Package integrator is ckegen's step as the sabakan integration of CKE
+// v1.35.4's own server: a server.Integrator whose Init, StartWatch and Do
+// CKE's controller calls while it leads. CKE's server owns the election,
+// the pace (it calls Do only when it has nothing else to do) and the
+// switch (CKE's sabakan/disabled); ckegen's step decides and writes the
+// cluster, and CKE's own repair functions keep its sabakan-triggered
+// auto-repair.
+//
+// ckegen's failures (sabakan down, an invalid setting, a metrics provider
+// down) are ckegen's status, never an error of Do: an error from Do ends
+// CKE's whole server. Only the end of leadership is returned.
+package integrator
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/cybozu-go/cke"
+	"github.com/cybozu-go/cke/metrics"
+	ckesabakan "github.com/cybozu-go/cke/sabakan"
+	"github.com/cybozu-go/cke/server"
+	"github.com/prometheus/client_golang/prometheus"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/ckegen/ckegen/cluster"
+	"github.com/ckegen/ckegen/reason"
+	"github.com/ckegen/ckegen/sabakan"
+	"github.com/ckegen/ckegen/storage"
+	"github.com/ckegen/ckegen/tick"
+)
+
+// Config of the integrator.
+type Config struct {
+	// Client is CKE's etcd client, namespaced by CKE's prefix
+	// (etcdutil.NewClient), as CKE's server has it.
+	Client *clientv3.Client
+	// Name is the leader's name ckegen's status shows.
+	Name string
+	// RetireWait is how long a worker stays RETIRED before it leaves
+	// (CKE's server runs its integrator with 5 s under --debug-sabakan).
+	RetireWait time.Duration
+	// MaxBackoff bounds the wait before a tick after a failed one, which
+	// doubles from MinBackoff; it wakes CKE's loop before its interval.
+	MinBackoff, MaxBackoff time.Duration
+	Sabakan                sabakan.Options
+	// Registerer receives ckegen's own series (ckegen_*); CKE's /metrics
+	// handler gathers prometheus.DefaultGatherer. CKE's cke_sabakan_*
+	// series are CKE's: the integrator feeds them.
+	Registerer prometheus.Registerer
+	Now        func() time.Time
+	Log        *slog.Logger
+}
+
+// Defaults.
+const (
+	DefaultRetireWait = 300 * time.Second // CKE's own
+	DefaultMinBackoff = 5 * time.Second
+	DefaultMaxBackoff = time.Minute // CKE's --interval default
+)
+
+// Integrator is ckegen's step as CKE's server.Integrator.
+type Integrator struct {
+	cfg     Config
+	st      storage.Storage
+	cke     cke.Storage
+	step    *tick.Step
+	metrics *tick.Metrics
+
+	mu sync.Mutex
+	// due is when the next tick is due by what the last one saw (the end
+	// of the quiet time, or a retry after a failure; zero: nothing due),
+	// and backoff the wait after the next failure.
+	due     time.Time
+	backoff time.Duration
+	// rearm tells StartWatch that due changed.
+	rearm chan struct{}
+}
+
+var _ server.Integrator = (*Integrator)(nil)
+
+// New returns the integrator; zero fields of cfg take their defaults.
+func New(cfg Config) (*Integrator, error) {
+	if cfg.Client == nil {
+		return nil, errors.New("integrator: no etcd client")
+	}
+	if cfg.RetireWait <= 0 {
+		cfg.RetireWait = DefaultRetireWait
+	}
+	if cfg.MinBackoff <= 0 {
+		cfg.MinBackoff = DefaultMinBackoff
+	}
+	if cfg.MaxBackoff <= 0 {
+		cfg.MaxBackoff = DefaultMaxBackoff
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.Default()
+	}
+	// CKE's client is namespaced by its prefix: the keys need none.
+	st := storage.Storage{Client: cfg.Client}
+	ig := &Integrator{cfg: cfg, st: st, cke: cke.Storage{Client: cfg.Client},
+		metrics: tick.NewMetrics(tick.MetricsOptions{CKENames: false}),
+		step: tick.New(tick.Config{Storage: st, Name: cfg.Name, Mode: tick.ModeInsideCKE, RetireWait: cfg.RetireWait,
+			Sabakan: cfg.Sabakan, Now: cfg.Now, Log: cfg.Log}),
+		backoff: cfg.MinBackoff, rearm: make(chan struct{}, 1)}
+	if cfg.Registerer != nil {
+		if err := cfg.Registerer.Register(ig.metrics); err != nil {
+			return nil, err
+		}
+	}
+	return ig, nil
+}
+
+// StartWatch wakes CKE's loop when a ckegen setting changes, and when
+// the quiet time or a retry after a failure falls due. It runs until ctx
+// ends.
+func (ig *Integrator) StartWatch(ctx context.Context, ch chan<- struct{}) error {
+	errc := make(chan error, 1)
+	go func() { errc <- tick.WatchSettings(ctx, ig.st, ch) }()
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	for {
+		ig.mu.Lock()
+		due := ig.due
+		ig.mu.Unlock()
+		timer.Stop()
+		if !due.IsZero() {
+			timer.Reset(max(time.Until(due), 0))
+		}
+		select {
+		case <-ctx.Done():
+			return <-errc
+		case err := <-errc:
+			return err
+		case <-ig.rearm:
+		case <-timer.C:
+			ig.mu.Lock()
+			if ig.due.Equal(due) {
+				ig.due = time.Time{}
+			}
+			ig.mu.Unlock()
+			select {
+			case ch <- struct{}{}:
+			default:
+			}
+		}
+	}
+}
+
+// Init does what CKE's own integrator does for a new leader: the cluster
+// re-rendered when the template changed since it was built.
+func (ig *Integrator) Init(ctx context.Context, leaderKey string) error {
+	r := ig.step.Regenerate(ctx, leaderKey, nil)
+	ig.after(ctx, r)
+	return fatal(r)
+}
+
+// Do runs one tick of ckegen's step, with what status says of
+// Kubernetes, then CKE's sabakan-triggered auto-repair. status is nil
+// when no cluster exists yet (and under --debug-sabakan).
+func (ig *Integrator) Do(ctx context.Context, leaderKey string, status *cke.ClusterStatus) error {
+	r := ig.step.Run(ctx, leaderKey, kubernetesOf(status))
+	ig.after(ctx, r)
+	if err := fatal(r); err != nil {
+		return err
+	}
+	if status != nil {
+		ig.repair(ctx, status)
+	}
+	return nil
+}
+
+// fatal is what of a tick's failure CKE's server must see: the end of
+// leadership. Everything else is ckegen's status.
+func fatal(r tick.Result) error {
+	if tick.ReasonOf(r.Err) == reason.LostLeadership {
+		return r.Err
+	}
+	return nil
+}
+
+// after feeds the metrics with a tick's result, CKE's sabakan series
+// included, and sets when the next tick is due.
+func (ig *Integrator) after(ctx context.Context, r tick.Result) {
+	if r.Status.Time.IsZero() {
+		return // cut short: nothing to show
+	}
+	now := ig.cfg.Now().UTC()
+	ig.metrics.Observe(now, r)
+	if !r.Idle {
+		ok, byRole, unused := r.Figures()
+		metrics.UpdateSabakanIntegration(ok, byRole, unused, now)
+	}
+	ig.mu.Lock()
+	switch code := tick.ReasonOf(r.Err); {
+	case code == "":
+		ig.backoff, ig.due = ig.cfg.MinBackoff, time.Time{}
+		if r.DueIn > 0 {
+			ig.due = time.Now().Add(r.DueIn + 10*time.Millisecond)
+		}
+	case code == reason.ClusterChanged || code == reason.OwnershipChanged:
+		ig.due = time.Now()
+	default:
+		ig.due = time.Now().Add(ig.backoff)
+		ig.backoff = min(2*ig.backoff, ig.cfg.MaxBackoff)
+	}
+	ig.mu.Unlock()
+	select {
+	case ig.rearm <- struct{}{}:
+	default:
+	}
+}
+
+// kubernetesOf is what a cluster status says of the Kubernetes Nodes: not
+// known without a status or while no API server is ready (CKE's status
+// then has no Node at all, which is not "no taints").
+func kubernetesOf(status *cke.ClusterStatus) tick.Kubernetes {
+	if status == nil || !status.Kubernetes.IsControlPlaneReady {
+		return nil
+	}
+	known := make(tick.Known, len(status.Kubernetes.Nodes))
+	for _, n := range status.Kubernetes.Nodes {
+		taints := make([]cluster.Taint, len(n.Spec.Taints))
+		for i, t := range n.Spec.Taints {
+			taints[i] = cluster.Taint{Key: t.Key, Value: t.Value, Effect: string(t.Effect)}
+		}
+		known[n.Name] = taints
+	}
+	return known
+}
+
+// repair is CKE v1.35.4's sabakan-triggered auto-repair, with CKE's own
+// functions and the inputs CKE's integrator gives them: the non-healthy
+// machines of sabakan, the repair queue and the node statuses of status,
+// the reboot queue and the constraints. What fails is logged and left for
+// the next tick: an error would end CKE's server.
+func (ig *Integrator) repair(ctx context.Context, status *cke.ClusterStatus) {
+	lg := ig.cfg.Log.With("what", "auto-repair")
+	disabled, err := ig.cke.IsAutoRepairDisabled(ctx)
+	if err != nil {
+		lg.Warn("auto-repair switch not read", "error", err)
+		return
+	}
+	if disabled {
+		return
+	}
+	machines, err := ckesabakan.QueryNonHealthy(ctx, ig.cke)
+	if err != nil {
+		if !errors.Is(err, cke.ErrNotFound) {
+			lg.Warn("sabakan not queried for non-healthy machines", "error", err)
+		}
+		return
+	}
+	reboots, err := ig.cke.GetRebootsEntries(ctx)
+	if err != nil {
+		lg.Warn("reboot queue not read", "error", err)
+		return
+	}
+	constraints, err := ig.cke.GetConstraints(ctx)
+	switch {
+	case errors.Is(err, cke.ErrNotFound):
+		constraints = cke.DefaultConstraints()
+	case err != nil:
+		lg.Warn("constraints not read", "error", err)
+		return
+	}
+	entries := ckesabakan.Repairer(machines, status.RepairQueue.Entries, cke.DedupRebootQueueEntries(reboots), status.NodeStatuses, constraints)
+	for _, e := range entries {
+		if err := ig.cke.RegisterRepairsEntry(ctx, e); err != nil {
+			lg.Warn("repair entry not registered", "address", e.Address, "error", err)
+			return
+		}
+		lg.Info("repair entry registered", "address", e.Address, "operation", e.Operation)
+	}
+}
