@@ -85,20 +85,32 @@ func Gate(own intake.Ownership, mode string, hasCluster bool, now time.Time, max
 	return false, ckePace(own.CKEStatus, now, maxAge)
 }
 
+// CKEPhases says in which phases of CKE's status ckegen writes beside a
+// CKE server: those in which CKE v1.35.4's server runs its own integration
+// (docs/beside-cke.md).
+const CKEPhases = "completed, reboot-nodes, upgrade-aborted or etcd-boot-aborted"
+
+// ckePhases are the phases of CKEPhases. CKE's controller calls its
+// integrator when DecideOps has no operation (completed, the two aborted
+// phases, and repair-machines or reboot-nodes while blocked) and in
+// reboot-nodes. repair-machines blocked cannot be told from
+// repair-machines busy by the status key alone: ckegen holds there.
+var ckePhases = map[string]bool{"completed": true, "reboot-nodes": true, "upgrade-aborted": true, "etcd-boot-aborted": true}
+
 // ckePace holds while CKE's server is not at rest: as CKE's own
-// integration, ckegen changes the cluster only while CKE's status says
-// completed or reboot-nodes, and only while that status is fresh.
+// integration, ckegen changes the cluster only while CKE's status says one
+// of ckePhases, and only while that status is fresh.
 func ckePace(st *intake.CKEStatus, now time.Time, maxAge time.Duration) *Hold {
 	if st == nil {
 		return &Hold{reason.CKENotReady, "CKE's server has written no status yet: ckegen waits for it to reach phase completed"}
 	}
 	age := now.Sub(st.Timestamp).Truncate(time.Second)
-	if st.Phase != "completed" && st.Phase != "reboot-nodes" {
+	if !ckePhases[st.Phase] {
 		phase := st.Phase
 		if phase == "" {
 			phase = "(none)"
 		}
-		return &Hold{reason.CKENotReady, fmt.Sprintf("CKE's server is in phase %s (status written %s ago): ckegen writes only in phase completed or reboot-nodes, as CKE's own integration does", phase, age)}
+		return &Hold{reason.CKENotReady, fmt.Sprintf("CKE's server is in phase %s (status written %s ago): ckegen writes only in phase %s, as CKE's own integration does", phase, age, CKEPhases)}
 	}
 	if age > maxAge {
 		return &Hold{reason.CKENotReady, fmt.Sprintf("CKE's status (phase %s) is %s old, over --cke-status-max-age %s: its server may be stuck", st.Phase, age, maxAge)}

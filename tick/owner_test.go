@@ -114,6 +114,45 @@ func TestTakeoverPace(t *testing.T) {
 	}
 }
 
+// TestCKEPhases: beside a CKE server, after a takeover, ckegen writes in
+// the phases in which CKE v1.35.4's server runs its own integration
+// (completed, reboot-nodes, upgrade-aborted, etcd-boot-aborted) and holds
+// in every other, repair-machines included (blocked cannot be told from
+// busy by the status key).
+func TestCKEPhases(t *testing.T) {
+	for _, c := range []struct {
+		phase string
+		write bool
+	}{
+		{"completed", true}, {"reboot-nodes", true}, {"upgrade-aborted", true}, {"etcd-boot-aborted", true},
+		{"repair-machines", false}, {"upgrade-kubernetes", false}, {"etcd-boot", false}, {"k8s-maintain", false}, {"", false},
+	} {
+		t.Run(c.phase, func(t *testing.T) {
+			f := newFixture(t)
+			leader := f.lead(t)
+			f.ckeServer(t, "", time.Time{})
+			f.takeover(t)
+			d := f.step("d", nil)
+			ctx := context.Background()
+			must(t, d.runOnce(ctx, leader)) // the first cluster
+			f.rest(t, http.MethodPut, "/api/v1/state/"+serial(workers(f.cluster(t))[0]), "unreachable")
+			phase := c.phase
+			if phase == "" {
+				phase = "nothing-known"
+			}
+			f.ckeServer(t, phase, testNow.Add(-time.Minute))
+			before := f.clusterRev(t)
+			must(t, d.runOnce(ctx, leader))
+			if wrote := f.clusterRev(t) != before; wrote != c.write {
+				t.Errorf("phase %s: wrote %v, want %v (%s %s)", phase, wrote, c.write, f.status(t).Reason, f.status(t).Message)
+			}
+			if st := f.status(t); !c.write && (st.Reason != reason.CKENotReady || !strings.Contains(st.Message, "writes only in phase "+CKEPhases)) {
+				t.Errorf("held in %s: %s %q", phase, st.Reason, st.Message)
+			}
+		})
+	}
+}
+
 // TestCKEIntegrationActive: ckegen owns the integration but CKE's own was
 // enabled again: nothing written. ckegen's own switch, not CKE's, disables
 // ckegen while it owns the integration.

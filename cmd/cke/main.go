@@ -108,7 +108,7 @@ func parseFlags(args []string) (*options, error) {
 	fs.DurationVar(&o.sessionTTL, "session-ttl", daemon.DefaultSessionTTL, "leader session's TTL: how long a dead leader keeps leadership")
 	fs.DurationVar(&o.retireWait, "retire-wait", generator.DefaultRetireWait, "how long a worker stays RETIRED before it is removed")
 	fs.DurationVar(&o.minBackoff, "min-backoff", daemon.DefaultMinBackoff, "first retry delay after a failed tick (doubles up to --interval)")
-	fs.DurationVar(&o.ckeStatusMaxAge, "cke-status-max-age", daemon.DefaultCKEStatusMaxAge, "beside a CKE server, write the cluster only while CKE's status (phase completed or reboot-nodes) is at most this old")
+	fs.DurationVar(&o.ckeStatusMaxAge, "cke-status-max-age", daemon.DefaultCKEStatusMaxAge, "beside a CKE server, write the cluster only while CKE's status (phase completed, reboot-nodes, upgrade-aborted or etcd-boot-aborted) is at most this old")
 	fs.IntVar(&o.maxClusterBytes, "max-cluster-bytes", daemon.DefaultMaxClusterBytes, "etcd's request size limit (set etcd's --max-request-bytes to the same): a cluster whose write is larger is refused with CLUSTER_TOO_LARGE; the default holds about 2,100 nodes")
 	fs.DurationVar(&o.sabakanTimeout, "sabakan-timeout", sabakan.DefaultTimeout, "timeout of each sabakan request")
 	fs.Int64Var(&o.sabakanMaxBytes, "sabakan-max-bytes", sabakan.DefaultMaxBodyBytes, "the largest sabakan answer read; a larger one fails the tick (QUERY_ERROR) before it is decoded")

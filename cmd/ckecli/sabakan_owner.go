@@ -150,7 +150,7 @@ func takeover(e *env, cmd *cobra.Command, dry *dryRun) error {
 			notes = append(notes, fmt.Sprintf("ckegen's own switch %s is true: after takeover its daemon applies nothing until ckecli sabakan enable", storage.KeyCKEGenDisabled))
 		}
 		if o.CKEServer {
-			notes = append(notes, "a CKE server runs: ckegen's daemon applies each step only while CKE's status key says completed or reboot-nodes, as CKE's own integration does")
+			notes = append(notes, "a CKE server runs: ckegen's daemon applies each step only while CKE's status key says "+tick.CKEPhases+", as CKE's own integration does")
 		}
 		if err := dry.plan.plan(e, intake.WhatIf{}, stdout, stderr); err != nil {
 			return err
@@ -180,7 +180,7 @@ func writeTakeoverNext(w io.Writer, o intake.Ownership, leader string) {
 	case o.CKEGenDisabled:
 		fmt.Fprintf(w, "Next: ckegen's own switch %s is true: its daemon writes nothing until ckecli sabakan enable.\n", storage.KeyCKEGenDisabled)
 	case o.CKEServer:
-		fmt.Fprintln(w, "Next: ckegen's daemon writes the cluster from its next tick, whenever CKE's server reports phase completed or reboot-nodes (its status key), as CKE's own integration did.")
+		fmt.Fprintln(w, "Next: ckegen's daemon writes the cluster from its next tick, whenever CKE's server reports phase "+tick.CKEPhases+" (its status key), as CKE's own integration did.")
 	default:
 		fmt.Fprintln(w, "Next: ckegen's daemon writes the cluster from its next tick.")
 	}
@@ -300,9 +300,16 @@ type ownerReport struct {
 	CKELeader    string            `json:"ckeLeader,omitempty"`
 	CKEGenLeader string            `json:"ckegenLeader,omitempty"`
 	CKEStatus    *intake.CKEStatus `json:"ckeStatus,omitempty"`
+	// Mode is the mode ckegen's last tick ran in ("" before any tick):
+	// inside CKE's server, ckegen is CKE's integration whatever the owner.
+	Mode string `json:"mode,omitempty"`
 	// Writer says which integration writes the cluster by the rules of docs/beside-cke.md.
 	Writer string `json:"writer"`
 }
+
+// insideWriter is who writes the cluster when ckegen runs inside CKE's
+// server.
+const insideWriter = "ckegen, as CKE's server's own sabakan integration (inside CKE: no takeover; CKE's sabakan/disabled is the switch)"
 
 // writer says who writes the cluster by the rules of docs/beside-cke.md of
 // ownership, as the daemon's gate applies them (not CKE's pace, which
@@ -325,7 +332,7 @@ func writer(o intake.Ownership) string {
 	case disabled:
 		return fmt.Sprintf("none: standalone (no CKE server) and %s is true", storage.KeySabakanDisabled)
 	case o.CKEServer:
-		return "ckegen, while CKE's status says completed or reboot-nodes"
+		return "ckegen, while CKE's status says " + tick.CKEPhases
 	case o.OwnedByCKEGen():
 		return "ckegen"
 	}
@@ -360,6 +367,13 @@ integration writes the cluster by those keys.`,
 				}
 				if r.CKEGenLeader, err = st.CKEGenLeader(ctx); err != nil && !errors.Is(err, storage.ErrNotFound) {
 					return err
+				}
+				last, err := st.GetStatus(ctx)
+				if err != nil && !errors.Is(err, storage.ErrNotFound) {
+					return err
+				}
+				if r.Mode = last.Mode; r.Mode == tick.ModeInsideCKE {
+					r.Writer = insideWriter
 				}
 				return nil
 			})
@@ -412,10 +426,16 @@ func ownerTable(w io.Writer, r ownerReport) error {
 	} else {
 		fmt.Fprintf(tw, "CKE STATUS\tnone (no %s key)\n", storage.KeyCKEStatus)
 	}
-	if r.CKEGenLeader != "" {
+	switch {
+	case r.Mode == tick.ModeInsideCKE:
+		fmt.Fprintln(tw, "CKEGEN LEADER\tnone: ckegen runs inside CKE's server, which leads")
+	case r.CKEGenLeader != "":
 		fmt.Fprintf(tw, "CKEGEN LEADER\t%s (%s)\n", r.CKEGenLeader, storage.KeyCKEGenLeader)
-	} else {
+	default:
 		fmt.Fprintf(tw, "CKEGEN LEADER\tnone (nothing under %s)\n", storage.KeyCKEGenLeader)
+	}
+	if r.Mode != "" {
+		fmt.Fprintf(tw, "MODE\t%s\n", modeLine(storage.Status{Mode: r.Mode, Owner: r.Owner}))
 	}
 	fmt.Fprintf(tw, "WRITES CLUSTER\t%s\n", r.Writer)
 	return tw.Flush()

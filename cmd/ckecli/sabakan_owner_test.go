@@ -229,7 +229,7 @@ func TestTakeoverHandback(t *testing.T) {
 
 	step([]string{"sabakan", "takeover"}, []string{
 		"ckegen now owns the sabakan integration: sabakan/owner was cke (not set), now ckegen; CKE's sabakan/disabled is now true, which stops CKE's own integration.\n" +
-			"Next: ckegen's daemon writes the cluster from its next tick, whenever CKE's server reports phase completed or reboot-nodes",
+			"Next: ckegen's daemon writes the cluster from its next tick, whenever CKE's server reports phase completed, reboot-nodes, upgrade-aborted or etcd-boot-aborted",
 		"No ckegen daemon leads now (nothing under sabakan/ckegen/leader/): start ckegen's cke daemon.\n",
 		"ckecli sabakan handback"}, cke, owner)
 	if f.raw(storage.KeyOwner) != "ckegen" || f.raw(storage.KeySabakanDisabled) != "true" {
@@ -466,7 +466,7 @@ func TestOwnerCommand(t *testing.T) {
 	out, r = show()
 	for _, w := range []string{"OWNER           ckegen\n", "CKE SWITCH      sabakan/disabled true\n", "CKE SERVER      cke-1 leads (leader/)\n",
 		"CKE STATUS      completed at 2026-01-02T03:04:05Z, ", "CKEGEN LEADER   gen-1 (sabakan/ckegen/leader/)\n",
-		"WRITES CLUSTER  ckegen, while CKE's status says completed or reboot-nodes\n"} {
+		"WRITES CLUSTER  ckegen, while CKE's status says completed, reboot-nodes, upgrade-aborted or etcd-boot-aborted\n"} {
 		if !strings.Contains(out, w) {
 			t.Errorf("owner after takeover:\n%s\nlacks %q", out, w)
 		}
@@ -543,7 +543,7 @@ func TestTakeoverDryRun(t *testing.T) {
 	if !strings.HasPrefix(out, "step 1: increase worker\n") || !strings.Contains(out, "re-tainted:  1 ") {
 		t.Errorf("the plan does not taint %s and add a worker:\n%s", worker, out)
 	}
-	wantErr := planErr + "note: a CKE server runs: ckegen's daemon applies each step only while CKE's status key says completed or reboot-nodes, as CKE's own integration does\n" +
+	wantErr := planErr + "note: a CKE server runs: ckegen's daemon applies each step only while CKE's status key says completed, reboot-nodes, upgrade-aborted or etcd-boot-aborted, as CKE's own integration does\n" +
 		"dry run: nothing was written; ckecli sabakan takeover would write sabakan/owner: ckegen and sabakan/disabled: true, and ckegen's daemon would follow this plan\n"
 	if errOut != wantErr {
 		t.Errorf("takeover --dry-run stderr\n%q\nwant\n%q", errOut, wantErr)

@@ -18,6 +18,7 @@ import (
 	"github.com/ckegen/ckegen/constraints"
 	"github.com/ckegen/ckegen/generator"
 	"github.com/ckegen/ckegen/planreport"
+	"github.com/ckegen/ckegen/intake"
 	"github.com/ckegen/ckegen/storage"
 	"github.com/ckegen/ckegen/tick"
 )
@@ -97,13 +98,20 @@ func ts(t time.Time) string {
 	return t.UTC().Format(time.RFC3339)
 }
 
-// modeLine says how the daemon runs and who owns the integration (docs/beside-cke.md), and how it decided.
+// modeLine says how ckegen runs and who writes the cluster (docs/
+// beside-cke.md), in words read once.
 func modeLine(s storage.Status) string {
-	how := "no CKE server holds leader/: ckegen stands in for CKE's server"
-	if s.Mode == tick.ModeBesideCKE {
-		how = "a CKE server holds leader/"
+	switch {
+	case s.Mode == tick.ModeInsideCKE:
+		return "inside CKE: ckegen is CKE's server's sabakan integration and writes cluster.yml when CKE's server calls it (CKE's sabakan/disabled is the switch)"
+	case s.Mode == tick.ModeBesideCKE && s.Owner == intake.OwnerCKEGen:
+		return "beside CKE: a CKE server holds leader/, and ckegen writes cluster.yml (sabakan/owner ckegen)"
+	case s.Mode == tick.ModeBesideCKE:
+		return "beside CKE: a CKE server holds leader/, and its own integration writes cluster.yml (sabakan/owner cke); ckegen holds"
+	case s.Owner == intake.OwnerCKEGen:
+		return "standalone: ckegen writes cluster.yml (sabakan/owner ckegen); no CKE server seen"
 	}
-	return fmt.Sprintf("%s (%s), owner %s", s.Mode, how, s.Owner)
+	return "standalone: ckegen writes cluster.yml; no CKE server seen"
 }
 
 func statusTable(w io.Writer, s storage.Status) error {

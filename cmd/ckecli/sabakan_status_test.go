@@ -106,9 +106,15 @@ func TestStatusTableMode(t *testing.T) {
 	}{
 		{storage.Status{}, ""},
 		{storage.Status{Mode: tick.ModeStandalone, Owner: intake.OwnerCKE},
-			"MODE          standalone (no CKE server holds leader/: ckegen stands in for CKE's server), owner cke\n"},
+			"MODE          standalone: ckegen writes cluster.yml; no CKE server seen\n"},
+		{storage.Status{Mode: tick.ModeStandalone, Owner: intake.OwnerCKEGen},
+			"MODE          standalone: ckegen writes cluster.yml (sabakan/owner ckegen); no CKE server seen\n"},
 		{storage.Status{Mode: tick.ModeBesideCKE, Owner: intake.OwnerCKEGen},
-			"MODE          beside-cke (a CKE server holds leader/), owner ckegen\n"},
+			"MODE          beside CKE: a CKE server holds leader/, and ckegen writes cluster.yml (sabakan/owner ckegen)\n"},
+		{storage.Status{Mode: tick.ModeBesideCKE, Owner: intake.OwnerCKE},
+			"MODE          beside CKE: a CKE server holds leader/, and its own integration writes cluster.yml (sabakan/owner cke); ckegen holds\n"},
+		{storage.Status{Mode: tick.ModeInsideCKE, Owner: intake.OwnerCKE},
+			"MODE          inside CKE: ckegen is CKE's server's sabakan integration and writes cluster.yml when CKE's server calls it (CKE's sabakan/disabled is the switch)\n"},
 	} {
 		if got := tableRows(t, c.st, "MODE "); got != c.want {
 			t.Errorf("mode %q: %q, want %q", c.st.Mode, got, c.want)
