@@ -2,6 +2,10 @@ package daemon
 
 import (
 	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -70,4 +74,40 @@ func TestPolicyWakesTheDaemon(t *testing.T) {
 		st, err := f.st.GetStatus(ctx)
 		return err == nil && len(st.Placements) == 1
 	})
+}
+
+// TestWaitingWakesWithinASecond: a daemon waiting for its template (the
+// first state of a new installation) writes its first cluster within a
+// second of set-template's write, with an interval of an hour and the
+// default backoff: the write wakes it, nothing waits for a timer.
+func TestWaitingWakesWithinASecond(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	_, err := f.st.Client.Delete(ctx, f.st.Key(storage.KeySabakanTemplate))
+	must(t, err)
+	d := f.daemon("d", func(c *Config) { c.Interval, c.MinBackoff = time.Hour, DefaultMinBackoff })
+	runCtx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { _ = d.Run(runCtx); close(done) }()
+	defer func() { cancel(); <-done }()
+	waitFor(t, "the waiting status", func() bool { return d.Status().Result == reason.Waiting })
+	rec := httptest.NewRecorder()
+	d.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/health", nil))
+	var health struct {
+		Health   string         `json:"health"`
+		LastTick storage.Status `json:"lastTick"`
+	}
+	must(t, json.Unmarshal(rec.Body.Bytes(), &health))
+	if rec.Code != http.StatusOK || health.Health != "healthy" || health.LastTick.Result != reason.Waiting || strings.Contains(rec.Body.String(), "failing") {
+		t.Errorf("/health while waiting: %d %s", rec.Code, rec.Body)
+	}
+	time.Sleep(100 * time.Millisecond) // the watch is up
+	written := time.Now()
+	must(t, f.st.SetTemplate(ctx, []byte(testTemplate)))
+	waitFor(t, "the first cluster", func() bool { return d.Status().Result == reason.OK })
+	if took := time.Since(written); took > time.Second {
+		t.Errorf("the first cluster came %s after the template was stored, want under a second", took.Round(time.Millisecond))
+	} else {
+		t.Logf("the first cluster came %s after the template was stored", took.Round(time.Millisecond))
+	}
 }

@@ -25,6 +25,10 @@ const (
 	// cluster, because the trigger is planning or the inventory is not
 	// quiet.
 	Planning = "planning"
+	// Waiting: a setting without which nothing can run (the template,
+	// sabakan's URL) has never been stored: not a failure, the state of
+	// a new installation.
+	Waiting = "waiting"
 )
 
 // Reason codes of a tick that did not write what it decided, or did not
@@ -95,7 +99,7 @@ const (
 var Codes = []struct{ Code, Result string }{
 	{DisabledFlag, Disabled},
 	{InvalidDisabled, Failing}, {InvalidOwner, Failing},
-	{NoTemplate, Failing}, {InvalidTemplate, Failing}, {NoURL, Failing},
+	{NoTemplate, Waiting}, {InvalidTemplate, Failing}, {NoURL, Waiting},
 	{InvalidVariables, Failing}, {InvalidConstraints, Failing}, {InvalidCluster, Failing},
 	{InvalidPolicy, Failing}, {InvalidTrigger, Failing}, {InvalidQuietTime, Failing}, {InvalidMaxUnhealthy, Failing},
 	{SabakanUnreachable, Failing}, {QueryError, Failing}, {KubernetesUnreachable, Failing}, {MetricsUnavailable, Failing},
@@ -104,4 +108,15 @@ var Codes = []struct{ Code, Result string }{
 	{ClusterTooLarge, Failing}, {ClusterChanged, Failing}, {OwnershipChanged, Failing},
 	{LostLeadership, Failing}, {EtcdError, Failing},
 	{OwnedByCKE, Held}, {CKEIntegrationActive, Held}, {CKENotReady, Held},
+}
+
+// ResultOf is the result a reason code comes with ("" for a code not in
+// Codes).
+func ResultOf(code string) string {
+	for _, c := range Codes {
+		if c.Code == code {
+			return c.Result
+		}
+	}
+	return ""
 }

@@ -512,13 +512,14 @@ func (m *changeMetrics) clear() {
 	m.set, m.steps, m.remaining = false, 0, 0
 }
 
-// resultMetrics export, on the leader, the reason its tick holds back or
-// the reason its last tick failed.
+// resultMetrics export, on the leader, the reason its tick holds back,
+// waits for a setting, or failed.
 type resultMetrics struct {
-	held, failing *prometheus.Desc
+	held, waiting, failing *prometheus.Desc
 
 	mu      sync.Mutex
 	reason  string
+	wait    string
 	failure string
 }
 
@@ -526,6 +527,9 @@ func newResultMetrics() *resultMetrics {
 	return &resultMetrics{
 		held: prometheus.NewDesc("ckegen_integration_held",
 			"1 on the leader while its ticks hold back on purpose, by reason (OWNED_BY_CKE, CKE_INTEGRATION_ACTIVE, CKE_NOT_READY).",
+			[]string{"reason"}, nil),
+		waiting: prometheus.NewDesc("ckegen_integration_waiting",
+			"1 on the leader while it waits for a setting never stored, by reason (NO_TEMPLATE, NO_URL): a new installation, not a failure.",
 			[]string{"reason"}, nil),
 		failing: prometheus.NewDesc("ckegen_integration_failing",
 			"1 on the leader while its last tick failed, by reason code (SABAKAN_UNREACHABLE, TOO_MANY_UNHEALTHY, CLUSTER_TOO_LARGE, ...; README \"The daemon\").",
@@ -536,6 +540,7 @@ func newResultMetrics() *resultMetrics {
 // Describe implements prometheus.Collector.
 func (m *resultMetrics) Describe(ch chan<- *prometheus.Desc) {
 	ch <- m.held
+	ch <- m.waiting
 	ch <- m.failing
 }
 
@@ -546,6 +551,9 @@ func (m *resultMetrics) Collect(ch chan<- prometheus.Metric) {
 	if m.reason != "" {
 		ch <- prometheus.MustNewConstMetric(m.held, prometheus.GaugeValue, 1, m.reason)
 	}
+	if m.wait != "" {
+		ch <- prometheus.MustNewConstMetric(m.waiting, prometheus.GaugeValue, 1, m.wait)
+	}
 	if m.failure != "" {
 		ch <- prometheus.MustNewConstMetric(m.failing, prometheus.GaugeValue, 1, m.failure)
 	}
@@ -555,10 +563,12 @@ func (m *resultMetrics) Collect(ch chan<- prometheus.Metric) {
 func (m *resultMetrics) observe(st storage.Status) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.reason, m.failure = "", ""
+	m.reason, m.wait, m.failure = "", "", ""
 	switch st.Result {
 	case reason.Held:
 		m.reason = st.Reason
+	case reason.Waiting:
+		m.wait = st.Reason
 	case reason.Failing:
 		m.failure = st.Reason
 	}
@@ -568,5 +578,5 @@ func (m *resultMetrics) observe(st storage.Status) {
 func (m *resultMetrics) clear() {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.reason, m.failure = "", ""
+	m.reason, m.wait, m.failure = "", "", ""
 }

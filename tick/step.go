@@ -259,6 +259,8 @@ func (s *Step) project(now time.Time, out *outcome, err error) (storage.Status, 
 		st.Result, st.Reason, st.Message = reason.Held, out.hold.Reason, out.hold.Message
 	case out.disabled:
 		st.Result, st.Reason, st.Message = reason.Disabled, reason.DisabledFlag, "sabakan integration is disabled"
+	case out.waiting != nil:
+		st.Result, st.Reason, st.Message = reason.Waiting, out.waiting.Reason, out.waiting.Message
 	default:
 		st.Result = reason.OK
 		st.LastSuccess = now
@@ -367,6 +369,12 @@ func (s *Step) logTick(st storage.Status, out *outcome, err error) {
 		s.log.Info("tick held", "reason", out.hold.Reason, "why", out.hold.Message)
 	case out.disabled:
 		s.log.Info("tick skipped: disabled")
+	case out.waiting != nil:
+		// Said once, and again when what it waits for changes: a new
+		// installation waits until an operator stores its settings.
+		if last := s.memory.Shown; last.Result != st.Result || last.Reason != st.Reason {
+			s.log.Info("waiting for the settings", "reason", st.Reason, "why", st.Message)
+		}
 	case out.result != nil:
 		s.log.Info("cluster updated", "op", out.result.Op, "changes", changeSummary(out.result.Changes), "nodes", len(out.result.Cluster.Nodes))
 	default:

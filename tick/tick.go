@@ -28,6 +28,8 @@ type settings struct {
 	*intake.Settings
 	disabled bool
 	hold     *Hold
+	// waiting: a setting without which nothing runs was never stored.
+	waiting *Hold
 	// release is what released the plan this tick applies (the trigger
 	// change or the end of quiet time), for the history.
 	release string
@@ -37,8 +39,9 @@ type settings struct {
 type outcome struct {
 	disabled bool
 	// held: the tick held back on purpose (docs/beside-cke.md); own: the ownership
-	// it read.
+	// it read; waiting: it waits for a setting never stored.
 	hold     *Hold
+	waiting  *Hold
 	own      *intake.Ownership
 	current  *cluster.Cluster  // the cluster the tick read
 	result   *generator.Result // nil when nothing was written
@@ -63,9 +66,9 @@ type outcome struct {
 	changeOutcome
 }
 
-// idle reports whether the tick did not run the integration: disabled, or
-// held back.
-func (o *outcome) idle() bool { return o.disabled || o.hold != nil }
+// idle reports whether the tick did not run the integration: disabled,
+// held back, or waiting for its settings.
+func (o *outcome) idle() bool { return o.disabled || o.hold != nil || o.waiting != nil }
 
 // cluster is the cluster after the tick.
 func (o *outcome) cluster() *cluster.Cluster {
@@ -84,8 +87,8 @@ func (s *Step) tick(ctx context.Context, leaderKey string, kube Kubernetes) (*ou
 	if err != nil {
 		return nil, err
 	}
-	if set.hold != nil || set.disabled {
-		return &outcome{disabled: set.disabled, hold: set.hold, own: &set.Own}, nil
+	if set.hold != nil || set.disabled || set.waiting != nil {
+		return &outcome{disabled: set.disabled, hold: set.hold, waiting: set.waiting, own: &set.Own}, nil
 	}
 	out := &outcome{own: &set.Own, current: set.Current, warnings: set.Warnings,
 		constraints: &set.Constraints, constraintsSource: storage.ConstraintsDefault}
@@ -161,6 +164,10 @@ func (s *Step) readSettings(ctx context.Context, leaderKey string) (*settings, e
 	set := &settings{Settings: read}
 	set.disabled, set.hold = s.gate(read.Own, snap.Get(storage.KeyCluster).Exists(), s.cfg.Now())
 	if set.disabled || set.hold != nil {
+		return set, nil
+	}
+	if errors.As(err, &ref) && ref.Missing && reason.ResultOf(ref.Reason) == reason.Waiting {
+		set.waiting = &Hold{Reason: ref.Reason, Message: ref.Error()}
 		return set, nil
 	}
 	if err != nil {

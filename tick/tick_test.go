@@ -1,12 +1,14 @@
 package tick
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -245,17 +247,11 @@ func TestFailureReasons(t *testing.T) {
 		reason string
 		want   string
 	}{
-		{"no template", func(t *testing.T, f *fixture) {
-			_, err := f.st.Client.Delete(context.Background(), f.st.Key(storage.KeySabakanTemplate))
-			must(t, err)
-		}, nil, reason.NoTemplate, "set-template"},
+
 		{"invalid template", func(t *testing.T, f *fixture) {
 			must(t, f.st.SetTemplate(context.Background(), []byte(`{"name":"t","nodes":[]}`)))
 		}, nil, reason.InvalidTemplate, "need exactly one control plane node"},
-		{"no URL", func(t *testing.T, f *fixture) {
-			_, err := f.st.Client.Delete(context.Background(), f.st.Key(storage.KeySabakanURL))
-			must(t, err)
-		}, nil, reason.NoURL, "set-url"},
+
 		{"sabakan unreachable", func(t *testing.T, f *fixture) {
 			must(t, f.st.SetURL(context.Background(), "http://127.0.0.1:1/graphql"))
 		}, nil, reason.SabakanUnreachable, "connection refused"},
@@ -587,4 +583,77 @@ func TestRegenerateOnly(t *testing.T) {
 			t.Errorf("node %d: %s %v, want %s re-rendered with the new label", i, n.Address, n.Labels, c.Nodes[i].Address)
 		}
 	}
+}
+
+// TestWaitingForSettings: a template or URL never stored is not a
+// failure: the result is waiting, with the reason and how to set it, no
+// failure is counted, the failing series stays silent and the waiting one
+// says why; the log says it once, and again when what is missing changes.
+// Once the settings are stored, the tick runs.
+func TestWaitingForSettings(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	for _, k := range []string{storage.KeySabakanTemplate, storage.KeySabakanURL} {
+		_, err := f.st.Client.Delete(ctx, f.st.Key(k))
+		must(t, err)
+	}
+	leader := f.lead(t)
+	var logs lockedBuffer
+	d := f.step("d", func(c *testConfig) { c.Log = slog.New(slog.NewTextHandler(&logs, nil)) })
+	for range 3 {
+		r := d.run(ctx, leader)
+		if r.Err != nil || !r.Idle {
+			t.Fatalf("a tick without a template: %v, idle %v", r.Err, r.Idle)
+		}
+	}
+	st := f.status(t)
+	if st.Result != reason.Waiting || st.Reason != reason.NoTemplate || st.Message != "no template: set one with ckecli sabakan set-template" || st.ConsecutiveFailures != 0 {
+		t.Errorf("status %+v", st)
+	}
+	m := scrape(t, d)
+	if got := series(m, "ckegen_integration_waiting"); !slices.Equal(got, []string{`ckegen_integration_waiting{reason="NO_TEMPLATE"} 1`}) {
+		t.Errorf("waiting series %q", got)
+	}
+	for _, name := range []string{"ckegen_integration_failing", "cke_sabakan_"} {
+		if got := series(m, name); len(got) != 0 {
+			t.Errorf("a daemon waiting for its settings exports %q", got)
+		}
+	}
+	must(t, f.st.SetTemplate(ctx, []byte(testTemplate)))
+	must(t, d.runOnce(ctx, leader))
+	if st := f.status(t); st.Result != reason.Waiting || st.Reason != reason.NoURL {
+		t.Errorf("template stored, no URL: %s %s", st.Result, st.Reason)
+	}
+	if n := strings.Count(logs.String(), "waiting for the settings"); n != 2 {
+		t.Errorf("%d log lines about waiting, want one for the template and one for the URL:\n%s", n, logs.String())
+	}
+	if strings.Contains(logs.String(), "level=ERROR") {
+		t.Errorf("waiting logged as an error:\n%s", logs.String())
+	}
+	must(t, f.st.SetURL(ctx, f.url))
+	must(t, d.runOnce(ctx, leader))
+	if st := f.status(t); st.Result != reason.OK || st.LastOp != "new" {
+		t.Errorf("all set: %s %s", st.Result, st.LastOp)
+	}
+	if got := series(scrape(t, d), "ckegen_integration_waiting"); len(got) != 0 {
+		t.Errorf("waiting series after the settings were stored: %q", got)
+	}
+}
+
+// lockedBuffer is a log sink safe for the step's logger.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }

@@ -326,3 +326,20 @@ func TestMapPageTickWarnings(t *testing.T) {
 		t.Errorf("3 racks: the cells are not at the widest pitch")
 	}
 }
+
+// TestMapPageNotErrors: waiting for the settings and planning are not
+// errors on the page; failing is.
+func TestMapPageNotErrors(t *testing.T) {
+	f := newPageFixture(t)
+	ctx := context.Background()
+	leader := f.st.Key(storage.KeyLeader + "1")
+	for _, c := range []struct{ result, reason, class string }{
+		{"waiting", "NO_TEMPLATE", "note"}, {"planning", "QUIET_TIME", "note"}, {"failing", "SABAKAN_UNREACHABLE", "err"},
+	} {
+		must(t, f.st.PutStatus(ctx, leader, storage.Status{Result: c.result, Reason: c.reason, Leader: "daemon-1"}, nil))
+		body := get(t, f.handler(nil), http.MethodGet, "/").Body.String()
+		if want := `class="` + c.class + `"`; !strings.Contains(body, want+` id="held">`+c.result) && !strings.Contains(body, want+`>`+c.result) {
+			t.Errorf("%s is not shown with class %s", c.result, c.class)
+		}
+	}
+}
