@@ -17,8 +17,8 @@ import (
 
 	"github.com/ckegen/ckegen/constraints"
 	"github.com/ckegen/ckegen/generator"
-	"github.com/ckegen/ckegen/planreport"
 	"github.com/ckegen/ckegen/intake"
+	"github.com/ckegen/ckegen/planreport"
 	"github.com/ckegen/ckegen/storage"
 	"github.com/ckegen/ckegen/tick"
 )
