@@ -15,6 +15,8 @@ import (
 	"reflect"
 	"slices"
 
+	"github.com/go-json-experiment/json/jsontext"
+
 	"github.com/ckegen/ckegen/internal/strictjson"
 )
 
@@ -58,7 +60,9 @@ var clusterNames = strictjson.FieldNames(reflect.TypeFor[Cluster]())
 // Parse reads a cluster.yml (YAML or JSON). It refuses, naming the field and
 // where it is: an unknown field at the top level, in a node or in a taint
 // (names are matched exactly, not ignoring case as encoding/json does); a
-// key given twice in any object; anything after the document.
+// key given twice in any object; anything after the document. Every error
+// about JSON input is a *strictjson.Error with the line and column, in
+// data, of what is wrong.
 //
 // JSON input is decoded as is, so that the fields carried as JSON keep their
 // exact bytes; YAML is converted to JSON first, with YAML 1.1's scalars as
@@ -75,7 +79,7 @@ func Parse(data []byte) (*Cluster, error) {
 		// Not JSON (a JSON string or number followed by more is YAML too:
 		// "name": x).
 	default:
-		return nil, err
+		return nil, strictjson.Place(err, data)
 	}
 	js, err := yamlToJSON(data)
 	if err != nil {
@@ -86,11 +90,22 @@ func Parse(data []byte) (*Cluster, error) {
 		return nil, err
 	}
 	c, err = decode(js)
-	if errors.As(err, &se) {
-		// The position is in the converted JSON, not in the input.
-		se.Line, se.Column = 0, 0
+	if err != nil {
+		// The positions are in the converted JSON, not in the input.
+		strictjson.Each(err, func(e *strictjson.Error) { e.Line, e.Column, e.FirstLine, e.FirstColumn = 0, 0, 0, 0 })
+		return nil, err
 	}
-	return c, err
+	return c, nil
+}
+
+// Place gives the errors in err about the cluster.yml data, as Parse read
+// it, the line and column in data of what they are about, by their paths
+// (see strictjson.Place), when data is JSON. It returns err.
+func Place(err error, data []byte) error {
+	if jsontext.Value(data).IsValid(jsontext.AllowInvalidUTF8(true)) {
+		return strictjson.Place(err, data)
+	}
+	return err
 }
 
 // startsObject reports whether the first non-space byte of data is '{'.
@@ -101,14 +116,15 @@ func startsObject(data []byte) bool {
 
 // decode decodes JSON strictly: unknown fields of the cluster, a node or a
 // taint, and keys given twice anywhere are refused; labels, annotations and
-// the fields carried as JSON take any key.
+// the fields carried as JSON take any key. The errors it finds after
+// decoding have no position: the caller places them.
 func decode(js []byte) (*Cluster, error) {
 	if bytes.Equal(bytes.TrimSpace(js), []byte("null")) {
 		return nil, fmt.Errorf("empty document")
 	}
 	c := new(Cluster)
-	if err := strictjson.Unmarshal(js, c); err != nil {
-		return nil, typeErrorText(err)
+	if err := strictjson.Unmarshal(js, c, strictjson.Document("a cluster.yml document")); err != nil {
+		return nil, err
 	}
 	c.Reboot = nullToNil(c.Reboot)
 	c.Repair = nullToNil(c.Repair)
@@ -124,9 +140,9 @@ func decode(js []byte) (*Cluster, error) {
 		switch {
 		case f.raw == nil:
 		case f.array && !startsWith(f.raw, '['):
-			return nil, fmt.Errorf("%s: must be an array", f.name)
+			return nil, strictjson.WrongKind(strictjson.Path(nil).Key(f.name), "an array", f.raw)
 		case !f.array && !startsWith(f.raw, '{'):
-			return nil, fmt.Errorf("%s: must be an object", f.name)
+			return nil, strictjson.WrongKind(strictjson.Path(nil).Key(f.name), "an object", f.raw)
 		}
 	}
 	if c.Nodes == nil {
@@ -134,21 +150,10 @@ func decode(js []byte) (*Cluster, error) {
 	}
 	for i, n := range c.Nodes {
 		if n == nil {
-			return nil, fmt.Errorf("nodes[%d]: must be an object, got null", i)
+			return nil, strictjson.WrongKind(strictjson.Path(nil).Key("nodes").Index(i), "an object", []byte("null"))
 		}
 	}
 	return c, nil
-}
-
-// typeErrorText words a value of the wrong type the way a cluster.yml
-// author reads it: nodes[0].labels: cannot use a string as
-// map[string]string.
-func typeErrorText(err error) error {
-	var se *strictjson.Error
-	if errors.As(err, &se) && se.Kind == strictjson.Type {
-		se.Msg = fmt.Sprintf("cannot use a %s as %v", se.Value, se.GoType)
-	}
-	return err
 }
 
 func nullToNil(raw json.RawMessage) json.RawMessage {
