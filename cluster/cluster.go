@@ -18,6 +18,7 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/ckegen/ckegen/internal/strictjson"
+	"github.com/ckegen/ckegen/internal/strictjson/yamlpos"
 )
 
 // Taint is a Kubernetes node taint.
@@ -61,7 +62,7 @@ var clusterNames = strictjson.FieldNames(reflect.TypeFor[Cluster]())
 // where it is: an unknown field at the top level, in a node or in a taint
 // (names are matched exactly, not ignoring case as encoding/json does); a
 // key given twice in any object; anything after the document. Every error
-// about JSON input is a *strictjson.Error with the line and column, in
+// about the input is a *strictjson.Error with the line and column, in
 // data, of what is wrong.
 //
 // JSON input is decoded as is, so that the fields carried as JSON keep their
@@ -83,29 +84,27 @@ func Parse(data []byte) (*Cluster, error) {
 	}
 	js, err := yamlToJSON(data)
 	if err != nil {
-		if errors.Is(err, errNotYAML) && startsObject(data) {
-			// Most likely meant as JSON: say where it breaks.
-			return nil, fmt.Errorf("%w; as JSON: %v", err, se)
+		if errors.As(err, &se) && se.Kind == strictjson.Syntax {
+			return nil, yamlpos.Unreadable(data, err)
 		}
 		return nil, err
 	}
 	c, err = decode(js)
 	if err != nil {
-		// The positions are in the converted JSON, not in the input.
-		strictjson.Each(err, func(e *strictjson.Error) { e.Line, e.Column, e.FirstLine, e.FirstColumn = 0, 0, 0, 0 })
-		return nil, err
+		// The positions are in the converted JSON: point at the YAML.
+		return nil, yamlpos.Place(err, data)
 	}
 	return c, nil
 }
 
-// Place gives the errors in err about the cluster.yml data, as Parse read
-// it, the line and column in data of what they are about, by their paths
-// (see strictjson.Place), when data is JSON. It returns err.
+// Place gives the errors in err about the cluster.yml data (YAML or JSON),
+// as Parse read it, the line and column in data of what they are about, by
+// their paths (see strictjson.Place). It returns err.
 func Place(err error, data []byte) error {
 	if jsontext.Value(data).IsValid(jsontext.AllowInvalidUTF8(true)) {
 		return strictjson.Place(err, data)
 	}
-	return err
+	return yamlpos.Place(err, data)
 }
 
 // startsObject reports whether the first non-space byte of data is '{'.

@@ -12,38 +12,37 @@ import (
 )
 
 // TestParseRefuses: each error is the whole message a cluster.yml author
-// gets: the line and column in JSON input (YAML's converted form has no
-// position of its own; yaml.v2 reports a repeated key's line), the field's
-// path, what is wrong in JSON's words and, where it can, what to do.
+// gets: the line and column in the input (YAML or JSON), the field's path,
+// what is wrong in JSON's words and, where it can, what to do.
 func TestParseRefuses(t *testing.T) {
 	cases := []struct{ name, doc, want string }{
 		{"unknown node field", "name: a\nnodes:\n- {address: 10.0.0.1, user: u, hostnmae: h}\n",
-			`nodes[0]: unknown field "hostnmae"; did you mean hostname?`},
+			`line 3, column 32: nodes[0]: unknown field "hostnmae"; did you mean hostname?`},
 		{"unknown top-level field", "name: a\nservice_subnet: x\nsevice_subnet: y\n",
-			`unknown field "sevice_subnet"; did you mean service_subnet?`},
-		{"unknown field, nothing close", "name: a\nfoo: 1\n", `unknown field "foo" (known fields: ` +
+			`line 3, column 1: unknown field "sevice_subnet"; did you mean service_subnet?`},
+		{"unknown field, nothing close", "name: a\nfoo: 1\n", `line 2, column 1: unknown field "foo" (known fields: ` +
 			`name, nodes, taint_control_plane, control_plane_tolerations, service_subnet, dns_servers, dns_service, reboot, repair, sabakan, trusted_rest_mappings, options)`},
 		{"unknown taint field", "name: a\nnodes:\n- {address: 10.0.0.1, user: u, taints: [{key: k, effect: NoSchedule, extra: 1}]}\n",
-			`nodes[0].taints[0]: unknown field "extra" (known fields: key, value, effect)`},
+			`line 3, column 70: nodes[0].taints[0]: unknown field "extra" (known fields: key, value, effect)`},
 		{"field name in another case (JSON)", `{"Name": "a"}`, `line 1, column 2: unknown field "Name"; did you mean name?`},
-		{"field name in another case (YAML)", "nodes:\n- {Control_Plane: true}\n", `nodes[0]: unknown field "Control_Plane"; did you mean control_plane?`},
-		{"wrong kind", "name: a\nnodes: {}\n", "nodes: want an array of objects, got an object"},
-		{"wrong kind of label", "nodes:\n- labels:\n    a: 1\n", "nodes[0].labels.a: want a string, got the number 1"},
-		{"wrong kind through an alias", "x: &a {k: 1}\nnodes: *a\n", "nodes: want an array of objects, got an object"},
-		{"not a cluster (YAML)", "- a\n", "want an object (a cluster.yml document), got an array"},
+		{"field name in another case (YAML)", "nodes:\n- {Control_Plane: true}\n", `line 2, column 4: nodes[0]: unknown field "Control_Plane"; did you mean control_plane?`},
+		{"wrong kind", "name: a\nnodes: {}\n", "line 2, column 8: nodes: want an array of objects, got an object"},
+		{"wrong kind of label", "nodes:\n- labels:\n    a: 1\n", "line 3, column 8: nodes[0].labels.a: want a string, got the number 1"},
+		{"wrong kind through an alias", "x: &a {k: 1}\nnodes: *a\n", "line 2, column 8: nodes: want an array of objects, got an object"},
+		{"not a cluster (YAML)", "- a\n", "line 1, column 1: want an object (a cluster.yml document), got an array"},
 		{"not a cluster (JSON)", "[{}]", "line 1, column 1: want an object (a cluster.yml document), got an array"},
-		{"options not an object", "options: 3\n", "options: want an object, got the number 3"},
-		{"sabakan not an object", "sabakan: [k]\n", "sabakan: want an object, got an array"},
-		{"trusted_rest_mappings not an array", "trusted_rest_mappings: {group: g}\n", "trusted_rest_mappings: want an array, got an object"},
+		{"options not an object", "options: 3\n", "line 1, column 10: options: want an object, got the number 3"},
+		{"sabakan not an object", "sabakan: [k]\n", "line 1, column 10: sabakan: want an object, got an array"},
+		{"trusted_rest_mappings not an array", "trusted_rest_mappings: {group: g}\n", "line 1, column 24: trusted_rest_mappings: want an array, got an object"},
 		{"options not an object (JSON)", "{\n \"options\": \"x\"}", `line 2, column 13: options: want an object, got the string "x"`},
-		{"a null node (YAML)", "nodes:\n- null\n", "nodes[0]: want an object, got null"},
+		{"a null node (YAML)", "nodes:\n- null\n", "line 2, column 3: nodes[0]: want an object, got null"},
 
-		{"YAML duplicate top-level key", "name: x\nname: foo\n", `line 2: duplicate key "name"`},
-		{"YAML duplicate node key", "name: a\nnodes:\n- address: 10.0.0.1\n  user: u\n  address: 10.0.0.2\n", `line 5: duplicate key "address"`},
-		{"YAML duplicate label", "nodes:\n- labels:\n    a: x\n    b: y\n    a: z\n", `line 5: duplicate key "a"`},
-		{"YAML duplicate in options", "options:\n  kubelet: {cri_endpoint: a, cri_endpoint: b}\n", `line 2: duplicate key "cri_endpoint"`},
-		{"YAML keys that read the same", "nodes:\n- labels: {1: a, \"1\": b}\n", `nodes[0].labels: duplicate key "1"`},
-		{"YAML keys that read the same (bool)", "options: {yes: 1, \"true\": 2}\n", `options: duplicate key "true"`},
+		{"YAML duplicate top-level key", "name: x\nname: foo\n", `line 2, column 1: duplicate key "name" (first at line 1, column 1)`},
+		{"YAML duplicate node key", "name: a\nnodes:\n- address: 10.0.0.1\n  user: u\n  address: 10.0.0.2\n", `line 5, column 3: nodes[0]: duplicate key "address" (first at line 3, column 3)`},
+		{"YAML duplicate label", "nodes:\n- labels:\n    a: x\n    b: y\n    a: z\n", `line 5, column 5: nodes[0].labels: duplicate key "a" (first at line 3, column 5)`},
+		{"YAML duplicate in options", "options:\n  kubelet: {cri_endpoint: a, cri_endpoint: b}\n", `line 2, column 30: options.kubelet: duplicate key "cri_endpoint" (first at line 2, column 13)`},
+		{"YAML keys that read the same", "nodes:\n- labels: {1: a, \"1\": b}\n", `line 2, column 18: nodes[0].labels: duplicate key "1" (first at line 2, column 12)`},
+		{"YAML keys that read the same (bool)", "options: {yes: 1, \"true\": 2}\n", `line 1, column 19: options: duplicate key "true" (first at line 1, column 11)`},
 		{"JSON duplicate top-level key", `{"name":"x","name":"foo"}`, `line 1, column 13: duplicate key "name" (first at line 1, column 2)`},
 		{"JSON duplicate node key", "{\"nodes\":[{\"user\":\"u\"},\n{\"user\":\"u\",\"user\":\"v\"}]}", `line 2, column 13: nodes[1]: duplicate key "user" (first at line 2, column 2)`},
 		{"JSON duplicate label", `{"nodes":[{"labels":{"a":"1","a":"2"}}]}`, `line 1, column 30: nodes[0].labels: duplicate key "a" (first at line 1, column 22)`},
@@ -53,17 +52,18 @@ func TestParseRefuses(t *testing.T) {
 		{"JSON then more JSON", `{"name":"a"} {"name":"b"}`, "line 1, column 14: trailing data after the JSON value"},
 		{"JSON then a brace", "{\"name\":\"a\"}\n}", "line 2, column 1: trailing data after the JSON value"},
 		{"JSON then a bracket", `{"name":"a"}]`, "line 1, column 13: trailing data after the JSON value"},
-		{"second YAML document", "name: a\n---\nname: b\n", "more than one document: a cluster.yml holds exactly one"},
-		{"second YAML document, empty", "name: a\n---\n", "more than one document: a cluster.yml holds exactly one"},
-		{"not YAML", "name: [\n", "not valid YAML or JSON: yaml: line 1: did not find expected node content"},
-		{"not YAML, first line", "name: a: b\n", "not valid YAML or JSON: yaml: mapping values are not allowed in this context"},
-		{"broken JSON", `{"name": "a" "x": 1}`, `not valid YAML or JSON: yaml: did not find expected ',' or '}'; ` +
-			`as JSON: line 1, column 14: invalid character '"' after object value (expecting ',' or '}')`},
-		{"truncated JSON", "{\"name\": \"a\",\n \"nodes\": [\n", `not valid YAML or JSON: yaml: line 2: did not find expected node content; ` +
-			`as JSON: line 3, column 1: unexpected end of input: the JSON value is not complete`},
-		{"null key", "~: 1\n", "top level: a null key has no JSON form; quote it"},
-		{"null key, nested", "options:\n  a: 1\n  ~: 2\n", "options: a null key has no JSON form; quote it"},
-		{"NaN", "options: {a: .nan}\n", "options.a: NaN has no JSON form"},
+		{"second YAML document", "name: a\n---\nname: b\n", "line 2, column 1: more than one document: a cluster.yml holds exactly one"},
+		{"second YAML document, empty", "name: a\n---\n", "line 2, column 1: more than one document: a cluster.yml holds exactly one"},
+		{"not YAML", "name: [\n", "line 2: not valid YAML: did not find expected node content"},
+		{"not YAML, first line", "name: a: b\n", "line 1: not valid YAML: mapping values are not allowed in this context"},
+		{"broken JSON", `{"name": "a" "x": 1}`, `line 1, column 14: invalid character '"' after object value (expecting ',' or '}'); ` +
+			`not YAML either: did not find expected ',' or '}' (line 1)`},
+		{"truncated JSON", "{\"name\": \"a\",\n \"nodes\": [\n", `line 3, column 1: unexpected end of input: the JSON value is not complete; ` +
+			`not YAML either: did not find expected node content (line 3)`},
+		{"null key", "~: 1\n", "line 1, column 1: a null key has no JSON form; quote it"},
+		{"null key, nested", "options:\n  a: 1\n  ~: 2\n", "line 3, column 3: options: a null key has no JSON form; quote it"},
+		{"NaN", "options: {a: .nan}\n", "line 1, column 14: options.a: NaN has no JSON form"},
+		{"list as a key", "? [a]\n: 1\n", "line 1, column 3: not valid YAML: a mapping key must be a scalar (a string, a number, true or false), not a list or mapping"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -86,11 +86,11 @@ func TestParseRefuses(t *testing.T) {
 var goTypeName = regexp.MustCompile(`\b[a-z]+\.[A-Z]\w*\b|\[\]|map\[|\bstruct\b|\*[A-Za-z]|\b(u?int(8|16|32|64)?|float(32|64)|bool|interface)\b|Go value|Go type`)
 
 // TestPlaceInTemplateSyntax: an error found after Parse, by its path, is
-// placed in the document as written in JSON.
+// placed in the document as written, YAML or JSON.
 func TestPlaceInTemplateSyntax(t *testing.T) {
 	p := strictjson.Path(nil).Key("nodes").Index(0).Key("user")
 	for doc, want := range map[string]string{
-		"name: a\nnodes:\n- user: x\n":                       "nodes[0].user: bad", // YAML: not placed
+		"name: a\nnodes:\n- user: x\n":                       "line 3, column 9: nodes[0].user: bad",
 		"{\"name\": \"a\",\n\"nodes\": [{\"user\": \"x\"}]}": "line 2, column 20: nodes[0].user: bad",
 	} {
 		if _, err := Parse([]byte(doc)); err != nil {

@@ -25,6 +25,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/ckegen/ckegen/internal/strictjson"
+	"github.com/ckegen/ckegen/internal/strictjson/yamlpos"
 )
 
 // ControlPlane is the placement key of the control plane template. A
@@ -186,9 +187,9 @@ var root strictjson.Path
 
 // Parse reads a policy (YAML or JSON) strictly: an unknown field or a
 // repeated key is an error, as is every problem Validate finds. Every
-// error names its path and, in JSON, its line and column.
+// error names its path, and its line and column in data.
 func Parse(data []byte) (*Document, error) {
-	js, err := toJSON(data)
+	js, yamlIn, err := toJSON(data)
 	if err != nil {
 		return nil, err
 	}
@@ -199,47 +200,65 @@ func Parse(data []byte) (*Document, error) {
 	switch {
 	case err == nil:
 		return d, nil
-	case bytes.Equal(js, data):
-		return nil, strictjson.Place(err, data)
+	case yamlIn:
+		return nil, yamlpos.Place(err, data)
 	default:
-		return nil, err
+		return nil, strictjson.Place(err, data)
 	}
 }
 
-// toJSON returns JSON input as is and converts YAML, refusing several
-// documents, repeated keys (YAML's own check) and infinite or NaN numbers
-// (which JSON cannot hold; they are named by path).
-func toJSON(data []byte) ([]byte, error) {
+// toJSON returns JSON input as is and converts YAML (yamlIn), refusing
+// several documents, repeated keys (YAML's own check) and infinite or NaN
+// numbers (which JSON cannot hold; they are named by path).
+func toJSON(data []byte) (js []byte, yamlIn bool, err error) {
 	if len(bytes.TrimSpace(data)) == 0 {
-		return nil, pathErr(nil, "empty document")
+		return nil, false, pathErr(nil, "empty document")
 	}
 	if json.Valid(data) {
-		return data, nil
+		return data, false, nil
 	}
 	dec := yamlv2.NewDecoder(bytes.NewReader(data))
 	var doc yamlv2.MapSlice
+	mapping := true
 	if err := dec.Decode(&doc); err != nil && !errors.Is(err, io.EOF) {
 		var te *yamlv2.TypeError
-		if errors.As(err, &te) {
-			return nil, pathErr(nil, "want %s", wantDocument)
+		if !errors.As(err, &te) {
+			return nil, true, yamlError(data, err)
 		}
-		return nil, pathErr(nil, "not valid YAML or JSON: %v", err)
+		// Not a mapping: decoding the JSON says what it is, and where.
+		mapping = false
 	}
 	var more any
 	if err := dec.Decode(&more); !errors.Is(err, io.EOF) {
 		if err != nil {
-			return nil, pathErr(nil, "not valid YAML or JSON: %v", err)
+			return nil, true, yamlError(data, err)
 		}
-		return nil, pathErr(nil, "more than one YAML document: a policy is exactly one")
+		return nil, true, &Error{Err: yamlpos.SecondDocument(data, "more than one YAML document: a policy is exactly one")}
 	}
-	if err := nonFinite(nil, doc); err != nil {
-		return nil, err
+	if mapping {
+		if err := nonFinite(nil, doc); err != nil {
+			return nil, true, yamlpos.Place(err, data)
+		}
 	}
-	js, err := yaml.YAMLToJSONStrict(data)
+	js, err = yaml.YAMLToJSONStrict(data)
 	if err != nil {
-		return nil, pathErr(nil, "not valid YAML: %v", err)
+		if !mapping {
+			return nil, true, yamlpos.Place(pathErr(nil, "want %s", wantDocument), data)
+		}
+		return nil, true, yamlError(data, err)
 	}
-	return js, nil
+	return js, true, nil
+}
+
+// yamlError is the error of data that YAML does not read.
+func yamlError(data []byte, err error) error {
+	err = yamlpos.Unreadable(data, yamlpos.Errors(err, data))
+	var errs []error
+	strictjson.Each(err, func(e *strictjson.Error) { errs = append(errs, &Error{Err: e}) })
+	if len(errs) == 0 {
+		return pathErr(nil, "%v", err)
+	}
+	return errors.Join(errs...)
 }
 
 // nonFinite finds the first .inf or .nan of a YAML document, in document

@@ -162,7 +162,7 @@ func TestValidationRefusals(t *testing.T) {
 		// repeated keys
 		{"duplicate key", r(`"stickiness": 5`, `"stickiness": 5, "stickiness": 6`).Replace(base), "", `duplicate key "stickiness" (first at line 16, column 3)`, "line 16, column 20"},
 		{"duplicate nested key", r(`"min": 15`, `"min": 15, "min": 16`).Replace(base), "metrics.temp", `duplicate key "min" (first at line 11, column 58)`, "line 11, column 69"},
-		{"duplicate YAML key", "stickiness: 1\nstickiness: 2\n", "", "not valid YAML: yaml: unmarshal errors:\n  line 2: key \"stickiness\" already set in map", ""},
+		{"duplicate YAML key", "stickiness: 1\nstickiness: 2\n", "", `duplicate key "stickiness" (first at line 1, column 1)`, "line 2, column 1"},
 		// constraints that do not parse
 		{"bad label constraint", r(`rack0, rack1)`, `rack0 rack1)`).Replace(base), "placements.control-plane.constraints[0]", `column 39: expected "," or ")" after a value in the list, got "rack1"`, "line 4, column 23"},
 		{"bad group constraint", r(`"x is y"`, `"x is"`).Replace(base), "placements.control-plane.groups[0].constraints[0]", `column 5: expected a value after "is"`, "line 6, column 48"},
@@ -182,8 +182,8 @@ func TestValidationRefusals(t *testing.T) {
 		{"infinite max", r(`"max": 45`, `"max": 1e999`).Replace(base), "metrics.temp.max", "must be a finite number, got +Inf", "line 11, column 76"},
 		// non-finite weights
 		{"infinite weight (JSON)", r(`"weight": -5`, `"weight": -1e400`).Replace(base), "placements.control-plane.metrics[0].weight", "must be a finite number, got -Inf", "line 7, column 46"},
-		{"infinite weight (YAML)", "placements:\n  gpu:\n    metrics:\n    - {name: t, weight: .inf}\n", "placements.gpu.metrics[0].weight", "must be a finite number, got +Inf", ""},
-		{"NaN weight (YAML)", "placements:\n  gpu:\n    metrics:\n    - {name: t, weight: .nan}\n", "placements.gpu.metrics[0].weight", "must be a finite number, got NaN", ""},
+		{"infinite weight (YAML)", "placements:\n  gpu:\n    metrics:\n    - {name: t, weight: .inf}\n", "placements.gpu.metrics[0].weight", "must be a finite number, got +Inf", "line 4, column 25"},
+		{"NaN weight (YAML)", "placements:\n  gpu:\n    metrics:\n    - {name: t, weight: .nan}\n", "placements.gpu.metrics[0].weight", "must be a finite number, got NaN", "line 4, column 25"},
 		{"weight missing", r(`, "weight": -5`, ``).Replace(base), "placements.control-plane.metrics[0].weight", "required", "line 7, column 19"},
 		{"weight not a number", r(`"weight": -5`, `"weight": "-5"`).Replace(base), "placements.control-plane.metrics[0].weight", `want a number, got the string "-5"`, "line 7, column 46"},
 		{"metric scored twice", r(`[{"name": "temp", "weight": -5}]`, `[{"name": "temp", "weight": -5}, {"name": "temp", "weight": 1}]`).Replace(base), "placements.control-plane.metrics[1].name", `metric "temp" is already scored at metrics[0]`, "line 7, column 60"},
@@ -205,10 +205,15 @@ func TestValidationRefusals(t *testing.T) {
 		{"placement not an object", r(`"gpu": {"constraints": ["sabakan.cke.cybozu.com/gpu in (a100)"]}`, `"gpu": null`).Replace(base), "placements.gpu", "want an object, got null", "line 9, column 12"},
 		{"constraints not a list", r(`"constraints": ["sabakan.cke.cybozu.com/gpu in (a100)"]`, `"constraints": "sabakan.cke.cybozu.com/gpu in (a100)"`).Replace(base), "placements.gpu.constraints", `want an array of strings, got the string "sabakan.cke.cybozu.com/gpu in (a100)"`, "line 9, column 28"},
 		{"document not an object", `[1]`, "", "want an object (a placement policy: placements, metrics, providers, stickiness), got an array", "line 1, column 1"},
-		{"YAML list", "- a\n", "", "want an object (a placement policy: placements, metrics, providers, stickiness)", ""},
+		{"YAML list", "- a\n", "", "want an object (a placement policy: placements, metrics, providers, stickiness), got an array", "line 1, column 1"},
 		{"empty document", "  \n", "", "empty document", ""},
-		{"two YAML documents", "stickiness: 1\n---\nstickiness: 2\n", "", "more than one YAML document", ""},
-		{"not YAML", "a: [\n", "", "not valid YAML or JSON: yaml: line 1: did not find expected node content", ""},
+		{"two YAML documents", "stickiness: 1\n---\nstickiness: 2\n", "", "more than one YAML document", "line 2, column 1"},
+		{"not YAML", "a: [\n", "", "not valid YAML: did not find expected node content", "line 2"},
+		{"unknown field (YAML)", "placements:\n  gpu:\n    constraint: [a is b]\n", "placements.gpu", `unknown field "constraint"; did you mean constraints?`, "line 3, column 5"},
+		{"wrong kind (YAML)", "metrics:\n  m: {provider: p, max: [1]}\n", "metrics.m.max", "want a number, got an array", "line 2, column 25"},
+		{"null key (YAML)", "placements:\n  ~: {}\n", "placements", "a null key has no JSON form; quote it", "line 2, column 3"},
+		{"a scalar (YAML)", "hello\n", "", `want an object (a placement policy: placements, metrics, providers, stickiness), got the string "hello"`, "line 1, column 1"},
+		{"JSON that is not", `{"stickiness": 1 "x": 2}`, "", `invalid character '"' after object value (expecting ',' or '}'); not YAML either`, "line 1, column 18"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			d, err := Parse([]byte(tc.doc))
@@ -258,8 +263,8 @@ func TestFlowListHint(t *testing.T) {
 	doc := strings.Replace(specExample, `["sabakan.cke.cybozu.com/gpu in (a100, h100)"]`, `[sabakan.cke.cybozu.com/gpu in (a100, h100)]`, 1)
 	_, err := Parse([]byte(doc))
 	for _, want := range []struct{ path, msg, at string }{
-		{"placements.gpu.constraints[0]", `column 36: expected "," or ")" after a value in the list, got the end of the constraint (in "sabakan.cke.cybozu.com/gpu in (a100"); in a YAML flow list [...] a comma ends the item`, ""},
-		{"placements.gpu.constraints[1]", `column 5: expected an operator after the label key`, ""},
+		{"placements.gpu.constraints[0]", `column 36: expected "," or ")" after a value in the list, got the end of the constraint (in "sabakan.cke.cybozu.com/gpu in (a100"); in a YAML flow list [...] a comma ends the item`, "line 16, column 19"},
+		{"placements.gpu.constraints[1]", `column 5: expected an operator after the label key`, "line 16, column 56"},
 	} {
 		if !hasPathError(err, want.path, want.msg, want.at) {
 			t.Errorf("error:\n%v\nwant one at %s, %s containing %q", err, want.at, want.path, want.msg)

@@ -45,7 +45,7 @@ type Template struct {
 
 // Parse reads and validates a template (YAML or JSON). An error about the
 // document's syntax or its carried fields names the line and column in
-// data when it is JSON.
+// data.
 func Parse(data []byte) (*Template, error) {
 	c, err := cluster.Parse(data)
 	if err != nil {
