@@ -164,9 +164,9 @@ func TestValidationRefusals(t *testing.T) {
 		{"duplicate nested key", r(`"min": 15`, `"min": 15, "min": 16`).Replace(base), "metrics.temp", `duplicate key "min" (first at line 11, column 58)`, "line 11, column 69"},
 		{"duplicate YAML key", "stickiness: 1\nstickiness: 2\n", "", `duplicate key "stickiness" (first at line 1, column 1)`, "line 2, column 1"},
 		// constraints that do not parse
-		{"bad label constraint", r(`rack0, rack1)`, `rack0 rack1)`).Replace(base), "placements.control-plane.constraints[0]", `column 39: expected "," or ")" after a value in the list, got "rack1"`, "line 4, column 23"},
-		{"bad group constraint", r(`"x is y"`, `"x is"`).Replace(base), "placements.control-plane.groups[0].constraints[0]", `column 5: expected a value after "is"`, "line 6, column 48"},
-		{"bad metric constraint", r(`"temp < 35"`, `"temp smaller 35"`).Replace(base), "placements.control-plane.metricConstraints[0]", "column 6: expected a comparison", "line 5, column 29"},
+		{"bad label constraint", r(`rack0, rack1)`, `rack0 rack1)`).Replace(base), "placements.control-plane.constraints[0]", `character 39 of the constraint: expected "," or ")" after a value in the list, got "rack1"`, "line 4, column 23"},
+		{"bad group constraint", r(`"x is y"`, `"x is"`).Replace(base), "placements.control-plane.groups[0].constraints[0]", `character 5 of the constraint: expected a value after "is"`, "line 6, column 48"},
+		{"bad metric constraint", r(`"temp < 35"`, `"temp smaller 35"`).Replace(base), "placements.control-plane.metricConstraints[0]", "character 6 of the constraint: expected a comparison", "line 5, column 29"},
 		// metrics used but not defined, or with an unknown provider
 		{"undefined metric in a constraint", r(`"temp < 35"`, `"power < 35"`).Replace(base), "placements.control-plane.metricConstraints[0]", `metric "power" is not defined (defined: temp)`, "line 5, column 29"},
 		{"undefined metric in a group", r(`{"name": "b"}`, `{"name": "b", "metricConstraints": ["power gt 1"]}`).Replace(base), "placements.control-plane.groups[1].metricConstraints[0]", `metric "power" is not defined`, "line 6, column 96"},
@@ -263,8 +263,8 @@ func TestFlowListHint(t *testing.T) {
 	doc := strings.Replace(specExample, `["sabakan.cke.cybozu.com/gpu in (a100, h100)"]`, `[sabakan.cke.cybozu.com/gpu in (a100, h100)]`, 1)
 	_, err := Parse([]byte(doc))
 	for _, want := range []struct{ path, msg, at string }{
-		{"placements.gpu.constraints[0]", `column 36: expected "," or ")" after a value in the list, got the end of the constraint (in "sabakan.cke.cybozu.com/gpu in (a100"); in a YAML flow list [...] a comma ends the item`, "line 16, column 19"},
-		{"placements.gpu.constraints[1]", `column 5: expected an operator after the label key`, "line 16, column 56"},
+		{"placements.gpu.constraints[0]", `character 36 of the constraint: expected "," or ")" after a value in the list, got the end of the constraint (in "sabakan.cke.cybozu.com/gpu in (a100"); in a YAML flow list [...] a comma ends the item`, "line 16, column 19"},
+		{"placements.gpu.constraints[1]", `character 5 of the constraint: expected an operator after the label key`, "line 16, column 56"},
 	} {
 		if !hasPathError(err, want.path, want.msg, want.at) {
 			t.Errorf("error:\n%v\nwant one at %s, %s containing %q", err, want.at, want.path, want.msg)
@@ -308,7 +308,7 @@ func TestEveryErrorReported(t *testing.T) {
 	got := err.Error()
 	want := strings.Join([]string{
 		`policy: line 1, column 91: placements.control-plane.metricConstraints[0]: metric "x" is not defined (defined: m)`,
-		`policy: line 1, column 41: placements.gpu.constraints[0]: column 5: expected a value after "is", got the end of the constraint (in "a is")`,
+		`policy: line 1, column 41: placements.gpu.constraints[0]: character 5 of the constraint: expected a value after "is", got the end of the constraint (in "a is")`,
 		`policy: line 2, column 32: metrics.m.provider: provider "p" is not defined (defined: )`,
 		`policy: line 2, column 63: stickiness: must be a finite number >= 0 (0: never rebalance), got -2`,
 	}, "\n")
