@@ -13,6 +13,7 @@ package strictjson
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -195,7 +196,7 @@ func (e *Error) What() string {
 		case e.Want != "":
 			s = "want " + e.Want
 		default:
-			s = "cannot use " + cmpOr(e.Got, "this value") + " here"
+			s = "cannot use " + cmp.Or(e.Got, "this value") + " here"
 		}
 		if e.Msg != "" {
 			s += ": " + e.Msg
@@ -203,13 +204,6 @@ func (e *Error) What() string {
 		return s
 	}
 	return e.Msg
-}
-
-func cmpOr(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
 }
 
 func (e *Error) Unwrap() error { return e.Err }
