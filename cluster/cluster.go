@@ -15,7 +15,10 @@ import (
 	"reflect"
 	"slices"
 
+	"github.com/go-json-experiment/json/jsontext"
+
 	"github.com/ckegen/ckegen/internal/strictjson"
+	"github.com/ckegen/ckegen/internal/strictjson/yamlpos"
 )
 
 // Taint is a Kubernetes node taint.
@@ -58,7 +61,9 @@ var clusterNames = strictjson.FieldNames(reflect.TypeFor[Cluster]())
 // Parse reads a cluster.yml (YAML or JSON). It refuses, naming the field and
 // where it is: an unknown field at the top level, in a node or in a taint
 // (names are matched exactly, not ignoring case as encoding/json does); a
-// key given twice in any object; anything after the document.
+// key given twice in any object; anything after the document. Every error
+// about the input is a *strictjson.Error with the line and column, in
+// data, of what is wrong.
 //
 // JSON input is decoded as is, so that the fields carried as JSON keep their
 // exact bytes; YAML is converted to JSON first, with YAML 1.1's scalars as
@@ -75,22 +80,31 @@ func Parse(data []byte) (*Cluster, error) {
 		// Not JSON (a JSON string or number followed by more is YAML too:
 		// "name": x).
 	default:
-		return nil, err
+		return nil, strictjson.Place(err, data)
 	}
 	js, err := yamlToJSON(data)
 	if err != nil {
-		if errors.Is(err, errNotYAML) && startsObject(data) {
-			// Most likely meant as JSON: say where it breaks.
-			return nil, fmt.Errorf("%w; as JSON: %v", err, se)
+		if errors.As(err, &se) && se.Kind == strictjson.Syntax {
+			return nil, yamlpos.Unreadable(data, err)
 		}
 		return nil, err
 	}
 	c, err = decode(js)
-	if errors.As(err, &se) {
-		// The position is in the converted JSON, not in the input.
-		se.Line, se.Column = 0, 0
+	if err != nil {
+		// The positions are in the converted JSON: point at the YAML.
+		return nil, yamlpos.Place(err, data)
 	}
-	return c, err
+	return c, nil
+}
+
+// Place gives the errors in err about the cluster.yml data (YAML or JSON),
+// as Parse read it, the line and column in data of what they are about, by
+// their paths (see strictjson.Place). It returns err.
+func Place(err error, data []byte) error {
+	if jsontext.Value(data).IsValid(jsontext.AllowInvalidUTF8(true)) {
+		return strictjson.Place(err, data)
+	}
+	return yamlpos.Place(err, data)
 }
 
 // startsObject reports whether the first non-space byte of data is '{'.
@@ -101,14 +115,15 @@ func startsObject(data []byte) bool {
 
 // decode decodes JSON strictly: unknown fields of the cluster, a node or a
 // taint, and keys given twice anywhere are refused; labels, annotations and
-// the fields carried as JSON take any key.
+// the fields carried as JSON take any key. The errors it finds after
+// decoding have no position: the caller places them.
 func decode(js []byte) (*Cluster, error) {
 	if bytes.Equal(bytes.TrimSpace(js), []byte("null")) {
 		return nil, fmt.Errorf("empty document")
 	}
 	c := new(Cluster)
-	if err := strictjson.Unmarshal(js, c); err != nil {
-		return nil, typeErrorText(err)
+	if err := strictjson.Unmarshal(js, c, strictjson.Document("a cluster.yml document")); err != nil {
+		return nil, err
 	}
 	c.Reboot = nullToNil(c.Reboot)
 	c.Repair = nullToNil(c.Repair)
@@ -124,9 +139,9 @@ func decode(js []byte) (*Cluster, error) {
 		switch {
 		case f.raw == nil:
 		case f.array && !startsWith(f.raw, '['):
-			return nil, fmt.Errorf("%s: must be an array", f.name)
+			return nil, strictjson.WrongKind(strictjson.Path(nil).Key(f.name), "an array", f.raw)
 		case !f.array && !startsWith(f.raw, '{'):
-			return nil, fmt.Errorf("%s: must be an object", f.name)
+			return nil, strictjson.WrongKind(strictjson.Path(nil).Key(f.name), "an object", f.raw)
 		}
 	}
 	if c.Nodes == nil {
@@ -134,21 +149,10 @@ func decode(js []byte) (*Cluster, error) {
 	}
 	for i, n := range c.Nodes {
 		if n == nil {
-			return nil, fmt.Errorf("nodes[%d]: must be an object, got null", i)
+			return nil, strictjson.WrongKind(strictjson.Path(nil).Key("nodes").Index(i), "an object", []byte("null"))
 		}
 	}
 	return c, nil
-}
-
-// typeErrorText words a value of the wrong type the way a cluster.yml
-// author reads it: nodes[0].labels: cannot use a string as
-// map[string]string.
-func typeErrorText(err error) error {
-	var se *strictjson.Error
-	if errors.As(err, &se) && se.Kind == strictjson.Type {
-		se.Msg = fmt.Sprintf("cannot use a %s as %v", se.Value, se.GoType)
-	}
-	return err
 }
 
 func nullToNil(raw json.RawMessage) json.RawMessage {

@@ -3,59 +3,76 @@ package cluster
 import (
 	"bytes"
 	"encoding/json"
-	"strings"
+	"regexp"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/ckegen/ckegen/internal/strictjson"
 )
 
-// TestParseRefuses: each error names what is wrong and where: the field's
-// path, and for JSON the line and column (YAML's converted form has no
-// position of its own; yaml.v2 reports a repeated key's line).
+// TestParseRefuses: each error is the whole message a cluster.yml author
+// gets: the line and column in the input (YAML or JSON), the field's path,
+// what is wrong in JSON's words and, where it can, what to do.
 func TestParseRefuses(t *testing.T) {
 	cases := []struct{ name, doc, want string }{
 		{"unknown node field", "name: a\nnodes:\n- {address: 10.0.0.1, user: u, hostnmae: h}\n",
-			`nodes[0]: unknown field "hostnmae"; did you mean hostname?`},
+			`line 3, column 32: nodes[0]: unknown field "hostnmae"; did you mean hostname?`},
 		{"unknown top-level field", "name: a\nservice_subnet: x\nsevice_subnet: y\n",
-			`unknown field "sevice_subnet"; did you mean service_subnet?`},
-		{"unknown field, nothing close", "name: a\nfoo: 1\n", `unknown field "foo"`},
+			`line 3, column 1: unknown field "sevice_subnet"; did you mean service_subnet?`},
+		{"unknown field, nothing close", "name: a\nfoo: 1\n", `line 2, column 1: unknown field "foo" (known fields: ` +
+			`name, nodes, taint_control_plane, control_plane_tolerations, service_subnet, dns_servers, dns_service, reboot, repair, sabakan, trusted_rest_mappings, options)`},
 		{"unknown taint field", "name: a\nnodes:\n- {address: 10.0.0.1, user: u, taints: [{key: k, effect: NoSchedule, extra: 1}]}\n",
-			`nodes[0].taints[0]: unknown field "extra"`},
-		{"field name in another case (JSON)", `{"Name": "a"}`, `unknown field "Name"; did you mean name? (line 1, column 2)`},
-		{"field name in another case (YAML)", "nodes:\n- {Control_Plane: true}\n", `nodes[0]: unknown field "Control_Plane"; did you mean control_plane?`},
-		{"wrong type", "name: a\nnodes: {}\n", "cannot use a object"},
-		{"options not an object", "options: 3\n", "options: must be an object"},
-		{"sabakan not an object", "sabakan: [k]\n", "sabakan: must be an object"},
-		{"trusted_rest_mappings not an array", "trusted_rest_mappings: {group: g}\n", "trusted_rest_mappings: must be an array"},
+			`line 3, column 70: nodes[0].taints[0]: unknown field "extra" (known fields: key, value, effect)`},
+		{"field name in another case (JSON)", `{"Name": "a"}`, `line 1, column 2: unknown field "Name"; did you mean name?`},
+		{"field name in another case (YAML)", "nodes:\n- {Control_Plane: true}\n", `line 2, column 4: nodes[0]: unknown field "Control_Plane"; did you mean control_plane?`},
+		{"wrong kind", "name: a\nnodes: {}\n", "line 2, column 8: nodes: want an array of objects, got an object"},
+		{"wrong kind of label", "nodes:\n- labels:\n    a: 1\n", "line 3, column 8: nodes[0].labels.a: want a string, got the number 1"},
+		{"wrong kind through an alias", "x: &a {k: 1}\nnodes: *a\n", "line 2, column 8: nodes: want an array of objects, got an object"},
+		{"not a cluster (YAML)", "- a\n", "line 1, column 1: want an object (a cluster.yml document), got an array"},
+		{"not a cluster (JSON)", "[{}]", "line 1, column 1: want an object (a cluster.yml document), got an array"},
+		{"options not an object", "options: 3\n", "line 1, column 10: options: want an object, got the number 3"},
+		{"sabakan not an object", "sabakan: [k]\n", "line 1, column 10: sabakan: want an object, got an array"},
+		{"trusted_rest_mappings not an array", "trusted_rest_mappings: {group: g}\n", "line 1, column 24: trusted_rest_mappings: want an array, got an object"},
+		{"options not an object (JSON)", "{\n \"options\": \"x\"}", `line 2, column 13: options: want an object, got the string "x"`},
+		{"a null node (YAML)", "nodes:\n- null\n", "line 2, column 3: nodes[0]: want an object, got null"},
 
-		{"YAML duplicate top-level key", "name: x\nname: foo\n", `line 2: duplicate key "name"`},
-		{"YAML duplicate node key", "name: a\nnodes:\n- address: 10.0.0.1\n  user: u\n  address: 10.0.0.2\n", `line 5: duplicate key "address"`},
-		{"YAML duplicate label", "nodes:\n- labels:\n    a: x\n    b: y\n    a: z\n", `line 5: duplicate key "a"`},
-		{"YAML duplicate in options", "options:\n  kubelet: {cri_endpoint: a, cri_endpoint: b}\n", `line 2: duplicate key "cri_endpoint"`},
-		{"YAML keys that read the same", "nodes:\n- labels: {1: a, \"1\": b}\n", `nodes[0].labels: duplicate key "1"`},
-		{"YAML keys that read the same (bool)", "options: {yes: 1, \"true\": 2}\n", `options: duplicate key "true"`},
-		{"JSON duplicate top-level key", `{"name":"x","name":"foo"}`, `duplicate key "name" (line 1, column 13)`},
-		{"JSON duplicate node key", "{\"nodes\":[{\"user\":\"u\"},\n{\"user\":\"u\",\"user\":\"v\"}]}", `nodes[1]: duplicate key "user" (line 2, column 13)`},
-		{"JSON duplicate label", `{"nodes":[{"labels":{"a":"1","a":"2"}}]}`, `nodes[0].labels: duplicate key "a" (line 1, column 30)`},
-		{"JSON duplicate taint key", `{"nodes":[{"taints":[{"key":"k","key":"j"}]}]}`, `nodes[0].taints[0]: duplicate key "key" (line 1, column 33)`},
-		{"JSON duplicate in reboot", `{"reboot":{"reboot_command":["a"],"reboot_command":["b"]}}`, `reboot: duplicate key "reboot_command"`},
+		{"YAML duplicate top-level key", "name: x\nname: foo\n", `line 2, column 1: duplicate key "name" (first at line 1, column 1)`},
+		{"YAML duplicate node key", "name: a\nnodes:\n- address: 10.0.0.1\n  user: u\n  address: 10.0.0.2\n", `line 5, column 3: nodes[0]: duplicate key "address" (first at line 3, column 3)`},
+		{"YAML duplicate label", "nodes:\n- labels:\n    a: x\n    b: y\n    a: z\n", `line 5, column 5: nodes[0].labels: duplicate key "a" (first at line 3, column 5)`},
+		{"YAML duplicate in options", "options:\n  kubelet: {cri_endpoint: a, cri_endpoint: b}\n", `line 2, column 30: options.kubelet: duplicate key "cri_endpoint" (first at line 2, column 13)`},
+		{"YAML keys that read the same", "nodes:\n- labels: {1: a, \"1\": b}\n", `line 2, column 18: nodes[0].labels: duplicate key "1" (first at line 2, column 12)`},
+		{"YAML keys that read the same (bool)", "options: {yes: 1, \"true\": 2}\n", `line 1, column 19: options: duplicate key "true" (first at line 1, column 11)`},
+		{"JSON duplicate top-level key", `{"name":"x","name":"foo"}`, `line 1, column 13: duplicate key "name" (first at line 1, column 2)`},
+		{"JSON duplicate node key", "{\"nodes\":[{\"user\":\"u\"},\n{\"user\":\"u\",\"user\":\"v\"}]}", `line 2, column 13: nodes[1]: duplicate key "user" (first at line 2, column 2)`},
+		{"JSON duplicate label", `{"nodes":[{"labels":{"a":"1","a":"2"}}]}`, `line 1, column 30: nodes[0].labels: duplicate key "a" (first at line 1, column 22)`},
+		{"JSON duplicate taint key", `{"nodes":[{"taints":[{"key":"k","key":"j"}]}]}`, `line 1, column 33: nodes[0].taints[0]: duplicate key "key" (first at line 1, column 23)`},
+		{"JSON duplicate in reboot", `{"reboot":{"reboot_command":["a"],"reboot_command":["b"]}}`, `line 1, column 35: reboot: duplicate key "reboot_command" (first at line 1, column 12)`},
 
-		{"JSON then more JSON", `{"name":"a"} {"name":"b"}`, "trailing data after the JSON value (line 1, column 14)"},
-		{"JSON then a brace", "{\"name\":\"a\"}\n}", "trailing data after the JSON value (line 2, column 1)"},
-		{"JSON then a bracket", `{"name":"a"}]`, "trailing data after the JSON value (line 1, column 13)"},
-		{"second YAML document", "name: a\n---\nname: b\n", "more than one document"},
-		{"second YAML document, empty", "name: a\n---\n", "more than one document"},
-		{"not YAML", "name: [\n", "not valid YAML or JSON"},
-		{"broken JSON", `{"name": "a" "x": 1}`, `not valid YAML or JSON: yaml: did not find expected ',' or '}'; ` +
-			`as JSON: invalid character '"' after object key:value pair (line 1, column 14)`},
-		{"null key", "~: 1\n", "top level: a null key has no JSON form"},
-		{"NaN", "options: {a: .nan}\n", "options.a: NaN has no JSON form"},
+		{"JSON then more JSON", `{"name":"a"} {"name":"b"}`, "line 1, column 14: trailing data after the JSON value"},
+		{"JSON then a brace", "{\"name\":\"a\"}\n}", "line 2, column 1: trailing data after the JSON value"},
+		{"JSON then a bracket", `{"name":"a"}]`, "line 1, column 13: trailing data after the JSON value"},
+		{"second YAML document", "name: a\n---\nname: b\n", "line 2, column 1: more than one document: a cluster.yml holds exactly one"},
+		{"second YAML document, empty", "name: a\n---\n", "line 2, column 1: more than one document: a cluster.yml holds exactly one"},
+		{"not YAML", "name: [\n", "line 2: not valid YAML: did not find expected node content"},
+		{"not YAML, first line", "name: a: b\n", "line 1: not valid YAML: mapping values are not allowed in this context"},
+		{"broken JSON", `{"name": "a" "x": 1}`, `line 1, column 14: invalid character '"' after object value (expecting ',' or '}'); ` +
+			`not YAML either: did not find expected ',' or '}' (line 1)`},
+		{"truncated JSON", "{\"name\": \"a\",\n \"nodes\": [\n", `line 3, column 1: unexpected end of input: the JSON value is not complete; ` +
+			`not YAML either: did not find expected node content (line 3)`},
+		{"null key", "~: 1\n", "line 1, column 1: a null key has no JSON form; quote it"},
+		{"null key, nested", "options:\n  a: 1\n  ~: 2\n", "line 3, column 3: options: a null key has no JSON form; quote it"},
+		{"NaN", "options: {a: .nan}\n", "line 1, column 14: options.a: NaN has no JSON form"},
+		{"list as a key", "? [a]\n: 1\n", "line 1, column 3: not valid YAML: a mapping key must be a scalar (a string, a number, true or false), not a list or mapping"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			got, err := Parse([]byte(c.doc))
-			if err == nil || !strings.Contains(err.Error(), c.want) {
-				t.Fatalf("Parse(%q) = %v, want an error containing %q", c.doc, err, c.want)
+			if err == nil || err.Error() != c.want {
+				t.Fatalf("Parse(%q) = %v\nwant %s", c.doc, err, c.want)
+			}
+			if m := goTypeName.FindString(err.Error()); m != "" {
+				t.Errorf("Parse(%q) = %v: names a Go type (%s)", c.doc, err, m)
 			}
 			if got != nil {
 				t.Errorf("Parse returned a cluster with the error")
@@ -64,33 +81,23 @@ func TestParseRefuses(t *testing.T) {
 	}
 }
 
-// TestYAMLErrorsHaveNoJSONPosition: the field checks run on the JSON that
-// YAML becomes, whose lines and columns would point nowhere in the input.
-func TestYAMLErrorsHaveNoJSONPosition(t *testing.T) {
-	_, err := Parse([]byte("name: a\nnodes:\n- {user: u, hostnmae: h}\n"))
-	if want := `nodes[0]: unknown field "hostnmae"; did you mean hostname?`; err == nil || err.Error() != want {
-		t.Errorf("Parse = %v, want %s", err, want)
-	}
-}
+// goTypeName matches what Go writes of a type: cluster.Cluster, []string,
+// map[string]string, *Node, struct {...}, bool, int64.
+var goTypeName = regexp.MustCompile(`\b[a-z]+\.[A-Z]\w*\b|\[\]|map\[|\bstruct\b|\*[A-Za-z]|\b(u?int(8|16|32|64)?|float(32|64)|bool|interface)\b|Go value|Go type`)
 
-// TestParseJSONErrorsExactly: through Parse, each strict refusal of JSON is
-// the whole message a cluster.yml author gets: the path of the object or
-// value, the field, what to do, and the line and column.
-func TestParseJSONErrorsExactly(t *testing.T) {
-	for _, c := range []struct{ doc, want string }{
-		{`{"name":"a","name":"b"}`, `duplicate key "name" (line 1, column 13)`},
-		{`{"nodes":[{"labels":{"k.io/x":"1","k.io/x":"2"}}]}`, `nodes[0].labels: duplicate key "k.io/x" (line 1, column 35)`},
-		{`{"options":{"kubelet":{"a":1,"a":2}}}`, `options.kubelet: duplicate key "a" (line 1, column 30)`},
-		{`{"nodes":[{"Address":"10.0.0.1"}]}`, `nodes[0]: unknown field "Address"; did you mean address? (line 1, column 12)`},
-		{`{"nodes":[{"taints":[{"Key":"k"}]}]}`, `nodes[0].taints[0]: unknown field "Key"; did you mean key? (line 1, column 23)`},
-		{`{"Service_Subnet":"x"}`, `unknown field "Service_Subnet"; did you mean service_subnet? (line 1, column 2)`},
-		{`{"nodes":[{"labels":{"a":1}}]}`, `nodes[0].labels.a: cannot use a number as string (line 1, column 26)`},
-		{`{"nodes":[{"control_plane":"yes"}]}`, `nodes[0].control_plane: cannot use a string as bool (line 1, column 28)`},
-		{`{"nodes":[null]}`, `nodes[0]: must be an object, got null`},
+// TestPlaceInTemplateSyntax: an error found after Parse, by its path, is
+// placed in the document as written, YAML or JSON.
+func TestPlaceInTemplateSyntax(t *testing.T) {
+	p := strictjson.Path(nil).Key("nodes").Index(0).Key("user")
+	for doc, want := range map[string]string{
+		"name: a\nnodes:\n- user: x\n":                       "line 3, column 9: nodes[0].user: bad",
+		"{\"name\": \"a\",\n\"nodes\": [{\"user\": \"x\"}]}": "line 2, column 20: nodes[0].user: bad",
 	} {
-		_, err := Parse([]byte(c.doc))
-		if err == nil || err.Error() != c.want {
-			t.Errorf("Parse(%s) = %v\nwant %s", c.doc, err, c.want)
+		if _, err := Parse([]byte(doc)); err != nil {
+			t.Fatal(err)
+		}
+		if err := Place(strictjson.Invalidf(p, "bad"), []byte(doc)); err.Error() != want {
+			t.Errorf("Place in %q = %v, want %s", doc, err, want)
 		}
 	}
 }

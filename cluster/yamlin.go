@@ -4,10 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"math"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -15,6 +13,7 @@ import (
 	yamlv2 "go.yaml.in/yaml/v2"
 
 	"github.com/ckegen/ckegen/internal/strictjson"
+	"github.com/ckegen/ckegen/internal/strictjson/yamlpos"
 )
 
 // yamlToJSON converts one YAML document to JSON as CKE reads cluster.yml
@@ -31,41 +30,25 @@ func yamlToJSON(data []byte) ([]byte, error) {
 		if errors.Is(err, io.EOF) {
 			return []byte("null"), nil // reported as an empty document
 		}
-		return nil, yamlError(err)
+		return nil, yamlpos.Errors(err, data)
 	}
 	var next any
 	if err := dec.Decode(&next); !errors.Is(err, io.EOF) {
 		if err != nil {
-			return nil, yamlError(err)
+			return nil, yamlpos.Errors(err, data)
 		}
-		return nil, errors.New("more than one document: a cluster.yml holds exactly one")
+		return nil, yamlpos.SecondDocument(data, "more than one document: a cluster.yml holds exactly one")
 	}
 	var buf bytes.Buffer
 	if err := writeJSON(&buf, doc, nil); err != nil {
-		return nil, err
+		if errors.Is(err, errNoJSONKey) {
+			if k := yamlpos.BadKey(data); k != nil {
+				return nil, k // at the key itself
+			}
+		}
+		return nil, yamlpos.Place(err, data)
 	}
 	return buf.Bytes(), nil
-}
-
-// duplicateKey matches yaml.v2's strict-mode report of a repeated key.
-var duplicateKey = regexp.MustCompile(`^(line \d+): key (.*) already set in map$`)
-
-// errNotYAML is the error for input that YAML cannot read.
-var errNotYAML = errors.New("not valid YAML or JSON")
-
-func yamlError(err error) error {
-	var te *yamlv2.TypeError
-	if !errors.As(err, &te) {
-		return fmt.Errorf("%w: %w", errNotYAML, err)
-	}
-	msgs := make([]string, len(te.Errors))
-	for i, m := range te.Errors {
-		if sub := duplicateKey.FindStringSubmatch(m); sub != nil {
-			m = sub[1] + ": duplicate key " + sub[2]
-		}
-		msgs[i] = m
-	}
-	return errors.New(strings.Join(msgs, "; "))
 }
 
 // writeJSON writes a value decoded by yaml.v2 as JSON, object keys sorted.
@@ -82,7 +65,7 @@ func writeJSON(buf *bytes.Buffer, v any, path strictjson.Path) error {
 		for k, val := range v {
 			ks, err := keyString(k)
 			if err != nil {
-				return fmt.Errorf("%s: %w", describe(path), err)
+				return &strictjson.Error{Kind: strictjson.Invalid, Path: path, Msg: err.Error(), Err: errNoJSONKey}
 			}
 			members = append(members, member{ks, val})
 		}
@@ -124,14 +107,14 @@ func writeJSON(buf *bytes.Buffer, v any, path strictjson.Path) error {
 		buf.WriteString(strconv.FormatUint(v, 10))
 	case float64:
 		if math.IsNaN(v) || math.IsInf(v, 0) {
-			return fmt.Errorf("%s: %v has no JSON form", describe(path), v)
+			return strictjson.Invalidf(path, "%v has no JSON form", v)
 		}
 		b, _ := json.Marshal(v)
 		buf.Write(b)
 	default: // a !!timestamp-tagged time.Time
 		b, err := json.Marshal(v)
 		if err != nil {
-			return fmt.Errorf("%s: %w", describe(path), err)
+			return strictjson.Invalidf(path, "%v", err)
 		}
 		buf.Write(b)
 	}
@@ -142,6 +125,9 @@ func writeString(buf *bytes.Buffer, s string) {
 	b, _ := json.Marshal(s) // a string always marshals
 	buf.Write(b)
 }
+
+// errNoJSONKey marks the error of a key that has no JSON form.
+var errNoJSONKey = errors.New("a key with no JSON form")
 
 // keyString turns a YAML map key into a JSON key as sigs.k8s.io/yaml does.
 func keyString(k any) (string, error) {
@@ -170,13 +156,5 @@ func keyString(k any) (string, error) {
 	case nil:
 		return "", errors.New("a null key has no JSON form; quote it")
 	}
-	return "", fmt.Errorf("a %T key has no JSON form", k)
-}
-
-// describe names path in an error, the top level included.
-func describe(path strictjson.Path) string {
-	if len(path) == 0 {
-		return "top level"
-	}
-	return path.String()
+	return "", errors.New("this key has no JSON form; quote it")
 }

@@ -140,19 +140,15 @@ func Default() Constraints {
 
 // Parse reads a constraints JSON object. Left-out keys take their defaults;
 // an unknown key, a key given twice, a value that is not an integer, or
-// anything after the object is an error.
+// anything after the object is an error, naming the line and column.
 func Parse(data []byte) (Constraints, error) {
 	c := Default()
 	var raw map[string]json.RawMessage
-	if err := strictjson.Unmarshal(data, &raw); err != nil {
-		var se *strictjson.Error
-		if errors.As(err, &se) && (se.Kind == strictjson.Syntax || se.Kind == strictjson.Type) {
-			return c, fmt.Errorf("constraints: want a single JSON object: %w", err)
-		}
+	if err := strictjson.Unmarshal(data, &raw, strictjson.Document(document)); err != nil {
 		return c, fmt.Errorf("constraints: %w", err)
 	}
 	if raw == nil {
-		return c, errors.New("constraints: want a JSON object, got null")
+		return c, fmt.Errorf("constraints: %w", strictjson.Place(strictjson.WrongKind(nil, "an object ("+document+")", data), data))
 	}
 	keys := make([]string, 0, len(raw))
 	for k := range raw {
@@ -163,19 +159,26 @@ func Parse(data []byte) (Constraints, error) {
 		return c, err
 	}
 	for _, k := range keys {
-		v, err := parseInt(raw[k])
+		if !slices.Contains(Names, k) {
+			return c, fmt.Errorf("constraints: %w", strictjson.Place(strictjson.UnknownField(nil, k, Names), data))
+		}
+		v, err := parseInt(strictjson.Path(nil).Key(k), raw[k])
 		if err != nil {
-			if !slices.Contains(Names, k) {
-				return c, fmt.Errorf("constraints: %w", unknownKey(k))
-			}
-			return c, fmt.Errorf("constraints: %s: %w", k, err)
+			return c, fmt.Errorf("constraints: %w", strictjson.Place(err, data))
 		}
 		if err := c.Set(k, v); err != nil {
 			return c, fmt.Errorf("constraints: %w", err)
 		}
 	}
-	return c, c.Validate()
+	var errs []error
+	for _, p := range c.problems() {
+		errs = append(errs, fmt.Errorf("constraints: %w", strictjson.Place(p, data)))
+	}
+	return c, errors.Join(errs...)
 }
+
+// document says what the constraints are, for a document of another kind.
+const document = `constraints by name, such as {"control-plane-count": 3}`
 
 // oneModel refuses a document with the keys of both models.
 func oneModel(keys []string) error {
@@ -195,13 +198,18 @@ func oneModel(keys []string) error {
 		MinimumWorkersRate, strings.Join(count, " and "), MinimumWorkersRate, MinimumWorkers, MaximumWorkers)
 }
 
-func parseInt(raw json.RawMessage) (int, error) {
-	s := string(bytes.TrimSpace(raw))
-	n, err := strconv.ParseInt(s, 10, 64)
-	if err != nil || n > math.MaxInt32 || n < math.MinInt32 {
-		return 0, fmt.Errorf("must be an integer, got %s", s)
+// parseInt reads the value at path, an integer that fits 32 bits.
+func parseInt(path strictjson.Path, raw json.RawMessage) (int, error) {
+	n, err := strconv.ParseInt(string(bytes.TrimSpace(raw)), 10, 64)
+	switch {
+	case err == nil && n <= math.MaxInt32 && n >= math.MinInt32:
+		return int(n), nil
+	case err == nil || errors.Is(err, strconv.ErrRange):
+		e := strictjson.WrongKind(path, "an integer", raw)
+		e.Msg = fmt.Sprintf("out of range (%d to %d)", math.MinInt32, math.MaxInt32)
+		return 0, e
 	}
-	return int(n), nil
+	return 0, strictjson.WrongKind(path, "an integer", raw)
 }
 
 // Set sets the constraint called name. It does not validate the result.
@@ -247,24 +255,36 @@ func unknownKey(name string) error {
 // Validate checks the rules between the values.
 func (c Constraints) Validate() error {
 	var errs []error
+	for _, p := range c.problems() {
+		errs = append(errs, fmt.Errorf("constraints: %w", p))
+	}
+	return errors.Join(errs...)
+}
+
+// problems are what Validate finds, each at the constraint it is about.
+func (c Constraints) problems() []*strictjson.Error {
+	var errs []*strictjson.Error
+	at := func(name, format string, args ...any) {
+		errs = append(errs, strictjson.Invalidf(strictjson.Path(nil).Key(name), format, args...))
+	}
 	if c.ControlPlaneCount < 1 {
-		errs = append(errs, fmt.Errorf("constraints: %s: must be >= 1, got %d", ControlPlaneCount, c.ControlPlaneCount))
+		at(ControlPlaneCount, "must be >= 1, got %d", c.ControlPlaneCount)
 	}
 	if c.MinimumWorkersRate != nil {
 		if r := *c.MinimumWorkersRate; r < 0 || r > 100 {
-			errs = append(errs, fmt.Errorf("constraints: %s: must be a percentage from 0 to 100, got %d", MinimumWorkersRate, r))
+			at(MinimumWorkersRate, "must be a percentage from 0 to 100, got %d", r)
 		}
 		if c.MinimumWorkers != 0 || c.MaximumWorkers != 0 {
-			errs = append(errs, fmt.Errorf("constraints: %s cannot be used with %s or %s: choose one model", MinimumWorkersRate, MinimumWorkers, MaximumWorkers))
+			errs = append(errs, strictjson.Invalidf(nil, "%s cannot be used with %s or %s: choose one model", MinimumWorkersRate, MinimumWorkers, MaximumWorkers))
 		}
 	}
 	if c.MinimumWorkers < 0 {
-		errs = append(errs, fmt.Errorf("constraints: %s: must be >= 0, got %d", MinimumWorkers, c.MinimumWorkers))
+		at(MinimumWorkers, "must be >= 0, got %d", c.MinimumWorkers)
 	}
 	if c.MaximumWorkers < 0 {
-		errs = append(errs, fmt.Errorf("constraints: %s: must be 0 (unlimited) or >= %s, got %d", MaximumWorkers, MinimumWorkers, c.MaximumWorkers))
+		at(MaximumWorkers, "must be 0 (unlimited) or >= %s, got %d", MinimumWorkers, c.MaximumWorkers)
 	} else if c.MaximumWorkers != 0 && c.MaximumWorkers < c.MinimumWorkers {
-		errs = append(errs, fmt.Errorf("constraints: %s: must be 0 (unlimited) or >= %s (%d), got %d", MaximumWorkers, MinimumWorkers, c.MinimumWorkers, c.MaximumWorkers))
+		at(MaximumWorkers, "must be 0 (unlimited) or >= %s (%d), got %d", MinimumWorkers, c.MinimumWorkers, c.MaximumWorkers)
 	}
 	for _, p := range []struct {
 		name string
@@ -275,10 +295,10 @@ func (c Constraints) Validate() error {
 		{WaitSecondsToRepairRebooting, c.WaitSecondsToRepairRebooting},
 	} {
 		if p.v != nil && *p.v < 0 {
-			errs = append(errs, fmt.Errorf("constraints: %s: must be >= 0, got %d", p.name, *p.v))
+			at(p.name, "must be >= 0, got %d", *p.v)
 		}
 	}
-	return errors.Join(errs...)
+	return errs
 }
 
 // Warnings returns advice about valid but unwise values.

@@ -36,36 +36,41 @@ func TestPreservesCKEKeys(t *testing.T) {
 
 func TestParseErrors(t *testing.T) {
 	cases := []struct{ in, want string }{
-		{`{"control-plane-count": 0}`, "control-plane-count: must be >= 1, got 0"},
-		{`{"minimum-workers": -1}`, "minimum-workers: must be >= 0, got -1"},
-		{`{"minimum-workers": 5, "maximum-workers": 3}`, "maximum-workers: must be 0 (unlimited) or >= minimum-workers (5), got 3"},
-		{`{"maximum-workers": -2}`, "maximum-workers: must be 0 (unlimited)"},
-		{`{"control-plane-count": 1.5}`, "control-plane-count: must be an integer, got 1.5"},
-		{`{"control-plane-count": "3"}`, `control-plane-count: must be an integer, got "3"`},
-		{`{"control-plane-count": 1e1}`, "control-plane-count: must be an integer, got 1e1"},
-		{`{"control-plane-count": 99999999999}`, "must be an integer"},
-		{`{"contol-plane-count": 3}`, `unknown key "contol-plane-count"; did you mean control-plane-count?`},
-		{`{"replicas": 3}`, `constraints: unknown key "replicas" (known: control-plane-count, minimum-workers,`},
-		{`{"Control-Plane-Count": 3}`, `constraints: unknown key "Control-Plane-Count"; did you mean control-plane-count?`},
-		{`[1]`, `constraints: want a single JSON object: cannot unmarshal array into Go value of type map[string]json.RawMessage (line 1, column 1)`},
-		{`{"control-plane-count": 3,`, `constraints: want a single JSON object: unexpected EOF (line 1, column 27)`},
-		{`{"control-plane-count": 3, "control-plane-count": 1}`, `constraints: duplicate key "control-plane-count" (line 1, column 28)`},
-		{`{"minimum-workers": 3, "maximum-workers": 5, "minimum-workers": 9}`, `constraints: duplicate key "minimum-workers" (line 1, column 46)`},
-		{`{"control-plane-count": 3} }`, "constraints: trailing data after the JSON value (line 1, column 28)"},
-		{`{"control-plane-count": 3}]`, "constraints: trailing data after the JSON value (line 1, column 27)"},
-		{"{\"control-plane-count\": 3}\n{}", "constraints: trailing data after the JSON value (line 2, column 1)"},
-		{`control-plane-count: 3`, "constraints: want a single JSON object"},
-		{`{"maximum-repair-queue-entries": -1}`, "maximum-repair-queue-entries: must be >= 0"},
-		{`[1]`, "want a single JSON object"},
-		{`null`, "want a JSON object, got null"},
-		{`{"control-plane-count": 3} {"minimum-workers": 9}`, "constraints: trailing data after the JSON value (line 1, column 28)"},
-		{``, "want a single JSON object"},
+		{`{"control-plane-count": 0}`, "constraints: line 1, column 25: control-plane-count: must be >= 1, got 0"},
+		{`{"minimum-workers": -1}`, "constraints: line 1, column 21: minimum-workers: must be >= 0, got -1"},
+		{`{"minimum-workers": 5, "maximum-workers": 3}`, "constraints: line 1, column 43: maximum-workers: must be 0 (unlimited) or >= minimum-workers (5), got 3"},
+		{`{"maximum-workers": -2}`, "constraints: line 1, column 21: maximum-workers: must be 0 (unlimited) or >= minimum-workers, got -2"},
+		{`{"control-plane-count": 1.5}`, "constraints: line 1, column 25: control-plane-count: want an integer, got the number 1.5"},
+		{`{"control-plane-count": "3"}`, `constraints: line 1, column 25: control-plane-count: want an integer, got the string "3"`},
+		{`{"control-plane-count": 1e1}`, "constraints: line 1, column 25: control-plane-count: want an integer, got the number 1e1"},
+		{`{"control-plane-count": 99999999999}`, "constraints: line 1, column 25: control-plane-count: want an integer, got the number 99999999999: out of range (-2147483648 to 2147483647)"},
+		{`{"control-plane-count": 99999999999999999999}`, "constraints: line 1, column 25: control-plane-count: want an integer, got the number 99999999999999999999: out of range (-2147483648 to 2147483647)"},
+		{`{"contol-plane-count": 3}`, `constraints: line 1, column 2: unknown field "contol-plane-count"; did you mean control-plane-count?`},
+		{`{"replicas": 3}`, `constraints: line 1, column 2: unknown field "replicas" (known fields: control-plane-count, minimum-workers, maximum-workers, ` +
+			`minimum-workers-rate, maximum-unreachable-nodes-for-reboot, maximum-repair-queue-entries, wait-seconds-to-repair-rebooting)`},
+		{`{"Control-Plane-Count": 3}`, `constraints: line 1, column 2: unknown field "Control-Plane-Count"; did you mean control-plane-count?`},
+		{`[1]`, `constraints: line 1, column 1: want an object (constraints by name, such as {"control-plane-count": 3}), got an array`},
+		{`{"control-plane-count": 3,`, `constraints: line 1, column 27: unexpected end of input: the JSON value is not complete`},
+		{`{"control-plane-count": 3, "control-plane-count": 1}`, `constraints: line 1, column 28: duplicate key "control-plane-count" (first at line 1, column 2)`},
+		{`{"minimum-workers": 3, "maximum-workers": 5, "minimum-workers": 9}`, `constraints: line 1, column 46: duplicate key "minimum-workers" (first at line 1, column 2)`},
+		{`{"control-plane-count": 3} }`, "constraints: line 1, column 28: trailing data after the JSON value"},
+		{`{"control-plane-count": 3}]`, "constraints: line 1, column 27: trailing data after the JSON value"},
+		{"{\"control-plane-count\": 3}\n{}", "constraints: line 2, column 1: trailing data after the JSON value"},
+		{`control-plane-count: 3`, "constraints: line 1, column 1: invalid character 'c' at start of value"},
+		{"{\n  \"maximum-repair-queue-entries\": -1}", "constraints: line 2, column 35: maximum-repair-queue-entries: must be >= 0, got -1"},
+		{`null`, `constraints: line 1, column 1: want an object (constraints by name, such as {"control-plane-count": 3}), got null`},
+		{`{"control-plane-count": 3} {"minimum-workers": 9}`, "constraints: line 1, column 28: trailing data after the JSON value"},
+		{``, "constraints: no JSON value"},
 	}
 	for _, c := range cases {
 		_, err := Parse([]byte(c.in))
-		if err == nil || !strings.Contains(err.Error(), c.want) {
-			t.Errorf("Parse(%s) error = %v, want it to contain %q", c.in, err, c.want)
+		if err == nil || err.Error() != c.want {
+			t.Errorf("Parse(%s) error = %v\nwant %s", c.in, err, c.want)
 		}
+	}
+	// Without a document, without a position.
+	if err := (Constraints{}).Validate(); err == nil || err.Error() != "constraints: control-plane-count: must be >= 1, got 0" {
+		t.Errorf("Validate = %v", err)
 	}
 }
 
@@ -107,8 +112,8 @@ func TestRateModelErrors(t *testing.T) {
 	cases := []struct{ in, want string }{
 		{`{"minimum-workers-rate": 101}`, "minimum-workers-rate: must be a percentage from 0 to 100, got 101"},
 		{`{"minimum-workers-rate": -1}`, "minimum-workers-rate: must be a percentage from 0 to 100, got -1"},
-		{`{"minimum-workers-rate": 80.5}`, "minimum-workers-rate: must be an integer, got 80.5"},
-		{`{"minimum-workers-rate": "80"}`, `minimum-workers-rate: must be an integer, got "80"`},
+		{`{"minimum-workers-rate": 80.5}`, "constraints: line 1, column 26: minimum-workers-rate: want an integer, got the number 80.5"},
+		{`{"minimum-workers-rate": "80"}`, `constraints: line 1, column 26: minimum-workers-rate: want an integer, got the string "80"`},
 		{`{"minimum-workers-rate": 80, "minimum-workers": 3}`, "minimum-workers-rate cannot be used with minimum-workers: choose one model"},
 		{`{"maximum-workers": 9, "minimum-workers-rate": 80, "minimum-workers": 3}`, "minimum-workers-rate cannot be used with maximum-workers and minimum-workers"},
 		{`{"minimum-worker-rate": 80}`, "did you mean minimum-workers-rate?"},

@@ -101,20 +101,14 @@ func readSmallBody(w http.ResponseWriter, r *http.Request) (string, bool) {
 
 // decodeStrict decodes one JSON value with the project's strict rules
 // (internal/strictjson): an unknown field, a name in another case or given
-// twice, and trailing data are refused, and the message says where. A
-// time that does not parse is still said why, as encoding/json said it.
+// twice, and trailing data are refused, and the message says what and
+// where (line, column and path).
 func decodeStrict(body io.Reader, v any) error {
 	data, err := io.ReadAll(body)
 	if err != nil {
 		return err
 	}
-	err = strictjson.Unmarshal(data, v)
-	var se *strictjson.Error
-	var pe *time.ParseError
-	if errors.As(err, &se) && errors.As(err, &pe) {
-		se.Msg = pe.Error()
-	}
-	return err
+	return strictjson.Unmarshal(data, v)
 }
 
 func (s *Server) putIPAM(w http.ResponseWriter, r *http.Request) {

@@ -129,15 +129,17 @@ func TestRESTStrictJSON(t *testing.T) {
 	s := serve(t, store)
 	const spec = `"rack":1,"role":"cs","bmc":{"type":"IPMI-2.0"}`
 	runSteps(t, s, []restStep{
-		{"a name in another case is 400", "POST", "/api/v1/machines", `[{"Serial":"s1",` + spec + `}]`, 400, `invalid request: machines: [0]: unknown field "Serial"; did you mean serial? (line 1, column 3)`},
-		{"a name given twice is 400", "POST", "/api/v1/machines", `[{"serial":"s1","serial":"s2",` + spec + `}]`, 400, `machines: [0]: duplicate key "serial"`},
-		{"a label given twice is 400", "POST", "/api/v1/machines", `[{"serial":"s1","labels":{"a":"1","a":"2"},` + spec + `}]`, 400, `machines: [0].labels: duplicate key "a"`},
-		{"a retire date that is not RFC 3339 is 400, and says why", "POST", "/api/v1/machines", `[{"serial":"s1","retire-date":"2030-01-01",` + spec + `}]`, 400,
-			`machines: [0].retire-date: parsing time "2030-01-01" as "2006-01-02T15:04:05Z07:00": cannot parse "" as "T" (line 1, column 31)`},
+		{"a name in another case is 400", "POST", "/api/v1/machines", `[{"Serial":"s1",` + spec + `}]`, 400, `invalid request: machines: line 1, column 3: [0]: unknown field "Serial"; did you mean serial?`},
+		{"a name given twice is 400", "POST", "/api/v1/machines", `[{"serial":"s1","serial":"s2",` + spec + `}]`, 400, `machines: line 1, column 17: [0]: duplicate key "serial" (first at line 1, column 3)`},
+		{"a label given twice is 400", "POST", "/api/v1/machines", `[{"serial":"s1","labels":{"a":"1","a":"2"},` + spec + `}]`, 400, `machines: line 1, column 35: [0].labels: duplicate key "a" (first at line 1, column 27)`},
+		{"a retire date that is not RFC 3339 is 400, and says what it should be", "POST", "/api/v1/machines", `[{"serial":"s1","retire-date":"2030-01-01",` + spec + `}]`, 400,
+			`machines: line 1, column 31: [0].retire-date: want a time such as 2006-01-02T15:04:05Z (RFC 3339), got the string "2030-01-01"`},
+		{"a retire date out of range is 400, and says why", "POST", "/api/v1/machines", `[{"serial":"s1","retire-date":"2030-13-01T00:00:00Z",` + spec + `}]`, 400,
+			`machines: line 1, column 31: [0].retire-date: want a time such as 2006-01-02T15:04:05Z (RFC 3339), got the string "2030-13-01T00:00:00Z": month out of range`},
 		{"an empty body is 400", "POST", "/api/v1/machines", "", 400, "machines: no JSON value"},
-		{"trailing data is 400", "POST", "/api/v1/machines", `[] []`, 400, "machines: trailing data after the JSON value (line 1, column 4)"},
+		{"trailing data is 400", "POST", "/api/v1/machines", `[] []`, 400, "machines: line 1, column 4: trailing data after the JSON value"},
 		{"nothing was registered", "GET", "/api/v1/state/s1", "", 404, "requested resource is not found"},
-		{"PUT ipam: trailing data is 400", "PUT", "/api/v1/config/ipam", ipamExample + " {}", 400, "IPAM configuration: trailing data after the JSON value"},
+		{"PUT ipam: trailing data is 400", "PUT", "/api/v1/config/ipam", ipamExample + " {}", 400, "IPAM configuration: line 14, column 3: trailing data after the JSON value"},
 	})
 }
 
@@ -327,7 +329,7 @@ func TestIPAMValidation(t *testing.T) {
 		{`"node-gateway-offset": 1`, `"node-gateway-offset": 0`, "node-gateway-offset: must not be zero"},
 		{`"bmc-ipv4-offset": "0.0.1.0"`, `"bmc-ipv4-offset": "one"`, "bmc-ipv4-offset"},
 		{`"bmc-ipv4-range-size": 5`, `"bmc-ipv4-range-size": 40`, "bmc-ipv4-range-size: 40 bits"},
-		{`"bmc-ipv4-gateway-offset": 1`, `"bmc-ipv4-gateway-offset": -1`, "cannot unmarshal"},
+		{`"bmc-ipv4-gateway-offset": 1`, `"bmc-ipv4-gateway-offset": -1`, "line 13, column 31: bmc-ipv4-gateway-offset: want an integer >= 0, got the number -1"},
 		{`"bmc-ipv4-gateway-offset": 1`, `"bmc-ipv4-gateway-offest": 1`, `unknown field "bmc-ipv4-gateway-offest"`},
 	}
 	for _, c := range cases {

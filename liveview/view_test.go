@@ -220,7 +220,7 @@ func TestMapSnapshotFailures(t *testing.T) {
 		must(t, err)
 		s, err := f.reader(Options{}).View(ctx)
 		must(t, err)
-		if s.MapErr == nil || !strings.Contains(s.MapErr.Error(), `stored query variables are invalid: query variables: having.states[0]: unknown state "BROKEN"`) {
+		if s.MapErr == nil || !strings.Contains(s.MapErr.Error(), `stored query variables are invalid: query variables: line 1, column 24: having.states[0]: unknown state "BROKEN"`) {
 			t.Errorf("MapErr %v", s.MapErr)
 		}
 	})

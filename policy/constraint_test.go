@@ -136,8 +136,8 @@ func TestLabelConstraintErrors(t *testing.T) {
 			if se.Column != tc.col || !strings.Contains(se.Msg, tc.msg) {
 				t.Errorf("error %q, want column %d and %q", err, tc.col, tc.msg)
 			}
-			if !strings.HasPrefix(err.Error(), "column ") {
-				t.Errorf("error %q does not start with its column", err)
+			if want := fmt.Sprintf("character %d of the constraint: ", tc.col); !strings.HasPrefix(err.Error(), want) {
+				t.Errorf("error %q does not start with %q", err, want)
 			}
 		})
 	}

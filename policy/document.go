@@ -18,16 +18,14 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"reflect"
-	"regexp"
 	"strconv"
-	"strings"
 	"time"
 
 	yamlv2 "go.yaml.in/yaml/v2"
 	"sigs.k8s.io/yaml"
 
 	"github.com/ckegen/ckegen/internal/strictjson"
+	"github.com/ckegen/ckegen/internal/strictjson/yamlpos"
 )
 
 // ControlPlane is the placement key of the control plane template. A
@@ -130,11 +128,11 @@ type Number float64
 func (n *Number) UnmarshalJSON(b []byte) error {
 	s := string(b)
 	if s == "" || !(s[0] == '-' || s[0] >= '0' && s[0] <= '9') {
-		return &json.UnmarshalTypeError{Value: jsonKind(b), Type: reflect.TypeFor[Number]()}
+		return strictjson.Wants("a number")
 	}
 	f, err := strconv.ParseFloat(s, 64)
 	if err != nil && !errors.Is(err, strconv.ErrRange) {
-		return &json.UnmarshalTypeError{Value: "number " + s, Type: reflect.TypeFor[Number]()}
+		return strictjson.Wants("a number")
 	}
 	*n = Number(f)
 	return nil
@@ -143,15 +141,18 @@ func (n *Number) UnmarshalJSON(b []byte) error {
 // Duration is a time.Duration written as a string ("10s", "1m30s").
 type Duration time.Duration
 
+// wantDuration says what a Duration is written as.
+const wantDuration = "a duration such as 10s or 1m30s"
+
 // UnmarshalJSON reads a duration string.
 func (d *Duration) UnmarshalJSON(b []byte) error {
 	var s string
 	if err := json.Unmarshal(b, &s); err != nil {
-		return &json.UnmarshalTypeError{Value: jsonKind(b), Type: reflect.TypeFor[Duration]()}
+		return strictjson.Wants(wantDuration)
 	}
 	v, err := time.ParseDuration(s)
 	if err != nil {
-		return &json.UnmarshalTypeError{Value: "string " + strconv.Quote(s), Type: reflect.TypeFor[Duration]()}
+		return strictjson.Wants(wantDuration)
 	}
 	*d = Duration(v)
 	return nil
@@ -165,130 +166,114 @@ func (d Duration) MarshalJSON() ([]byte, error) {
 	return json.Marshal(time.Duration(d).String())
 }
 
-// jsonKind names the JSON type of a value, for errors.
-func jsonKind(b []byte) string {
-	b = bytes.TrimSpace(b)
-	if len(b) == 0 {
-		return "nothing"
-	}
-	switch b[0] {
-	case '"':
-		return "string"
-	case '{':
-		return "object"
-	case '[':
-		return "array"
-	case 't', 'f':
-		return "bool"
-	case 'n':
-		return "null"
-	}
-	return "number"
-}
-
 // Error is one problem of a policy, at a path such as
-// placements.gpu.constraints[0].
+// placements.gpu.constraints[0], with its line and column in the document
+// when Parse read it.
 type Error struct {
-	Path string
-	Msg  string
+	Err *strictjson.Error
 }
 
-func (e *Error) Error() string {
-	if e.Path == "" {
-		return "policy: " + e.Msg
-	}
-	return "policy: " + e.Path + ": " + e.Msg
+func (e *Error) Error() string { return "policy: " + e.Err.Error() }
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// pathErr is a problem of the value at path.
+func pathErr(path strictjson.Path, format string, args ...any) error {
+	return &Error{Err: strictjson.Invalidf(path, format, args...)}
 }
 
-func pathErr(path, format string, args ...any) error {
-	return &Error{Path: path, Msg: fmt.Sprintf(format, args...)}
-}
-
-// plainKey is a map key written bare in a path; others are quoted.
-var plainKey = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
-
-// field appends a map key or struct field to a path.
-func field(path, key string) string {
-	if !plainKey.MatchString(key) {
-		key = strconv.Quote(key)
-	}
-	if path == "" {
-		return key
-	}
-	return path + "." + key
-}
-
-func index(path string, i int) string {
-	return fmt.Sprintf("%s[%d]", path, i)
-}
+// root is the path of the document.
+var root strictjson.Path
 
 // Parse reads a policy (YAML or JSON) strictly: an unknown field or a
 // repeated key is an error, as is every problem Validate finds. Every
-// error names its path.
+// error names its path, and its line and column in data.
 func Parse(data []byte) (*Document, error) {
-	js, err := toJSON(data)
+	js, yamlIn, err := toJSON(data)
 	if err != nil {
 		return nil, err
 	}
 	d, err := decodeDocument(js)
-	if err != nil {
-		return nil, err
+	if err == nil {
+		err = d.Validate()
 	}
-	if err := d.Validate(); err != nil {
-		return nil, err
+	switch {
+	case err == nil:
+		return d, nil
+	case yamlIn:
+		return nil, yamlpos.Place(err, data)
+	default:
+		return nil, strictjson.Place(err, data)
 	}
-	return d, nil
 }
 
-// toJSON returns JSON input as is and converts YAML, refusing several
-// documents, repeated keys (YAML's own check) and infinite or NaN numbers
-// (which JSON cannot hold; they are named by path).
-func toJSON(data []byte) ([]byte, error) {
+// toJSON returns JSON input as is and converts YAML (yamlIn), refusing
+// several documents, repeated keys (YAML's own check) and infinite or NaN
+// numbers (which JSON cannot hold; they are named by path).
+func toJSON(data []byte) (js []byte, yamlIn bool, err error) {
 	if len(bytes.TrimSpace(data)) == 0 {
-		return nil, pathErr("", "empty document")
+		return nil, false, pathErr(nil, "empty document")
 	}
 	if json.Valid(data) {
-		return data, nil
+		return data, false, nil
 	}
 	dec := yamlv2.NewDecoder(bytes.NewReader(data))
 	var doc yamlv2.MapSlice
+	mapping := true
 	if err := dec.Decode(&doc); err != nil && !errors.Is(err, io.EOF) {
 		var te *yamlv2.TypeError
-		if errors.As(err, &te) {
-			return nil, pathErr("", "must be an object (a YAML mapping) of placements, metrics, providers and stickiness")
+		if !errors.As(err, &te) {
+			return nil, true, yamlError(data, err)
 		}
-		return nil, pathErr("", "not valid YAML or JSON: %v", err)
+		// Not a mapping: decoding the JSON says what it is, and where.
+		mapping = false
 	}
 	var more any
 	if err := dec.Decode(&more); !errors.Is(err, io.EOF) {
 		if err != nil {
-			return nil, pathErr("", "not valid YAML or JSON: %v", err)
+			return nil, true, yamlError(data, err)
 		}
-		return nil, pathErr("", "more than one YAML document: a policy is exactly one")
+		return nil, true, &Error{Err: yamlpos.SecondDocument(data, "more than one YAML document: a policy is exactly one")}
 	}
-	if err := nonFinite("", doc); err != nil {
-		return nil, err
+	if mapping {
+		if err := nonFinite(nil, doc); err != nil {
+			return nil, true, yamlpos.Place(err, data)
+		}
 	}
-	js, err := yaml.YAMLToJSONStrict(data)
+	js, err = yaml.YAMLToJSONStrict(data)
 	if err != nil {
-		return nil, pathErr("", "not valid YAML: %v", err)
+		if !mapping {
+			return nil, true, yamlpos.Place(pathErr(nil, "want %s", wantDocument), data)
+		}
+		return nil, true, yamlError(data, err)
 	}
-	return js, nil
+	return js, true, nil
+}
+
+// yamlError is the error of data that YAML does not read.
+func yamlError(data []byte, err error) error {
+	err = yamlpos.Unreadable(data, yamlpos.Errors(err, data))
+	var errs []error
+	strictjson.Each(err, func(e *strictjson.Error) { errs = append(errs, &Error{Err: e}) })
+	if len(errs) == 0 {
+		return pathErr(nil, "%v", err)
+	}
+	return errors.Join(errs...)
 }
 
 // nonFinite finds the first .inf or .nan of a YAML document, in document
 // order.
-func nonFinite(path string, v any) error {
+func nonFinite(path strictjson.Path, v any) error {
 	switch v := v.(type) {
 	case yamlv2.MapSlice:
 		for _, it := range v {
-			if err := nonFinite(field(path, fmt.Sprint(it.Key)), it.Value); err != nil {
+			if err := nonFinite(path.Key(fmt.Sprint(it.Key)), it.Value); err != nil {
 				return err
 			}
 		}
 	case []any:
 		for i, x := range v {
-			if err := nonFinite(index(path, i), x); err != nil {
+			if err := nonFinite(path.Index(i), x); err != nil {
 				return err
 			}
 		}
@@ -335,7 +320,7 @@ type (
 
 func decodeDocument(js []byte) (*Document, error) {
 	var f documentFields
-	if err := decodeStrict("", js, &f); err != nil {
+	if err := decodeStrict(nil, js, &f); err != nil {
 		return nil, err
 	}
 	d := &Document{Stickiness: f.Stickiness}
@@ -344,7 +329,7 @@ func decodeDocument(js []byte) (*Document, error) {
 		d.Placements = map[string]*PlacementSpec{}
 	}
 	for _, k := range sortedKeys(f.Placements) {
-		path := field("placements", k)
+		path := root.Key("placements").Key(k)
 		p, err := decodePlacement(path, f.Placements[k])
 		if err != nil {
 			errs = append(errs, err)
@@ -356,14 +341,14 @@ func decodeDocument(js []byte) (*Document, error) {
 		d.Metrics = map[string]*MetricSpec{}
 	}
 	for _, k := range sortedKeys(f.Metrics) {
-		path := field("metrics", k)
+		path := root.Key("metrics").Key(k)
 		var mf metricFields
 		if err := decodeStrict(path, f.Metrics[k], &mf); err != nil {
 			errs = append(errs, err)
 			continue
 		}
 		if mf.Max == nil {
-			errs = append(errs, pathErr(field(path, "max"), "required: the value normalized to 1 (min, default 0, is normalized to 0)"))
+			errs = append(errs, pathErr(path.Key("max"), "required: the value normalized to 1 (min, default 0, is normalized to 0)"))
 			continue
 		}
 		d.Metrics[k] = &MetricSpec{Provider: mf.Provider, Query: mf.Query, Min: mf.Min, Max: *mf.Max}
@@ -372,7 +357,7 @@ func decodeDocument(js []byte) (*Document, error) {
 		d.Providers = map[string]*ProviderSpec{}
 	}
 	for _, k := range sortedKeys(f.Providers) {
-		p, err := decodeProvider(field("providers", k), f.Providers[k])
+		p, err := decodeProvider(root.Key("providers").Key(k), f.Providers[k])
 		if err != nil {
 			errs = append(errs, err)
 			continue
@@ -385,7 +370,7 @@ func decodeDocument(js []byte) (*Document, error) {
 	return d, nil
 }
 
-func decodeProvider(path string, raw json.RawMessage) (*ProviderSpec, error) {
+func decodeProvider(path strictjson.Path, raw json.RawMessage) (*ProviderSpec, error) {
 	var pf providerFields
 	if err := decodeStrict(path, raw, &pf); err != nil {
 		return nil, err
@@ -399,7 +384,7 @@ func decodeProvider(path string, raw json.RawMessage) (*ProviderSpec, error) {
 	var errs []error
 	p.Values = map[string]map[string]Number{}
 	for _, serial := range sortedKeys(pf.Values) {
-		spath := field(field(path, "values"), serial)
+		spath := path.Key("values").Key(serial)
 		var byMetric map[string]json.RawMessage
 		if err := decodeStrict(spath, pf.Values[serial], &byMetric); err != nil {
 			errs = append(errs, err)
@@ -409,7 +394,7 @@ func decodeProvider(path string, raw json.RawMessage) (*ProviderSpec, error) {
 		for _, name := range sortedKeys(byMetric) {
 			var n Number
 			if err := n.UnmarshalJSON(bytes.TrimSpace(byMetric[name])); err != nil {
-				errs = append(errs, pathErr(field(spath, name), "must be a number, got %s", article(jsonKind(byMetric[name]))))
+				errs = append(errs, &Error{Err: strictjson.WrongKind(spath.Key(name), "a number", byMetric[name])})
 				continue
 			}
 			p.Values[serial][name] = n
@@ -421,7 +406,7 @@ func decodeProvider(path string, raw json.RawMessage) (*ProviderSpec, error) {
 	return p, nil
 }
 
-func decodePlacement(path string, raw json.RawMessage) (*PlacementSpec, error) {
+func decodePlacement(path strictjson.Path, raw json.RawMessage) (*PlacementSpec, error) {
 	var pf placementFields
 	if err := decodeStrict(path, raw, &pf); err != nil {
 		return nil, err
@@ -430,21 +415,21 @@ func decodePlacement(path string, raw json.RawMessage) (*PlacementSpec, error) {
 	var errs []error
 	for i, raw := range pf.Groups {
 		var g GroupSpec
-		if err := decodeStrict(index(field(path, "groups"), i), raw, &g); err != nil {
+		if err := decodeStrict(path.Key("groups").Index(i), raw, &g); err != nil {
 			errs = append(errs, err)
 			continue
 		}
 		p.Groups = append(p.Groups, g)
 	}
 	for i, raw := range pf.Metrics {
-		mpath := index(field(path, "metrics"), i)
+		mpath := path.Key("metrics").Index(i)
 		var mf metricScoreFields
 		if err := decodeStrict(mpath, raw, &mf); err != nil {
 			errs = append(errs, err)
 			continue
 		}
 		if mf.Weight == nil {
-			errs = append(errs, pathErr(field(mpath, "weight"), "required: the points a value at max is worth (negative prefers low values)"))
+			errs = append(errs, pathErr(mpath.Key("weight"), "required: the points a value at max is worth (negative prefers low values)"))
 			continue
 		}
 		p.Metrics = append(p.Metrics, MetricScore{Name: mf.Name, Weight: *mf.Weight})
@@ -455,86 +440,28 @@ func decodePlacement(path string, raw json.RawMessage) (*PlacementSpec, error) {
 	return p, nil
 }
 
-// decodeStrict decodes one JSON object into v, refusing unknown fields,
-// names in another case, repeated keys, null and trailing data, with errors
-// that name the path.
-func decodeStrict(path string, raw []byte, v any) error {
-	if k := jsonKind(raw); k != "object" {
-		return pathErr(path, "must be an object, got %s", article(k))
+// wantDocument says what a policy is, for a document of another kind.
+const wantDocument = "an object (a placement policy: placements, metrics, providers, stickiness)"
+
+// decodeStrict decodes one JSON object, the value at path, into v, refusing
+// unknown fields, names in another case, repeated keys, null and trailing
+// data. The errors have path's paths and no position: Parse places them.
+func decodeStrict(path strictjson.Path, raw []byte, v any) error {
+	if k := strictjson.What(raw); k != "an object" {
+		want := "an object"
+		if len(path) == 0 {
+			want = wantDocument
+		}
+		return &Error{Err: strictjson.WrongKind(path, want, raw)}
 	}
 	err := strictjson.Unmarshal(raw, v)
 	var se *strictjson.Error
 	switch {
 	case err == nil:
 		return nil
-	case !errors.As(err, &se):
-		return pathErr(path, "%v", err)
+	case errors.As(err, &se):
+		strictjson.Within(se, path)
+		return &Error{Err: se}
 	}
-	p := within(path, se.Path)
-	switch se.Kind {
-	case strictjson.Trailing:
-		return pathErr(path, "trailing data after the document")
-	case strictjson.Duplicate:
-		return pathErr(p, "key %q appears twice", se.Name)
-	case strictjson.Unknown:
-		return pathErr(field(p, se.Name), "unknown field (fields here: %s)", knownFields(se.GoType))
-	case strictjson.Type:
-		var te *json.UnmarshalTypeError
-		if errors.As(err, &te) && te.Type != nil {
-			// Number's and Duration's own refusal, with the value.
-			return pathErr(p, "must be %s, got %s", typeName(te.Type), article(te.Value))
-		}
-		if se.GoType != nil {
-			return pathErr(p, "must be %s, got %s", typeName(se.GoType), article(se.Value))
-		}
-	}
-	return pathErr(p, "not valid JSON: %s", se.Msg)
-}
-
-// within is the path of a value at p inside the value at path.
-func within(path string, p strictjson.Path) string {
-	for _, s := range p {
-		if s.IsIndex {
-			path = index(path, s.Index)
-		} else {
-			path = field(path, s.Key)
-		}
-	}
-	return path
-}
-
-func knownFields(t reflect.Type) string {
-	return strings.Join(strictjson.FieldNames(t), ", ")
-}
-
-func typeName(t reflect.Type) string {
-	switch t {
-	case reflect.TypeFor[Number]():
-		return "a number"
-	case reflect.TypeFor[Duration]():
-		return "a duration such as 10s or 1m30s"
-	}
-	switch t.Kind() {
-	case reflect.String:
-		return "a string"
-	case reflect.Slice:
-		return "a list of " + strings.TrimPrefix(typeName(t.Elem()), "a ") + "s"
-	case reflect.Map, reflect.Struct:
-		return "an object"
-	case reflect.Float64, reflect.Int, reflect.Int64:
-		return "a number"
-	case reflect.Bool:
-		return "true or false"
-	}
-	return t.String()
-}
-
-func article(kind string) string {
-	switch {
-	case kind == "null" || kind == "nothing":
-		return kind
-	case strings.HasPrefix(kind, "a") || strings.HasPrefix(kind, "o"):
-		return "an " + kind
-	}
-	return "a " + kind
+	return pathErr(path, "%v", err)
 }

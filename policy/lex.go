@@ -49,8 +49,10 @@ type SyntaxError struct {
 	Msg    string
 }
 
+// Error names the character of the constraint, not a column of the
+// document it is in (which the policy's errors give before).
 func (e *SyntaxError) Error() string {
-	return fmt.Sprintf("column %d: %s", e.Column, e.Msg)
+	return fmt.Sprintf("character %d of the constraint: %s", e.Column, e.Msg)
 }
 
 func errorAt(col int, format string, args ...any) error {

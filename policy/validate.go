@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/ckegen/ckegen/internal/strictjson"
 	"github.com/ckegen/ckegen/template"
 )
 
@@ -24,40 +25,40 @@ func (d *Document) Validate() error {
 		}
 	}
 	for _, k := range sortedKeys(d.Placements) {
-		d.validatePlacement(field("placements", k), d.Placements[k], add)
+		d.validatePlacement(root.Key("placements").Key(k), d.Placements[k], add)
 	}
 	for _, k := range sortedKeys(d.Metrics) {
-		d.validateMetric(field("metrics", k), k, d.Metrics[k], add)
+		d.validateMetric(root.Key("metrics").Key(k), k, d.Metrics[k], add)
 	}
 	for _, k := range sortedKeys(d.Providers) {
-		d.validateProvider(field("providers", k), d.Providers[k], add)
+		d.validateProvider(root.Key("providers").Key(k), d.Providers[k], add)
 	}
 	s := float64(d.Stickiness)
 	if math.IsNaN(s) || math.IsInf(s, 0) || s < 0 {
-		add(pathErr("stickiness", "must be a finite number >= 0 (0: never rebalance), got %v", s))
+		add(pathErr(root.Key("stickiness"), "must be a finite number >= 0 (0: never rebalance), got %v", s))
 	}
 	return errors.Join(errs...)
 }
 
-func (d *Document) validatePlacement(path string, p *PlacementSpec, add func(error)) {
+func (d *Document) validatePlacement(path strictjson.Path, p *PlacementSpec, add func(error)) {
 	if p == nil {
 		add(pathErr(path, "must be an object, got null"))
 		return
 	}
 	d.validateConstraints(path, p.Constraints, p.MetricConstraints, add)
 	if len(p.Groups) > MaxGroups {
-		add(pathErr(field(path, "groups"), "at most %d groups, got %d", MaxGroups, len(p.Groups)))
+		add(pathErr(path.Key("groups"), "at most %d groups, got %d", MaxGroups, len(p.Groups)))
 	}
 	seen := map[string]int{}
 	for i, g := range p.Groups {
-		gpath := index(field(path, "groups"), i)
+		gpath := path.Key("groups").Index(i)
 		switch prev, dup := seen[g.Name]; {
 		case g.Name == "":
-			add(pathErr(field(gpath, "name"), "required: a name for the group, shown in explanations and status"))
+			add(pathErr(gpath.Key("name"), "required: a name for the group, shown in explanations and status"))
 		case dup:
-			add(pathErr(field(gpath, "name"), "%q is already the name of groups[%d]: group names must be unique", g.Name, prev))
+			add(pathErr(gpath.Key("name"), "%q is already the name of groups[%d]: group names must be unique", g.Name, prev))
 		case strings.ContainsFunc(g.Name, func(r rune) bool { return r < ' ' || r == 0x7f }):
-			add(pathErr(field(gpath, "name"), "must not hold control characters, got %q", g.Name))
+			add(pathErr(gpath.Key("name"), "must not hold control characters, got %q", g.Name))
 		default:
 			seen[g.Name] = i
 		}
@@ -65,29 +66,29 @@ func (d *Document) validatePlacement(path string, p *PlacementSpec, add func(err
 	}
 	scored := map[string]int{}
 	for i, m := range p.Metrics {
-		mpath := index(field(path, "metrics"), i)
+		mpath := path.Key("metrics").Index(i)
 		if prev, dup := scored[m.Name]; dup {
-			add(pathErr(field(mpath, "name"), "metric %q is already scored at metrics[%d]", m.Name, prev))
+			add(pathErr(mpath.Key("name"), "metric %q is already scored at metrics[%d]", m.Name, prev))
 		} else {
 			scored[m.Name] = i
 		}
 		if err := d.checkMetricDefined(m.Name); err != nil {
-			add(pathErr(field(mpath, "name"), "%v", err))
+			add(pathErr(mpath.Key("name"), "%v", err))
 		}
 		if w := float64(m.Weight); math.IsNaN(w) || math.IsInf(w, 0) {
-			add(pathErr(field(mpath, "weight"), "must be a finite number, got %v", w))
+			add(pathErr(mpath.Key("weight"), "must be a finite number, got %v", w))
 		}
 	}
 }
 
-func (d *Document) validateConstraints(path string, cs, mcs []string, add func(error)) {
+func (d *Document) validateConstraints(path strictjson.Path, cs, mcs []string, add func(error)) {
 	for i, s := range cs {
 		if _, err := ParseLabelConstraint(s); err != nil {
-			add(pathErr(index(field(path, "constraints"), i), "%v (in %q)%s", err, s, flowListHint(s)))
+			add(pathErr(path.Key("constraints").Index(i), "%v (in %q)%s", err, s, flowListHint(s)))
 		}
 	}
 	for i, s := range mcs {
-		cpath := index(field(path, "metricConstraints"), i)
+		cpath := path.Key("metricConstraints").Index(i)
 		c, err := ParseMetricConstraint(s)
 		if err != nil {
 			add(pathErr(cpath, "%v (in %q)", err, s))
@@ -119,7 +120,7 @@ func (d *Document) checkMetricDefined(name string) error {
 	return fmt.Errorf("metric %q is not defined (defined: %s)", name, strings.Join(sortedKeys(d.Metrics), ", "))
 }
 
-func (d *Document) validateMetric(path, name string, m *MetricSpec, add func(error)) {
+func (d *Document) validateMetric(path strictjson.Path, name string, m *MetricSpec, add func(error)) {
 	if m == nil {
 		add(pathErr(path, "must be an object, got null"))
 		return
@@ -130,13 +131,13 @@ func (d *Document) validateMetric(path, name string, m *MetricSpec, add func(err
 	prov, ok := d.Providers[m.Provider]
 	switch {
 	case m.Provider == "":
-		add(pathErr(field(path, "provider"), "required: the name of one of providers"))
+		add(pathErr(path.Key("provider"), "required: the name of one of providers"))
 	case !ok:
-		add(pathErr(field(path, "provider"), "provider %q is not defined (defined: %s)", m.Provider, strings.Join(sortedKeys(d.Providers), ", ")))
+		add(pathErr(path.Key("provider"), "provider %q is not defined (defined: %s)", m.Provider, strings.Join(sortedKeys(d.Providers), ", ")))
 	case prov != nil && prov.Type == ProviderPrometheus && strings.TrimSpace(m.Query) == "":
-		add(pathErr(field(path, "query"), "required with a prometheus provider: the PromQL instant query"))
+		add(pathErr(path.Key("query"), "required with a prometheus provider: the PromQL instant query"))
 	case prov != nil && prov.Type == ProviderStatic && m.Query != "":
-		add(pathErr(field(path, "query"), "not used with a static provider (its values are given by serial under the provider)"))
+		add(pathErr(path.Key("query"), "not used with a static provider (its values are given by serial under the provider)"))
 	}
 	lo, hi := float64(m.Min), float64(m.Max)
 	for _, f := range []struct {
@@ -144,7 +145,7 @@ func (d *Document) validateMetric(path, name string, m *MetricSpec, add func(err
 		v    float64
 	}{{"min", lo}, {"max", hi}} {
 		if math.IsNaN(f.v) || math.IsInf(f.v, 0) {
-			add(pathErr(field(path, f.name), "must be a finite number, got %v", f.v))
+			add(pathErr(path.Key(f.name), "must be a finite number, got %v", f.v))
 		}
 	}
 	if lo >= hi {
@@ -152,7 +153,7 @@ func (d *Document) validateMetric(path, name string, m *MetricSpec, add func(err
 	}
 }
 
-func (d *Document) validateProvider(path string, p *ProviderSpec, add func(error)) {
+func (d *Document) validateProvider(path strictjson.Path, p *ProviderSpec, add func(error)) {
 	if p == nil {
 		add(pathErr(path, "must be an object, got null"))
 		return
@@ -160,27 +161,27 @@ func (d *Document) validateProvider(path string, p *ProviderSpec, add func(error
 	switch p.Type {
 	case ProviderPrometheus:
 		if p.URL == "" {
-			add(pathErr(field(path, "url"), "required: the Prometheus server's URL, such as http://127.0.0.1:9090"))
+			add(pathErr(path.Key("url"), "required: the Prometheus server's URL, such as http://127.0.0.1:9090"))
 		} else if u, err := url.Parse(p.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			add(pathErr(field(path, "url"), "must be an absolute http or https URL, got %q", p.URL))
+			add(pathErr(path.Key("url"), "must be an absolute http or https URL, got %q", p.URL))
 		}
 		if p.Timeout < 0 {
-			add(pathErr(field(path, "timeout"), "must be > 0, got %s", p.Timeout.String()))
+			add(pathErr(path.Key("timeout"), "must be > 0, got %s", p.Timeout.String()))
 		}
 		if p.Values != nil {
-			add(pathErr(field(path, "values"), "only a static provider has values"))
+			add(pathErr(path.Key("values"), "only a static provider has values"))
 		}
 	case ProviderStatic:
 		if p.URL != "" {
-			add(pathErr(field(path, "url"), "only a prometheus provider has a url"))
+			add(pathErr(path.Key("url"), "only a prometheus provider has a url"))
 		}
 		if p.Timeout != 0 {
-			add(pathErr(field(path, "timeout"), "only a prometheus provider has a timeout"))
+			add(pathErr(path.Key("timeout"), "only a prometheus provider has a timeout"))
 		}
 		for _, serial := range sortedKeys(p.Values) {
-			spath := field(field(path, "values"), serial)
+			spath := path.Key("values").Key(serial)
 			for _, name := range sortedKeys(p.Values[serial]) {
-				vpath := field(spath, name)
+				vpath := spath.Key(name)
 				if v := float64(p.Values[serial][name]); math.IsNaN(v) || math.IsInf(v, 0) {
 					add(pathErr(vpath, "must be a finite number, got %v", v))
 				}
@@ -193,9 +194,9 @@ func (d *Document) validateProvider(path string, p *ProviderSpec, add func(error
 			}
 		}
 	case "":
-		add(pathErr(field(path, "type"), "required: %s or %s", ProviderPrometheus, ProviderStatic))
+		add(pathErr(path.Key("type"), "required: %s or %s", ProviderPrometheus, ProviderStatic))
 	default:
-		add(pathErr(field(path, "type"), "unknown provider type %q (known: %s, %s)", p.Type, ProviderPrometheus, ProviderStatic))
+		add(pathErr(path.Key("type"), "unknown provider type %q (known: %s, %s)", p.Type, ProviderPrometheus, ProviderStatic))
 	}
 }
 
@@ -207,7 +208,7 @@ func (d *Document) CheckTemplate(t *template.Template) error {
 	var errs []error
 	for _, k := range sortedKeys(d.Placements) {
 		if !slices.Contains(keys, k) {
-			errs = append(errs, pathErr(field("placements", k), "no template takes this placement (placements of this template: %s)", describeKeys(keys)))
+			errs = append(errs, pathErr(root.Key("placements").Key(k), "no template takes this placement (placements of this template: %s)", describeKeys(keys)))
 		}
 	}
 	return errors.Join(errs...)

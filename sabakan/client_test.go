@@ -138,16 +138,16 @@ func TestVariablesOnTheWire(t *testing.T) {
 
 func TestParseVariablesErrors(t *testing.T) {
 	cases := []struct{ in, want string }{
-		{`{"having": {"roles": ["cs"]}, "nothaving": {}}`, `unknown key "nothaving"`},
+		{`{"having": {"roles": ["cs"]}, "nothaving": {}}`, `unknown field "nothaving"; did you mean notHaving?`},
 		{`{"having": {"states": ["BROKEN"]}}`, `having.states[0]: unknown state "BROKEN"`},
 		{`{"having": {"states": ["healthy"]}}`, `unknown state "healthy"`},
-		{`{"notHaving": {"racks": ["1"]}}`, `notHaving.racks: cannot use a string`},
-		{`{"having": {"minDaysBeforeRetire": 1.5}}`, `having.minDaysBeforeRetire: cannot use a number`},
+		{`{"notHaving": {"racks": ["1"]}}`, `notHaving.racks[0]: want an integer, got the string "1"`},
+		{`{"having": {"minDaysBeforeRetire": 1.5}}`, `having.minDaysBeforeRetire: want an integer, got the number 1.5`},
 		{`{"having": {"role": ["cs"]}}`, `having: unknown field "role"`},
 		{`{"having": {"labels": [{"name": "a"}]}}`, `having.labels[0]: want {"name": ..., "value": ...}`},
-		{`{"having": []}`, `having: cannot use a array`},
-		{`[]`, `want a JSON object`},
-		{`null`, `want a JSON object`},
+		{`{"having": []}`, `having: want an object (MachineParams, or null), got an array`},
+		{`[]`, `want an object ({"having": ..., "notHaving": ...}), got an array`},
+		{`null`, `want an object ({"having": ..., "notHaving": ...}), got null`},
 	}
 	for _, c := range cases {
 		_, err := sabakan.ParseVariables([]byte(c.in))

@@ -3,10 +3,8 @@ package sabakan
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
-	"strings"
 
 	"github.com/ckegen/ckegen/internal/strictjson"
 	"github.com/ckegen/ckegen/machine"
@@ -26,19 +24,26 @@ type Variables struct {
 // ParseVariables reads the user's variables JSON:
 // {"having": MachineParams|null, "notHaving": MachineParams|null}, both keys
 // optional. Unknown keys, unknown states and wrong types are errors that
-// name the field.
+// name the field, its line and its column.
 func ParseVariables(data []byte) (Variables, error) {
+	v, err := parseVariables(data)
+	if err != nil {
+		return Variables{}, fmt.Errorf("query variables: %w", strictjson.Place(err, data))
+	}
+	return v, nil
+}
+
+// variableNames are the keys of the variables object.
+var variableNames = []string{"having", "notHaving"}
+
+func parseVariables(data []byte) (Variables, error) {
 	var v Variables
 	var raw map[string]json.RawMessage
-	if err := strictjson.Unmarshal(data, &raw); err != nil {
-		var se *strictjson.Error
-		if errors.As(err, &se) && se.Kind == strictjson.Duplicate {
-			return v, fmt.Errorf("query variables: %w", err)
-		}
-		return v, fmt.Errorf("query variables: want a JSON object {\"having\": ..., \"notHaving\": ...}: %w", err)
+	if err := strictjson.Unmarshal(data, &raw, strictjson.Document(`{"having": ..., "notHaving": ...}`)); err != nil {
+		return v, err
 	}
 	if raw == nil {
-		return v, fmt.Errorf("query variables: want a JSON object {\"having\": ..., \"notHaving\": ...}, got null")
+		return v, strictjson.WrongKind(nil, `an object ({"having": ..., "notHaving": ...})`, data)
 	}
 	keys := make([]string, 0, len(raw))
 	for k := range raw {
@@ -46,7 +51,6 @@ func ParseVariables(data []byte) (Variables, error) {
 	}
 	slices.Sort(keys)
 	for _, key := range keys {
-		val := raw[key]
 		var dst **MachineParams
 		switch key {
 		case "having":
@@ -54,11 +58,11 @@ func ParseVariables(data []byte) (Variables, error) {
 		case "notHaving":
 			dst = &v.NotHaving
 		default:
-			return Variables{}, fmt.Errorf("query variables: unknown key %q (want having, notHaving)", key)
+			return v, strictjson.UnknownField(nil, key, variableNames)
 		}
-		p, err := parseParams(val)
+		p, err := parseParams(strictjson.Path(nil).Key(key), raw[key])
 		if err != nil {
-			return Variables{}, fmt.Errorf("query variables: %s%w", key, err)
+			return v, err
 		}
 		*dst = p
 	}
@@ -79,13 +83,14 @@ type labelJSON struct {
 	Value *string `json:"value"`
 }
 
-func parseParams(raw json.RawMessage) (*MachineParams, error) {
+// parseParams reads the MachineParams at path at of the variables.
+func parseParams(at strictjson.Path, raw json.RawMessage) (*MachineParams, error) {
 	if bytes.Equal(bytes.TrimSpace(raw), []byte("null")) {
 		return &MachineParams{}, nil
 	}
 	var pj paramsJSON
-	if err := strictjson.Unmarshal(raw, &pj); err != nil {
-		return nil, paramsError(err)
+	if err := strictjson.Unmarshal(raw, &pj, strictjson.Document("MachineParams, or null")); err != nil {
+		return nil, strictjson.Within(err, at)
 	}
 	p := &MachineParams{
 		Racks:               pj.Racks,
@@ -94,48 +99,16 @@ func parseParams(raw json.RawMessage) (*MachineParams, error) {
 	}
 	for i, l := range pj.Labels {
 		if l == nil || l.Name == nil || l.Value == nil {
-			return nil, fmt.Errorf(".labels[%d]: want {\"name\": ..., \"value\": ...} with both set", i)
+			return nil, strictjson.Invalidf(at.Key("labels").Index(i), `want {"name": ..., "value": ...} with both set`)
 		}
 		p.Labels = append(p.Labels, &LabelInput{Name: *l.Name, Value: *l.Value})
 	}
 	for i, s := range pj.States {
 		st := machine.State(s)
 		if !st.Valid() {
-			return nil, fmt.Errorf(".states[%d]: unknown state %q", i, s)
+			return nil, strictjson.Invalidf(at.Key("states").Index(i), "unknown state %q", s)
 		}
 		p.States = append(p.States, st)
 	}
 	return p, nil
-}
-
-// paramsError words a decoding error of a MachineParams value after the
-// variable's name (having, notHaving): .racks: cannot use a string at [0]
-// (want int).
-func paramsError(err error) error {
-	var se *strictjson.Error
-	if !errors.As(err, &se) {
-		return fmt.Errorf(": %w", err)
-	}
-	if se.Kind != strictjson.Type {
-		return fmt.Errorf("%s: %s", dotted(se.Path), se.Msg)
-	}
-	if len(se.Path) == 0 {
-		return fmt.Errorf(": cannot use a %s here (want a MachineParams object or null)", se.Value)
-	}
-	// The field, then the element in it.
-	field, where := se.Path, "here"
-	if last := len(field) - 1; last > 0 && field[last].IsIndex {
-		field, where = field[:last], "at "+field[last:].String()
-	}
-	return fmt.Errorf("%s: cannot use a %s %s (want %v)", dotted(field), se.Value, where, se.GoType)
-}
-
-// dotted writes a path inside a variable: "" for the variable itself,
-// .labels[0].name below it.
-func dotted(p strictjson.Path) string {
-	s := p.String()
-	if s == "" || strings.HasPrefix(s, "[") {
-		return s
-	}
-	return "." + s
 }

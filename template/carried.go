@@ -3,15 +3,12 @@ package template
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
 	"maps"
 	"slices"
 	"strconv"
-	"strings"
 
 	"github.com/ckegen/ckegen/cluster"
 	"github.com/ckegen/ckegen/internal/strictjson"
-	"github.com/ckegen/ckegen/internal/suggest"
 )
 
 // The generator copies reboot, repair, sabakan, trusted_rest_mappings and
@@ -157,7 +154,8 @@ func (v *validator) carried(c *cluster.Cluster) {
 		dec.UseNumber()
 		var val any
 		if err := dec.Decode(&val); err != nil {
-			v.errorf("template %s: %v", f.name, err)
+			// cluster.Parse read it as JSON already.
+			v.bad(strictjson.Invalidf(strictjson.Path(nil).Key(f.name), "not JSON: %v", err))
 			continue
 		}
 		v.shape(strictjson.Path(nil).Key(f.name), val, carriedShapes[f.name])
@@ -165,7 +163,7 @@ func (v *validator) carried(c *cluster.Cluster) {
 }
 
 // shape reports where val differs from s: an unknown field (with the
-// documented field it most likely meant), or a value of the wrong type.
+// documented field it most likely meant), or a value of the wrong kind.
 // null is accepted anywhere, as CKE reads it as absent.
 func (v *validator) shape(path strictjson.Path, val any, s *shape) {
 	if val == nil {
@@ -174,21 +172,21 @@ func (v *validator) shape(path strictjson.Path, val any, s *shape) {
 	switch s.kind {
 	case kindString:
 		if _, ok := val.(string); !ok {
-			v.errorf("template %s: must be a string, got %s", path, describeJSON(val))
+			v.wrongKind(path, "a string", val)
 		}
 	case kindBool:
 		if _, ok := val.(bool); !ok {
-			v.errorf("template %s: must be true or false, got %s", path, describeJSON(val))
+			v.wrongKind(path, "true or false", val)
 		}
 	case kindInt:
 		n, ok := val.(json.Number)
 		if _, err := strconv.ParseInt(string(n), 10, 64); !ok || err != nil {
-			v.errorf("template %s: must be an integer, got %s", path, describeJSON(val))
+			v.wrongKind(path, "an integer", val)
 		}
 	case kindArray:
 		a, ok := val.([]any)
 		if !ok {
-			v.errorf("template %s: must be an array, got %s", path, describeJSON(val))
+			v.wrongKind(path, "an array", val)
 			return
 		}
 		for i, e := range a {
@@ -197,7 +195,7 @@ func (v *validator) shape(path strictjson.Path, val any, s *shape) {
 	case kindMap, kindObject:
 		m, ok := val.(map[string]any)
 		if !ok {
-			v.errorf("template %s: must be an object, got %s", path, describeJSON(val))
+			v.wrongKind(path, "an object", val)
 			return
 		}
 		if s.kind == kindObject && s.fields == nil {
@@ -210,7 +208,7 @@ func (v *validator) shape(path strictjson.Path, val any, s *shape) {
 			}
 			f, ok := s.fields[k]
 			if !ok {
-				v.unknownField(path.Key(k), s.fields)
+				v.bad(strictjson.UnknownField(path, k, slices.Sorted(maps.Keys(s.fields))))
 				continue
 			}
 			v.shape(path.Key(k), m[k], f)
@@ -218,28 +216,8 @@ func (v *validator) shape(path strictjson.Path, val any, s *shape) {
 	}
 }
 
-func (v *validator) unknownField(path strictjson.Path, known fields) {
-	names := slices.Sorted(maps.Keys(known))
-	if s, ok := suggest.Closest(path[len(path)-1].Key, names); ok {
-		v.errorf("template %s: unknown field; did you mean %s?", path, s)
-		return
-	}
-	v.errorf("template %s: unknown field; CKE documents %s", path, strings.Join(names, ", "))
-}
-
-// describeJSON names a decoded JSON value in an error.
-func describeJSON(val any) string {
-	switch val := val.(type) {
-	case string:
-		return "the string " + strconv.Quote(val)
-	case json.Number:
-		return "the number " + val.String()
-	case bool:
-		return strconv.FormatBool(val)
-	case []any:
-		return "an array"
-	case map[string]any:
-		return "an object"
-	}
-	return fmt.Sprintf("%v", val)
+// wrongKind reports val, decoded from JSON, where want was documented.
+func (v *validator) wrongKind(path strictjson.Path, want string, val any) {
+	raw, _ := json.Marshal(val) // decoded from JSON: it marshals
+	v.bad(strictjson.WrongKind(path, want, raw))
 }

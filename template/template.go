@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/validate/content"
 
 	"github.com/ckegen/ckegen/cluster"
+	"github.com/ckegen/ckegen/internal/strictjson"
 	"github.com/ckegen/ckegen/labels"
 	"github.com/ckegen/ckegen/taints"
 )
@@ -42,13 +43,15 @@ type Template struct {
 	SpareNodeTaintKey string
 }
 
-// Parse reads and validates a template (YAML or JSON).
+// Parse reads and validates a template (YAML or JSON). An error about the
+// document's syntax or its carried fields names the line and column in
+// data.
 func Parse(data []byte) (*Template, error) {
 	c, err := cluster.Parse(data)
 	if err != nil {
 		return nil, fmt.Errorf("template: %w", err)
 	}
-	return New(c)
+	return validate(c, data)
 }
 
 // The two options CKE fills when it stores a template.
@@ -62,9 +65,10 @@ const (
 // template is stored. Every other byte of options is kept.
 func FillDefaults(c *cluster.Cluster) error {
 	opts := map[string]json.RawMessage{}
+	options := strictjson.Path(nil).Key("options")
 	if c.Options != nil {
-		if err := json.Unmarshal(c.Options, &opts); err != nil {
-			return fmt.Errorf("template: options: %w", err)
+		if err := strictjson.Unmarshal(c.Options, &opts); err != nil {
+			return fmt.Errorf("template: %w", strictjson.Within(err, options))
 		}
 	}
 	changed := false
@@ -74,8 +78,8 @@ func FillDefaults(c *cluster.Cluster) error {
 	} {
 		sec := map[string]json.RawMessage{}
 		if raw, ok := opts[d.section]; ok && string(raw) != "null" {
-			if err := json.Unmarshal(raw, &sec); err != nil {
-				return fmt.Errorf("template: options.%s: must be an object: %w", d.section, err)
+			if err := strictjson.Unmarshal(raw, &sec); err != nil {
+				return fmt.Errorf("template: %w", strictjson.Within(err, options.Key(d.section)))
 			}
 		}
 		if v, ok := sec[d.key]; ok && string(v) != `""` && string(v) != "null" {
@@ -104,7 +108,13 @@ func FillDefaults(c *cluster.Cluster) error {
 // New validates c as a template (docs/design.md 1.2, rules 1-7). Every violation is
 // reported, each naming the node index and field.
 func New(c *cluster.Cluster) (*Template, error) {
-	v := &validator{}
+	return validate(c, nil)
+}
+
+// validate is New; the errors with a path get their line and column in src,
+// the document c was read from, when it is not nil.
+func validate(c *cluster.Cluster, src []byte) (*Template, error) {
+	v := &validator{src: src}
 	t := &Template{Cluster: c}
 	cpIndex := -1
 	for i, n := range c.Nodes {
@@ -191,10 +201,20 @@ func parseWeight(s string) (float64, error) {
 
 type validator struct {
 	errs []error
+	// src is the document the template was read from, or nil.
+	src []byte
 }
 
 func (v *validator) errorf(format string, args ...any) {
 	v.errs = append(v.errs, fmt.Errorf(format, args...))
+}
+
+// bad reports a problem at a path of the document, placed in src.
+func (v *validator) bad(e *strictjson.Error) {
+	if v.src != nil {
+		cluster.Place(e, v.src)
+	}
+	v.errs = append(v.errs, fmt.Errorf("template: %w", e))
 }
 
 func (v *validator) node(i int, n *cluster.Node) {
@@ -290,7 +310,7 @@ func (v *validator) spareNodeTaintKey(c *cluster.Cluster) string {
 		return "" // not a string: reported by carried
 	}
 	if err := labels.ValidateKey(key); err != nil {
-		v.errorf("template sabakan.spare_node_taint_key: invalid taint key %q: %v", key, err)
+		v.bad(strictjson.Invalidf(strictjson.Path(nil).Key("sabakan").Key("spare_node_taint_key"), "invalid taint key %q: %v", key, err))
 		return ""
 	}
 	return key

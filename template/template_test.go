@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -101,11 +102,11 @@ func TestValidationRules(t *testing.T) {
 		{"rule 7: tolerations", "name: a\nnodes:\n" + cp + w + tail + "control_plane_tolerations: ['a b']\n", []string{`control_plane_tolerations[0]: invalid key "a b"`}},
 		{"rule 7: dns_servers", "name: a\nnodes:\n" + cp + w + tail + "dns_servers: [8.8.8.8, dns.example]\n", []string{`dns_servers[1]: must be an IP address, got "dns.example"`}},
 		{"rule 7: dns_service", "name: a\nnodes:\n" + cp + w + tail + "dns_service: kube-system\n", []string{`dns_service: must be empty or "namespace/name", got "kube-system"`}},
-		{"options not an object", "name: a\nnodes:\n" + cp + w + tail + "options: [1]\n", []string{"options: must be an object"}},
-		{"reboot not an object", "name: a\nnodes:\n" + cp + w + tail + "reboot: 3\n", []string{"reboot: must be an object"}},
-		{"not YAML", "name: [\n", []string{"not valid YAML or JSON"}},
+		{"options not an object", "name: a\nnodes:\n" + cp + w + tail + "options: [1]\n", []string{"line 6, column 10: options: want an object, got an array"}},
+		{"reboot not an object", "name: a\nnodes:\n" + cp + w + tail + "reboot: 3\n", []string{"line 6, column 9: reboot: want an object, got the number 3"}},
+		{"not YAML", "name: [\n", []string{"template: line 2: not valid YAML: did not find expected node content"}},
 		{"empty", "", []string{"empty document"}},
-		{"null node", "name: a\nnodes:\n- null\n" + tail, []string{"nodes[0]: must be an object"}},
+		{"null node", "name: a\nnodes:\n- null\n" + tail, []string{"template: line 3, column 3: nodes[0]: want an object, got null"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -185,6 +186,14 @@ func TestFillDefaults(t *testing.T) {
 			t.Errorf("FillDefaults(%s) = %s, want %s", c.in, cl.Options, c.want)
 		}
 	}
+	for in, want := range map[string]string{
+		`[]`:              "template: options: want an object, got an array",
+		`{"kubelet":"x"}`: `template: options.kubelet: want an object, got the string "x"`,
+	} {
+		if err := FillDefaults(&cluster.Cluster{Options: []byte(in)}); err == nil || err.Error() != want {
+			t.Errorf("FillDefaults(%s) = %v, want %s", in, err, want)
+		}
+	}
 }
 
 // everyDocumentedField is a template that sets every field CKE documents
@@ -259,48 +268,70 @@ func TestCarriedFieldsChecked(t *testing.T) {
 	base := "name: a\nnodes:\n- {user: u, control_plane: true}\n- {user: u}\nservice_subnet: 10.0.0.0/24\n"
 	cases := []struct{ name, doc, want string }{
 		{"options typo", "options: {kubelet: {cri_endpiont: /x}}",
-			"template options.kubelet.cri_endpiont: unknown field; did you mean cri_endpoint?"},
-		{"options component typo", "options: {kubelt: {}}", "template options.kubelt: unknown field; did you mean kubelet?"},
-		{"options separator", "options: {kube_api: {}}", "template options.kube_api: unknown field; did you mean kube-api?"},
-		{"options camel case", "options: {etcd: {volumeName: v}}", "template options.etcd.volumeName: unknown field; did you mean volume_name?"},
+			`line 6, column 21: options.kubelet: unknown field "cri_endpiont"; did you mean cri_endpoint?`},
+		{"options component typo", "options: {kubelt: {}}", `line 6, column 11: options: unknown field "kubelt"; did you mean kubelet?`},
+		{"options separator", "options: {kube_api: {}}", `line 6, column 11: options: unknown field "kube_api"; did you mean kube-api?`},
+		{"options camel case", "options: {etcd: {volumeName: v}}", `line 6, column 18: options.etcd: unknown field "volumeName"; did you mean volume_name?`},
 		{"options nothing close", "options: {kubelet: {port: 1}}",
-			"template options.kubelet.port: unknown field; CKE documents boot_taints, cni_conf_file, config, cri_endpoint, extra_args, extra_binds, extra_env, in_place_update"},
+			`line 6, column 21: options.kubelet: unknown field "port" (known fields: boot_taints, cni_conf_file, config, cri_endpoint, extra_args, extra_binds, extra_env, in_place_update)`},
 		{"mount typo", "options: {rivers: {extra_binds: [{source: /a, destination: /b}, {sorce: /a}]}}",
-			"template options.rivers.extra_binds[1].sorce: unknown field; did you mean source?"},
+			`line 6, column 66: options.rivers.extra_binds[1]: unknown field "sorce"; did you mean source?`},
 		{"boot taint typo", "options: {kubelet: {boot_taints: [{key: k, efect: NoSchedule}]}}",
-			"template options.kubelet.boot_taints[0].efect: unknown field; did you mean effect?"},
-		{"reboot typo", "reboot: {reboot_comand: [x]}", "template reboot.reboot_comand: unknown field; did you mean reboot_command?"},
+			`line 6, column 44: options.kubelet.boot_taints[0]: unknown field "efect"; did you mean effect?`},
+		{"reboot typo", "reboot: {reboot_comand: [x]}", `line 6, column 10: reboot: unknown field "reboot_comand"; did you mean reboot_command?`},
 		{"label selector typo", "reboot: {protected_namespaces: {matchLabel: {a: b}}}",
-			"template reboot.protected_namespaces.matchLabel: unknown field; did you mean matchLabels?"},
+			`line 6, column 33: reboot.protected_namespaces: unknown field "matchLabel"; did you mean matchLabels?`},
 		{"repair step typo", "repair: {repair_procedures: [{repair_operations: [{repair_steps: [{need_drian: true}]}]}]}",
-			"template repair.repair_procedures[0].repair_operations[0].repair_steps[0].need_drian: unknown field; did you mean need_drain?"},
-		{"sabakan typo", "sabakan: {spare_node_taint: k}", "template sabakan.spare_node_taint: unknown field; did you mean spare_node_taint_key?"},
+			`line 6, column 68: repair.repair_procedures[0].repair_operations[0].repair_steps[0]: unknown field "need_drian"; did you mean need_drain?`},
+		{"sabakan typo", "sabakan: {spare_node_taint: k}", `line 6, column 11: sabakan: unknown field "spare_node_taint"; did you mean spare_node_taint_key?`},
 		{"trusted mapping typo", "trusted_rest_mappings: [{group: g, versoin: v1}]",
-			"template trusted_rest_mappings[0].versoin: unknown field; did you mean version?"},
-		{"string expected", "options: {kubelet: {cri_endpoint: 5}}", "template options.kubelet.cri_endpoint: must be a string, got the number 5"},
-		{"array expected", "options: {etcd: {extra_args: --a}}", `template options.etcd.extra_args: must be an array, got the string "--a"`},
-		{"array of strings", "options: {etcd: {extra_args: [--a, 1]}}", "template options.etcd.extra_args[1]: must be a string, got the number 1"},
-		{"env values are strings", "options: {etcd: {extra_env: {A: true}}}", "template options.etcd.extra_env.A: must be a string, got true"},
-		{"integer expected", "reboot: {max_concurrent_reboots: 1.5}", "template reboot.max_concurrent_reboots: must be an integer, got the number 1.5"},
-		{"integer, not a string", "reboot: {evict_retries: '3'}", `template reboot.evict_retries: must be an integer, got the string "3"`},
-		{"bool expected", "options: {kube-proxy: {disable: 'yes'}}", `template options.kube-proxy.disable: must be true or false, got the string "yes"`},
-		{"object expected", "options: {kubelet: []}", "template options.kubelet: must be an object, got an array"},
-		{"config is an object", "options: {kubelet: {config: x}}", `template options.kubelet.config: must be an object, got the string "x"`},
-		{"spare key invalid", "sabakan: {spare_node_taint_key: 'a b'}", `template sabakan.spare_node_taint_key: invalid taint key "a b"`},
-		{"spare key not a string", "sabakan: {spare_node_taint_key: 1}", "template sabakan.spare_node_taint_key: must be a string, got the number 1"},
+			`line 6, column 36: trusted_rest_mappings[0]: unknown field "versoin"; did you mean version?`},
+		{"string expected", "options: {kubelet: {cri_endpoint: 5}}", "line 6, column 35: options.kubelet.cri_endpoint: want a string, got the number 5"},
+		{"array expected", "options: {etcd: {extra_args: --a}}", `line 6, column 30: options.etcd.extra_args: want an array, got the string "--a"`},
+		{"array of strings", "options: {etcd: {extra_args: [--a, 1]}}", "line 6, column 36: options.etcd.extra_args[1]: want a string, got the number 1"},
+		{"env values are strings", "options: {etcd: {extra_env: {A: true}}}", "line 6, column 33: options.etcd.extra_env.A: want a string, got true"},
+		{"integer expected", "reboot: {max_concurrent_reboots: 1.5}", "line 6, column 34: reboot.max_concurrent_reboots: want an integer, got the number 1.5"},
+		{"integer, not a string", "reboot: {evict_retries: '3'}", `line 6, column 25: reboot.evict_retries: want an integer, got the string "3"`},
+		{"bool expected", "options: {kube-proxy: {disable: 'yes'}}", `line 6, column 33: options.kube-proxy.disable: want true or false, got the string "yes"`},
+		{"object expected", "options: {kubelet: []}", "line 6, column 20: options.kubelet: want an object, got an array"},
+		{"config is an object", "options: {kubelet: {config: x}}", `line 6, column 29: options.kubelet.config: want an object, got the string "x"`},
+		{"spare key invalid", "sabakan: {spare_node_taint_key: 'a b'}", `line 6, column 33: sabakan.spare_node_taint_key: invalid taint key "a b": name part must consist of alphanumeric characters`},
+		{"spare key not a string", "sabakan: {spare_node_taint_key: 1}", "line 6, column 33: sabakan.spare_node_taint_key: want a string, got the number 1"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			_, err := Parse([]byte(base + c.doc + "\n"))
-			if err == nil || !strings.Contains(err.Error(), c.want) {
-				t.Fatalf("Parse = %v\nwant an error containing %q", err, c.want)
+			if err == nil || !strings.HasPrefix(err.Error(), "template: "+c.want) {
+				t.Fatalf("Parse = %v\nwant template: %s", err, c.want)
 			}
 			if n := strings.Count(err.Error(), "\n") + 1; n != 1 { // one mistake, one error
 				t.Errorf("%d errors, want 1: %v", n, err)
 			}
+			if m := goTypeName.FindString(err.Error()); m != "" {
+				t.Errorf("%v names a Go type (%s)", err, m)
+			}
 		})
 	}
+	// In JSON, at the line and column of the JSON.
+	_, err := Parse([]byte(`{"name":"a","nodes":[{"user":"u","control_plane":true},{"user":"u"}],"service_subnet":"10.0.0.0/24",` +
+		"\n" + `"options":{"kubelet":{"cri_endpiont":"/x"}}}`))
+	if want := `template: line 2, column 23: options.kubelet: unknown field "cri_endpiont"; did you mean cri_endpoint?`; err == nil || err.Error() != want {
+		t.Errorf("Parse = %v\nwant %s", err, want)
+	}
+	// Without the document (New), without a position.
+	c, err := cluster.Parse([]byte(base + "options: {kubelet: {cri_endpiont: /x}}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = New(c)
+	if want := `template: options.kubelet: unknown field "cri_endpiont"; did you mean cri_endpoint?`; err == nil || err.Error() != want {
+		t.Errorf("New = %v\nwant %s", err, want)
+	}
 }
+
+// goTypeName matches what Go writes of a type: cluster.Cluster, []string,
+// map[string]string, *Node, struct {...}, bool, int64.
+var goTypeName = regexp.MustCompile(`\b[a-z]+\.[A-Z]\w*\b|\[\]|map\[|\bstruct\b|\*[A-Za-z]|\b(u?int(8|16|32|64)?|float(32|64)|bool|interface)\b|Go value|Go type`)
 
 // TestSpareNodeTaintKey: sabakan.spare_node_taint_key is read from the
 // template; empty or absent means none, as CKE stores a template without it

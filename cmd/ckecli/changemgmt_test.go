@@ -363,7 +363,7 @@ func TestPlanOnline(t *testing.T) {
 		{[]string{"sabakan", "plan", "--max-steps", "0"}, "--max-steps: must be at least 1, got 0"},
 		{[]string{"sabakan", "plan", "-o", "xml"}, `--output: must be one of [text json yaml], got "xml"`},
 		{[]string{"sabakan", "plan", "--retire-wait", "-1s"}, "--retire-wait: must not be negative"},
-		{[]string{"sabakan", "plan", "--template", badTmpl}, `--template ` + badTmpl + `: template: nodes[0]: unknown field "contol_plane"`},
+		{[]string{"sabakan", "plan", "--template", badTmpl}, `--template ` + badTmpl + `: template: line 3, column 18: nodes[0]: unknown field "contol_plane"; did you mean control_plane?`},
 		{[]string{"sabakan", "plan", "--template", filepath.Join(f.dir, "none.yml")}, "--template: open "},
 		{[]string{"sabakan", "plan", "--variables", badVars}, `having.states[0]: unknown state "BROKEN"`},
 		{[]string{"sabakan", "plan", "--constraints", badCons}, "control-plane-count: must be >= 1"},

@@ -127,10 +127,10 @@ func TestGenerateRefusesTrailingData(t *testing.T) {
 		flag, data, want string
 	}{
 		{"--k8s-nodes", nodes + " ]", "--k8s-nodes"},
-		{"--k8s-nodes", nodes + "\n]\n", "trailing data after the JSON document"},
-		{"--k8s-nodes", nodes + " {}", "trailing data after the JSON document"},
-		{"--k8s-nodes", nodes + nodes, "trailing data after the JSON document"},
-		{"--k8s-nodes", nodes + " x", "trailing data after the JSON document"},
+		{"--k8s-nodes", nodes + "\n]\n", "line 2, column 1: trailing data after the JSON value"},
+		{"--k8s-nodes", nodes + " {}", "trailing data after the JSON value"},
+		{"--k8s-nodes", nodes + nodes, "trailing data after the JSON value"},
+		{"--k8s-nodes", nodes + " x", "trailing data after the JSON value"},
 		{"--machines", string(machines) + " ]", "--machines"},
 		{"--machines", string(machines) + "]", "trailing data after the JSON value"},
 		{"--machines", string(machines) + " []", "trailing data after the JSON value"},

@@ -205,7 +205,7 @@ func TestMapBadInput(t *testing.T) {
 		{[]string{"--rebooting", "10.0.0.1"}, "--rebooting needs --machines"},
 		{[]string{"--template", machines}, "--template needs --machines"},
 		{[]string{"--constraints", machines}, "--constraints needs --machines"},
-		{[]string{"--machines", machines, "--constraints", file("r.json", `{"minimum-workers-rate": 120}`)}, "--constraints " + filepath.Join(dir, "r.json") + ": constraints: minimum-workers-rate: must be a percentage from 0 to 100, got 120"},
+		{[]string{"--machines", machines, "--constraints", file("r.json", `{"minimum-workers-rate": 120}`)}, "--constraints " + filepath.Join(dir, "r.json") + ": constraints: line 1, column 26: minimum-workers-rate: must be a percentage from 0 to 100, got 120"},
 		{[]string{"--machines", machines, "--constraints", file("both.json", `{"minimum-workers": 2, "minimum-workers-rate": 80}`)}, "minimum-workers-rate cannot be used with minimum-workers"},
 		{[]string{"--machines", filepath.Join(dir, "none.json")}, "--machines: open "},
 		{[]string{"--machines", file("bad.json", `[{"spec":{"serial":""}}]`)}, "machines[0]: spec.serial: must not be empty"},

@@ -137,7 +137,7 @@ func TestTakeoverRefusals(t *testing.T) {
 		{name: "both models' keys", tmpl: tmpl, constraints: `{"control-plane-count":1,"minimum-workers":2,"minimum-workers-rate":80}`, url: url, code: 1, want: []string{
 			"- the stored constraints are invalid: ", "minimum-workers", "minimum-workers-rate", "set them with ckecli constraints set"}},
 		{name: "constraints out of range", tmpl: tmpl, constraints: `{"control-plane-count":0,"minimum-workers-rate":80}`, url: url, code: 1, want: []string{
-			"- the stored constraints are invalid: ", "constraints: control-plane-count: must be >= 1, got 0 (set them with ckecli constraints set)\n"}},
+			"- the stored constraints are invalid: ", "constraints: line 1, column 24: control-plane-count: must be >= 1, got 0 (set them with ckecli constraints set)\n"}},
 		{name: "no URL", tmpl: tmpl, constraints: rateConstraints, code: 1, want: []string{
 			"- no sabakan URL: set one with ckecli sabakan set-url\n"}},
 		{name: "bad variables", tmpl: tmpl, constraints: rateConstraints, url: url, extra: map[string]string{storage.KeySabakanQueryVariables: `{"having":{"states":["BROKEN"]}}`}, code: 1, want: []string{

@@ -120,10 +120,10 @@ func TestPolicyCommands(t *testing.T) {
 		{args: []string{"sabakan", "set-policy", unknownPlacement}, code: 1,
 			stderr: unknownPlacement + `: policy: placements.gpuu: no template takes this placement (placements of this template: "control-plane", "compute", "gpu")`, value: `{"stickiness":1}`},
 		{args: []string{"sabakan", "set-policy", badConstraint}, code: 1,
-			stderr: `policy: placements.control-plane.constraints[0]: column 39: expected "," or ")" after a value in the list, got "rack1"`, value: `{"stickiness":1}`},
-		{args: []string{"sabakan", "set-policy", unknownField}, code: 1, stderr: "policy: stickyness: unknown field", value: `{"stickiness":1}`},
-		{args: []string{"sabakan", "set-policy", duplicate}, code: 1, stderr: `policy: key "stickiness" appears twice`, value: `{"stickiness":1}`},
-		{args: []string{"sabakan", "set-policy", negative}, code: 1, stderr: "policy: stickiness: must be a finite number >= 0", value: `{"stickiness":1}`},
+			stderr: `policy: line 5, column 7: placements.control-plane.constraints[0]: character 39 of the constraint: expected "," or ")" after a value in the list, got "rack1"`, value: `{"stickiness":1}`},
+		{args: []string{"sabakan", "set-policy", unknownField}, code: 1, stderr: `policy: line 23, column 1: unknown field "stickyness"; did you mean stickiness?`, value: `{"stickiness":1}`},
+		{args: []string{"sabakan", "set-policy", duplicate}, code: 1, stderr: `policy: line 1, column 19: duplicate key "stickiness" (first at line 1, column 2)`, value: `{"stickiness":1}`},
+		{args: []string{"sabakan", "set-policy", negative}, code: 1, stderr: "policy: line 1, column 16: stickiness: must be a finite number >= 0", value: `{"stickiness":1}`},
 		{args: []string{"sabakan", "set-policy", filepath.Join(dir, "missing.yml")}, code: 1, stderr: "no such file", value: `{"stickiness":1}`},
 		{args: []string{"sabakan", "set-policy", good}, value: storedPolicy},
 		{args: []string{"sabakan", "get-policy"}, stdout: policyGetYAML, value: storedPolicy},
@@ -179,7 +179,7 @@ func TestPolicyCommands(t *testing.T) {
 		t.Fatal(err)
 	}
 	out2, errText, code := runCLI(t, "--endpoints", url, "sabakan", "get-policy")
-	if code != 1 || out2 != "" || !strings.Contains(errText, "stored sabakan/policy: policy: stickiness: must be a finite number >= 0") {
+	if code != 1 || out2 != "" || !strings.Contains(errText, "stored sabakan/policy: policy: line 1, column 16: stickiness: must be a finite number >= 0") {
 		t.Errorf("get-policy of an invalid stored policy: exit %d, stdout %q, stderr %q", code, out2, errText)
 	}
 }

@@ -38,45 +38,54 @@ func TestUnmarshalRefuses(t *testing.T) {
 		want string // the whole error text
 	}{
 		// a name twice, in any object, however it is escaped
-		{`{"name":"x","name":"foo"}`, Duplicate, `duplicate key "name" (line 1, column 13)`},
-		{"{\"name\": \"x\",\n \"name\": \"foo\"}", Duplicate, `duplicate key "name" (line 2, column 2)`},
-		{`{"nodes":[{"labels":{"x":"1","y":"2","x":"3"}}]}`, Duplicate, `nodes[0].labels: duplicate key "x" (line 1, column 38)`},
-		{`{"nodes":[{},{"taints":[{"key":"k","key":"j"}]}]}`, Duplicate, `nodes[1].taints[0]: duplicate key "key" (line 1, column 36)`},
-		{`{"options":{"k.io/x":{"b":1,"b":2}}}`, Duplicate, `options["k.io/x"]: duplicate key "b" (line 1, column 29)`},
-		{`{"nodes":[{"labels":{"1":"a","1":"b"}}]}`, Duplicate, `nodes[0].labels: duplicate key "1" (line 1, column 30)`},
-		{`{"name":"x","\u006eame":"y"}`, Duplicate, `duplicate key "name" (line 1, column 13)`},
-		{"{\"options\":{\"\xa2\":0,\"\xe7\":0}}", Duplicate, "options: duplicate key \"\ufffd\" (line 1, column 19)"}, // as encoding/json reads them
+		{`{"name":"x","name":"foo"}`, Duplicate, `line 1, column 13: duplicate key "name" (first at line 1, column 2)`},
+		{"{\"name\": \"x\",\n \"name\": \"foo\"}", Duplicate, `line 2, column 2: duplicate key "name" (first at line 1, column 2)`},
+		{`{"nodes":[{"labels":{"x":"1","y":"2","x":"3"}}]}`, Duplicate, `line 1, column 38: nodes[0].labels: duplicate key "x" (first at line 1, column 22)`},
+		{`{"nodes":[{},{"taints":[{"key":"k","key":"j"}]}]}`, Duplicate, `line 1, column 36: nodes[1].taints[0]: duplicate key "key" (first at line 1, column 26)`},
+		{`{"options":{"k.io/x":{"b":1,"b":2}}}`, Duplicate, `line 1, column 29: options["k.io/x"]: duplicate key "b" (first at line 1, column 23)`},
+		{`{"nodes":[{"labels":{"1":"a","1":"b"}}]}`, Duplicate, `line 1, column 30: nodes[0].labels: duplicate key "1" (first at line 1, column 22)`},
+		{`{"name":"x","\u006eame":"y"}`, Duplicate, `line 1, column 13: duplicate key "name" (first at line 1, column 2)`},
+		{"{\"options\":{\"\xa2\":0,\"\xe7\":0}}", Duplicate, "line 1, column 19: options: duplicate key \"\ufffd\" (first at line 1, column 13)"}, // as encoding/json reads them
 		// names matched exactly; unknown members refused, with the closest
-		{`{"Name":"a"}`, Unknown, `unknown field "Name"; did you mean name? (line 1, column 2)`},
-		{`{"nodes":[{"adress":"a"}]}`, Unknown, `nodes[0]: unknown field "adress"; did you mean address? (line 1, column 12)`},
-		{`{"nodes":[{"taints":[{"key":"k","efect":"a"}]}]}`, Unknown, `nodes[0].taints[0]: unknown field "efect"; did you mean effect? (line 1, column 33)`},
-		{`{"zzz":1}`, Unknown, `unknown field "zzz" (line 1, column 2)`},
-		// values the Go type cannot hold, at their path
-		{`{"nodes":{}}`, Type, `nodes: cannot unmarshal object into Go value of type []*strictjson.node (line 1, column 10)`},
-		{`{"nodes":[{"racks":[1,"2"]}]}`, Type, `nodes[0].racks[1]: cannot unmarshal string into Go value of type int (line 1, column 23)`},
-		{`{"nodes":[{"racks":[1.5]}]}`, Type, `nodes[0].racks[0]: cannot unmarshal number 1.5 into Go value of type int (line 1, column 21)`},
-		{`{"nodes":[{"labels":{"1":true}}]}`, Type, `nodes[0].labels.1: cannot unmarshal bool into Go value of type string (line 1, column 26)`},
-		{`[1]`, Type, `cannot unmarshal array into Go value of type strictjson.doc (line 1, column 1)`},
+		// or, when none is close, the names known there
+		{`{"Name":"a"}`, Unknown, `line 1, column 2: unknown field "Name"; did you mean name?`},
+		{`{"nodes":[{"adress":"a"}]}`, Unknown, `line 1, column 12: nodes[0]: unknown field "adress"; did you mean address?`},
+		{`{"nodes":[{"taints":[{"key":"k","efect":"a"}]}]}`, Unknown, `line 1, column 33: nodes[0].taints[0]: unknown field "efect"; did you mean effect?`},
+		{`{"zzz":1}`, Unknown, `line 1, column 2: unknown field "zzz" (known fields: name, nodes, options)`},
+		// values of the wrong kind, at their path, in JSON's words
+		{`{"nodes":{}}`, Type, `line 1, column 10: nodes: want an array of objects, got an object`},
+		{`{"nodes":[{"racks":[1,"2"]}]}`, Type, `line 1, column 23: nodes[0].racks[1]: want an integer, got the string "2"`},
+		{`{"nodes":[{"racks":[1.5]}]}`, Type, `line 1, column 21: nodes[0].racks[0]: want an integer, got the number 1.5`},
+		{`{"nodes":[{"racks":[9223372036854775808]}]}`, Type, `line 1, column 21: nodes[0].racks[0]: want an integer, got the number 9223372036854775808: out of range`},
+		{`{"nodes":[{"labels":{"1":true}}]}`, Type, `line 1, column 26: nodes[0].labels.1: want a string, got true`},
+		{`{"nodes":[{"taints":[{"key":null},{"key":{}}]}]}`, Type, `line 1, column 42: nodes[0].taints[1].key: want a string, got an object`},
+		{`{"name":["x"]}`, Type, `line 1, column 9: name: want a string, got an array`},
+		{`[1]`, Type, `line 1, column 1: want an object (a test document), got an array`},
+		{"\n\n  \"é\"", Type, `line 3, column 3: want an object (a test document), got the string "é"`},
 		// exactly one value
-		{`{"name":"a"} {"name":"b"}`, Trailing, `trailing data after the JSON value (line 1, column 14)`},
-		{"{\"name\":\"a\"}\n}", Trailing, `trailing data after the JSON value (line 2, column 1)`},
-		{`{"name":"a"}]`, Trailing, `trailing data after the JSON value (line 1, column 13)`},
-		{`{"name":"a"} x`, Trailing, `trailing data after the JSON value (line 1, column 14)`},
+		{`{"name":"a"} {"name":"b"}`, Trailing, `line 1, column 14: trailing data after the JSON value`},
+		{"{\"name\":\"a\"}\n}", Trailing, `line 2, column 1: trailing data after the JSON value`},
+		{`{"name":"a"}]`, Trailing, `line 1, column 13: trailing data after the JSON value`},
+		{`{"name":"a"} x`, Trailing, `line 1, column 14: trailing data after the JSON value`},
 		// what the input is comes before what it means
-		{`"name": x`, Trailing, `trailing data after the JSON value (line 1, column 7)`},
-		{`{"nodes":{}} {}`, Trailing, `trailing data after the JSON value (line 1, column 14)`},
-		{`{"nodes":{},"name":"a","name":"b"}`, Duplicate, `duplicate key "name" (line 1, column 24)`},
-		{`{"nodes":{},"name":}`, Syntax, `invalid character '}' looking for beginning of value (line 1, column 20)`},
-		{`{"name":}`, Syntax, `invalid character '}' looking for beginning of value (line 1, column 9)`},
-		{`{"name": "a" "x": 1}`, Syntax, `invalid character '"' after object key:value pair (line 1, column 14)`},
-		{`name: x`, Syntax, `invalid character 'a' in literal null (expecting 'u') (line 1, column 2)`},
-		{`{"name":"a"`, Syntax, `unexpected EOF (line 1, column 12)`},
+		{`"name": x`, Trailing, `line 1, column 7: trailing data after the JSON value`},
+		{`{"nodes":{}} {}`, Trailing, `line 1, column 14: trailing data after the JSON value`},
+		{`{"nodes":{},"name":"a","name":"b"}`, Duplicate, `line 1, column 24: duplicate key "name" (first at line 1, column 13)`},
+		{`{"nodes":{},"name":}`, Syntax, `line 1, column 20: invalid character '}' at start of value`},
+		// syntax, in json/v2's words, at the character
+		{`{"name":}`, Syntax, `line 1, column 9: invalid character '}' at start of value`},
+		{`{"name": "a" "x": 1}`, Syntax, `line 1, column 14: invalid character '"' after object value (expecting ',' or '}')`},
+		{`name: x`, Syntax, `line 1, column 2: invalid character 'a' in literal null (expecting 'u')`},
+		{"{\"n\u00e9\": \"\u00e9\u00e9\" \"x\"}", Syntax, `line 1, column 13: invalid character '"' after object value (expecting ',' or '}')`}, // columns count characters, not bytes (16)
+		{`{1:2}`, Syntax, `line 1, column 2: object member name must be a string`},
+		{`{"name":"a"`, Syntax, `line 1, column 12: unexpected end of input: the JSON value is not complete`},
+		{"{\"nodes\": [\n", Syntax, `line 2, column 1: unexpected end of input: the JSON value is not complete`},
 		{``, Syntax, `no JSON value`},
 		{" \n ", Syntax, `no JSON value`},
 	}
 	for _, c := range cases {
 		var v doc
-		err := Unmarshal([]byte(c.in), &v)
+		err := Unmarshal([]byte(c.in), &v, Document("a test document"))
 		var e *Error
 		if !errors.As(err, &e) {
 			t.Errorf("Unmarshal(%q) = %v, want an *Error", c.in, err)
@@ -123,7 +132,7 @@ func TestErrorFields(t *testing.T) {
 	var v doc
 	err := Unmarshal([]byte(`{"nodes":[{"racks":["x"]}]}`), &v)
 	var e *Error
-	if !errors.As(err, &e) || e.Kind != Type || e.Value != "string" || e.GoType != reflect.TypeFor[int]() ||
+	if !errors.As(err, &e) || e.Kind != Type || e.Got != "the string \"x\"" || e.GoType != reflect.TypeFor[int]() ||
 		e.Path.String() != "nodes[0].racks[0]" {
 		t.Errorf("type error = %#v", e)
 	}
@@ -332,3 +341,5 @@ func FuzzUnmarshal(f *testing.F) {
 		}
 	})
 }
+
+func reflectType(v any) reflect.Type { return reflect.TypeOf(v) }

@@ -6,7 +6,6 @@ package nodefile
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 
 	"github.com/ckegen/ckegen/cluster"
@@ -28,28 +27,26 @@ const wantShape = `want [{"name": ADDRESS, "taints": [...]}], or Nodes as "kubec
 //
 // It returns the taints by Node name, as kubenodes.Reader.List does. A Node named
 // twice, a taint that is not valid, trailing data and any other shape are
-// errors naming where the problem is.
+// errors naming where the problem is: the path, the line and the column.
 func Parse(data []byte) (map[string][]cluster.Taint, error) {
 	trimmed := bytes.TrimLeft(data, " \t\r\n")
 	if len(trimmed) == 0 {
 		return nil, fmt.Errorf("empty file: %s", wantShape)
 	}
+	var out map[string][]cluster.Taint
+	var err error
 	switch trimmed[0] {
 	case '[':
-		return parseNodesArray(data)
+		out, err = parseNodesArray(data)
 	case '{':
-		return parseKubernetes(data)
+		out, err = parseKubernetes(data)
+	default:
+		err = strictjson.Invalidf(nil, "not a JSON array or object: %s", wantShape)
 	}
-	return nil, fmt.Errorf("not a JSON array or object: %s", wantShape)
-}
-
-// decodeError words an error of strictjson for a Node file.
-func decodeError(err error) error {
-	var se *strictjson.Error
-	if errors.As(err, &se) && se.Kind == strictjson.Trailing {
-		return fmt.Errorf("trailing data after the JSON document: one document per file (line %d, column %d)", se.Line, se.Column)
+	if err != nil {
+		return nil, strictjson.Place(err, data)
 	}
-	return fmt.Errorf("%s: %w", wantShape, err)
+	return out, nil
 }
 
 type namedNode struct {
@@ -60,12 +57,12 @@ type namedNode struct {
 func parseNodesArray(data []byte) (map[string][]cluster.Taint, error) {
 	var nodes []namedNode
 	if err := strictjson.Unmarshal(data, &nodes); err != nil {
-		return nil, decodeError(err)
+		return nil, err
 	}
 	b := newBuilder(len(nodes))
 	for i, n := range nodes {
-		where := fmt.Sprintf("[%d]", i)
-		if err := b.add(where+".name", n.Name, where+".taints", n.Taints); err != nil {
+		at := strictjson.Path(nil).Index(i)
+		if err := b.add(at.Key("name"), n.Name, at.Key("taints"), n.Taints); err != nil {
 			return nil, err
 		}
 	}
@@ -93,37 +90,38 @@ type kubeItem struct {
 func parseKubernetes(data []byte) (map[string][]cluster.Taint, error) {
 	var obj kubeObject
 	if err := strictjson.UnmarshalIgnoringUnknown(data, &obj); err != nil {
-		return nil, decodeError(err)
+		return nil, err
 	}
+	var root strictjson.Path
 	switch obj.Kind {
 	case "Node", "List", "NodeList":
 	case "":
-		return nil, fmt.Errorf("kind: missing (%s)", wantShape)
+		return nil, strictjson.Invalidf(root.Key("kind"), "missing (%s)", wantShape)
 	default:
-		return nil, fmt.Errorf("kind: want List, NodeList or Node, got %q", obj.Kind)
+		return nil, strictjson.Invalidf(root.Key("kind"), "want List, NodeList or Node, got %q", obj.Kind)
 	}
 	if obj.APIVersion != "v1" {
-		return nil, fmt.Errorf("apiVersion: want v1, got %q", obj.APIVersion)
+		return nil, strictjson.Invalidf(root.Key("apiVersion"), "want v1, got %q", obj.APIVersion)
 	}
 	if obj.Kind == "Node" {
 		b := newBuilder(1)
-		if err := b.add("metadata.name", obj.Metadata.Name, "spec.taints", obj.Spec.Taints); err != nil {
+		if err := b.add(root.Key("metadata").Key("name"), obj.Metadata.Name, root.Key("spec").Key("taints"), obj.Spec.Taints); err != nil {
 			return nil, err
 		}
 		return b.out, nil
 	}
 	b := newBuilder(len(obj.Items))
 	for i, it := range obj.Items {
-		where := fmt.Sprintf("items[%d]", i)
+		at := root.Key("items").Index(i)
 		// kubectl's List names each item's kind and apiVersion; a NodeList
 		// from the API may leave them out.
 		if it.Kind != "Node" && (obj.Kind == "List" || it.Kind != "") {
-			return nil, fmt.Errorf("%s.kind: want Node, got %q", where, it.Kind)
+			return nil, strictjson.Invalidf(at.Key("kind"), "want Node, got %q", it.Kind)
 		}
 		if it.APIVersion != "v1" && (obj.Kind == "List" || it.APIVersion != "") {
-			return nil, fmt.Errorf("%s.apiVersion: want v1, got %q", where, it.APIVersion)
+			return nil, strictjson.Invalidf(at.Key("apiVersion"), "want v1, got %q", it.APIVersion)
 		}
-		if err := b.add(where+".metadata.name", it.Metadata.Name, where+".spec.taints", it.Spec.Taints); err != nil {
+		if err := b.add(at.Key("metadata").Key("name"), it.Metadata.Name, at.Key("spec").Key("taints"), it.Spec.Taints); err != nil {
 			return nil, err
 		}
 	}
@@ -133,25 +131,25 @@ func parseKubernetes(data []byte) (map[string][]cluster.Taint, error) {
 // builder collects Nodes' taints, refusing bad names and taints.
 type builder struct {
 	out   map[string][]cluster.Taint
-	where map[string]string
+	where map[string]strictjson.Path
 }
 
 func newBuilder(n int) *builder {
-	return &builder{out: make(map[string][]cluster.Taint, n), where: make(map[string]string, n)}
+	return &builder{out: make(map[string][]cluster.Taint, n), where: make(map[string]strictjson.Path, n)}
 }
 
 // add adds one Node; nameAt and taintsAt say where its name and taints are
 // in the file.
-func (b *builder) add(nameAt, name, taintsAt string, ts []cluster.Taint) error {
+func (b *builder) add(nameAt strictjson.Path, name string, taintsAt strictjson.Path, ts []cluster.Taint) error {
 	if name == "" {
-		return fmt.Errorf("%s: must not be empty", nameAt)
+		return strictjson.Invalidf(nameAt, "must not be empty")
 	}
 	if prev, ok := b.where[name]; ok {
-		return fmt.Errorf("%s: Node %q is named at %s too: each Node once", nameAt, name, prev)
+		return strictjson.Invalidf(nameAt, "Node %q is named at %s too: each Node once", name, prev)
 	}
 	for j, t := range ts {
 		if err := taints.Validate(t); err != nil {
-			return fmt.Errorf("%s[%d]: %w", taintsAt, j, err)
+			return strictjson.Invalidf(taintsAt.Index(j), "%v", err)
 		}
 	}
 	b.where[name] = nameAt
