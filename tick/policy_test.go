@@ -357,7 +357,7 @@ func TestPolicyRecompiled(t *testing.T) {
 	must(t, f.st.SetTemplate(ctx, []byte(strings.Replace(testTemplate, `{"user":"u"}]`, `{"user":"u","labels":{"cke.cybozu.com/role":"cs"}}]`, 1))))
 	err := d.runOnce(ctx, leader)
 	var te *Error
-	if !errors.As(err, &te) || te.Reason != reason.InvalidPolicy || !strings.Contains(err.Error(), `placements."": no template takes this placement`) {
-		t.Errorf("after the template lost the placement's template: error %v, want %s naming placements.\"\"", err, reason.InvalidPolicy)
+	if !errors.As(err, &te) || te.Reason != reason.InvalidPolicy || !strings.Contains(err.Error(), `placements[""]: no template takes this placement`) {
+		t.Errorf("after the template lost the placement's template: error %v, want %s naming placements[\"\"]", err, reason.InvalidPolicy)
 	}
 }
