@@ -1,9 +1,7 @@
 package fakesabakan
 
 import (
-	"context"
 	"net/http"
-	"sync/atomic"
 
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/99designs/gqlgen/graphql/executor"
@@ -20,12 +18,6 @@ type Server struct {
 	Store *Store
 	// exec is gqlgen's executor of the generated schema.
 	exec *executor.Executor
-	// generatedOnly leaves the machines to the generated code too (see
-	// marshal.go; tests compare both ways).
-	generatedOnly bool
-	// written counts the fields whose machines marshal.go wrote (tests
-	// check that it does write them).
-	written atomic.Int64
 }
 
 // queryCacheSize is how many parsed and validated queries are kept: the
@@ -33,8 +25,16 @@ type Server struct {
 const queryCacheSize = 100
 
 // New returns a server for store. The schema is the project's own
-// (sabakan/schema.graphql), the one the client is generated from.
+// (sabakan/schema.graphql), the one the client is generated from; the
+// machines of its answers are written by marshal.go.
 func New(store *Store) (*Server, error) {
+	return newServer(store, writeMachines), nil
+}
+
+// newServer is a server for store whose executor runs every field through
+// fields: writeMachines, as New's does, or nil for gqlgen's generated code
+// alone, the answers marshal.go's must equal byte for byte.
+func newServer(store *Store, fields graphql.FieldMiddleware) *Server {
 	s := &Server{Store: store, exec: executor.New(graph.NewExecutableSchema(graph.Config{Resolvers: &resolver{store: store}}))}
 	s.exec.SetQueryCache(lru.New[*ast.QueryDocument](queryCacheSize))
 	s.exec.SetErrorPresenter(presentError)
@@ -42,17 +42,10 @@ func New(store *Store) (*Server, error) {
 	s.exec.SetDefaultRulesFn(validationRules)
 	s.exec.Use(extension.Introspection{})
 	s.exec.Use(extension.FixedComplexityLimit(maxComplexity))
-	s.exec.AroundFields(func(ctx context.Context, next graphql.Resolver) (any, error) {
-		if s.generatedOnly {
-			return next(ctx)
-		}
-		res, err := writeMachines(ctx, next)
-		if _, ok := res.(*machinesJSON); ok {
-			s.written.Add(1)
-		}
-		return res, err
-	})
-	return s, nil
+	if fields != nil {
+		s.exec.AroundFields(fields)
+	}
+	return s
 }
 
 // Handler returns the HTTP handler: /graphql, sabakan's REST endpoints
