@@ -11,15 +11,10 @@
 package cketest
 
 import (
-	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"runtime"
-	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -51,16 +46,14 @@ var (
 	buildErr  error
 )
 
-// Binaries returns the paths of CKE's cke server and ckecli: those in
-// $CKEGEN_CKE_BIN_DIR when set, otherwise the ones built from ckemodule/,
-// building them first when the cache has none for the module's current
-// go.mod and go.sum. When they cannot be had the test is skipped, or fails
-// under CI.
+// Binaries returns the paths of CKE's cke server and ckecli, in the
+// directory Build returns, once per test process. When they cannot be had
+// the test is skipped, or fails under CI.
 func Binaries(t testing.TB) (cke, ckecli string) {
 	t.Helper()
 	buildOnce.Do(func() {
 		start := time.Now()
-		buildDir, buildErr = binaries()
+		buildDir, buildErr = Build(nil)
 		if buildErr == nil {
 			if d := time.Since(start); d > time.Second {
 				t.Logf("CKE %s's cke and ckecli built in %s: %s", Version, d.Round(time.Second), buildDir)
@@ -84,145 +77,68 @@ func unavailable(t testing.TB, err error) {
 		Version, err, EnvBinDir, Version)
 }
 
-// ModuleDir is the directory of the module that builds CKE's commands,
-// found from this source file.
+// ModuleDir is the directory of the module that builds CKE's commands.
 func ModuleDir() (string, error) {
-	_, file, _, ok := runtime.Caller(0)
-	if !ok {
-		return "", errors.New("cannot locate the cketest package's source")
+	root, err := buildcache.RepoRoot()
+	if err != nil {
+		return "", err
 	}
-	dir := filepath.Join(filepath.Dir(file), "ckemodule")
+	dir := filepath.Join(root, "internal", "testutil", "cketest", "ckemodule")
 	if _, err := os.Stat(filepath.Join(dir, "go.mod")); err != nil {
 		return "", fmt.Errorf("the CKE build module is missing: %w", err)
 	}
 	return dir, nil
 }
 
-// CacheDir is where the binaries built from the module's current go.mod
-// and go.sum are, or will be, kept.
-func CacheDir() (string, error) {
+// BuildTimeout bounds a build of CKE's commands (cold, several minutes on
+// 2 cores).
+const BuildTimeout = 45 * time.Minute
+
+// Spec is the build of CKE's cke and ckecli from the module, keyed by its
+// go.mod and go.sum. CKE v1.35.4 comes from ../shared/goproxy when it
+// exists beside the repository (its checksum is in go.sum, so the
+// checksum database is not asked for it).
+func Spec() (buildcache.Spec, error) {
 	dir, err := ModuleDir()
 	if err != nil {
-		return "", err
+		return buildcache.Spec{}, err
 	}
-	cache, err := buildcache.Dir(EnvCacheDir, "cke")
+	proxy, err := buildcache.SharedGoProxy()
 	if err != nil {
-		return "", err
+		return buildcache.Spec{}, err
 	}
-	key, err := buildcache.Key(dir, buildArgs("DIR"), "go.mod", "go.sum")
-	if err != nil {
-		return "", err
-	}
-	return filepath.Join(cache, Version+"-"+key), nil
+	return buildcache.Spec{
+		Name:      "CKE " + Version + "'s cke and ckecli",
+		Cache:     "cke",
+		CacheEnv:  EnvCacheDir,
+		Prefix:    Version + "-",
+		Module:    dir,
+		Packages:  []string{pkgServer, pkgCLI},
+		Outputs:   []string{"cke", "ckecli"},
+		Flags:     []string{"-trimpath", "-ldflags=-s -w"},
+		FileProxy: proxy,
+		Env:       []string{"GONOSUMDB=github.com/cybozu-go/cke"},
+		Timeout:   BuildTimeout,
+	}, nil
 }
 
-// buildArgs are go build's arguments, writing into dir.
-func buildArgs(dir string) []string {
-	return []string{"build", "-trimpath", "-ldflags=-s -w", "-o", dir + string(filepath.Separator), pkgServer, pkgCLI}
-}
-
-// complete reports whether dir holds both binaries.
-func complete(dir string) bool {
-	for _, name := range []string{"cke", "ckecli"} {
-		if fi, err := os.Stat(filepath.Join(dir, name)); err != nil || !fi.Mode().IsRegular() {
-			return false
-		}
-	}
-	return true
-}
-
-func binaries() (string, error) {
+// Build returns the directory of CKE's cke and ckecli: $CKEGEN_CKE_BIN_DIR
+// when set, otherwise the cache's, building them first when the cache has
+// none for the module's current go.mod and go.sum. logf, when not nil, is
+// told when it builds or waits for another process's build.
+func Build(logf func(format string, args ...any)) (string, error) {
 	if d := os.Getenv(EnvBinDir); d != "" {
-		if !complete(d) {
-			return "", fmt.Errorf("%s=%s does not hold both cke and ckecli", EnvBinDir, d)
+		for _, name := range []string{"cke", "ckecli"} {
+			if fi, err := os.Stat(filepath.Join(d, name)); err != nil || !fi.Mode().IsRegular() {
+				return "", fmt.Errorf("%s=%s does not hold both cke and ckecli", EnvBinDir, d)
+			}
 		}
 		return d, nil
 	}
-	mod, err := ModuleDir()
+	spec, err := Spec()
 	if err != nil {
 		return "", err
 	}
-	dir, err := CacheDir()
-	if err != nil {
-		return "", err
-	}
-	if complete(dir) {
-		return dir, nil
-	}
-	if _, err := exec.LookPath("go"); err != nil {
-		return "", fmt.Errorf("no go command to build CKE: %w", err)
-	}
-	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
-		return "", err
-	}
-	// Other test processes may want the binaries at the same time: one
-	// builds, the others wait for it.
-	lock, err := os.OpenFile(dir+".lock", os.O_CREATE|os.O_RDWR, 0o644)
-	if err != nil {
-		return "", err
-	}
-	defer lock.Close()
-	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
-		return "", fmt.Errorf("locking %s: %w", lock.Name(), err)
-	}
-	defer syscall.Flock(int(lock.Fd()), syscall.LOCK_UN)
-	if complete(dir) {
-		return dir, nil
-	}
-	tmp := dir + ".tmp"
-	os.RemoveAll(tmp)
-	if err := os.MkdirAll(tmp, 0o755); err != nil {
-		return "", err
-	}
-	env, err := buildEnv(mod)
-	if err != nil {
-		return "", err
-	}
-	cmd := exec.Command("go", buildArgs(tmp)...)
-	cmd.Dir = mod
-	cmd.Env = env
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		os.RemoveAll(tmp)
-		return "", fmt.Errorf("building CKE %s's cke and ckecli in %s failed: %w\n%s", Version, mod, err, tail(out, 40))
-	}
-	os.RemoveAll(dir)
-	if err := os.Rename(tmp, dir); err != nil {
-		return "", err
-	}
-	return dir, nil
-}
-
-// buildEnv is the environment of go build: the module on its own (no
-// workspace, go.mod and go.sum as committed), and ../shared/goproxy first
-// in GOPROXY when it exists beside the repository, for CKE v1.35.4 (whose
-// checksum is in go.sum, so the checksum database is not asked for it).
-func buildEnv(mod string) ([]string, error) {
-	env := append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=readonly -buildvcs=false")
-	proxy, err := filepath.Abs(filepath.Join(mod, "..", "..", "..", "..", "..", "shared", "goproxy"))
-	if err != nil {
-		return nil, err
-	}
-	if fi, err := os.Stat(proxy); err != nil || !fi.IsDir() {
-		return env, nil
-	}
-	cmd := exec.Command("go", "env", "GOPROXY")
-	cmd.Dir = mod
-	cmd.Env = env
-	out, err := cmd.Output()
-	if err != nil {
-		return nil, fmt.Errorf("go env GOPROXY: %w", err)
-	}
-	return append(env,
-		"GOPROXY=file://"+filepath.ToSlash(proxy)+","+strings.TrimSpace(string(out)),
-		"GONOSUMDB=github.com/cybozu-go/cke"), nil
-}
-
-// tail is the last n lines of out.
-func tail(out []byte, n int) string {
-	lines := strings.Split(strings.TrimRight(string(out), "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
+	spec.Logf = logf
+	return buildcache.Build(spec)
 }

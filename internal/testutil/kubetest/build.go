@@ -7,15 +7,12 @@
 package kubetest
 
 import (
-	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"runtime"
+	"regexp"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -37,15 +34,14 @@ var (
 	buildErr  error
 )
 
-// Binary returns the path of a kube-apiserver binary: $CKEGEN_KUBE_APISERVER
-// when set, otherwise the one built from mtest/kubeapiserver, building it
-// first when the cache has none for the module's current go.mod, go.sum and
-// main.go. When no binary can be had the test is skipped, or fails under CI.
+// Binary returns the path of a kube-apiserver binary, as Build does, once
+// per test process. When no binary can be had the test is skipped, or
+// fails under CI.
 func Binary(t testing.TB) string {
 	t.Helper()
 	buildOnce.Do(func() {
 		start := time.Now()
-		buildPath, buildErr = binary()
+		buildPath, buildErr = Build(nil)
 		if buildErr == nil {
 			if d := time.Since(start); d > time.Second {
 				t.Logf("kube-apiserver built in %s: %s", d.Round(time.Second), buildPath)
@@ -68,117 +64,99 @@ func unavailable(t testing.TB, err error) {
 	t.Skipf("skipped: this test needs a real kube-apiserver, and %v (set %s to a built binary, or make the Go module proxy reachable; under CI=true this fails)", err, EnvBinary)
 }
 
-// ModuleDir is the directory of the kube-apiserver module, found from this
-// source file.
+// ModuleDir is the directory of the kube-apiserver module.
 func ModuleDir() (string, error) {
-	_, file, _, ok := runtime.Caller(0)
-	if !ok {
-		return "", errors.New("cannot locate the kubetest package's source")
+	root, err := buildcache.RepoRoot()
+	if err != nil {
+		return "", err
 	}
-	dir := filepath.Join(filepath.Dir(file), "..", "..", "..", "mtest", "kubeapiserver")
+	dir := filepath.Join(root, "mtest", "kubeapiserver")
 	if _, err := os.Stat(filepath.Join(dir, "go.mod")); err != nil {
 		return "", fmt.Errorf("the kube-apiserver module is missing: %w", err)
 	}
 	return dir, nil
 }
 
-// CachePath is where the binary built from the module's current sources
-// is, or will be, kept.
-func CachePath() (string, error) {
+// BuildTimeout bounds a build of the kube-apiserver (cold, several
+// minutes on 2 cores).
+const BuildTimeout = 45 * time.Minute
+
+// Spec is the build of the kube-apiserver from the module, stamped with
+// the Kubernetes version (as /version reports it) that the module
+// requires, keyed by its go.mod, go.sum and main.go.
+func Spec() (buildcache.Spec, error) {
 	dir, err := ModuleDir()
 	if err != nil {
-		return "", err
+		return buildcache.Spec{}, err
 	}
-	cache, err := buildcache.Dir(EnvCacheDir, "kube-apiserver")
+	version, err := kubernetesVersion(dir)
 	if err != nil {
-		return "", err
+		return buildcache.Spec{}, err
 	}
-	key, err := buildcache.Key(dir, buildArgs("VERSION"), "go.mod", "go.sum", "main.go")
-	if err != nil {
-		return "", err
-	}
-	return filepath.Join(cache, key, "kube-apiserver"), nil
+	return buildcache.Spec{
+		Name:     "the kube-apiserver",
+		Cache:    "kube-apiserver",
+		CacheEnv: EnvCacheDir,
+		Module:   dir,
+		Packages: []string{"."},
+		Outputs:  []string{"kube-apiserver"},
+		Flags:    []string{ldflags(version)},
+		KeyFiles: []string{"main.go"},
+		Timeout:  BuildTimeout,
+	}, nil
 }
 
-func binary() (string, error) {
+// Build returns the path of a kube-apiserver binary: $CKEGEN_KUBE_APISERVER
+// when set, otherwise the one built from the module, building it first
+// when the cache has none for the module's current go.mod, go.sum and
+// main.go. logf, when not nil, is told when it builds or waits for
+// another process's build.
+func Build(logf func(format string, args ...any)) (string, error) {
 	if p := os.Getenv(EnvBinary); p != "" {
 		if _, err := os.Stat(p); err != nil {
 			return "", fmt.Errorf("%s: %w", EnvBinary, err)
 		}
 		return p, nil
 	}
-	dir, err := ModuleDir()
+	spec, err := Spec()
 	if err != nil {
 		return "", err
 	}
-	path, err := CachePath()
+	spec.Logf = logf
+	dir, err := buildcache.Build(spec)
 	if err != nil {
 		return "", err
 	}
-	if _, err := os.Stat(path); err == nil {
-		return path, nil
-	}
-	if _, err := exec.LookPath("go"); err != nil {
-		return "", fmt.Errorf("no go command to build kube-apiserver: %w", err)
-	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return "", err
-	}
-	// Other test processes may want the binary at the same time: one
-	// builds, the others wait for it.
-	lock, err := os.OpenFile(path+".lock", os.O_CREATE|os.O_RDWR, 0o644)
-	if err != nil {
-		return "", err
-	}
-	defer lock.Close()
-	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
-		return "", fmt.Errorf("locking %s: %w", lock.Name(), err)
-	}
-	defer syscall.Flock(int(lock.Fd()), syscall.LOCK_UN)
-	if _, err := os.Stat(path); err == nil {
-		return path, nil
-	}
-	version, err := kubernetesVersion(dir)
-	if err != nil {
-		return "", err
-	}
-	tmp := path + ".tmp"
-	cmd := exec.Command("go", append(buildArgs(version), "-o", tmp, ".")...)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=readonly -buildvcs=false")
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		os.Remove(tmp)
-		return "", fmt.Errorf("building kube-apiserver in %s failed: %w\n%s", dir, err, tail(out, 40))
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return "", err
-	}
-	return path, nil
+	return filepath.Join(dir, spec.Outputs[0]), nil
 }
 
-// buildArgs are the arguments of go build, stamping the binary with the
-// Kubernetes version (as /version reports it) that the module requires.
-func buildArgs(version string) []string {
+// ldflags are go build's -ldflags, stamping the binary with the
+// Kubernetes version.
+func ldflags(version string) string {
 	major, minor, _ := strings.Cut(strings.TrimPrefix(version, "v"), ".")
 	minor, _, _ = strings.Cut(minor, ".")
 	const pkg = "k8s.io/component-base/version"
-	return []string{"build", "-ldflags=-s -w" +
+	return "-ldflags=-s -w" +
 		" -X " + pkg + ".gitVersion=" + version +
 		" -X " + pkg + ".gitMajor=" + major +
 		" -X " + pkg + ".gitMinor=" + minor +
-		" -X " + pkg + ".gitTreeState=clean"}
+		" -X " + pkg + ".gitTreeState=clean"
 }
 
+// requirement is a requirement of k8s.io/kubernetes in go.mod: in a
+// require block, or on a require line of its own.
+var requirement = regexp.MustCompile(`(?m)^(?:require)?[ \t]*k8s\.io/kubernetes[ \t]+(v[0-9][^ \t\n]*)[ \t]*(?://.*)?$`)
+
 // kubernetesVersion is the version of k8s.io/kubernetes that the module in
-// dir requires.
+// dir requires, read from its go.mod (which keys the build).
 func kubernetesVersion(dir string) (string, error) {
-	cmd := exec.Command("go", "list", "-m", "-f", "{{.Version}}", "k8s.io/kubernetes")
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "GOWORK=off")
-	out, err := cmd.Output()
+	data, err := os.ReadFile(filepath.Join(dir, "go.mod"))
 	if err != nil {
-		return "", fmt.Errorf("the version of k8s.io/kubernetes in %s: %w", dir, err)
+		return "", err
 	}
-	return strings.TrimSpace(string(out)), nil
+	m := requirement.FindAllSubmatch(data, -1)
+	if len(m) != 1 {
+		return "", fmt.Errorf("%s/go.mod: %d requirements of k8s.io/kubernetes, want one", dir, len(m))
+	}
+	return string(m[0][1]), nil
 }
