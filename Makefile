@@ -1,7 +1,7 @@
 # Targets mirror the README. CI runs .ci/run, which calls `make test`.
 GO ?= go
 
-.PHONY: demo generate-example policy-example test test-ckeref bench bench-ckeref generate fmt fuzz image
+.PHONY: demo generate-example policy-example test test-generated test-prepare test-ckeref bench bench-ckeref generate fmt fuzz image
 
 # Run the main job end to end: the compatible server with the bundled data
 # center, the daemon with an embedded etcd, ckecli as the operator.
@@ -25,19 +25,63 @@ policy-example:
 		--policy examples/policy.yml \
 		--now 2026-01-02T00:00:00Z --explain text
 
-# Every test: vet, unit, golden, property and fuzz seeds, then the
-# differential test against CKE v1.35.4 (test-ckeref).
+# Every test: formatting, generated code, vet, unit, golden, property and
+# fuzz seeds, mtest's processes, then the differential test against CKE
+# v1.35.4 (test-ckeref). test-prepare first builds what the tests run for
+# real and what takes minutes to build cold, so that no test waits for a
+# build within go test's time limit. The tests' JSON goes through
+# internal/testutil/testsummary: a line per package, every failure in
+# full, and at the end every skipped test with its reason ("SKIPPED: ...")
+# and the counts.
 # The conformance test of sabakan/schema.graphql compares it with sabakan's
 # own schema: ../shared/sabakan/schema.graphqls where that file exists, or
 # SABAKAN_UPSTREAM_SCHEMA; without either it skips, and says so here.
 SABAKAN_UPSTREAM_SCHEMA ?= $(wildcard $(abspath $(CURDIR)/../shared/sabakan/schema.graphqls))
 export SABAKAN_UPSTREAM_SCHEMA
-test:
+# go test's time limit for each package: mtest/ (every part a process,
+# building its binaries first, CKE's own server among them) runs after the
+# others, with its own; the others keep go test's default.
+TEST_TIMEOUT ?= 10m
+TEST_TIMEOUT_MTEST ?= 30m
+TEST_PACKAGES = $(shell $(GO) list ./... | grep -v '/mtest$$')
+TEST_PACKAGES_MTEST = ./mtest/
+# test-ckeref, run by testsummary so that its skip is listed at the end;
+# through a variable, so that `make -n test` prints the line and runs no
+# test (make runs a line that names MAKE's variable itself even under -n).
+TEST_CKEREF = $(MAKE) --no-print-directory test-ckeref
+test: test-generated test-prepare
 	@[ -n "$(SABAKAN_UPSTREAM_SCHEMA)" ] || echo "note: TestSchemaConformance skips: set SABAKAN_UPSTREAM_SCHEMA to sabakan's gql/schema.graphqls (github.com/cybozu-go/sabakan v3.1.9); CI does"
 	test -z "$$(gofmt -l $$(git ls-files '*.go'))" || (gofmt -l $$(git ls-files '*.go'); exit 1)
 	$(GO) vet ./...
-	$(GO) test -race -count=1 ./...
-	$(MAKE) test-ckeref
+	@echo "go test -race -count=1: -timeout $(TEST_TIMEOUT) ./... but mtest, -timeout $(TEST_TIMEOUT_MTEST) $(TEST_PACKAGES_MTEST), then test-ckeref, through internal/testutil/testsummary"
+	@$(GO) run ./internal/testutil/testsummary \
+		"$(GO) test -json -race -count=1 -timeout $(TEST_TIMEOUT) $(TEST_PACKAGES)" \
+		"$(GO) test -json -race -count=1 -timeout $(TEST_TIMEOUT_MTEST) $(TEST_PACKAGES_MTEST)" \
+		"$(TEST_CKEREF)"
+
+# Generated code (sabakan/generated.go, fakesabakan/internal/graph/) must
+# be what `go generate ./...` makes of the schemas, the operations,
+# genqlient.yaml and fakesabakan/gqlgen.yml in the tree.
+GENERATED = sabakan/generated.go fakesabakan/internal/graph
+test-generated:
+	@echo "test-generated: go generate ./... must leave the generated code as it is"
+	@before=$$(find $(GENERATED) -type f | LC_ALL=C sort | xargs sha256sum) && \
+	$(GO) generate ./... && \
+	after=$$(find $(GENERATED) -type f | LC_ALL=C sort | xargs sha256sum) && \
+	if [ "$$before" != "$$after" ]; then \
+		echo "test-generated: the generated code was not what go generate ./... makes of its sources; it has rewritten it: commit that (git diff -- $(GENERATED))" >&2; \
+		git status --short -- $(GENERATED) >&2; exit 1; \
+	fi
+
+# What the tests run for real and take minutes to build cold
+# (internal/testutil/prepare), each with its own time limit: the
+# kube-apiserver and CKE v1.35.4's cke and ckecli into the user cache
+# (kept while their modules do not change), the image's packages into Go's
+# build cache. Outside CI, what cannot be had is skipped with a message,
+# and so are the tests that need it; under CI=true that fails.
+test-prepare:
+	@echo "test-prepare: compiling internal/testutil/prepare (cold: a minute or two), then building..."
+	@$(GO) run ./internal/testutil/prepare
 
 # ckeref/ is a module of its own that imports CKE v1.35.4 (the reference
 # of docs/models.md). Here CKE comes from ../shared/goproxy (a file module proxy)
