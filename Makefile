@@ -36,7 +36,9 @@ policy-example:
 # The conformance test of sabakan/schema.graphql compares it with sabakan's
 # own schema: ../shared/sabakan/schema.graphqls where that file exists, or
 # SABAKAN_UPSTREAM_SCHEMA; without either it skips, and says so here.
-SABAKAN_UPSTREAM_SCHEMA ?= $(wildcard $(abspath $(CURDIR)/../shared/sabakan/schema.graphqls))
+# Under CI=true it is that path whether the file exists or not, so that a
+# missing file fails naming it.
+SABAKAN_UPSTREAM_SCHEMA ?= $(if $(filter true,$(CI)),$(abspath $(CURDIR)/../shared/sabakan/schema.graphqls),$(wildcard $(abspath $(CURDIR)/../shared/sabakan/schema.graphqls)))
 export SABAKAN_UPSTREAM_SCHEMA
 # go test's time limit for each package: mtest/ (every part a process,
 # building its binaries first, CKE's own server among them) runs after the

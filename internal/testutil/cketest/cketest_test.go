@@ -10,7 +10,7 @@ import (
 
 // TestBinaries: CKE's cke and ckecli are CKE v1.35.4's, built with the
 // dependency versions of CKE's release. Run alone, this test builds them
-// into the cache (.ci/run does, before make test):
+// into the cache (make test does first, in internal/testutil/prepare):
 //
 //	go test -count=1 -timeout 45m -run TestBinaries ./internal/testutil/cketest/
 func TestBinaries(t *testing.T) {
