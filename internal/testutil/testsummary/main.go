@@ -281,8 +281,12 @@ func (s *summary) finish() bool {
 // logLine starts what a test logged: its file and line, indented.
 var logLine = regexp.MustCompile(`^\s+\S+\.go:\d+: `)
 
+// maxReason is the most of a skip's reason the summary shows: a reason
+// may carry a build's output.
+const maxReason = 500
+
 // skipReason is what a skipped test logged last (t.Skip's message, with
-// its following lines), on one line.
+// its following lines), on one line of at most maxReason bytes.
 func skipReason(output []string) string {
 	lines := strings.Split(strings.Join(output, ""), "\n")
 	start := -1
@@ -309,5 +313,9 @@ func skipReason(output []string) string {
 			reason = append(reason, l)
 		}
 	}
-	return strings.Join(reason, " ")
+	r := strings.Join(reason, " ")
+	if len(r) > maxReason {
+		r = strings.ToValidUTF8(r[:maxReason], "") + " [...]"
+	}
+	return r
 }

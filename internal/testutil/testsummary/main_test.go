@@ -152,3 +152,16 @@ func TestSummaryCommands(t *testing.T) {
 		t.Errorf("a command cut off: %v\n%s", ok, out)
 	}
 }
+
+// TestSkipReason: a long reason (a build's output) is cut; a reason's
+// lines are joined; what the test logged before t.Skip is not its reason.
+func TestSkipReason(t *testing.T) {
+	long := "    x_test.go:3: skipped: the build failed:\n" + strings.Repeat("        undefined: x\n", 100) + "--- SKIP: TestX (0.00s)\n"
+	if r := skipReason([]string{long}); len(r) > maxReason+6 || !strings.HasPrefix(r, "skipped: the build failed: undefined: x undefined: x") || !strings.HasSuffix(r, " [...]") {
+		t.Errorf("a long reason: %q", r)
+	}
+	out := []string{"=== RUN   TestY\n", "    y_test.go:5: built in 3s\n", "    y_test.go:9: no tool\n", "        here\n", "--- SKIP: TestY (0.00s)\n"}
+	if r := skipReason(out); r != "no tool here" {
+		t.Errorf("reason %q, want %q", r, "no tool here")
+	}
+}
