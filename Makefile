@@ -82,7 +82,7 @@ test-generated:
 # build cache. Outside CI, what cannot be had is skipped with a message,
 # and so are the tests that need it; under CI=true that fails.
 test-prepare:
-	@echo "test-prepare: compiling internal/testutil/prepare (cold: a minute or two), then building..."
+	@echo "test-prepare: compiling internal/testutil/prepare (cold: under a minute), then building..."
 	@$(GO) run ./internal/testutil/prepare
 
 # ckeref/ is a module of its own that imports CKE v1.35.4 (the reference

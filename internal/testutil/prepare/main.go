@@ -2,16 +2,18 @@
 // for real and what takes minutes to build cold, so that no test waits for
 // a build within go test's time limit:
 //
-//   - the kube-apiserver (internal/testutil/kubetest), for kubenodes/,
-//     daemon/ and mtest;
+//   - the kube-apiserver (internal/testutil/kubetest runs it), for
+//     kubenodes/, daemon/ and mtest;
 //   - CKE v1.35.4's own cke and ckecli (internal/testutil/cketest), for
 //     mtest's TestBesideCKE;
 //   - the container image's static binaries, built as make image builds
 //     them (CGO_ENABLED=0, -trimpath: nothing shared with the other
 //     builds), so that deploy's TestImage builds them from a warm cache.
 //
-// The first two are kept in the user cache and reused while their inputs
-// do not change; the third warms Go's build cache. Each has its own time
+// The first two (internal/testutil/buildcache/programs) are kept in the
+// user cache and reused while their inputs do not change; the third warms
+// Go's build cache. It imports nothing heavy, so that it starts within
+// seconds on a cold build cache. Each has its own time
 // limit. When one cannot be had, it says so and goes on, and the tests
 // that need it skip with the reason; under CI=true it fails.
 //
@@ -31,8 +33,7 @@ import (
 	"time"
 
 	"github.com/ckegen/ckegen/internal/testutil/buildcache"
-	"github.com/ckegen/ckegen/internal/testutil/cketest"
-	"github.com/ckegen/ckegen/internal/testutil/kubetest"
+	"github.com/ckegen/ckegen/internal/testutil/buildcache/programs"
 )
 
 // step is one thing to prepare.
@@ -63,12 +64,12 @@ const imageTimeout = 45 * time.Minute
 func steps() []step {
 	return []step{{
 		what: "the kube-apiserver", cold: "several minutes",
-		prepare: kubetest.Build,
-		without: "kubenodes/, daemon/ and mtest's tests that need it skip; set " + kubetest.EnvBinary + " to a built binary, or make the Go module proxy reachable",
+		prepare: programs.KubeAPIServer,
+		without: "kubenodes/, daemon/ and mtest's tests that need it skip; set " + programs.EnvKubeAPIServer + " to a built binary, or make the Go module proxy reachable",
 	}, {
-		what: "CKE " + cketest.Version + "'s cke and ckecli", cold: "several minutes",
-		prepare: cketest.Build,
-		without: "mtest's TestBesideCKE skips; set " + cketest.EnvBinDir + " to a directory holding both, or make github.com/cybozu-go/cke " + cketest.Version + " downloadable (../shared/goproxy or the Go module proxy)",
+		what: "CKE " + programs.CKEVersion + "'s cke and ckecli", cold: "several minutes",
+		prepare: programs.CKE,
+		without: "mtest's TestBesideCKE skips; set " + programs.EnvCKEBinDir + " to a directory holding both, or make github.com/cybozu-go/cke " + programs.CKEVersion + " downloadable (../shared/goproxy or the Go module proxy)",
 	}, {
 		what: "the container image's static binaries", cold: "a few minutes",
 		prepare: buildImageBinaries,
