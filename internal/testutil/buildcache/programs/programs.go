@@ -4,9 +4,15 @@
 // ckecli (internal/testutil/cketest). Each can be taken from elsewhere
 // instead, through an environment variable.
 //
-// It imports nothing heavier than buildcache, so that the tests'
-// preparation (internal/testutil/prepare) compiles in seconds on a cold
-// build cache and says what it builds from the start.
+// A program is a buildcache.Spec and a function that builds it, which the
+// tests' preparation (internal/testutil/prepare) calls too. One built
+// from a module that replaces ckegen's main module with the repository
+// (a replace to ../..) lists the repository in KeyTrees, so that a change
+// of ckegen's packages is a new build: buildcache.RepoRoot.
+//
+// It imports nothing heavier than buildcache, so that the preparation
+// compiles in seconds on a cold build cache and says what it builds from
+// the start.
 package programs
 
 import (
