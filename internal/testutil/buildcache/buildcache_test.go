@@ -343,3 +343,40 @@ func TestEnv(t *testing.T) {
 		t.Errorf("%s, want %s", got, want)
 	}
 }
+
+// TestTreeFilesNestedModule: a module of the repository keyed with the
+// repository (ckeserver/, which replaces ckegen's main module with ..)
+// is its own tree, and the repository's tree leaves it out.
+func TestTreeFilesNestedModule(t *testing.T) {
+	root, err := RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	mod := filepath.Join(root, "ckeserver")
+	if _, err := os.Stat(filepath.Join(mod, "go.mod")); err != nil {
+		t.Skipf("no ckeserver module: %v", err)
+	}
+	start := time.Now()
+	own, err := TreeFiles(mod)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := key(mod, nil, []string{"go.mod", "go.sum"}, []string{mod, root}); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("ckeserver's %d files and the repository's keyed in %s", len(own), time.Since(start).Round(time.Millisecond))
+	for _, want := range []string{"go.mod", "go.sum", "cmd/cke/main.go", "integrator/integrator.go"} {
+		if !slices.Contains(own, want) {
+			t.Errorf("ckeserver's tree lacks %s: %q", want, own)
+		}
+	}
+	repo, err := TreeFiles(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range repo {
+		if strings.HasPrefix(name, "ckeserver/") {
+			t.Errorf("the repository's tree has %s, of the nested module", name)
+		}
+	}
+}

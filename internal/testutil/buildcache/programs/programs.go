@@ -6,9 +6,11 @@
 //
 // A program is a buildcache.Spec and a function that builds it, which the
 // tests' preparation (internal/testutil/prepare) calls too. One built
-// from a module that replaces ckegen's main module with the repository
-// (a replace to ../..) lists the repository in KeyTrees, so that a change
-// of ckegen's packages is a new build: buildcache.RepoRoot.
+// from a module of the repository with packages of its own that replaces
+// ckegen's main module with the repository (ckeserver/, whose go.mod has
+// a replace to ..) lists both directories in KeyTrees, the module's and
+// buildcache.RepoRoot(), so that a change of its packages or of ckegen's
+// is a new build (the repository's tree leaves out the nested module).
 //
 // It imports nothing heavier than buildcache, so that the preparation
 // compiles in seconds on a cold build cache and says what it builds from
