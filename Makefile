@@ -1,7 +1,7 @@
 # Targets mirror the README. CI runs .ci/run, which calls `make test`.
 GO ?= go
 
-.PHONY: demo generate-example policy-example test test-generated test-prepare test-ckeref bench bench-ckeref generate fmt fuzz image
+.PHONY: demo generate-example policy-example test test-generated test-prepare test-ckeref test-ckeserver bench bench-ckeref generate fmt fuzz image
 
 # Run the main job end to end: the compatible server with the bundled data
 # center, the daemon with an embedded etcd, ckecli as the operator.
@@ -51,15 +51,17 @@ TEST_PACKAGES_MTEST = ./mtest/
 # through a variable, so that `make -n test` prints the line and runs no
 # test (make runs a line that names MAKE's variable itself even under -n).
 TEST_CKEREF = $(MAKE) --no-print-directory test-ckeref
+TEST_CKESERVER = $(MAKE) --no-print-directory test-ckeserver
 test: test-generated test-prepare
 	@[ -n "$(SABAKAN_UPSTREAM_SCHEMA)" ] || echo "note: TestSchemaConformance skips: set SABAKAN_UPSTREAM_SCHEMA to sabakan's gql/schema.graphqls (github.com/cybozu-go/sabakan v3.1.9); CI does"
 	test -z "$$(gofmt -l $$(git ls-files '*.go'))" || (gofmt -l $$(git ls-files '*.go'); exit 1)
 	$(GO) vet ./...
-	@echo "go test -race -count=1: -timeout $(TEST_TIMEOUT) ./... but mtest, -timeout $(TEST_TIMEOUT_MTEST) $(TEST_PACKAGES_MTEST), then test-ckeref, through internal/testutil/testsummary"
+	@echo "go test -race -count=1: -timeout $(TEST_TIMEOUT) ./... but mtest, -timeout $(TEST_TIMEOUT_MTEST) $(TEST_PACKAGES_MTEST), then test-ckeref and test-ckeserver, through internal/testutil/testsummary"
 	@$(GO) run ./internal/testutil/testsummary \
 		"$(GO) test -json -race -count=1 -timeout $(TEST_TIMEOUT) $(TEST_PACKAGES)" \
 		"$(GO) test -json -race -count=1 -timeout $(TEST_TIMEOUT_MTEST) $(TEST_PACKAGES_MTEST)" \
-		"$(TEST_CKEREF)"
+		"$(TEST_CKEREF)" \
+		"$(TEST_CKESERVER)"
 
 # Generated code (sabakan/generated.go, fakesabakan/internal/graph/) must
 # be what `go generate ./...` makes of the schemas, the operations,
@@ -98,6 +100,18 @@ test-ckeref:
 	@cd ckeref && if ! $(CKEREF_ENV) $(GO) mod download; then \
 		if [ "$${CI:-}" = true ]; then echo "ckeref: cannot download github.com/cybozu-go/cke v1.35.4" >&2; exit 1; fi; \
 		echo "ckeref: SKIPPED: github.com/cybozu-go/cke v1.35.4 cannot be downloaded here (no ../shared/goproxy, no proxy serving it)"; exit 0; \
+	fi; \
+	$(CKEREF_ENV) $(GO) vet ./... && $(CKEREF_ENV) $(GO) test -count=1 ./...
+
+# ckeserver/ is CKE v1.35.4's server with ckegen's step inside, a module of
+# its own (its go.mod replaces ckegen with this repository and keeps CKE's
+# etcd and Kubernetes versions). Its tests run its integrator against CKE's
+# own on a real etcd; test-prepare has built its cke for mtest. CKE comes
+# as for ckeref.
+test-ckeserver:
+	@cd ckeserver && if ! $(CKEREF_ENV) $(GO) mod download; then \
+		if [ "$${CI:-}" = true ]; then echo "ckeserver: cannot download github.com/cybozu-go/cke v1.35.4" >&2; exit 1; fi; \
+		echo "ckeserver: SKIPPED: github.com/cybozu-go/cke v1.35.4 cannot be downloaded here (no ../shared/goproxy, no proxy serving it)"; exit 0; \
 	fi; \
 	$(CKEREF_ENV) $(GO) vet ./... && $(CKEREF_ENV) $(GO) test -count=1 ./...
 

@@ -70,3 +70,34 @@ func unavailable(t testing.TB, err error) {
 	t.Skipf("skipped: this test needs CKE %s's own cke and ckecli, and %v (set %s to a directory holding both, or make github.com/cybozu-go/cke %s downloadable: ../shared/goproxy or the Go module proxy; under CI=true this fails)",
 		Version, err, EnvBinDir, Version)
 }
+
+var (
+	insideOnce sync.Once
+	insidePath string
+	insideErr  error
+)
+
+// Inside returns the path of ckeserver/'s cke, CKE's server with ckegen
+// inside (programs.Inside: $CKEGEN_CKE_INSIDE, or the cache's, built first
+// when missing or when ckegen's packages changed), once per test process.
+// When it cannot be had the test is skipped, or fails under CI.
+func Inside(t testing.TB) string {
+	t.Helper()
+	insideOnce.Do(func() {
+		start := time.Now()
+		insidePath, insideErr = programs.Inside(nil)
+		if insideErr == nil {
+			if d := time.Since(start); d > time.Second {
+				t.Logf("CKE %s's server with ckegen inside built in %s: %s", Version, d.Round(time.Second), insidePath)
+			}
+		}
+	})
+	if insideErr != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("CKE %s's server with ckegen inside needed and not available under CI: %v", Version, insideErr)
+		}
+		t.Skipf("skipped: this test needs CKE %s's server with ckegen inside (ckeserver/), and %v (set %s to a built binary, or make github.com/cybozu-go/cke %s downloadable; under CI=true this fails)",
+			Version, insideErr, programs.EnvInsideBinary, Version)
+	}
+	return insidePath
+}

@@ -196,3 +196,67 @@ func CKE(logf func(format string, args ...any)) (string, error) {
 	spec.Logf = logf
 	return buildcache.Build(spec)
 }
+
+// EnvInsideBinary names a cke binary built from ckeserver/ to use
+// instead of building one; EnvInsideCache is where built ones are kept
+// (default $XDG_CACHE_HOME/ckegen/cke-inside).
+const (
+	EnvInsideBinary = "CKEGEN_CKE_INSIDE"
+	EnvInsideCache  = "CKEGEN_CKE_INSIDE_CACHE"
+)
+
+// InsideSpec is the build of ckeserver/'s cke: CKE v1.35.4's server with
+// ckegen's step as its sabakan integration, a module of its own that
+// replaces ckegen's main module with the repository. Its key is the
+// module's tree and the repository's: a change of either is a new build,
+// and building it proves that ckegen's packages compile on CKE's etcd and
+// Kubernetes versions.
+func InsideSpec() (buildcache.Spec, error) {
+	dir, err := moduleDir("ckeserver", "the module of CKE's server with ckegen inside")
+	if err != nil {
+		return buildcache.Spec{}, err
+	}
+	root, err := buildcache.RepoRoot()
+	if err != nil {
+		return buildcache.Spec{}, err
+	}
+	proxy, err := buildcache.SharedGoProxy()
+	if err != nil {
+		return buildcache.Spec{}, err
+	}
+	return buildcache.Spec{
+		Name:      "CKE " + CKEVersion + "'s server with ckegen inside (cke)",
+		Cache:     "cke-inside",
+		CacheEnv:  EnvInsideCache,
+		Module:    dir,
+		Packages:  []string{"./cmd/cke"},
+		Outputs:   []string{"cke"},
+		Flags:     []string{"-trimpath"},
+		KeyTrees:  []string{dir, root},
+		FileProxy: proxy,
+		Env:       []string{"GONOSUMDB=github.com/cybozu-go/cke"},
+		Timeout:   BuildTimeout,
+	}, nil
+}
+
+// Inside returns the path of the cke built from ckeserver/:
+// $CKEGEN_CKE_INSIDE when set, otherwise the one built from InsideSpec,
+// building it first when the cache has none for the trees as they are.
+func Inside(logf func(format string, args ...any)) (string, error) {
+	if p := os.Getenv(EnvInsideBinary); p != "" {
+		if _, err := os.Stat(p); err != nil {
+			return "", fmt.Errorf("%s: %w", EnvInsideBinary, err)
+		}
+		return p, nil
+	}
+	spec, err := InsideSpec()
+	if err != nil {
+		return "", err
+	}
+	spec.Logf = logf
+	dir, err := buildcache.Build(spec)
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(dir, spec.Outputs[0]), nil
+}
