@@ -1,0 +1,192 @@
+package mtest
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/ckegen/ckegen/internal/testutil/cketest"
+	"github.com/ckegen/ckegen/internal/testutil/promtest"
+)
+
+// insideServer is CKE's server with ckegen inside (ckeserver/'s cke) on
+// the scenario's etcd, run as CKE's own: ckeSite's configuration file,
+// flags and CKE's own ckecli beside it; debug runs it with
+// --debug-sabakan (its integrator alone, no election, no HTTP).
+func insideServer(t *testing.T, e *env, debug bool) *ckeSite {
+	t.Helper()
+	inside := cketest.Inside(t)
+	_, cli := cketest.Binaries(t)
+	k := newCKESite(e, inside, cli)
+	k.server.name = "cke-inside"
+	if debug {
+		k.server.args = []string{"--config", k.config, "--debug-sabakan"}
+	}
+	return k
+}
+
+// httpAddr is the server's --http address.
+func (k *ckeSite) httpAddr() string {
+	for i, a := range k.server.args {
+		if a == "--http" {
+			return k.server.args[i+1]
+		}
+	}
+	return ""
+}
+
+func (k *ckeSite) get(t *testing.T, path string) (int, string) {
+	t.Helper()
+	resp, err := http.Get("http://" + k.httpAddr() + path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, string(data)
+}
+
+// TestInsideCKE: CKE v1.35.4's server with ckegen inside, configured with
+// CKE's own ckecli, as a CKE site runs it. With no cluster its first Do
+// generates one, which CKE's server validates; ckegen's status, history,
+// page and metrics are served on CKE's HTTP server, beside CKE's API and
+// series; a real Prometheus scrapes /metrics with no error; ckegen's CLI
+// says the mode is inside CKE.
+func TestInsideCKE(t *testing.T) {
+	e := newEnv(t, withoutDaemons())
+	k := insideServer(t, e, false)
+	k.mustCkecli("sabakan", "set-url", "http://"+e.sabAddr)
+	k.mustCkecli("constraints", "set", "control-plane-count", "3")
+	k.mustCkecli("constraints", "set", "minimum-workers-rate", "80")
+	k.mustCkecli("sabakan", "set-template", "../examples/template-rate.yml")
+	start := time.Now()
+	k.server.start(t)
+
+	// (a) The first Do generates the cluster; CKE's server validates it.
+	e.eventually("the first cluster", 60*time.Second, e.hasCluster)
+	t.Logf("the first cluster written %s after the server started", time.Since(start).Round(time.Millisecond))
+	k.waitValidated()
+	k.checkNoInvalid()
+	st := e.waitStatus("ok", "", "", 10*time.Second)
+	if st.LastOp != "new" {
+		t.Errorf("status %+v, want the new cluster", st)
+	}
+
+	// (c) ckegen's status, history and page under /ckegen/, CKE's API
+	// as it was.
+	code, body := k.get(t, "/ckegen/status")
+	var status struct{ Result, Mode, LastOp string }
+	if err := json.Unmarshal([]byte(body), &status); code != 200 || err != nil || status.Mode != "inside-cke" || status.LastOp != "new" {
+		t.Errorf("/ckegen/status: %d %s", code, body)
+	}
+	if code, body := k.get(t, "/ckegen/history"); code != 200 || !strings.Contains(body, `"op":"new"`) {
+		t.Errorf("/ckegen/history: %d %s", code, body)
+	}
+	if code, body := k.get(t, "/ckegen/"); code != 200 || !strings.Contains(body, "<svg") {
+		t.Errorf("/ckegen/: %d, page %.200s", code, body)
+	}
+	if code, body := k.get(t, "/version"); code != 200 || !strings.Contains(body, "1.35.4") {
+		t.Errorf("CKE's /version: %d %s", code, body)
+	}
+
+	// The metrics: CKE's families and ckegen's, none twice, and CKE's
+	// sabakan series fed by ckegen.
+	_, m := k.get(t, "/metrics")
+	for _, want := range []string{"cke_leader 1", "cke_sabakan_integration_successful 1", "ckegen_tick_duration_seconds_count "} {
+		if !strings.Contains(m, "\n"+want) {
+			t.Errorf("/metrics lacks %q", want)
+		}
+	}
+	for _, not := range []string{"ckegen_leader", "ckegen_standalone", "cke_leader 0"} {
+		if strings.Contains(m, "\n"+not) {
+			t.Errorf("/metrics has %q, a series of ckegen's own daemon", not)
+		}
+	}
+	// (f) A real Prometheus scrapes it with no error.
+	prom := promtest.Start(t, fmt.Sprintf("- job_name: cke\n  static_configs: [{targets: [%q]}]\n", k.httpAddr()))
+	prom.WaitSamples(t, `up{job="cke"} == 1`, 1)
+	prom.WaitSamples(t, `cke_leader == 1`, 1)
+	prom.WaitSamples(t, `ckegen_tick_duration_seconds_count > 0`, 1)
+	prom.WaitSamples(t, `cke_sabakan_workers`, 1)
+	if log := k.serverLog(); strings.Contains(log, "gathered metric family") || strings.Contains(log, "has help") {
+		t.Errorf("CKE's /metrics handler logged a clash of families:\n%s", log)
+	}
+
+	// ckegen's CLI says where ckegen runs.
+	if out := e.mustCkecli("sabakan", "status"); !strings.Contains(out, "MODE          inside CKE:") {
+		t.Errorf("sabakan status:\n%s", out)
+	}
+	if out := e.mustCkecli("sabakan", "owner"); !strings.Contains(out, "WRITES CLUSTER  ckegen, as CKE's server's own sabakan integration") {
+		t.Errorf("sabakan owner:\n%s", out)
+	}
+	k.server.stop(syscall.SIGTERM)
+}
+
+// TestInsideCKEDebug: the server with ckegen inside under
+// --debug-sabakan (its integrator alone, every 5 s and on a watched
+// change: no Vault needed): in the count model an UNREACHABLE control plane
+// is replaced; in the rate model a RETIRING worker is tainted; CKE's own
+// ckecli sabakan disable holds ckegen; with sabakan down the server keeps
+// running and the status says why.
+func TestInsideCKEDebug(t *testing.T) {
+	e := newEnv(t, withoutDaemons())
+	k := insideServer(t, e, true)
+	// ckegen's CLI sets the count model, which CKE v1.35's cannot.
+	e.mustCkecli("sabakan", "set-url", "http://"+e.sabAddr)
+	e.mustCkecli("constraints", "set", "control-plane-count", "3")
+	e.mustCkecli("constraints", "set", "minimum-workers", "5")
+	e.mustCkecli("sabakan", "set-template", "../examples/template.yml")
+	k.server.start(t)
+	e.eventually("the first cluster", 60*time.Second, e.hasCluster)
+	e.waitStatus("ok", "", "", 20*time.Second)
+
+	// (b) Count model: a control plane turns UNREACHABLE and is replaced.
+	cp := e.cluster().cps()[0]
+	e.setState(cp.serial(), "unreachable")
+	e.eventually("the unreachable control plane replaced", 30*time.Second, func() bool {
+		c := e.cluster()
+		n := c.find(cp.Address)
+		return len(c.cps()) == 3 && (n == nil || !n.ControlPlane)
+	})
+
+	// (b) Rate model: a worker turns RETIRING and is tainted.
+	k.mustCkecli("constraints", "set", "minimum-workers-rate", "80")
+	k.mustCkecli("sabakan", "set-template", "../examples/template-rate.yml")
+	e.eventually("the rate model's workers", 30*time.Second, func() bool { return len(e.cluster().workers()) > 5 })
+	w := e.cluster().workers()[0]
+	e.setState(w.serial(), "retiring")
+	e.eventually("the retiring worker tainted", 30*time.Second, func() bool {
+		n := e.cluster().find(w.Address)
+		return n != nil && n.stateTaint() == "retiring:NoExecute"
+	})
+
+	// (d) CKE's own ckecli disables the integration: ckegen holds.
+	k.mustCkecli("sabakan", "disable")
+	e.waitStatus("disabled", "DISABLED", "", 30*time.Second)
+	k.mustCkecli("sabakan", "enable")
+	e.waitStatus("ok", "", "", 30*time.Second)
+
+	// (e) sabakan down: the server goes on, the status says why.
+	e.sabakan.stop(syscall.SIGKILL)
+	st := e.waitStatus("failing", "SABAKAN_UNREACHABLE", "", 30*time.Second)
+	if !k.server.running() {
+		t.Fatalf("the server ended with sabakan down: %s", lastLine(k.serverLog()))
+	}
+	t.Logf("with sabakan down: %s %s %q", st.Result, st.Reason, st.Message)
+}
+
+// hasCluster reports whether a cluster is stored.
+func (e *env) hasCluster() bool {
+	resp, err := e.cli.Get(e.ctx, "/cke/cluster", clientv3.WithCountOnly())
+	return err == nil && resp.Count > 0
+}
