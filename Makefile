@@ -4,13 +4,13 @@ GO ?= go
 .PHONY: demo generate-example policy-example test test-generated test-prepare test-ckeref test-ckeserver bench bench-ckeref generate fmt fuzz image
 
 # Run the main job end to end: the compatible server with the bundled data
-# center, the daemon with an embedded etcd, ckecli as the operator.
+# center, the daemon with an embedded etcd, ckegenctl as the operator.
 demo:
 	$(GO) run ./cmd/demo
 
 # The offline generator on the bundled data center.
 generate-example:
-	$(GO) run ./cmd/ckecli sabakan generate \
+	$(GO) run ./cmd/ckegenctl sabakan generate \
 		--template examples/template.yml \
 		--machines examples/machines.json \
 		--constraints examples/constraints.json \
@@ -18,7 +18,7 @@ generate-example:
 
 # The same with the example placement policy (static metric values).
 policy-example:
-	$(GO) run ./cmd/ckecli sabakan generate \
+	$(GO) run ./cmd/ckegenctl sabakan generate \
 		--template examples/template.yml \
 		--machines examples/machines.json \
 		--constraints examples/constraints.json \
@@ -160,11 +160,11 @@ image:
 	@test -s "$(CA_BUNDLE)" || { echo "image: no CA certificates at $(CA_BUNDLE) (apt-get install ca-certificates, or set CA_BUNDLE)" >&2; exit 1; }
 	rm -rf "$(IMAGE_STAGE)"
 	mkdir -p "$(IMAGE_STAGE)/lib" "$(IMAGE_STAGE)/state/ckegen"
-	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(IMAGE_LDFLAGS)" -o "$(IMAGE_STAGE)/" ./cmd/cke ./cmd/ckecli ./cmd/fakesabakan
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(IMAGE_LDFLAGS)" -o "$(IMAGE_STAGE)/" ./cmd/ckegen ./cmd/ckegenctl ./cmd/fakesabakan
 	cp deploy/image/passwd deploy/image/group "$(IMAGE_STAGE)/"
 	cp "$(CA_BUNDLE)" "$(IMAGE_STAGE)/ca-certificates.crt"
 	chmod 0644 "$(IMAGE_STAGE)/passwd" "$(IMAGE_STAGE)/group" "$(IMAGE_STAGE)/ca-certificates.crt"
-	chmod 0755 "$(IMAGE_STAGE)/cke" "$(IMAGE_STAGE)/ckecli" "$(IMAGE_STAGE)/fakesabakan"
+	chmod 0755 "$(IMAGE_STAGE)/ckegen" "$(IMAGE_STAGE)/ckegenctl" "$(IMAGE_STAGE)/fakesabakan"
 	chmod 0755 "$(IMAGE_STAGE)/lib"
 	chmod 0700 "$(IMAGE_STAGE)/state/ckegen"
 	-chown 10000:10000 "$(IMAGE_STAGE)/state/ckegen" 2>/dev/null

@@ -435,7 +435,7 @@ func TestBenchClusterAsSigsYAML(t *testing.T) {
 }
 
 // BenchmarkMarshal compares the two output formats of a 10,000-node
-// cluster (ckecli's -o yaml and -o json).
+// cluster (ckegenctl's -o yaml and -o json).
 func BenchmarkMarshal(b *testing.B) {
 	c := benchCluster(10000)
 	b.Run("format=yaml/nodes=10000", func(b *testing.B) {
@@ -457,7 +457,7 @@ func BenchmarkMarshal(b *testing.B) {
 }
 
 // BenchmarkParse reads a 10,000-node cluster as the daemon reads the stored
-// one (JSON), and as ckecli reads --current (YAML or JSON).
+// one (JSON), and as ckegenctl reads --current (YAML or JSON).
 func BenchmarkParse(b *testing.B) {
 	c := benchCluster(10000)
 	js, _ := c.MarshalIndentJSON()

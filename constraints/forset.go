@@ -62,7 +62,7 @@ func ForSet(data []byte, name string) (c Constraints, note string, err error) {
 type ModelError struct{ Err error }
 
 func (e *ModelError) Error() string {
-	return fmt.Sprintf("%v; choose the model first: ckecli constraints set %s N, or ckecli constraints set %s N", e.Err, MinimumWorkersRate, MinimumWorkers)
+	return fmt.Sprintf("%v; choose the model first: ckegenctl constraints set %s N, or ckegenctl constraints set %s N", e.Err, MinimumWorkersRate, MinimumWorkers)
 }
 
 func (e *ModelError) Unwrap() error { return e.Err }

@@ -25,7 +25,7 @@ import (
 // Config of the daemon.
 type Config struct {
 	Storage storage.Storage
-	// Name is written to the election key (ckecli leader shows it).
+	// Name is written to the election key (ckegenctl leader shows it).
 	Name       string
 	Interval   time.Duration
 	SessionTTL time.Duration

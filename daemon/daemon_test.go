@@ -32,7 +32,7 @@ import (
 
 var testNow = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
-// testOptions are CKE's option defaults, which ckecli sabakan set-template
+// testOptions are CKE's option defaults, which ckegenctl sabakan set-template
 // fills in: CKE refuses a cluster without a CRI endpoint.
 const testOptions = `"options":{"kubelet":{"cri_endpoint":"/run/containerd/containerd.sock"}}`
 

@@ -28,7 +28,7 @@ type site struct {
 }
 
 // newSite starts etcd and the compatible server and configures the
-// integration with ckecli as README "Install" says: URL, constraints,
+// integration with ckegenctl as README "Install" says: URL, constraints,
 // template.
 func newSite(t *testing.T) *site {
 	t.Helper()
@@ -37,32 +37,32 @@ func newSite(t *testing.T) *site {
 		Machines: sitetest.ReadMachines(t, filepath.Join(root, "examples", "machines.json")), Clock: time.Now,
 	})
 	s := &site{bin: bin, etcd: h.EtcdURL, sabakan: h.Server.URL}
-	s.ckecli(t, "sabakan", "set-url", s.sabakan)
-	s.ckecli(t, "constraints", "set", "control-plane-count", "3")
-	s.ckecli(t, "constraints", "set", "minimum-workers", "20")
-	s.ckecli(t, "sabakan", "set-template", filepath.Join(root, "examples", "template.yml"))
+	s.ckegenctl(t, "sabakan", "set-url", s.sabakan)
+	s.ckegenctl(t, "constraints", "set", "control-plane-count", "3")
+	s.ckegenctl(t, "constraints", "set", "minimum-workers", "20")
+	s.ckegenctl(t, "sabakan", "set-template", filepath.Join(root, "examples", "template.yml"))
 	return s
 }
 
-// ckecli runs ckecli against the site's etcd and returns its output.
-func (s *site) ckecli(t *testing.T, args ...string) string {
+// ckegenctl runs ckegenctl against the site's etcd and returns its output.
+func (s *site) ckegenctl(t *testing.T, args ...string) string {
 	t.Helper()
-	return string(run(t, time.Minute, "", filepath.Join(s.bin, "ckecli"), append([]string{"--endpoints", s.etcd}, args...)...))
+	return string(run(t, time.Minute, "", filepath.Join(s.bin, "ckegenctl"), append([]string{"--endpoints", s.etcd}, args...)...))
 }
 
-// daemon is a cke process.
+// daemon is a ckegen process.
 type daemon struct {
 	name, url string
 	proc      *proc
 }
 
-// startDaemon starts a cke named name against the site's etcd, ticking
+// startDaemon starts a ckegen named name against the site's etcd, ticking
 // every 500 ms, and waits until its /health answers 200.
 func (s *site) startDaemon(t *testing.T, name string) *daemon {
 	t.Helper()
 	addr := fmt.Sprintf("127.0.0.1:%d", etcdtest.FreePort(t))
 	d := &daemon{name: name, url: "http://" + addr}
-	d.proc = startProc(t, name, filepath.Join(s.bin, "cke"), "--etcd-endpoints", s.etcd, "--http", addr,
+	d.proc = startProc(t, name, filepath.Join(s.bin, "ckegen"), "--etcd-endpoints", s.etcd, "--http", addr,
 		"--name", name, "--interval", "500ms")
 	waitFor(t, 30*time.Second, name+"'s /health to answer 200", func() bool {
 		resp, err := http.Get(d.url + "/health")
@@ -105,10 +105,10 @@ func (d *daemon) scrape(t *testing.T) map[string]float64 {
 }
 
 // TestAlertMetricsExported: every metric that alerts.yml names is one the
-// daemon exports. It starts the daemon (the cke binary) on a real etcd and
+// daemon exports. It starts the daemon (the ckegen binary) on a real etcd and
 // the compatible server, scrapes /metrics after the first ticks of a
 // converging integration, while its ticks fail (sabakan's URL pointed at
-// a closed port), after they succeed again, and after `ckecli sabakan
+// a closed port), after they succeed again, and after `ckegenctl sabakan
 // takeover` and `handback` have made the leader hold
 // (ckegen_integration_held is only exported while it holds), and looks
 // each name up in what it saw.
@@ -158,14 +158,14 @@ func TestAlertMetricsExported(t *testing.T) {
 	}
 	observe("converging", "a successful tick", has("cke_sabakan_integration_successful", 1))
 	// sabakan unreachable: the ticks fail.
-	s.ckecli(t, "sabakan", "set-url", fmt.Sprintf("http://127.0.0.1:%d", etcdtest.FreePort(t)))
+	s.ckegenctl(t, "sabakan", "set-url", fmt.Sprintf("http://127.0.0.1:%d", etcdtest.FreePort(t)))
 	observe("failing", "a failed tick", has("cke_sabakan_integration_successful", 0))
-	s.ckecli(t, "sabakan", "set-url", s.sabakan)
+	s.ckegenctl(t, "sabakan", "set-url", s.sabakan)
 	observe("converging again", "a successful tick", has("cke_sabakan_integration_successful", 1))
 	// Standalone, nobody owns the integration: ckegen takes it over, then
 	// gives it back to CKE, whose server does not run, and holds.
-	s.ckecli(t, "sabakan", "takeover")
-	s.ckecli(t, "sabakan", "handback")
+	s.ckegenctl(t, "sabakan", "takeover")
+	s.ckegenctl(t, "sabakan", "handback")
 	observe("held", "a tick held by OWNED_BY_CKE", has(`ckegen_integration_held`, 1))
 
 	for _, n := range wanted {
@@ -200,8 +200,8 @@ func TestUpgradeHandover(t *testing.T) {
 	if m := b.scrape(t); m["ckegen_leader"] != 0 {
 		t.Fatalf("deploytest-b leads beside deploytest-a: ckegen_leader %v", m["ckegen_leader"])
 	}
-	if out := strings.TrimSpace(s.ckecli(t, "leader")); !strings.Contains(out, "deploytest-a") {
-		t.Fatalf("ckecli leader = %q, want deploytest-a", out)
+	if out := strings.TrimSpace(s.ckegenctl(t, "leader")); !strings.Contains(out, "deploytest-a") {
+		t.Fatalf("ckegenctl leader = %q, want deploytest-a", out)
 	}
 
 	stopped := time.Now()
@@ -219,13 +219,13 @@ func TestUpgradeHandover(t *testing.T) {
 	if took > 20*time.Second {
 		t.Errorf("the handover took %s: the leader did not resign (a session TTL of 60 s would have run out)", took)
 	}
-	if out := strings.TrimSpace(s.ckecli(t, "leader")); !strings.Contains(out, "deploytest-b") {
-		t.Errorf("ckecli leader = %q after the handover, want deploytest-b", out)
+	if out := strings.TrimSpace(s.ckegenctl(t, "leader")); !strings.Contains(out, "deploytest-b") {
+		t.Errorf("ckegenctl leader = %q after the handover, want deploytest-b", out)
 	}
 	var st struct {
 		Leader string `json:"leader"`
 	}
-	if err := json.Unmarshal([]byte(s.ckecli(t, "sabakan", "status", "-o", "json")), &st); err != nil || st.Leader != "deploytest-b" {
+	if err := json.Unmarshal([]byte(s.ckegenctl(t, "sabakan", "status", "-o", "json")), &st); err != nil || st.Leader != "deploytest-b" {
 		t.Errorf("sabakan status: leader %q (%v), want deploytest-b", st.Leader, err)
 	}
 }

@@ -80,7 +80,7 @@ var (
 	buildErr  error
 )
 
-// binaries builds cke and ckecli once for the package's tests
+// binaries builds ckegen and ckegenctl once for the package's tests
 // (as `go build` does, not as the image is built: TestImage builds those)
 // and returns their directory.
 func binaries(t *testing.T) string {
@@ -92,7 +92,7 @@ func binaries(t *testing.T) string {
 			return
 		}
 		buildDir = dir
-		_, errOut, err := runErr(8*time.Minute, root, "go", "build", "-o", dir+"/", "./cmd/cke", "./cmd/ckecli")
+		_, errOut, err := runErr(8*time.Minute, root, "go", "build", "-o", dir+"/", "./cmd/ckegen", "./cmd/ckegenctl")
 		if err != nil {
 			buildErr = fmt.Errorf("go build: %w\n%s", err, errOut)
 		}

@@ -59,7 +59,7 @@ type imageConfig struct {
 // root, the entry point, the size; then exports the image's file system
 // (containers cannot run here, but they can be created and exported) and
 // checks every file in it, that the binaries are static, that each prints
-// the image's version, and that the exported ckecli generates a cluster
+// the image's version, and that the exported ckegenctl generates a cluster
 // from the bundled example.
 func TestImage(t *testing.T) {
 	engine := containerEngine(t)
@@ -89,7 +89,7 @@ func TestImage(t *testing.T) {
 	if uid, _, _ := strings.Cut(img.Config.User, ":"); uid != fmt.Sprint(imageUID) {
 		t.Errorf("the image's user is %q, want %d (not root)", img.Config.User, imageUID)
 	}
-	if want := []string{"/usr/local/bin/cke"}; !slices.Equal(img.Config.Entrypoint, want) {
+	if want := []string{"/usr/local/bin/ckegen"}; !slices.Equal(img.Config.Entrypoint, want) {
 		t.Errorf("entry point %q, want %q", img.Config.Entrypoint, want)
 	}
 	if img.Config.WorkingDir != "/var/lib/ckegen" {
@@ -108,7 +108,7 @@ func TestImage(t *testing.T) {
 	fsys, headers := exportImage(t, engine, image)
 	checkFiles(t, fsys, headers)
 	bin := filepath.Join(fsys, "usr/local/bin")
-	for _, name := range []string{"cke", "ckecli", "fakesabakan"} {
+	for _, name := range []string{"ckegen", "ckegenctl", "fakesabakan"} {
 		checkStatic(t, filepath.Join(bin, name))
 		out := strings.TrimSpace(string(run(t, time.Minute, "", filepath.Join(bin, name), "--version")))
 		if !strings.HasSuffix(out, " "+version) && out != version {
@@ -117,14 +117,14 @@ func TestImage(t *testing.T) {
 	}
 
 	ex := filepath.Join(root, "examples")
-	out := run(t, 2*time.Minute, "", filepath.Join(bin, "ckecli"), "sabakan", "generate",
+	out := run(t, 2*time.Minute, "", filepath.Join(bin, "ckegenctl"), "sabakan", "generate",
 		"--template", filepath.Join(ex, "template.yml"),
 		"--machines", filepath.Join(ex, "machines.json"),
 		"--constraints", filepath.Join(ex, "constraints.json"),
 		"--now", "2026-01-02T00:00:00Z")
 	c, err := cluster.Parse(out)
 	if err != nil {
-		t.Fatalf("the exported ckecli's cluster does not parse: %v\n%s", err, out)
+		t.Fatalf("the exported ckegenctl's cluster does not parse: %v\n%s", err, out)
 	}
 	cps := 0
 	for _, n := range c.Nodes {
@@ -134,7 +134,7 @@ func TestImage(t *testing.T) {
 	}
 	// examples/constraints.json: 3 control planes, 20 to 40 workers.
 	if cps != 3 || len(c.Nodes)-cps < 20 || len(c.Nodes)-cps > 40 {
-		t.Errorf("the exported ckecli generated %d control planes and %d workers, want 3 and 20 to 40", cps, len(c.Nodes)-cps)
+		t.Errorf("the exported ckegenctl generated %d control planes and %d workers, want 3 and 20 to 40", cps, len(c.Nodes)-cps)
 	}
 }
 
@@ -224,8 +224,8 @@ func checkFiles(t *testing.T, dir string, headers map[string]*tar.Header) {
 		"usr":                               root(0o755),
 		"usr/local":                         root(0o755),
 		"usr/local/bin":                     root(0o755),
-		"usr/local/bin/cke":                 {mode: 0o755, minSize: 1 << 20},
-		"usr/local/bin/ckecli":              {mode: 0o755, minSize: 1 << 20},
+		"usr/local/bin/ckegen":                 {mode: 0o755, minSize: 1 << 20},
+		"usr/local/bin/ckegenctl":              {mode: 0o755, minSize: 1 << 20},
 		"usr/local/bin/fakesabakan":         {mode: 0o755, minSize: 1 << 20},
 		"var":                               root(0o755),
 		"var/lib":                           root(0o755),

@@ -71,8 +71,8 @@ func (u unit) get(section, key string) string {
 // file's flags are the daemon's.
 //
 // systemd-analyze verify checks that each ExecStart program exists. The
-// daemon unit runs /usr/local/bin/cke, which is not installed here, so it
-// verifies a copy whose ExecStart names a cke built for the test instead,
+// daemon unit runs /usr/local/bin/ckegen, which is not installed here, so it
+// verifies a copy whose ExecStart names a ckegen built for the test instead,
 // the rest unchanged. The container unit is verified as it is: it runs
 // /usr/bin/podman, which CI installs.
 func TestSystemdUnits(t *testing.T) {
@@ -89,7 +89,7 @@ func TestSystemdUnits(t *testing.T) {
 		"ReadWritePaths":   "/var/lib/ckegen",
 		"StateDirectory":   "ckegen",
 		"WorkingDirectory": "/var/lib/ckegen",
-		"ExecStart":        "/usr/local/bin/cke --config /etc/cke/config.yml $CKEGEN_OPTS",
+		"ExecStart":        "/usr/local/bin/ckegen --config /etc/cke/config.yml $CKEGEN_OPTS",
 	} {
 		if got := daemonUnit.get("Service", key); got != want {
 			t.Errorf("ckegen.service: %s=%q, want %q", key, got, want)
@@ -112,7 +112,7 @@ func TestSystemdUnits(t *testing.T) {
 	}
 
 	bin := binaries(t)
-	checkEnvFile(t, filepath.Join(dir, "ckegen.env"), filepath.Join(bin, "cke"))
+	checkEnvFile(t, filepath.Join(dir, "ckegen.env"), filepath.Join(bin, "ckegen"))
 
 	analyze := need(t, "systemd-analyze", "apt-get install -y systemd")
 	need(t, "podman", "apt-get install -y podman")
@@ -121,9 +121,9 @@ func TestSystemdUnits(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rewritten := strings.ReplaceAll(string(data), "ExecStart=/usr/local/bin/cke ", "ExecStart="+filepath.Join(bin, "cke")+" ")
+	rewritten := strings.ReplaceAll(string(data), "ExecStart=/usr/local/bin/ckegen ", "ExecStart="+filepath.Join(bin, "ckegen")+" ")
 	if rewritten == string(data) {
-		t.Fatal("ckegen.service: no ExecStart=/usr/local/bin/cke to point at the test's cke")
+		t.Fatal("ckegen.service: no ExecStart=/usr/local/bin/ckegen to point at the test's ckegen")
 	}
 	if err := os.WriteFile(filepath.Join(verifyDir, "ckegen.service"), []byte(rewritten), 0o644); err != nil {
 		t.Fatal(err)
@@ -152,9 +152,9 @@ func TestSystemdUnits(t *testing.T) {
 }
 
 // checkEnvFile checks the example /etc/default/ckegen: CKEGEN_OPTS are
-// flags the daemon accepts (cke parses them all before --version prints),
+// flags the daemon accepts (ckegen parses them all before --version prints),
 // and CKEGEN_IMAGE is set.
-func checkEnvFile(t *testing.T, file, cke string) {
+func checkEnvFile(t *testing.T, file, bin string) {
 	t.Helper()
 	data, err := os.ReadFile(file)
 	if err != nil {
@@ -179,7 +179,7 @@ func checkEnvFile(t *testing.T, file, cke string) {
 	if len(opts) == 0 {
 		t.Errorf("%s: no CKEGEN_OPTS", file)
 	}
-	if out, errOut, err := runErr(time.Minute, "", cke, append(opts, "--version")...); err != nil {
-		t.Errorf("cke %s --version: %v: the example's flags are not the daemon's\n%s%s", strings.Join(opts, " "), err, out, errOut)
+	if out, errOut, err := runErr(time.Minute, "", bin, append(opts, "--version")...); err != nil {
+		t.Errorf("ckegen %s --version: %v: the example's flags are not the daemon's\n%s%s", strings.Join(opts, " "), err, out, errOut)
 	}
 }

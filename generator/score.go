@@ -14,7 +14,7 @@ import (
 
 // Score is a machine's score with the terms that make it up, so that every
 // choice can be explained. In JSON a score is its Value (the terms are in
-// the change's reason): that is the "score" of `ckecli sabakan generate
+// the change's reason): that is the "score" of `ckegenctl sabakan generate
 // --explain json` and of the daemon's history.
 type Score struct {
 	// Total is the sum of the integer terms of docs/design.md 3 (rack, lifetime,

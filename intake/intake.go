@@ -1,9 +1,9 @@
 // Package intake is the one path from settings to the generator's input:
 // what the generator is asked.
 //
-// Its callers: the tick, the live views of ckecli (plan, --dry-run, the
+// Its callers: the tick, the live views of ckegenctl (plan, --dry-run, the
 // checks of the setting commands, takeover's refusals) and the offline
-// generator (ckecli sabakan generate, from files). Each needs the same
+// generator (ckegenctl sabakan generate, from files). Each needs the same
 // settings (the owner and the switches; template, query variables,
 // constraints, placement policy; the change settings: trigger, quiet
 // time, max-unhealthy) and the same state (the cluster, the template
@@ -24,7 +24,7 @@
 // A value that is missing or invalid is a *Refusal, which names its reason
 // code (the daemon's status), the setting and where the value came from.
 // Refusal.Error is how the daemon's status says it; Refusal.Explain is how
-// ckecli says it to a person, with the command that fixes it.
+// ckegenctl says it to a person, with the command that fixes it.
 //
 // A new setting is added here once: its row in Table (key, reason, fix,
 // watch, verbs, and its read function) and a field of Settings; the

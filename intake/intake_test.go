@@ -76,8 +76,8 @@ func with(m map[string]string, k, v string) map[string]string {
 }
 
 // TestRefusals: each setting missing or invalid, how the daemon's status
-// and ckecli say it. These strings are the operator's interface: the
-// daemon's status and `ckecli sabakan plan` have said them since before
+// and ckegenctl say it. These strings are the operator's interface: the
+// daemon's status and `ckegenctl sabakan plan` have said them since before
 // this package.
 func TestRefusals(t *testing.T) {
 	cli = etcdtest.Client(t)
@@ -91,21 +91,21 @@ func TestRefusals(t *testing.T) {
 	}{
 		{name: "no template", values: map[string]string{storage.KeySabakanURL: "u"},
 			reason:  reason.NoTemplate,
-			status:  "no template: set one with ckecli sabakan set-template",
-			explain: "no template: set one with ckecli sabakan set-template, or give --template"},
+			status:  "no template: set one with ckegenctl sabakan set-template",
+			explain: "no template: set one with ckegenctl sabakan set-template, or give --template"},
 		{name: "invalid template", values: with(ready(), storage.KeySabakanTemplate, `{"name":""}`),
-			reason: reason.InvalidTemplate, status: "...", explain: "the stored template is invalid: ... (set one with ckecli sabakan set-template)"},
+			reason: reason.InvalidTemplate, status: "...", explain: "the stored template is invalid: ... (set one with ckegenctl sabakan set-template)"},
 		{name: "invalid what-if template", values: ready(), whatIf: WhatIf{Template: []byte(`{"name":""}`)},
 			reason: reason.InvalidTemplate, status: "template: ...", explain: "template: ..."},
 		{name: "no url", values: map[string]string{storage.KeySabakanTemplate: goodTemplate},
-			reason: reason.NoURL, status: "no sabakan URL: set one with ckecli sabakan set-url",
-			explain: "no sabakan URL: set one with ckecli sabakan set-url"},
+			reason: reason.NoURL, status: "no sabakan URL: set one with ckegenctl sabakan set-url",
+			explain: "no sabakan URL: set one with ckegenctl sabakan set-url"},
 		{name: "invalid variables", values: with(ready(), storage.KeySabakanQueryVariables, `{"having":1}`),
-			reason: reason.InvalidVariables, status: "...", explain: "the stored query variables are invalid: ... (set them with ckecli sabakan set-variables)"},
+			reason: reason.InvalidVariables, status: "...", explain: "the stored query variables are invalid: ... (set them with ckegenctl sabakan set-variables)"},
 		{name: "invalid what-if variables", values: ready(), whatIf: WhatIf{Variables: []byte(`[`)},
 			reason: reason.InvalidVariables, status: "variables: ...", explain: "variables: ..."},
 		{name: "constraints that do not parse", values: with(ready(), storage.KeyConstraints, `{"control-plane-count":"x"}`),
-			reason: reason.InvalidConstraints, status: "...", explain: "the stored constraints are invalid: ... (set them with ckecli constraints set)"},
+			reason: reason.InvalidConstraints, status: "...", explain: "the stored constraints are invalid: ... (set them with ckegenctl constraints set)"},
 		{name: "what-if constraints that do not validate", values: ready(), whatIf: WhatIf{Constraints: &constraints.Constraints{}},
 			reason: reason.InvalidConstraints, status: "constraints: ...", explain: "constraints: ..."},
 		{name: "invalid cluster", values: with(ready(), storage.KeyCluster, `{`),
@@ -114,8 +114,8 @@ func TestRefusals(t *testing.T) {
 			reason: reason.InvalidCluster, status: "...", explain: "the cluster's template revision: ..."},
 		{name: "invalid policy", values: with(ready(), storage.KeySabakanPolicy, "placements: 1"),
 			reason:  reason.InvalidPolicy,
-			status:  "...; this is the policy stored in sabakan/policy: fix it with ckecli sabakan set-policy, or remove it with ckecli sabakan clear-policy",
-			explain: "the stored policy is invalid for the template: ... (fix it with ckecli sabakan set-policy, or clear it with clear-policy)"},
+			status:  "...; this is the policy stored in sabakan/policy: fix it with ckegenctl sabakan set-policy, or remove it with ckegenctl sabakan clear-policy",
+			explain: "the stored policy is invalid for the template: ... (fix it with ckegenctl sabakan set-policy, or clear it with clear-policy)"},
 		{name: "invalid what-if policy", values: ready(), whatIf: WhatIf{Policy: []byte("placements: 1")},
 			reason: reason.InvalidPolicy, status: "policy: ...", explain: "policy: ..."},
 	}
@@ -152,7 +152,7 @@ func match(t *testing.T, what, got, want string, cause error) {
 }
 
 // TestReadOrder: with several settings refused, the first in the daemon's
-// order is reported, by the daemon and by ckecli alike.
+// order is reported, by the daemon and by ckegenctl alike.
 func TestReadOrder(t *testing.T) {
 	cli = etcdtest.Client(t)
 	bad := map[string]string{
@@ -324,9 +324,9 @@ func TestReadChange(t *testing.T) {
 		t.Errorf("Read = %+v, %v", c, err)
 	}
 	for key, want := range map[string]string{
-		storage.KeySabakanTrigger:      `stored sabakan/trigger: invalid stored value: trigger: must be planning (compute and store the plan, change nothing) or schedule (apply it one step per tick), got "nonsense" (set it with ckecli sabakan trigger)`,
-		storage.KeySabakanQuietTime:    `stored sabakan/quiet-time: invalid stored value: quiet-time: want a duration such as 10m or 1h30m (0 turns it off), got "nonsense" (set it with ckecli sabakan set-quiet-time)`,
-		storage.KeySabakanMaxUnhealthy: `stored sabakan/max-unhealthy: invalid stored value: max-unhealthy: want a count of nodes such as 5 or a percentage of the cluster's nodes such as 40%, got "nonsense" (set it with ckecli sabakan set-max-unhealthy)`,
+		storage.KeySabakanTrigger:      `stored sabakan/trigger: invalid stored value: trigger: must be planning (compute and store the plan, change nothing) or schedule (apply it one step per tick), got "nonsense" (set it with ckegenctl sabakan trigger)`,
+		storage.KeySabakanQuietTime:    `stored sabakan/quiet-time: invalid stored value: quiet-time: want a duration such as 10m or 1h30m (0 turns it off), got "nonsense" (set it with ckegenctl sabakan set-quiet-time)`,
+		storage.KeySabakanMaxUnhealthy: `stored sabakan/max-unhealthy: invalid stored value: max-unhealthy: want a count of nodes such as 5 or a percentage of the cluster's nodes such as 40%, got "nonsense" (set it with ckegenctl sabakan set-max-unhealthy)`,
 	} {
 		st := storage.New(cli, "change-"+key+"/")
 		put(t, st, with(ready(), key, "nonsense"))
@@ -365,9 +365,9 @@ func TestSwitches(t *testing.T) {
 		t.Errorf("handed back, CKE's status unreadable: %+v", s.Own)
 	}
 	for key, want := range map[string]string{
-		storage.KeySabakanDisabled: `stored sabakan/disabled: invalid stored value: want true or false, got "yes" (set it with ckecli sabakan enable or disable)`,
-		storage.KeyOwner:           `stored sabakan/owner: invalid stored value: want "cke" or "ckegen", got "yes" (set it with ckecli sabakan takeover, handback, enable or disable)`,
-		storage.KeyCKEGenDisabled:  `stored sabakan/ckegen/disabled: invalid stored value: want true or false, got "yes" (set it with ckecli sabakan takeover, handback, enable or disable)`,
+		storage.KeySabakanDisabled: `stored sabakan/disabled: invalid stored value: want true or false, got "yes" (set it with ckegenctl sabakan enable or disable)`,
+		storage.KeyOwner:           `stored sabakan/owner: invalid stored value: want "cke" or "ckegen", got "yes" (set it with ckegenctl sabakan takeover, handback, enable or disable)`,
+		storage.KeyCKEGenDisabled:  `stored sabakan/ckegen/disabled: invalid stored value: want true or false, got "yes" (set it with ckegenctl sabakan takeover, handback, enable or disable)`,
 	} {
 		st := storage.New(cli, "switch-"+key+"/")
 		// Every other setting missing: the switch is refused first.

@@ -11,7 +11,7 @@ import (
 	"github.com/ckegen/ckegen/template"
 )
 
-// WhatIf replaces stored settings (ckecli sabakan plan --template ...,
+// WhatIf replaces stored settings (ckegenctl sabakan plan --template ...,
 // a setting command's --dry-run); a nil field keeps the stored value.
 type WhatIf struct {
 	// Template is a template as stored (JSON, with CKE's defaults).

@@ -6,7 +6,7 @@ import (
 )
 
 // Source is where a value came from: etcd (the zero Source), a what-if
-// value (ckecli sabakan plan --template, a setting command's --dry-run) or
+// value (ckegenctl sabakan plan --template, a setting command's --dry-run) or
 // a file of the offline generator.
 type Source struct {
 	WhatIf bool
@@ -56,7 +56,7 @@ func (r *Refusal) Error() string {
 // Unwrap returns the cause.
 func (r *Refusal) Unwrap() error { return r.Err }
 
-// Explain is the refusal as ckecli says it to a person: which value, from
+// Explain is the refusal as ckegenctl says it to a person: which value, from
 // where, and the command that fixes it.
 func (r *Refusal) Explain() string {
 	row := rows[r.Setting]
@@ -76,7 +76,7 @@ func (r *Refusal) Explain() string {
 	}
 }
 
-// Explained is err as ckecli says it to a person when err is a *Refusal
+// Explained is err as ckegenctl says it to a person when err is a *Refusal
 // (Explain, and when canGive ExplainFor), the cause still wrapped; other
 // errors as they are.
 func Explained(err error, canGive bool) error {
@@ -91,7 +91,7 @@ func Explained(err error, canGive bool) error {
 	return &explained{msg: msg, cause: r.Err}
 }
 
-// explained is a refusal as ckecli says it.
+// explained is a refusal as ckegenctl says it.
 type explained struct {
 	msg   string
 	cause error
@@ -100,8 +100,8 @@ type explained struct {
 func (e *explained) Error() string { return e.msg }
 func (e *explained) Unwrap() error { return e.cause }
 
-// ExplainFor is Explain for a person who can give the value to ckecli
-// instead of storing it (ckecli sabakan plan --template ...).
+// ExplainFor is Explain for a person who can give the value to ckegenctl
+// instead of storing it (ckegenctl sabakan plan --template ...).
 func (r *Refusal) ExplainFor() string {
 	if r.Missing {
 		return r.Explain() + rows[r.Setting].Plan

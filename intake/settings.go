@@ -63,8 +63,8 @@ type Row struct {
 	// Status is added to an invalid stored value's cause in the daemon's
 	// status ("" for nothing).
 	Status string
-	// Absent is what the daemon and ckecli say of a missing value; Plan
-	// is added for a person who can give the value to ckecli instead.
+	// Absent is what the daemon and ckegenctl say of a missing value; Plan
+	// is added for a person who can give the value to ckegenctl instead.
 	Absent, Plan string
 	// Wakes: a change of the key makes the leader tick at once.
 	Wakes bool
@@ -88,20 +88,20 @@ type Row struct {
 // tick reports the first setting refused.
 var Table = []Row{
 	{Setting: SettingDisabled, Kind: Switch, Key: storage.KeySabakanDisabled, Reason: reason.InvalidDisabled,
-		Fix:   "set it with ckecli sabakan enable or disable",
+		Fix:   "set it with ckegenctl sabakan enable or disable",
 		Wakes: true, Verbs: []string{"sabakan enable", "sabakan disable", "sabakan is-enabled"}, read: (*Reader).disabled},
 	{Setting: SettingOwner, Kind: Switch, Key: storage.KeyOwner, Reason: reason.InvalidOwner,
-		Fix:   "set it with ckecli sabakan takeover, handback, enable or disable",
+		Fix:   "set it with ckegenctl sabakan takeover, handback, enable or disable",
 		Wakes: true, Verbs: []string{"sabakan takeover", "sabakan handback", "sabakan owner"}, read: (*Reader).owner},
 	{Setting: SettingCKEGenDisabled, Kind: Switch, Key: storage.KeyCKEGenDisabled, Reason: reason.InvalidOwner,
-		Fix:   "set it with ckecli sabakan takeover, handback, enable or disable",
+		Fix:   "set it with ckegenctl sabakan takeover, handback, enable or disable",
 		Wakes: true, Verbs: []string{"sabakan enable", "sabakan disable", "sabakan is-enabled"}, read: (*Reader).ckegenDisabled},
 	{Setting: SettingTemplate, Kind: Input, Key: storage.KeySabakanTemplate, Reason: reason.InvalidTemplate, Missing: reason.NoTemplate,
-		Stored: "the stored template is invalid", Fix: "set one with ckecli sabakan set-template",
-		Absent: "no template: set one with ckecli sabakan set-template", Plan: ", or give --template",
+		Stored: "the stored template is invalid", Fix: "set one with ckegenctl sabakan set-template",
+		Absent: "no template: set one with ckegenctl sabakan set-template", Plan: ", or give --template",
 		Wakes: true, Verbs: []string{"sabakan set-template", "sabakan get-template"}, read: (*Reader).template},
 	{Setting: SettingURL, Kind: Input, Key: storage.KeySabakanURL, Missing: reason.NoURL,
-		Absent: "no sabakan URL: set one with ckecli sabakan set-url",
+		Absent: "no sabakan URL: set one with ckegenctl sabakan set-url",
 		Wakes:  true, Verbs: []string{"sabakan set-url", "sabakan get-url"}, read: (*Reader).url,
 		Set: func(v string) ([]byte, error) {
 			u, err := ParseURL(v)
@@ -109,10 +109,10 @@ var Table = []Row{
 		},
 		Show: func(s *Settings) string { return s.URL }},
 	{Setting: SettingVariables, Kind: Input, Key: storage.KeySabakanQueryVariables, Reason: reason.InvalidVariables,
-		Stored: "the stored query variables are invalid", Fix: "set them with ckecli sabakan set-variables",
+		Stored: "the stored query variables are invalid", Fix: "set them with ckegenctl sabakan set-variables",
 		Wakes: true, Verbs: []string{"sabakan set-variables", "sabakan get-variables"}, read: (*Reader).variables},
 	{Setting: SettingConstraints, Kind: Input, Key: storage.KeyConstraints, Reason: reason.InvalidConstraints,
-		Stored: "the stored constraints are invalid", Fix: "set them with ckecli constraints set",
+		Stored: "the stored constraints are invalid", Fix: "set them with ckegenctl constraints set",
 		Wakes: true, Verbs: []string{"constraints set", "constraints show"}, read: (*Reader).constraints},
 	{Setting: SettingCluster, Kind: Input, Key: storage.KeyCluster, Reason: reason.InvalidCluster,
 		Stored: "the stored cluster is invalid", Verbs: []string{"cluster get"}, read: (*Reader).currentCluster},
@@ -120,11 +120,11 @@ var Table = []Row{
 		Stored: "the cluster's template revision", read: (*Reader).clusterRevision},
 	{Setting: SettingRebooting, Kind: Input, Prefix: storage.KeyRebootsData, read: (*Reader).rebooting},
 	{Setting: SettingPolicy, Kind: Input, Key: storage.KeySabakanPolicy, Reason: reason.InvalidPolicy,
-		Stored: "the stored policy is invalid for the template", Fix: "fix it with ckecli sabakan set-policy, or clear it with clear-policy",
-		Status: "; this is the policy stored in " + storage.KeySabakanPolicy + ": fix it with ckecli sabakan set-policy, or remove it with ckecli sabakan clear-policy",
+		Stored: "the stored policy is invalid for the template", Fix: "fix it with ckegenctl sabakan set-policy, or clear it with clear-policy",
+		Status: "; this is the policy stored in " + storage.KeySabakanPolicy + ": fix it with ckegenctl sabakan set-policy, or remove it with ckegenctl sabakan clear-policy",
 		Wakes:  true, Verbs: []string{"sabakan set-policy", "sabakan get-policy", "sabakan clear-policy"}, read: (*Reader).compilePolicy},
 	{Setting: SettingTrigger, Kind: Holding, Key: storage.KeySabakanTrigger, Reason: reason.InvalidTrigger,
-		Fix:   "set it with ckecli sabakan trigger",
+		Fix:   "set it with ckegenctl sabakan trigger",
 		Wakes: true, Verbs: []string{"sabakan trigger"}, read: (*Reader).trigger,
 		Set: func(v string) ([]byte, error) {
 			t, err := ParseTrigger(v)
@@ -132,7 +132,7 @@ var Table = []Row{
 		},
 		Show: func(s *Settings) string { return s.Trigger }},
 	{Setting: SettingQuietTime, Kind: Holding, Key: storage.KeySabakanQuietTime, Reason: reason.InvalidQuietTime,
-		Fix:   "set it with ckecli sabakan set-quiet-time",
+		Fix:   "set it with ckegenctl sabakan set-quiet-time",
 		Wakes: true, Verbs: []string{"sabakan set-quiet-time", "sabakan get-quiet-time"}, read: (*Reader).quietTime,
 		Set: func(v string) ([]byte, error) {
 			d, err := ParseQuietTime(v)
@@ -140,7 +140,7 @@ var Table = []Row{
 		},
 		Show: func(s *Settings) string { return s.QuietTime.String() }},
 	{Setting: SettingMaxUnhealthy, Kind: Holding, Key: storage.KeySabakanMaxUnhealthy, Reason: reason.InvalidMaxUnhealthy,
-		Fix:   "set it with ckecli sabakan set-max-unhealthy",
+		Fix:   "set it with ckegenctl sabakan set-max-unhealthy",
 		Wakes: true, Verbs: []string{"sabakan set-max-unhealthy", "sabakan get-max-unhealthy"}, read: (*Reader).maxUnhealthy,
 		Set: func(v string) ([]byte, error) {
 			if v == MaxUnhealthyOff {
@@ -215,7 +215,7 @@ func (r *Reader) Request(leaderKey string, extra ...string) storage.Request {
 }
 
 // Load reads the given settings as a tick reads them, from one snapshot
-// of only their keys: a setting command's check, a get command, ckecli's
+// of only their keys: a setting command's check, a get command, ckegenctl's
 // view of the owner. It returns the settings read (the others keep their
 // zero values), the refusal of each setting refused, and the snapshot (for
 // the mod revisions a guarded write compares). A switch setting brings

@@ -1,7 +1,7 @@
 // Package liveview reads, without writing anything, what the data center
 // and the daemon look like now: the cluster, status and history from etcd,
 // and the machines from sabakan with the stored URL and query variables.
-// `ckecli sabakan map` and the daemon's page at / draw from it.
+// `ckegenctl sabakan map` and the daemon's page at / draw from it.
 //
 // sabakan's answer is kept for a short while, so that a page refreshed by
 // many browsers queries sabakan at most once per CacheTTL.

@@ -210,7 +210,7 @@ func TestMapSnapshotFailures(t *testing.T) {
 		must(t, err)
 		s, err := f.reader(Options{}).View(ctx)
 		must(t, err)
-		if s.MapErr == nil || !strings.Contains(s.MapErr.Error(), "no sabakan URL: set one with ckecli sabakan set-url") || s.Map != nil {
+		if s.MapErr == nil || !strings.Contains(s.MapErr.Error(), "no sabakan URL: set one with ckegenctl sabakan set-url") || s.Map != nil {
 			t.Errorf("MapErr %v, map %v", s.MapErr, s.Map)
 		}
 	})

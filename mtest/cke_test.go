@@ -23,7 +23,7 @@ import (
 	"github.com/ckegen/ckegen/internal/testutil/cketest"
 )
 
-// ckeSite is CKE v1.35.4's own server and ckecli on the scenario's etcd
+// ckeSite is CKE v1.35.4's own server and ckegenctl on the scenario's etcd
 // (prefix /cke/), configured as CKE's are: a config file with the etcd
 // endpoints and the prefix only (github.com/cybozu-go/etcdutil's format).
 type ckeSite struct {
@@ -211,7 +211,7 @@ func (s *ckeStatus) put(phase string, at time.Time) {
 	_, _ = s.e.cli.Put(ctx, "/cke/status", string(data), opts...)
 }
 
-// besideStatus is sabakan/status as ckegen's ckecli prints it, with the
+// besideStatus is sabakan/status as ckegen's ckegenctl prints it, with the
 // mode and owner (docs/beside-cke.md).
 type besideStatus struct {
 	Result  string    `json:"result"`
@@ -226,7 +226,7 @@ type besideStatus struct {
 
 func (e *env) besideStatus() (besideStatus, error) {
 	var st besideStatus
-	out, err := e.ckecli("sabakan", "status", "-o", "json")
+	out, err := e.ctl("sabakan", "status", "-o", "json")
 	if err == nil {
 		err = json.Unmarshal([]byte(out), &st)
 	}
@@ -438,7 +438,7 @@ func compareTakeover(t *testing.T, before, after rawCluster, retainted ...string
 // v1.35.4's own server and ckecli on one etcd. CKE's ckecli configures the
 // integration and CKE's server generates the first cluster; ckegen's two
 // daemons then elect on their own prefix and hold (OWNED_BY_CKE) until
-// ckegen's ckecli takes over; after that they follow CKE's pace (its
+// ckegen's ckegenctl takes over; after that they follow CKE's pace (its
 // status key), hold while CKE's own integration is enabled again, survive
 // a SIGKILL of their leader without touching CKE's election, and hold
 // again after handback. CKE's server validates every cluster ckegen
@@ -512,27 +512,27 @@ func TestBesideCKE(t *testing.T) {
 	e.startDaemons("--cke-status-max-age", "3s")
 	var leader string
 	deadline := time.Now().Add(30 * time.Second)
-	for leader != "cke-0" && leader != "cke-1" {
+	for leader != "ckegen-0" && leader != "ckegen-1" {
 		if time.Now().After(deadline) {
 			var seen []string
 			ckeLeaders.Range(func(v, _ any) bool { seen = append(seen, v.(string)); return true })
-			t.Fatalf("no ckegen daemon leads ckegen's election (ckegen's ckecli leader: %q); names put under CKE's leader/: %q", leader, seen)
+			t.Fatalf("no ckegen daemon leads ckegen's election (ckegen's ckegenctl leader: %q); names put under CKE's leader/: %q", leader, seen)
 		}
 		time.Sleep(100 * time.Millisecond)
-		out, _ := e.ckecli("leader")
+		out, _ := e.ctl("leader")
 		leader = strings.TrimSpace(out)
 	}
 	st := e.waitBeside("OWNED_BY_CKE", daemonsAt, 30*time.Second, held("OWNED_BY_CKE"))
-	if st.Mode != "beside-cke" || st.Owner != "cke" || !strings.Contains(st.Message, "ckecli sabakan takeover") {
+	if st.Mode != "beside-cke" || st.Owner != "cke" || !strings.Contains(st.Message, "ckegenctl sabakan takeover") {
 		t.Errorf("ckegen's status beside CKE: %+v", st)
 	}
-	if out := strings.TrimSpace(e.mustCkecli("leader", "--cke")); out != k.hostname {
-		t.Errorf("ckegen's ckecli leader --cke: %q, want CKE's server %q", out, k.hostname)
+	if out := strings.TrimSpace(e.mustCtl("leader", "--cke")); out != k.hostname {
+		t.Errorf("ckegen's ckegenctl leader --cke: %q, want CKE's server %q", out, k.hostname)
 	}
 	if out := strings.TrimSpace(k.mustCkecli("leader")); out != k.hostname {
 		t.Errorf("CKE's ckecli leader: %q, want CKE's server %q", out, k.hostname)
 	}
-	li := map[string]int{"cke-0": 0, "cke-1": 1}[leader]
+	li := map[string]int{"ckegen-0": 0, "ckegen-1": 1}[leader]
 	m := e.metrics(e.dHTTP[li])
 	for _, w := range []string{"ckegen_leader 1", "ckegen_standalone 0", `ckegen_integration_held{reason="OWNED_BY_CKE"} 1`} {
 		if !strings.Contains(m, "\n"+w+"\n") {
@@ -556,7 +556,7 @@ func TestBesideCKE(t *testing.T) {
 	status := e.startCKEStatus("completed")
 
 	// takeover --dry-run writes nothing.
-	dryOut, err := e.ckecli("sabakan", "takeover", "--dry-run")
+	dryOut, err := e.ctl("sabakan", "takeover", "--dry-run")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -576,7 +576,7 @@ func TestBesideCKE(t *testing.T) {
 
 	// takeover: the first tick changes no membership and no taint.
 	takeoverAt := time.Now()
-	out := e.mustCkecli("sabakan", "takeover")
+	out := e.mustCtl("sabakan", "takeover")
 	if !strings.Contains(out, "ckegen now owns the sabakan integration") {
 		t.Errorf("takeover said:\n%s", out)
 	}
@@ -626,11 +626,11 @@ func TestBesideCKE(t *testing.T) {
 	// ckegen's leader is SIGKILLed while it holds: the other daemon takes
 	// over ckegen's own election, never CKE's.
 	ckegenKeys := e.electionKeys("/cke/sabakan/ckegen/leader/")
-	other := fmt.Sprintf("cke-%d", 1-li)
+	other := fmt.Sprintf("ckegen-%d", 1-li)
 	killAt := time.Now()
 	e.daemons[li].stop(syscall.SIGKILL)
 	e.eventually("the other daemon to lead ckegen's election", 20*time.Second, func() bool {
-		out, err := e.ckecli("leader")
+		out, err := e.ctl("leader")
 		return err == nil && strings.TrimSpace(out) == other
 	})
 	failover := time.Since(killAt)
@@ -694,7 +694,7 @@ func TestBesideCKE(t *testing.T) {
 	}
 
 	// takeover again stops CKE's integration; ckegen goes on.
-	out = e.mustCkecli("sabakan", "takeover")
+	out = e.mustCtl("sabakan", "takeover")
 	if !strings.Contains(out, "set it to true again") {
 		t.Errorf("the second takeover said:\n%s", out)
 	}
@@ -709,7 +709,7 @@ func TestBesideCKE(t *testing.T) {
 
 	// handback: ckegen holds again.
 	handbackAt := time.Now()
-	e.mustCkecli("sabakan", "handback")
+	e.mustCtl("sabakan", "handback")
 	if out := strings.TrimSpace(k.mustCkecli("sabakan", "is-enabled")); out != "true" {
 		t.Errorf("CKE's ckecli sabakan is-enabled after handback: %q", out)
 	}

@@ -47,8 +47,8 @@ func TestFlagConventions(t *testing.T) {
 		oneDash     string   // a flag written with one dash
 		versionLine string   // the --version output, before the version
 	}{
-		{filepath.Join(binDir, "cke"), []string{"Usage:\n  cke [flags]", "--etcd-endpoints"}, "--etcd-endpoint", "--etcd-endpoints", "-interval", ""},
-		{filepath.Join(binDir, "ckecli"), []string{"Usage:\n  ckecli [flags]", "--endpoints"}, "--endpoint", "--endpoints", "-endpoints", "ckecli version "},
+		{filepath.Join(binDir, "ckegen"), []string{"Usage:\n  ckegen [flags]", "--etcd-endpoints"}, "--etcd-endpoint", "--etcd-endpoints", "-interval", ""},
+		{filepath.Join(binDir, "ckegenctl"), []string{"Usage:\n  ckegenctl [flags]", "--endpoints"}, "--endpoint", "--endpoints", "-endpoints", "ckegenctl version "},
 		{filepath.Join(binDir, "fakesabakan"), []string{"Usage:\n  fakesabakan [flags]", "--machines"}, "--machine", "--machines", "-listen", ""},
 		{demo, []string{"Usage:\n  demo [flags]", "--examples"}, "--intervall", "--interval", "-examples", ""},
 	} {
@@ -81,14 +81,14 @@ func TestFlagConventions(t *testing.T) {
 	}
 }
 
-// TestRefusedEtcd: ckecli pointed at a port where nothing listens fails
+// TestRefusedEtcd: ckegenctl pointed at a port where nothing listens fails
 // in well under its 10s default --timeout, naming the endpoint, whatever
 // the command.
 func TestRefusedEtcd(t *testing.T) {
 	dead := fmt.Sprintf("http://127.0.0.1:%d", freePort(t))
 	for _, args := range [][]string{{"sabakan", "status"}, {"constraints", "set", "control-plane-count", "3"}, {"cluster", "get"}} {
-		out, errOut, code, took := runBin(t, filepath.Join(binDir, "ckecli"), append([]string{"--endpoints", dead}, args...)...)
-		want := "ckecli: etcd at " + dead + ": nothing listens there (dial tcp " + strings.TrimPrefix(dead, "http://") + ": connect: connection refused): "
+		out, errOut, code, took := runBin(t, filepath.Join(binDir, "ckegenctl"), append([]string{"--endpoints", dead}, args...)...)
+		want := "ckegenctl: etcd at " + dead + ": nothing listens there (dial tcp " + strings.TrimPrefix(dead, "http://") + ": connect: connection refused): "
 		if code != 1 || out != "" || !strings.HasPrefix(errOut, want) {
 			t.Errorf("%v: exit %d, stdout %q, stderr %q; want exit 1 and %q", args, code, out, errOut, want)
 		}

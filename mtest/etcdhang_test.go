@@ -25,8 +25,8 @@ func TestEtcdStopsAnswering(t *testing.T) {
 	e := newEnv(t, withoutDaemons())
 	for i := 0; i < 2; i++ {
 		addr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
-		d := &proc{name: "cke", log: filepath.Join(e.dir, fmt.Sprintf("cke%d.log", i)), args: []string{
-			"--etcd-endpoints", e.clients[i], "--http", addr, "--name", fmt.Sprintf("cke-%d", i),
+		d := &proc{name: "ckegen", log: filepath.Join(e.dir, fmt.Sprintf("ckegen%d.log", i)), args: []string{
+			"--etcd-endpoints", e.clients[i], "--http", addr, "--name", fmt.Sprintf("ckegen-%d", i),
 			"--interval", iv.String(), "--session-ttl", sessionTTL.String(), "--retire-wait", retireWait.String(),
 			"--sabakan-timeout", "1s", "--min-backoff", "200ms",
 		}, env: []string{"CANCELLATION_DELAY_SECONDS=0"}}
@@ -34,10 +34,10 @@ func TestEtcdStopsAnswering(t *testing.T) {
 		e.daemons = append(e.daemons, d)
 		e.dHTTP = append(e.dHTTP, addr)
 	}
-	e.mustCkecli("sabakan", "set-url", "http://"+e.sabAddr)
-	e.mustCkecli("constraints", "set", "control-plane-count", "3")
-	e.mustCkecli("constraints", "set", "minimum-workers", "20")
-	e.mustCkecli("sabakan", "set-template", "../examples/template.yml")
+	e.mustCtl("sabakan", "set-url", "http://"+e.sabAddr)
+	e.mustCtl("constraints", "set", "control-plane-count", "3")
+	e.mustCtl("constraints", "set", "minimum-workers", "20")
+	e.mustCtl("sabakan", "set-template", "../examples/template.yml")
 	e.converge(90 * time.Second)
 
 	leading := func(i int) bool {
@@ -65,7 +65,7 @@ func TestEtcdStopsAnswering(t *testing.T) {
 	gaveUp := time.Since(start)
 	e.eventually("the other daemon to lead", 30*time.Second, func() bool { return leading(other) })
 	led := time.Since(start)
-	t.Logf("etcd member %d stopped: cke-%d gave up after %s, cke-%d led after %s (interval %s, session TTL %s)",
+	t.Logf("etcd member %d stopped: cke-%d gave up after %s, ckegen-%d led after %s (interval %s, session TTL %s)",
 		leader, leader, gaveUp.Round(time.Millisecond), other, led.Round(time.Millisecond), iv, sessionTTL)
 	// Two intervals (the wait for the next tick, then its first call's
 	// deadline), plus the scrape's own time on a busy machine.

@@ -1,5 +1,5 @@
 // Package mtest runs ckegen as an operator would: a 3-member etcd cluster,
-// two cke daemons, the sabakan-compatible server and ckecli, each a
+// two cke daemons, the sabakan-compatible server and ckegenctl, each a
 // separate process on loopback, with real faults.
 package mtest
 
@@ -36,7 +36,7 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	binDir = dir
-	cmd := exec.Command("go", "build", "-o", binDir+"/", "../cmd/cke", "../cmd/ckecli", "../cmd/fakesabakan", "./etcd")
+	cmd := exec.Command("go", "build", "-o", binDir+"/", "../cmd/ckegen", "../cmd/ckegenctl", "../cmd/fakesabakan", "./etcd")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		fmt.Fprintf(os.Stderr, "build: %v\n%s", err, out)
 		os.RemoveAll(dir)
@@ -135,7 +135,7 @@ type envOption func(*envOptions)
 
 type envOptions struct {
 	daemonArgs []string // added to every cke daemon's flags
-	template   string   // the template file set with ckecli
+	template   string   // the template file set with ckegenctl
 	// bare: only etcd and sabakan; the scenario starts the daemons
 	// (startDaemons) and configures the integration itself.
 	bare bool
@@ -156,7 +156,7 @@ func withoutDaemons() envOption {
 	return func(o *envOptions) { o.bare = true }
 }
 
-// newEnv starts everything and configures the integration with ckecli:
+// newEnv starts everything and configures the integration with ckegenctl:
 // 3 control planes, 20 workers, the bundled template.
 func newEnv(t *testing.T, opts ...envOption) *env {
 	eo := envOptions{template: "../examples/template.yml"}
@@ -250,21 +250,21 @@ func newEnv(t *testing.T, opts ...envOption) *env {
 		return e
 	}
 	e.startDaemons(eo.daemonArgs...)
-	e.mustCkecli("sabakan", "set-url", "http://"+e.sabAddr)
-	e.mustCkecli("constraints", "set", "control-plane-count", "3")
-	e.mustCkecli("constraints", "set", "minimum-workers", "20")
-	e.mustCkecli("sabakan", "set-template", eo.template)
+	e.mustCtl("sabakan", "set-url", "http://"+e.sabAddr)
+	e.mustCtl("constraints", "set", "control-plane-count", "3")
+	e.mustCtl("constraints", "set", "minimum-workers", "20")
+	e.mustCtl("sabakan", "set-template", eo.template)
 	return e
 }
 
-// startDaemons starts two cke daemons, cke-0 and cke-1, with these flags
+// startDaemons starts two ckegen daemons, ckegen-0 and ckegen-1, with these flags
 // added.
 func (e *env) startDaemons(extra ...string) {
 	t := e.t
 	for i := 0; i < 2; i++ {
 		addr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
-		d := &proc{name: "cke", log: filepath.Join(e.dir, fmt.Sprintf("cke%d.log", i)), args: append([]string{
-			"--etcd-endpoints", strings.Join(e.clients, ","), "--http", addr, "--name", fmt.Sprintf("cke-%d", i),
+		d := &proc{name: "ckegen", log: filepath.Join(e.dir, fmt.Sprintf("ckegen%d.log", i)), args: append([]string{
+			"--etcd-endpoints", strings.Join(e.clients, ","), "--http", addr, "--name", fmt.Sprintf("ckegen-%d", i),
 			"--interval", interval, "--session-ttl", sessionTTL.String(), "--retire-wait", retireWait.String(),
 			"--sabakan-timeout", "1s", "--min-backoff", "200ms",
 		}, extra...),
@@ -290,14 +290,14 @@ func (e *env) dumpLogs() {
 	}
 }
 
-// ckecli runs the built ckecli against the etcd cluster and returns its
+// ckegenctl runs the built ckegenctl against the etcd cluster and returns its
 // standard output; when it fails, the error carries its standard error.
 // The two are kept apart so that nothing but the command's output is ever
 // parsed.
-func (e *env) ckecli(args ...string) (string, error) {
+func (e *env) ctl(args ...string) (string, error) {
 	c, cancel := context.WithTimeout(e.ctx, 30*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(c, filepath.Join(binDir, "ckecli"), append([]string{"--endpoints", strings.Join(e.clients, ",")}, args...)...)
+	cmd := exec.CommandContext(c, filepath.Join(binDir, "ckegenctl"), append([]string{"--endpoints", strings.Join(e.clients, ",")}, args...)...)
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
 	if err := cmd.Run(); err != nil {
@@ -306,11 +306,11 @@ func (e *env) ckecli(args ...string) (string, error) {
 	return out.String(), nil
 }
 
-func (e *env) mustCkecli(args ...string) string {
+func (e *env) mustCtl(args ...string) string {
 	e.t.Helper()
-	out, err := e.ckecli(args...)
+	out, err := e.ctl(args...)
 	if err != nil {
-		e.t.Fatalf("ckecli %v: %v", args, err)
+		e.t.Fatalf("ckegenctl %v: %v", args, err)
 	}
 	return out
 }
@@ -349,7 +349,7 @@ func (e *env) eventually(what string, timeout time.Duration, cond func() bool) {
 	}
 }
 
-// status is sabakan/status as ckecli prints it.
+// status is sabakan/status as ckegenctl prints it.
 type status struct {
 	Result              string    `json:"result"`
 	Reason              string    `json:"reason"`
@@ -362,7 +362,7 @@ type status struct {
 
 func (e *env) status() (status, error) {
 	var st status
-	out, err := e.ckecli("sabakan", "status", "-o", "json")
+	out, err := e.ctl("sabakan", "status", "-o", "json")
 	if err != nil {
 		return st, err
 	}
@@ -370,7 +370,7 @@ func (e *env) status() (status, error) {
 	return st, err
 }
 
-// node and clusterDoc are cluster.yml as ckecli prints it.
+// node and clusterDoc are cluster.yml as ckegenctl prints it.
 type node struct {
 	Address      string            `json:"address"`
 	ControlPlane bool              `json:"control_plane"`
@@ -427,7 +427,7 @@ func (c *clusterDoc) find(addr string) *node {
 
 func (e *env) cluster() *clusterDoc {
 	e.t.Helper()
-	out := e.mustCkecli("cluster", "get", "-o", "json")
+	out := e.mustCtl("cluster", "get", "-o", "json")
 	var c clusterDoc
 	if err := json.Unmarshal([]byte(out), &c); err != nil {
 		e.t.Fatalf("cluster get: %v\n%s", err, out)
@@ -577,7 +577,7 @@ func (e *env) checkHistory() {
 		Op              string `json:"op"`
 		ClusterRevision int64  `json:"clusterRevision"`
 	}
-	if err := json.Unmarshal([]byte(e.mustCkecli("sabakan", "history", "-o", "json")), &h); err != nil {
+	if err := json.Unmarshal([]byte(e.mustCtl("sabakan", "history", "-o", "json")), &h); err != nil {
 		e.t.Fatal(err)
 	}
 	revs := map[int64]string{}

@@ -38,17 +38,17 @@ func TestHugeAnswer(t *testing.T) {
 	}))
 	defer huge.Close()
 
-	e.mustCkecli("sabakan", "set-url", huge.URL+"/graphql")
+	e.mustCtl("sabakan", "set-url", huge.URL+"/graphql")
 	st := e.waitStatus("failing", "QUERY_ERROR", "answer larger than 128 MiB (--sabakan-max-bytes)", 60*time.Second)
 	t.Logf("status: %s", st.Message)
 	for i, d := range e.daemons {
 		hwm := peakRSS(t, d.cmd.Process.Pid)
-		t.Logf("cke-%d peak RSS after a 400 MB answer: %d MiB", i, hwm>>20)
+		t.Logf("ckegen-%d peak RSS after a 400 MB answer: %d MiB", i, hwm>>20)
 		if hwm >= 1<<30 {
-			t.Errorf("cke-%d peak RSS %d MiB, want under 1 GiB", i, hwm>>20)
+			t.Errorf("ckegen-%d peak RSS %d MiB, want under 1 GiB", i, hwm>>20)
 		}
 	}
-	e.mustCkecli("sabakan", "set-url", "http://"+e.sabAddr)
+	e.mustCtl("sabakan", "set-url", "http://"+e.sabAddr)
 	e.waitStatus("ok", "", "", 60*time.Second)
 }
 

@@ -123,10 +123,10 @@ func TestInsideCKE(t *testing.T) {
 	}
 
 	// ckegen's CLI says where ckegen runs.
-	if out := e.mustCkecli("sabakan", "status"); !strings.Contains(out, "MODE          inside CKE:") {
+	if out := e.mustCtl("sabakan", "status"); !strings.Contains(out, "MODE          inside CKE:") {
 		t.Errorf("sabakan status:\n%s", out)
 	}
-	if out := e.mustCkecli("sabakan", "owner"); !strings.Contains(out, "WRITES CLUSTER  ckegen, as CKE's server's own sabakan integration") {
+	if out := e.mustCtl("sabakan", "owner"); !strings.Contains(out, "WRITES CLUSTER  ckegen, as CKE's server's own sabakan integration") {
 		t.Errorf("sabakan owner:\n%s", out)
 	}
 	k.server.stop(syscall.SIGTERM)
@@ -136,16 +136,16 @@ func TestInsideCKE(t *testing.T) {
 // --debug-sabakan (its integrator alone, every 5 s and on a watched
 // change: no Vault needed): in the count model an UNREACHABLE control plane
 // is replaced; in the rate model a RETIRING worker is tainted; CKE's own
-// ckecli sabakan disable holds ckegen; with sabakan down the server keeps
+// ckegenctl sabakan disable holds ckegen; with sabakan down the server keeps
 // running and the status says why.
 func TestInsideCKEDebug(t *testing.T) {
 	e := newEnv(t, withoutDaemons())
 	k := insideServer(t, e, true)
 	// ckegen's CLI sets the count model, which CKE v1.35's cannot.
-	e.mustCkecli("sabakan", "set-url", "http://"+e.sabAddr)
-	e.mustCkecli("constraints", "set", "control-plane-count", "3")
-	e.mustCkecli("constraints", "set", "minimum-workers", "5")
-	e.mustCkecli("sabakan", "set-template", "../examples/template.yml")
+	e.mustCtl("sabakan", "set-url", "http://"+e.sabAddr)
+	e.mustCtl("constraints", "set", "control-plane-count", "3")
+	e.mustCtl("constraints", "set", "minimum-workers", "5")
+	e.mustCtl("sabakan", "set-template", "../examples/template.yml")
 	k.server.start(t)
 	e.eventually("the first cluster", 60*time.Second, e.hasCluster)
 	e.waitStatus("ok", "", "", 20*time.Second)

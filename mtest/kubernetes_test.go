@@ -38,7 +38,7 @@ type kubeRead struct {
 func (e *env) kubeStatus() kubeStatus {
 	e.t.Helper()
 	var st kubeStatus
-	out := e.mustCkecli("sabakan", "status", "-o", "json")
+	out := e.mustCtl("sabakan", "status", "-o", "json")
 	if err := json.Unmarshal([]byte(out), &st); err != nil {
 		e.t.Fatalf("sabakan status: %v\n%s", err, out)
 	}
@@ -130,9 +130,9 @@ func TestKubernetes(t *testing.T) {
 	if st.Kubernetes == nil || st.Kubernetes.Intolerable != 1 {
 		t.Errorf("kubernetes %+v, want 1 intolerable", st.Kubernetes)
 	}
-	leader := strings.TrimSpace(e.mustCkecli("leader"))
+	leader := strings.TrimSpace(e.mustCtl("leader"))
 	for i, addr := range e.dHTTP {
-		if leader != fmt.Sprintf("cke-%d", i) {
+		if leader != fmt.Sprintf("ckegen-%d", i) {
 			continue
 		}
 		if got := grepLines(e.metrics(addr), "ckegen_kubernetes_nodes_intolerable "); got != "ckegen_kubernetes_nodes_intolerable 1" {
@@ -145,7 +145,7 @@ func TestKubernetes(t *testing.T) {
 	workers := len(c.workers())
 	api.Stop()
 	before := e.rec.count()
-	e.mustCkecli("constraints", "set", "minimum-workers", strconv.Itoa(workers+1))
+	e.mustCtl("constraints", "set", "minimum-workers", strconv.Itoa(workers+1))
 	e.waitStatus("failing", "KUBERNETES_UNREACHABLE", api.URL, 20*time.Second)
 	time.Sleep(2 * time.Second) // four more ticks
 	if st := e.kubeStatus(); st.Reason != "KUBERNETES_UNREACHABLE" || st.Kubernetes == nil || st.Kubernetes.Read {

@@ -35,7 +35,7 @@ func (e *env) restMachines(role string, rack int) []string {
 	return out
 }
 
-// placementStatus is a placement of sabakan/status as ckecli prints it.
+// placementStatus is a placement of sabakan/status as ckegenctl prints it.
 type placementStatus struct {
 	Placement     string `json:"placement"`
 	ObservedGroup string `json:"observedGroup"`
@@ -50,7 +50,7 @@ func (e *env) placements() []placementStatus {
 	var st struct {
 		Placements []placementStatus `json:"placements"`
 	}
-	out := e.mustCkecli("sabakan", "status", "-o", "json")
+	out := e.mustCtl("sabakan", "status", "-o", "json")
 	if err := json.Unmarshal([]byte(out), &st); err != nil {
 		e.t.Fatalf("status: %v\n%s", err, out)
 	}
@@ -58,7 +58,7 @@ func (e *env) placements() []placementStatus {
 }
 
 // TestPolicy: an operator restricts control planes to racks 4 to 6 with
-// ckecli sabakan set-policy, preferring one machine labelled cp-ready
+// ckegenctl sabakan set-policy, preferring one machine labelled cp-ready
 // (group dedicated) to the others (group any), with a static temperature.
 // A bad policy is refused and nothing is stored. As control planes fail,
 // their replacements come from the allowed racks: the dedicated machine
@@ -97,10 +97,10 @@ func TestPolicy(t *testing.T) {
 		if err := writeFile(file, bad.doc); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := e.ckecli("sabakan", "set-policy", file); err == nil || !strings.Contains(err.Error(), bad.want) {
+		if _, err := e.ctl("sabakan", "set-policy", file); err == nil || !strings.Contains(err.Error(), bad.want) {
 			t.Errorf("set-policy %q: error %v, want one naming %s", bad.doc, err, bad.want)
 		}
-		if out, err := e.ckecli("sabakan", "get-policy"); err == nil {
+		if out, err := e.ctl("sabakan", "get-policy"); err == nil {
 			t.Errorf("a refused policy was stored:\n%s", out)
 		}
 	}
@@ -123,8 +123,8 @@ providers:
 `, dedicated)); err != nil {
 		t.Fatal(err)
 	}
-	e.mustCkecli("sabakan", "set-policy", policyFile)
-	if out := e.mustCkecli("sabakan", "get-policy"); !strings.Contains(out, "dedicated") {
+	e.mustCtl("sabakan", "set-policy", policyFile)
+	if out := e.mustCtl("sabakan", "get-policy"); !strings.Contains(out, "dedicated") {
 		t.Fatalf("get-policy after set-policy:\n%s", out)
 	}
 	e.eventually("the placements in the status", 30*time.Second, func() bool { return len(e.placements()) == 1 })
@@ -173,9 +173,9 @@ providers:
 	}
 
 	// What the operator sees: the status table and the leader's metric.
-	out := e.mustCkecli("sabakan", "status")
+	out := e.mustCtl("sabakan", "status")
 	if !strings.Contains(out, "PLACEMENT") || !strings.Contains(grepLines(out, "control-plane"), "any") || !strings.Contains(out, "dedicated 1") {
-		t.Errorf("ckecli sabakan status does not show the placement:\n%s", out)
+		t.Errorf("ckegenctl sabakan status does not show the placement:\n%s", out)
 	}
 	m := e.metrics(e.dHTTP[leaderIndex(e)])
 	if !strings.Contains(m, "\n"+`ckegen_placement_nodes{group="dedicated",template="control-plane"} 1`+"\n") {

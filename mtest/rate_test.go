@@ -9,7 +9,7 @@ import (
 	"time"
 )
 
-// rateStatus is the rate model's part of sabakan/status as ckecli prints
+// rateStatus is the rate model's part of sabakan/status as ckegenctl prints
 // it (docs/models.md).
 type rateStatus struct {
 	Result            string   `json:"result"`
@@ -28,14 +28,14 @@ type rateStatus struct {
 func (e *env) rateStatus() rateStatus {
 	e.t.Helper()
 	var st rateStatus
-	out := e.mustCkecli("sabakan", "status", "-o", "json")
+	out := e.mustCtl("sabakan", "status", "-o", "json")
 	if err := json.Unmarshal([]byte(out), &st); err != nil {
 		e.t.Fatalf("status: %v\n%s", err, out)
 	}
 	return st
 }
 
-// checkRate checks that the status, ckecli sabakan status and the
+// checkRate checks that the status, ckegenctl sabakan status and the
 // leader's /metrics all show workers of machines against minimum.
 func (e *env) checkRate(workers, machines, minimum int) {
 	e.t.Helper()
@@ -50,8 +50,8 @@ func (e *env) checkRate(workers, machines, minimum int) {
 	}
 	want := fmt.Sprintf("MODEL         rate, workers %.1f%% ((%d workers - 1) / %d machines), minimum-workers-rate %d%%: %s",
 		percent, workers, machines, minimum, verdict)
-	if out := e.mustCkecli("sabakan", "status"); grepLines(out, "MODEL") != want {
-		e.t.Errorf("ckecli sabakan status:\n%s\nwant the line\n%s", out, want)
+	if out := e.mustCtl("sabakan", "status"); grepLines(out, "MODEL") != want {
+		e.t.Errorf("ckegenctl sabakan status:\n%s\nwant the line\n%s", out, want)
 	}
 	// The daemon that wrote the status leads.
 	i := slices.IndexFunc(e.daemons, func(d *proc) bool { return slices.Contains(d.args, st.Leader) })
@@ -73,12 +73,12 @@ func (e *env) checkRate(workers, machines, minimum int) {
 
 // TestRateModel (scenario 13): a running cluster of the count model (3
 // control planes, 20 workers) is switched to CKE v1.35's rate model with
-// ckecli constraints set minimum-workers-rate 80, as an operator would:
+// ckegenctl constraints set minimum-workers-rate 80, as an operator would:
 // the workers are topped up to every HEALTHY machine in one cluster
 // write, with the control planes kept. Then a worker turns RETIRED: with
 // minimum-workers-rate 99 the rate, (225 - 1) / 228 = 98.2%, keeps it past
 // the retire wait (a warning says so); with 98 it leaves. The status,
-// ckecli sabakan status and the leader's /metrics show the rate all along.
+// ckegenctl sabakan status and the leader's /metrics show the rate all along.
 func TestRateModel(t *testing.T) {
 	e := newEnv(t)
 	e.converge(90 * time.Second)
@@ -95,7 +95,7 @@ func TestRateModel(t *testing.T) {
 	machines := len(e.machines) - 12
 
 	before := e.rec.count()
-	e.mustCkecli("constraints", "set", "minimum-workers-rate", "80")
+	e.mustCtl("constraints", "set", "minimum-workers-rate", "80")
 	if writes := e.converge(60 * time.Second); writes != 1 {
 		t.Errorf("the switch to the rate model took %d cluster writes, want 1", writes)
 	}
@@ -123,8 +123,8 @@ func TestRateModel(t *testing.T) {
 
 	// RETIRED machines stay in the search from now on, so that rule 7
 	// decides; with 99% nothing may leave.
-	e.mustCkecli("sabakan", "set-variables", "testdata/include-retired.json")
-	e.mustCkecli("constraints", "set", "minimum-workers-rate", "99")
+	e.mustCtl("sabakan", "set-variables", "testdata/include-retired.json")
+	e.mustCtl("constraints", "set", "minimum-workers-rate", "99")
 	e.converge(60 * time.Second)
 	victim := c.workers()[0]
 	e.setState(victim.serial(), "retiring")
@@ -150,7 +150,7 @@ func TestRateModel(t *testing.T) {
 
 	// 98%: (225 - 1) / 228 = 98.2% allows it.
 	before = e.rec.count()
-	e.mustCkecli("constraints", "set", "minimum-workers-rate", "98")
+	e.mustCtl("constraints", "set", "minimum-workers-rate", "98")
 	e.eventually("the RETIRED worker to leave", 30*time.Second, func() bool {
 		return e.cluster().find(victim.Address) == nil
 	})

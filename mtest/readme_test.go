@@ -43,7 +43,7 @@ func runItYourself(readme string) (string, error) {
 // fakesabakan and cke on their default ports, configure, change machines,
 // set a misspelt template and stop. Any line that fails, or a wait that
 // never ends, fails the test: the README says what works. It needs curl
-// and the ports 2379, 2380, 10080 and 10180 free; without them it skips,
+// and the ports 2379, 2380, 10080 and 10190 free; without them it skips,
 // except under CI, where it fails.
 func TestRunItYourself(t *testing.T) {
 	data, err := os.ReadFile("../README.md")
@@ -66,7 +66,7 @@ func TestRunItYourself(t *testing.T) {
 			need("the README's lines need %s: install it (apt-get install -y %s)", tool, tool)
 		}
 	}
-	for _, port := range []int{2379, 2380, 10080, 10180} {
+	for _, port := range []int{2379, 2380, 10080, 10190} {
 		ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
 		if err != nil {
 			need("the README's lines use port %d, which is taken: %v", port, err)

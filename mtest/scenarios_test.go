@@ -28,7 +28,7 @@ func TestBootstrap(t *testing.T) {
 		t.Errorf("control planes in %d racks, want 3", len(racks))
 	}
 	st, _ := e.status()
-	leader := strings.TrimSpace(e.mustCkecli("leader"))
+	leader := strings.TrimSpace(e.mustCtl("leader"))
 	t.Logf("bootstrap: converged in %d cluster write(s), %s; leader %s; last op %q",
 		writes, time.Since(start).Round(100*time.Millisecond), leader, st.LastOp)
 
@@ -37,13 +37,13 @@ func TestBootstrap(t *testing.T) {
 	// (a 0 there would page someone).
 	for i, addr := range e.dHTTP {
 		m := e.metrics(addr)
-		isLeader := leader == fmt.Sprintf("cke-%d", i)
+		isLeader := leader == fmt.Sprintf("ckegen-%d", i)
 		switch {
 		case isLeader && (!strings.Contains(m, "\ncke_leader 1\n") || !strings.Contains(m, "\ncke_sabakan_integration_successful 1\n") ||
 			!strings.Contains(m, "\ncke_sabakan_unused_machines ")):
-			t.Errorf("the leader cke-%d exports:\n%s", i, grepLines(m, "cke_"))
+			t.Errorf("the leader ckegen-%d exports:\n%s", i, grepLines(m, "cke_"))
 		case !isLeader && (!strings.Contains(m, "\ncke_leader 0\n") || strings.Contains(m, "\ncke_sabakan_")):
-			t.Errorf("the follower cke-%d exports:\n%s", i, grepLines(m, "cke_"))
+			t.Errorf("the follower ckegen-%d exports:\n%s", i, grepLines(m, "cke_"))
 		}
 	}
 	e.rec.check()
@@ -118,7 +118,7 @@ func TestMachineLifecycle(t *testing.T) {
 
 	// With variables that include RETIRED machines, a retired worker stays,
 	// tainted, until the retire wait has passed.
-	e.mustCkecli("sabakan", "set-variables", "testdata/include-retired.json")
+	e.mustCtl("sabakan", "set-variables", "testdata/include-retired.json")
 	e.converge(60 * time.Second)
 	c = e.cluster()
 	w = c.workers()
@@ -157,7 +157,7 @@ func TestRackLoss(t *testing.T) {
 	c := e.cluster()
 	cps := c.cps()
 	rack := cps[0].Labels["cke.cybozu.com/rack"]
-	e.mustCkecli("sabakan", "set-variables", writeVars(t, e, fmt.Sprintf(`{"notHaving": {"racks": [%s], "roles": ["boot"], "states": ["RETIRED"]}}`, rack)))
+	e.mustCtl("sabakan", "set-variables", writeVars(t, e, fmt.Sprintf(`{"notHaving": {"racks": [%s], "roles": ["boot"], "states": ["RETIRED"]}}`, rack)))
 	writes := e.converge(60 * time.Second)
 	c = e.cluster()
 	for _, n := range c.Nodes {
@@ -174,7 +174,7 @@ func TestRackLoss(t *testing.T) {
 	cps = c.cps()
 	r1, r2 := cps[0].Labels["cke.cybozu.com/rack"], cps[1].Labels["cke.cybozu.com/rack"]
 	before := e.rec.count()
-	e.mustCkecli("sabakan", "set-variables", writeVars(t, e, fmt.Sprintf(`{"notHaving": {"racks": [%s, %s, %s], "roles": ["boot"], "states": ["RETIRED"]}}`, rack, r1, r2)))
+	e.mustCtl("sabakan", "set-variables", writeVars(t, e, fmt.Sprintf(`{"notHaving": {"racks": [%s, %s, %s], "roles": ["boot"], "states": ["RETIRED"]}}`, rack, r1, r2)))
 	e.waitStatus("failing", "TOO_MANY_NONEXISTENT_CONTROL_PLANES", "2 of 3 control planes", 30*time.Second)
 	time.Sleep(2 * time.Second)
 	if e.rec.count() != before {
@@ -182,7 +182,7 @@ func TestRackLoss(t *testing.T) {
 	}
 
 	// The machines return: the daemon recovers by itself.
-	e.mustCkecli("sabakan", "set-variables", writeVars(t, e, `{}`))
+	e.mustCtl("sabakan", "set-variables", writeVars(t, e, `{}`))
 	e.converge(60 * time.Second)
 	if st, _ := e.status(); st.Result != "ok" {
 		t.Errorf("status after recovery %+v", st)
@@ -208,7 +208,7 @@ func TestShapeChanges(t *testing.T) {
 	// A new label and new weights: every node is re-rendered.
 	tmpl := strings.Replace(readFile(t, "../examples/template.yml"), `cke.cybozu.com/weight: "6.0"`, `cke.cybozu.com/weight: "4.0"
     example.com/tier: frontend`, 1)
-	e.mustCkecli("sabakan", "set-template", writeVars(t, e, tmpl))
+	e.mustCtl("sabakan", "set-template", writeVars(t, e, tmpl))
 	e.converge(60 * time.Second)
 	for _, n := range e.cluster().workers() {
 		if n.Labels["cke.cybozu.com/role"] == "compute" && n.Labels["example.com/tier"] != "frontend" {
@@ -222,7 +222,7 @@ func TestShapeChanges(t *testing.T) {
 	// The gpu role leaves the template: its workers go in one step, and
 	// others replace them.
 	noGPU := tmpl[:strings.Index(tmpl, "- user: cybozu\n  labels:\n    cke.cybozu.com/role: gpu")] + "service_subnet: 10.68.0.0/16\n"
-	e.mustCkecli("sabakan", "set-template", writeVars(t, e, noGPU))
+	e.mustCtl("sabakan", "set-template", writeVars(t, e, noGPU))
 	e.converge(60 * time.Second)
 	c := e.cluster()
 	for _, n := range c.workers() {
@@ -235,13 +235,13 @@ func TestShapeChanges(t *testing.T) {
 	}
 
 	// More control planes, then fewer: demoted one per tick.
-	e.mustCkecli("constraints", "set", "control-plane-count", "5")
+	e.mustCtl("constraints", "set", "control-plane-count", "5")
 	e.converge(60 * time.Second)
 	if n := len(e.cluster().cps()); n != 5 {
 		t.Errorf("%d control planes, want 5", n)
 	}
 	before := e.rec.count()
-	e.mustCkecli("constraints", "set", "control-plane-count", "3")
+	e.mustCtl("constraints", "set", "control-plane-count", "3")
 	e.converge(60 * time.Second)
 	if n := len(e.cluster().cps()); n != 3 {
 		t.Errorf("%d control planes, want 3", n)
@@ -251,7 +251,7 @@ func TestShapeChanges(t *testing.T) {
 	}
 
 	// More workers.
-	e.mustCkecli("constraints", "set", "minimum-workers", "30")
+	e.mustCtl("constraints", "set", "minimum-workers", "30")
 	e.converge(60 * time.Second)
 	if n := len(e.cluster().workers()); n != 30 {
 		t.Errorf("%d workers, want 30", n)
@@ -265,16 +265,16 @@ func TestShapeChanges(t *testing.T) {
 func TestLeaderKilled(t *testing.T) {
 	e := newEnv(t)
 	e.converge(90 * time.Second)
-	leader := strings.TrimSpace(e.mustCkecli("leader"))
+	leader := strings.TrimSpace(e.mustCtl("leader"))
 	var victim, other int
-	if leader == "cke-0" {
+	if leader == "ckegen-0" {
 		victim, other = 0, 1
 	} else {
 		victim, other = 1, 0
 	}
 	killed := time.Now()
 	e.daemons[victim].stop(syscall.SIGKILL)
-	otherName := fmt.Sprintf("cke-%d", other)
+	otherName := fmt.Sprintf("ckegen-%d", other)
 	e.eventually("the other daemon to lead and tick", sessionTTL+15*time.Second, func() bool {
 		st, err := e.status()
 		return err == nil && st.Leader == otherName && st.Time.After(killed)
@@ -298,7 +298,7 @@ func TestLeaderKilled(t *testing.T) {
 	// resigns, so the handover takes far less than the session TTL.
 	e.daemons[victim].start(t)
 	time.Sleep(time.Second)
-	victimName := fmt.Sprintf("cke-%d", victim)
+	victimName := fmt.Sprintf("ckegen-%d", victim)
 	stopped := time.Now()
 	e.daemons[other].stop(syscall.SIGTERM)
 	e.eventually("the restarted daemon to lead", sessionTTL+15*time.Second, func() bool {
@@ -355,7 +355,7 @@ func TestEtcdMemberLoss(t *testing.T) {
 	e.etcd[1].start(t)
 	e.etcd[2].start(t)
 	e.eventually("the taint after quorum returns", 90*time.Second, func() bool {
-		out, err := e.ckecli("cluster", "get", "-o", "json")
+		out, err := e.ctl("cluster", "get", "-o", "json")
 		return err == nil && strings.Contains(out, w[1].Address) && e.cluster().find(w[1].Address).stateTaint() == "unreachable:NoSchedule"
 	})
 	t.Logf("recovered %s after quorum returned", time.Since(restored).Round(100*time.Millisecond))
@@ -407,8 +407,8 @@ func TestSabakanFaults(t *testing.T) {
 func TestBadOperatorInput(t *testing.T) {
 	e := newEnv(t)
 	e.converge(90 * time.Second)
-	tmplBefore := e.mustCkecli("sabakan", "get-template")
-	consBefore := e.mustCkecli("constraints", "show")
+	tmplBefore := e.mustCtl("sabakan", "get-template")
+	consBefore := e.mustCtl("constraints", "show")
 	before := e.rec.count()
 	for _, c := range []struct {
 		args []string
@@ -421,17 +421,17 @@ func TestBadOperatorInput(t *testing.T) {
 		{[]string{"sabakan", "set-variables", writeVars(t, e, `{"having": {"states": ["BROKEN"]}}`)}, `unknown state "BROKEN"`},
 		{[]string{"sabakan", "set-url", "sabakan.example"}, "must be an absolute http or https URL"},
 	} {
-		if _, err := e.ckecli(c.args...); err == nil || !strings.Contains(err.Error(), c.want) {
-			t.Errorf("ckecli %v: %v, want a refusal with %q", c.args[:2], err, c.want)
+		if _, err := e.ctl(c.args...); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("ckegenctl %v: %v, want a refusal with %q", c.args[:2], err, c.want)
 		}
 	}
-	if got := e.mustCkecli("sabakan", "get-template"); got != tmplBefore {
+	if got := e.mustCtl("sabakan", "get-template"); got != tmplBefore {
 		t.Error("a refused template changed the stored one")
 	}
-	if got := e.mustCkecli("constraints", "show"); got != consBefore {
+	if got := e.mustCtl("constraints", "show"); got != consBefore {
 		t.Error("refused constraints changed the stored ones")
 	}
-	if _, err := e.ckecli("sabakan", "get-variables"); err == nil {
+	if _, err := e.ctl("sabakan", "get-variables"); err == nil {
 		t.Error("refused variables were stored")
 	}
 	time.Sleep(2 * time.Second)
@@ -485,7 +485,7 @@ func TestRebootingNode(t *testing.T) {
 	e.checkHistory()
 }
 
-// changeStatus is the change management part of sabakan/status as ckecli
+// changeStatus is the change management part of sabakan/status as ckegenctl
 // prints it.
 type changeStatus struct {
 	Result  string `json:"result"`
@@ -504,13 +504,13 @@ type changeStatus struct {
 func (e *env) changeStatus() changeStatus {
 	e.t.Helper()
 	var st changeStatus
-	if err := json.Unmarshal([]byte(e.mustCkecli("sabakan", "status", "-o", "json")), &st); err != nil {
+	if err := json.Unmarshal([]byte(e.mustCtl("sabakan", "status", "-o", "json")), &st); err != nil {
 		e.t.Fatal(err)
 	}
 	return st
 }
 
-// planOps runs ckecli sabakan plan with args and -o json, and returns the
+// planOps runs ckegenctl sabakan plan with args and -o json, and returns the
 // ops of its steps.
 func (e *env) planOps(args ...string) []string {
 	e.t.Helper()
@@ -520,7 +520,7 @@ func (e *env) planOps(args ...string) []string {
 			Op string `json:"op"`
 		} `json:"steps"`
 	}
-	out := e.mustCkecli(append([]string{"sabakan", "plan", "-o", "json"}, args...)...)
+	out := e.mustCtl(append([]string{"sabakan", "plan", "-o", "json"}, args...)...)
 	if err := json.Unmarshal([]byte(out), &p); err != nil {
 		e.t.Fatalf("plan %v: %v\n%s", args, err, out)
 	}
@@ -549,21 +549,21 @@ func TestChangeManagement(t *testing.T) {
 	for _, bad := range [][]string{
 		{"sabakan", "trigger", "paused"}, {"sabakan", "set-quiet-time", "-1s"}, {"sabakan", "set-max-unhealthy", "140%"},
 	} {
-		if _, err := e.ckecli(bad...); err == nil {
-			t.Errorf("ckecli %v accepted", bad)
+		if _, err := e.ctl(bad...); err == nil {
+			t.Errorf("ckegenctl %v accepted", bad)
 		}
 	}
 	for _, get := range [][]string{{"sabakan", "trigger"}, {"sabakan", "get-quiet-time"}, {"sabakan", "get-max-unhealthy"}} {
-		if got, want := strings.TrimSpace(e.mustCkecli(get...)), map[string]string{"trigger": "schedule", "get-quiet-time": "0s", "get-max-unhealthy": "off"}[get[1]]; got != want {
-			t.Errorf("ckecli %v = %q after refused settings, want %q", get, got, want)
+		if got, want := strings.TrimSpace(e.mustCtl(get...)), map[string]string{"trigger": "schedule", "get-quiet-time": "0s", "get-max-unhealthy": "off"}[get[1]]; got != want {
+			t.Errorf("ckegenctl %v = %q after refused settings, want %q", get, got, want)
 		}
 	}
 
 	// Planning: changes are planned, not applied.
-	e.mustCkecli("sabakan", "trigger", "planning")
+	e.mustCtl("sabakan", "trigger", "planning")
 	before := e.rec.count()
 	e.setState(w[0].serial(), "unreachable")
-	e.mustCkecli("constraints", "set", "minimum-workers", "22")
+	e.mustCtl("constraints", "set", "minimum-workers", "22")
 	e.eventually("the plan of the changes", 20*time.Second, func() bool {
 		st := e.changeStatus()
 		return st.Result == "planning" && st.Pending != nil && st.Pending.Steps >= 1 && st.Trigger == "planning"
@@ -578,7 +578,7 @@ func TestChangeManagement(t *testing.T) {
 			Op string `json:"op"`
 		} `json:"steps"`
 	}
-	if err := json.Unmarshal([]byte(e.mustCkecli("sabakan", "plan", "--stored", "-o", "json")), &stored); err != nil {
+	if err := json.Unmarshal([]byte(e.mustCtl("sabakan", "plan", "--stored", "-o", "json")), &stored); err != nil {
 		t.Fatal(err)
 	}
 	var storedOps []string
@@ -588,14 +588,14 @@ func TestChangeManagement(t *testing.T) {
 	if live := e.planOps(); stored.Trigger != "planning" || len(storedOps) == 0 || strings.Join(live, ",") != strings.Join(storedOps, ",") {
 		t.Errorf("stored plan %v (trigger %s), live plan %v", storedOps, stored.Trigger, live)
 	}
-	if text := e.mustCkecli("sabakan", "plan", "--stored"); !strings.Contains(text, fmt.Sprintf("plan: settled after %d step", len(storedOps))) {
+	if text := e.mustCtl("sabakan", "plan", "--stored"); !strings.Contains(text, fmt.Sprintf("plan: settled after %d step", len(storedOps))) {
 		t.Errorf("plan --stored:\n%s", text)
 	}
 	// A dry run shows more, stores nothing.
-	if text := e.mustCkecli("constraints", "set", "minimum-workers", "24", "--dry-run"); !strings.Contains(text, "step 1: ") {
+	if text := e.mustCtl("constraints", "set", "minimum-workers", "24", "--dry-run"); !strings.Contains(text, "step 1: ") {
 		t.Errorf("constraints set --dry-run:\n%s", text)
 	}
-	if show := e.mustCkecli("constraints", "show"); !strings.Contains(show, `"minimum-workers": 22`) {
+	if show := e.mustCtl("constraints", "show"); !strings.Contains(show, `"minimum-workers": 22`) {
 		t.Errorf("a dry run changed the constraints:\n%s", show)
 	}
 	if m := e.metrics(e.dHTTP[leaderIndex(e)]); !strings.Contains(m, fmt.Sprintf("\nckegen_plan_pending_steps %d\n", len(storedOps))) {
@@ -603,7 +603,7 @@ func TestChangeManagement(t *testing.T) {
 	}
 
 	// Schedule: the plan, one step per tick.
-	e.mustCkecli("sabakan", "trigger", "schedule")
+	e.mustCtl("sabakan", "trigger", "schedule")
 	e.converge(60 * time.Second)
 	if n := e.rec.count() - before; n != len(storedOps) {
 		t.Errorf("%d writes for a plan of %d steps", n, len(storedOps))
@@ -612,7 +612,7 @@ func TestChangeManagement(t *testing.T) {
 		Op         string `json:"op"`
 		ReleasedBy string `json:"releasedBy"`
 	}
-	if err := json.Unmarshal([]byte(e.mustCkecli("sabakan", "history", "-o", "json")), &h); err != nil {
+	if err := json.Unmarshal([]byte(e.mustCtl("sabakan", "history", "-o", "json")), &h); err != nil {
 		t.Fatal(err)
 	}
 	applied := h[max(0, len(h)-len(storedOps)):]
@@ -629,7 +629,7 @@ func TestChangeManagement(t *testing.T) {
 	// Quiet time: a machine flaps; nothing is written until it has been
 	// still for 4 s.
 	const quiet = 4 * time.Second
-	e.mustCkecli("sabakan", "set-quiet-time", quiet.String())
+	e.mustCtl("sabakan", "set-quiet-time", quiet.String())
 	before = e.rec.count()
 	e.setState(w[1].serial(), "unreachable")
 	time.Sleep(1500 * time.Millisecond)
@@ -653,7 +653,7 @@ func TestChangeManagement(t *testing.T) {
 	if early := first.at.Sub(last); early < quiet-200*time.Millisecond {
 		t.Errorf("the first write came %s after the machine last moved, before the quiet time %s", early, quiet)
 	}
-	if err := json.Unmarshal([]byte(e.mustCkecli("sabakan", "history", "-o", "json")), &h); err != nil {
+	if err := json.Unmarshal([]byte(e.mustCtl("sabakan", "history", "-o", "json")), &h); err != nil {
 		t.Fatal(err)
 	}
 	if r := h[len(h)-1].ReleasedBy; !strings.HasPrefix(r, "the end of the quiet time 4s") {
@@ -666,9 +666,9 @@ func TestChangeManagement(t *testing.T) {
 // leaderIndex is the index in e.dHTTP of the leading daemon.
 func leaderIndex(e *env) int {
 	e.t.Helper()
-	name := strings.TrimSpace(e.mustCkecli("leader"))
+	name := strings.TrimSpace(e.mustCtl("leader"))
 	for i := range e.dHTTP {
-		if name == fmt.Sprintf("cke-%d", i) {
+		if name == fmt.Sprintf("ckegen-%d", i) {
 			return i
 		}
 	}

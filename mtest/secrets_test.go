@@ -13,20 +13,20 @@ import (
 // TestNoSecretPublished: with a password in the sabakan URL, and one and
 // a query value in a metric provider's Prometheus URL, no surface shows them:
 // the status (text and JSON), /health, the page, /metrics, the plan, the
-// map, ckecli's errors and the daemons' logs, while the integration works,
+// map, ckegenctl's errors and the daemons' logs, while the integration works,
 // while a provider fails and while sabakan is unreachable. Only
-// ckecli sabakan get-url prints the stored URL whole.
+// ckegenctl sabakan get-url prints the stored URL whole.
 func TestNoSecretPublished(t *testing.T) {
 	secrets := []string{"s3cret-pw", "p-s3cret", "k-s3cret"}
 	e := newEnv(t)
 	e.converge(90 * time.Second)
 
 	// A URL that set-url refuses is not echoed with its password.
-	if _, err := e.ckecli("sabakan", "set-url", "http://admin:s3cret-pw@"+e.sabAddr+"/graphql?token=q-s3cret"); err == nil ||
+	if _, err := e.ctl("sabakan", "set-url", "http://admin:s3cret-pw@"+e.sabAddr+"/graphql?token=q-s3cret"); err == nil ||
 		strings.Contains(err.Error(), "s3cret") || !strings.Contains(err.Error(), "admin:xxxxx@") {
 		t.Errorf("set-url of a URL with a query: %v, want refused with the password masked", err)
 	}
-	e.mustCkecli("sabakan", "set-url", "http://admin:s3cret-pw@"+e.sabAddr+"/graphql")
+	e.mustCtl("sabakan", "set-url", "http://admin:s3cret-pw@"+e.sabAddr+"/graphql")
 	e.waitStatus("ok", "", "", 30*time.Second)
 
 	// Every surface, searched for every secret.
@@ -38,11 +38,11 @@ func TestNoSecretPublished(t *testing.T) {
 			{"sabakan", "plan"}, {"sabakan", "plan", "-o", "json"}, {"sabakan", "map"},
 			{"sabakan", "owner"},
 		} {
-			out, err := e.ckecli(args...)
+			out, err := e.ctl(args...)
 			if err != nil {
 				out += err.Error()
 			}
-			seen["ckecli "+strings.Join(args, " ")] = out
+			seen["ckegenctl "+strings.Join(args, " ")] = out
 		}
 		for i, addr := range e.dHTTP {
 			for _, path := range []string{"/health", "/", "/metrics", "/version"} {
@@ -52,7 +52,7 @@ func TestNoSecretPublished(t *testing.T) {
 				}
 				body, _ := io.ReadAll(resp.Body)
 				resp.Body.Close()
-				seen["cke-"+string(rune('0'+i))+" "+path] = string(body)
+				seen["ckegen-"+string(rune('0'+i))+" "+path] = string(body)
 			}
 		}
 		logs, _ := filepath.Glob(filepath.Join(e.dir, "cke*.log"))
@@ -79,20 +79,20 @@ func TestNoSecretPublished(t *testing.T) {
 		"providers": {"prom": {"type": "prometheus", "url": "http://prom:p-s3cret@127.0.0.1:1/?key=k-s3cret", "timeout": "1s"}}}`); err != nil {
 		t.Fatal(err)
 	}
-	e.mustCkecli("sabakan", "set-policy", policy)
+	e.mustCtl("sabakan", "set-policy", policy)
 	st := e.waitStatus("failing", "METRICS_UNAVAILABLE", "http://prom:xxxxx@127.0.0.1:1", 30*time.Second)
 	t.Logf("provider failing: %s", st.Message)
 	check("provider failing")
-	e.mustCkecli("sabakan", "clear-policy")
+	e.mustCtl("sabakan", "clear-policy")
 
 	// sabakan unreachable at a URL with a password.
-	e.mustCkecli("sabakan", "set-url", "http://admin:s3cret-pw@127.0.0.1:1/graphql")
+	e.mustCtl("sabakan", "set-url", "http://admin:s3cret-pw@127.0.0.1:1/graphql")
 	st = e.waitStatus("failing", "SABAKAN_UNREACHABLE", "http://admin:xxxxx@127.0.0.1:1/graphql", 30*time.Second)
 	t.Logf("sabakan unreachable: %s", st.Message)
 	check("sabakan unreachable")
 
 	// The one place the stored URL is shown whole.
-	if got := strings.TrimSpace(e.mustCkecli("sabakan", "get-url")); got != "http://admin:s3cret-pw@127.0.0.1:1/graphql" {
+	if got := strings.TrimSpace(e.mustCtl("sabakan", "get-url")); got != "http://admin:s3cret-pw@127.0.0.1:1/graphql" {
 		t.Errorf("get-url = %q, want the stored URL whole", got)
 	}
 }

@@ -18,7 +18,7 @@ import (
 // cluster, an operator sets a template whose gpu worker template says
 // "gpuu", a role no machine has. The daemon keeps the gpu workers and
 // warns; the warning is on set-template's stderr (the value is stored
-// all the same), in the text of ckecli sabakan status, on the leader's
+// all the same), in the text of ckegenctl sabakan status, on the leader's
 // page and counted in its /metrics. Setting the right template again
 // clears all of them.
 func TestTypoWarning(t *testing.T) {
@@ -51,11 +51,11 @@ func TestTypoWarning(t *testing.T) {
 	const warning = `template role "gpuu" matches no machine; inventory roles: compute, gpu, storage`
 
 	// set-template: the warning on stderr, exit 0, the template stored.
-	out, errOut, err := e.ckecliStderr("sabakan", "set-template", typoFile)
+	out, errOut, err := e.ctlStderr("sabakan", "set-template", typoFile)
 	if err != nil || out != "" || errOut != "warning: "+warning+"\n" {
 		t.Errorf("set-template of the misspelt template: %v, stdout %q, stderr %q; want success and only the warning", err, out, errOut)
 	}
-	if got := e.mustCkecli("sabakan", "get-template"); !strings.Contains(got, "cke.cybozu.com/role: gpuu") {
+	if got := e.mustCtl("sabakan", "get-template"); !strings.Contains(got, "cke.cybozu.com/role: gpuu") {
 		t.Fatalf("the template was not stored:\n%s", got)
 	}
 
@@ -65,12 +65,12 @@ func TestTypoWarning(t *testing.T) {
 		Warnings []string `json:"warnings"`
 	}
 	e.eventually("a tick with the warning", time.Minute, func() bool {
-		out, err := e.ckecli("sabakan", "status", "-o", "json")
+		out, err := e.ctl("sabakan", "status", "-o", "json")
 		return err == nil && json.Unmarshal([]byte(out), &st) == nil && slices.Contains(st.Warnings, warning)
 	})
-	text := e.mustCkecli("sabakan", "status")
+	text := e.mustCtl("sabakan", "status")
 	if !strings.Contains(text, "\nWARNINGS      "+warning+"\n") {
-		t.Errorf("ckecli sabakan status has no WARNINGS row with the warning:\n%s", text)
+		t.Errorf("ckegenctl sabakan status has no WARNINGS row with the warning:\n%s", text)
 	}
 	leader := e.leaderHTTP(t, st.Leader)
 	if got := grepLines(e.metrics(leader), "ckegen_tick_warnings "); got != "ckegen_tick_warnings 1" {
@@ -86,16 +86,16 @@ func TestTypoWarning(t *testing.T) {
 	}
 
 	// The right template: no warning anywhere.
-	out, errOut, err = e.ckecliStderr("sabakan", "set-template", "../examples/template.yml")
+	out, errOut, err = e.ctlStderr("sabakan", "set-template", "../examples/template.yml")
 	if err != nil || out != "" || errOut != "" {
 		t.Errorf("set-template of the right template: %v, stdout %q, stderr %q", err, out, errOut)
 	}
 	e.eventually("a tick without warnings", time.Minute, func() bool {
-		out, err := e.ckecli("sabakan", "status", "-o", "json")
+		out, err := e.ctl("sabakan", "status", "-o", "json")
 		st.Warnings = nil
 		return err == nil && json.Unmarshal([]byte(out), &st) == nil && len(st.Warnings) == 0
 	})
-	if text := e.mustCkecli("sabakan", "status"); strings.Contains(text, "WARNINGS") {
+	if text := e.mustCtl("sabakan", "status"); strings.Contains(text, "WARNINGS") {
 		t.Errorf("status still shows warnings:\n%s", text)
 	}
 	leader = e.leaderHTTP(t, st.Leader)
@@ -107,12 +107,12 @@ func TestTypoWarning(t *testing.T) {
 	}
 }
 
-// ckecliStderr runs the built ckecli and returns its standard output and
+// ctlStderr runs the built ckegenctl and returns its standard output and
 // standard error, also when it succeeds.
-func (e *env) ckecliStderr(args ...string) (stdout, stderr string, err error) {
+func (e *env) ctlStderr(args ...string) (stdout, stderr string, err error) {
 	c, cancel := context.WithTimeout(e.ctx, 30*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(c, filepath.Join(binDir, "ckecli"), append([]string{"--endpoints", strings.Join(e.clients, ",")}, args...)...)
+	cmd := exec.CommandContext(c, filepath.Join(binDir, "ckegenctl"), append([]string{"--endpoints", strings.Join(e.clients, ",")}, args...)...)
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
 	err = cmd.Run()
@@ -123,7 +123,7 @@ func (e *env) ckecliStderr(args ...string) (stdout, stderr string, err error) {
 func (e *env) leaderHTTP(t *testing.T, name string) string {
 	t.Helper()
 	for i := range e.daemons {
-		if name == "cke-"+string(rune('0'+i)) {
+		if name == "ckegen-"+string(rune('0'+i)) {
 			return e.dHTTP[i]
 		}
 	}

@@ -49,7 +49,7 @@ type Document struct {
 	Cluster *cluster.Cluster `json:"cluster"`
 }
 
-// Step is one tick: the same object as `ckecli sabakan generate --explain
+// Step is one tick: the same object as `ckegenctl sabakan generate --explain
 // json` writes for one decision.
 type Step struct {
 	Op       string   `json:"op"`

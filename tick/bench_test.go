@@ -217,7 +217,7 @@ func BenchmarkTick10000(b *testing.B) {
 }
 
 // BenchmarkTick10000Kubernetes is BenchmarkTick10000 with the daemon
-// reading the Nodes of a real kube-apiserver, as cmd/cke wires
+// reading the Nodes of a real kube-apiserver, as cmd/ckegen wires
 // --kubeconfig: one Node per node of the cluster (10,000), one in ten
 // with a taint control planes do not tolerate (kubetest.Node). The ticks
 // list all the Nodes; update and nothing have the cluster's tainted

@@ -109,13 +109,13 @@ func releasedBy(mem Memory, set *settings) string {
 }
 
 // TriggerHeld is what a tick held by the trigger says.
-const TriggerHeld = "the trigger is planning: ckecli sabakan trigger schedule applies the plan"
+const TriggerHeld = "the trigger is planning: ckegenctl sabakan trigger schedule applies the plan"
 
 // Breaker is the circuit breaker (docs/design.md 11.4) on the input of a
 // tick: the unhealthy nodes of the cluster counted against max-unhealthy
 // (nil without a limit or a cluster) and, when there are more than it
 // allows, what the status says of them ("": within the limit). The tick
-// and ckecli sabakan plan's notes both ask it.
+// and ckegenctl sabakan plan's notes both ask it.
 func Breaker(c intake.Change, in generator.Input) (*storage.UnhealthyStatus, string) {
 	lim := c.MaxUnhealthy
 	if lim == nil || in.Current == nil {

@@ -494,7 +494,7 @@ func TestChangeManagementReasons(t *testing.T) {
 	for _, c := range []struct {
 		key, value, reason, want string
 	}{
-		{storage.KeySabakanTrigger, "paused", reason.InvalidTrigger, `got "paused" (set it with ckecli sabakan trigger)`},
+		{storage.KeySabakanTrigger, "paused", reason.InvalidTrigger, `got "paused" (set it with ckegenctl sabakan trigger)`},
 		{storage.KeySabakanQuietTime, "-1s", reason.InvalidQuietTime, "must not be negative"},
 		{storage.KeySabakanMaxUnhealthy, "140%", reason.InvalidMaxUnhealthy, "at most 100%"},
 	} {

@@ -55,7 +55,7 @@ func (s *Step) gate(own intake.Ownership, hasCluster bool, now time.Time) (disab
 }
 
 // Gate is the step's gate for a step of the mode (ModeInsideCKE, or ""
-// for ckegen's daemon), with maxAge the age CKE's status may have; ckecli
+// for ckegen's daemon), with maxAge the age CKE's status may have; ckegenctl
 // sabakan owner says who writes the cluster from it.
 func Gate(own intake.Ownership, mode string, hasCluster bool, now time.Time, maxAge time.Duration) (disabled bool, h *Hold) {
 	if mode == ModeInsideCKE {
@@ -66,16 +66,16 @@ func Gate(own intake.Ownership, mode string, hasCluster bool, now time.Time, max
 	case own.OwnedByCKEGen() && !own.CKEDisabled:
 		return false, &Hold{reason.CKEIntegrationActive, "ckegen owns the integration (sabakan/owner: ckegen), but CKE's own integration is enabled again " +
 			"(sabakan/disabled is not true): both would write the cluster, so ckegen writes nothing; " +
-			"run ckecli sabakan takeover to stop CKE's, or ckecli sabakan handback to give the integration back"}
+			"run ckegenctl sabakan takeover to stop CKE's, or ckegenctl sabakan handback to give the integration back"}
 	case own.OwnedByCKEGen():
 		disabled = own.CKEGenDisabled
 	case own.CKEServer:
 		return false, &Hold{reason.OwnedByCKE, "a CKE server holds leader/ and its own sabakan integration owns the cluster " +
 			"(sabakan/owner is cke or not set), so ckegen writes nothing; " +
-			"see what ckegen would do with ckecli sabakan takeover --dry-run, then take over with ckecli sabakan takeover"}
+			"see what ckegen would do with ckegenctl sabakan takeover --dry-run, then take over with ckegenctl sabakan takeover"}
 	case own.HandedBack():
 		return false, &Hold{reason.OwnedByCKE, "the integration was handed back to CKE (sabakan/owner: cke), so ckegen writes nothing, " +
-			"also while no CKE server holds leader/ (it may be restarting); take over again with ckecli sabakan takeover"}
+			"also while no CKE server holds leader/ (it may be restarting); take over again with ckegenctl sabakan takeover"}
 	default:
 		disabled = own.CKEDisabled
 	}

@@ -404,7 +404,7 @@ func (m *modelMetrics) clear() {
 
 // warningMetrics export how many warnings the newest tick had (a template
 // role that matches no machine, an even control-plane count, machines
-// left out), so that an alert can ask someone to read them with ckecli
+// left out), so that an alert can ask someone to read them with ckegenctl
 // sabakan status: on the leader, after a tick, while the integration is
 // enabled. One series without labels: the warnings' text stays in the
 // status, and the series' cardinality does not grow with it.
@@ -419,7 +419,7 @@ type warningMetrics struct {
 func newWarningMetrics() *warningMetrics {
 	return &warningMetrics{
 		count: prometheus.NewDesc("ckegen_tick_warnings",
-			"The number of warnings of the last tick (ckecli sabakan status lists them): what the operator should fix although the tick went on.", nil, nil),
+			"The number of warnings of the last tick (ckegenctl sabakan status lists them): what the operator should fix although the tick went on.", nil, nil),
 	}
 }
 

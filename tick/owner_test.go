@@ -63,7 +63,7 @@ func TestOwnedByCKE(t *testing.T) {
 	leader := f.lead(t)
 	f.ckeServer(t, "completed", testNow)
 	d := f.step("d", nil)
-	f.wantHeld(t, d, leader, reason.OwnedByCKE, "ckecli sabakan takeover")
+	f.wantHeld(t, d, leader, reason.OwnedByCKE, "ckegenctl sabakan takeover")
 	if f.cluster(t) != nil {
 		t.Fatal("a cluster was written while CKE owns the integration")
 	}
@@ -201,7 +201,7 @@ func TestStandaloneHonoursCKESwitch(t *testing.T) {
 }
 
 // TestInvalidClusterForCKE: a cluster CKE would refuse (no CRI endpoint,
-// which ckecli sabakan set-template would have filled in) is not written.
+// which ckegenctl sabakan set-template would have filled in) is not written.
 func TestInvalidClusterForCKE(t *testing.T) {
 	f := newFixture(t)
 	leader := f.lead(t)
@@ -252,7 +252,7 @@ func TestInvalidOwner(t *testing.T) {
 	err = f.step("d", nil).runOnce(ctx, leader)
 	var te *Error
 	if !errors.As(err, &te) || te.Reason != reason.InvalidOwner || !strings.Contains(te.Err.Error(), "sabakan/owner") ||
-		!strings.Contains(te.Err.Error(), "ckecli sabakan takeover") {
+		!strings.Contains(te.Err.Error(), "ckegenctl sabakan takeover") {
 		t.Fatalf("tick: %v, want %s naming sabakan/owner and the fix", err, reason.InvalidOwner)
 	}
 	if f.cluster(t) != nil {

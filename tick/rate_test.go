@@ -29,14 +29,14 @@ const (
 )
 
 // putConstraints stores a constraints document as given (as CKE's own
-// ckecli, or an operator with etcdctl, would).
+// ckegenctl, or an operator with etcdctl, would).
 func putConstraints(t *testing.T, f *fixture, doc string) {
 	t.Helper()
 	_, err := f.st.Client.Put(context.Background(), f.st.Key(storage.KeyConstraints), doc)
 	must(t, err)
 }
 
-// setRate stores minimum-workers-rate with storage's setter, as ckecli
+// setRate stores minimum-workers-rate with storage's setter, as ckegenctl
 // constraints set does: from a count-model document, it switches models.
 func setRate(t *testing.T, f *fixture, rate int) {
 	t.Helper()
@@ -334,7 +334,7 @@ func TestRateKeptWithoutSabakan(t *testing.T) {
 }
 
 // TestSwitchCountToRate: storing minimum-workers-rate over a count-model
-// document, as ckecli constraints set does, makes the next tick top the
+// document, as ckegenctl constraints set does, makes the next tick top the
 // workers up to every HEALTHY machine, all in one cluster write, with no
 // control plane changed.
 func TestSwitchCountToRate(t *testing.T) {

@@ -152,12 +152,12 @@ func TestClusterTooLargeMessage(t *testing.T) {
 	}{
 		{constraints.CountModel, `{"control-plane-count":3,"minimum-workers":5}`,
 			"the cluster is 5185 bytes of JSON for 8 nodes (648 bytes a node), and its write 5774 bytes, over etcd's request size limit of 4000 bytes: " +
-				"about 5 nodes fit, this cluster has 8; raise etcd's --max-request-bytes and cke's --max-cluster-bytes together to at least 5774 bytes, " +
-				"or ask for fewer workers (ckecli constraints set minimum-workers N)"},
+				"about 5 nodes fit, this cluster has 8; raise etcd's --max-request-bytes and ckegen's --max-cluster-bytes together to at least 5774 bytes, " +
+				"or ask for fewer workers (ckegenctl constraints set minimum-workers N)"},
 		{constraints.RateModel, `{"control-plane-count":3,"minimum-workers-rate":80}`,
 			"the cluster is 10001 bytes of JSON for 16 nodes (625 bytes a node), and its write 10590 bytes, over etcd's request size limit of 4000 bytes: " +
-				"about 5 nodes fit, this cluster has 16; raise etcd's --max-request-bytes and cke's --max-cluster-bytes together to at least 10590 bytes, " +
-				"or, as the rate model (minimum-workers-rate) makes every HEALTHY machine a worker template accepts a node, query fewer machines (ckecli sabakan set-variables)"},
+				"about 5 nodes fit, this cluster has 16; raise etcd's --max-request-bytes and ckegen's --max-cluster-bytes together to at least 10590 bytes, " +
+				"or, as the rate model (minimum-workers-rate) makes every HEALTHY machine a worker template accepts a node, query fewer machines (ckegenctl sabakan set-variables)"},
 	} {
 		t.Run(c.model, func(t *testing.T) {
 			f := newFixture(t)
@@ -238,7 +238,7 @@ func TestClusterTooLargeCountsTheRequest(t *testing.T) {
 		t.Fatalf("the padded cluster is %d bytes, want just under %d", size, DefaultMaxClusterBytes)
 	}
 	if msg := te.Err.Error(); !strings.Contains(msg, "over etcd's request size limit of 1572864 bytes (1.5 MiB): about 7 nodes fit, this cluster has 8; "+
-		"raise etcd's --max-request-bytes and cke's --max-cluster-bytes together to at least") {
+		"raise etcd's --max-request-bytes and ckegen's --max-cluster-bytes together to at least") {
 		t.Errorf("message %q", msg)
 	}
 	if f.cluster(t) != nil {

@@ -388,13 +388,13 @@ func (s *Step) writeOverhead(leaderKey string) int {
 func tooLarge(data, size, nodes, limit int, c constraints.Constraints) error {
 	perNode := float64(data) / float64(max(nodes, 1))
 	fit := int(float64(limit-(size-data)) / perNode)
-	smaller := "or ask for fewer workers (ckecli constraints set minimum-workers N)"
+	smaller := "or ask for fewer workers (ckegenctl constraints set minimum-workers N)"
 	if c.RateModel() {
 		smaller = "or, as the rate model (minimum-workers-rate) makes every HEALTHY machine a worker template accepts a node, " +
-			"query fewer machines (ckecli sabakan set-variables)"
+			"query fewer machines (ckegenctl sabakan set-variables)"
 	}
 	return fmt.Errorf("the cluster is %d bytes of JSON for %d nodes (%.0f bytes a node), and its write %d bytes, over etcd's request size limit of %s: "+
-		"about %d nodes fit, this cluster has %d; raise etcd's --max-request-bytes and cke's --max-cluster-bytes together to at least %d bytes, %s",
+		"about %d nodes fit, this cluster has %d; raise etcd's --max-request-bytes and ckegen's --max-cluster-bytes together to at least %d bytes, %s",
 		data, nodes, perNode, size, byteSize(limit), fit, nodes, size, smaller)
 }
 

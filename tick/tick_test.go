@@ -32,7 +32,7 @@ import (
 
 var testNow = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
-// testOptions are CKE's option defaults, which ckecli sabakan set-template
+// testOptions are CKE's option defaults, which ckegenctl sabakan set-template
 // fills in: CKE refuses a cluster without a CRI endpoint.
 const testOptions = `"options":{"kubelet":{"cri_endpoint":"/run/containerd/containerd.sock"}}`
 
@@ -607,7 +607,7 @@ func TestWaitingForSettings(t *testing.T) {
 		}
 	}
 	st := f.status(t)
-	if st.Result != reason.Waiting || st.Reason != reason.NoTemplate || st.Message != "no template: set one with ckecli sabakan set-template" || st.ConsecutiveFailures != 0 {
+	if st.Result != reason.Waiting || st.Reason != reason.NoTemplate || st.Message != "no template: set one with ckegenctl sabakan set-template" || st.ConsecutiveFailures != 0 {
 		t.Errorf("status %+v", st)
 	}
 	m := scrape(t, d)

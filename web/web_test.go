@@ -257,7 +257,7 @@ func TestMapPageHeld(t *testing.T) {
 	f := newPageFixture(t)
 	ctx := context.Background()
 	leader := f.st.Key(storage.KeyLeader + "1")
-	must(t, f.st.PutStatus(ctx, leader, storage.Status{Result: "held", Reason: "OWNED_BY_CKE", Message: "ckecli sabakan takeover",
+	must(t, f.st.PutStatus(ctx, leader, storage.Status{Result: "held", Reason: "OWNED_BY_CKE", Message: "ckegenctl sabakan takeover",
 		Mode: "beside-cke", Owner: intake.OwnerCKE, Leader: "daemon-1"}, nil))
 	body := get(t, f.handler(nil), http.MethodGet, "/").Body.String()
 	for _, want := range []string{`<span class="note" id="held">held</span> <code>OWNED_BY_CKE</code>`, "<td>beside-cke, owner cke</td>"} {
@@ -299,7 +299,7 @@ func TestMapPageTickWarnings(t *testing.T) {
 
 	must(t, f.st.PutStatus(ctx, leader, storage.Status{Result: "ok", Leader: "daemon-1", Warnings: warnings}, nil))
 	body = get(t, f.handler(nil), http.MethodGet, "/").Body.String()
-	if !strings.Contains(body, "<b>10 warnings from the last tick</b>") || !strings.Contains(body, "<li>warning &lt;8&gt;</li><li>and 2 more (ckecli sabakan status -o json lists them all)</li></ul>") ||
+	if !strings.Contains(body, "<b>10 warnings from the last tick</b>") || !strings.Contains(body, "<li>warning &lt;8&gt;</li><li>and 2 more (ckegenctl sabakan status -o json lists them all)</li></ul>") ||
 		strings.Contains(body, "warning &lt;9&gt;") {
 		t.Errorf("12 warnings: the box does not list ten and count two more:\n%s", body)
 	}

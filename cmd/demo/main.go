@@ -1,6 +1,6 @@
 // Command demo runs ckegen end to end on one machine: the
 // sabakan-compatible server with the bundled data center, the daemon with
-// an embedded etcd, and ckecli as the operator. It shows the cluster
+// an embedded etcd, and ckegenctl as the operator. It shows the cluster
 // converging, then flips machines to UNREACHABLE and RETIRING and shows the
 // taints and replacements that follow. Everything it starts is stopped and
 // removed when it ends.
@@ -49,9 +49,9 @@ func newCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "demo",
 		Short: "run ckegen end to end on the bundled data center (make demo)",
-		Long: `demo builds cke, ckecli and fakesabakan, starts the sabakan-compatible server
+		Long: `demo builds ckegen, ckegenctl and fakesabakan, starts the sabakan-compatible server
 with the bundled data center and the daemon with an embedded etcd, configures
-them with ckecli, shows the cluster converging, then turns machines
+them with ckegenctl, shows the cluster converging, then turns machines
 UNREACHABLE and RETIRING in sabakan and shows what the daemon does. It stops
 and removes everything it started. Run it from the repository root.`,
 		Version:       version.String(),
@@ -94,7 +94,7 @@ func run(examples string, interval time.Duration) error {
 	defer os.RemoveAll(work)
 	d := &demo{ctx: ctx, bin: filepath.Join(work, "bin")}
 
-	step("Build cke, ckecli and fakesabakan")
+	step("Build ckegen, ckegenctl and fakesabakan")
 	say("go build compiles them with their dependencies (etcd, Kubernetes' API types,",
 		"Prometheus' client...): about two minutes on a cold build cache, seconds after.")
 	if err := d.build(); err != nil {
@@ -105,11 +105,11 @@ func run(examples string, interval time.Duration) error {
 		return err
 	}
 	defer stopProcess(sab)
-	cke, err := d.startDaemon(work, interval)
+	daemon, err := d.startDaemon(work, interval)
 	if err != nil {
 		return err
 	}
-	defer stopProcess(cke)
+	defer stopProcess(daemon)
 	if err := d.configure(examples); err != nil {
 		return err
 	}
@@ -142,7 +142,7 @@ func (d *demo) startSabakan(examples string) (*exec.Cmd, error) {
 }
 
 // startDaemon starts the daemon with an embedded etcd in work, on free
-// ports, and keeps the etcd URL that ckecli talks to.
+// ports, and keeps the etcd URL that ckegenctl talks to.
 func (d *demo) startDaemon(work string, interval time.Duration) (*exec.Cmd, error) {
 	step("Start the daemon with an embedded etcd")
 	ports, err := freePorts(3)
@@ -150,7 +150,7 @@ func (d *demo) startDaemon(work string, interval time.Duration) (*exec.Cmd, erro
 		return nil, err
 	}
 	d.etcdURL = fmt.Sprintf("http://127.0.0.1:%d", ports[0])
-	cke, _, err := d.start("cke", regexp.MustCompile(`info: "serving"`),
+	daemon, _, err := d.start("ckegen", regexp.MustCompile(`info: "serving"`),
 		"--embedded-etcd-dir", filepath.Join(work, "etcd"),
 		"--embedded-etcd-client-url", d.etcdURL,
 		"--embedded-etcd-peer-url", fmt.Sprintf("http://127.0.0.1:%d", ports[1]),
@@ -162,13 +162,13 @@ func (d *demo) startDaemon(work string, interval time.Duration) (*exec.Cmd, erro
 	say(fmt.Sprintf("It ticks every %s: reads its settings from etcd, queries sabakan, and writes", interval),
 		"cluster.yml when the membership should change, one step per tick.",
 		fmt.Sprintf("Its page is at http://127.0.0.1:%d/ while the demo runs.", ports[2]))
-	return cke, nil
+	return daemon, nil
 }
 
 // configure sets sabakan's URL, the constraints of constraints.json and
-// the template with ckecli, showing each command.
+// the template with ckegenctl, showing each command.
 func (d *demo) configure(examples string) error {
-	step("Configure the integration with ckecli")
+	step("Configure the integration with ckegenctl")
 	cons, err := os.ReadFile(filepath.Join(examples, "constraints.json"))
 	if err != nil {
 		return err
@@ -178,14 +178,14 @@ func (d *demo) configure(examples string) error {
 		return fmt.Errorf("constraints.json: %w", err)
 	}
 	for _, args := range configCommands(d.sabURL, c, filepath.Join(examples, "template.yml")) {
-		if _, err := d.ckecli(true, args...); err != nil {
+		if _, err := d.ckegenctl(true, args...); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// configCommands are the ckecli commands that configure the integration:
+// configCommands are the ckegenctl commands that configure the integration:
 // sabakan's URL, the constraints given, a look at them, and the template
 // last, as it is what lets the daemon generate.
 func configCommands(sabURL string, constraints map[string]int, template string) [][]string {
@@ -209,11 +209,11 @@ func (d *demo) firstConvergence() (*clusterDoc, error) {
 	if err != nil {
 		return nil, err
 	}
-	out, err := d.ckecli(false, "cluster", "get")
+	out, err := d.ckegenctl(false, "cluster", "get")
 	if err != nil {
 		return nil, err
 	}
-	fmt.Printf("$ ckecli cluster get   # first node of %d shown\n", len(cl.Nodes))
+	fmt.Printf("$ ckegenctl cluster get   # first node of %d shown\n", len(cl.Nodes))
 	printFirstNode(out)
 	say("Each node is a sabakan machine: its labels come from the template and the",
 		"machine (rack, role, retire date); the serial is an annotation. In the table",
@@ -297,16 +297,16 @@ func stillControlPlane(cl *clusterDoc, address string) bool {
 	return false
 }
 
-// showHistoryAndStatus shows and explains ckecli's history of cluster
+// showHistoryAndStatus shows and explains ckegenctl's history of cluster
 // writes and the last tick's status.
 func (d *demo) showHistoryAndStatus() error {
-	if _, err := d.ckecli(true, "sabakan", "history"); err != nil {
+	if _, err := d.ckegenctl(true, "sabakan", "history"); err != nil {
 		return err
 	}
 	say("One line per cluster write: TEMPLATE REV is the etcd revision of the template",
 		"the cluster was built from (a new template regenerates), CLUSTER REV the etcd",
 		"revision of the write itself (CKE's cluster-revision).")
-	if _, err := d.ckecli(true, "sabakan", "status"); err != nil {
+	if _, err := d.ckegenctl(true, "sabakan", "status"); err != nil {
 		return err
 	}
 	say("The last tick's result: the operation, each change with its score and reason,",
@@ -326,7 +326,7 @@ func say(lines ...string) {
 // build takes minutes and prints nothing otherwise.
 func (d *demo) build() error {
 	start := time.Now()
-	cmd := exec.CommandContext(d.ctx, "go", "build", "-v", "-o", d.bin+"/", "./cmd/cke", "./cmd/ckecli", "./cmd/fakesabakan")
+	cmd := exec.CommandContext(d.ctx, "go", "build", "-v", "-o", d.bin+"/", "./cmd/ckegen", "./cmd/ckegenctl", "./cmd/fakesabakan")
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		return err
@@ -425,15 +425,15 @@ func freePorts(n int) ([]int, error) {
 	return ports, nil
 }
 
-// ckecli runs ckecli against the demo's etcd; with show, it prints the
+// ckegenctl runs ckegenctl against the demo's etcd; with show, it prints the
 // command and its output.
-func (d *demo) ckecli(show bool, args ...string) (string, error) {
-	out, err := exec.CommandContext(d.ctx, filepath.Join(d.bin, "ckecli"), append([]string{"--endpoints", d.etcdURL}, args...)...).CombinedOutput()
+func (d *demo) ckegenctl(show bool, args ...string) (string, error) {
+	out, err := exec.CommandContext(d.ctx, filepath.Join(d.bin, "ckegenctl"), append([]string{"--endpoints", d.etcdURL}, args...)...).CombinedOutput()
 	if show {
-		fmt.Printf("$ ckecli %s\n%s", strings.Join(args, " "), out)
+		fmt.Printf("$ ckegenctl %s\n%s", strings.Join(args, " "), out)
 	}
 	if err != nil {
-		return string(out), fmt.Errorf("ckecli %v: %v: %s", args, err, out)
+		return string(out), fmt.Errorf("ckegenctl %v: %v: %s", args, err, out)
 	}
 	return string(out), nil
 }
@@ -460,7 +460,7 @@ func (d *demo) converge() error {
 			return errors.New("no convergence within 2 minutes")
 		}
 		time.Sleep(200 * time.Millisecond)
-		out, err := d.ckecli(false, "sabakan", "status", "-o", "json")
+		out, err := d.ckegenctl(false, "sabakan", "status", "-o", "json")
 		if err != nil {
 			continue // no tick yet
 		}
@@ -472,7 +472,7 @@ func (d *demo) converge() error {
 			continue
 		}
 		d.lastTick = st.Time
-		hout, err := d.ckecli(false, "sabakan", "history", "-o", "json")
+		hout, err := d.ckegenctl(false, "sabakan", "history", "-o", "json")
 		if err != nil {
 			return err
 		}
@@ -521,7 +521,7 @@ type clusterDoc struct {
 }
 
 func (d *demo) cluster() (*clusterDoc, error) {
-	out, err := d.ckecli(false, "cluster", "get", "-o", "json")
+	out, err := d.ckegenctl(false, "cluster", "get", "-o", "json")
 	if err != nil {
 		return nil, err
 	}

@@ -149,7 +149,7 @@ func (c *Client) WaitReady(ctx context.Context) error {
 	case timedOut:
 		return c.NoAnswer(c.dial, c.dialFrom, err)
 	case errors.Is(err, ErrRefused):
-		return fmt.Errorf("etcd at %s: %w: start etcd (cke runs an embedded one when given neither --config nor --etcd-endpoints), "+
+		return fmt.Errorf("etcd at %s: %w: start etcd (ckegen runs an embedded one when given neither --config nor --etcd-endpoints), "+
 			"or point --etcd-endpoints or --config at a running one", eps, err)
 	case err != nil:
 		return fmt.Errorf("etcd at %s: %w", eps, err)

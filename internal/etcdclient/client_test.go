@@ -143,7 +143,7 @@ func TestWaitReady(t *testing.T) {
 	silentCfg := writeFile(t, dir, "silent.yml", "endpoints: ["+silent+"]\ntimeout: 300ms\n")
 	deadCfg := writeFile(t, dir, "dead.yml", "endpoints: ["+dead+"]\ntimeout: 300ms\n")
 	refused := "etcd at " + dead + ": nothing listens there (dial tcp " + strings.TrimPrefix(dead, "http://") + ": connect: connection refused): " +
-		"start etcd (cke runs an embedded one when given neither --config nor --etcd-endpoints), or point --etcd-endpoints or --config at a running one"
+		"start etcd (ckegen runs an embedded one when given neither --config nor --etcd-endpoints), or point --etcd-endpoints or --config at a running one"
 	notReady := ": context deadline exceeded while waiting for connections to become ready"
 	for _, c := range []struct {
 		args   []string

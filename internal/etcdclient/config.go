@@ -31,7 +31,7 @@ type Config struct {
 	File string
 	// Configured is false when neither a file nor --etcd-endpoints names
 	// an etcd. Endpoints are then etcdutil's default,
-	// http://127.0.0.1:2379: ckecli uses it, cke runs an embedded etcd.
+	// http://127.0.0.1:2379: ckegenctl uses it, cke runs an embedded etcd.
 	Configured bool
 
 	// lines are the lines of the file's keys, for errors.

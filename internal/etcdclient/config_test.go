@@ -25,7 +25,7 @@ func writeFile(t *testing.T, dir, name, content string) string {
 }
 
 // load parses args as a binary with the etcd flags would, with
-// defaultFile as CKE's file and ckecli's aliases, and loads the
+// defaultFile as CKE's file and ckegenctl's aliases, and loads the
 // configuration.
 func load(t *testing.T, defaultFile string, args ...string) (*Config, error) {
 	t.Helper()
@@ -39,7 +39,7 @@ func load(t *testing.T, defaultFile string, args ...string) (*Config, error) {
 
 // TestLoad: where the settings come from. The file of --config, else the
 // default file when it exists; then --etcd-endpoints and --etcd-prefix
-// (or ckecli's --endpoints and --prefix) over the file's values, the
+// (or ckegenctl's --endpoints and --prefix) over the file's values, the
 // file's other settings kept. With neither a file nor --etcd-endpoints,
 // no etcd is configured: etcdutil's default endpoint.
 func TestLoad(t *testing.T) {
@@ -70,7 +70,7 @@ func TestLoad(t *testing.T) {
 			Config{Config: cfg("http://10.0.0.1:2379", "/flag/", "5s", "u"), File: dflt, Configured: true}},
 		{"--etcd-prefix alone configures no etcd", missing, []string{"--etcd-prefix", "/flag/"},
 			Config{Config: cfg("http://127.0.0.1:2379", "/flag/", "", "")}},
-		{"--endpoints and --prefix, ckecli's older spellings", dflt, []string{"--endpoints", "http://a:2379", "--prefix", "/old/"},
+		{"--endpoints and --prefix, ckegenctl's older spellings", dflt, []string{"--endpoints", "http://a:2379", "--prefix", "/old/"},
 			Config{Config: cfg("http://a:2379", "/old/", "5s", "u"), File: dflt, Configured: true}},
 		{"an empty file: etcdutil's defaults", missing, []string{"--config", empty},
 			Config{Config: cfg("http://127.0.0.1:2379", "/cke/", "", ""), File: empty, Configured: true}},
@@ -193,7 +193,7 @@ func TestErrorsWithoutFile(t *testing.T) {
 	}
 }
 
-// TestFlags: both binaries' flags, and ckecli's older spellings: hidden,
+// TestFlags: both binaries' flags, and ckegenctl's older spellings: hidden,
 // the same values, and suggested for a typo of them.
 func TestFlags(t *testing.T) {
 	for _, aliases := range []bool{false, true} {

@@ -8,7 +8,7 @@
 // (CKE's /etc/cke/config.yml) when it exists; then --etcd-endpoints and
 // --etcd-prefix over the file's values. In reading the configuration the
 // binaries differ only in what they do when no etcd is configured at all:
-// cke runs an embedded etcd, ckecli uses etcdutil's default endpoint,
+// cke runs an embedded etcd, ckegenctl uses etcdutil's default endpoint,
 // http://127.0.0.1:2379. Their clients differ by Connect's options.
 package etcdclient
 
@@ -34,7 +34,7 @@ type Options struct {
 	// Unconfigured says, in --etcd-endpoints' help, what the binary does
 	// when neither a file nor --etcd-endpoints names an etcd.
 	Unconfigured string
-	// Aliases adds --endpoints and --prefix, hidden: ckecli's first
+	// Aliases adds --endpoints and --prefix, hidden: ckegenctl's first
 	// spellings of --etcd-endpoints and --etcd-prefix, which scripts use.
 	Aliases bool
 }

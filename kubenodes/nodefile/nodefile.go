@@ -1,5 +1,5 @@
 // Package nodefile reads the taints of Kubernetes Nodes from a file, for
-// the offline generator (ckecli sabakan generate --k8s-nodes). It links no
+// the offline generator (ckegenctl sabakan generate --k8s-nodes). It links no
 // Kubernetes client: a program that reads only files imports it rather
 // than kubenodes, whose API client costs a binary several megabytes.
 package nodefile

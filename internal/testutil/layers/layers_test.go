@@ -23,7 +23,7 @@ var forbidden = map[string][]string{
 	// not one of them.
 	"intake": {"tick", "daemon", "liveview", "web", "rackmap", "planreport"},
 	// The step runs in any host: it knows none of them.
-	"tick": {"daemon", "liveview", "web", "rackmap", "cmd/cke", "cmd/ckecli"},
+	"tick": {"daemon", "liveview", "web", "rackmap", "cmd/ckegen", "cmd/ckegenctl"},
 	// The models parse documents; they know no edge.
 	"cluster":     {"storage", "sabakan", "generator"},
 	"template":    {"storage", "sabakan", "generator"},

@@ -55,7 +55,7 @@ var imageBuild = struct {
 }{
 	env:      []string{"CGO_ENABLED=0"},
 	flags:    []string{"-trimpath"},
-	packages: []string{"./cmd/cke", "./cmd/ckecli", "./cmd/fakesabakan"},
+	packages: []string{"./cmd/ckegen", "./cmd/ckegenctl", "./cmd/fakesabakan"},
 }
 
 // imageTimeout bounds the build of the image's binaries.

@@ -50,7 +50,7 @@ func (s Store) SetQueryVariables(ctx context.Context, data []byte) error {
 	return s.Put(ctx, storage.KeySabakanQueryVariables, data)
 }
 
-// SetConstraints stores c as ckecli stores constraints.
+// SetConstraints stores c as ckegenctl stores constraints.
 func (s Store) SetConstraints(ctx context.Context, c constraints.Constraints) error {
 	data, err := json.Marshal(c)
 	if err != nil {
@@ -87,12 +87,12 @@ func (s Store) SetTrigger(ctx context.Context, trigger string) error {
 	return s.Put(ctx, storage.KeySabakanTrigger, []byte(trigger))
 }
 
-// SetQuietTime stores the quiet time as ckecli does.
+// SetQuietTime stores the quiet time as ckegenctl does.
 func (s Store) SetQuietTime(ctx context.Context, d time.Duration) error {
 	return s.Put(ctx, storage.KeySabakanQuietTime, []byte(d.String()))
 }
 
-// SetMaxUnhealthy stores the limit as ckecli does.
+// SetMaxUnhealthy stores the limit as ckegenctl does.
 func (s Store) SetMaxUnhealthy(ctx context.Context, m intake.MaxUnhealthy) error {
 	return s.Put(ctx, storage.KeySabakanMaxUnhealthy, []byte(m.String()))
 }
@@ -143,13 +143,13 @@ func (s Store) Ownership(ctx context.Context) (intake.Ownership, error) {
 	return set.Own, nil
 }
 
-// Takeover writes what ckecli sabakan takeover writes, guarded as it is.
+// Takeover writes what ckegenctl sabakan takeover writes, guarded as it is.
 func (s Store) Takeover(ctx context.Context, o intake.Ownership) error {
 	return s.Swap(ctx, o.Guards(), storage.Write{Key: storage.KeyOwner, Data: []byte(intake.OwnerCKEGen)},
 		storage.Write{Key: storage.KeySabakanDisabled, Data: []byte("true")})
 }
 
-// Handback writes what ckecli sabakan handback writes, guarded as it is.
+// Handback writes what ckegenctl sabakan handback writes, guarded as it is.
 func (s Store) Handback(ctx context.Context, o intake.Ownership) error {
 	return s.Swap(ctx, o.Guards(), storage.Write{Key: storage.KeyOwner, Data: []byte(intake.OwnerCKE)},
 		storage.Write{Key: storage.KeySabakanDisabled, Data: []byte("false")})

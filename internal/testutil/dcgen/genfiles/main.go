@@ -1,16 +1,16 @@
-// Command genfiles writes the inputs of `ckecli sabakan generate` for a
+// Command genfiles writes the inputs of `ckegenctl sabakan generate` for a
 // synthetic data center, to time the command as a whole process:
 //
 //	go run ./internal/testutil/dcgen/genfiles -dir /tmp/gen        # 20,000 machines
-//	go build -o /tmp/ckecli ./cmd/ckecli
-//	/usr/bin/time -v /tmp/ckecli sabakan generate --template /tmp/gen/template.yml \
+//	go build -o /tmp/ckegenctl ./cmd/ckegenctl
+//	/usr/bin/time -v /tmp/ckegenctl sabakan generate --template /tmp/gen/template.yml \
 //	    --machines /tmp/gen/machines.json --constraints /tmp/gen/constraints.json \
 //	    --now 2026-01-01T00:00:00Z -o json >/dev/null
 //
 // It writes machines.json (racks of 40, one boot server each, indented
 // as examples/machines.json is), template.yml (examples/template.yml)
 // and constraints.json (3 control planes, minimum-workers half the
-// machines). cmd/ckecli's BenchmarkGenerate20000 times the same run in
+// machines). cmd/ckegenctl's BenchmarkGenerate20000 times the same run in
 // process.
 package main
 

@@ -25,7 +25,7 @@ func freePort(t *testing.T) int { return etcdtest.FreePort(t) }
 
 func build(t *testing.T, dir string) {
 	t.Helper()
-	cmd := exec.Command("go", "build", "-o", dir, "../cke", "../ckecli")
+	cmd := exec.Command("go", "build", "-o", dir, ".", "../ckegenctl")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
@@ -33,7 +33,7 @@ func build(t *testing.T, dir string) {
 
 // TestDaemonProcess runs the built daemon with an embedded etcd against the
 // compatible server (in the test process, sitetest's), configured with the
-// built ckecli, until the cluster converges; then SIGTERM must resign and
+// built ckegenctl, until the cluster converges; then SIGTERM must resign and
 // exit 0.
 func TestDaemonProcess(t *testing.T) {
 	bin := t.TempDir()
@@ -47,22 +47,22 @@ func TestDaemonProcess(t *testing.T) {
 
 	etcdURL := fmt.Sprintf("http://127.0.0.1:%d", freePort(t))
 	httpAddr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
-	logFile := filepath.Join(t.TempDir(), "cke.log")
+	logFile := filepath.Join(t.TempDir(), "ckegen.log")
 	etcdDir := filepath.Join(t.TempDir(), "etcd")
-	cke := exec.CommandContext(ctx, filepath.Join(bin, "cke"),
+	daemon := exec.CommandContext(ctx, filepath.Join(bin, "ckegen"),
 		"--embedded-etcd-dir", etcdDir,
 		"--embedded-etcd-client-url", etcdURL,
 		"--embedded-etcd-peer-url", fmt.Sprintf("http://127.0.0.1:%d", freePort(t)),
 		"--http", httpAddr, "--interval", "300ms", "--session-ttl", "5s", "--name", "proc-1",
 		"--logfile", logFile, "--logformat", "json")
 	// well waits CANCELLATION_DELAY_SECONDS (5 by default) after SIGTERM.
-	cke.Env = append(os.Environ(), "CANCELLATION_DELAY_SECONDS=0")
-	var ckeStderr strings.Builder
-	cke.Stderr = &ckeStderr
-	if err := cke.Start(); err != nil {
+	daemon.Env = append(os.Environ(), "CANCELLATION_DELAY_SECONDS=0")
+	var daemonStderr strings.Builder
+	daemon.Stderr = &daemonStderr
+	if err := daemon.Start(); err != nil {
 		t.Fatal(err)
 	}
-	defer func() { _ = cke.Process.Kill(); _ = cke.Wait() }()
+	defer func() { _ = daemon.Process.Kill(); _ = daemon.Wait() }()
 	logLines := func() []map[string]any {
 		data, _ := os.ReadFile(logFile)
 		var out []map[string]any
@@ -92,13 +92,13 @@ func TestDaemonProcess(t *testing.T) {
 	deadline := time.Now().Add(time.Minute)
 	for !hasLine("serving", map[string]any{"http": httpAddr, "name": "proc-1"}) {
 		if time.Now().After(deadline) {
-			t.Fatalf("no serving line in %s; stderr: %s", logFile, ckeStderr.String())
+			t.Fatalf("no serving line in %s; stderr: %s", logFile, daemonStderr.String())
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
 
-	ckecli := func(args ...string) (string, error) {
-		out, err := exec.CommandContext(ctx, filepath.Join(bin, "ckecli"), append([]string{"--endpoints", etcdURL}, args...)...).CombinedOutput()
+	ckegenctl := func(args ...string) (string, error) {
+		out, err := exec.CommandContext(ctx, filepath.Join(bin, "ckegenctl"), append([]string{"--endpoints", etcdURL}, args...)...).CombinedOutput()
 		return string(out), err
 	}
 	for _, args := range [][]string{
@@ -107,8 +107,8 @@ func TestDaemonProcess(t *testing.T) {
 		{"constraints", "set", "control-plane-count", "3"},
 		{"constraints", "set", "minimum-workers", "20"},
 	} {
-		if out, err := ckecli(args...); err != nil {
-			t.Fatalf("ckecli %v: %v\n%s", args, err, out)
+		if out, err := ckegenctl(args...); err != nil {
+			t.Fatalf("ckegenctl %v: %v\n%s", args, err, out)
 		}
 	}
 
@@ -122,7 +122,7 @@ func TestDaemonProcess(t *testing.T) {
 	}
 	deadline = time.Now().Add(time.Minute)
 	for {
-		out, err := ckecli("cluster", "get", "-o", "json")
+		out, err := ckegenctl("cluster", "get", "-o", "json")
 		if err == nil && json.Unmarshal([]byte(out), &cluster) == nil && len(cluster.Nodes) == 23 {
 			break
 		}
@@ -140,10 +140,10 @@ func TestDaemonProcess(t *testing.T) {
 	if cps != 3 {
 		t.Errorf("%d control planes, want 3", cps)
 	}
-	if out, _ := ckecli("leader"); out != "proc-1\n" {
+	if out, _ := ckegenctl("leader"); out != "proc-1\n" {
 		t.Errorf("leader %q", out)
 	}
-	if out, _ := ckecli("sabakan", "status", "-o", "json"); !strings.Contains(out, `"result": "ok"`) {
+	if out, _ := ckegenctl("sabakan", "status", "-o", "json"); !strings.Contains(out, `"result": "ok"`) {
 		t.Errorf("status %s", out)
 	}
 	resp, err := http.Get("http://" + httpAddr + "/metrics")
@@ -172,18 +172,18 @@ func TestDaemonProcess(t *testing.T) {
 	if code, body := get("/health"); code != 200 || body["health"] != "healthy" {
 		t.Errorf("/health: %d %v", code, body)
 	}
-	out, err := exec.Command(filepath.Join(bin, "cke"), "--version").Output()
+	out, err := exec.Command(filepath.Join(bin, "ckegen"), "--version").Output()
 	if err != nil {
 		t.Fatal(err)
 	}
 	if code, body := get("/version"); code != 200 || body["version"] != strings.TrimSpace(string(out)) || len(out) < 2 {
-		t.Errorf("/version: %d %v; cke --version: %q", code, body, out)
+		t.Errorf("/version: %d %v; ckegen --version: %q", code, body, out)
 	}
 
 	// In planning, the page shows the stored plan's next step.
 	for _, args := range [][]string{{"sabakan", "trigger", "planning"}, {"constraints", "set", "minimum-workers", "21"}} {
-		if out, err := ckecli(args...); err != nil {
-			t.Fatalf("ckecli %v: %v\n%s", args, err, out)
+		if out, err := ckegenctl(args...); err != nil {
+			t.Fatalf("ckegenctl %v: %v\n%s", args, err, out)
 		}
 	}
 	deadline = time.Now().Add(30 * time.Second)
@@ -201,29 +201,29 @@ func TestDaemonProcess(t *testing.T) {
 		page = string(data)
 	}
 
-	// The built ckecli against an etcd that does not answer: one line on
+	// The built ckegenctl against an etcd that does not answer: one line on
 	// stderr, nothing else (the etcd client's retry warnings once came
 	// out there as JSON, in the way of whoever reads the output).
 	dead := fmt.Sprintf("http://127.0.0.1:%d", freePort(t))
-	cmd := exec.CommandContext(ctx, filepath.Join(bin, "ckecli"), "--endpoints", dead, "--timeout", "1s", "cluster", "get", "-o", "json")
+	cmd := exec.CommandContext(ctx, filepath.Join(bin, "ckegenctl"), "--endpoints", dead, "--timeout", "1s", "cluster", "get", "-o", "json")
 	var stdout, stderr strings.Builder
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	wantErr := "ckecli: etcd at " + dead + ": nothing listens there (dial tcp " + strings.TrimPrefix(dead, "http://") + ": connect: connection refused): " +
-		"start etcd (cke runs an embedded one when given neither --config nor --etcd-endpoints), or point --etcd-endpoints or --config at a running one\n"
+	wantErr := "ckegenctl: etcd at " + dead + ": nothing listens there (dial tcp " + strings.TrimPrefix(dead, "http://") + ": connect: connection refused): " +
+		"start etcd (ckegen runs an embedded one when given neither --config nor --etcd-endpoints), or point --etcd-endpoints or --config at a running one\n"
 	if err := cmd.Run(); err == nil || stdout.String() != "" || stderr.String() != wantErr {
-		t.Errorf("ckecli with no etcd: %v, stdout %q, stderr %q; want exit 1 and only %q", err, stdout.String(), stderr.String(), wantErr)
+		t.Errorf("ckegenctl with no etcd: %v, stdout %q, stderr %q; want exit 1 and only %q", err, stdout.String(), stderr.String(), wantErr)
 	}
 
 	// SIGTERM: resign and exit 0; from the signal on, nothing is logged
 	// as an error (the embedded etcd's clean stop included).
-	if err := cke.Process.Signal(syscall.SIGTERM); err != nil {
+	if err := daemon.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
-	if err := cke.Wait(); err != nil {
-		t.Errorf("exit after SIGTERM: %v\n%s", err, ckeStderr.String())
+	if err := daemon.Wait(); err != nil {
+		t.Errorf("exit after SIGTERM: %v\n%s", err, daemonStderr.String())
 	}
-	if ckeStderr.String() != "" {
-		t.Errorf("stderr with --logfile: %s", ckeStderr.String())
+	if daemonStderr.String() != "" {
+		t.Errorf("stderr with --logfile: %s", daemonStderr.String())
 	}
 	// The files the daemon created are its own (docs/security.md).
 	if fi, err := os.Stat(logFile); err != nil || fi.Mode().Perm() != 0o600 {

@@ -175,7 +175,7 @@ func warningRows(tw io.Writer, warnings []string) {
 		fmt.Fprintf(tw, "%s\t%s\n", label, w)
 	}
 	if n := len(warnings) - maxShownWarnings; n > 0 {
-		fmt.Fprintf(tw, "\tand %d more (ckecli sabakan status -o json lists them all)\n", n)
+		fmt.Fprintf(tw, "\tand %d more (ckegenctl sabakan status -o json lists them all)\n", n)
 	}
 }
 

@@ -13,7 +13,7 @@ import (
 
 // exactArgs is cobra.ExactArgs(n) with errors that say what is missing or
 // extra by the names of the command's usage line ("set-template FILE"):
-// `ckecli sabakan set-template` alone says that it needs a FILE, not that
+// `ckegenctl sabakan set-template` alone says that it needs a FILE, not that
 // it "accepts 1 arg(s), received 0".
 func exactArgs(n int) cobra.PositionalArgs {
 	return func(cmd *cobra.Command, args []string) error {
@@ -46,7 +46,7 @@ func checkArgCount(cmd *cobra.Command, n int, args []string) error {
 }
 
 // subcommand is the command's path without the root ("sabakan
-// set-template"), as errors follow "ckecli: ".
+// set-template"), as errors follow "ckegenctl: ".
 func subcommand(cmd *cobra.Command) string {
 	return strings.TrimPrefix(cmd.CommandPath(), cmd.Root().Name()+" ")
 }

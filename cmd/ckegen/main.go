@@ -1,4 +1,4 @@
-// Command cke is ckegen's daemon: a leader-elected loop that queries
+// Command ckegen is ckegen's daemon: a leader-elected loop that queries
 // sabakan, runs the generator and stores cluster.yml in etcd with CKE's
 // layout. It reads CKE's configuration file and takes CKE's logging flags;
 // with no etcd endpoints it runs an embedded single-member etcd.
@@ -48,7 +48,7 @@ func main() {
 		return
 	}
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "cke: %v\n", err)
+		fmt.Fprintf(os.Stderr, "ckegen: %v\n", err)
 		os.Exit(2)
 	}
 	if o.version {
@@ -56,7 +56,7 @@ func main() {
 		return
 	}
 	if err := run(o); err != nil {
-		fmt.Fprintf(os.Stderr, "cke: %v\n", err)
+		fmt.Fprintf(os.Stderr, "ckegen: %v\n", err)
 		os.Exit(1)
 	}
 }
@@ -77,32 +77,32 @@ type options struct {
 	logFile, logLevel, logFormat                      string
 }
 
-// usageText heads cke --help.
-const usageText = `cke is ckegen's daemon: a leader-elected loop that queries sabakan, runs
+// usageText heads ckegen --help.
+const usageText = `ckegen is ckegen's daemon: a leader-elected loop that queries sabakan, runs
 the generator and stores cluster.yml in etcd with CKE's layout. It reads
 CKE's etcd configuration file (--config, or /etc/cke/config.yml when it
 exists) with --etcd-endpoints and --etcd-prefix over it; with neither a
 file nor --etcd-endpoints it runs an embedded single-member etcd in
 --embedded-etcd-dir. It serves its page, /metrics, /health and
-/version on --http. ckecli configures it (ckecli sabakan set-url,
+/version on --http. ckegenctl configures it (ckegenctl sabakan set-url,
 set-template, constraints set).`
 
 // parseFlags parses and checks the command line.
 func parseFlags(args []string) (*options, error) {
 	var o options
-	fs := pflag.NewFlagSet("cke", pflag.ContinueOnError)
+	fs := pflag.NewFlagSet("ckegen", pflag.ContinueOnError)
 	fs.SortFlags = false
-	// --help on stdout, as ckecli's and fakesabakan's.
+	// --help on stdout, as ckegenctl's and fakesabakan's.
 	fs.SetOutput(os.Stdout)
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "%s\n\nUsage:\n  cke [flags]\n\nFlags:\n%s", usageText, fs.FlagUsages())
+		fmt.Fprintf(fs.Output(), "%s\n\nUsage:\n  ckegen [flags]\n\nFlags:\n%s", usageText, fs.FlagUsages())
 	}
 	fs.BoolVar(&o.version, "version", false, "print the version and exit")
 	o.etcd = etcdclient.Register(fs, etcdclient.Options{DefaultFile: defaultConfig, Unconfigured: "run an embedded etcd (--embedded-etcd-*)"})
-	fs.StringVar(&o.embeddedDir, "embedded-etcd-dir", "./cke-data", "data directory of the embedded etcd")
+	fs.StringVar(&o.embeddedDir, "embedded-etcd-dir", "./ckegen-data", "data directory of the embedded etcd")
 	fs.StringVar(&o.embeddedClient, "embedded-etcd-client-url", "http://127.0.0.1:2379", "client URL of the embedded etcd")
 	fs.StringVar(&o.embedded, "embedded-etcd-peer-url", "http://127.0.0.1:2380", "peer URL of the embedded etcd")
-	fs.StringVar(&o.httpAddr, "http", "127.0.0.1:10180", "<Listen IP>:<Port number> of the page at /, /metrics, /health and /version")
+	fs.StringVar(&o.httpAddr, "http", "127.0.0.1:10190", "<Listen IP>:<Port number> of the page at /, /metrics, /health and /version")
 	fs.StringVar(&o.name, "name", "", "name in the leader election (default: the host name)")
 	fs.DurationVar(&o.interval, "interval", daemon.DefaultInterval, "time between ticks")
 	fs.DurationVar(&o.sessionTTL, "session-ttl", daemon.DefaultSessionTTL, "leader session's TTL: how long a dead leader keeps leadership")
@@ -124,7 +124,7 @@ func parseFlags(args []string) (*options, error) {
 		return nil, suggest.FlagError(fs, err)
 	}
 	if fs.NArg() > 0 {
-		return nil, fmt.Errorf("unexpected arguments: %q: cke takes only flags, such as --etcd-endpoints URL (see --help)", fs.Args())
+		return nil, fmt.Errorf("unexpected arguments: %q: ckegen takes only flags, such as --etcd-endpoints URL (see --help)", fs.Args())
 	}
 	if o.version {
 		return &o, nil

@@ -32,7 +32,7 @@ func ownership(ctx context.Context, st storage.Storage) (intake.Ownership, error
 		return intake.Ownership{}, err
 	}
 	if ref := intake.First(refused, intake.Switch); ref != nil {
-		return s.Own, fmt.Errorf("%w; ckecli cannot repair it: put a valid value with etcdctl under %s", ref, st.Prefix)
+		return s.Own, fmt.Errorf("%w; ckegenctl cannot repair it: put a valid value with etcdctl under %s", ref, st.Prefix)
 	}
 	return s.Own, nil
 }
@@ -57,7 +57,7 @@ func ownerText(o intake.Ownership) string {
 
 // errStale is what a guarded write that lost says.
 func errStale(command string) error {
-	return fmt.Errorf("the owner or a switch changed meanwhile (%s, %s or %s): nothing was written; check with ckecli sabakan owner and run ckecli sabakan %s again",
+	return fmt.Errorf("the owner or a switch changed meanwhile (%s, %s or %s): nothing was written; check with ckegenctl sabakan owner and run ckegenctl sabakan %s again",
 		storage.KeyOwner, storage.KeySabakanDisabled, storage.KeyCKEGenDisabled, command)
 }
 
@@ -75,7 +75,7 @@ changed since they were read.
 takeover first checks the stored settings as ckegen's daemon reads them, and
 refuses, naming each problem and writing nothing, when:
   - no constraints are stored: the model of the workers must be explicit
-    (ckecli constraints set minimum-workers-rate N, or minimum-workers N);
+    (ckegenctl constraints set minimum-workers-rate N, or minimum-workers N);
   - the stored constraints are invalid (both models' keys, say);
   - no template is stored, or it is invalid for ckegen;
   - no sabakan URL is stored, or the stored query variables, placement
@@ -84,22 +84,22 @@ refuses, naming each problem and writing nothing, when:
 When ckegen already owns the integration and CKE's sabakan/disabled is true,
 takeover says so, writes nothing and exits 0. When ckegen owns it but CKE's
 sabakan/disabled is not true (someone enabled CKE's integration with CKE's
-ckecli: ckegen's daemon then writes nothing, CKE_INTEGRATION_ACTIVE), takeover
+ckegenctl: ckegen's daemon then writes nothing, CKE_INTEGRATION_ACTIVE), takeover
 checks the settings and sets it to true again.
 
 With --dry-run nothing is written: after the same checks, takeover prints the
 plan ckegen's daemon would follow once it owns the integration, computed from
-the stored settings as ckecli sabakan plan computes it (sabakan is queried,
+the stored settings as ckegenctl sabakan plan computes it (sabakan is queried,
 read only).
 
-ckecli sabakan handback gives the integration back to CKE.`,
+ckegenctl sabakan handback gives the integration back to CKE.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return takeover(e, cmd, dry)
 		},
 	}
 	dry = addDryRun(cmd)
-	cmd.Flags().Lookup("dry-run").Usage = "write nothing; print the plan ckegen's daemon would follow after takeover (as ckecli sabakan plan)"
+	cmd.Flags().Lookup("dry-run").Usage = "write nothing; print the plan ckegen's daemon would follow after takeover (as ckegenctl sabakan plan)"
 	return cmd
 }
 
@@ -140,14 +140,14 @@ func takeover(e *env, cmd *cobra.Command, dry *dryRun) error {
 	if owned {
 		fmt.Fprintf(stdout, "ckegen already owns the sabakan integration (%s: ckegen, %s: true): nothing written.\n", storage.KeyOwner, storage.KeySabakanDisabled)
 		if o.CKEGenDisabled {
-			fmt.Fprintf(stdout, "ckegen's own switch %s is true: its daemon writes nothing until ckecli sabakan enable.\n", storage.KeyCKEGenDisabled)
+			fmt.Fprintf(stdout, "ckegen's own switch %s is true: its daemon writes nothing until ckegenctl sabakan enable.\n", storage.KeyCKEGenDisabled)
 		}
 		return nil
 	}
 	if dry.enabled {
 		notes := []string{}
 		if o.CKEGenDisabled {
-			notes = append(notes, fmt.Sprintf("ckegen's own switch %s is true: after takeover its daemon applies nothing until ckecli sabakan enable", storage.KeyCKEGenDisabled))
+			notes = append(notes, fmt.Sprintf("ckegen's own switch %s is true: after takeover its daemon applies nothing until ckegenctl sabakan enable", storage.KeyCKEGenDisabled))
 		}
 		if o.CKEServer {
 			notes = append(notes, "a CKE server runs: ckegen's daemon applies each step only while CKE's status key says "+tick.CKEPhases+", as CKE's own integration does")
@@ -158,7 +158,7 @@ func takeover(e *env, cmd *cobra.Command, dry *dryRun) error {
 		for _, n := range notes {
 			fmt.Fprintf(stderr, "note: %s\n", n)
 		}
-		fmt.Fprintf(stderr, "dry run: nothing was written; ckecli sabakan takeover would write %s: ckegen and %s: true, and ckegen's daemon would follow this plan\n",
+		fmt.Fprintf(stderr, "dry run: nothing was written; ckegenctl sabakan takeover would write %s: ckegen and %s: true, and ckegen's daemon would follow this plan\n",
 			storage.KeyOwner, storage.KeySabakanDisabled)
 		return nil
 	}
@@ -178,16 +178,16 @@ func takeover(e *env, cmd *cobra.Command, dry *dryRun) error {
 func writeTakeoverNext(w io.Writer, o intake.Ownership, leader string) {
 	switch {
 	case o.CKEGenDisabled:
-		fmt.Fprintf(w, "Next: ckegen's own switch %s is true: its daemon writes nothing until ckecli sabakan enable.\n", storage.KeyCKEGenDisabled)
+		fmt.Fprintf(w, "Next: ckegen's own switch %s is true: its daemon writes nothing until ckegenctl sabakan enable.\n", storage.KeyCKEGenDisabled)
 	case o.CKEServer:
 		fmt.Fprintln(w, "Next: ckegen's daemon writes the cluster from its next tick, whenever CKE's server reports phase "+tick.CKEPhases+" (its status key), as CKE's own integration did.")
 	default:
 		fmt.Fprintln(w, "Next: ckegen's daemon writes the cluster from its next tick.")
 	}
 	if leader == "" {
-		fmt.Fprintf(w, "No ckegen daemon leads now (nothing under %s): start ckegen's cke daemon.\n", storage.KeyCKEGenLeader)
+		fmt.Fprintf(w, "No ckegen daemon leads now (nothing under %s): start ckegen's daemon.\n", storage.KeyCKEGenLeader)
 	}
-	fmt.Fprintln(w, "Watch it with ckecli sabakan status and ckecli sabakan owner; give the integration back to CKE with ckecli sabakan handback.")
+	fmt.Fprintln(w, "Watch it with ckegenctl sabakan status and ckegenctl sabakan owner; give the integration back to CKE with ckegenctl sabakan handback.")
 }
 
 // takeoverProblems checks the stored settings as ckegen's daemon reads
@@ -204,7 +204,7 @@ func takeoverProblems(ctx context.Context, st storage.Storage) ([]string, error)
 	var problems []string
 	if !s.ConstraintsStored && refused[intake.SettingConstraints] == nil {
 		problems = append(problems, fmt.Sprintf("no constraints are stored (%s): ckegen takes over only with an explicit model of the workers; "+
-			"run ckecli constraints set minimum-workers-rate N (CKE v1.35's rate model) or ckecli constraints set minimum-workers N (the count model)",
+			"run ckegenctl constraints set minimum-workers-rate N (CKE v1.35's rate model) or ckegenctl constraints set minimum-workers N (the count model)",
 			storage.KeyConstraints))
 	}
 	for _, row := range intake.Table {
@@ -249,7 +249,7 @@ and exits 0.`,
 			if !o.OwnedByCKEGen() {
 				fmt.Fprintf(stdout, "ckegen does not own the sabakan integration (%s: %s): nothing written.\n", storage.KeyOwner, ownerText(o))
 				if o.CKEDisabled {
-					fmt.Fprintf(stdout, "CKE's %s is true: its own integration is disabled; enable it with ckecli sabakan enable.\n", storage.KeySabakanDisabled)
+					fmt.Fprintf(stdout, "CKE's %s is true: its own integration is disabled; enable it with ckegenctl sabakan enable.\n", storage.KeySabakanDisabled)
 				}
 				return nil
 			}
@@ -261,7 +261,7 @@ and exits 0.`,
 				fmt.Fprintf(stdout, "Next: no CKE server holds %s now; ckegen's daemon writes nothing all the same (OWNED_BY_CKE, %s is cke), so the cluster changes again when CKE's server runs.\n",
 					storage.KeyLeader, storage.KeyOwner)
 			}
-			fmt.Fprintln(stdout, "Take over again with ckecli sabakan takeover.")
+			fmt.Fprintln(stdout, "Take over again with ckegenctl sabakan takeover.")
 			return nil
 		},
 	}
@@ -320,15 +320,15 @@ func writer(o intake.Ownership) string {
 	disabled, h := tick.Gate(o, "", false, time.Time{}, 0)
 	switch {
 	case h != nil && h.Reason == reason.CKEIntegrationActive:
-		return fmt.Sprintf("none from ckegen: CKE's %s is false although ckegen owns the integration (CKE_INTEGRATION_ACTIVE); run ckecli sabakan takeover to stop CKE's integration again, or ckecli sabakan handback", storage.KeySabakanDisabled)
+		return fmt.Sprintf("none from ckegen: CKE's %s is false although ckegen owns the integration (CKE_INTEGRATION_ACTIVE); run ckegenctl sabakan takeover to stop CKE's integration again, or ckegenctl sabakan handback", storage.KeySabakanDisabled)
 	case h != nil && o.HandedBack() && !o.CKEServer:
 		return "CKE's own integration once its server runs (handed back; ckegen holds, OWNED_BY_CKE, also while no CKE server holds leader/)"
 	case h != nil && o.CKEDisabled:
 		return fmt.Sprintf("none: CKE owns the integration (ckegen holds, OWNED_BY_CKE) and CKE's %s is true", storage.KeySabakanDisabled)
 	case h != nil:
-		return "CKE's own integration (ckegen holds, OWNED_BY_CKE; ckecli sabakan takeover hands it to ckegen)"
+		return "CKE's own integration (ckegen holds, OWNED_BY_CKE; ckegenctl sabakan takeover hands it to ckegen)"
 	case disabled && o.OwnedByCKEGen():
-		return fmt.Sprintf("none: ckegen owns the integration but its switch %s is true (ckecli sabakan enable)", storage.KeyCKEGenDisabled)
+		return fmt.Sprintf("none: ckegen owns the integration but its switch %s is true (ckegenctl sabakan enable)", storage.KeyCKEGenDisabled)
 	case disabled:
 		return fmt.Sprintf("none: standalone (no CKE server) and %s is true", storage.KeySabakanDisabled)
 	case o.CKEServer:

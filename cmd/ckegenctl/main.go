@@ -1,6 +1,6 @@
-// Command ckecli controls ckegen: it stores the template, URL, query
+// Command ckegenctl controls ckegen: it stores the template, URL, query
 // variables and constraints the daemon works from, shows what it produced,
-// and runs the generator offline with `ckecli sabakan generate`.
+// and runs the generator offline with `ckegenctl sabakan generate`.
 package main
 
 import (
@@ -22,12 +22,12 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	return runWithConfig(defaultConfigFile, args, stdin, stdout, stderr)
 }
 
-// runWithConfig runs ckecli with configFile in place of CKE's default
+// runWithConfig runs ckegenctl with configFile in place of CKE's default
 // configuration file.
 func runWithConfig(configFile string, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	cmd := newRootCmd(configFile)
 	if err := oneDashFlag(cmd, args); err != nil {
-		fmt.Fprintf(stderr, "ckecli: %v\n", err)
+		fmt.Fprintf(stderr, "ckegenctl: %v\n", err)
 		return 1
 	}
 	cmd.SetArgs(args)
@@ -36,7 +36,7 @@ func runWithConfig(configFile string, args []string, stdin io.Reader, stdout, st
 	cmd.SetErr(stderr)
 	if err := cmd.Execute(); err != nil {
 		if !errors.Is(err, errReported) {
-			fmt.Fprintf(stderr, "ckecli: %v\n", err)
+			fmt.Fprintf(stderr, "ckegenctl: %v\n", err)
 		}
 		return 1
 	}

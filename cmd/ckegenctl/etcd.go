@@ -10,12 +10,12 @@ import (
 	"github.com/ckegen/ckegen/storage"
 )
 
-// defaultConfigFile is where CKE keeps its etcd configuration; ckecli reads
+// defaultConfigFile is where CKE keeps its etcd configuration; ckegenctl reads
 // it when --config is not given and the file exists.
 const defaultConfigFile = etcdclient.DefaultFile
 
-// env is how commands reach etcd: the etcd flags ckecli shares with cke
-// (internal/etcdclient) and --timeout, ckecli's own. Commands that need no
+// env is how commands reach etcd: the etcd flags ckegenctl shares with ckegen
+// (internal/etcdclient) and --timeout, ckegenctl's own. Commands that need no
 // etcd never read the configuration file nor connect.
 type env struct {
 	etcd    *etcdclient.Flags

@@ -17,7 +17,7 @@ import (
 var generate20000Now = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
 // generate20000Inputs writes, into dir, the inputs of
-// `ckecli sabakan generate` at 20,000 machines: machines.json (500 racks
+// `ckegenctl sabakan generate` at 20,000 machines: machines.json (500 racks
 // of 40, one boot server each, indented as examples/machines.json is),
 // the bundled template, and constraints.json (3 control planes,
 // minimum-workers 10,000). It returns the arguments of the run.
@@ -51,7 +51,7 @@ func generate20000Inputs(tb testing.TB, dir string) []string {
 		"--now", generate20000Now.Format(time.RFC3339), "-o", "json"}
 }
 
-// BenchmarkGenerate20000 is `ckecli sabakan generate -o json` at 20,000
+// BenchmarkGenerate20000 is `ckegenctl sabakan generate -o json` at 20,000
 // machines in the process (a first cluster of 10,003 nodes), beside
 // decode-only, the reading and decoding of the same machines file alone
 // (machine.Parse): the command's cost is to stay a small multiple of

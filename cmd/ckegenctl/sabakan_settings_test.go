@@ -14,7 +14,7 @@ import (
 )
 
 // TestVerbsOfTheTable: every command a row of intake.Table names exists,
-// and every setting command of ckecli is named by a row: a setting has
+// and every setting command of ckegenctl is named by a row: a setting has
 // its commands from its row.
 func TestVerbsOfTheTable(t *testing.T) {
 	root := newRootCmd(defaultConfigFile)
@@ -23,8 +23,8 @@ func TestVerbsOfTheTable(t *testing.T) {
 		for _, v := range row.Verbs {
 			named[v] = true
 			cmd, rest, err := root.Find(strings.Fields(v))
-			if err != nil || len(rest) > 0 || cmd.CommandPath() != "ckecli "+v {
-				t.Errorf("%s: verb %q is not a command of ckecli (%v)", row.Setting, v, err)
+			if err != nil || len(rest) > 0 || cmd.CommandPath() != "ckegenctl "+v {
+				t.Errorf("%s: verb %q is not a command of ckegenctl (%v)", row.Setting, v, err)
 			}
 		}
 	}
@@ -33,7 +33,7 @@ func TestVerbsOfTheTable(t *testing.T) {
 		for _, sub := range c.Commands() {
 			walk(sub)
 		}
-		path := strings.TrimPrefix(c.CommandPath(), "ckecli ")
+		path := strings.TrimPrefix(c.CommandPath(), "ckegenctl ")
 		name := c.Name()
 		if (strings.HasPrefix(name, "set-") || strings.HasPrefix(name, "get-") || name == "trigger") && !named[path] {
 			t.Errorf("%q sets or shows a setting, and no row of intake.Table names it", path)
@@ -87,7 +87,7 @@ func TestScalarSettings(t *testing.T) {
 	if _, err := f.st.Client.Put(context.Background(), f.st.Key(storage.KeySabakanQuietTime), "soon"); err != nil {
 		t.Fatal(err)
 	}
-	want := `ckecli: stored sabakan/quiet-time: invalid stored value: quiet-time: want a duration such as 10m or 1h30m (0 turns it off), got "soon" (set it with ckecli sabakan set-quiet-time)` + "\n"
+	want := `ckegenctl: stored sabakan/quiet-time: invalid stored value: quiet-time: want a duration such as 10m or 1h30m (0 turns it off), got "soon" (set it with ckegenctl sabakan set-quiet-time)` + "\n"
 	if _, errOut, code := f.run("sabakan", "get-quiet-time"); code != 1 || errOut != want {
 		t.Errorf("get-quiet-time of an invalid value: exit %d, %q; want 1, %q", code, errOut, want)
 	}
@@ -109,7 +109,7 @@ func TestConstraintsSetLosesARace(t *testing.T) {
 	if err != nil || c.MinimumWorkers != 2 || guard.Key != storage.KeyConstraints || guard.ModRevision == 0 {
 		t.Fatalf("read %+v, guard %+v (%v)", c, guard, err)
 	}
-	// Another ckecli (or CKE's) sets a constraint meanwhile.
+	// Another ckegenctl (or CKE's) sets a constraint meanwhile.
 	put(`{"control-plane-count":5,"minimum-workers":2}`)
 	if err := c.Set(constraints.MinimumWorkers, 4); err != nil {
 		t.Fatal(err)

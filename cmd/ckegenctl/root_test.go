@@ -49,7 +49,7 @@ func TestUnknownSubcommandsAndFlags(t *testing.T) {
 			t.Errorf("%s --no-such-flag: exit %d, stdout %q, stderr %q; want exit 1 and unknown flag", c.CommandPath(), code, out, errOut)
 		}
 	}
-	// ckecli, sabakan, constraints, cluster, completion.
+	// ckegenctl, sabakan, constraints, cluster, completion.
 	if groups != 5 {
 		t.Errorf("%d commands group others, want 5: the test no longer sees them all", groups)
 	}
@@ -71,11 +71,11 @@ func TestConstraintsSetHelp(t *testing.T) {
 
 const linkedVersion = "v9.8.7-test"
 
-// buildCLI builds ckecli for a test that needs a process, with a version
+// buildCLI builds ckegenctl for a test that needs a process, with a version
 // set at link time.
 func buildCLI(t *testing.T) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "ckecli")
+	bin := filepath.Join(t.TempDir(), "ckegenctl")
 	out, err := exec.Command("go", "build", "-o", bin,
 		"-ldflags", "-X github.com/ckegen/ckegen/internal/version.Version="+linkedVersion, ".").CombinedOutput()
 	if err != nil {
@@ -84,7 +84,7 @@ func buildCLI(t *testing.T) string {
 	return bin
 }
 
-// runBinary runs the built ckecli bin; it reads no /etc/cke/config.yml
+// runBinary runs the built ckegenctl bin; it reads no /etc/cke/config.yml
 // unless the test passes --config.
 func runBinary(t *testing.T, bin string, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
@@ -102,7 +102,7 @@ func runBinary(t *testing.T, bin string, args ...string) (stdout, stderr string,
 	return out.String(), errb.String(), code
 }
 
-// TestBinary runs the built ckecli where only a process shows the result:
+// TestBinary runs the built ckegenctl where only a process shows the result:
 // the exit status, and the version set at link time.
 func TestBinary(t *testing.T) {
 	bin := buildCLI(t)
@@ -114,20 +114,20 @@ func TestBinary(t *testing.T) {
 		stdoutExact  bool
 		stderrSilent bool
 	}{
-		{args: []string{"--version"}, stdout: "ckecli version " + linkedVersion + "\n", stdoutExact: true, stderrSilent: true},
-		{args: []string{"sabakan", "set-urll", "x"}, code: 1, stderr: `ckecli: unknown command "set-urll" for "ckecli sabakan"; did you mean get-url or set-url?`, stdoutExact: true},
-		{args: []string{"completion", "nosuch"}, code: 1, stderr: `unknown command "nosuch" for "ckecli completion"`, stdoutExact: true},
+		{args: []string{"--version"}, stdout: "ckegenctl version " + linkedVersion + "\n", stdoutExact: true, stderrSilent: true},
+		{args: []string{"sabakan", "set-urll", "x"}, code: 1, stderr: `ckegenctl: unknown command "set-urll" for "ckegenctl sabakan"; did you mean get-url or set-url?`, stdoutExact: true},
+		{args: []string{"completion", "nosuch"}, code: 1, stderr: `unknown command "nosuch" for "ckegenctl completion"`, stdoutExact: true},
 		{args: []string{"--no-such-flag"}, code: 1, stderr: "unknown flag: --no-such-flag", stdoutExact: true},
-		{args: []string{"--help"}, stdout: "control ckegen: cluster membership generated from sabakan\n\nUsage:\n  ckecli [flags]", stderrSilent: true},
-		{args: []string{"sabakan", "status", "--endpoint", "http://127.0.0.1:1"}, code: 1, stderr: "ckecli: unknown flag: --endpoint; did you mean --endpoints?\n", stdoutExact: true},
-		{args: []string{"sabakan", "status", "-output", "json"}, code: 1, stderr: "ckecli: -output: flags take two dashes: did you mean --output?\n", stdoutExact: true},
+		{args: []string{"--help"}, stdout: "control ckegen: cluster membership generated from sabakan\n\nUsage:\n  ckegenctl [flags]", stderrSilent: true},
+		{args: []string{"sabakan", "status", "--endpoint", "http://127.0.0.1:1"}, code: 1, stderr: "ckegenctl: unknown flag: --endpoint; did you mean --endpoints?\n", stdoutExact: true},
+		{args: []string{"sabakan", "status", "-output", "json"}, code: 1, stderr: "ckegenctl: -output: flags take two dashes: did you mean --output?\n", stdoutExact: true},
 		{args: []string{"sabakan", "status", "-o", "json", "--endpoints", "http://127.0.0.1:1"}, code: 1, stderr: "nothing listens there", stdoutExact: true},
-		{args: []string{"sabakan", "set-template"}, code: 1, stderr: "ckecli: sabakan set-template needs FILE (usage: ckecli sabakan set-template FILE; see --help)\n", stdoutExact: true},
-		{args: []string{"sabakan", "set-url", "a", "b"}, code: 1, stderr: "ckecli: sabakan set-url takes 1 argument, got 2: a b (usage: ckecli sabakan set-url URL)\n", stdoutExact: true},
+		{args: []string{"sabakan", "set-template"}, code: 1, stderr: "ckegenctl: sabakan set-template needs FILE (usage: ckegenctl sabakan set-template FILE; see --help)\n", stdoutExact: true},
+		{args: []string{"sabakan", "set-url", "a", "b"}, code: 1, stderr: "ckegenctl: sabakan set-url takes 1 argument, got 2: a b (usage: ckegenctl sabakan set-url URL)\n", stdoutExact: true},
 		{args: []string{"constraints", "set", "control-plane-count", "-1", "--endpoints", "http://127.0.0.1:1", "--timeout", "100ms"}, code: 1, stderr: "etcd at http://127.0.0.1:1: nothing listens there", stdoutExact: true},
 		{args: []string{"sabakan"}, stdout: "sabakan integration", stderrSilent: true},
 		{args: []string{"help", "sabakan", "set-url"}, stdout: "set sabakan's URL", stderrSilent: true},
-		{args: []string{"help", "sabakan", "set-urll"}, code: 1, stderr: `unknown command "set-urll" for "ckecli sabakan"`, stdoutExact: true},
+		{args: []string{"help", "sabakan", "set-urll"}, code: 1, stderr: `unknown command "set-urll" for "ckegenctl sabakan"`, stdoutExact: true},
 		{args: []string{"__complete", "help", "sabakan", "set-u"}, stdout: "set-url\t"},
 		{args: []string{"completion", "bash"}, stdout: "# bash completion", stderrSilent: true},
 	} {
@@ -135,7 +135,7 @@ func TestBinary(t *testing.T) {
 		okOut := strings.HasPrefix(stdout, c.stdout) && (!c.stdoutExact || stdout == c.stdout)
 		okErr := strings.Contains(stderr, c.stderr) && (!c.stderrSilent || stderr == "")
 		if code != c.code || !okOut || !okErr {
-			t.Errorf("ckecli %s: exit %d, stdout %.80q, stderr %q; want exit %d, stdout %q, stderr %q",
+			t.Errorf("ckegenctl %s: exit %d, stdout %.80q, stderr %q; want exit %d, stdout %q, stderr %q",
 				strings.Join(c.args, " "), code, stdout, stderr, c.code, c.stdout, c.stderr)
 		}
 	}

@@ -21,9 +21,9 @@ func TestLeaderCommand(t *testing.T) {
 			t.Errorf("%v: exit %d, stdout %q, stderr %q; want %d, %q, %q", args, c, out, errOut, code, stdout, stderr)
 		}
 	}
-	noGen := "ckecli: no ckegen daemon leads: nothing under /cke/sabakan/ckegen/leader/ (is ckegen's cke daemon running on this etcd and prefix?)\n"
+	noGen := "ckegenctl: no ckegen daemon leads: nothing under /cke/sabakan/ckegen/leader/ (is ckegen's daemon running on this etcd and prefix?)\n"
 	check([]string{"leader"}, 1, "", noGen)
-	check([]string{"leader", "--cke"}, 1, "", "ckecli: no CKE server leads: nothing under /cke/leader/\n")
+	check([]string{"leader", "--cke"}, 1, "", "ckegenctl: no CKE server leads: nothing under /cke/leader/\n")
 	campaign(t, f.st, storage.KeyLeader, "cke-server-1")
 	check([]string{"leader"}, 1, "", noGen)
 	check([]string{"leader", "--cke"}, 0, "cke-server-1\n", "")

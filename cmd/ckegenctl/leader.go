@@ -18,11 +18,11 @@ func newLeaderCmd(e *env) *cobra.Command {
 		Long: `leader prints the name of the ckegen daemon that leads ckegen's own
 election (sabakan/ckegen/leader/). ckegen's daemons never campaign on CKE's
 leader/: with --cke, leader prints CKE's leading server instead, as CKE's own
-ckecli leader does. Exit status 1 when no one leads.`,
+ckegenctl leader does. Exit status 1 when no one leads.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return e.withStorage(func(ctx context.Context, st storage.Storage) error {
-				get, prefix, who := st.CKEGenLeader, storage.KeyCKEGenLeader, "no ckegen daemon leads: nothing under %s%s (is ckegen's cke daemon running on this etcd and prefix?)"
+				get, prefix, who := st.CKEGenLeader, storage.KeyCKEGenLeader, "no ckegen daemon leads: nothing under %s%s (is ckegen's daemon running on this etcd and prefix?)"
 				if cke {
 					get, prefix, who = st.CKELeader, storage.KeyLeader, "no CKE server leads: nothing under %s%s"
 				}

@@ -23,7 +23,7 @@ import (
 	"github.com/ckegen/ckegen/storage"
 )
 
-// TestMapGolden runs every testdata/map/*.txtar case through `ckecli
+// TestMapGolden runs every testdata/map/*.txtar case through `ckegenctl
 // sabakan map`: the "args" flags plus, for each line of "runs", that run's
 // flags; each run twice. want/NAME holds stdout, want/NAME.stderr stderr
 // and the exit status.
@@ -117,7 +117,7 @@ func TestMapOnline(t *testing.T) {
 
 	var stdout, stderr bytes.Buffer
 	if code := run(base, strings.NewReader(""), &stdout, &stderr); code != 1 || stdout.Len() != 0 ||
-		stderr.String() != "ckecli: no sabakan URL: set one with ckecli sabakan set-url\n" {
+		stderr.String() != "ckegenctl: no sabakan URL: set one with ckegenctl sabakan set-url\n" {
 		t.Errorf("no URL: exit %d, stdout %q, stderr %q", code, stdout.String(), stderr.String())
 	}
 
@@ -172,14 +172,14 @@ func TestMapOnline(t *testing.T) {
 	stdout.Reset()
 	stderr.Reset()
 	if code := run(append(base, "--sabakan-timeout", "1s"), strings.NewReader(""), &stdout, &stderr); code != 1 || stdout.Len() != 0 ||
-		!strings.HasPrefix(stderr.String(), "ckecli: sabakan at "+site.URL+": ") {
+		!strings.HasPrefix(stderr.String(), "ckegenctl: sabakan at "+site.URL+": ") {
 		t.Errorf("sabakan down: exit %d, stdout %q, stderr %q", code, stdout.String(), stderr.String())
 	}
 
 	stderr.Reset()
 	dead := fmt.Sprintf("http://127.0.0.1:%d", etcdtest.FreePort(t))
 	if code := run([]string{"--endpoints", dead, "--timeout", "300ms", "sabakan", "map"}, strings.NewReader(""), &stdout, &stderr); code != 1 ||
-		!strings.HasPrefix(stderr.String(), "ckecli: etcd at "+dead+": nothing listens there") {
+		!strings.HasPrefix(stderr.String(), "ckegenctl: etcd at "+dead+": nothing listens there") {
 		t.Errorf("etcd down: exit %d, stderr %q", code, stderr.String())
 	}
 }

@@ -17,7 +17,7 @@ import (
 
 const switchHelp = `
 
-While ckegen owns the integration (sabakan/owner ckegen, see ckecli sabakan
+While ckegen owns the integration (sabakan/owner ckegen, see ckegenctl sabakan
 owner), this acts on ckegen's own switch sabakan/ckegen/disabled and never on
 CKE's sabakan/disabled (which takeover set to true to stop CKE's own
 integration). Otherwise it acts on sabakan/disabled, as CKE's ckecli does. The

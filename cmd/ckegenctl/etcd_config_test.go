@@ -16,7 +16,7 @@ import (
 	"github.com/ckegen/ckegen/internal/testutil/etcdtest"
 )
 
-// runCLIWithConfig runs ckecli with configFile in place of
+// runCLIWithConfig runs ckegenctl with configFile in place of
 // /etc/cke/config.yml.
 func runCLIWithConfig(t *testing.T, configFile string, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
@@ -47,8 +47,8 @@ func etcdValue(t *testing.T, cli *clientv3.Client, key string) string {
 	return string(resp.Kvs[0].Value)
 }
 
-// TestEtcdFlags: ckecli reaches etcd with the flags and the rules it
-// shares with cke (internal/etcdclient, whose tests hold the rules): CKE's
+// TestEtcdFlags: ckegenctl reaches etcd with the flags and the rules it
+// shares with ckegen (internal/etcdclient, whose tests hold the rules): CKE's
 // file by default, --config, --etcd-endpoints and --etcd-prefix or their
 // older spellings --endpoints and --prefix, before or after the command.
 // A bad file is refused naming --config, and nothing is written.
@@ -93,10 +93,10 @@ func TestEtcdFlags(t *testing.T) {
 		args        []string
 		want        string
 	}{
-		{missing, []string{"--config", bad}, "ckecli: --config " + bad + `: line 2: unknown field "tls-ca-flie"; did you mean tls-ca-file?` + "\n"},
-		{bad, nil, "ckecli: --config " + bad + `: line 2: unknown field "tls-ca-flie"; did you mean tls-ca-file?` + "\n"},
-		{missing, []string{"--config", missing}, "ckecli: --config: open " + missing + ": no such file or directory\n"},
-		{missing, []string{"--etcd-endpoints", live, "--timeout", "0s"}, "ckecli: --timeout: must be > 0, got 0s\n"},
+		{missing, []string{"--config", bad}, "ckegenctl: --config " + bad + `: line 2: unknown field "tls-ca-flie"; did you mean tls-ca-file?` + "\n"},
+		{bad, nil, "ckegenctl: --config " + bad + `: line 2: unknown field "tls-ca-flie"; did you mean tls-ca-file?` + "\n"},
+		{missing, []string{"--config", missing}, "ckegenctl: --config: open " + missing + ": no such file or directory\n"},
+		{missing, []string{"--etcd-endpoints", live, "--timeout", "0s"}, "ckegenctl: --timeout: must be > 0, got 0s\n"},
 	} {
 		out, errOut, code := runCLIWithConfig(t, c.defaultFile, append(c.args, "sabakan", "set-url", "http://refused")...)
 		if code != 1 || out != "" || errOut != c.want {
@@ -112,7 +112,7 @@ func TestEtcdFlags(t *testing.T) {
 	}
 }
 
-// TestEtcdNotAnswering: ckecli says why etcd does not answer, as cke
+// TestEtcdNotAnswering: ckegenctl says why etcd does not answer, as cke
 // does: at once when nothing listens there, else within --timeout (or
 // the file's timeout when shorter), naming it.
 func TestEtcdNotAnswering(t *testing.T) {
@@ -140,10 +140,10 @@ func TestEtcdNotAnswering(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"--etcd-endpoints", dead, "leader"}, "ckecli: etcd at " + dead + ": nothing listens there (dial tcp " + strings.TrimPrefix(dead, "http://") + ": connect: connection refused): " +
-			"start etcd (cke runs an embedded one when given neither --config nor --etcd-endpoints), or point --etcd-endpoints or --config at a running one\n"},
-		{[]string{"--config", silentCfg, "leader"}, "ckecli: etcd at " + silent + ": no answer within 300ms (timeout in " + silentCfg + "): context deadline exceeded while waiting for connections to become ready\n"},
-		{[]string{"--etcd-endpoints", silent, "--timeout", "200ms", "leader"}, "ckecli: etcd at " + silent + ": no answer within 200ms (--timeout): context deadline exceeded while waiting for connections to become ready\n"},
+		{[]string{"--etcd-endpoints", dead, "leader"}, "ckegenctl: etcd at " + dead + ": nothing listens there (dial tcp " + strings.TrimPrefix(dead, "http://") + ": connect: connection refused): " +
+			"start etcd (ckegen runs an embedded one when given neither --config nor --etcd-endpoints), or point --etcd-endpoints or --config at a running one\n"},
+		{[]string{"--config", silentCfg, "leader"}, "ckegenctl: etcd at " + silent + ": no answer within 300ms (timeout in " + silentCfg + "): context deadline exceeded while waiting for connections to become ready\n"},
+		{[]string{"--etcd-endpoints", silent, "--timeout", "200ms", "leader"}, "ckegenctl: etcd at " + silent + ": no answer within 200ms (--timeout): context deadline exceeded while waiting for connections to become ready\n"},
 	} {
 		start := time.Now()
 		out, errOut, code := runCLIWithConfig(t, missing, c.args...)
@@ -156,7 +156,7 @@ func TestEtcdNotAnswering(t *testing.T) {
 	}
 }
 
-// TestDefaultConfigFileIsCKEs: ckecli as built reads CKE's file.
+// TestDefaultConfigFileIsCKEs: ckegenctl as built reads CKE's file.
 func TestDefaultConfigFileIsCKEs(t *testing.T) {
 	var out, errb bytes.Buffer
 	if code := run([]string{"--help"}, strings.NewReader(""), &out, &errb); code != 0 {

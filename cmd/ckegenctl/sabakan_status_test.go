@@ -166,7 +166,7 @@ func TestStatusTableWarnings(t *testing.T) {
 	if err := statusTable(&b, storage.Status{Result: "ok", Warnings: many}); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(b.String(), "              warning 9\n              and 3 more (ckecli sabakan status -o json lists them all)\nSINCE") ||
+	if !strings.Contains(b.String(), "              warning 9\n              and 3 more (ckegenctl sabakan status -o json lists them all)\nSINCE") ||
 		strings.Contains(b.String(), "warning 10") {
 		t.Errorf("13 warnings:\n%s", b.String())
 	}

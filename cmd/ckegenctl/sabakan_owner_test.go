@@ -126,20 +126,20 @@ func TestTakeoverRefusals(t *testing.T) {
 		want                   []string // on stderr (code 1) or stdout (code 0)
 	}{
 		{name: "no constraints", tmpl: tmpl, url: url, code: 1, want: []string{
-			"ckecli: takeover refused, nothing written:\n  - no constraints are stored (constraints): ckegen takes over only with an explicit model of the workers; " +
-				"run ckecli constraints set minimum-workers-rate N (CKE v1.35's rate model) or ckecli constraints set minimum-workers N (the count model)\n"}},
+			"ckegenctl: takeover refused, nothing written:\n  - no constraints are stored (constraints): ckegen takes over only with an explicit model of the workers; " +
+				"run ckegenctl constraints set minimum-workers-rate N (CKE v1.35's rate model) or ckegenctl constraints set minimum-workers N (the count model)\n"}},
 		{name: "no template", constraints: countConstraints, url: url, code: 1, want: []string{
-			"- no template: set one with ckecli sabakan set-template\n"}},
+			"- no template: set one with ckegenctl sabakan set-template\n"}},
 		{name: "template does not parse", tmpl: strings.Replace(tmpl, `"control_plane"`, `"contol_plane"`, 1), constraints: countConstraints, url: url, code: 1, want: []string{
-			"- the stored template is invalid: template: ", `unknown field "contol_plane"`, "(set one with ckecli sabakan set-template)\n"}},
+			"- the stored template is invalid: template: ", `unknown field "contol_plane"`, "(set one with ckegenctl sabakan set-template)\n"}},
 		{name: "template invalid for ckegen", tmpl: twoCP, constraints: countConstraints, url: url, code: 1, want: []string{
-			"- the stored template is invalid: template nodes[1]: control_plane: a template has exactly one control plane node", "(set one with ckecli sabakan set-template)\n"}},
+			"- the stored template is invalid: template nodes[1]: control_plane: a template has exactly one control plane node", "(set one with ckegenctl sabakan set-template)\n"}},
 		{name: "both models' keys", tmpl: tmpl, constraints: `{"control-plane-count":1,"minimum-workers":2,"minimum-workers-rate":80}`, url: url, code: 1, want: []string{
-			"- the stored constraints are invalid: ", "minimum-workers", "minimum-workers-rate", "set them with ckecli constraints set"}},
+			"- the stored constraints are invalid: ", "minimum-workers", "minimum-workers-rate", "set them with ckegenctl constraints set"}},
 		{name: "constraints out of range", tmpl: tmpl, constraints: `{"control-plane-count":0,"minimum-workers-rate":80}`, url: url, code: 1, want: []string{
-			"- the stored constraints are invalid: ", "constraints: line 1, column 24: control-plane-count: must be >= 1, got 0 (set them with ckecli constraints set)\n"}},
+			"- the stored constraints are invalid: ", "constraints: line 1, column 24: control-plane-count: must be >= 1, got 0 (set them with ckegenctl constraints set)\n"}},
 		{name: "no URL", tmpl: tmpl, constraints: rateConstraints, code: 1, want: []string{
-			"- no sabakan URL: set one with ckecli sabakan set-url\n"}},
+			"- no sabakan URL: set one with ckegenctl sabakan set-url\n"}},
 		{name: "bad variables", tmpl: tmpl, constraints: rateConstraints, url: url, extra: map[string]string{storage.KeySabakanQueryVariables: `{"having":{"states":["BROKEN"]}}`}, code: 1, want: []string{
 			"- the stored query variables are invalid: ", `unknown state "BROKEN"`}},
 		{name: "every problem at once", code: 1, want: []string{
@@ -150,7 +150,7 @@ func TestTakeoverRefusals(t *testing.T) {
 			"ckegen already owns the sabakan integration (sabakan/owner: ckegen, sabakan/disabled: true): nothing written.\n"}},
 		{name: "already owned, switch off", tmpl: tmpl, constraints: rateConstraints, url: url,
 			extra: map[string]string{storage.KeyOwner: intake.OwnerCKEGen, storage.KeySabakanDisabled: "true", storage.KeyCKEGenDisabled: "true"}, want: []string{
-				"nothing written.\nckegen's own switch sabakan/ckegen/disabled is true: its daemon writes nothing until ckecli sabakan enable.\n"}},
+				"nothing written.\nckegen's own switch sabakan/ckegen/disabled is true: its daemon writes nothing until ckegenctl sabakan enable.\n"}},
 		// Already owned, even with no constraints: nothing to do.
 		{name: "already owned, no constraints", tmpl: tmpl, url: url, extra: map[string]string{storage.KeyOwner: intake.OwnerCKEGen, storage.KeySabakanDisabled: "true"}, want: []string{
 			"ckegen already owns"}},
@@ -230,8 +230,8 @@ func TestTakeoverHandback(t *testing.T) {
 	step([]string{"sabakan", "takeover"}, []string{
 		"ckegen now owns the sabakan integration: sabakan/owner was cke (not set), now ckegen; CKE's sabakan/disabled is now true, which stops CKE's own integration.\n" +
 			"Next: ckegen's daemon writes the cluster from its next tick, whenever CKE's server reports phase completed, reboot-nodes, upgrade-aborted or etcd-boot-aborted",
-		"No ckegen daemon leads now (nothing under sabakan/ckegen/leader/): start ckegen's cke daemon.\n",
-		"ckecli sabakan handback"}, cke, owner)
+		"No ckegen daemon leads now (nothing under sabakan/ckegen/leader/): start ckegen's daemon.\n",
+		"ckegenctl sabakan handback"}, cke, owner)
 	if f.raw(storage.KeyOwner) != "ckegen" || f.raw(storage.KeySabakanDisabled) != "true" {
 		t.Fatalf("after takeover: owner %s, disabled %s", f.raw(storage.KeyOwner), f.raw(storage.KeySabakanDisabled))
 	}
@@ -328,7 +328,7 @@ func TestOwnershipRaces(t *testing.T) {
 		})
 	}
 	want := "the owner or a switch changed meanwhile (sabakan/owner, sabakan/disabled or sabakan/ckegen/disabled): nothing was written; " +
-		"check with ckecli sabakan owner and run ckecli sabakan takeover again"
+		"check with ckegenctl sabakan owner and run ckegenctl sabakan takeover again"
 	if got := errStale("takeover").Error(); got != want {
 		t.Errorf("a lost race says %q, want %q", got, want)
 	}
@@ -402,7 +402,7 @@ func TestSwitchFollowsOwner(t *testing.T) {
 		t.Fatal(err)
 	}
 	active := "warning: none from ckegen: CKE's sabakan/disabled is false although ckegen owns the integration (CKE_INTEGRATION_ACTIVE); " +
-		"run ckecli sabakan takeover to stop CKE's integration again, or ckecli sabakan handback\n"
+		"run ckegenctl sabakan takeover to stop CKE's integration again, or ckegenctl sabakan handback\n"
 	run([]step{
 		{[]string{"sabakan", "is-enabled"}, "true\n", "read: " + genOwns + active, nil},
 		{[]string{"sabakan", "enable"}, "", "enabled: " + genOwns + active, []string{gen}},
@@ -477,13 +477,13 @@ func TestOwnerCommand(t *testing.T) {
 	if _, errOut, code := f.run("sabakan", "disable"); code != 0 {
 		t.Fatal(errOut)
 	}
-	if out, _ := show(); !strings.Contains(out, "WRITES CLUSTER  none: ckegen owns the integration but its switch sabakan/ckegen/disabled is true (ckecli sabakan enable)\n") {
+	if out, _ := show(); !strings.Contains(out, "WRITES CLUSTER  none: ckegen owns the integration but its switch sabakan/ckegen/disabled is true (ckegenctl sabakan enable)\n") {
 		t.Errorf("owner with ckegen disabled:\n%s", out)
 	}
 	if _, errOut, code := f.run("sabakan", "handback"); code != 0 {
 		t.Fatal(errOut)
 	}
-	if out, _ := show(); !strings.Contains(out, "WRITES CLUSTER  CKE's own integration (ckegen holds, OWNED_BY_CKE; ckecli sabakan takeover hands it to ckegen)\n") {
+	if out, _ := show(); !strings.Contains(out, "WRITES CLUSTER  CKE's own integration (ckegen holds, OWNED_BY_CKE; ckegenctl sabakan takeover hands it to ckegen)\n") {
 		t.Errorf("owner after handback:\n%s", out)
 	}
 }
@@ -544,7 +544,7 @@ func TestTakeoverDryRun(t *testing.T) {
 		t.Errorf("the plan does not taint %s and add a worker:\n%s", worker, out)
 	}
 	wantErr := planErr + "note: a CKE server runs: ckegen's daemon applies each step only while CKE's status key says completed, reboot-nodes, upgrade-aborted or etcd-boot-aborted, as CKE's own integration does\n" +
-		"dry run: nothing was written; ckecli sabakan takeover would write sabakan/owner: ckegen and sabakan/disabled: true, and ckegen's daemon would follow this plan\n"
+		"dry run: nothing was written; ckegenctl sabakan takeover would write sabakan/owner: ckegen and sabakan/disabled: true, and ckegen's daemon would follow this plan\n"
 	if errOut != wantErr {
 		t.Errorf("takeover --dry-run stderr\n%q\nwant\n%q", errOut, wantErr)
 	}

@@ -58,7 +58,7 @@ sanitizing; --explain json has "model" ("count" or "rate") and, in the rate
 model, "rate": {"workers", "machines", "percent", "minimumWorkersRate"}.
 
 With --plan it prints instead every step the daemon would make until there is
-nothing left to do, as ckecli sabakan plan does (-o text, json or yaml; text
+nothing left to do, as ckegenctl sabakan plan does (-o text, json or yaml; text
 by default), and exits 0 whatever the plan's result.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {

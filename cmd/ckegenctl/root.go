@@ -11,18 +11,18 @@ import (
 	"github.com/ckegen/ckegen/internal/version"
 )
 
-// newRootCmd builds ckecli; configFile is the configuration file read when
+// newRootCmd builds ckegenctl; configFile is the configuration file read when
 // --config is not given (CKE's, unless a test points it elsewhere).
 func newRootCmd(configFile string) *cobra.Command {
 	cmd := &cobra.Command{
-		Use:           "ckecli",
+		Use:           "ckegenctl",
 		Short:         "control ckegen: cluster membership generated from sabakan",
 		Version:       version.String(),
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
 	f := cmd.PersistentFlags()
-	e := &env{etcd: etcdclient.Register(f, etcdclient.Options{DefaultFile: configFile, Unconfigured: "http://127.0.0.1:2379, where cke runs its embedded etcd by default", Aliases: true})}
+	e := &env{etcd: etcdclient.Register(f, etcdclient.Options{DefaultFile: configFile, Unconfigured: "http://127.0.0.1:2379, where ckegen runs its embedded etcd by default", Aliases: true})}
 	f.DurationVar(&e.timeout, "timeout", 10*time.Second, "time limit of the etcd connection and operations")
 	cmd.AddCommand(newSabakanCmd(e), newConstraintsCmd(e), newClusterCmd(e), newLeaderCmd(e))
 	cmd.InitDefaultCompletionCmd()
@@ -32,7 +32,7 @@ func newRootCmd(configFile string) *cobra.Command {
 	return cmd
 }
 
-// newHelpCmd is `ckecli help [COMMAND...]`; unlike cobra's, it fails on a
+// newHelpCmd is `ckegenctl help [COMMAND...]`; unlike cobra's, it fails on a
 // command that does not exist instead of printing the usage and exiting 0.
 func newHelpCmd() *cobra.Command {
 	return &cobra.Command{

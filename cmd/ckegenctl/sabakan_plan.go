@@ -193,7 +193,7 @@ type dryRun struct {
 // addDryRun adds --dry-run, and the flags of the plan it prints, to cmd.
 func addDryRun(cmd *cobra.Command) *dryRun {
 	d := &dryRun{plan: planOptions{output: "text"}}
-	cmd.Flags().BoolVar(&d.enabled, "dry-run", false, "store nothing; print the plan the daemon would follow with this value (as ckecli sabakan plan)")
+	cmd.Flags().BoolVar(&d.enabled, "dry-run", false, "store nothing; print the plan the daemon would follow with this value (as ckegenctl sabakan plan)")
 	d.plan.addFlags(cmd.Flags())
 	return d
 }
@@ -256,7 +256,7 @@ func (d *dryRun) warn(e *env, cmd *cobra.Command, w intake.WhatIf, printed ...st
 		p, err = generator.MakePlan(in.Input, in.TemplateChanged, o.maxSteps)
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "note: not tried on the inventory (%v); ckecli sabakan status shows the daemon's warnings after its next tick\n", err)
+		fmt.Fprintf(stderr, "note: not tried on the inventory (%v); ckegenctl sabakan status shows the daemon's warnings after its next tick\n", err)
 		return
 	}
 	seen := map[string]bool{}
@@ -300,7 +300,7 @@ func printStoredPlan(e *env, format string, stdout, stderr io.Writer) error {
 	return e.withStorage(func(ctx context.Context, st storage.Storage) error {
 		p, err := planreport.ReadStored(ctx, st)
 		if errors.Is(err, storage.ErrNotFound) {
-			return errors.New("no stored plan: the daemon stores one while the trigger is planning or while it waits for quiet time (ckecli sabakan plan computes one now)")
+			return errors.New("no stored plan: the daemon stores one while the trigger is planning or while it waits for quiet time (ckegenctl sabakan plan computes one now)")
 		}
 		if err != nil {
 			return err

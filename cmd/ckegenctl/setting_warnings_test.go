@@ -57,7 +57,7 @@ func TestSettingWarnings(t *testing.T) {
 	f.sabakan.Close()
 	_, errOut, code = f.run("sabakan", "set-template", good)
 	if code != 0 || !strings.HasPrefix(errOut, "note: not tried on the inventory (sabakan at "+f.sabakan.URL+"/graphql: ") ||
-		!strings.HasSuffix(errOut, "ckecli sabakan status shows the daemon's warnings after its next tick\n") {
+		!strings.HasSuffix(errOut, "ckegenctl sabakan status shows the daemon's warnings after its next tick\n") {
 		t.Errorf("sabakan down: exit %d, stderr %q", code, errOut)
 	}
 	if got := f.raw("sabakan/template"); strings.Contains(got, `"storagee"`) {

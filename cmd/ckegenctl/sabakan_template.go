@@ -36,7 +36,7 @@ Before storing it, the generator runs dry on the current inventory with the
 new template, as --dry-run does, and its warnings (a template role that
 matches no machine) are printed on stderr; the template is stored all the
 same. With --dry-run nothing is stored either: the plan the daemon would follow
-with this template is printed instead (ckecli sabakan plan --template FILE).`,
+with this template is printed instead (ckegenctl sabakan plan --template FILE).`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			data, err := readInput(cmd, args[0])

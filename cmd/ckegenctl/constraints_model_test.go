@@ -160,7 +160,7 @@ func TestConstraintsModels(t *testing.T) {
 	}
 	_, before = stored()
 	if _, errOut, code := cliRun("constraints", "set", "control-plane-count", "5"); code != 1 ||
-		!strings.Contains(errOut, "choose the model first: ckecli constraints set minimum-workers-rate N, or ckecli constraints set minimum-workers N") {
+		!strings.Contains(errOut, "choose the model first: ckegenctl constraints set minimum-workers-rate N, or ckegenctl constraints set minimum-workers N") {
 		t.Errorf("set control-plane-count with both models: exit %d, stderr %q", code, errOut)
 	}
 	if doc, v := stored(); doc != both || v != before {

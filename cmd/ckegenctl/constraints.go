@@ -193,7 +193,7 @@ func constraintsToSet(ctx context.Context, stderr io.Writer, st storage.Storage,
 func storeConstraints(ctx context.Context, st storage.Storage, guard storage.Guard, data []byte) error {
 	err := st.Swap(ctx, []storage.Guard{guard}, storage.Write{Key: storage.KeyConstraints, Data: data})
 	if errors.Is(err, storage.ErrConflict) {
-		return errors.New("the constraints changed while they were set (another ckecli constraints set, or CKE's ckecli): nothing was written; check them with ckecli constraints show and set again")
+		return errors.New("the constraints changed while they were set (another ckegenctl constraints set, or CKE's ckecli): nothing was written; check them with ckegenctl constraints show and set again")
 	}
 	return err
 }

@@ -26,7 +26,7 @@ service_subnet: 10.68.0.0/16
 `
 
 // TestGenerateGolden runs every testdata/generate/*.txtar case through
-// `ckecli sabakan generate` twice and compares stdout, stderr and the exit
+// `ckegenctl sabakan generate` twice and compares stdout, stderr and the exit
 // status with the case's want/ sections.
 //
 // A case holds its input files (template.yml, machines.txt or

@@ -36,7 +36,7 @@ var scalars = []scalar{
 		long: `With no argument, trigger prints the trigger (schedule when never set).
 
 planning: the daemon computes the plan at every tick and stores it
-(ckecli sabakan plan --stored), and writes no cluster.
+(ckegenctl sabakan plan --stored), and writes no cluster.
 schedule: the daemon applies the changes one step per tick, recomputed from
 the live state at every tick (CKE's behaviour).
 

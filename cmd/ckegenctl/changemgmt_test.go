@@ -53,19 +53,19 @@ func TestChangeManagementSettings(t *testing.T) {
 		key, value string
 	}{
 		{args: []string{"sabakan", "trigger"}, stdout: "schedule\n"},
-		{args: []string{"sabakan", "trigger", "paused"}, code: 1, stderr: `ckecli: trigger: must be planning (compute and store the plan, change nothing) or schedule (apply it one step per tick), got "paused"` + "\n", key: trigger, value: "<none>"},
+		{args: []string{"sabakan", "trigger", "paused"}, code: 1, stderr: `ckegenctl: trigger: must be planning (compute and store the plan, change nothing) or schedule (apply it one step per tick), got "paused"` + "\n", key: trigger, value: "<none>"},
 		{args: []string{"sabakan", "trigger", "planning", "schedule"}, code: 1, stderr: "accepts at most 1 arg(s), received 2", key: trigger, value: "<none>"},
 		{args: []string{"sabakan", "trigger", "planning"}, key: trigger, value: "planning"},
 		{args: []string{"sabakan", "trigger"}, stdout: "planning\n"},
 		{args: []string{"sabakan", "trigger", "planing"}, code: 1, stderr: `got "planing"; did you mean planning?` + "\n", key: trigger, value: "planning"},
-		{args: []string{"sabakan", "set-quiet-time", "10m", "--endpoint", "x"}, code: 1, stderr: "ckecli: unknown flag: --endpoint; did you mean --endpoints?\n", key: quiet, value: "<none>"},
+		{args: []string{"sabakan", "set-quiet-time", "10m", "--endpoint", "x"}, code: 1, stderr: "ckegenctl: unknown flag: --endpoint; did you mean --endpoints?\n", key: quiet, value: "<none>"},
 		{args: []string{"sabakan", "trigger", "PLANNING"}, code: 1, stderr: `got "PLANNING"`, key: trigger, value: "planning"},
 		{args: []string{"sabakan", "trigger", "schedule"}, key: trigger, value: "schedule"},
 
 		{args: []string{"sabakan", "get-quiet-time"}, stdout: "0s\n"},
-		{args: []string{"sabakan", "set-quiet-time", "-1s"}, code: 1, stderr: "ckecli: quiet-time: must not be negative (0 turns it off), got -1s\n", key: quiet, value: "<none>"},
-		{args: []string{"sabakan", "set-quiet-time", "10"}, code: 1, stderr: `ckecli: quiet-time: want a duration such as 10m or 1h30m (0 turns it off), got "10"` + "\n", key: quiet, value: "<none>"},
-		{args: []string{"sabakan", "set-quiet-time"}, code: 1, stderr: "ckecli: sabakan set-quiet-time needs DURATION (usage: ckecli sabakan set-quiet-time DURATION; see --help)\n", key: quiet, value: "<none>"},
+		{args: []string{"sabakan", "set-quiet-time", "-1s"}, code: 1, stderr: "ckegenctl: quiet-time: must not be negative (0 turns it off), got -1s\n", key: quiet, value: "<none>"},
+		{args: []string{"sabakan", "set-quiet-time", "10"}, code: 1, stderr: `ckegenctl: quiet-time: want a duration such as 10m or 1h30m (0 turns it off), got "10"` + "\n", key: quiet, value: "<none>"},
+		{args: []string{"sabakan", "set-quiet-time"}, code: 1, stderr: "ckegenctl: sabakan set-quiet-time needs DURATION (usage: ckegenctl sabakan set-quiet-time DURATION; see --help)\n", key: quiet, value: "<none>"},
 		{args: []string{"sabakan", "set-quiet-time", "5m", "--no-such-flag"}, code: 1, stderr: "unknown flag: --no-such-flag", key: quiet, value: "<none>"},
 		{args: []string{"sabakan", "set-quiet-time", "90s"}, key: quiet, value: "1m30s"},
 		{args: []string{"sabakan", "get-quiet-time"}, stdout: "1m30s\n"},
@@ -76,7 +76,7 @@ func TestChangeManagementSettings(t *testing.T) {
 		{args: []string{"sabakan", "set-quiet-time", "0"}, key: quiet, value: "0s"},
 
 		{args: []string{"sabakan", "get-max-unhealthy"}, stdout: "off\n"},
-		{args: []string{"sabakan", "set-max-unhealthy", "140%"}, code: 1, stderr: `ckecli: max-unhealthy: want a count of nodes such as 5 or a percentage of the cluster's nodes such as 40% (at most 100%), got "140%" (off removes the limit)` + "\n", key: limit, value: "<none>"},
+		{args: []string{"sabakan", "set-max-unhealthy", "140%"}, code: 1, stderr: `ckegenctl: max-unhealthy: want a count of nodes such as 5 or a percentage of the cluster's nodes such as 40% (at most 100%), got "140%" (off removes the limit)` + "\n", key: limit, value: "<none>"},
 		{args: []string{"sabakan", "set-max-unhealthy", "-1"}, code: 1, stderr: `got "-1"`, key: limit, value: "<none>"},
 		{args: []string{"sabakan", "set-max-unhealthy", "many"}, code: 1, stderr: `got "many"`, key: limit, value: "<none>"},
 		{args: []string{"sabakan", "set-max-unhealthy", "40%"}, key: limit, value: "40%"},
@@ -201,7 +201,7 @@ func TestPlanOnline(t *testing.T) {
 	ctx := context.Background()
 
 	if out, errOut, code := f.run("sabakan", "plan"); code != 1 || out != "" ||
-		errOut != "ckecli: no template: set one with ckecli sabakan set-template, or give --template\n" {
+		errOut != "ckegenctl: no template: set one with ckegenctl sabakan set-template, or give --template\n" {
 		t.Errorf("no template: exit %d, stdout %q, stderr %q", code, out, errOut)
 	}
 	tmplFile := f.file("t.yml", planTemplate)
@@ -209,7 +209,7 @@ func TestPlanOnline(t *testing.T) {
 		t.Fatal(errOut)
 	}
 	if out, errOut, code := f.run("sabakan", "plan"); code != 1 || out != "" ||
-		errOut != "ckecli: no sabakan URL: set one with ckecli sabakan set-url\n" {
+		errOut != "ckegenctl: no sabakan URL: set one with ckegenctl sabakan set-url\n" {
 		t.Errorf("no URL: exit %d, stdout %q, stderr %q", code, out, errOut)
 	}
 	if err := sitetest.StoreOf(f.st).SetURL(ctx, f.sabakan.URL+"/graphql"); err != nil {
@@ -335,7 +335,7 @@ func TestPlanOnline(t *testing.T) {
 		t.Fatal(errOut)
 	}
 	_, errOut := f.plan()
-	want := "note: the trigger is planning: ckecli sabakan trigger schedule applies the plan\n" +
+	want := "note: the trigger is planning: ckegenctl sabakan trigger schedule applies the plan\n" +
 		"note: 1 of 9 nodes are unhealthy (10.0.2.2), more than max-unhealthy 0 allows (0): no node is added, removed, promoted or demoted until fewer are\n"
 	if errOut != want {
 		t.Errorf("notes:\n%s\nwant\n%s", errOut, want)
@@ -389,7 +389,7 @@ func TestPlanOnline(t *testing.T) {
 	// sabakan down: no plan.
 	f.sabakan.Close()
 	if out, errOut, code := f.run("sabakan", "plan", "--sabakan-timeout", "1s"); code != 1 || out != "" ||
-		!strings.HasPrefix(errOut, "ckecli: sabakan at "+f.sabakan.URL+"/graphql: ") {
+		!strings.HasPrefix(errOut, "ckegenctl: sabakan at "+f.sabakan.URL+"/graphql: ") {
 		t.Errorf("sabakan down: exit %d, stdout %q, stderr %q", code, out, errOut)
 	}
 }

@@ -20,7 +20,7 @@ func newSabakanSetVariablesCmd(e *env) *cobra.Command {
 and stores them as given. A key left out keeps the query's default (notHaving
 skips boot servers and RETIRED machines); null means no condition. With
 --dry-run nothing is stored: the plan the daemon would follow with these
-variables is printed instead (ckecli sabakan plan --variables FILE).`,
+variables is printed instead (ckegenctl sabakan plan --variables FILE).`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			data, err := readInput(cmd, args[0])
