@@ -168,11 +168,12 @@ func (w *yamlWriter) fastNode(out []byte, n *Node) ([]byte, bool) {
 		out = append(out, "  "...)
 		out = append(out, name...)
 		out = append(out, ":\n"...)
-		for _, k := range order.sorted(m) {
+		keys, vals := order.sorted(m)
+		for i, k := range keys {
 			out = append(out, "    "...)
 			str(k, true)
 			out = append(out, ": "...)
-			str(m[k], false)
+			str(vals[i], false)
 			out = append(out, '\n')
 		}
 	}
@@ -212,31 +213,62 @@ func (w *yamlWriter) fastNode(out []byte, n *Node) ([]byte, bool) {
 	return out, ok
 }
 
-// keyOrder sorts a map's keys in yaml.v2's order, and reuses the last order
-// when the next map has the same keys, as nodes' labels mostly do.
+// keyOrder sorts a map's keys in yaml.v2's order (or, with byteOrder, in
+// byte order, as encoding/json does), and reuses the orders of the last
+// maps when the next one has the same keys, as nodes' labels mostly do (a
+// few sets of keys: one per role, a control plane's).
 type keyOrder struct {
-	keys []string
+	byteOrder bool
+	// orders are the last orders, the last used first.
+	orders [][]string
+	// vals is the scratch list of the values in the keys' order.
+	vals []string
 }
 
-func (o *keyOrder) sorted(m map[string]string) []string {
-	if len(o.keys) == len(m) {
-		same := true
-		for _, k := range o.keys {
-			if _, ok := m[k]; !ok {
-				same = false
-				break
-			}
+// maxKeyOrders is how many orders a keyOrder keeps.
+const maxKeyOrders = 8
+
+// sorted returns m's keys in yaml.v2's order, and their values in the
+// same order (valid until the next call).
+func (o *keyOrder) sorted(m map[string]string) (keys, vals []string) {
+	for i, keys := range o.orders {
+		if len(keys) != len(m) || !o.values(m, keys) {
+			continue
 		}
-		if same {
-			return o.keys
-		}
+		copy(o.orders[1:i+1], o.orders[:i])
+		o.orders[0] = keys
+		return keys, o.vals
 	}
-	o.keys = o.keys[:0]
+	keys = make([]string, 0, len(m))
 	for k := range m {
-		o.keys = append(o.keys, k)
+		keys = append(keys, k)
 	}
-	sortYAMLKeys(o.keys)
-	return o.keys
+	if o.byteOrder {
+		slices.Sort(keys)
+	} else {
+		sortYAMLKeys(keys)
+	}
+	if len(o.orders) < maxKeyOrders {
+		o.orders = append(o.orders, nil)
+	}
+	copy(o.orders[1:], o.orders)
+	o.orders[0] = keys
+	o.values(m, keys)
+	return keys, o.vals
+}
+
+// values sets vals to m's values for keys, or reports false when m lacks
+// one of keys.
+func (o *keyOrder) values(m map[string]string, keys []string) bool {
+	o.vals = o.vals[:0]
+	for _, k := range keys {
+		v, ok := m[k]
+		if !ok {
+			return false
+		}
+		o.vals = append(o.vals, v)
+	}
+	return true
 }
 
 // sortYAMLKeys sorts keys in yaml.v2's order. That order is not transitive
