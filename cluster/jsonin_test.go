@@ -218,3 +218,48 @@ func TestParseFastTakesWritersOutput(t *testing.T) {
 		}
 	}
 }
+
+// TestPlainStringKnowsTheWords: plainString looks up only the words that
+// start with y, n, t, f or o and are at most 5 bytes long: every YAML 1.1
+// word that starts with a letter is one of them.
+func TestPlainStringKnowsTheWords(t *testing.T) {
+	r := yamlIn{w: newYAMLWriter()}
+	for w := range yaml11Words {
+		c := w[0] | 0x20
+		if c < 'a' || c > 'z' {
+			continue
+		}
+		if !strings.ContainsRune("yntfo", rune(c)) || len(w) > 5 {
+			t.Errorf("the YAML 1.1 word %q is not among those plainString looks up", w)
+		}
+		if r.plainString([]byte(w)) {
+			t.Errorf("plainString(%q): a string", w)
+		}
+	}
+}
+
+// TestQuickScalarAsScalar: where quickScalar decides a string, it writes
+// what scalar writes.
+func TestQuickScalarAsScalar(t *testing.T) {
+	check := func(t interface{ Fatalf(string, ...any) }, s string, key bool) {
+		got, ok := quickScalar([]byte("x"), s, key)
+		if !ok {
+			return
+		}
+		want, wantOK := newYAMLWriter().scalar([]byte("x"), s, key)
+		if !wantOK || string(got) != string(want) {
+			t.Fatalf("quickScalar(%q, key %v) = %q, scalar = %q, %v", s, key, got, want, wantOK)
+		}
+	}
+	for _, s := range append(trickyStrings, plainStrings...) {
+		check(t, s, false)
+		check(t, s, true)
+	}
+	for w := range yaml11Words {
+		check(t, w, false)
+	}
+	rapid.Check(t, func(t *rapid.T) {
+		s := rapid.StringOf(rapid.SampledFrom([]rune("0123456789.:-+_/aynYNtfoOxe"))).Draw(t, "s")
+		check(t, s, rapid.Bool().Draw(t, "key"))
+	})
+}

@@ -423,8 +423,11 @@ func benchCluster(n int) *Cluster {
 	return c
 }
 
+// TestBenchClusterAsSigsYAML: a generated cluster's shape, large enough
+// to be written in two halves at once (parallelYAML), is written as
+// sigs.k8s.io/yaml writes it.
 func TestBenchClusterAsSigsYAML(t *testing.T) {
-	c := benchCluster(500)
+	c := benchCluster(parallelYAML + 101)
 	got, err := c.MarshalYAML()
 	if err != nil {
 		t.Fatal(err)

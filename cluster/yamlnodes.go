@@ -469,8 +469,13 @@ func (r *yamlIn) plainString(s []byte) bool {
 	case s[len(s)-1] == ':':
 		return false
 	case c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c == '_' || c == '/':
-		// Only the YAML 1.1 words read as something else.
-		return !yaml11Words[string(s)]
+		// Only the YAML 1.1 words read as something else: yes, no,
+		// true, false, on, off, null in their cases, y and n.
+		switch c | 0x20 {
+		case 'y', 'n', 't', 'f', 'o':
+			return len(s) > 5 || !yaml11Words[string(s)]
+		}
+		return true
 	case c >= '0' && c <= '9' && bytes.Count(s, []byte(".")) > 1 && bytes.IndexByte(s, ':') < 0:
 		// An IPv4 address, a version: neither a number, a date nor a
 		// base 60 number.
