@@ -97,7 +97,8 @@ func BenchmarkGenerateFiles(b *testing.B) {
 //	CKECLI_TEST_MODE=ckecli ckecli.test ARGS...  is ckecli ARGS...
 //	CKECLI_TEST_MODE=read ckecli.test --template T --machines M
 //	    [--constraints C] [--current K]  reads and decodes the files
-//	    (intake.ReadFiles) and writes nothing
+//	    (intake.ReadFiles), with the command's collector settings, and
+//	    writes nothing
 func TestMain(m *testing.M) {
 	switch mode := os.Getenv("CKECLI_TEST_MODE"); mode {
 	case "":
@@ -125,6 +126,8 @@ func readMain(args []string, stderr io.Writer) int {
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
+	// The command's collector settings (collectLess) for the same files.
+	defer collectLess(machines, current)()
 	_, _, err := intake.ReadFiles(intake.Files{
 		Template:    fileFlag("--template", template),
 		Machines:    fileFlag("--machines", machines),
