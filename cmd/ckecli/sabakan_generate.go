@@ -307,11 +307,12 @@ func fileFlag(flag, path string) intake.Source {
 // collectLess sets the garbage collector for one offline run reading
 // files, and returns what sets it back. A run allocates a few times the
 // size of its input and ends: collecting during it costs a fifth of its
-// CPU (20,000 machines: 85 MB allocated, the live heap most of it) to free
+// CPU (20,000 machines: 90 MB allocated, the live heap most of it) to free
 // what the end of the process frees anyway. The collector then runs only
-// when the heap reaches 64 MiB plus 8 times the size of files, so that a
-// larger input than expected is still collected; GOGC or GOMEMLIMIT, when
-// set, are left as they are.
+// when the heap reaches 256 MiB plus 16 times the size of files (a run
+// allocates 5 to 10 times its files), so that a larger input than
+// expected is still collected; GOGC or GOMEMLIMIT, when set, are left as
+// they are.
 func collectLess(files ...string) (restore func()) {
 	if os.Getenv("GOGC") != "" || os.Getenv("GOMEMLIMIT") != "" {
 		return func() {}
@@ -322,7 +323,7 @@ func collectLess(files ...string) (restore func()) {
 			size += fi.Size()
 		}
 	}
-	limit := debug.SetMemoryLimit(64<<20 + 8*size)
+	limit := debug.SetMemoryLimit(256<<20 + 16*size)
 	percent := debug.SetGCPercent(-1)
 	return func() {
 		debug.SetGCPercent(percent)
