@@ -17,10 +17,12 @@ require (
 	k8s.io/kube-proxy v0.35.5
 	k8s.io/kube-scheduler v0.35.5
 	k8s.io/kubelet v0.35.5
+	sigs.k8s.io/yaml v1.6.0
 )
 
 require (
 	github.com/99designs/gqlgen v0.17.98 // indirect
+	github.com/Khan/genqlient v0.8.1 // indirect
 	github.com/agnivade/levenshtein v1.2.2 // indirect
 	github.com/beorn7/perks v1.0.1 // indirect
 	github.com/blang/semver/v4 v4.0.0 // indirect
@@ -138,7 +140,6 @@ require (
 	sigs.k8s.io/json v0.0.0-20250730193827-2d320260d730 // indirect
 	sigs.k8s.io/randfill v1.0.0 // indirect
 	sigs.k8s.io/structured-merge-diff/v6 v6.4.2 // indirect
-	sigs.k8s.io/yaml v1.6.0 // indirect
 )
 
 replace github.com/ckegen/ckegen => ../

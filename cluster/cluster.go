@@ -69,6 +69,14 @@ var clusterNames = strictjson.FieldNames(reflect.TypeFor[Cluster]())
 // exact bytes; YAML is converted to JSON first, with YAML 1.1's scalars as
 // CKE reads them.
 func Parse(data []byte) (*Cluster, error) {
+	if c, ok := parseFast(data); ok {
+		return c, nil
+	}
+	return parseStrict(data)
+}
+
+// parseStrict is Parse without the fast path (parseFast).
+func parseStrict(data []byte) (*Cluster, error) {
 	c, err := decode(data)
 	var se *strictjson.Error
 	switch {

@@ -9,19 +9,23 @@ import (
 	sigsyaml "sigs.k8s.io/yaml"
 )
 
-// FuzzParse: no input makes Parse or the writers panic; a cluster Parse
-// accepts is written as sigs.k8s.io/yaml writes it, and reads back the same
-// from YAML and from JSON.
+// FuzzParse: no input makes Parse or the writers panic; Parse reads what
+// the strict path alone reads, or gives its error (checkParseFast); a
+// cluster Parse accepts is written as sigs.k8s.io/yaml writes it, and
+// reads back the same from YAML and from JSON.
 func FuzzParse(f *testing.F) {
 	for _, s := range []string{
 		"name: a\nnodes:\n- {address: 10.0.0.1, user: u, labels: {a: 'yes'}}\nservice_subnet: 10.0.0.0/24\n",
 		`{"name":"a","nodes":[{"address":"1","user":"u","taints":[{"key":"k","effect":"e"}]}],"options":{"a":[1,2.5]}}`,
 		"name: x\nname: y\n", `{"a":1} }`, "nodes:\n- labels: {1: a, \"1\": b}\n", "sabakan: {spare_node_taint_key: k}\n",
 		"nodes:\n- annotations: {k: \"a\\n\\n\"}\n  user: \"#\"\n",
+		"name: a\nnodes:\n- address: 10.0.0.1\n  control_plane: true\n  labels:\n    a: \"1\"\n  taints:\n  - effect: NoSchedule\n    key: k\n  user: u\noptions:\n  x:\n  - --a=b\n",
+		`{"name":"a","nodes":[{"address":"1","user":"u","labels":{"a":"b"},"annotations":null}],"options":{"a":{"b":[1,"]"]}}}`,
 	} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
+		checkParseFast(t, data)
 		c, err := Parse(data)
 		if err != nil {
 			return

@@ -38,8 +38,8 @@ type jsonWriter struct {
 	// first reports whether the object or array being written has no
 	// member yet.
 	first bool
-	// keys is the scratch list of a map's keys.
-	keys []string
+	// labels and annotations sort the nodes' maps' keys.
+	labels, annotations keyOrder
 }
 
 func (w *jsonWriter) newline() {
@@ -212,11 +212,11 @@ func (w *jsonWriter) node(n *Node) {
 	w.bool(n.ControlPlane)
 	if len(n.Annotations) > 0 {
 		w.key("annotations")
-		w.stringMap(n.Annotations)
+		w.stringMap(n.Annotations, &w.annotations)
 	}
 	if len(n.Labels) > 0 {
 		w.key("labels")
-		w.stringMap(n.Labels)
+		w.stringMap(n.Labels, &w.labels)
 	}
 	if len(n.Taints) > 0 {
 		w.key("taints")
@@ -240,16 +240,13 @@ func (w *jsonWriter) node(n *Node) {
 }
 
 // stringMap writes a map that has entries, its keys in order.
-func (w *jsonWriter) stringMap(m map[string]string) {
-	w.keys = w.keys[:0]
-	for k := range m {
-		w.keys = append(w.keys, k)
-	}
-	slices.Sort(w.keys)
+func (w *jsonWriter) stringMap(m map[string]string, order *keyOrder) {
+	order.byteOrder = true
+	keys, vals := order.sorted(m)
 	w.open('{')
-	for _, k := range w.keys {
+	for i, k := range keys {
 		w.mapKey(k)
-		w.string(m[k])
+		w.string(vals[i])
 	}
 	w.close('}')
 }

@@ -368,7 +368,8 @@ func TestNodesWrittenByYAMLv2(t *testing.T) {
 // node's labels serves the next node only when it has the same keys.
 func TestKeyOrderReusedOnlyForTheSameKeys(t *testing.T) {
 	c := &Cluster{Name: "a", ServiceSubnet: "10.0.0.0/24"}
-	for i, keys := range [][]string{{"a", "b"}, {"a", "b", "c"}, {"a", "d"}, {"a", "d"}, {"b"}, {"a10", "a9", "b"}} {
+	for i, keys := range [][]string{{"a", "b"}, {"a", "b", "c"}, {"a", "d"}, {"a", "d"}, {"b"}, {"a10", "a9", "b"}, {"a", "b", "c"}, {"a", "b"}, {"a", "d"},
+		{"1"}, {"2"}, {"3"}, {"4"}, {"5"}, {"6"}, {"7"}, {"8"}, {"9"}, {"a", "b"}, {"9"}, {"a", "c"}} {
 		n := &Node{Address: fmt.Sprintf("10.0.0.%d", i), User: "u", Labels: map[string]string{}}
 		for _, k := range keys {
 			n.Labels[k] = "v"
@@ -422,8 +423,11 @@ func benchCluster(n int) *Cluster {
 	return c
 }
 
+// TestBenchClusterAsSigsYAML: a generated cluster's shape, large enough
+// to be written in two halves at once (parallelYAML), is written as
+// sigs.k8s.io/yaml writes it.
 func TestBenchClusterAsSigsYAML(t *testing.T) {
-	c := benchCluster(500)
+	c := benchCluster(parallelYAML + 101)
 	got, err := c.MarshalYAML()
 	if err != nil {
 		t.Fatal(err)

@@ -3,7 +3,9 @@ package cluster
 import (
 	"encoding/json"
 	"fmt"
+	"runtime"
 	"slices"
+	"sync"
 
 	yamlv2 "go.yaml.in/yaml/v2"
 )
@@ -30,20 +32,12 @@ func (c *Cluster) MarshalYAML() ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	w := newYAMLWriter()
 	var out []byte
 	for _, item := range items {
 		if item.Key == "nodes" && len(c.Nodes) > 0 {
 			out = append(out, "nodes:\n"...)
-			for j, n := range c.Nodes {
-				start := len(out)
-				if out, err = w.node(out, n); err != nil {
-					return nil, fmt.Errorf("nodes[%d]: %w", j, err)
-				}
-				if j == 0 {
-					// Nodes are alike: make room for the rest at once.
-					out = slices.Grow(out, (len(out)-start)*(len(c.Nodes)-1)*9/8+1024)
-				}
+			if out, err = appendYAMLNodes(out, c.Nodes); err != nil {
+				return nil, err
 			}
 			continue
 		}
@@ -52,6 +46,59 @@ func (c *Cluster) MarshalYAML() ([]byte, error) {
 			return nil, fmt.Errorf("%v: %w", item.Key, err)
 		}
 		out = append(out, b...)
+	}
+	return out, nil
+}
+
+// appendYAMLNodes appends the entries of nodes. A node's YAML depends on
+// the node alone: many nodes are written in two halves at once, each by a
+// writer of its own, the second half into a buffer of its own.
+func appendYAMLNodes(out []byte, nodes []*Node) ([]byte, error) {
+	half := len(nodes)
+	if len(nodes) >= parallelYAML && runtime.GOMAXPROCS(0) > 1 {
+		half = len(nodes) / 2
+	}
+	var second []byte
+	var secondErr error
+	var wg sync.WaitGroup
+	if half < len(nodes) {
+		wg.Go(func() {
+			second, secondErr = appendYAMLRange(nil, nodes, half, len(nodes))
+		})
+	}
+	out, err := appendYAMLRange(out, nodes, 0, half)
+	wg.Wait()
+	if err != nil {
+		return nil, err
+	}
+	if secondErr != nil {
+		return nil, secondErr
+	}
+	return append(out, second...), nil
+}
+
+// parallelYAML is the number of nodes from which appendYAMLNodes writes
+// in two halves at once.
+const parallelYAML = 2048
+
+// appendYAMLRange appends nodes[from:to] as entries of nodes.
+func appendYAMLRange(out []byte, nodes []*Node, from, to int) ([]byte, error) {
+	w := newYAMLWriter()
+	var err error
+	for j := from; j < to; j++ {
+		start := len(out)
+		if out, err = w.node(out, nodes[j]); err != nil {
+			return nil, fmt.Errorf("nodes[%d]: %w", j, err)
+		}
+		if j == from {
+			// Nodes are alike: make room for the rest at once (twice
+			// that for the first half, which the second joins).
+			rest := (len(out) - start) * (to - from - 1) * 9 / 8
+			if from == 0 && to < len(nodes) {
+				rest += (len(out) - start) * (len(nodes) - to) * 9 / 8
+			}
+			out = slices.Grow(out, rest+1024)
+		}
 	}
 	return out, nil
 }
@@ -157,7 +204,11 @@ func (w *yamlWriter) node(out []byte, n *Node) ([]byte, error) {
 func (w *yamlWriter) fastNode(out []byte, n *Node) ([]byte, bool) {
 	ok := true
 	str := func(s string, key bool) {
-		if ok {
+		if !ok {
+			return
+		}
+		var quick bool
+		if out, quick = quickScalar(out, s, key); !quick {
 			out, ok = w.scalar(out, s, key)
 		}
 	}
@@ -168,11 +219,15 @@ func (w *yamlWriter) fastNode(out []byte, n *Node) ([]byte, bool) {
 		out = append(out, "  "...)
 		out = append(out, name...)
 		out = append(out, ":\n"...)
-		for _, k := range order.sorted(m) {
-			out = append(out, "    "...)
-			str(k, true)
-			out = append(out, ": "...)
-			str(m[k], false)
+		_, vals := order.sorted(m)
+		keys, writable := order.yamlKeys(w)
+		if !writable {
+			ok = false
+			return
+		}
+		for i, k := range keys {
+			out = append(out, k...)
+			str(vals[i], false)
 			out = append(out, '\n')
 		}
 	}
@@ -212,31 +267,89 @@ func (w *yamlWriter) fastNode(out []byte, n *Node) ([]byte, bool) {
 	return out, ok
 }
 
-// keyOrder sorts a map's keys in yaml.v2's order, and reuses the last order
-// when the next map has the same keys, as nodes' labels mostly do.
+// keyOrder sorts a map's keys in yaml.v2's order (or, with byteOrder, in
+// byte order, as encoding/json does), and reuses the orders of the last
+// maps when the next one has the same keys, as nodes' labels mostly do (a
+// few sets of keys: one per role, a control plane's).
 type keyOrder struct {
-	keys []string
+	byteOrder bool
+	// orders are the last orders, the last used first.
+	orders []*keyList
+	// vals is the scratch list of the values in the keys' order.
+	vals []string
 }
 
-func (o *keyOrder) sorted(m map[string]string) []string {
-	if len(o.keys) == len(m) {
-		same := true
-		for _, k := range o.keys {
-			if _, ok := m[k]; !ok {
-				same = false
+// keyList is an order of keys and, once the YAML writer has asked, the
+// keys as it writes them in a node's map: "    key: ".
+type keyList struct {
+	keys []string
+	yaml [][]byte
+	// written: yaml is set; writable: no key needs yaml.v2.
+	written, writable bool
+}
+
+// maxKeyOrders is how many orders a keyOrder keeps.
+const maxKeyOrders = 8
+
+// sorted returns m's keys in yaml.v2's order, and their values in the
+// same order (valid until the next call).
+func (o *keyOrder) sorted(m map[string]string) (keys, vals []string) {
+	for i, l := range o.orders {
+		if len(l.keys) != len(m) || !o.values(m, l.keys) {
+			continue
+		}
+		copy(o.orders[1:i+1], o.orders[:i])
+		o.orders[0] = l
+		return l.keys, o.vals
+	}
+	keys = make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	if o.byteOrder {
+		slices.Sort(keys)
+	} else {
+		sortYAMLKeys(keys)
+	}
+	if len(o.orders) < maxKeyOrders {
+		o.orders = append(o.orders, nil)
+	}
+	copy(o.orders[1:], o.orders)
+	o.orders[0] = &keyList{keys: keys}
+	o.values(m, keys)
+	return keys, o.vals
+}
+
+// yamlKeys returns the keys of the last order sorted returned as w writes
+// them in a node's map ("    key: "), or false when one needs yaml.v2.
+func (o *keyOrder) yamlKeys(w *yamlWriter) ([][]byte, bool) {
+	l := o.orders[0]
+	if !l.written {
+		l.written, l.writable = true, true
+		for _, k := range l.keys {
+			b, ok := w.scalar([]byte("    "), k, true)
+			if !ok {
+				l.writable = false
 				break
 			}
-		}
-		if same {
-			return o.keys
+			l.yaml = append(l.yaml, append(b, ':', ' '))
 		}
 	}
-	o.keys = o.keys[:0]
-	for k := range m {
-		o.keys = append(o.keys, k)
+	return l.yaml, l.writable
+}
+
+// values sets vals to m's values for keys, or reports false when m lacks
+// one of keys.
+func (o *keyOrder) values(m map[string]string, keys []string) bool {
+	o.vals = o.vals[:0]
+	for _, k := range keys {
+		v, ok := m[k]
+		if !ok {
+			return false
+		}
+		o.vals = append(o.vals, v)
 	}
-	sortYAMLKeys(o.keys)
-	return o.keys
+	return true
 }
 
 // sortYAMLKeys sorts keys in yaml.v2's order. That order is not transitive
@@ -254,4 +367,62 @@ func sortYAMLKeys(keys []string) {
 		}
 		return 0
 	})
+}
+
+// writerByte marks the characters scalar writes itself: [A-Za-z0-9._/+:-].
+var writerByte = func() (t [256]bool) {
+	for c := 0; c < 256; c++ {
+		t[c] = simpleByte(byte(c))
+	}
+	return t
+}()
+
+// quickScalar appends s as scalar does, for the strings a node mostly
+// holds, which it decides without looking a word up: a string starting
+// with a letter, '_' or '/' that is no YAML 1.1 word (those start with
+// y, n, t, f or o and are at most 5 bytes: TestPlainStringKnowsTheWords)
+// is plain; digits alone are a number, in double quotes; digits and at
+// least two dots without a colon (an IPv4 address) are plain. It reports
+// false for any other string, which scalar decides (TestQuickScalarAsScalar).
+func quickScalar(out []byte, s string, key bool) ([]byte, bool) {
+	if len(s) == 0 || key && len(s) > 128 || s[len(s)-1] == ':' {
+		return out, false
+	}
+	dots, digits, colon := 0, true, false
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !writerByte[c] {
+			return out, false
+		}
+		switch {
+		case c == '.':
+			dots++
+			digits = false
+		case c == ':':
+			colon = true
+			digits = false
+		case c < '0' || c > '9':
+			digits = false
+		}
+	}
+	switch c := s[0]; {
+	case c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c == '_' || c == '/':
+		switch c | 0x20 {
+		case 'y', 'n', 't', 'f', 'o':
+			if len(s) <= 5 {
+				return out, false
+			}
+		}
+		return append(out, s...), true
+	case c >= '0' && c <= '9':
+		switch {
+		case digits:
+			out = append(out, '"')
+			out = append(out, s...)
+			return append(out, '"'), true
+		case dots >= 2 && !colon:
+			return append(out, s...), true
+		}
+	}
+	return out, false
 }

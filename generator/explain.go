@@ -30,15 +30,27 @@ func (s *state) record(action string, mb *member, sc *Score, reason string) {
 // from (docs/design.md 12.4; "" without groups), and the score that chose it. The
 // reason reads "<why>group NAME, highest <score>".
 func (s *state) recordPick(action string, mb *member, sc *Score, pi *placement, group, why string) {
-	b := make([]byte, 0, len(why)+160)
-	b = append(b, why...)
+	s.recordPickFor(action, mb, sc, pi, group, why, nil)
+}
+
+// recordPickFor is recordPick with, when t is not nil, the start of a
+// worker pick's reason for template t (appendWorkerWhy) after why. The
+// reason is built in a buffer the state keeps: a first cluster records
+// one for each of thousands of picks, and allocates only the reasons.
+func (s *state) recordPickFor(action string, mb *member, sc *Score, pi *placement, group, why string, t *template.NodeTemplate) {
+	b := append(s.reasonBuf[:0], why...)
+	if t != nil {
+		b = s.appendWorkerWhy(b, t)
+	}
 	if group != "" {
 		b = append(b, "group "...)
 		b = append(b, group...)
 		b = append(b, ", "...)
 	}
 	b = append(b, "highest "...)
-	s.record(action, mb, sc, string(sc.appendTo(b)))
+	b = sc.appendTo(b)
+	s.reasonBuf = b
+	s.record(action, mb, sc, string(b))
 	if group != "" {
 		c := &s.changes[len(s.changes)-1]
 		c.Placement, c.Group = pi.keyIfGrouped(), group
@@ -85,10 +97,9 @@ func workerGroupName(t *template.NodeTemplate) string {
 	return "workers of role " + t.Role
 }
 
-// workerWhy is the start of a worker pick's reason, before its group and
-// score.
-func (s *state) workerWhy(t *template.NodeTemplate) string {
-	b := make([]byte, 0, 96)
+// appendWorkerWhy appends the start of a worker pick's reason, before
+// its group and score.
+func (s *state) appendWorkerWhy(b []byte, t *template.NodeTemplate) []byte {
 	b = append(b, "worker for template nodes["...)
 	b = strconv.AppendInt(b, int64(t.Index), 10)
 	b = append(b, "] ("...)
@@ -104,8 +115,7 @@ func (s *state) workerWhy(t *template.NodeTemplate) string {
 	}
 	b = append(b, ", "...)
 	b = strconv.AppendInt(b, int64(s.workersOf(t)-1), 10)
-	b = append(b, " workers): "...)
-	return string(b)
+	return append(b, " workers): "...)
 }
 
 func (s *state) cpCandidateText() string {

@@ -68,6 +68,38 @@ func (h *rackHeap) Pop() any {
 	return q
 }
 
+// fixTop is heap.Fix(h, 0), and popTop heap.Pop(h), without the calls
+// through heap.Interface: the same steps (container/heap's down from the
+// root), so the same order, a pick being two of them over hundreds of
+// racks.
+func (h rackHeap) fixTop() { h.down(len(h)) }
+
+func (h *rackHeap) popTop() {
+	n := len(*h) - 1
+	(*h)[0], (*h)[n] = (*h)[n], (*h)[0]
+	h.down(n)
+	*h = (*h)[:n]
+}
+
+// down moves the root of h[:n] down to its place, as container/heap does:
+// swapped with the lesser child while that child is less.
+func (h rackHeap) down(n int) {
+	for i := 0; ; {
+		c := 2*i + 1
+		if c >= n {
+			return
+		}
+		if r := c + 1; r < n && h.Less(r, c) {
+			c = r
+		}
+		if !h.Less(c, i) {
+			return
+		}
+		h[i], h[c] = h[c], h[i]
+		i = c
+	}
+}
+
 // newPicker builds a picker over the machines accepted by eligible; racks
 // is the number of dense rack indexes. The rackCount function reads the
 // live counters of the state; bonus, when not nil, gives each machine's
@@ -158,12 +190,12 @@ func (p *picker) settle() {
 			q.pos++
 		}
 		if q.pos == len(q.ms) {
-			heap.Pop(&p.racks)
+			p.racks.popTop()
 			continue
 		}
 		if k := p.score(q.head()); k != q.key || q.top != q.head() {
 			q.rank(q.head(), k)
-			heap.Fix(&p.racks, 0)
+			p.racks.fixTop()
 			continue
 		}
 		return
@@ -186,9 +218,9 @@ func (p *picker) take() {
 	q := p.racks[0]
 	q.pos++
 	if q.pos == len(q.ms) {
-		heap.Pop(&p.racks)
+		p.racks.popTop()
 		return
 	}
 	q.rank(q.head(), p.score(q.head()))
-	heap.Fix(&p.racks, 0)
+	p.racks.fixTop()
 }

@@ -1,6 +1,7 @@
 package generator
 
 import (
+	"container/heap"
 	"fmt"
 	"testing"
 
@@ -126,4 +127,40 @@ func name(x *machineInfo) string {
 		return "<none>"
 	}
 	return x.serial
+}
+
+// TestRackHeapAsContainerHeap: fixTop and popTop leave the racks in the
+// order heap.Fix and heap.Pop leave them, keys tied or not.
+func TestRackHeapAsContainerHeap(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		n := rapid.IntRange(1, 40).Draw(t, "racks")
+		var a, b rackHeap
+		for i := range n {
+			x := &machineInfo{serial: fmt.Sprintf("s%02d", rapid.IntRange(0, 9).Draw(t, "serial")), address: fmt.Sprint(i)}
+			q := rackQueue{ms: []*machineInfo{x}, key: float64(rapid.IntRange(0, 3).Draw(t, "key")), top: x}
+			qa, qb := q, q
+			a, b = append(a, &qa), append(b, &qb)
+		}
+		heap.Init(&a)
+		heap.Init(&b)
+		for len(a) > 0 {
+			if rapid.Bool().Draw(t, "pop") {
+				heap.Pop(&a)
+				b.popTop()
+			} else {
+				k := float64(rapid.IntRange(0, 3).Draw(t, "new key"))
+				a[0].key, b[0].key = k, k
+				heap.Fix(&a, 0)
+				b.fixTop()
+			}
+			for i := range a {
+				if a[i].top != b[i].top || a[i].key != b[i].key {
+					t.Fatalf("rack %d: %v %v, container/heap %v %v", i, b[i].top.address, b[i].key, a[i].top.address, a[i].key)
+				}
+			}
+		}
+		if len(b) != 0 {
+			t.Fatalf("%d racks left", len(b))
+		}
+	})
 }

@@ -2,7 +2,9 @@ package generator
 
 import (
 	"maps"
+	"runtime"
 	"slices"
+	"sync"
 
 	"github.com/ckegen/ckegen/cluster"
 	"github.com/ckegen/ckegen/labels"
@@ -70,12 +72,35 @@ func (s *state) templateOf(mb *member) *template.NodeTemplate {
 
 func (s *state) result(op string) *Result {
 	c := s.tmpl.Cluster.ShallowCopy()
-	c.Nodes = make([]*cluster.Node, 0, len(s.members))
+	live := make([]*member, 0, len(s.members))
 	s.live(func(mb *member) {
-		c.Nodes = append(c.Nodes, s.render(mb))
+		live = append(live, mb)
 	})
+	c.Nodes = make([]*cluster.Node, len(live))
+	// Rendering reads the state only: a large cluster is rendered in two
+	// halves at once, each node into its place.
+	first := len(live)
+	if len(live) >= parallelRender && runtime.GOMAXPROCS(0) > 1 {
+		first = len(live) / 2
+	}
+	var wg sync.WaitGroup
+	if first < len(live) {
+		wg.Go(func() {
+			for i := first; i < len(live); i++ {
+				c.Nodes[i] = s.render(live[i])
+			}
+		})
+	}
+	for i := range first {
+		c.Nodes[i] = s.render(live[i])
+	}
+	wg.Wait()
 	return &Result{Cluster: c, Op: op, Changes: s.changes, Warnings: s.warnings}
 }
+
+// parallelRender is the number of nodes from which result renders in two
+// halves at once (below it, starting a goroutine costs more than it saves).
+const parallelRender = 2048
 
 // nothingToDo is the result that goes with ErrNothingToDo.
 func (s *state) nothingToDo() *Result {

@@ -456,7 +456,7 @@ func (s *state) addWorker(ws []*pool, action, why string) bool {
 	p.take()
 	sc := s.scored(selectionScore(x, rackCount, s.groupName(false, t)), p.pi, x)
 	mb := s.add(x, false)
-	s.recordPick(action, mb, &sc, p.pi, p.group(), why+s.workerWhy(t))
+	s.recordPickFor(action, mb, &sc, p.pi, p.group(), why, t)
 	return true
 }
 

@@ -106,6 +106,8 @@ type state struct {
 	changes  []Change
 	warnings []string
 	scores   []Score // slab behind the changes' scores
+	// reasonBuf is where recordPickFor builds a reason.
+	reasonBuf []byte
 	// workerGroups names each worker template's group in scores.
 	workerGroups []string
 	// unknownTemplateRole: a worker template's role matches no machine of

@@ -77,15 +77,15 @@ const (
 )
 
 func (d *decoder) ws() {
-	for d.p < len(d.b) {
-		switch d.b[d.p] {
-		case ' ', '\t', '\n', '\r':
-			d.p++
-		default:
-			return
-		}
+	b, p := d.b, d.p
+	for p < len(b) && jsonSpace[b[p]] {
+		p++
 	}
+	d.p = p
 }
+
+// jsonSpace marks JSON's white space: an indented list is mostly that.
+var jsonSpace = [256]bool{' ': true, '\t': true, '\n': true, '\r': true}
 
 // at is the byte at p after whitespace, or 0 at the end (0 is never
 // valid there).

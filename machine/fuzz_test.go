@@ -5,16 +5,20 @@ import (
 	"testing"
 )
 
-// FuzzParse: no machines file makes parsing or sanitizing panic, and what
-// Sanitize keeps has unique serials and addresses.
+// FuzzParse: no machines file makes parsing or sanitizing panic; Parse
+// reads what encoding/json's path reads or gives its error, saying where
+// (checkParse); and what Sanitize keeps has unique serials and addresses.
 func FuzzParse(f *testing.F) {
 	f.Add([]byte("[" + one + "]"))
 	f.Add([]byte(`{"data":{"searchMachines":[` + one + `]}}`))
 	f.Add([]byte(`[{"spec":{"serial":"a","ipv4":["x"]},"status":{"state":"HEALTHY"}}]`))
+	f.Add([]byte("[\n" + one + ",\n"))
+	f.Add([]byte(`[{"spec":{"serial":"a","rack":"1","registerDate":"x"},"status":{"state":"HEALTHY","timestamp":3}}]`))
 	if data, err := os.ReadFile("../examples/machines.json"); err == nil {
 		f.Add(data)
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
+		checkParse(t, data)
 		ms, err := Parse(data)
 		if err != nil {
 			return

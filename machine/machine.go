@@ -4,10 +4,7 @@
 package machine
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
-	"io"
 	"net/netip"
 	"slices"
 	"strings"
@@ -112,67 +109,6 @@ func (m *Machine) LifetimeDays(now time.Time) int {
 	return int(m.Spec.RetireDate.Sub(now) / (24 * time.Hour))
 }
 
-// graphQLResponse is the shape of a searchMachines response body.
-type graphQLResponse struct {
-	Data *struct {
-		SearchMachines *[]Machine `json:"searchMachines"`
-	} `json:"data"`
-}
-
-// Parse reads a machines file: a JSON array of machines, or a GraphQL
-// response {"data":{"searchMachines":[...]}}. Every machine must have a
-// serial and a known state; other problems are left to Sanitize.
-func Parse(data []byte) ([]Machine, error) {
-	t := bytes.TrimSpace(data)
-	if len(t) == 0 {
-		return nil, fmt.Errorf("machines: empty input")
-	}
-	var ms []Machine
-	switch t[0] {
-	case '[':
-		if err := decodeOne(t, &ms); err != nil {
-			return nil, err
-		}
-	case '{':
-		var resp graphQLResponse
-		if err := decodeOne(t, &resp); err != nil {
-			return nil, err
-		}
-		if resp.Data == nil || resp.Data.SearchMachines == nil {
-			return nil, fmt.Errorf("machines: object without data.searchMachines")
-		}
-		ms = *resp.Data.SearchMachines
-	default:
-		return nil, fmt.Errorf("machines: want a JSON array or a GraphQL response object")
-	}
-	if err := Validate(ms); err != nil {
-		return nil, err
-	}
-	return ms, nil
-}
-
-// decodeOne decodes the one JSON value of data into v and refuses anything
-// after it. json.Unmarshal checks the whole input (without the copy a
-// Decoder makes of a 6 MB inventory); when it fails, a Decoder tells
-// trailing data (the first value decodes, and a second Decode does not
-// meet the end of the input) from other errors, so that the message says
-// what to fix.
-func decodeOne(data []byte, v any) error {
-	err := json.Unmarshal(data, v)
-	if err == nil {
-		return nil
-	}
-	dec := json.NewDecoder(bytes.NewReader(data))
-	var first json.RawMessage
-	if dec.Decode(&first) == nil {
-		end := dec.InputOffset()
-		if dec.Decode(&first) != io.EOF {
-			return fmt.Errorf("machines: trailing data after the JSON value, which ends at byte %d: remove it", end)
-		}
-	}
-	return fmt.Errorf("machines: %w", err)
-}
-
 // Validate checks what no machine may lack: a serial, unique in the list
 // (sabakan's key: a list with a serial twice is a broken answer, not two
 // machines), and one of the seven states.
@@ -184,7 +120,7 @@ func Validate(ms []Machine) error {
 	for i := range ms {
 		m := &ms[i]
 		if m.Spec.Serial == "" {
-			return fmt.Errorf("machines[%d]: spec.serial: must not be empty", i)
+			return &invalidError{i, "spec.serial", fmt.Sprintf("machines[%d]: spec.serial: must not be empty", i)}
 		}
 		if seen == nil && i > 0 && ms[i-1].Spec.Serial >= m.Spec.Serial {
 			seen = make(map[string]int, len(ms))
@@ -194,13 +130,13 @@ func Validate(ms []Machine) error {
 		}
 		if seen != nil {
 			if j, ok := seen[m.Spec.Serial]; ok {
-				return fmt.Errorf("machines[%d]: spec.serial: %s is also machines[%d]'s: serials are unique in sabakan, so the list is broken", i, clip.Value(m.Spec.Serial), j)
+				return &invalidError{i, "spec.serial", fmt.Sprintf("machines[%d]: spec.serial: %s is also machines[%d]'s: serials are unique in sabakan, so the list is broken", i, clip.Value(m.Spec.Serial), j)}
 			}
 			seen[m.Spec.Serial] = i
 		}
 		if !m.Status.State.Valid() {
-			return fmt.Errorf("machines[%d] (serial %s): status.state: unknown state %q (want one of %s)",
-				i, clip.Value(m.Spec.Serial), clip.Value(string(m.Status.State)), stateList())
+			return &invalidError{i, "status.state", fmt.Sprintf("machines[%d] (serial %s): status.state: unknown state %q (want one of %s)",
+				i, clip.Value(m.Spec.Serial), clip.Value(string(m.Status.State)), stateList())}
 		}
 	}
 	return nil

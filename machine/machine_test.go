@@ -6,7 +6,6 @@ import (
 	"net/netip"
 	"reflect"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -38,7 +37,7 @@ func TestParseErrors(t *testing.T) {
 		{`{"errors":[{"message":"x"}]}`, "without data.searchMachines"},
 		{`[{"spec":{"serial":""},"status":{"state":"HEALTHY"}}]`, "machines[0]: spec.serial: must not be empty"},
 		{`[{"spec":{"serial":"s9"},"status":{"state":"BROKEN"}}]`, `machines[0] (serial s9): status.state: unknown state "BROKEN"`},
-		{`[{"spec":{"serial":"s9","rack":"1"},"status":{"state":"HEALTHY"}}]`, "machines:"},
+		{`[{"spec":{"serial":"s9","rack":"1"},"status":{"state":"HEALTHY"}}]`, "machines[0].spec.rack: must be a 64-bit integer, got a string (line 1, column 32)"},
 	}
 	for _, c := range cases {
 		_, err := Parse([]byte(c.doc))
@@ -191,8 +190,10 @@ func TestParseKeepsOffset(t *testing.T) {
 func TestParseRefusesTrailingData(t *testing.T) {
 	for _, doc := range []string{"[" + one + "]", `{"data":{"searchMachines":[` + one + `]}}`} {
 		for _, tail := range []string{"]", " ]\n", "}", "[]", " {}", " x", "\n" + doc} {
+			// Where the trailing data starts.
+			line, col := position([]byte(doc+tail), len(doc)+len(tail)-len(strings.TrimLeft(tail, " \n")))
 			_, err := Parse([]byte(doc + tail))
-			if err == nil || !strings.Contains(err.Error(), "trailing data after the JSON value, which ends at byte "+strconv.Itoa(len(doc))) {
+			if want := fmt.Sprintf("trailing data after the JSON value, from line %d, column %d: remove it", line, col); err == nil || !strings.Contains(err.Error(), want) {
 				t.Errorf("Parse(%.20s...%q) = %v, want trailing data refused", doc, tail, err)
 			}
 		}
@@ -202,7 +203,7 @@ func TestParseRefusesTrailingData(t *testing.T) {
 	}
 	// Other errors keep their own message.
 	for _, doc := range []string{`[{"spec":{"serial":"s","rack":"1"}}]`, `[{"spec":{"serial":"s","rack":"1"}}] `} {
-		if _, err := Parse([]byte(doc)); err == nil || !strings.Contains(err.Error(), "cannot unmarshal") {
+		if _, err := Parse([]byte(doc)); err == nil || !strings.Contains(err.Error(), "machines[0].spec.rack: must be a 64-bit integer, got a string (line 1, column 31)") {
 			t.Errorf("Parse(%s) = %v, want the type error", doc, err)
 		}
 	}

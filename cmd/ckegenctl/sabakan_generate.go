@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/debug"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -114,6 +115,7 @@ func (o *generateOptions) run(stdout, stderr io.Writer) error {
 	if err := o.checkFlags(); err != nil {
 		return err
 	}
+	defer collectLess(o.machines, o.current)()
 	r := o.generate()
 	nothing := errors.Is(r.err, generator.ErrNothingToDo)
 	switch o.explain {
@@ -300,6 +302,33 @@ func fileFlag(flag, path string) intake.Source {
 		return intake.Source{}
 	}
 	return intake.File(flag, path)
+}
+
+// collectLess sets the garbage collector for one offline run reading
+// files, and returns what sets it back. A run allocates a few times the
+// size of its input and ends: collecting during it costs a fifth of its
+// CPU (20,000 machines: 90 MB allocated, the live heap most of it) to free
+// what the end of the process frees anyway. The collector then runs only
+// when the heap reaches 256 MiB plus 16 times the size of files (a run
+// allocates 5 to 10 times its files), so that a larger input than
+// expected is still collected; GOGC or GOMEMLIMIT, when set, are left as
+// they are.
+func collectLess(files ...string) (restore func()) {
+	if os.Getenv("GOGC") != "" || os.Getenv("GOMEMLIMIT") != "" {
+		return func() {}
+	}
+	var size int64
+	for _, name := range files {
+		if fi, err := os.Stat(name); err == nil && name != "" {
+			size += fi.Size()
+		}
+	}
+	limit := debug.SetMemoryLimit(256<<20 + 16*size)
+	percent := debug.SetGCPercent(-1)
+	return func() {
+		debug.SetGCPercent(percent)
+		debug.SetMemoryLimit(limit)
+	}
 }
 
 func readFile(flag, name string) ([]byte, error) {

@@ -4,25 +4,31 @@
 //	go run ./internal/testutil/dcgen/genfiles -dir /tmp/gen        # 20,000 machines
 //	go build -o /tmp/ckegenctl ./cmd/ckegenctl
 //	/usr/bin/time -v /tmp/ckegenctl sabakan generate --template /tmp/gen/template.yml \
-//	    --machines /tmp/gen/machines.json --constraints /tmp/gen/constraints.json \
-//	    --now 2026-01-01T00:00:00Z -o json >/dev/null
+//	    --machines /tmp/gen/machines.json --constraints /tmp/gen/constraints-rate.json \
+//	    --now 2026-01-01T00:00:00Z -o yaml >/dev/null               # Generate
+//	/usr/bin/time -v /tmp/ckegenctl sabakan generate --template /tmp/gen/template.yml \
+//	    --machines /tmp/gen/machines.json --constraints /tmp/gen/constraints-rate.json \
+//	    --current /tmp/gen/current.yml --now 2026-01-01T00:00:00Z -o yaml >/dev/null  # Update
 //
-// It writes machines.json (racks of 40, one boot server each, indented
-// as examples/machines.json is), template.yml (examples/template.yml)
-// and constraints.json (3 control planes, minimum-workers half the
-// machines). cmd/ckegenctl's BenchmarkGenerate20000 times the same run in
-// process.
+// It writes (dcfiles.Write) machines.json (racks of 40, one boot server
+// each, indented as examples/machines.json is), template.yml
+// (examples/template.yml), constraints.json (the count model: 3 control
+// planes, minimum-workers half the machines), constraints-rate.json (the
+// rate model: 3 control planes, minimum-workers-rate 80), and the cluster
+// of the count model as the generator makes it from these files, in
+// current.yml and current.json (10,003 nodes at 20,000 machines). An Update in the rate
+// model from that cluster adds every HEALTHY machine a worker template
+// takes (about 8,900 workers at 20,000 machines) in one step.
+// cmd/ckegenctl's BenchmarkGenerateFiles times the same runs in process, and
+// ckeref/cmd/ckegenerate runs CKE v1.35.4's generator on the same files.
 package main
 
 import (
-	"encoding/json"
 	"flag"
 	"fmt"
 	"os"
-	"path/filepath"
-	"time"
 
-	"github.com/ckegen/ckegen/internal/testutil/dcgen"
+	"github.com/ckegen/ckegen/internal/testutil/dcgen/dcfiles"
 )
 
 func main() {
@@ -30,40 +36,8 @@ func main() {
 	racks := flag.Int("racks", 500, "racks of 40 machines")
 	tmpl := flag.String("template", "examples/template.yml", "the template to copy")
 	flag.Parse()
-	if err := write(*dir, *racks, *tmpl); err != nil {
+	if err := dcfiles.Write(*dir, *racks, *tmpl); err != nil {
 		fmt.Fprintln(os.Stderr, "genfiles:", err)
 		os.Exit(1)
 	}
-}
-
-func write(dir string, racks int, tmplPath string) error {
-	if dir == "" {
-		return fmt.Errorf("-dir: required")
-	}
-	if racks < 1 {
-		return fmt.Errorf("-racks: must be at least 1, got %d", racks)
-	}
-	tmpl, err := os.ReadFile(tmplPath)
-	if err != nil {
-		return fmt.Errorf("-template: %w", err)
-	}
-	o := dcgen.Default(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	o.Racks, o.PerRack = racks, 40
-	data, err := json.MarshalIndent(dcgen.Machines(o), "", "  ")
-	if err != nil {
-		return err
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	for name, data := range map[string][]byte{
-		"machines.json":    append(data, '\n'),
-		"template.yml":     tmpl,
-		"constraints.json": fmt.Appendf(nil, `{"control-plane-count": 3, "minimum-workers": %d}`+"\n", racks*40/2),
-	} {
-		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
-			return err
-		}
-	}
-	return nil
 }

@@ -1,0 +1,159 @@
+// Command ckegenerate runs CKE v1.35.4's own sabakan generator offline on
+// the files `ckegenctl sabakan generate` reads, so that both can be timed as
+// whole processes on the same inputs
+// (internal/testutil/dcgen/genfiles writes a data center's files):
+//
+//	ckegenerate --template T.yml --machines M.json [--constraints C.json]
+//	    [--current cluster.yml] [--now RFC3339] [-o yaml|json]
+//
+// Each file is read as CKE reads its value: the template as CKE's `ckecli
+// sabakan set-template` reads it (YAML into cke.NewCluster, then
+// sabakan.ValidateTemplate); the machines with encoding/json into
+// sabakan.Machine (a JSON array, or a searchMachines answer
+// {"data":{"searchMachines":[...]}}); the constraints with encoding/json
+// into cke.Constraints, CKE's defaults without the flag; the current
+// cluster with sigs.k8s.io/yaml (YAML or JSON) into cke.Cluster. Without
+// --current it runs Generate, with it Update (sabakan/integrate.go's
+// runGenerator, without Regenerate), and writes the cluster as CKE's `ckecli
+// cluster get` prints it (sigs.k8s.io/yaml) or as CKE stores it
+// (encoding/json). Nothing to do is "nothing to do" on stderr and nothing
+// on stdout. CKE's log (its generator's record of the changes) goes to
+// stderr as CKE writes it.
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/cybozu-go/cke"
+	ckesabakan "github.com/cybozu-go/cke/sabakan"
+	"sigs.k8s.io/yaml"
+)
+
+func main() {
+	if err := run(os.Args[1:], os.Stdout, os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, "ckegenerate:", err)
+		os.Exit(1)
+	}
+}
+
+func run(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("ckegenerate", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	tmplPath := fs.String("template", "", "cluster template file (YAML or JSON)")
+	machinesPath := fs.String("machines", "", "machines file: a JSON array of machines or a searchMachines GraphQL response")
+	cstrPath := fs.String("constraints", "", "constraints file (JSON); CKE's defaults when absent")
+	currentPath := fs.String("current", "", "current cluster.yml (YAML or JSON): Update instead of Generate")
+	nowFlag := fs.String("now", "", "the time of the decision, RFC3339 (default: the current time)")
+	output := fs.String("o", "yaml", "output format: yaml or json")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *tmplPath == "" || *machinesPath == "" {
+		return errors.New("--template and --machines are required")
+	}
+	if *output != "yaml" && *output != "json" {
+		return fmt.Errorf("-o: must be yaml or json, got %q", *output)
+	}
+	now := time.Now()
+	if *nowFlag != "" {
+		t, err := time.Parse(time.RFC3339, *nowFlag)
+		if err != nil {
+			return fmt.Errorf("--now: %w", err)
+		}
+		now = t
+	}
+
+	data, err := os.ReadFile(*tmplPath)
+	if err != nil {
+		return err
+	}
+	tmpl := cke.NewCluster()
+	if err := yaml.Unmarshal(data, tmpl); err != nil {
+		return fmt.Errorf("--template: %w", err)
+	}
+	if err := ckesabakan.ValidateTemplate(tmpl); err != nil {
+		return fmt.Errorf("--template: %w", err)
+	}
+
+	machines, err := readMachines(*machinesPath)
+	if err != nil {
+		return fmt.Errorf("--machines: %w", err)
+	}
+
+	cstr := cke.DefaultConstraints()
+	if *cstrPath != "" {
+		data, err := os.ReadFile(*cstrPath)
+		if err != nil {
+			return err
+		}
+		cstr = new(cke.Constraints)
+		if err := json.Unmarshal(data, cstr); err != nil {
+			return fmt.Errorf("--constraints: %w", err)
+		}
+	}
+
+	var current *cke.Cluster
+	if *currentPath != "" {
+		data, err := os.ReadFile(*currentPath)
+		if err != nil {
+			return err
+		}
+		current = new(cke.Cluster)
+		if err := yaml.Unmarshal(data, current); err != nil {
+			return fmt.Errorf("--current: %w", err)
+		}
+	}
+
+	g := ckesabakan.NewGenerator(tmpl, cstr, machines, nil, now)
+	var c *cke.Cluster
+	if current == nil {
+		c, err = g.Generate()
+	} else {
+		c, err = g.Update(current)
+	}
+	if err != nil {
+		return err
+	}
+	if c == nil {
+		fmt.Fprintln(stderr, "nothing to do")
+		return nil
+	}
+	var out []byte
+	if *output == "json" {
+		out, err = json.Marshal(c)
+	} else {
+		out, err = yaml.Marshal(c)
+	}
+	if err != nil {
+		return err
+	}
+	_, err = stdout.Write(out)
+	return err
+}
+
+// readMachines reads a JSON array of machines, or a searchMachines answer.
+func readMachines(path string) ([]ckesabakan.Machine, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var ms []ckesabakan.Machine
+	if err := json.Unmarshal(data, &ms); err == nil {
+		return ms, nil
+	}
+	var resp struct {
+		Data struct {
+			SearchMachines []ckesabakan.Machine `json:"searchMachines"`
+		} `json:"data"`
+	}
+	if err := json.Unmarshal(data, &resp); err != nil {
+		return nil, err
+	}
+	return resp.Data.SearchMachines, nil
+}
