@@ -102,12 +102,12 @@ func TestInsideCKE(t *testing.T) {
 	// The metrics: CKE's families and ckegen's, none twice, and CKE's
 	// sabakan series fed by ckegen.
 	_, m := k.get(t, "/metrics")
-	for _, want := range []string{"cke_leader 1", "cke_sabakan_integration_successful 1", "ckegen_tick_duration_seconds_count "} {
+	for _, want := range []string{"cke_leader 1", "ckegen_leader 1", "cke_sabakan_integration_successful 1", "ckegen_tick_duration_seconds_count "} {
 		if !strings.Contains(m, "\n"+want) {
 			t.Errorf("/metrics lacks %q", want)
 		}
 	}
-	for _, not := range []string{"ckegen_leader", "ckegen_standalone", "cke_leader 0"} {
+	for _, not := range []string{"ckegen_standalone", "cke_leader 0"} {
 		if strings.Contains(m, "\n"+not) {
 			t.Errorf("/metrics has %q, a series of ckegen's own daemon", not)
 		}

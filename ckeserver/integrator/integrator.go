@@ -68,6 +68,9 @@ type Integrator struct {
 	cke     cke.Storage
 	step    *tick.Step
 	metrics *tick.Metrics
+	// leading is ckegen_leader: 1 while CKE's server leads and runs
+	// ckegen (StartWatch runs for as long as it leads).
+	leading prometheus.Gauge
 
 	mu sync.Mutex
 	// due is when the next tick is due by what the last one saw (the end
@@ -107,10 +110,14 @@ func New(cfg Config) (*Integrator, error) {
 		metrics: tick.NewMetrics(tick.MetricsOptions{CKENames: false}),
 		step: tick.New(tick.Config{Storage: st, Name: cfg.Name, Mode: tick.ModeInsideCKE, RetireWait: cfg.RetireWait,
 			Sabakan: cfg.Sabakan, Now: cfg.Now, Log: cfg.Log}),
-		backoff: cfg.MinBackoff, rearm: make(chan struct{}, 1)}
+		backoff: cfg.MinBackoff, rearm: make(chan struct{}, 1),
+		leading: prometheus.NewGauge(prometheus.GaugeOpts{Name: "ckegen_leader",
+			Help: "True (=1) while this process leads and runs ckegen: inside CKE's server, while that server leads."})}
 	if cfg.Registerer != nil {
-		if err := cfg.Registerer.Register(ig.metrics); err != nil {
-			return nil, err
+		for _, c := range []prometheus.Collector{ig.metrics, ig.leading} {
+			if err := cfg.Registerer.Register(c); err != nil {
+				return nil, err
+			}
 		}
 	}
 	return ig, nil
@@ -120,6 +127,13 @@ func New(cfg Config) (*Integrator, error) {
 // the quiet time or a retry after a failure falls due. It runs until ctx
 // ends.
 func (ig *Integrator) StartWatch(ctx context.Context, ch chan<- struct{}) error {
+	// CKE's server runs StartWatch for as long as it leads: the series
+	// only a leader exports are exported meanwhile.
+	ig.leading.Set(1)
+	defer func() {
+		ig.leading.Set(0)
+		ig.metrics.Clear()
+	}()
 	errc := make(chan error, 1)
 	go func() { errc <- tick.WatchSettings(ctx, ig.st, ch) }()
 	timer := time.NewTimer(time.Hour)

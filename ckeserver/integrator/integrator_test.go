@@ -338,21 +338,49 @@ func serialOf(t *testing.T, f *fixture, addr string) string {
 
 // TestNoCKESeriesOfItsOwn: inside CKE's server ckegen exports its own
 // series and none of CKE's names (cke_sabakan_*, cke_leader): CKE's are
-// fed through CKE's metrics package.
+// fed through CKE's metrics package. ckegen_leader, which the alert rules
+// read, is 1 while CKE's server leads and runs ckegen (StartWatch runs),
+// and 0 once it stops.
 func TestNoCKESeriesOfItsOwn(t *testing.T) {
-	ch := make(chan *prometheus.Desc, 64)
-	tick.NewMetrics(tick.MetricsOptions{CKENames: false}).Describe(ch)
-	close(ch)
-	var names []string
-	for d := range ch {
-		names = append(names, d.String())
+	f := newFixture(t, *sitetest.Counts(3, 5))
+	reg := prometheus.NewRegistry()
+	ig, err := New(Config{Client: f.cke, Registerer: reg, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	must(t, err)
+	gathered := func() map[string]float64 {
+		t.Helper()
+		mfs, err := reg.Gather()
+		must(t, err)
+		out := map[string]float64{}
+		for _, mf := range mfs {
+			for _, m := range mf.GetMetric() {
+				out[mf.GetName()] = m.GetGauge().GetValue() + float64(m.GetHistogram().GetSampleCount())
+			}
+		}
+		return out
 	}
-	for _, d := range names {
-		if strings.Contains(d, `fqName: "cke_`) {
-			t.Errorf("ckegen describes CKE's series %s", d)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- ig.StartWatch(ctx, make(chan struct{}, 1)) }()
+	deadline := time.Now().Add(5 * time.Second)
+	for gathered()["ckegen_leader"] != 1 {
+		if time.Now().After(deadline) {
+			t.Fatal("ckegen_leader is not 1 while StartWatch runs")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	must(t, ig.Do(ctx, f.leader, nil))
+	got := gathered()
+	for name := range got {
+		if strings.HasPrefix(name, "cke_") {
+			t.Errorf("ckegen exports CKE's series %s", name)
 		}
 	}
-	if !slices.ContainsFunc(names, func(d string) bool { return strings.Contains(d, `fqName: "ckegen_tick_duration_seconds"`) }) {
-		t.Errorf("ckegen's own series missing: %v", names)
+	if got["ckegen_tick_duration_seconds"] == 0 || got["ckegen_machines"] == 0 && len(got) < 3 {
+		t.Errorf("ckegen's own series missing: %v", got)
+	}
+	cancel()
+	<-done
+	if got := gathered(); got["ckegen_leader"] != 0 {
+		t.Errorf("ckegen_leader %v after StartWatch ended", got["ckegen_leader"])
 	}
 }
