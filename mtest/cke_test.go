@@ -23,7 +23,7 @@ import (
 	"github.com/ckegen/ckegen/internal/testutil/cketest"
 )
 
-// ckeSite is CKE v1.35.4's own server and ckegenctl on the scenario's etcd
+// ckeSite is CKE v1.35.4's own server and ckecli on the scenario's etcd
 // (prefix /cke/), configured as CKE's are: a config file with the etcd
 // endpoints and the prefix only (github.com/cybozu-go/etcdutil's format).
 type ckeSite struct {

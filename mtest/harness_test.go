@@ -1,5 +1,5 @@
 // Package mtest runs ckegen as an operator would: a 3-member etcd cluster,
-// two cke daemons, the sabakan-compatible server and ckegenctl, each a
+// two ckegen daemons, the sabakan-compatible server and ckegenctl, each a
 // separate process on loopback, with real faults.
 package mtest
 
@@ -134,14 +134,14 @@ const (
 type envOption func(*envOptions)
 
 type envOptions struct {
-	daemonArgs []string // added to every cke daemon's flags
+	daemonArgs []string // added to every ckegen daemon's flags
 	template   string   // the template file set with ckegenctl
 	// bare: only etcd and sabakan; the scenario starts the daemons
 	// (startDaemons) and configures the integration itself.
 	bare bool
 }
 
-// withDaemonArgs adds flags to every cke daemon.
+// withDaemonArgs adds flags to every ckegen daemon.
 func withDaemonArgs(args ...string) envOption {
 	return func(o *envOptions) { o.daemonArgs = append(o.daemonArgs, args...) }
 }

@@ -136,7 +136,7 @@ func TestInsideCKE(t *testing.T) {
 // --debug-sabakan (its integrator alone, every 5 s and on a watched
 // change: no Vault needed): in the count model an UNREACHABLE control plane
 // is replaced; in the rate model a RETIRING worker is tainted; CKE's own
-// ckegenctl sabakan disable holds ckegen; with sabakan down the server keeps
+// ckecli sabakan disable holds ckegen; with sabakan down the server keeps
 // running and the status says why.
 func TestInsideCKEDebug(t *testing.T) {
 	e := newEnv(t, withoutDaemons())

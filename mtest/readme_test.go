@@ -40,7 +40,7 @@ func runItYourself(readme string) (string, error) {
 
 // TestRunItYourself runs README.md's "Run it yourself" lines as a newcomer
 // would, in bash from the repository root: they build the binaries, start
-// fakesabakan and cke on their default ports, configure, change machines,
+// fakesabakan and ckegen on their default ports, configure, change machines,
 // set a misspelt template and stop. Any line that fails, or a wait that
 // never ends, fails the test: the README says what works. It needs curl
 // and the ports 2379, 2380, 10080 and 10190 free; without them it skips,

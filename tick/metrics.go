@@ -532,7 +532,7 @@ func newResultMetrics() *resultMetrics {
 			"1 on the leader while it waits for a setting never stored, by reason (NO_TEMPLATE, NO_URL): a new installation, not a failure.",
 			[]string{"reason"}, nil),
 		failing: prometheus.NewDesc("ckegen_integration_failing",
-			"1 on the leader while its last tick failed, by reason code (SABAKAN_UNREACHABLE, TOO_MANY_UNHEALTHY, CLUSTER_TOO_LARGE, ...; README \"The daemon\").",
+			"1 on the leader while its last tick failed, by reason code (SABAKAN_UNREACHABLE, TOO_MANY_UNHEALTHY, CLUSTER_TOO_LARGE, ...; docs/daemon.md).",
 			[]string{"reason"}, nil),
 	}
 }

@@ -88,7 +88,7 @@ func bundledTemplate(t testing.TB) *template.Template {
 	return tmpl
 }
 
-// The measured size of cluster.yml (README, "Size"): bytes of JSON per
+// The measured size of cluster.yml (docs/performance.md, "Size"): bytes of JSON per
 // node and the nodes that fit in etcd's default request limit, in a
 // cluster of every HEALTHY machine with the bundled template and three
 // sabakan labels per machine. TestClusterSize keeps them true.
@@ -99,7 +99,7 @@ const (
 
 // TestClusterSize measures, in both models, at how many machines the
 // first cluster passes etcd's default request limit (1.5 MiB), and checks
-// the figures the README gives. go test ./daemon -run TestClusterSize -v
+// the figures docs/performance.md gives. go test ./tick -run TestClusterSize -v
 // prints them.
 func TestClusterSize(t *testing.T) {
 	tmpl := bundledTemplate(t)
@@ -134,10 +134,10 @@ func TestClusterSize(t *testing.T) {
 			t.Logf("%s model: %d machines (%d nodes) give %d bytes of JSON, %.1f bytes per node; %d machines are over the %d bytes a write of %d bytes allows the cluster",
 				model, over-1, fit[1], fit[0], perNode, over, allowed, DefaultMaxClusterBytes)
 			if perNode < sizeBytesPerNodeLow || perNode > sizeBytesPerNodeHigh {
-				t.Errorf("%.1f bytes per node, the README says %d-%d: measure again and update both", perNode, sizeBytesPerNodeLow, sizeBytesPerNodeHigh)
+				t.Errorf("%.1f bytes per node, docs/performance.md says %d-%d: measure again and update both", perNode, sizeBytesPerNodeLow, sizeBytesPerNodeHigh)
 			}
 			if fit[1] < sizeFitLow || fit[1] > sizeFitHigh {
-				t.Errorf("%d nodes fit in %d bytes, the README says %d-%d: measure again and update both", fit[1], DefaultMaxClusterBytes, sizeFitLow, sizeFitHigh)
+				t.Errorf("%d nodes fit in %d bytes, docs/performance.md says %d-%d: measure again and update both", fit[1], DefaultMaxClusterBytes, sizeFitLow, sizeFitHigh)
 			}
 		})
 	}
