@@ -85,7 +85,7 @@ func TestAnchor(t *testing.T) {
 	for h, want := range map[string]string{
 		"The offline CLI beside CKE v1.35.4, as whole processes": "the-offline-cli-beside-cke-v1354-as-whole-processes",
 		"Offline: `ckegenctl sabakan generate`":                  "offline-ckegenctl-sabakan-generate",
-		"From CKE's `ckecli`":                                     "from-ckes-ckecli",
+		"From CKE's `ckecli`":                                    "from-ckes-ckecli",
 	} {
 		if got := anchor(h); got != want {
 			t.Errorf("anchor(%q) = %q, want %q", h, got, want)
