@@ -84,6 +84,9 @@ type Step struct {
 	// regenerateOnly: the decision of this tick is Regenerate alone
 	// (Step.Regenerate).
 	regenerateOnly bool
+	// yielded: the last tick left the integration to ckegen's daemons
+	// (YieldsToDaemons), and said so once.
+	yielded bool
 }
 
 // New returns a step; zero fields of cfg take their defaults.
@@ -192,6 +195,15 @@ func (s *Step) Run(ctx context.Context, leaderKey string, kube Kubernetes) Resul
 		s.log.Info("tick cut short", "error", err)
 		return res
 	}
+	if err == nil && out.own != nil && YieldsToDaemons(*out.own, s.cfg.Mode) {
+		if !s.yielded {
+			s.log.Info("ckegen's daemons own the integration (sabakan/owner: ckegen): it does not run inside CKE's server, and their status is left as it is; " +
+				"ckegenctl sabakan handback gives it to CKE's server")
+		}
+		s.yielded = true
+		return res
+	}
+	s.yielded = false
 	now := s.cfg.Now().UTC()
 	st, mem := s.project(now, out, err)
 	res.Status = st

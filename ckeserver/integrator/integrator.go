@@ -202,7 +202,13 @@ func fatal(r tick.Result) error {
 // included, and sets when the next tick is due.
 func (ig *Integrator) after(ctx context.Context, r tick.Result) {
 	if r.Status.Time.IsZero() {
-		return // cut short: nothing to show
+		// Cut short (nothing to show), or left to ckegen's daemons
+		// (tick.YieldsToDaemons): the series of a running integration
+		// are theirs then.
+		if r.Idle {
+			ig.metrics.Clear()
+		}
+		return
 	}
 	now := ig.cfg.Now().UTC()
 	ig.metrics.Observe(now, r)

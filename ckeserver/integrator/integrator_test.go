@@ -236,6 +236,62 @@ func TestFailuresAreTheStatus(t *testing.T) {
 	}
 }
 
+// TestYieldsToDaemons: while ckegen's daemons own the integration
+// (sabakan/owner: ckegen, CKE's switch off, as takeover leaves them), Do
+// writes nothing, not the cluster, not the status, whatever changes in
+// sabakan: a site moving between the daemons and the build inside CKE
+// sees one status. CKE's switch off without that owner is the plain
+// "disabled" status; after a handback Do runs again.
+func TestYieldsToDaemons(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t, *sitetest.Counts(3, 5))
+	must(t, f.ig.Do(ctx, f.leader, nil))
+	own, err := f.st.Ownership(ctx)
+	must(t, err)
+	must(t, f.st.Takeover(ctx, own))
+	cluster0, _ := f.st.Get(ctx, storage.KeyCluster)
+	status0, _ := f.st.Get(ctx, storage.KeySabakanStatus)
+	c, _, err := f.st.GetCluster(ctx)
+	must(t, err)
+	var worker string
+	for _, n := range c.Nodes {
+		if !n.ControlPlane {
+			worker = n.Annotations["cke.cybozu.com/serial"]
+			break
+		}
+	}
+	if _, err := f.site.Store.SetState(worker, machine.StateUnreachable); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		must(t, f.ig.Do(ctx, f.leader, nil))
+	}
+	if now, _ := f.st.Get(ctx, storage.KeyCluster); now.ModRevision != cluster0.ModRevision {
+		t.Error("Do wrote the cluster while ckegen's daemons own the integration")
+	}
+	if now, _ := f.st.Get(ctx, storage.KeySabakanStatus); now.ModRevision != status0.ModRevision {
+		t.Errorf("Do wrote the status while ckegen's daemons own it: %s", now.Data)
+	}
+
+	// CKE's switch off, and CKE owns the integration: the status says so.
+	own, err = f.st.Ownership(ctx)
+	must(t, err)
+	must(t, f.st.Handback(ctx, own))
+	must(t, f.st.SetDisabled(ctx, true))
+	must(t, f.ig.Do(ctx, f.leader, nil))
+	if st := f.status(t); st.Result != reason.Disabled || st.Mode != tick.ModeInsideCKE {
+		t.Errorf("CKE's switch off: status %s, mode %s; want disabled inside CKE", st.Result, st.Mode)
+	}
+	must(t, f.st.SetDisabled(ctx, false))
+	must(t, f.ig.Do(ctx, f.leader, nil))
+	if st := f.status(t); st.Result != reason.OK || st.LastOp == "" {
+		t.Errorf("after the handback: status %s, op %q; want ok with the taint", st.Result, st.LastOp)
+	}
+	if now, _ := f.st.Get(ctx, storage.KeyCluster); now.ModRevision == cluster0.ModRevision {
+		t.Error("after the handback the unreachable worker was not tainted")
+	}
+}
+
 // repairEntries reads CKE's repair queue, the fields the integrators set.
 func repairEntries(t *testing.T, cli *clientv3.Client) []*cke.RepairQueueEntry {
 	t.Helper()
