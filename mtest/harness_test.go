@@ -358,6 +358,7 @@ type status struct {
 	ConsecutiveFailures int       `json:"consecutiveFailures"`
 	Leader              string    `json:"leader"`
 	LastOp              string    `json:"lastOp"`
+	Mode                string    `json:"mode"`
 }
 
 func (e *env) status() (status, error) {

@@ -185,6 +185,94 @@ func TestInsideCKEDebug(t *testing.T) {
 	t.Logf("with sabakan down: %s %s %q", st.Result, st.Reason, st.Message)
 }
 
+// TestMoveInsideCKE is docs/inside-cke.md's move, there and back, with
+// the server under --debug-sabakan (its integration every 5 s, no Vault).
+// ckegen's daemons own the integration; the server with ckegen inside
+// starts and writes nothing, not even the status, while the daemons go on
+// following sabakan. The daemons stop, a handback gives the integration to
+// the server: no cluster write at the move, then it follows sabakan. The
+// daemons start again and a takeover gives it back to them; the server
+// leaves the status to them from then on.
+func TestMoveInsideCKE(t *testing.T) {
+	e := newEnv(t)
+	e.converge(60 * time.Second)
+	e.mustCtl("sabakan", "takeover")
+	e.waitStatus("ok", "", "", 10*time.Second)
+
+	k := insideServer(t, e, true)
+	k.server.start(t)
+	e.eventually("the server to leave the integration to the daemons", 30*time.Second, func() bool {
+		return strings.Contains(k.serverLog(), "ckegen's daemons own the integration")
+	})
+	w := e.cluster().workers()[0]
+	e.setState(w.serial(), "unreachable")
+	e.eventually("the daemons to taint the unreachable worker", 30*time.Second, func() bool {
+		n := e.cluster().find(w.Address)
+		return n != nil && n.stateTaint() == "unreachable:NoSchedule"
+	})
+	e.statusStays("the daemons' status while the server runs beside them", 6*time.Second, func(st status) bool {
+		return strings.HasPrefix(st.Leader, "ckegen-") && st.Mode != "inside-cke"
+	})
+
+	// There: the daemons stop, the handback gives the integration to the
+	// server, which writes no cluster at the move.
+	for _, d := range e.daemons {
+		d.stop(syscall.SIGTERM)
+	}
+	writes := e.rec.count()
+	e.mustCtl("sabakan", "handback")
+	e.eventually("the server's first tick", 30*time.Second, func() bool {
+		st, err := e.status()
+		return err == nil && st.Mode == "inside-cke" && st.Result == "ok"
+	})
+	time.Sleep(6 * time.Second) // another tick of the server's
+	if n := e.rec.count() - writes; n != 0 {
+		t.Errorf("the move wrote the cluster %d times; the same generator on the same settings has nothing to change", n)
+	}
+	w2 := e.cluster().workers()[1]
+	e.setState(w2.serial(), "unreachable")
+	e.eventually("the server to taint the unreachable worker", 30*time.Second, func() bool {
+		n := e.cluster().find(w2.Address)
+		return n != nil && n.stateTaint() == "unreachable:NoSchedule"
+	})
+
+	// And back: the daemons start, the takeover gives them the
+	// integration, and the server leaves the status to them.
+	e.startDaemons()
+	e.mustCtl("sabakan", "takeover")
+	e.eventually("the daemons' status", 30*time.Second, func() bool {
+		st, err := e.status()
+		return err == nil && st.Result == "ok" && strings.HasPrefix(st.Leader, "ckegen-")
+	})
+	e.statusStays("the daemons' status after the takeover", 6*time.Second, func(st status) bool {
+		return strings.HasPrefix(st.Leader, "ckegen-") && st.Mode != "inside-cke"
+	})
+	w3 := e.cluster().workers()[2]
+	e.setState(w3.serial(), "unreachable")
+	e.eventually("the daemons to taint the unreachable worker", 30*time.Second, func() bool {
+		n := e.cluster().find(w3.Address)
+		return n != nil && n.stateTaint() == "unreachable:NoSchedule"
+	})
+	if !k.server.running() {
+		t.Errorf("the server ended: %s", lastLine(k.serverLog()))
+	}
+	e.rec.check()
+}
+
+// statusStays checks for d that every status read satisfies cond.
+func (e *env) statusStays(what string, d time.Duration, cond func(status) bool) {
+	e.t.Helper()
+	for end := time.Now().Add(d); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
+		st, err := e.status()
+		if err != nil {
+			e.t.Fatalf("%s: %v", what, err)
+		}
+		if !cond(st) {
+			e.t.Fatalf("%s: the status is %+v", what, st)
+		}
+	}
+}
+
 // hasCluster reports whether a cluster is stored.
 func (e *env) hasCluster() bool {
 	resp, err := e.cli.Get(e.ctx, "/cke/cluster", clientv3.WithCountOnly())
