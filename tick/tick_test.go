@@ -20,7 +20,6 @@ import (
 	"github.com/ckegen/ckegen/fakesabakan"
 	"github.com/ckegen/ckegen/generator"
 	"github.com/ckegen/ckegen/internal/embedded"
-	"github.com/ckegen/ckegen/internal/testutil/dcgen"
 	"github.com/ckegen/ckegen/internal/testutil/sitetest"
 	"github.com/ckegen/ckegen/machine"
 	"github.com/ckegen/ckegen/reason"
@@ -32,11 +31,10 @@ import (
 
 var testNow = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
-// testOptions are CKE's option defaults, which ckegenctl sabakan set-template
-// fills in: CKE refuses a cluster without a CRI endpoint.
-const testOptions = `"options":{"kubelet":{"cri_endpoint":"/run/containerd/containerd.sock"}}`
-
-const testTemplate = `{"name":"t","nodes":[{"user":"u","control_plane":true},{"user":"u"}],"service_subnet":"10.68.0.0/16",` + testOptions + `}`
+const (
+	testOptions  = sitetest.CKEOptions
+	testTemplate = sitetest.Template
+)
 
 // fixture is a test site: an etcd, the compatible server with 4 racks of
 // 5 machines (all HEALTHY), and the template, URL and constraints (3
@@ -58,11 +56,7 @@ func newFixture(t *testing.T) *fixture {
 // testNow).
 func newSiteFixture(t *testing.T, clock func() time.Time) *fixture {
 	t.Helper()
-	s := sitetest.Start(t, sitetest.Options{
-		Now: testNow, Clock: clock,
-		DataCenter: func(o *dcgen.Options) { o.Racks, o.PerRack, o.UnhealthyPct = 4, 5, 0 },
-		Template:   testTemplate, StoreURL: true, Constraints: sitetest.Counts(3, 5),
-	})
+	s := sitetest.Small(t, testNow, clock)
 	return &fixture{site: s, etcd: s.Etcd, st: sitetest.StoreOf(s.Storage), store: s.Store, url: s.URL}
 }
 

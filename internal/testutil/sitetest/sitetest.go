@@ -179,6 +179,26 @@ func ReadMachines(t testing.TB, path string) []machine.Machine {
 	return ms
 }
 
+// CKEOptions are CKE's option defaults, which ckegenctl sabakan
+// set-template fills in: CKE refuses a cluster without a CRI endpoint.
+const CKEOptions = `"options":{"kubelet":{"cri_endpoint":"/run/containerd/containerd.sock"}}`
+
+// Template is the small sites' template: a control-plane template and a
+// worker template of any role, with CKE's option defaults.
+const Template = `{"name":"t","nodes":[{"user":"u","control_plane":true},{"user":"u"}],"service_subnet":"10.68.0.0/16",` + CKEOptions + `}`
+
+// Small starts the unit tests' usual site at now: 4 racks of 5 machines,
+// all HEALTHY, with Template, the URL and constraints for 3 control
+// planes and 5 workers stored; the compatible server on clock (nil: now).
+func Small(t testing.TB, now time.Time, clock func() time.Time) *Site {
+	t.Helper()
+	return Start(t, Options{
+		Now: now, Clock: clock,
+		DataCenter: func(o *dcgen.Options) { o.Racks, o.PerRack, o.UnhealthyPct = 4, 5, 0 },
+		Template:   Template, StoreURL: true, Constraints: Counts(3, 5),
+	})
+}
+
 // Counts is the default constraints with these control-plane-count and
 // minimum-workers.
 func Counts(controlPlanes, workers int) *constraints.Constraints {
