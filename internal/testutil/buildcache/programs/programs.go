@@ -94,13 +94,19 @@ func KubeAPIServerSpec() (buildcache.Spec, error) {
 // when not nil, is told when it builds or waits for another process's
 // build.
 func KubeAPIServer(logf func(format string, args ...any)) (string, error) {
-	if p := os.Getenv(EnvKubeAPIServer); p != "" {
+	return program(EnvKubeAPIServer, KubeAPIServerSpec, logf)
+}
+
+// program is the binary a spec builds: the file $env names when set,
+// otherwise the spec's first output, built first when the cache has none.
+func program(env string, specOf func() (buildcache.Spec, error), logf func(format string, args ...any)) (string, error) {
+	if p := os.Getenv(env); p != "" {
 		if _, err := os.Stat(p); err != nil {
-			return "", fmt.Errorf("%s: %w", EnvKubeAPIServer, err)
+			return "", fmt.Errorf("%s: %w", env, err)
 		}
 		return p, nil
 	}
-	spec, err := KubeAPIServerSpec()
+	spec, err := specOf()
 	if err != nil {
 		return "", err
 	}
@@ -243,20 +249,5 @@ func InsideSpec() (buildcache.Spec, error) {
 // $CKEGEN_CKE_INSIDE when set, otherwise the one built from InsideSpec,
 // building it first when the cache has none for the trees as they are.
 func Inside(logf func(format string, args ...any)) (string, error) {
-	if p := os.Getenv(EnvInsideBinary); p != "" {
-		if _, err := os.Stat(p); err != nil {
-			return "", fmt.Errorf("%s: %w", EnvInsideBinary, err)
-		}
-		return p, nil
-	}
-	spec, err := InsideSpec()
-	if err != nil {
-		return "", err
-	}
-	spec.Logf = logf
-	dir, err := buildcache.Build(spec)
-	if err != nil {
-		return "", err
-	}
-	return filepath.Join(dir, spec.Outputs[0]), nil
+	return program(EnvInsideBinary, InsideSpec, logf)
 }
