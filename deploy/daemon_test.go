@@ -28,7 +28,7 @@ type site struct {
 }
 
 // newSite starts etcd and the compatible server and configures the
-// integration with ckegenctl as README "Install" says: URL, constraints,
+// integration with ckegenctl as docs/install.md says: URL, constraints,
 // template.
 func newSite(t *testing.T) *site {
 	t.Helper()
@@ -185,7 +185,7 @@ func TestAlertMetricsExported(t *testing.T) {
 	}
 }
 
-// TestUpgradeHandover is README "Upgrade": two daemons; the leader,
+// TestUpgradeHandover is docs/install.md, "Upgrade": two daemons; the leader,
 // stopped as systemd stops it (SIGTERM), resigns, and the other daemon
 // leads and ticks within seconds, not after the session TTL (60 s here,
 // the default), so restarting the daemons one at a time loses no tick.

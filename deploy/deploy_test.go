@@ -1,8 +1,9 @@
-// Package deploy tests what an operator installs (README "Install",
-// "Upgrade", "Alerts"): the container image that `make image` builds from
-// the Containerfile, the systemd units in systemd/, and the Prometheus
-// alerting rules in prometheus/ with their unit tests and the metrics they
-// name. It has no code of its own: only these tests.
+// Package deploy tests what an operator installs (docs/install.md,
+// docs/alerts.md): the container image that `make image` builds from the
+// Containerfile and the version it is stamped with, the systemd units in
+// systemd/, and the Prometheus alerting rules in prometheus/ with their
+// unit tests and the metrics they name. It has no code of its own: only
+// these tests.
 //
 // Each test needs a program that the machine may lack (podman, promtool,
 // systemd-analyze): without it the test is skipped with the reason,
