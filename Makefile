@@ -1,7 +1,7 @@
 # Targets mirror the README. CI runs .ci/run, which calls `make test`.
 GO ?= go
 
-.PHONY: demo generate-example policy-example test test-generated test-prepare test-ckeref test-ckeserver bench bench-ckeref generate fmt fuzz image
+.PHONY: demo generate-example policy-example test test-generated test-prepare test-ckeref test-ckeserver bench bench-ckeref generate fmt fuzz build image
 
 # Run the main job end to end: the compatible server with the bundled data
 # center, the daemon with an embedded etcd, ckegenctl as the operator.
@@ -88,13 +88,14 @@ test-prepare:
 	@$(GO) run ./internal/testutil/prepare
 
 # ckeref/ is a module of its own that imports CKE v1.35.4 (the reference
-# of docs/models.md). Here CKE comes from ../shared/goproxy (a file module proxy)
-# when it exists; elsewhere from the public proxy. Outside CI, a machine that
+# of docs/models.md). Here CKE comes from ../shared/goproxy (a file module proxy;
+# SHARED_GOPROXY names another) when it exists; elsewhere from the public proxy. Outside CI, a machine that
 # cannot download CKE skips these tests with a message; under CI it fails.
 # Without -race: CKE's generator is single-threaded code we only call, and
 # the race detector would make the test several times slower.
-ifneq ($(wildcard $(CURDIR)/../shared/goproxy),)
-CKEREF_ENV = GOPROXY="file://$(abspath $(CURDIR)/../shared/goproxy),$$($(GO) env GOPROXY)" GONOSUMDB=github.com/cybozu-go/cke
+SHARED_GOPROXY ?= $(abspath $(CURDIR)/../shared/goproxy)
+ifneq ($(wildcard $(SHARED_GOPROXY)),)
+CKEREF_ENV = GOPROXY="file://$(SHARED_GOPROXY),$$($(GO) env GOPROXY)" GONOSUMDB=github.com/cybozu-go/cke
 endif
 test-ckeref:
 	@cd ckeref && if ! $(CKEREF_ENV) $(GO) mod download; then \
@@ -141,33 +142,70 @@ generate:
 fmt:
 	gofmt -w $$(git ls-files '*.go')
 
-# The container image (Containerfile; README "Install"): static binaries
-# built here with the version stamped in, laid out with the CA
-# certificates, the user 10000 and its data directory in a staging
-# directory, then an image FROM scratch that only copies them in. podman,
-# or docker where that is what is installed. IMAGE_LICENSE is the SPDX
-# expression of the licenses label.
-VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo devel)
+# Versions (deploy/version.sh, docs/install.md "Versions"): VERSION is the
+# tag on HEAD when it names a release, v0.x.y exactly, and devel otherwise;
+# REVISION is HEAD's commit. Every binary `make build` and `make image`
+# build is stamped with both (each --version prints them, ckegen's /version
+# answers the version), and the image is tagged with VERSION:
+# deploy/systemd/ckegen.env names what an untagged checkout builds,
+# localhost/ckegen:devel. Computed once, unless given.
+ifeq ($(origin VERSION),undefined)
+VERSION := $(shell sh $(CURDIR)/deploy/version.sh)
+endif
+ifeq ($(origin REVISION),undefined)
+REVISION := $(shell git rev-parse HEAD 2>/dev/null)
+endif
+LDFLAGS = -s -w -X github.com/ckegen/ckegen/internal/version.Version=$(VERSION) \
+	-X github.com/ckegen/ckegen/internal/version.Revision=$(REVISION)
+
+# What a site installs (docs/install.md): ckegen (the daemon), ckegenctl
+# (the CLI) and cke, CKE's server with ckegen inside, built from ckeserver/
+# on the CKE release its go.mod requires (CKE_VERSION), which comes as for
+# test-ckeref: from ../shared/goproxy when it exists, else from GOPROXY.
+# Static (CGO_ENABLED=0), -trimpath, stripped and stamped. fakesabakan is
+# a test server: it is not shipped. A machine that cannot have CKE's
+# module is told so before anything is built.
+BIN_DIR ?= $(CURDIR)/bin
+CKE_VERSION = $(shell awk '$$1 == "github.com/cybozu-go/cke" { print $$2; exit }' $(CURDIR)/ckeserver/go.mod)
+define build-binaries
+	@cd ckeserver && $(CKEREF_ENV) $(GO) mod download github.com/cybozu-go/cke || { \
+		echo "$@: cannot have github.com/cybozu-go/cke $(CKE_VERSION), the CKE release cke (CKE's server with ckegen inside, ckeserver/) is built on:" \
+			"$(if $(CKEREF_ENV),it is neither in $(SHARED_GOPROXY) nor served by GOPROXY,there is no $(SHARED_GOPROXY) and GOPROXY does not serve it);" \
+			"put the module in that file module proxy (github.com/cybozu-go/cke/@v/$(CKE_VERSION).info, .mod, .zip) or set GOPROXY to a proxy that serves it" >&2; \
+		exit 1; }
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o "$(abspath $(1))/" ./cmd/ckegen ./cmd/ckegenctl
+	cd ckeserver && $(CKEREF_ENV) CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o "$(abspath $(1))/cke" ./cmd/cke
+endef
+
+build:
+	mkdir -p "$(BIN_DIR)"
+	$(call build-binaries,$(BIN_DIR))
+	@echo "build: ckegen, ckegenctl and cke $(VERSION) (commit $(REVISION)) in $(BIN_DIR)"
+
+# The container image (Containerfile; docs/install.md): the binaries of
+# build, with the CA certificates, the license, the user 10000 and its
+# data directory, laid out in a staging directory, then an image FROM
+# scratch that only copies them in. podman, or docker where that is what
+# is installed. IMAGE_LICENSE is the SPDX expression of the licenses label.
 IMAGE ?= localhost/ckegen:$(VERSION)
-IMAGE_LICENSE ?= NOASSERTION
+IMAGE_LICENSE ?= Apache-2.0
 IMAGE_STAGE ?= $(CURDIR)/bin/image
 CONTAINER_ENGINE ?= $(shell command -v podman 2>/dev/null || command -v docker 2>/dev/null)
 CA_BUNDLE ?= /etc/ssl/certs/ca-certificates.crt
-IMAGE_LDFLAGS = -s -w -X github.com/ckegen/ckegen/internal/version.Version=$(VERSION)
 
 image:
 	@test -n "$(CONTAINER_ENGINE)" || { echo "image: neither podman nor docker is installed (apt-get install podman)" >&2; exit 1; }
 	@test -s "$(CA_BUNDLE)" || { echo "image: no CA certificates at $(CA_BUNDLE) (apt-get install ca-certificates, or set CA_BUNDLE)" >&2; exit 1; }
 	rm -rf "$(IMAGE_STAGE)"
 	mkdir -p "$(IMAGE_STAGE)/lib" "$(IMAGE_STAGE)/state/ckegen"
-	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(IMAGE_LDFLAGS)" -o "$(IMAGE_STAGE)/" ./cmd/ckegen ./cmd/ckegenctl ./cmd/fakesabakan
-	cp deploy/image/passwd deploy/image/group "$(IMAGE_STAGE)/"
+	$(call build-binaries,$(IMAGE_STAGE))
+	cp deploy/image/passwd deploy/image/group LICENSE "$(IMAGE_STAGE)/"
 	cp "$(CA_BUNDLE)" "$(IMAGE_STAGE)/ca-certificates.crt"
-	chmod 0644 "$(IMAGE_STAGE)/passwd" "$(IMAGE_STAGE)/group" "$(IMAGE_STAGE)/ca-certificates.crt"
-	chmod 0755 "$(IMAGE_STAGE)/ckegen" "$(IMAGE_STAGE)/ckegenctl" "$(IMAGE_STAGE)/fakesabakan"
+	chmod 0644 "$(IMAGE_STAGE)/passwd" "$(IMAGE_STAGE)/group" "$(IMAGE_STAGE)/LICENSE" "$(IMAGE_STAGE)/ca-certificates.crt"
+	chmod 0755 "$(IMAGE_STAGE)/ckegen" "$(IMAGE_STAGE)/ckegenctl" "$(IMAGE_STAGE)/cke"
 	chmod 0755 "$(IMAGE_STAGE)/lib"
 	chmod 0700 "$(IMAGE_STAGE)/state/ckegen"
 	-chown 10000:10000 "$(IMAGE_STAGE)/state/ckegen" 2>/dev/null
 	$(CONTAINER_ENGINE) build --file Containerfile --build-arg VERSION="$(VERSION)" \
 		--build-arg LICENSE="$(IMAGE_LICENSE)" --tag "$(IMAGE)" "$(IMAGE_STAGE)"
-	@echo "image: $(IMAGE) ($(VERSION))"
+	@echo "image: $(IMAGE) ($(VERSION), commit $(REVISION))"

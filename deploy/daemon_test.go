@@ -28,20 +28,32 @@ type site struct {
 }
 
 // newSite starts etcd and the compatible server and configures the
-// integration with ckegenctl as README "Install" says: URL, constraints,
+// integration with ckegenctl as docs/install.md says: URL, constraints,
 // template.
 func newSite(t *testing.T) *site {
+	t.Helper()
+	s := startSite(t)
+	s.ckegenctl(t, "sabakan", "set-url", s.sabakan)
+	s.ckegenctl(t, "constraints", "set", "control-plane-count", "3")
+	s.ckegenctl(t, "constraints", "set", "minimum-workers", "20")
+	s.setTemplate(t)
+	return s
+}
+
+// startSite starts etcd and the compatible server, and configures nothing.
+func startSite(t *testing.T) *site {
 	t.Helper()
 	bin := binaries(t)
 	h := sitetest.Start(t, sitetest.Options{
 		Machines: sitetest.ReadMachines(t, filepath.Join(root, "examples", "machines.json")), Clock: time.Now,
 	})
-	s := &site{bin: bin, etcd: h.EtcdURL, sabakan: h.Server.URL}
-	s.ckegenctl(t, "sabakan", "set-url", s.sabakan)
-	s.ckegenctl(t, "constraints", "set", "control-plane-count", "3")
-	s.ckegenctl(t, "constraints", "set", "minimum-workers", "20")
+	return &site{bin: bin, etcd: h.EtcdURL, sabakan: h.Server.URL}
+}
+
+// setTemplate stores the bundled template.
+func (s *site) setTemplate(t *testing.T) {
+	t.Helper()
 	s.ckegenctl(t, "sabakan", "set-template", filepath.Join(root, "examples", "template.yml"))
-	return s
 }
 
 // ckegenctl runs ckegenctl against the site's etcd and returns its output.
@@ -105,13 +117,14 @@ func (d *daemon) scrape(t *testing.T) map[string]float64 {
 }
 
 // TestAlertMetricsExported: every metric that alerts.yml names is one the
-// daemon exports. It starts the daemon (the ckegen binary) on a real etcd and
-// the compatible server, scrapes /metrics after the first ticks of a
-// converging integration, while its ticks fail (sabakan's URL pointed at
-// a closed port), after they succeed again, and after `ckegenctl sabakan
-// takeover` and `handback` have made the leader hold
-// (ckegen_integration_held is only exported while it holds), and looks
-// each name up in what it saw.
+// daemon exports. It starts the daemon (the ckegen binary) on a real etcd
+// and the compatible server before the template is stored, scrapes
+// /metrics while it waits for it (ckegen_integration_waiting is only
+// exported then), after the first ticks of a converging integration,
+// while its ticks fail (sabakan's URL pointed at a closed port), after
+// they succeed again, and after `ckegenctl sabakan takeover` and
+// `handback` have made the leader hold (ckegen_integration_held is only
+// exported while it holds), and looks each name up in what it saw.
 func TestAlertMetricsExported(t *testing.T) {
 	var wanted []string
 	for _, r := range alertRules(t) {
@@ -130,7 +143,10 @@ func TestAlertMetricsExported(t *testing.T) {
 	}
 	slices.Sort(wanted)
 
-	s := newSite(t)
+	s := startSite(t)
+	s.ckegenctl(t, "sabakan", "set-url", s.sabakan)
+	s.ckegenctl(t, "constraints", "set", "control-plane-count", "3")
+	s.ckegenctl(t, "constraints", "set", "minimum-workers", "20")
 	d := s.startDaemon(t, "deploytest-a")
 	seen := map[string]string{} // name: the phase it was first seen in
 	// observe scrapes until until holds, then for two more ticks, so that
@@ -156,6 +172,8 @@ func TestAlertMetricsExported(t *testing.T) {
 	has := func(name string, v float64) func(map[string]float64) bool {
 		return func(m map[string]float64) bool { got, ok := m[name]; return ok && got == v }
 	}
+	observe("waiting", "a tick waiting for the template", has("ckegen_integration_waiting", 1))
+	s.setTemplate(t)
 	observe("converging", "a successful tick", has("cke_sabakan_integration_successful", 1))
 	// sabakan unreachable: the ticks fail.
 	s.ckegenctl(t, "sabakan", "set-url", fmt.Sprintf("http://127.0.0.1:%d", etcdtest.FreePort(t)))
@@ -185,7 +203,7 @@ func TestAlertMetricsExported(t *testing.T) {
 	}
 }
 
-// TestUpgradeHandover is README "Upgrade": two daemons; the leader,
+// TestUpgradeHandover is docs/install.md, "Upgrade": two daemons; the leader,
 // stopped as systemd stops it (SIGTERM), resigns, and the other daemon
 // leads and ticks within seconds, not after the session TTL (60 s here,
 // the default), so restarting the daemons one at a time loses no tick.

@@ -1,8 +1,9 @@
-// Package deploy tests what an operator installs (README "Install",
-// "Upgrade", "Alerts"): the container image that `make image` builds from
-// the Containerfile, the systemd units in systemd/, and the Prometheus
-// alerting rules in prometheus/ with their unit tests and the metrics they
-// name. It has no code of its own: only these tests.
+// Package deploy tests what an operator installs (docs/install.md,
+// docs/alerts.md): the container image that `make image` builds from the
+// Containerfile and the version it is stamped with, the systemd units in
+// systemd/, and the Prometheus alerting rules in prometheus/ with their
+// unit tests and the metrics they name. It has no code of its own: only
+// these tests.
 //
 // Each test needs a program that the machine may lack (podman, promtool,
 // systemd-analyze): without it the test is skipped with the reason,
@@ -55,16 +56,32 @@ func run(t *testing.T, timeout time.Duration, dir string, name string, args ...s
 // runErr runs a command with a deadline and returns both outputs and its
 // error.
 func runErr(timeout time.Duration, dir string, name string, args ...string) (stdout, stderr []byte, err error) {
+	return runEnv(timeout, dir, nil, name, args...)
+}
+
+// runEnv is runErr with env (KEY=value) over the test's environment; a
+// KEY= of env, empty, removes KEY.
+func runEnv(timeout time.Duration, dir string, env []string, name string, args ...string) (stdout, stderr []byte, err error) {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, name, args...)
 	cmd.Dir = dir
 	// Under `make test`, make's own variables would reach a make that a
 	// test runs (TestImage): each test's command line is all it gets.
+	drop := map[string]bool{"MAKEFLAGS": true, "MFLAGS": true, "MAKELEVEL": true, "MAKEOVERRIDES": true}
+	for _, kv := range env {
+		k, _, _ := strings.Cut(kv, "=")
+		drop[k] = true
+	}
 	cmd.Env = slices.DeleteFunc(os.Environ(), func(kv string) bool {
 		k, _, _ := strings.Cut(kv, "=")
-		return k == "MAKEFLAGS" || k == "MFLAGS" || k == "MAKELEVEL" || k == "MAKEOVERRIDES"
+		return drop[k]
 	})
+	for _, kv := range env {
+		if k, v, _ := strings.Cut(kv, "="); v != "" {
+			cmd.Env = append(cmd.Env, k+"="+v)
+		}
+	}
 	var o, e bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &o, &e
 	err = cmd.Run()

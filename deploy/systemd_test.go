@@ -5,6 +5,9 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -63,18 +66,22 @@ func (u unit) get(section, key string) string {
 	return vs[len(vs)-1]
 }
 
-// TestSystemdUnits checks the units an operator installs (README
-// "Install"): the settings the README promises (restart on failure, CKE's
-// configuration path, the hardening, a dedicated user, the one writable
-// path), that systemd-analyze verify accepts them without a word, that the
-// daemon unit's exposure stays low, and that the example environment
-// file's flags are the daemon's.
+// TestSystemdUnits checks the units an operator installs
+// (docs/install.md): the settings it promises (restart on failure, each
+// unit's configuration path, the hardening, a dedicated user, the one
+// writable path; cke.service as CKE's server, in place of CKE's own unit),
+// that no unit of ckegen's daemon names CKE's /etc/cke (it reads its own
+// /etc/ckegen), that systemd-analyze verify accepts them without a word,
+// that the units' exposure stays where it is, and that the example
+// environment file's flags are the daemon's.
 //
 // systemd-analyze verify checks that each ExecStart program exists. The
-// daemon unit runs /usr/local/bin/ckegen, which is not installed here, so it
-// verifies a copy whose ExecStart names a ckegen built for the test instead,
-// the rest unchanged. The container unit is verified as it is: it runs
-// /usr/bin/podman, which CI installs.
+// daemon unit runs /usr/local/bin/ckegen, which is not installed here, so
+// it verifies a copy whose ExecStart names a ckegen built for the test
+// instead, the rest unchanged; cke.service's /usr/local/bin/cke is
+// replaced the same way by that ckegen, which only has to exist (TestImage
+// runs the image's cke with cke.service's flags). The container unit is
+// verified as it is: it runs /usr/bin/podman, which CI installs.
 func TestSystemdUnits(t *testing.T) {
 	dir := filepath.Join(root, "deploy", "systemd")
 	daemonUnit := parseUnit(t, filepath.Join(dir, "ckegen.service"))
@@ -89,25 +96,83 @@ func TestSystemdUnits(t *testing.T) {
 		"ReadWritePaths":   "/var/lib/ckegen",
 		"StateDirectory":   "ckegen",
 		"WorkingDirectory": "/var/lib/ckegen",
-		"ExecStart":        "/usr/local/bin/ckegen --config /etc/cke/config.yml $CKEGEN_OPTS",
+		"EnvironmentFile":  "-/etc/default/ckegen",
+		"ExecStart":        "/usr/local/bin/ckegen --config /etc/ckegen/config.yml $CKEGEN_OPTS",
 	} {
 		if got := daemonUnit.get("Service", key); got != want {
 			t.Errorf("ckegen.service: %s=%q, want %q", key, got, want)
 		}
 	}
+	checkHardening(t, "ckegen.service", daemonUnit)
 	if n := len(daemonUnit["Service"]["ReadWritePaths"]); n != 1 {
 		t.Errorf("ckegen.service: %d ReadWritePaths settings, want one (/var/lib/ckegen, where it writes)", n)
 	}
+	if got := daemonUnit.get("Unit", "Conflicts"); got != "ckegen-container.service" {
+		t.Errorf("ckegen.service: Conflicts=%q, want ckegen-container.service (one daemon a host)", got)
+	}
 	container := parseUnit(t, filepath.Join(dir, "ckegen-container.service"))
-	if got := container.get("Service", "Restart"); got != "on-failure" {
-		t.Errorf("ckegen-container.service: Restart=%q, want on-failure", got)
+	for key, want := range map[string]string{
+		"Restart":         "on-failure",
+		"EnvironmentFile": "/etc/default/ckegen",
+	} {
+		if got := container.get("Service", key); got != want {
+			t.Errorf("ckegen-container.service: %s=%q, want %q", key, got, want)
+		}
+	}
+	if got := container.get("Unit", "Conflicts"); got != "ckegen.service" {
+		t.Errorf("ckegen-container.service: Conflicts=%q, want ckegen.service (one daemon a host)", got)
 	}
 	exec := container.get("Service", "ExecStart")
 	for _, want := range []string{"/usr/bin/podman run ", "--network=host", "--read-only", "--cap-drop=all",
-		"--security-opt=no-new-privileges", "--user=10000:10000", "--volume=/etc/cke:/etc/cke:ro",
-		"--volume=/var/lib/ckegen:/var/lib/ckegen", "${CKEGEN_IMAGE} --config /etc/cke/config.yml $CKEGEN_OPTS"} {
+		"--security-opt=no-new-privileges", "--user=10000:10000", "--volume=/etc/ckegen:/etc/ckegen:ro",
+		"--volume=/var/lib/ckegen:/var/lib/ckegen", "${CKEGEN_IMAGE} --config /etc/ckegen/config.yml $CKEGEN_OPTS"} {
 		if !strings.Contains(exec, want) {
 			t.Errorf("ckegen-container.service: ExecStart %q lacks %q", exec, want)
+		}
+	}
+	// ckegen's daemon reads its own configuration: no setting of its units
+	// names CKE's directory (a volume, a path, a --config).
+	for name, u := range map[string]unit{"ckegen.service": daemonUnit, "ckegen-container.service": container} {
+		for section, keys := range u {
+			for key, values := range keys {
+				for _, v := range values {
+					if namesCKEDir(v) {
+						t.Errorf("%s: [%s] %s=%s names CKE's /etc/cke: ckegen's daemon reads /etc/ckegen", name, section, key, v)
+					}
+				}
+			}
+		}
+	}
+
+	// cke.service: CKE's server with ckegen inside, in place of CKE's own
+	// unit, as CKE's server runs (its user, root, and CKE's configuration).
+	ckeUnit := parseUnit(t, filepath.Join(dir, "cke.service"))
+	for key, want := range map[string]string{
+		"Restart":         "on-failure",
+		"User":            "",
+		"Group":           "",
+		"NoNewPrivileges": "yes",
+		"ProtectSystem":   "full",
+		"PrivateTmp":      "yes",
+		"ExecStart":       "/usr/local/bin/cke --config /etc/cke/config.yml",
+	} {
+		if got := ckeUnit.get("Service", key); got != want {
+			t.Errorf("cke.service: %s=%q, want %q", key, got, want)
+		}
+	}
+	checkHardening(t, "cke.service", ckeUnit)
+	if got := strings.Fields(ckeUnit.get("Unit", "Conflicts")); !slices.Equal(got, []string{"ckegen.service", "ckegen-container.service"}) {
+		t.Errorf("cke.service: Conflicts=%q, want ckegen.service and ckegen-container.service (ckegen's daemons have no place beside it)", got)
+	}
+	if d, err := systemdDuration(ckeUnit.get("Service", "TimeoutStopSec")); err != nil || d < 3*time.Minute+5*time.Second {
+		t.Errorf("cke.service: TimeoutStopSec=%q, want over 3m5s (CKE's server lets HTTP requests finish for 3 minutes after its 5 s)", ckeUnit.get("Service", "TimeoutStopSec"))
+	}
+	for _, u := range []struct {
+		name string
+		u    unit
+	}{{"ckegen.service", daemonUnit}, {"ckegen-container.service", container}, {"cke.service", ckeUnit}} {
+		if got := u.u.get("Install", "WantedBy"); got != "multi-user.target" {
+			t.Errorf("%s: WantedBy=%q, want multi-user.target (started at boot)", u.name, got)
 		}
 	}
 
@@ -117,25 +182,24 @@ func TestSystemdUnits(t *testing.T) {
 	analyze := need(t, "systemd-analyze", "apt-get install -y systemd")
 	need(t, "podman", "apt-get install -y podman")
 	verifyDir := t.TempDir()
-	data, err := os.ReadFile(filepath.Join(dir, "ckegen.service"))
-	if err != nil {
-		t.Fatal(err)
+	copyUnit := func(name, from, to string) {
+		t.Helper()
+		data, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		rewritten := strings.ReplaceAll(string(data), from, to)
+		if rewritten == string(data) && from != to {
+			t.Fatalf("%s: no %q to point at the test's ckegen", name, from)
+		}
+		if err := os.WriteFile(filepath.Join(verifyDir, name), []byte(rewritten), 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
-	rewritten := strings.ReplaceAll(string(data), "ExecStart=/usr/local/bin/ckegen ", "ExecStart="+filepath.Join(bin, "ckegen")+" ")
-	if rewritten == string(data) {
-		t.Fatal("ckegen.service: no ExecStart=/usr/local/bin/ckegen to point at the test's ckegen")
-	}
-	if err := os.WriteFile(filepath.Join(verifyDir, "ckegen.service"), []byte(rewritten), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	data, err = os.ReadFile(filepath.Join(dir, "ckegen-container.service"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(verifyDir, "ckegen-container.service"), data, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	for _, name := range []string{"ckegen.service", "ckegen-container.service"} {
+	copyUnit("ckegen.service", "ExecStart=/usr/local/bin/ckegen ", "ExecStart="+filepath.Join(bin, "ckegen")+" ")
+	copyUnit("cke.service", "ExecStart=/usr/local/bin/cke ", "ExecStart="+filepath.Join(bin, "ckegen")+" ")
+	copyUnit("ckegen-container.service", "", "")
+	for _, name := range []string{"ckegen.service", "ckegen-container.service", "cke.service"} {
 		// verify exits 0 on some problems it only warns about (a value it
 		// cannot parse, say): any output is a failure too.
 		out, errOut, err := runErr(time.Minute, verifyDir, analyze, "verify", "--man=no", "./"+name)
@@ -143,18 +207,64 @@ func TestSystemdUnits(t *testing.T) {
 			t.Errorf("systemd-analyze verify %s: %v\n%s%s", name, err, out, errOut)
 		}
 	}
-	// The hardening as systemd rates it: 0 (none exposed) to 10. The unit
-	// rates 3.2 now; a lost setting raises it.
-	out, errOut, err := runErr(time.Minute, verifyDir, analyze, "security", "--offline=true", "--threshold=40", "./ckegen.service")
-	if err != nil {
-		t.Errorf("systemd-analyze security ckegen.service: %v: exposure over 4.0\n%s%s", err, out, errOut)
+	// The hardening as systemd rates it: 0 (none exposed) to 10. ckegen's
+	// unit rates 3.2 now; cke.service 6.0 (it runs as root, as CKE's
+	// server). A lost setting raises them.
+	for name, threshold := range map[string]string{"ckegen.service": "40", "cke.service": "65"} {
+		out, errOut, err := runErr(time.Minute, verifyDir, analyze, "security", "--offline=true", "--threshold="+threshold, "./"+name)
+		if err != nil {
+			t.Errorf("systemd-analyze security %s: %v: exposure over %s/10\n%s%s", name, err, threshold, out, errOut)
+		}
 	}
 }
 
-// checkEnvFile checks the example /etc/default/ckegen: CKEGEN_OPTS are
-// flags the daemon accepts (ckegen parses them all before --version prints),
-// and CKEGEN_IMAGE is set.
-func checkEnvFile(t *testing.T, file, bin string) {
+// hardening are the settings both host units have: a network daemon
+// needs none of the devices, the kernel's knobs, namespaces, real time,
+// set-user-id files, another personality or writable code.
+var hardening = map[string]string{
+	"PrivateDevices":          "yes",
+	"ProtectKernelTunables":   "yes",
+	"ProtectKernelModules":    "yes",
+	"ProtectKernelLogs":       "yes",
+	"ProtectControlGroups":    "yes",
+	"ProtectClock":            "yes",
+	"ProtectHostname":         "yes",
+	"RestrictNamespaces":      "yes",
+	"RestrictRealtime":        "yes",
+	"RestrictSUIDSGID":        "yes",
+	"LockPersonality":         "yes",
+	"MemoryDenyWriteExecute":  "yes",
+	"SystemCallArchitectures": "native",
+}
+
+func checkHardening(t *testing.T, name string, u unit) {
+	t.Helper()
+	for key, want := range hardening {
+		if got := u.get("Service", key); got != want {
+			t.Errorf("%s: %s=%q, want %q", name, key, got, want)
+		}
+	}
+}
+
+// systemdDuration parses a time span as systemd writes the short ones:
+// 90 (seconds), 90s, 4min, 1min 30s.
+func systemdDuration(s string) (time.Duration, error) {
+	s = strings.ReplaceAll(strings.ReplaceAll(s, " ", ""), "min", "m")
+	if _, err := strconv.Atoi(s); err == nil {
+		s += "s"
+	}
+	return time.ParseDuration(s)
+}
+
+// ckeDirRE matches CKE's configuration directory /etc/cke, not /etc/ckegen.
+var ckeDirRE = regexp.MustCompile(`/etc/cke($|[^A-Za-z0-9_.-])`)
+
+// namesCKEDir reports whether s names /etc/cke or a path in it.
+func namesCKEDir(s string) bool { return ckeDirRE.MatchString(s) }
+
+// readEnvFile reads an environment file of KEY=value lines (a value may be
+// double-quoted), comments and blank lines.
+func readEnvFile(t *testing.T, file string) map[string]string {
 	t.Helper()
 	data, err := os.ReadFile(file)
 	if err != nil {
@@ -172,6 +282,17 @@ func checkEnvFile(t *testing.T, file, bin string) {
 		}
 		env[k] = strings.Trim(v, `"`)
 	}
+	return env
+}
+
+// checkEnvFile checks the example /etc/default/ckegen: CKEGEN_OPTS are
+// flags the daemon accepts (ckegen parses them all before --version
+// prints), with the units' --config, and serve HTTP elsewhere than CKE's
+// server's port 10180 on a host they may share; CKEGEN_IMAGE is set
+// (TestVersionScheme checks which).
+func checkEnvFile(t *testing.T, file, bin string) {
+	t.Helper()
+	env := readEnvFile(t, file)
 	if env["CKEGEN_IMAGE"] == "" {
 		t.Errorf("%s: no CKEGEN_IMAGE for the container unit", file)
 	}
@@ -179,7 +300,20 @@ func checkEnvFile(t *testing.T, file, bin string) {
 	if len(opts) == 0 {
 		t.Errorf("%s: no CKEGEN_OPTS", file)
 	}
-	if out, errOut, err := runErr(time.Minute, "", bin, append(opts, "--version")...); err != nil {
-		t.Errorf("ckegen %s --version: %v: the example's flags are not the daemon's\n%s%s", strings.Join(opts, " "), err, out, errOut)
+	for i, o := range opts {
+		addr, ok := strings.CutPrefix(o, "--http=")
+		if o == "--http" && i+1 < len(opts) {
+			addr, ok = opts[i+1], true
+		}
+		if ok && strings.HasSuffix(addr, ":10180") {
+			t.Errorf("%s: --http %s is CKE's server's port; ckegen's is 10190", file, addr)
+		}
+		if o == "--config" || strings.HasPrefix(o, "--config=") {
+			t.Errorf("%s: CKEGEN_OPTS gives --config, which the units give (/etc/ckegen/config.yml)", file)
+		}
+	}
+	args := append([]string{"--config", "/etc/ckegen/config.yml"}, opts...)
+	if out, errOut, err := runErr(time.Minute, "", bin, append(args, "--version")...); err != nil {
+		t.Errorf("ckegen %s --version: %v: the example's flags are not the daemon's\n%s%s", strings.Join(args, " "), err, out, errOut)
 	}
 }
