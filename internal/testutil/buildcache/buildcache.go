@@ -165,6 +165,10 @@ func (s Spec) args(dir string) []string {
 	return append(append(args, "-o", dir+string(filepath.Separator)), s.Packages...)
 }
 
+// Environ is the environment go runs with for s: the process's, with the
+// file module proxy first in GOPROXY when it exists, and s.Env.
+func (s Spec) Environ() ([]string, error) { return s.env() }
+
 // env is go build's environment.
 func (s Spec) env() ([]string, error) {
 	env := append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=readonly -buildvcs=false")

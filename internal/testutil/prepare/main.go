@@ -28,6 +28,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -47,15 +48,19 @@ type step struct {
 	without string
 }
 
-// imageBuild is how make image builds the image's binaries (Makefile,
-// target image), less the linker's flags, which do not change what Go
-// caches: its environment, flags and packages.
-var imageBuild = struct {
+// imageBuilds are how make image builds the image's binaries (Makefile,
+// build-binaries), less the linker's flags, which do not change what Go
+// caches: the module's directory, the environment, flags and packages of
+// each go build.
+var imageBuilds = []imageBuild{
+	{env: []string{"CGO_ENABLED=0"}, flags: []string{"-trimpath"}, packages: []string{"./cmd/ckegen", "./cmd/ckegenctl"}},
+	{dir: "ckeserver", cke: true, env: []string{"CGO_ENABLED=0"}, flags: []string{"-trimpath"}, packages: []string{"./cmd/cke"}},
+}
+
+type imageBuild struct {
+	dir                  string // "": the repository's root
+	cke                  bool   // with CKE from the shared module proxy, as $(CKEREF_ENV)
 	env, flags, packages []string
-}{
-	env:      []string{"CGO_ENABLED=0"},
-	flags:    []string{"-trimpath"},
-	packages: []string{"./cmd/ckegen", "./cmd/ckegenctl", "./cmd/fakesabakan"},
 }
 
 // imageTimeout bounds the build of the image's binaries.
@@ -187,12 +192,36 @@ func buildImageBinaries(logf func(string, ...any)) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	args := append(append([]string{"list", "-export", "-deps", "-f", "{{.ImportPath}}"}, imageBuild.flags...), imageBuild.packages...)
+	for _, b := range imageBuilds {
+		if err := b.compile(root, logf); err != nil {
+			return "", err
+		}
+	}
+	return "Go's build cache, for " + engine + "'s build in TestImage", nil
+}
+
+// compile compiles b's packages into Go's build cache: go list -export
+// compiles every package of theirs as go build does, with the same cache
+// entries, and links nothing.
+func (b imageBuild) compile(root string, logf func(string, ...any)) error {
+	spec := buildcache.Spec{Module: filepath.Join(root, b.dir)}
+	if b.cke {
+		proxy, err := buildcache.SharedGoProxy()
+		if err != nil {
+			return err
+		}
+		spec.FileProxy, spec.Env = proxy, []string{"GONOSUMDB=github.com/cybozu-go/cke"}
+	}
+	env, err := spec.Environ()
+	if err != nil {
+		return err
+	}
+	args := append(append([]string{"list", "-export", "-deps", "-f", "{{.ImportPath}}"}, b.flags...), b.packages...)
 	ctx, cancel := context.WithTimeout(context.Background(), imageTimeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "go", args...)
-	cmd.Dir = root
-	cmd.Env = append(os.Environ(), imageBuild.env...)
+	cmd.Dir = spec.Module
+	cmd.Env = append(env, b.env...)
 	cmd.WaitDelay = 10 * time.Second
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
@@ -204,16 +233,16 @@ func buildImageBinaries(logf func(string, ...any)) (string, error) {
 		select {
 		case <-done:
 		case <-time.After(5 * time.Second):
-			logf("compiling %s into Go's build cache: %s go %s", strings.Join(imageBuild.packages, " "), strings.Join(imageBuild.env, " "), strings.Join(args, " "))
+			logf("compiling %s in ./%s into Go's build cache: %s go %s", strings.Join(b.packages, " "), b.dir, strings.Join(b.env, " "), strings.Join(args, " "))
 		}
 	})
 	err = cmd.Run()
 	close(done)
 	wg.Wait()
 	if err != nil {
-		return "", fmt.Errorf("compiling the image's binaries (limit %s): %w\n%s", imageTimeout, err, buildcache.Tail(stderr.Bytes(), 40))
+		return fmt.Errorf("compiling the image's %s (limit %s): %w\n%s", strings.Join(b.packages, " "), imageTimeout, err, buildcache.Tail(stderr.Bytes(), 40))
 	}
-	return "Go's build cache, for " + engine + "'s build in TestImage", nil
+	return nil
 }
 
 // notNeeded is why a step has nothing to do.

@@ -13,8 +13,9 @@ import (
 )
 
 // TestImageBuildAsMakefile: the image's binaries are built here with the
-// environment, flags and packages of make image, or the cache they warm
-// is not the one TestImage uses.
+// directories, environment, flags and packages of make image's go
+// builds, one for one, or the cache they warm is not the one TestImage
+// uses.
 func TestImageBuildAsMakefile(t *testing.T) {
 	root, err := buildcache.RepoRoot()
 	if err != nil {
@@ -24,19 +25,31 @@ func TestImageBuildAsMakefile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	recipe := ""
-	if _, after, ok := strings.Cut(string(data), "\nimage:\n"); ok {
-		recipe, _, _ = strings.Cut(after, "\n\n")
+	block := ""
+	if _, after, ok := strings.Cut(string(data), "\ndefine build-binaries\n"); ok {
+		block, _, _ = strings.Cut(after, "\nendef\n")
 	}
-	want := strings.Join(imageBuild.env, " ") + " $(GO) build " + strings.Join(imageBuild.flags, " ") + " "
-	var line string
-	for _, l := range strings.Split(recipe, "\n") {
+	var lines []string
+	for _, l := range strings.Split(block, "\n") {
 		if strings.Contains(l, "$(GO) build") {
-			line = strings.TrimSpace(l)
+			lines = append(lines, strings.TrimSpace(l))
 		}
 	}
-	if !strings.HasPrefix(line, want) || !strings.HasSuffix(line, " "+strings.Join(imageBuild.packages, " ")) {
-		t.Errorf("make image builds with\n\t%s\nnot as prepare does: %s... %s", line, want, strings.Join(imageBuild.packages, " "))
+	if len(lines) != len(imageBuilds) {
+		t.Fatalf("make image's build-binaries has %d go builds, prepare %d:\n%s", len(lines), len(imageBuilds), strings.Join(lines, "\n"))
+	}
+	for i, b := range imageBuilds {
+		line, want := lines[i], ""
+		if b.dir != "" {
+			want = "cd " + b.dir + " && "
+		}
+		if b.cke {
+			want += "$(CKEREF_ENV) "
+		}
+		want += strings.Join(b.env, " ") + " $(GO) build " + strings.Join(b.flags, " ") + " "
+		if !strings.HasPrefix(line, want) || !strings.HasSuffix(line, " "+strings.Join(b.packages, " ")) {
+			t.Errorf("make image builds with\n\t%s\nnot as prepare does: %s... %s", line, want, strings.Join(b.packages, " "))
+		}
 	}
 }
 
