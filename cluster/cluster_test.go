@@ -119,7 +119,7 @@ func TestParseAccepts(t *testing.T) {
 }
 
 // cke135Fields are the top-level fields of cluster.yml at CKE v1.35
-// (docs/cluster.md).
+// (CKE's docs/cluster.md).
 var cke135Fields = []string{"name", "nodes", "taint_control_plane", "control_plane_tolerations", "service_subnet",
 	"dns_servers", "dns_service", "reboot", "repair", "sabakan", "trusted_rest_mappings", "options"}
 

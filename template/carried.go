@@ -16,7 +16,7 @@ import (
 // sabakan.spare_node_taint_key), and CKE reads them with encoding/json,
 // which drops a field it does not know: a typo there (cri_endpiont) would
 // reach CKE and be ignored. So a template's carried fields are checked
-// against the fields CKE documents (docs/cluster.md at v1.35), below.
+// against the fields CKE documents (CKE's docs/cluster.md at v1.35), below.
 
 // shape is what CKE documents a value to be.
 type shape struct {
