@@ -7,7 +7,6 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/ckegen/ckegen/internal/etcdclient"
 	"github.com/ckegen/ckegen/internal/suggest"
 )
 
@@ -37,9 +36,9 @@ func checkArgCount(cmd *cobra.Command, n int, args []string) error {
 		for i := len(args); i < n; i++ {
 			missing = append(missing, name(i))
 		}
-		return fmt.Errorf("%s needs %s (usage: %s; see --help)", subcommand(cmd), strings.Join(missing, " and "), usage(cmd))
+		return usagef("%s needs %s (usage: %s; see --help)", subcommand(cmd), strings.Join(missing, " and "), usage(cmd))
 	case len(args) > n:
-		return fmt.Errorf("%s takes %s, got %d: %s (usage: %s)", subcommand(cmd),
+		return usagef("%s takes %s, got %d: %s (usage: %s)", subcommand(cmd),
 			plural(n, "argument", "arguments"), len(args), strings.Join(args, " "), usage(cmd))
 	}
 	return nil
@@ -65,13 +64,10 @@ func plural(n int, one, many string) string {
 }
 
 // flagError is the root's flag error function: an unknown flag gets a
-// "did you mean" from the command's own and inherited flags, or else from
-// the hidden older spellings of the etcd flags (--endpoint: --endpoints).
+// "did you mean" from the command's own and inherited flags, the hidden
+// older spellings of the etcd flags included (--endpoint: --endpoints).
 func flagError(cmd *cobra.Command, err error) error {
-	if s := suggest.FlagError(cmd.Flags(), err); s != err {
-		return s
-	}
-	return etcdclient.SuggestAlias(cmd.Flags(), err)
+	return usageError{suggest.FlagError(cmd.Flags(), err)}
 }
 
 // oneDashFlag refuses a long flag written with one dash (-output, as Go's
@@ -98,8 +94,52 @@ func oneDashFlag(root *cobra.Command, args []string) error {
 			continue
 		}
 		if name, _, _ := strings.Cut(a[1:], "="); long[name] {
-			return fmt.Errorf("%s: flags take two dashes: did you mean --%s?", a, name)
+			return usagef("%s: flags take two dashes: did you mean --%s?", a, name)
 		}
+	}
+	return nil
+}
+
+// usageError is an error in how ckegenctl was called: an unknown command
+// or flag, a wrong number of arguments, a flag value refused or flags
+// that do not go together. ckegenctl exits 2 on it, as Go's flag package
+// does, and 1 on any other error.
+type usageError struct{ error }
+
+func (e usageError) Unwrap() error { return e.error }
+
+// usagef is a usageError.
+func usagef(format string, args ...any) error {
+	return usageError{fmt.Errorf(format, args...)}
+}
+
+// usageArgs makes the errors of every command's check of its arguments
+// (cobra.NoArgs' "unknown command", exactArgs' "needs FILE") usage errors.
+func usageArgs(cmd *cobra.Command) {
+	if check := cmd.Args; check != nil {
+		cmd.Args = func(c *cobra.Command, args []string) error {
+			if err := check(c, args); err != nil {
+				return usageError{err}
+			}
+			return nil
+		}
+	}
+	for _, c := range cmd.Commands() {
+		usageArgs(c)
+	}
+}
+
+// requireFlags refuses, as a usage error, a command line of cmd without
+// each of the flags names.
+func requireFlags(cmd *cobra.Command, names ...string) error {
+	var missing []string
+	for _, n := range names {
+		if !cmd.Flags().Changed(n) {
+			missing = append(missing, "--"+n)
+		}
+	}
+	if len(missing) > 0 {
+		return usagef("%s needs %s (see --help)", subcommand(cmd), strings.Join(missing, " and "))
 	}
 	return nil
 }

@@ -99,7 +99,7 @@ func newConstraintsSetCmd(e *env) *cobra.Command {
 					return flagError(cmd, err)
 				}
 				if rest := cmd.Flags().Args(); len(rest) > 0 {
-					return fmt.Errorf("want NAME VALUE, got %d arguments: %s", 2+len(rest), strings.Join(args, " "))
+					return usagef("want NAME VALUE, got %d arguments: %s", 2+len(rest), strings.Join(args, " "))
 				}
 				if help, _ := cmd.Flags().GetBool("help"); help {
 					return cmd.Help()

@@ -26,19 +26,35 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 // configuration file.
 func runWithConfig(configFile string, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	cmd := newRootCmd(configFile)
-	if err := oneDashFlag(cmd, args); err != nil {
+	err := oneDashFlag(cmd, args)
+	if err == nil {
+		cmd.SetArgs(args)
+		cmd.SetIn(stdin)
+		cmd.SetOut(stdout)
+		cmd.SetErr(stderr)
+		err = cmd.Execute()
+	}
+	if err != nil && !errors.Is(err, errReported) {
 		fmt.Fprintf(stderr, "ckegenctl: %v\n", err)
-		return 1
 	}
-	cmd.SetArgs(args)
-	cmd.SetIn(stdin)
-	cmd.SetOut(stdout)
-	cmd.SetErr(stderr)
-	if err := cmd.Execute(); err != nil {
-		if !errors.Is(err, errReported) {
-			fmt.Fprintf(stderr, "ckegenctl: %v\n", err)
-		}
-		return 1
+	return exitCode(err)
+}
+
+// Exit statuses: 0 on success, exitUsage when ckegenctl was called wrong
+// (a usageError), exitFailure on any other error.
+const (
+	exitFailure = 1
+	exitUsage   = 2
+)
+
+// exitCode is the exit status for err, the error of a run.
+func exitCode(err error) int {
+	var ue usageError
+	switch {
+	case err == nil:
+		return 0
+	case errors.As(err, &ue):
+		return exitUsage
 	}
-	return 0
+	return exitFailure
 }

@@ -63,11 +63,14 @@ nothing left to do, as ckegenctl sabakan plan does (-o text, json or yaml; text
 by default), and exits 0 whatever the plan's result.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := requireFlags(cmd, "template", "machines"); err != nil {
+				return err
+			}
 			if o.plan {
 				return o.runPlan(cmd)
 			}
 			if cmd.Flags().Changed("max-steps") {
-				return errors.New("--max-steps needs --plan")
+				return usagef("--max-steps needs --plan")
 			}
 			return o.run(cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
@@ -87,8 +90,6 @@ by default), and exits 0 whatever the plan's result.`,
 	f.StringVarP(&o.output, "output", "o", "yaml", "output format: yaml or json (with --plan: text, json or yaml)")
 	f.BoolVar(&o.plan, "plan", false, "print the plan (every step until nothing is left to do) instead of one step")
 	f.IntVar(&o.maxSteps, "max-steps", generator.DefaultMaxSteps, "with --plan: stop the plan after this many steps")
-	_ = cmd.MarkFlagRequired("template")
-	_ = cmd.MarkFlagRequired("machines")
 	return cmd
 }
 
@@ -151,15 +152,15 @@ func (o *generateOptions) checkFlags() error {
 	switch o.explain {
 	case "", "text", "json":
 	default:
-		return fmt.Errorf("--explain: must be text or json, got %q", o.explain)
+		return usagef("--explain: must be text or json, got %q", o.explain)
 	}
 	switch o.output {
 	case "yaml", "json":
 	default:
-		return fmt.Errorf("--output: must be yaml or json, got %q", o.output)
+		return usagef("--output: must be yaml or json, got %q", o.output)
 	}
 	if o.templateChanged && o.current == "" {
-		return errors.New("--template-changed needs --current")
+		return usagef("--template-changed needs --current")
 	}
 	return nil
 }
@@ -270,12 +271,12 @@ func marshalCluster(c *cluster.Cluster, format string) ([]byte, error) {
 func (o *generateOptions) load() (generator.Input, []string, error) {
 	now := time.Now().UTC()
 	if o.retireWait < 0 {
-		return generator.Input{}, nil, fmt.Errorf("--retire-wait: must not be negative, got %s", o.retireWait)
+		return generator.Input{}, nil, usagef("--retire-wait: must not be negative, got %s", o.retireWait)
 	}
 	if o.now != "" {
 		t, err := time.Parse(time.RFC3339, o.now)
 		if err != nil {
-			return generator.Input{}, nil, fmt.Errorf("--now: must be RFC3339 (2006-01-02T15:04:05Z), got %q", o.now)
+			return generator.Input{}, nil, usagef("--now: must be RFC3339 (2006-01-02T15:04:05Z), got %q", o.now)
 		}
 		now = t
 	}

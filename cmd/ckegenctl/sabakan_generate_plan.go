@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -20,13 +19,13 @@ func (o *generateOptions) runPlan(cmd *cobra.Command) error {
 		return err
 	}
 	if o.explain != "" {
-		return errors.New("--explain: a plan explains every step already; leave out --explain with --plan")
+		return usagef("--explain: a plan explains every step already; leave out --explain with --plan")
 	}
 	if o.templateChanged && o.current == "" {
-		return errors.New("--template-changed needs --current")
+		return usagef("--template-changed needs --current")
 	}
 	if o.maxSteps < 1 {
-		return fmt.Errorf("--max-steps: must be at least 1, got %d", o.maxSteps)
+		return usagef("--max-steps: must be at least 1, got %d", o.maxSteps)
 	}
 	in, warnings, err := o.load()
 	if err != nil {

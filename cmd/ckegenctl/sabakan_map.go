@@ -85,10 +85,10 @@ func (o *mapOptions) run(e *env, stdout, stderr io.Writer) error {
 	switch o.color {
 	case "auto", "always", "never":
 	default:
-		return fmt.Errorf("--color: must be auto, always or never, got %q", o.color)
+		return usagef("--color: must be auto, always or never, got %q", o.color)
 	}
 	if o.width < 0 {
-		return fmt.Errorf("--width: must be a number of columns > 0, got %d", o.width)
+		return usagef("--width: must be a number of columns > 0, got %d", o.width)
 	}
 	if o.machines == "" {
 		for _, f := range []struct {
@@ -96,7 +96,7 @@ func (o *mapOptions) run(e *env, stdout, stderr io.Writer) error {
 			set  bool
 		}{{"--current", o.current != ""}, {"--template", o.template != ""}, {"--constraints", o.cons != ""}, {"--rebooting", len(o.rebooting) > 0}} {
 			if f.set {
-				return fmt.Errorf("%s needs --machines (online, the cluster, template, constraints and reboot queue come from etcd)", f.name)
+				return usagef("%s needs --machines (online, the cluster, template, constraints and reboot queue come from etcd)", f.name)
 			}
 		}
 	}

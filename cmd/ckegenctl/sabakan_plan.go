@@ -146,10 +146,10 @@ func (o *planOptions) run(e *env, stdout, stderr io.Writer) error {
 // it; warnings and notes go to stderr.
 func (o *planOptions) plan(e *env, w intake.WhatIf, stdout, stderr io.Writer) error {
 	if o.maxSteps < 1 {
-		return fmt.Errorf("--max-steps: must be at least 1, got %d", o.maxSteps)
+		return usagef("--max-steps: must be at least 1, got %d", o.maxSteps)
 	}
 	if o.retireWait < 0 {
-		return fmt.Errorf("--retire-wait: must not be negative, got %s", o.retireWait)
+		return usagef("--retire-wait: must not be negative, got %s", o.retireWait)
 	}
 	var in *liveview.PlanInput
 	var notes []string

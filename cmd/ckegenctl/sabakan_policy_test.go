@@ -128,7 +128,7 @@ func TestPolicyCommands(t *testing.T) {
 		{args: []string{"sabakan", "set-policy", good}, value: storedPolicy},
 		{args: []string{"sabakan", "get-policy"}, stdout: policyGetYAML, value: storedPolicy},
 		{args: []string{"sabakan", "get-policy", "-o", "json"}, stdout: indentJSON(t, storedPolicy), value: storedPolicy},
-		{args: []string{"sabakan", "get-policy", "-o", "xml"}, code: 1, stderr: "--output: must be one of [yaml json]", value: storedPolicy},
+		{args: []string{"sabakan", "get-policy", "-o", "xml"}, code: 2, stderr: "--output: must be one of [yaml json]", value: storedPolicy},
 		// The template loses the gpu role: the stored policy no longer fits
 		// it (the daemon reports that), and setting it again is refused.
 		{args: []string{"sabakan", "set-template", noGPUTemplate}, value: storedPolicy},

@@ -117,7 +117,7 @@ func checkFormat(got string, allowed ...string) error {
 		}
 	}
 	if s, ok := suggest.Closest(got, allowed); ok {
-		return fmt.Errorf("--output: must be one of %v, got %q; did you mean %s?", allowed, got, s)
+		return usagef("--output: must be one of %v, got %q; did you mean %s?", allowed, got, s)
 	}
-	return fmt.Errorf("--output: must be one of %v, got %q", allowed, got)
+	return usagef("--output: must be one of %v, got %q", allowed, got)
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/cybozu-go/etcdutil"
 	"github.com/spf13/pflag"
 
+	"github.com/ckegen/ckegen/internal/suggest"
 	"github.com/ckegen/ckegen/internal/testutil/testpki"
 )
 
@@ -215,16 +216,18 @@ func TestFlags(t *testing.T) {
 		if got := strings.Contains(usage, "(also --endpoints)") && strings.Contains(usage, "(also --prefix)"); got != aliases {
 			t.Errorf("aliases %v: the usage names the aliases: %v\n%s", aliases, got, usage)
 		}
+		// A typo of an older spelling gets the older spelling; without
+		// them, the flag whose last word it is.
 		err := fs.Parse([]string{"--endpoint", "x"})
-		want := "unknown flag: --endpoint"
+		want := "unknown flag: --endpoint; did you mean --etcd-endpoints?"
 		if aliases {
-			want += "; did you mean --endpoints?"
+			want = "unknown flag: --endpoint; did you mean --endpoints?"
 		}
-		if err == nil || SuggestAlias(fs, err).Error() != want {
-			t.Errorf("aliases %v: --endpoint: %v, want %q", aliases, err, want)
+		if err == nil || suggest.FlagError(fs, err).Error() != want {
+			t.Errorf("aliases %v: --endpoint: %v, want %q", aliases, suggest.FlagError(fs, err), want)
 		}
-		if err := fs.Parse([]string{"--prefx=/x/"}); aliases && (err == nil || SuggestAlias(fs, err).Error() != "unknown flag: --prefx; did you mean --prefix?") {
-			t.Errorf("--prefx: %v", SuggestAlias(fs, err))
+		if err := fs.Parse([]string{"--prefx=/x/"}); aliases && (err == nil || suggest.FlagError(fs, err).Error() != "unknown flag: --prefx; did you mean --prefix?") {
+			t.Errorf("--prefx: %v", suggest.FlagError(fs, err))
 		}
 	}
 }

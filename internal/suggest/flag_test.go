@@ -21,6 +21,11 @@ func TestFlagError(t *testing.T) {
 		fs.Bool("faults", false, "")
 		fs.String("secret-old", "", "")
 		_ = fs.MarkHidden("secret-old")
+		fs.String("old-spelling", "", "")
+		_ = fs.MarkHidden("old-spelling")
+		_ = fs.SetAnnotation("old-spelling", Suggested, []string{"true"})
+		fs.Duration("sabakan-timeout", 0, "")
+		fs.Duration("kubernetes-timeout", 0, "")
 		return fs
 	}
 	for _, c := range []struct {
@@ -34,7 +39,17 @@ func TestFlagError(t *testing.T) {
 		{[]string{"-listen", "127.0.0.1:0"}, `unknown shorthand flag: 'l' in -listen; flags take two dashes: did you mean --listen?`},
 		{[]string{"-machines=m.json"}, `unknown shorthand flag: 'm' in -machines=m.json; flags take two dashes: did you mean --machines?`},
 		{[]string{"-fault"}, `unknown shorthand flag: 'f' in -fault; flags take two dashes: did you mean --faults?`},
-		{[]string{"--secret-ol"}, "unknown flag: --secret-ol"}, // hidden: never suggested
+		{[]string{"--secret-ol"}, "unknown flag: --secret-ol"},                                   // hidden: never suggested
+		{[]string{"--old-speling"}, "unknown flag: --old-speling; did you mean --old-spelling?"}, // hidden, but Suggested
+		// Two edits, one a swap of neighbours.
+		{[]string{"--lsitn", "x"}, "unknown flag: --lsitn; did you mean --listen?"},
+		{[]string{"--machiens=m.json"}, "unknown flag: --machiens; did you mean --machines?"},
+		// Three edits: no suggestion.
+		{[]string{"--lstnnn", "x"}, "unknown flag: --lstnnn"},
+		// The last words of a flag, two edits away.
+		{[]string{"--endpiont", "x"}, "unknown flag: --endpiont; did you mean --etcd-endpoints?"},
+		{[]string{"--timeotu", "1s"}, "unknown flag: --timeotu; did you mean --kubernetes-timeout or --sabakan-timeout?"},
+		{[]string{"-endpionts", "x"}, `unknown shorthand flag: 'e' in -endpionts; flags take two dashes: did you mean --etcd-endpoints?`},
 		{[]string{"--zzzzzz"}, "unknown flag: --zzzzzz"},
 		{[]string{"-z"}, `unknown shorthand flag: 'z' in -z`},
 		{[]string{"--output"}, "flag needs an argument: --output"},
