@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/ckegen/ckegen/internal/suggest"
+	"github.com/ckegen/ckegen/internal/usage"
 )
 
 // exactArgs is cobra.ExactArgs(n) with errors that say what is missing or
@@ -36,10 +37,10 @@ func checkArgCount(cmd *cobra.Command, n int, args []string) error {
 		for i := len(args); i < n; i++ {
 			missing = append(missing, name(i))
 		}
-		return usagef("%s needs %s (usage: %s; see --help)", subcommand(cmd), strings.Join(missing, " and "), usage(cmd))
+		return usage.Errorf("%s needs %s (usage: %s; see --help)", subcommand(cmd), strings.Join(missing, " and "), usageLine(cmd))
 	case len(args) > n:
-		return usagef("%s takes %s, got %d: %s (usage: %s)", subcommand(cmd),
-			plural(n, "argument", "arguments"), len(args), strings.Join(args, " "), usage(cmd))
+		return usage.Errorf("%s takes %s, got %d: %s (usage: %s)", subcommand(cmd),
+			plural(n, "argument", "arguments"), len(args), strings.Join(args, " "), usageLine(cmd))
 	}
 	return nil
 }
@@ -50,8 +51,8 @@ func subcommand(cmd *cobra.Command) string {
 	return strings.TrimPrefix(cmd.CommandPath(), cmd.Root().Name()+" ")
 }
 
-// usage is the command's usage line without cobra's "[flags]".
-func usage(cmd *cobra.Command) string {
+// usageLine is the command's usage line without cobra's "[flags]".
+func usageLine(cmd *cobra.Command) string {
 	return strings.TrimSuffix(cmd.UseLine(), " [flags]")
 }
 
@@ -63,11 +64,13 @@ func plural(n int, one, many string) string {
 	return fmt.Sprintf("%d %s", n, many)
 }
 
-// flagError is the root's flag error function: an unknown flag gets a
-// "did you mean" from the command's own and inherited flags, the hidden
-// older spellings of the etcd flags included (--endpoint: --endpoints).
+// flagError is the usage error of a flag error of a command whose flags
+// are parsed in RunE, as usage.Cobra makes the others: an unknown flag
+// gets a "did you mean" from the command's own and inherited flags, the
+// hidden older spellings of the etcd flags included (--endpoint:
+// --endpoints).
 func flagError(cmd *cobra.Command, err error) error {
-	return usageError{suggest.FlagError(cmd.Flags(), err)}
+	return usage.Wrap(suggest.FlagError(cmd.Flags(), err))
 }
 
 // oneDashFlag refuses a long flag written with one dash (-output, as Go's
@@ -94,39 +97,10 @@ func oneDashFlag(root *cobra.Command, args []string) error {
 			continue
 		}
 		if name, _, _ := strings.Cut(a[1:], "="); long[name] {
-			return usagef("%s: flags take two dashes: did you mean --%s?", a, name)
+			return usage.Errorf("%s: flags take two dashes: did you mean --%s?", a, name)
 		}
 	}
 	return nil
-}
-
-// usageError is an error in how ckegenctl was called: an unknown command
-// or flag, a wrong number of arguments, a flag value refused or flags
-// that do not go together. ckegenctl exits 2 on it, as Go's flag package
-// does, and 1 on any other error.
-type usageError struct{ error }
-
-func (e usageError) Unwrap() error { return e.error }
-
-// usagef is a usageError.
-func usagef(format string, args ...any) error {
-	return usageError{fmt.Errorf(format, args...)}
-}
-
-// usageArgs makes the errors of every command's check of its arguments
-// (cobra.NoArgs' "unknown command", exactArgs' "needs FILE") usage errors.
-func usageArgs(cmd *cobra.Command) {
-	if check := cmd.Args; check != nil {
-		cmd.Args = func(c *cobra.Command, args []string) error {
-			if err := check(c, args); err != nil {
-				return usageError{err}
-			}
-			return nil
-		}
-	}
-	for _, c := range cmd.Commands() {
-		usageArgs(c)
-	}
 }
 
 // requireFlags refuses, as a usage error, a command line of cmd without
@@ -139,7 +113,7 @@ func requireFlags(cmd *cobra.Command, names ...string) error {
 		}
 	}
 	if len(missing) > 0 {
-		return usagef("%s needs %s (see --help)", subcommand(cmd), strings.Join(missing, " and "))
+		return usage.Errorf("%s needs %s (see --help)", subcommand(cmd), strings.Join(missing, " and "))
 	}
 	return nil
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/ckegen/ckegen/constraints"
 	"github.com/ckegen/ckegen/intake"
 	"github.com/ckegen/ckegen/internal/suggest"
+	"github.com/ckegen/ckegen/internal/usage"
 	"github.com/ckegen/ckegen/storage"
 )
 
@@ -99,7 +100,7 @@ func newConstraintsSetCmd(e *env) *cobra.Command {
 					return flagError(cmd, err)
 				}
 				if rest := cmd.Flags().Args(); len(rest) > 0 {
-					return usagef("want NAME VALUE, got %d arguments: %s", 2+len(rest), strings.Join(args, " "))
+					return usage.Errorf("want NAME VALUE, got %d arguments: %s", 2+len(rest), strings.Join(args, " "))
 				}
 				if help, _ := cmd.Flags().GetBool("help"); help {
 					return cmd.Help()

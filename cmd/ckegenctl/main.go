@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+
+	"github.com/ckegen/ckegen/internal/usage"
 )
 
 func main() {
@@ -37,24 +39,5 @@ func runWithConfig(configFile string, args []string, stdin io.Reader, stdout, st
 	if err != nil && !errors.Is(err, errReported) {
 		fmt.Fprintf(stderr, "ckegenctl: %v\n", err)
 	}
-	return exitCode(err)
-}
-
-// Exit statuses: 0 on success, exitUsage when ckegenctl was called wrong
-// (a usageError), exitFailure on any other error.
-const (
-	exitFailure = 1
-	exitUsage   = 2
-)
-
-// exitCode is the exit status for err, the error of a run.
-func exitCode(err error) int {
-	var ue usageError
-	switch {
-	case err == nil:
-		return 0
-	case errors.As(err, &ue):
-		return exitUsage
-	}
-	return exitFailure
+	return usage.Code(err)
 }

@@ -9,35 +9,28 @@ import (
 
 	"github.com/ckegen/ckegen/internal/etcdclient"
 	"github.com/ckegen/ckegen/internal/suggest"
-	"github.com/ckegen/ckegen/internal/version"
+	"github.com/ckegen/ckegen/internal/usage"
 )
 
 // newRootCmd builds ckegenctl; configFile is the configuration file read when
 // --config is not given (CKE's, unless a test points it elsewhere).
 func newRootCmd(configFile string) *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "ckegenctl",
-		Short: "control ckegen: cluster membership generated from sabakan",
-		Long: `control ckegen: cluster membership generated from sabakan
-
-Exit status: 0 on success, 1 on failure, 2 on a usage error (an unknown
-command or flag, a wrong number of arguments, a flag value refused), as
-every ckegen binary.`,
-		Version:       version.Line("ckegenctl"),
+		Use:           "ckegenctl",
+		Short:         "control ckegen: cluster membership generated from sabakan",
+		Long:          "control ckegen: cluster membership generated from sabakan\n\n" + usage.HelpCommands,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	// --version prints the line every ckegen binary prints.
-	cmd.SetVersionTemplate("{{.Version}}\n")
 	f := cmd.PersistentFlags()
 	e := &env{etcd: etcdclient.Register(f, etcdclient.Options{DefaultFile: configFile, Unconfigured: "http://127.0.0.1:2379, where ckegen runs its embedded etcd by default", Aliases: true})}
 	f.DurationVar(&e.timeout, "timeout", 10*time.Second, "time limit of the etcd connection and operations")
 	cmd.AddCommand(newSabakanCmd(e), newConstraintsCmd(e), newClusterCmd(e), newLeaderCmd(e))
 	cmd.InitDefaultCompletionCmd()
 	cmd.SetHelpCommand(newHelpCmd())
-	cmd.SetFlagErrorFunc(flagError)
 	refuseUnknownSubcommands(cmd)
-	usageArgs(cmd)
+	// --version, flag errors and argument errors as in every binary.
+	usage.Cobra(cmd, "ckegenctl")
 	return cmd
 }
 
@@ -50,7 +43,7 @@ func newHelpCmd() *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			target, rest, err := cmd.Root().Find(args)
 			if err != nil {
-				return usageError{err}
+				return usage.Wrap(err)
 			}
 			if len(rest) > 0 && target.HasSubCommands() {
 				return target.ValidateArgs(rest)
@@ -96,7 +89,7 @@ func refuseUnknownSubcommands(cmd *cobra.Command) {
 			if s := suggest.For(args[0], names); len(s) > 0 {
 				msg += "; did you mean " + suggest.Or("", s) + "?"
 			}
-			return usagef("%s (see %s --help)", msg, cmd.CommandPath())
+			return usage.Errorf("%s (see %s --help)", msg, cmd.CommandPath())
 		}
 		cmd.RunE = func(cmd *cobra.Command, _ []string) error { return cmd.Help() }
 	}

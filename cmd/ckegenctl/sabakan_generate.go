@@ -16,6 +16,7 @@ import (
 	"github.com/ckegen/ckegen/cluster"
 	"github.com/ckegen/ckegen/generator"
 	"github.com/ckegen/ckegen/intake"
+	"github.com/ckegen/ckegen/internal/usage"
 	"github.com/ckegen/ckegen/planreport"
 )
 
@@ -70,7 +71,7 @@ by default), and exits 0 whatever the plan's result.`,
 				return o.runPlan(cmd)
 			}
 			if cmd.Flags().Changed("max-steps") {
-				return usagef("--max-steps needs --plan")
+				return usage.Errorf("--max-steps needs --plan")
 			}
 			return o.run(cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
@@ -152,15 +153,15 @@ func (o *generateOptions) checkFlags() error {
 	switch o.explain {
 	case "", "text", "json":
 	default:
-		return usagef("--explain: must be text or json, got %q", o.explain)
+		return usage.Errorf("--explain: must be text or json, got %q", o.explain)
 	}
 	switch o.output {
 	case "yaml", "json":
 	default:
-		return usagef("--output: must be yaml or json, got %q", o.output)
+		return usage.Errorf("--output: must be yaml or json, got %q", o.output)
 	}
 	if o.templateChanged && o.current == "" {
-		return usagef("--template-changed needs --current")
+		return usage.Errorf("--template-changed needs --current")
 	}
 	return nil
 }
@@ -271,12 +272,12 @@ func marshalCluster(c *cluster.Cluster, format string) ([]byte, error) {
 func (o *generateOptions) load() (generator.Input, []string, error) {
 	now := time.Now().UTC()
 	if o.retireWait < 0 {
-		return generator.Input{}, nil, usagef("--retire-wait: must not be negative, got %s", o.retireWait)
+		return generator.Input{}, nil, usage.Errorf("--retire-wait: must not be negative, got %s", o.retireWait)
 	}
 	if o.now != "" {
 		t, err := time.Parse(time.RFC3339, o.now)
 		if err != nil {
-			return generator.Input{}, nil, usagef("--now: must be RFC3339 (2006-01-02T15:04:05Z), got %q", o.now)
+			return generator.Input{}, nil, usage.Errorf("--now: must be RFC3339 (2006-01-02T15:04:05Z), got %q", o.now)
 		}
 		now = t
 	}

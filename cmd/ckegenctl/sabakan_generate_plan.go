@@ -6,6 +6,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ckegen/ckegen/generator"
+	"github.com/ckegen/ckegen/internal/usage"
 	"github.com/ckegen/ckegen/planreport"
 )
 
@@ -19,13 +20,13 @@ func (o *generateOptions) runPlan(cmd *cobra.Command) error {
 		return err
 	}
 	if o.explain != "" {
-		return usagef("--explain: a plan explains every step already; leave out --explain with --plan")
+		return usage.Errorf("--explain: a plan explains every step already; leave out --explain with --plan")
 	}
 	if o.templateChanged && o.current == "" {
-		return usagef("--template-changed needs --current")
+		return usage.Errorf("--template-changed needs --current")
 	}
 	if o.maxSteps < 1 {
-		return usagef("--max-steps: must be at least 1, got %d", o.maxSteps)
+		return usage.Errorf("--max-steps: must be at least 1, got %d", o.maxSteps)
 	}
 	in, warnings, err := o.load()
 	if err != nil {

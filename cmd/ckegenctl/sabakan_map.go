@@ -13,6 +13,7 @@ import (
 
 	"github.com/ckegen/ckegen/generator"
 	"github.com/ckegen/ckegen/intake"
+	"github.com/ckegen/ckegen/internal/usage"
 	"github.com/ckegen/ckegen/liveview"
 	"github.com/ckegen/ckegen/rackmap"
 	"github.com/ckegen/ckegen/sabakan"
@@ -85,10 +86,10 @@ func (o *mapOptions) run(e *env, stdout, stderr io.Writer) error {
 	switch o.color {
 	case "auto", "always", "never":
 	default:
-		return usagef("--color: must be auto, always or never, got %q", o.color)
+		return usage.Errorf("--color: must be auto, always or never, got %q", o.color)
 	}
 	if o.width < 0 {
-		return usagef("--width: must be a number of columns > 0, got %d", o.width)
+		return usage.Errorf("--width: must be a number of columns > 0, got %d", o.width)
 	}
 	if o.machines == "" {
 		for _, f := range []struct {
@@ -96,7 +97,7 @@ func (o *mapOptions) run(e *env, stdout, stderr io.Writer) error {
 			set  bool
 		}{{"--current", o.current != ""}, {"--template", o.template != ""}, {"--constraints", o.cons != ""}, {"--rebooting", len(o.rebooting) > 0}} {
 			if f.set {
-				return usagef("%s needs --machines (online, the cluster, template, constraints and reboot queue come from etcd)", f.name)
+				return usage.Errorf("%s needs --machines (online, the cluster, template, constraints and reboot queue come from etcd)", f.name)
 			}
 		}
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/ckegen/ckegen/constraints"
 	"github.com/ckegen/ckegen/generator"
 	"github.com/ckegen/ckegen/intake"
+	"github.com/ckegen/ckegen/internal/usage"
 	"github.com/ckegen/ckegen/liveview"
 	"github.com/ckegen/ckegen/planreport"
 	"github.com/ckegen/ckegen/policy"
@@ -146,10 +147,10 @@ func (o *planOptions) run(e *env, stdout, stderr io.Writer) error {
 // it; warnings and notes go to stderr.
 func (o *planOptions) plan(e *env, w intake.WhatIf, stdout, stderr io.Writer) error {
 	if o.maxSteps < 1 {
-		return usagef("--max-steps: must be at least 1, got %d", o.maxSteps)
+		return usage.Errorf("--max-steps: must be at least 1, got %d", o.maxSteps)
 	}
 	if o.retireWait < 0 {
-		return usagef("--retire-wait: must not be negative, got %s", o.retireWait)
+		return usage.Errorf("--retire-wait: must not be negative, got %s", o.retireWait)
 	}
 	var in *liveview.PlanInput
 	var notes []string

@@ -12,6 +12,7 @@ import (
 	"github.com/ckegen/ckegen/cluster"
 	"github.com/ckegen/ckegen/intake"
 	"github.com/ckegen/ckegen/internal/suggest"
+	"github.com/ckegen/ckegen/internal/usage"
 	"github.com/ckegen/ckegen/storage"
 	"github.com/ckegen/ckegen/template"
 )
@@ -117,7 +118,7 @@ func checkFormat(got string, allowed ...string) error {
 		}
 	}
 	if s, ok := suggest.Closest(got, allowed); ok {
-		return usagef("--output: must be one of %v, got %q; did you mean %s?", allowed, got, s)
+		return usage.Errorf("--output: must be one of %v, got %q; did you mean %s?", allowed, got, s)
 	}
-	return usagef("--output: must be one of %v, got %q", allowed, got)
+	return usage.Errorf("--output: must be one of %v, got %q", allowed, got)
 }

@@ -29,20 +29,19 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/ckegen/ckegen/internal/suggest"
-	"github.com/ckegen/ckegen/internal/version"
+	"github.com/ckegen/ckegen/internal/usage"
 )
 
 func main() {
 	if err := newCmd().Execute(); err != nil {
 		fmt.Fprintf(os.Stderr, "demo: %v\n", err)
-		os.Exit(1)
+		os.Exit(usage.Code(err))
 	}
 }
 
 // newCmd is the demo's command line, with the flag conventions of the
 // other binaries: --flags, --help on stdout and exit 0, a "did you mean"
-// for an unknown flag.
+// for an unknown flag, a usage error (exit 2) for a command line refused.
 func newCmd() *cobra.Command {
 	var examples string
 	var interval time.Duration
@@ -53,8 +52,9 @@ func newCmd() *cobra.Command {
 with the bundled data center and the daemon with an embedded etcd, configures
 them with ckegenctl, shows the cluster converging, then turns machines
 UNREACHABLE and RETIRING in sabakan and shows what the daemon does. It stops
-and removes everything it started. Run it from the repository root.`,
-		Version:       version.String(),
+and removes everything it started. Run it from the repository root.
+
+` + usage.Help,
 		Args:          cobra.NoArgs,
 		SilenceUsage:  true,
 		SilenceErrors: true,
@@ -62,10 +62,9 @@ and removes everything it started. Run it from the repository root.`,
 			return run(examples, interval)
 		},
 	}
-	cmd.SetVersionTemplate("{{.Version}}\n")
-	cmd.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return suggest.FlagError(c.Flags(), err) })
 	cmd.Flags().StringVar(&examples, "examples", "examples", "directory with template.yml, constraints.json and machines.json")
 	cmd.Flags().DurationVar(&interval, "interval", time.Second, "the daemon's tick interval")
+	usage.Cobra(cmd, "demo")
 	return cmd
 }
 

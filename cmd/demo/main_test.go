@@ -1,9 +1,49 @@
 package main
 
 import (
+	"bytes"
+	"regexp"
 	"slices"
+	"strings"
 	"testing"
+
+	"github.com/ckegen/ckegen/internal/usage"
 )
+
+// TestCommandLine: the demo's command line follows every binary's
+// conventions: the version line, a usage error (exit 2) with a "did you
+// mean" for an unknown flag, and for an argument.
+func TestCommandLine(t *testing.T) {
+	run := func(args ...string) (string, error) {
+		cmd := newCmd()
+		var out bytes.Buffer
+		cmd.SetOut(&out)
+		cmd.SetErr(&out)
+		cmd.SetArgs(args)
+		err := cmd.Execute()
+		return out.String(), err
+	}
+	if out, err := run("--version"); err != nil || !regexp.MustCompile(`^demo \S+ \(commit \S+, go\S+\)\n$`).MatchString(out) {
+		t.Errorf("--version: %q, %v", out, err)
+	}
+	if out, err := run("--help"); err != nil || !strings.Contains(out, usage.Help) {
+		t.Errorf("--help: %v; lacks the exit statuses:\n%s", err, out)
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--intervl", "1s"}, "unknown flag: --intervl; did you mean --interval?"},
+		{[]string{"--exmaple", "x"}, "unknown flag: --exmaple; did you mean --examples?"},
+		{[]string{"extra"}, `unknown command "extra" for "demo"`},
+		{[]string{"--interval", "soon"}, `invalid argument "soon" for "--interval" flag`},
+	} {
+		_, err := run(c.args...)
+		if err == nil || !strings.Contains(err.Error(), c.want) || usage.Code(err) != 2 {
+			t.Errorf("%q: %v (exit %d), want %q and exit 2", c.args, err, usage.Code(err), c.want)
+		}
+	}
+}
 
 // TestConfigCommands: sabakan's URL first, the constraints given in a
 // fixed order, a look at them, and the template last, as it is what lets
