@@ -7,11 +7,13 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"net"
 	"net/http"
 	"net/url"
 	"os"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -27,8 +29,10 @@ import (
 	"github.com/ckegen/ckegen/generator"
 	"github.com/ckegen/ckegen/internal/embedded"
 	"github.com/ckegen/ckegen/internal/etcdclient"
+	"github.com/ckegen/ckegen/internal/listen"
 	"github.com/ckegen/ckegen/internal/logbridge"
 	"github.com/ckegen/ckegen/internal/suggest"
+	"github.com/ckegen/ckegen/internal/usage"
 	"github.com/ckegen/ckegen/internal/version"
 	"github.com/ckegen/ckegen/kubenodes"
 	"github.com/ckegen/ckegen/liveview"
@@ -48,16 +52,17 @@ func main() {
 		return
 	}
 	if err != nil {
+		// The command line is refused: a usage error.
 		fmt.Fprintf(os.Stderr, "ckegen: %v\n", err)
-		os.Exit(2)
+		os.Exit(usage.ExitUsage)
 	}
 	if o.version {
-		fmt.Println(version.String())
+		fmt.Println(version.Line("ckegen"))
 		return
 	}
 	if err := run(o); err != nil {
 		fmt.Fprintf(os.Stderr, "ckegen: %v\n", err)
-		os.Exit(1)
+		os.Exit(usage.ExitFailure)
 	}
 }
 
@@ -85,7 +90,9 @@ exists) with --etcd-endpoints and --etcd-prefix over it; with neither a
 file nor --etcd-endpoints it runs an embedded single-member etcd in
 --embedded-etcd-dir. It serves its page, /metrics, /health and
 /version on --http. ckegenctl configures it (ckegenctl sabakan set-url,
-set-template, constraints set).`
+set-template, constraints set).
+
+` + usage.Help
 
 // parseFlags parses and checks the command line.
 func parseFlags(args []string) (*options, error) {
@@ -248,19 +255,59 @@ func (o *options) daemonConfig(st storage.Storage, nodes tick.Kubernetes, lg *sl
 }
 
 // startEmbedded starts the embedded etcd (no --etcd-endpoints, no
-// configuration file) and points cfg at it.
-func (o *options) startEmbedded(cfg *etcdclient.Config, lg *slog.Logger) (*embedded.Etcd, error) {
-	if err := os.MkdirAll(o.embeddedDir, 0o700); err != nil {
-		return nil, fmt.Errorf("--embedded-etcd-dir: %w", err)
+// configuration file) and points cfg at it. It creates --embedded-etcd-dir
+// when it does not exist; undo removes what it created (nothing when the
+// directory existed), for a start that fails later. When the start of
+// etcd itself fails, it has removed it already.
+func (o *options) startEmbedded(cfg *etcdclient.Config, lg *slog.Logger) (e *embedded.Etcd, undo func(), err error) {
+	created, err := makeDir(o.embeddedDir)
+	if err != nil {
+		return nil, nil, fmt.Errorf("--embedded-etcd-dir: %w", err)
 	}
-	e, err := embedded.Start(embedded.Options{Dir: o.embeddedDir, ClientURL: o.embeddedClient, PeerURL: o.embedded,
+	undo = func() {
+		if created == "" {
+			return
+		}
+		if err := os.RemoveAll(created); err != nil {
+			lg.Error("the failed start leaves --embedded-etcd-dir behind", "dir", created, "error", err)
+		}
+	}
+	e, err = embedded.Start(embedded.Options{Dir: o.embeddedDir, ClientURL: o.embeddedClient, PeerURL: o.embedded,
 		MaxRequestBytes: uint(o.maxClusterBytes + requestMargin), Logger: logbridge.NewZap(lg.Handler(), zapcore.ErrorLevel)})
 	if err != nil {
-		return nil, fmt.Errorf("embedded etcd: %w", err)
+		undo()
+		var iu *embedded.URLInUseError
+		if errors.As(err, &iu) {
+			flag := "--embedded-etcd-client-url"
+			if iu.Peer {
+				flag = "--embedded-etcd-peer-url"
+			}
+			return nil, nil, &listen.InUseError{Flag: flag, Value: iu.URL, Who: "an etcd, or a second ckegen", Err: err}
+		}
+		return nil, nil, fmt.Errorf("embedded etcd: %w", err)
 	}
 	lg.Info("embedded etcd started", "client", o.embeddedClient, "dir", o.embeddedDir)
 	cfg.Endpoints = []string{o.embeddedClient}
-	return e, nil
+	return e, undo, nil
+}
+
+// makeDir creates dir, and the directories it is in that do not exist,
+// with mode 0700. created is the first of them that did not exist (dir
+// itself, or the parent it is in), which removing removes all it created;
+// "" when dir existed.
+func makeDir(dir string) (created string, err error) {
+	for d := filepath.Clean(dir); ; d = filepath.Dir(d) {
+		if _, err := os.Lstat(d); err == nil {
+			break
+		} else if !errors.Is(err, fs.ErrNotExist) {
+			return "", err
+		}
+		created = d
+		if filepath.Dir(d) == d {
+			break
+		}
+	}
+	return created, os.MkdirAll(dir, 0o700)
 }
 
 func run(o *options) error {
@@ -278,12 +325,29 @@ func run(o *options) error {
 	if err != nil {
 		return err
 	}
+	// Until the daemon serves, a failure is a failed start: it leaves
+	// nothing behind, no listener, no new etcd data directory.
+	started := false
+	ln, err := listen.TCP("--http", o.httpAddr, "a second ckegen")
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if !started {
+			ln.Close()
+		}
+	}()
 	if !cfg.Configured {
-		e, err := o.startEmbedded(cfg, lg)
+		e, undo, err := o.startEmbedded(cfg, lg)
 		if err != nil {
 			return err
 		}
-		defer e.Close()
+		defer func() {
+			e.Close()
+			if !started {
+				undo()
+			}
+		}()
 	}
 	cli, err := o.connect(cfg, lg)
 	if err != nil {
@@ -307,10 +371,6 @@ func run(o *options) error {
 	st := storage.New(cli.Client, cfg.Prefix)
 	mux.Handle("/", web.NewHandler(liveview.NewReader(st, liveview.Options{Sabakan: o.sabakanOptions(), NextStep: liveview.StoredNextStep}), web.Options{Log: lg}))
 
-	ln, err := net.Listen("tcp", o.httpAddr)
-	if err != nil {
-		return fmt.Errorf("--http: %w", err)
-	}
 	well.Go(d.Run)
 	s := &well.HTTPServer{
 		Server: &http.Server{Handler: daemon.Secure(mux), ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second,
@@ -320,6 +380,7 @@ func run(o *options) error {
 	if err := s.Serve(ln); err != nil {
 		return fmt.Errorf("--http: %w", err)
 	}
+	started = true
 	lg.Info("serving", "http", ln.Addr().String(), "name", o.name, "interval", o.interval.String(),
 		"etcd", strings.Join(cfg.Endpoints, ","), "prefix", cfg.Prefix, "version", version.String())
 	well.Stop()

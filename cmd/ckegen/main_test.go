@@ -3,10 +3,12 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"log/slog"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -176,7 +178,8 @@ func TestDaemonProcess(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if code, body := get("/version"); code != 200 || body["version"] != strings.TrimSpace(string(out)) || len(out) < 2 {
+	// --version's line names the version /version answers.
+	if code, body := get("/version"); code != 200 || body["version"] == "" || !strings.HasPrefix(string(out), fmt.Sprintf("ckegen %s (commit ", body["version"])) {
 		t.Errorf("/version: %d %v; ckegen --version: %q", code, body, out)
 	}
 
@@ -421,5 +424,73 @@ func TestLargeCluster(t *testing.T) {
 	defer cancel()
 	if _, err := cli.Put(ctx, "/cke/cluster", strings.Repeat("x", 6000000)); err != nil {
 		t.Errorf("a 6 MB write with --max-cluster-bytes 6000000: %v", err)
+	}
+}
+
+// TestFailedStart: a port another process holds is refused naming the
+// flag to change, exit 1; the start leaves no new directory behind (the
+// embedded etcd's, with the parents it created), and a directory that
+// existed stays, with what it held.
+func TestFailedStart(t *testing.T) {
+	bin := t.TempDir()
+	build(t, bin)
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	held := busy.Addr().String()
+	free := func() string { return fmt.Sprintf("127.0.0.1:%d", freePort(t)) }
+	inUse := func(flag, value, who string) string {
+		return "ckegen: " + flag + " " + value + ": address already in use: another process listens there (" + who + "?); give " + flag + " another port\n"
+	}
+	for _, c := range []struct {
+		name               string
+		existed            bool   // --embedded-etcd-dir exists before, with a file in it
+		dir                string // --embedded-etcd-dir, under a new empty directory
+		http, client, peer string
+		want               string
+	}{
+		{name: "--http", dir: "data", http: held, client: "http://" + free(), peer: "http://" + free(),
+			want: inUse("--http", held, "a second ckegen")},
+		{name: "client URL, in new parents", dir: "a/b/data", http: free(), client: "http://" + held, peer: "http://" + free(),
+			want: inUse("--embedded-etcd-client-url", "http://"+held, "an etcd, or a second ckegen")},
+		{name: "peer URL", dir: "data", http: free(), client: "http://" + free(), peer: "http://" + held,
+			want: inUse("--embedded-etcd-peer-url", "http://"+held, "an etcd, or a second ckegen")},
+		{name: "a directory that existed", existed: true, dir: "data", http: free(), client: "http://" + held, peer: "http://" + free(),
+			want: inUse("--embedded-etcd-client-url", "http://"+held, "an etcd, or a second ckegen")},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			root := t.TempDir()
+			dir := filepath.Join(root, c.dir)
+			marker := filepath.Join(dir, "kept")
+			if c.existed {
+				if err := os.MkdirAll(dir, 0o700); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(marker, []byte("x"), 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+			cmd := exec.Command(filepath.Join(bin, "ckegen"), "--embedded-etcd-dir", dir, "--http", c.http,
+				"--embedded-etcd-client-url", c.client, "--embedded-etcd-peer-url", c.peer,
+				"--logfile", filepath.Join(t.TempDir(), "log"))
+			var stdout, stderr strings.Builder
+			cmd.Stdout, cmd.Stderr = &stdout, &stderr
+			err := cmd.Run()
+			var ee *exec.ExitError
+			if !errors.As(err, &ee) || ee.ExitCode() != 1 || stdout.String() != "" || stderr.String() != c.want {
+				t.Errorf("%v, stdout %q, stderr %q; want exit 1 and %q", err, stdout.String(), stderr.String(), c.want)
+			}
+			if c.existed {
+				if data, err := os.ReadFile(marker); err != nil || string(data) != "x" {
+					t.Errorf("the directory that existed lost %s: %v", marker, err)
+				}
+				return
+			}
+			if left, err := os.ReadDir(root); err != nil || len(left) > 0 {
+				t.Errorf("the failed start left %v in %s (%v), want nothing", left, root, err)
+			}
+		})
 	}
 }

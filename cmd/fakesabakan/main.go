@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"os"
 	"os/signal"
@@ -21,6 +20,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ckegen/ckegen/fakesabakan"
+	"github.com/ckegen/ckegen/internal/listen"
 	"github.com/ckegen/ckegen/internal/usage"
 	"github.com/ckegen/ckegen/machine"
 )
@@ -126,7 +126,7 @@ func serve(o options) error {
 	if err != nil {
 		return err
 	}
-	ln, err := net.Listen("tcp", o.listen)
+	ln, err := listen.TCP("--listen", o.listen, "a second fakesabakan")
 	if err != nil {
 		return err
 	}

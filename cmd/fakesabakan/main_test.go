@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -186,6 +187,22 @@ func TestEmptyInventory(t *testing.T) {
 		if !strings.Contains(log, want) {
 			t.Errorf("log lacks %q:\n%s", want, log)
 		}
+	}
+}
+
+// TestListenInUse: a --listen address another process holds is a
+// failure (exit 1) that names the flag to change.
+func TestListenInUse(t *testing.T) {
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	addr := busy.Addr().String()
+	err = run([]string{"--listen", addr}, io.Discard)
+	want := "--listen " + addr + ": address already in use: another process listens there (a second fakesabakan?); give --listen another port"
+	if err == nil || err.Error() != want || usage.Code(err) != 1 {
+		t.Errorf("--listen %s: %v (exit %d), want %q and exit 1", addr, err, usage.Code(err), want)
 	}
 }
 
