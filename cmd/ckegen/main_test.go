@@ -288,7 +288,7 @@ func TestBadFlags(t *testing.T) {
 		// The etcd flags and CKE's file are internal/etcdclient's: they
 		// are checked at start.
 		{[]string{"--config", "/nonexistent"}, "--config: open /nonexistent"},
-		{[]string{"--config", typo}, "--config " + typo + `: line 2: unknown field "tls-ca-flie"; did you mean tls-ca-file?`},
+		{[]string{"--config", typo}, "--config " + typo + `: line 2, column 1: unknown field "tls-ca-flie"; did you mean tls-ca-file?`},
 		{[]string{"--kubeconfig", "/nonexistent"}, "--kubeconfig"},
 		{[]string{"--kubeconfig", writeFile(t, dir, "kubeconfig", "clusters: [\n")}, "--kubeconfig"},
 		{[]string{"--kubernetes-timeout", "0s"}, "--kubernetes-timeout: must be positive"},

@@ -94,8 +94,8 @@ func TestEtcdFlags(t *testing.T) {
 		want        string
 		code        int
 	}{
-		{missing, []string{"--config", bad}, "ckegenctl: --config " + bad + `: line 2: unknown field "tls-ca-flie"; did you mean tls-ca-file?` + "\n", 1},
-		{bad, nil, "ckegenctl: --config " + bad + `: line 2: unknown field "tls-ca-flie"; did you mean tls-ca-file?` + "\n", 1},
+		{missing, []string{"--config", bad}, "ckegenctl: --config " + bad + `: line 2, column 1: unknown field "tls-ca-flie"; did you mean tls-ca-file?` + "\n", 1},
+		{bad, nil, "ckegenctl: --config " + bad + `: line 2, column 1: unknown field "tls-ca-flie"; did you mean tls-ca-file?` + "\n", 1},
 		{missing, []string{"--config", missing}, "ckegenctl: --config: open " + missing + ": no such file or directory\n", 1},
 		{missing, []string{"--etcd-endpoints", live, "--timeout", "0s"}, "ckegenctl: --timeout: must be > 0, got 0s\n", 2},
 	} {
