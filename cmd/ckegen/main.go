@@ -127,6 +127,9 @@ func parseFlags(args []string) (*options, error) {
 	fs.StringVar(&o.logFile, "logfile", "", "Log filename")
 	fs.StringVar(&o.logLevel, "loglevel", "", "Log level [critical,error,warning,info,debug]")
 	fs.StringVar(&o.logFormat, "logformat", "", "Log format [plain,logfmt,json]")
+	if err := suggest.OneDash(fs, args); err != nil {
+		return nil, err
+	}
 	if err := fs.Parse(args); err != nil {
 		return nil, suggest.FlagError(fs, err)
 	}

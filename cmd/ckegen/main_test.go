@@ -281,7 +281,11 @@ func TestBadFlags(t *testing.T) {
 		{[]string{"--logformat", "xml"}, `--logformat: want plain, logfmt or json, got "xml"`},
 		{[]string{"--log-format", "json"}, "unknown flag: --log-format; did you mean --logformat?"},
 		{[]string{"--etcd-endpoint", "http://127.0.0.1:2379"}, "unknown flag: --etcd-endpoint; did you mean --etcd-endpoints?"},
-		{[]string{"-interval", "1m"}, "unknown shorthand flag: 'i' in -interval; flags take two dashes: did you mean --interval?"},
+		{[]string{"-interval", "1m"}, "-interval: flags take two dashes: did you mean --interval?"},
+		// -http would be read as -h: help, and exit 0.
+		{[]string{"-http", "127.0.0.1:1"}, "-http: flags take two dashes: did you mean --http?"},
+		{[]string{"--endpiont", "http://127.0.0.1:2379"}, "unknown flag: --endpiont; did you mean --etcd-endpoints?"},
+		{[]string{"--embeded-etcd-dir", "x"}, "unknown flag: --embeded-etcd-dir; did you mean --embedded-etcd-dir?"},
 		{[]string{"--sabakan-tls-ca-file", "/nonexistent"}, "--sabakan-tls-ca-file"},
 		{[]string{"--sabakan-tls-cert-file", "/nonexistent"}, "--sabakan-tls-cert-file"},
 		{[]string{"--name", "a\nb"}, "--name: must be one line"},

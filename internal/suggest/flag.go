@@ -112,3 +112,23 @@ func For(name string, known []string) []string {
 	}
 	return nil
 }
+
+// OneDash refuses a long flag of fs written with one dash in args
+// (-interval, -http=x, as Go's flag package takes them), which pflag
+// would read as shorthands: -interval fails on i, but -http is -h, a
+// request for help that exits 0 with the command line unread. Arguments
+// after "--" are not looked at.
+func OneDash(fs *pflag.FlagSet, args []string) error {
+	for _, a := range args {
+		if a == "--" {
+			return nil
+		}
+		if len(a) < 3 || a[0] != '-' || a[1] == '-' {
+			continue
+		}
+		if name, _, _ := strings.Cut(a[1:], "="); fs.Lookup(name) != nil {
+			return fmt.Errorf("%s: flags take two dashes: did you mean --%s?", a, name)
+		}
+	}
+	return nil
+}

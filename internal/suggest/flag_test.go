@@ -2,6 +2,7 @@ package suggest
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"testing"
 
@@ -66,5 +67,29 @@ func TestFlagError(t *testing.T) {
 	}
 	if err := FlagError(newSet(), nil); err != nil {
 		t.Errorf("nil error: %v", err)
+	}
+}
+
+// TestOneDash: a long flag written with one dash is refused before pflag
+// reads it as shorthands (-http would be -h, help, exit 0).
+func TestOneDash(t *testing.T) {
+	fs := pflag.NewFlagSet("x", pflag.ContinueOnError)
+	fs.String("http", "", "")
+	fs.StringP("output", "o", "", "")
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-http", "x"}, "-http: flags take two dashes: did you mean --http?"},
+		{[]string{"--output", "json", "-http=x"}, "-http=x: flags take two dashes: did you mean --http?"},
+		{[]string{"-output"}, "-output: flags take two dashes: did you mean --output?"},
+		{[]string{"-o", "json", "--http", "x"}, ""},
+		{[]string{"-ojson"}, ""}, // a shorthand with its value
+		{[]string{"--", "-http"}, ""},
+	} {
+		err := OneDash(fs, c.args)
+		if got := fmt.Sprint(err); (c.want == "" && err != nil) || (c.want != "" && got != c.want) {
+			t.Errorf("%q: %v, want %q", c.args, err, c.want)
+		}
 	}
 }
