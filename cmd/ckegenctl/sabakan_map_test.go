@@ -213,9 +213,12 @@ func TestMapBadInput(t *testing.T) {
 		{[]string{"--machines", machines, "--current", file("c.yml", "name: x\nnodes:\n- {adress: 1}\n")}, `unknown field "adress"`, 1},
 		{[]string{"--machines", machines, "--template", file("t.yml", "name: x\n")}, "--template ", 1},
 		{[]string{"--machines", machines, "--rebooting", "10.0.0.1,,"}, "--rebooting: empty address", 1},
-		{[]string{"--machines", machines, "--next", file("n1.json", `not json`)}, `--next `, 1},
-		{[]string{"--machines", machines, "--next", file("n2.json", `{"changes":[{"action":"add-worker"}]}`)}, "changes[0]: action and address must be set", 1},
-		{[]string{"--machines", machines, "--next", file("n3.json", `{"steps":[{"changes":[{"address":"10.0.0.1"}]}]}`)}, "steps[0].changes[0]: action and address must be set", 1},
+		{[]string{"--machines", machines, "--next", file("n1.json", `not json`)}, "--next " + filepath.Join(dir, "n1.json") + ": line 1, column 2: invalid character", 1},
+		{[]string{"--machines", machines, "--next", file("n2.json", `{"changes":[{"action":"add-worker"}]}`)}, "line 1, column 13: changes[0]: action and address must be set", 1},
+		{[]string{"--machines", machines, "--next", file("n3.json", "{\"steps\":[{\"changes\":\n  [{\"address\":\"10.0.0.1\"}]}]}")}, "line 2, column 4: steps[0].changes[0]: action and address must be set", 1},
+		// encoding/json named the Go struct field and its type.
+		{[]string{"--machines", machines, "--next", file("n4.json", `{"op": "x", "changes": [{"action": 1}]}`)}, "line 1, column 36: changes[0].action: want a string, got the number 1\n", 1},
+		{[]string{"--machines", machines, "--next", file("n5.json", `[]`)}, `line 1, column 1: want an object (the JSON of an explanation {"op", "changes"} or of a plan {"steps"}), got an array`, 1},
 	} {
 		var stdout, stderr bytes.Buffer
 		code := run(append([]string{"sabakan", "map"}, c.args...), strings.NewReader(""), &stdout, &stderr)
