@@ -25,7 +25,7 @@ func newClusterCmd(e *env) *cobra.Command {
 			return e.withStorage(func(ctx context.Context, st storage.Storage) error {
 				v, err := st.Get(ctx, storage.KeyCluster)
 				if err != nil {
-					return err
+					return absent(err, absentCluster)
 				}
 				return printCluster(cmd, v.Data, output)
 			})

@@ -98,7 +98,7 @@ func newSabakanGetPolicyCmd(e *env) *cobra.Command {
 			return e.withStorage(func(ctx context.Context, st storage.Storage) error {
 				v, err := st.Get(ctx, storage.KeySabakanPolicy)
 				if err != nil {
-					return err
+					return absent(err, absentPolicy)
 				}
 				doc, err := policy.Parse(v.Data)
 				if err != nil {

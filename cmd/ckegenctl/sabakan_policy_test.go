@@ -113,7 +113,7 @@ func TestPolicyCommands(t *testing.T) {
 		stderr string // contained; "" means none
 		value  string // of key after the step
 	}{
-		{args: []string{"sabakan", "get-policy"}, code: 1, stderr: "sabakan/policy: not found", value: "<none>"},
+		{args: []string{"sabakan", "get-policy"}, code: 1, stderr: "ckegenctl: no placement policy: machines are placed by role and weight only; set one with ckegenctl sabakan set-policy\n", value: "<none>"},
 		// No template yet: stored with a warning.
 		{args: []string{"sabakan", "set-policy", other}, stderr: "warning: no template is stored: the placements were not checked against one", value: `{"stickiness":1}`},
 		{args: []string{"sabakan", "set-template", template}, value: `{"stickiness":1}`},
@@ -135,7 +135,7 @@ func TestPolicyCommands(t *testing.T) {
 		{args: []string{"sabakan", "set-policy", good}, code: 1, stderr: "placements.gpu: no template takes this placement", value: storedPolicy},
 		{args: []string{"sabakan", "clear-policy"}, value: "<none>"},
 		{args: []string{"sabakan", "clear-policy"}, stderr: "no policy was set", value: "<none>"},
-		{args: []string{"sabakan", "get-policy"}, code: 1, stderr: "sabakan/policy: not found", value: "<none>"},
+		{args: []string{"sabakan", "get-policy"}, code: 1, stderr: "ckegenctl: no placement policy: machines are placed by role and weight only; set one with ckegenctl sabakan set-policy\n", value: "<none>"},
 	}
 	for i, st := range steps {
 		out, errOut, code := runCLI(t, append([]string{"--endpoints", url}, st.args...)...)

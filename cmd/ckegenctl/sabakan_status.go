@@ -36,7 +36,7 @@ func newSabakanStatusCmd(e *env) *cobra.Command {
 			return e.withStorage(func(ctx context.Context, st storage.Storage) error {
 				s, err := st.GetStatus(ctx)
 				if err != nil {
-					return err
+					return absent(err, absentStatus)
 				}
 				if output == "table" {
 					return statusTable(cmd.OutOrStdout(), s)

@@ -74,7 +74,7 @@ func newSabakanGetTemplateCmd(e *env) *cobra.Command {
 			return e.withStorage(func(ctx context.Context, st storage.Storage) error {
 				v, err := st.Get(ctx, storage.KeySabakanTemplate)
 				if err != nil {
-					return err
+					return absent(err, absentTemplate)
 				}
 				return printCluster(cmd, v.Data, output)
 			})

@@ -52,7 +52,7 @@ func newSabakanGetVariablesCmd(e *env) *cobra.Command {
 			return e.withStorage(func(ctx context.Context, st storage.Storage) error {
 				v, err := st.Get(ctx, storage.KeySabakanQueryVariables)
 				if err != nil {
-					return err
+					return absent(err, absentVariables)
 				}
 				_, err = cmd.OutOrStdout().Write(v.Data)
 				return err
