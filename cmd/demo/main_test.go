@@ -2,6 +2,8 @@ package main
 
 import (
 	"bytes"
+	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -76,5 +78,23 @@ func TestFlipTargets(t *testing.T) {
 	}
 	if !stillControlPlane(cl, "cp1") || stillControlPlane(cl, "w1") || stillControlPlane(cl, "nowhere") {
 		t.Error("stillControlPlane: want true for cp1 only")
+	}
+}
+
+// TestReadConstraints: the examples' constraints.json is read strictly,
+// its errors at their line and column in JSON's words.
+func TestReadConstraints(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "constraints.json")
+	if err := os.WriteFile(file, []byte("{\"control-plane-count\": 3,\n \"minimum-workers\": \"2\"}"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err := readConstraints(dir)
+	want := file + `: line 2, column 21: minimum-workers: want an integer, got the string "2"`
+	if err == nil || err.Error() != want {
+		t.Errorf("%v, want %q", err, want)
+	}
+	if c, err := readConstraints("../../examples"); err != nil || c["control-plane-count"] == 0 {
+		t.Errorf("the bundled constraints: %v, %v", c, err)
 	}
 }
