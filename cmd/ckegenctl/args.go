@@ -21,6 +21,18 @@ func exactArgs(n int) cobra.PositionalArgs {
 	}
 }
 
+// maxArgs is cobra.MaximumNArgs(n) with the error of exactArgs: "sabakan
+// trigger takes at most 1 argument, got 2: planning schedule (usage: ...)".
+func maxArgs(n int) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) > n {
+			return usage.Errorf("%s takes at most %s, got %d: %s (usage: %s)", subcommand(cmd),
+				plural(n, "argument", "arguments"), len(args), strings.Join(args, " "), usageLine(cmd))
+		}
+		return nil
+	}
+}
+
 // checkArgCount is exactArgs' check of args against the n arguments cmd
 // takes.
 func checkArgCount(cmd *cobra.Command, n int, args []string) error {
@@ -39,8 +51,12 @@ func checkArgCount(cmd *cobra.Command, n int, args []string) error {
 		}
 		return usage.Errorf("%s needs %s (usage: %s; see --help)", subcommand(cmd), strings.Join(missing, " and "), usageLine(cmd))
 	case len(args) > n:
+		takes := plural(n, "argument", "arguments")
+		if n == 0 {
+			takes = "no arguments"
+		}
 		return usage.Errorf("%s takes %s, got %d: %s (usage: %s)", subcommand(cmd),
-			plural(n, "argument", "arguments"), len(args), strings.Join(args, " "), usageLine(cmd))
+			takes, len(args), strings.Join(args, " "), usageLine(cmd))
 	}
 	return nil
 }

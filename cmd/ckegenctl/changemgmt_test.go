@@ -54,7 +54,7 @@ func TestChangeManagementSettings(t *testing.T) {
 	}{
 		{args: []string{"sabakan", "trigger"}, stdout: "schedule\n"},
 		{args: []string{"sabakan", "trigger", "paused"}, code: 1, stderr: `ckegenctl: trigger: must be planning (compute and store the plan, change nothing) or schedule (apply it one step per tick), got "paused"` + "\n", key: trigger, value: "<none>"},
-		{args: []string{"sabakan", "trigger", "planning", "schedule"}, code: 2, stderr: "accepts at most 1 arg(s), received 2", key: trigger, value: "<none>"},
+		{args: []string{"sabakan", "trigger", "planning", "schedule"}, code: 2, stderr: "ckegenctl: sabakan trigger takes at most 1 argument, got 2: planning schedule (usage: ckegenctl sabakan trigger [planning|schedule])\n", key: trigger, value: "<none>"},
 		{args: []string{"sabakan", "trigger", "planning"}, key: trigger, value: "planning"},
 		{args: []string{"sabakan", "trigger"}, stdout: "planning\n"},
 		{args: []string{"sabakan", "trigger", "planing"}, code: 1, stderr: `got "planing"; did you mean planning?` + "\n", key: trigger, value: "planning"},

@@ -17,7 +17,7 @@ func newClusterCmd(e *env) *cobra.Command {
 	get := &cobra.Command{
 		Use:   "get",
 		Short: "print the current cluster.yml",
-		Args:  cobra.NoArgs,
+		Args:  exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := checkFormat(output, "yaml", "json"); err != nil {
 				return err

@@ -273,7 +273,7 @@ minimum-workers and maximum-workers; in the rate model (CKE v1.35)
 control-plane-count and minimum-workers-rate; then CKE's three queue settings.
 A line on stderr names the model ("model: count" or "model: rate"). The JSON
 can be given back to --constraints.`,
-		Args: cobra.NoArgs,
+		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return e.withStorage(func(ctx context.Context, st storage.Storage) error {
 				s, refused, _, err := intake.Load(ctx, st, intake.SettingConstraints)

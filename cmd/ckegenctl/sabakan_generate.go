@@ -62,7 +62,7 @@ model, "rate": {"workers", "machines", "percent", "minimumWorkersRate"}.
 With --plan it prints instead every step the daemon would make until there is
 nothing left to do, as ckegenctl sabakan plan does (-o text, json or yaml; text
 by default), and exits 0 whatever the plan's result.`,
-		Args: cobra.NoArgs,
+		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := requireFlags(cmd, "template", "machines"); err != nil {
 				return err

@@ -57,7 +57,7 @@ query variables. Offline, --machines reads a machines file instead, with
 model is shown only with --constraints.
 
 Colour shows the machine state, only on a terminal unless --color=always.`,
-		Args: cobra.NoArgs,
+		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return o.run(e, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},

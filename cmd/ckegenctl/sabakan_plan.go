@@ -55,7 +55,7 @@ for quiet time, and whenever it changes).
 
 Exit status 0 when a plan was computed, whatever its result; 1 when it could
 not be (bad input, etcd or sabakan unreachable).`,
-		Args: cobra.NoArgs,
+		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return o.run(e, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},

@@ -28,7 +28,7 @@ func newSabakanStatusCmd(e *env) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "status",
 		Short: "print the result of the daemon's last tick",
-		Args:  cobra.NoArgs,
+		Args:  exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := checkFormat(output, "table", "yaml", "json"); err != nil {
 				return err
@@ -54,7 +54,7 @@ func newSabakanHistoryCmd(e *env) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "history",
 		Short: "print the last applied changes, oldest first",
-		Args:  cobra.NoArgs,
+		Args:  exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := checkFormat(output, "table", "yaml", "json"); err != nil {
 				return err

@@ -66,7 +66,7 @@ func newSabakanGetTemplateCmd(e *env) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "get-template",
 		Short: "print the stored template",
-		Args:  cobra.NoArgs,
+		Args:  exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := checkFormat(output, "yaml", "json"); err != nil {
 				return err
