@@ -116,7 +116,7 @@ func TestBinary(t *testing.T) {
 		stderrSilent bool
 	}{
 		{args: []string{"--version"}, stdout: "ckegenctl " + linkedVersion + " (commit ", stderrSilent: true},
-		{args: []string{"sabakan", "set-urll", "x"}, code: 2, stderr: `ckegenctl: unknown command "set-urll" for "ckegenctl sabakan"; did you mean set-url or get-url? (see ckegenctl sabakan --help)` + "\n", stdoutExact: true},
+		{args: []string{"sabakan", "set-urll", "x"}, code: 2, stderr: `ckegenctl: unknown command "set-urll" for "ckegenctl sabakan"; did you mean set-url? (see ckegenctl sabakan --help)` + "\n", stdoutExact: true},
 		{args: []string{"sabakan", "stauts"}, code: 2, stderr: `ckegenctl: unknown command "stauts" for "ckegenctl sabakan"; did you mean status? (see ckegenctl sabakan --help)` + "\n", stdoutExact: true},
 		{args: []string{"sabakan", "hsitroy"}, code: 2, stderr: `did you mean history?`, stdoutExact: true},
 		{args: []string{"completion", "nosuch"}, code: 2, stderr: `unknown command "nosuch" for "ckegenctl completion"`, stdoutExact: true},

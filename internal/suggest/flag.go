@@ -57,40 +57,26 @@ func FlagError(fs *pflag.FlagSet, err error) error {
 }
 
 // flagsFor are the flags of known to suggest for name: For's, else the
-// flags whose last words (after a "-") are within MaxTypo edits of name,
-// nearest first (--endpiont: etcd-endpoints, whose last word is
-// endpoints).
+// flags whose last words (after a "-") are nearest name, within MaxTypo
+// edits (--endpiont: etcd-endpoints, whose last word is endpoints).
 func flagsFor(name string, known []string) []string {
 	if s := For(name, known); len(s) > 0 {
 		return s
 	}
-	type hit struct {
-		name string
-		dist int
-	}
-	var hits []hit
 	lower := strings.ToLower(name)
 	n := utf8.RuneCountInString(name)
-	for _, k := range known {
-		best := -1
+	return nearest(known, func(k string) int {
+		best := MaxTypo + 1
 		for i, c := range k {
 			if c != '-' {
 				continue
 			}
-			if d := Distance(lower, strings.ToLower(k[i+1:])); best < 0 || d < best {
+			if d := Distance(lower, strings.ToLower(k[i+1:])); d < best && d < n {
 				best = d
 			}
 		}
-		if best >= 0 && best <= MaxTypo && best < n {
-			hits = append(hits, hit{k, best})
-		}
-	}
-	slices.SortStableFunc(hits, func(a, b hit) int { return a.dist - b.dist })
-	out := make([]string, len(hits))
-	for i, h := range hits {
-		out[i] = h.name
-	}
-	return out
+		return best
+	})
 }
 
 // For is what to suggest for name, a flag or a command that is not known:

@@ -12,29 +12,33 @@ import (
 // endpoints).
 const MaxTypo = 2
 
-// Near returns the known names at most MaxTypo edits from name (ignoring
-// case), nearest first, names as near in the order of known. A name is
-// never suggested for one as long as itself or shorter (x for y): it must
-// keep at least one of name's characters. This is the rule of every
-// binary's "did you mean" for a flag or a command.
+// Near returns the known names nearest to name (ignoring case), when they
+// are at most MaxTypo edits from it, in the order of known: set-urll gets
+// set-url, not get-url, which is two edits away. A name is never suggested
+// for one as long as itself or shorter (x for y): it must keep at least
+// one of name's characters. This is the rule of every binary's "did you
+// mean" for a flag or a command.
 func Near(name string, known []string) []string {
-	type hit struct {
-		name string
-		dist int
-	}
-	var hits []hit
 	lower := strings.ToLower(name)
-	n := utf8.RuneCountInString(name)
-	for _, k := range known {
-		if d := Distance(lower, strings.ToLower(k)); d <= MaxTypo && d < n {
-			hits = append(hits, hit{k, d})
+	return nearest(known, func(k string) int {
+		if d := Distance(lower, strings.ToLower(k)); d < utf8.RuneCountInString(name) {
+			return d
 		}
-	}
-	slices.SortStableFunc(hits, func(a, b hit) int { return a.dist - b.dist })
-	out := make([]string, 0, len(hits))
-	for _, h := range hits {
-		if !slices.Contains(out, h.name) {
-			out = append(out, h.name)
+		return MaxTypo + 1
+	})
+}
+
+// nearest are the names of known whose distance, by dist, is the least
+// and at most MaxTypo, in the order of known, each once.
+func nearest(known []string, dist func(string) int) []string {
+	var out []string
+	best := MaxTypo + 1
+	for _, k := range known {
+		switch d := dist(k); {
+		case d < best:
+			best, out = d, []string{k}
+		case d == best && d <= MaxTypo && !slices.Contains(out, k):
+			out = append(out, k)
 		}
 	}
 	return out

@@ -38,7 +38,10 @@ func TestNear(t *testing.T) {
 		name string
 		want []string
 	}{
-		{"set-urll", []string{"set-url", "get-url"}}, // nearest first
+		{"set-urll", []string{"set-url"}}, // the nearest only: get-url is two edits away
+		{"get-urx", []string{"get-url"}},
+		{"set-ur", []string{"set-url"}},
+		{"xet-url", []string{"set-url", "get-url"}}, // as near: both, in known's order
 		{"stauts", []string{"status"}},
 		{"STATUS", []string{"status"}},  // case ignored
 		{"hstroy", []string{"history"}}, // two edits
