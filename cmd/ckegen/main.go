@@ -52,9 +52,11 @@ func main() {
 		return
 	}
 	if err != nil {
-		// The command line is refused: a usage error.
+		// A usage error (a flag or a value refused) exits 2; a file the
+		// flags name that cannot be used (--config, --kubeconfig, the
+		// sabakan TLS files) is a failed start, 1.
 		fmt.Fprintf(os.Stderr, "ckegen: %v\n", err)
-		os.Exit(usage.ExitUsage)
+		os.Exit(usage.Code(err))
 	}
 	if o.version {
 		fmt.Println(version.Line("ckegen"))
@@ -94,7 +96,9 @@ set-template, constraints set).
 
 ` + usage.Help
 
-// parseFlags parses and checks the command line.
+// parseFlags parses and checks the command line and the files it names.
+// Its errors about the command line are usage errors (usage.Code 2); those
+// about a file, failures.
 func parseFlags(args []string) (*options, error) {
 	var o options
 	fs := pflag.NewFlagSet("ckegen", pflag.ContinueOnError)
@@ -128,13 +132,13 @@ func parseFlags(args []string) (*options, error) {
 	fs.StringVar(&o.logLevel, "loglevel", "", "Log level [critical,error,warning,info,debug]")
 	fs.StringVar(&o.logFormat, "logformat", "", "Log format [plain,logfmt,json]")
 	if err := suggest.OneDash(fs, args); err != nil {
-		return nil, err
+		return nil, usage.Wrap(err)
 	}
 	if err := fs.Parse(args); err != nil {
-		return nil, suggest.FlagError(fs, err)
+		return nil, usage.Wrap(suggest.FlagError(fs, err))
 	}
 	if fs.NArg() > 0 {
-		return nil, fmt.Errorf("unexpected arguments: %q: ckegen takes only flags, such as --etcd-endpoints URL (see --help)", fs.Args())
+		return nil, usage.Errorf("unexpected arguments: %q: ckegen takes only flags, such as --etcd-endpoints URL (see --help)", fs.Args())
 	}
 	if o.version {
 		return &o, nil
@@ -154,42 +158,42 @@ func parseFlags(args []string) (*options, error) {
 func (o *options) check() error {
 	switch {
 	case o.interval < 100*time.Millisecond:
-		return fmt.Errorf("--interval: must be at least 100ms, got %s", o.interval)
+		return usage.Errorf("--interval: must be at least 100ms, got %s", o.interval)
 	case o.sessionTTL < time.Second || o.sessionTTL%time.Second != 0:
-		return fmt.Errorf("--session-ttl: must be a whole number of seconds, at least 1s (etcd leases count seconds), got %s", o.sessionTTL)
+		return usage.Errorf("--session-ttl: must be a whole number of seconds, at least 1s (etcd leases count seconds), got %s", o.sessionTTL)
 	case o.retireWait < 0:
-		return fmt.Errorf("--retire-wait: must not be negative, got %s", o.retireWait)
+		return usage.Errorf("--retire-wait: must not be negative, got %s", o.retireWait)
 	case o.minBackoff <= 0:
-		return fmt.Errorf("--min-backoff: must be positive, got %s", o.minBackoff)
+		return usage.Errorf("--min-backoff: must be positive, got %s", o.minBackoff)
 	case o.maxClusterBytes <= 0:
-		return fmt.Errorf("--max-cluster-bytes: must be positive, got %d", o.maxClusterBytes)
+		return usage.Errorf("--max-cluster-bytes: must be positive, got %d", o.maxClusterBytes)
 	case o.ckeStatusMaxAge <= 0:
-		return fmt.Errorf("--cke-status-max-age: must be positive, got %s", o.ckeStatusMaxAge)
+		return usage.Errorf("--cke-status-max-age: must be positive, got %s", o.ckeStatusMaxAge)
 	case o.sabakanMaxBytes <= 0:
-		return fmt.Errorf("--sabakan-max-bytes: must be positive, got %d", o.sabakanMaxBytes)
+		return usage.Errorf("--sabakan-max-bytes: must be positive, got %d", o.sabakanMaxBytes)
 	case o.sabakanTimeout <= 0:
-		return fmt.Errorf("--sabakan-timeout: must be positive, got %s", o.sabakanTimeout)
+		return usage.Errorf("--sabakan-timeout: must be positive, got %s", o.sabakanTimeout)
 	case strings.ContainsAny(o.name, "\n\r"):
-		return fmt.Errorf("--name: must be one line, got %q", o.name)
+		return usage.Errorf("--name: must be one line, got %q", o.name)
 	}
 	if _, port, err := net.SplitHostPort(o.httpAddr); err != nil || port == "" {
-		return fmt.Errorf("--http: want <Listen IP>:<Port number>, got %q", o.httpAddr)
+		return usage.Errorf("--http: want <Listen IP>:<Port number>, got %q", o.httpAddr)
 	}
 	for _, f := range []struct{ flag, url string }{{"--embedded-etcd-client-url", o.embeddedClient}, {"--embedded-etcd-peer-url", o.embedded}} {
 		p, err := url.Parse(f.url)
 		if err != nil || p.Scheme != "http" || p.Port() == "" || p.Path != "" {
-			return fmt.Errorf("%s: want http://HOST:PORT, got %q", f.flag, f.url)
+			return usage.Errorf("%s: want http://HOST:PORT, got %q", f.flag, f.url)
 		}
 	}
 	if o.logLevel != "" {
 		if err := log.NewLogger().SetThresholdByName(o.logLevel); err != nil {
-			return fmt.Errorf("--loglevel: want critical, error, warning, info or debug, got %q", o.logLevel)
+			return usage.Errorf("--loglevel: want critical, error, warning, info or debug, got %q", o.logLevel)
 		}
 	}
 	switch o.logFormat {
 	case "", "plain", "logfmt", "json":
 	default:
-		return fmt.Errorf("--logformat: want plain, logfmt or json, got %q", o.logFormat)
+		return usage.Errorf("--logformat: want plain, logfmt or json, got %q", o.logFormat)
 	}
 	if _, err := sabakan.NewClient("https://sabakan.invalid/graphql", o.sabakanOptions()); err != nil {
 		return fmt.Errorf("--sabakan-tls-ca-file, --sabakan-tls-cert-file, --sabakan-tls-key-file: %w", err)
@@ -202,7 +206,7 @@ func (o *options) check() error {
 		// The embedded etcd has no TLS: it stays on this machine. An etcd
 		// for other hosts is one of your own, with TLS (--config).
 		if err := (embedded.Options{ClientURL: o.embeddedClient, PeerURL: o.embedded}).Exposure(); err != nil {
-			return fmt.Errorf("--embedded-etcd-client-url, --embedded-etcd-peer-url: %w; "+
+			return usage.Errorf("--embedded-etcd-client-url, --embedded-etcd-peer-url: %w; "+
 				"keep it on 127.0.0.1, or, to serve other hosts, run etcd with client-certificate TLS and give --config (or --etcd-endpoints)", err)
 		}
 	}
@@ -216,7 +220,7 @@ func (o *options) check() error {
 // it.
 func (o *options) nodes() (tick.Kubernetes, error) {
 	if o.kubeTimeout <= 0 {
-		return nil, fmt.Errorf("--kubernetes-timeout: must be positive, got %s", o.kubeTimeout)
+		return nil, usage.Errorf("--kubernetes-timeout: must be positive, got %s", o.kubeTimeout)
 	}
 	if o.kubeconfig == "" {
 		return nil, nil

@@ -21,6 +21,7 @@ import (
 	"github.com/ckegen/ckegen/internal/embedded"
 	"github.com/ckegen/ckegen/internal/testutil/etcdtest"
 	"github.com/ckegen/ckegen/internal/testutil/sitetest"
+	"github.com/ckegen/ckegen/internal/usage"
 )
 
 func freePort(t *testing.T) int { return etcdtest.FreePort(t) }
@@ -301,6 +302,16 @@ func TestBadFlags(t *testing.T) {
 		_, err := parseFlags(c.args)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%q: %v, want an error with %q", c.args, err, c.want)
+		}
+		// A flag or a value refused is a usage error (exit 2); a file a
+		// flag names that cannot be used, a failed start (exit 1).
+		code := usage.ExitUsage
+		switch c.args[0] {
+		case "--config", "--kubeconfig", "--sabakan-tls-ca-file", "--sabakan-tls-cert-file":
+			code = usage.ExitFailure
+		}
+		if got := usage.Code(err); got != code {
+			t.Errorf("%q: %v: exit %d, want %d", c.args, err, got, code)
 		}
 	}
 	// The defaults and sensible values start.

@@ -98,6 +98,7 @@ func TestEtcdFlags(t *testing.T) {
 		{bad, nil, "ckegenctl: --config " + bad + `: line 2, column 1: unknown field "tls-ca-flie"; did you mean tls-ca-file?` + "\n", 1},
 		{missing, []string{"--config", missing}, "ckegenctl: --config: open " + missing + ": no such file or directory\n", 1},
 		{missing, []string{"--etcd-endpoints", live, "--timeout", "0s"}, "ckegenctl: --timeout: must be > 0, got 0s\n", 2},
+		{missing, []string{"--etcd-endpoints", ","}, `ckegenctl: --etcd-endpoints: an empty endpoint in ",": want comma-separated URLs such as http://127.0.0.1:2379` + "\n", 2},
 	} {
 		out, errOut, code := runCLIWithConfig(t, c.defaultFile, append(c.args, "sabakan", "set-url", "http://refused")...)
 		if code != c.code || out != "" || errOut != c.want {

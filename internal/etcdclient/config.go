@@ -20,6 +20,7 @@ import (
 
 	"github.com/ckegen/ckegen/internal/strictjson"
 	"github.com/ckegen/ckegen/internal/strictjson/yamlpos"
+	"github.com/ckegen/ckegen/internal/usage"
 	"github.com/ckegen/ckegen/storage"
 )
 
@@ -65,7 +66,8 @@ func (f *Flags) Load() (*Config, error) {
 	if f.endpoints.set {
 		eps, err := splitEndpoints(f.endpoints.value)
 		if err != nil {
-			return nil, fmt.Errorf("--etcd-endpoints: %w", err)
+			// A flag value refused: a usage error.
+			return nil, usage.Errorf("--etcd-endpoints: %w", err)
 		}
 		cfg.Endpoints, cfg.Configured = eps, true
 	}
