@@ -14,7 +14,6 @@ require (
 	go.etcd.io/etcd/client/v3 v3.6.11
 	k8s.io/api v0.35.5
 	k8s.io/apimachinery v0.35.5
-	sigs.k8s.io/yaml v1.6.0
 )
 
 require (
@@ -163,6 +162,7 @@ require (
 	sigs.k8s.io/json v0.0.0-20250730193827-2d320260d730 // indirect
 	sigs.k8s.io/randfill v1.0.0 // indirect
 	sigs.k8s.io/structured-merge-diff/v6 v6.4.2 // indirect
+	sigs.k8s.io/yaml v1.6.0 // indirect
 )
 
 // ckegen is the repository this module sits in.

@@ -420,9 +420,14 @@ func jsonKind(t reflect.Type) string {
 		return "a string"
 	case reflect.Bool:
 		return "true or false"
-	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
-		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
-		return "an integer that fits " + t.Kind().String()
+	case reflect.Int8, reflect.Int16, reflect.Int32:
+		return fmt.Sprintf("an integer from %d to %d", -(int64(1) << (t.Bits() - 1)), int64(1)<<(t.Bits()-1)-1)
+	case reflect.Uint8, reflect.Uint16, reflect.Uint32:
+		return fmt.Sprintf("an integer from 0 to %d", uint64(1)<<t.Bits()-1)
+	case reflect.Int, reflect.Int64:
+		return "an integer"
+	case reflect.Uint, reflect.Uint64, reflect.Uintptr:
+		return "an integer >= 0"
 	case reflect.Float32, reflect.Float64:
 		return "a number"
 	case reflect.Slice, reflect.Array:
@@ -433,7 +438,7 @@ func jsonKind(t reflect.Type) string {
 	case reflect.Map, reflect.Struct:
 		return "an object"
 	}
-	return "a " + t.String()
+	return "a value of another kind"
 }
 
 // article reads encoding/json's description of a value ("string", "number

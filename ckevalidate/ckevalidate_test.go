@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -144,11 +145,11 @@ func TestClusterRefuses(t *testing.T) {
 		{"kubelet config kind missing", withKubelet(`"config":{"apiVersion":"kubelet.config.k8s.io/v1beta1"}`), "options.kubelet.config", `"kind"`},
 		{"kubelet config apiVersion", withConfig("kubelet", "v1", "KubeletConfiguration", ""), "options.kubelet.config.apiVersion", kubeletV},
 		{"kubelet config kind", withConfig("kubelet", kubeletV, "Other", ""), "options.kubelet.config.kind", "KubeletConfiguration"},
-		{"kubelet config field type", withConfig("kubelet", kubeletV, "KubeletConfiguration", `,"port":"10250"`), "options.kubelet.config.port", "int32"},
-		{"kubelet config int32 range", withConfig("kubelet", kubeletV, "KubeletConfiguration", `,"port":3000000000`), "options.kubelet.config.port", "int32"},
+		{"kubelet config field type", withConfig("kubelet", kubeletV, "KubeletConfiguration", `,"port":"10250"`), "options.kubelet.config.port", "an integer from -2147483648 to 2147483647"},
+		{"kubelet config int32 range", withConfig("kubelet", kubeletV, "KubeletConfiguration", `,"port":3000000000`), "options.kubelet.config.port", "an integer from -2147483648 to 2147483647"},
 		{"kubelet config duration", withConfig("kubelet", kubeletV, "KubeletConfiguration", `,"syncFrequency":null`), "options.kubelet.config", "invalid duration"},
 		{"kubelet config flushFrequency string", withConfig("kubelet", kubeletV, "KubeletConfiguration", `,"logging":{"flushFrequency":"soon"}`), "options.kubelet.config", "invalid duration"},
-		{"kubelet config flushFrequency", withConfig("kubelet", kubeletV, "KubeletConfiguration", `,"logging":{"flushFrequency":1.5}`), "options.kubelet.config", "invalid duration"},
+		{"kubelet config flushFrequency", withConfig("kubelet", kubeletV, "KubeletConfiguration", `,"logging":{"flushFrequency":1.5}`), "options.kubelet.config", `invalid duration 1.5: want a string such as "1s" or an integer of nanoseconds`},
 		{"kubelet config embedded field", withConfig("kube-scheduler", schedulerV, "KubeSchedulerConfiguration", `,"enableProfiling":"yes"`), "options.kube-scheduler.config.enableProfiling", "true or false"},
 		{"kubelet clusterDomain", withConfig("kubelet", kubeletV, "KubeletConfiguration", `,"clusterDomain":"Cluster.Local"`), "options.kubelet.config.clusterDomain", "RFC 1123"},
 		{"cri_endpoint", withOptions(`{"kubelet":{}}`), "options.kubelet.cri_endpoint", "Required"},
@@ -156,9 +157,9 @@ func TestClusterRefuses(t *testing.T) {
 		{"cni name required", withCNI("", `{"type":"bridge"}`), "options.kubelet.cni_conf_file.name", "Required"},
 		{"cni name characters", withCNI("a b.conf", `{"type":"bridge"}`), "options.kubelet.cni_conf_file.name", "letters, digits"},
 		{"cni plugin type", withCNI("10-net.conf", `{"name":"x"}`), "options.kubelet.cni_conf_file.content", `"type"`},
-		{"cni plugin decoding", withCNI("10-net.conf", `{"type":"x","dns":{"search":"a"}}`), "options.kubelet.cni_conf_file.content", "not a CNI plugin configuration"},
+		{"cni plugin decoding", withCNI("10-net.conf", `{"type":"x","dns":{"search":"a"}}`), "options.kubelet.cni_conf_file.content", `not a CNI plugin configuration: line 1, column 29: dns.search: want an array of strings, got the string "a"`},
 		{"cni plugin not JSON", withCNI("10-net.conf", ``), "options.kubelet.cni_conf_file.content", "not a CNI plugin configuration"},
-		{"cni list not JSON", withCNI("10-net.conflist", `[]`), "options.kubelet.cni_conf_file.content", "not a CNI configuration list"},
+		{"cni list not JSON", withCNI("10-net.conflist", `[]`), "options.kubelet.cni_conf_file.content", "not a CNI configuration list: line 1, column 1: want an object, got an array"},
 		{"cni list name", withCNI("10-net.conflist", `{"plugins":[{"type":"x"}]}`), "options.kubelet.cni_conf_file.content", `needs a "name"`},
 		{"cni list name type", withCNI("10-net.conflist", `{"name":1}`), "options.kubelet.cni_conf_file.content", `"name" must be a string`},
 		{"cni list cniVersion type", withCNI("10-net.conflist", `{"name":"n","cniVersion":1}`), "options.kubelet.cni_conf_file.content", `"cniVersion" must be a string`},
@@ -177,15 +178,16 @@ func TestClusterRefuses(t *testing.T) {
 		{"boot taint", withKubelet(`"boot_taints":[{"key":"a","effect":"Boot"}]`), "options.kubelet.boot_taints[0].effect", "Unsupported value"},
 		{"boot taint decoding", withKubelet(`"boot_taints":[{"key":"a","effect":"NoSchedule","timeAdded":"x"}]`), "options", "parsing time"},
 		{"audit policy required", withKubelet(`"x":0},"kube-api":{"audit_log_enabled":true`), "options.kube-api.audit_log_policy", "Required"},
-		{"audit policy YAML", withKubelet(`"x":0},"kube-api":{"audit_log_policy":"- a"`), "options.kube-api.audit_log_policy", "YAML mapping"},
+		{"audit policy YAML", withKubelet(`"x":0},"kube-api":{"audit_log_policy":"- a"`), "options.kube-api.audit_log_policy", "must be a YAML mapping, not a list"},
+		{"audit policy syntax", withKubelet(`"x":0},"kube-api":{"audit_log_policy":"a: 1\n\tb: 2"`), "options.kube-api.audit_log_policy", "must be a YAML mapping: line 2: not valid YAML: "},
 		{"scheduler config apiVersion", withConfig("kube-scheduler", "v1", "KubeSchedulerConfiguration", ""), "options.kube-scheduler.config.apiVersion", schedulerV},
 		{"scheduler config kind", withConfig("kube-scheduler", schedulerV, "Other", ""), "options.kube-scheduler.config.kind", "KubeSchedulerConfiguration"},
 		{"scheduler config decoding", withConfig("kube-scheduler", schedulerV, "KubeSchedulerConfiguration", `,"extenders":[{"tlsConfig":{"caData":"!"}}]`), "options.kube-scheduler.config", "base64"},
 		{"scheduler config kind missing", withKubelet(`"x":0},"kube-scheduler":{"config":{}`), "options.kube-scheduler.config", `"kind"`},
 		{"proxy config apiVersion", withConfig("kube-proxy", "v1", "KubeProxyConfiguration", ""), "options.kube-proxy.config.apiVersion", proxyV},
 		{"proxy config kind", withConfig("kube-proxy", proxyV, "Other", ""), "options.kube-proxy.config.kind", "KubeProxyConfiguration"},
-		{"proxy config decoding", withConfig("kube-proxy", proxyV, "KubeProxyConfiguration", `,"conntrack":{"maxPerCore":"1"}`), "options.kube-proxy.config.conntrack.maxPerCore", "int32"},
-		{"proxy config kind missing", withKubelet(`"x":0},"kube-proxy":{"config":"x"`), "options.kube-proxy.config", `"kind"`},
+		{"proxy config decoding", withConfig("kube-proxy", proxyV, "KubeProxyConfiguration", `,"conntrack":{"maxPerCore":"1"}`), "options.kube-proxy.config.conntrack.maxPerCore", "an integer from -2147483648 to 2147483647"},
+		{"proxy config kind missing", withKubelet(`"x":0},"kube-proxy":{"config":"x"`), "options.kube-proxy.config", `must be an object with a "kind" (a Kubernetes object), not the string "x"`},
 		{"proxy mode", withConfig("kube-proxy", proxyV, "KubeProxyConfiguration", `,"mode":"nftables"`), "options.kube-proxy.config.mode", `Unsupported value: "nftables"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -202,9 +204,16 @@ func TestClusterRefuses(t *testing.T) {
 			if !strings.HasPrefix(err.Error(), "CKE's validation: "+tc.field+": ") {
 				t.Errorf("the message does not start with CKE's validation and the field: %v", err)
 			}
+			if m := goType.FindString(err.Error()); m != "" {
+				t.Errorf("the message names a Go type (%s): %v", m, err)
+			}
 		})
 	}
 }
+
+// goType matches what Go writes of a type: v1.Duration, Config.port,
+// []string, map[string]interface {}, int32, float64, struct field.
+var goType = regexp.MustCompile(`\b[a-z]+\.[A-Z]\w*\b|\b[A-Z]\w*\.[a-z]\w*\b|\[\]|map\[|\bstruct\b|interface \{|\b(u?int(8|16|32|64)?|float(32|64))\b|Go (value|type|struct)`)
 
 // TestClusterAccepts is what CKE accepts around the rules: each case fails
 // if a rule is stricter than CKE's.

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/ckegen/ckegen/internal/strictjson"
 )
 
 // How CNI's libcni v1.3.0 (which CKE v1.35.4 calls) reads a configuration,
@@ -39,7 +41,7 @@ type cniPlugin struct {
 func cniPluginConf(data []byte) error {
 	var p cniPlugin
 	if err := json.Unmarshal(data, &p); err != nil {
-		return fmt.Errorf("not a CNI plugin configuration: %w", err)
+		return fmt.Errorf("not a CNI plugin configuration: %w", jsonWords(data, new(cniPlugin), err))
 	}
 	if p.Type == "" {
 		return errors.New(`a CNI plugin configuration needs a "type"`)
@@ -52,7 +54,7 @@ func cniPluginConf(data []byte) error {
 func cniConfList(data []byte) error {
 	var list map[string]any
 	if err := json.Unmarshal(data, &list); err != nil {
-		return fmt.Errorf("not a CNI configuration list: %w", err)
+		return fmt.Errorf("not a CNI configuration list: %w", jsonWords(data, new(map[string]any), err))
 	}
 	if err := cniListName(list); err != nil {
 		return err
@@ -200,4 +202,14 @@ func cniVersion(v string) error {
 		}
 	}
 	return nil
+}
+
+// jsonWords is err, encoding/json's error decoding data into v (as libcni
+// decodes), in strictjson's words: where, and what in JSON's terms, not
+// Go's.
+func jsonWords(data []byte, v any, err error) error {
+	if serr := strictjson.UnmarshalIgnoringUnknown(data, v); serr != nil {
+		return serr
+	}
+	return errors.New("not JSON of the expected shape")
 }

@@ -1,6 +1,7 @@
 package ckevalidate
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -8,6 +9,7 @@ import (
 	"reflect"
 	"strings"
 
+	yamlv2 "go.yaml.in/yaml/v2"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -16,6 +18,8 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/ckegen/ckegen/ckevalidate/internal/kubeconfig"
+	"github.com/ckegen/ckegen/internal/strictjson"
+	"github.com/ckegen/ckegen/internal/strictjson/yamlpos"
 )
 
 // options has the shape of CKE's Options.
@@ -81,25 +85,30 @@ type (
 )
 
 func (c *kubeletConfig) UnmarshalJSON(b []byte) error {
-	return configError("options.kubelet.config", c.Unstructured.UnmarshalJSON(b))
+	return configError("options.kubelet.config", b, c.Unstructured.UnmarshalJSON(b))
 }
 
 func (c *schedulerConfig) UnmarshalJSON(b []byte) error {
-	return configError("options.kube-scheduler.config", c.Unstructured.UnmarshalJSON(b))
+	return configError("options.kube-scheduler.config", b, c.Unstructured.UnmarshalJSON(b))
 }
 
 func (c *proxyConfig) UnmarshalJSON(b []byte) error {
-	return configError("options.kube-proxy.config", c.Unstructured.UnmarshalJSON(b))
+	return configError("options.kube-proxy.config", b, c.Unstructured.UnmarshalJSON(b))
 }
 
-func configError(where string, err error) error {
+func configError(where string, b []byte, err error) error {
+	const want = `must be an object with a "kind" (a Kubernetes object)`
 	switch {
 	case err == nil:
 		return nil
 	case runtime.IsMissingKind(err):
-		return &Error{Field: where, Rule: `must be an object with a "kind" (a Kubernetes object)`}
+		return &Error{Field: where, Rule: want}
 	}
-	return &Error{Field: where, Rule: "must be an object with a \"kind\" (a Kubernetes object): " + err.Error()}
+	if t := bytes.TrimLeft(b, " \t\r\n"); len(t) == 0 || t[0] != '{' {
+		// encoding/json's words name the Go map it wanted.
+		return &Error{Field: where, Rule: want + ", not " + strictjson.What(b)}
+	}
+	return &Error{Field: where, Rule: want + ": " + err.Error()}
 }
 
 // The component configuration versions CKE v1.35.4 takes, and only those.
@@ -197,7 +206,7 @@ func (o *options) check() error {
 	if p := o.APIServer.AuditLogPolicy; p != "" {
 		var policy map[string]any
 		if err := yaml.Unmarshal([]byte(p), &policy); err != nil {
-			return &Error{Field: api.Child("audit_log_policy").String(), Rule: "must be a YAML mapping: " + err.Error()}
+			return &Error{Field: api.Child("audit_log_policy").String(), Rule: notMapping([]byte(p))}
 		}
 	}
 
@@ -255,4 +264,27 @@ func checkCNIConfFile(p *field.Path, name, content string) error {
 		return &Error{Field: p.Child("content").String(), Rule: err.Error()}
 	}
 	return nil
+}
+
+// notMapping is the rule data breaks, which sigs.k8s.io/yaml could not
+// read into a mapping: why, in YAML's words and with the line in data
+// (sigs.k8s.io/yaml's own words name the Go map it wanted).
+func notMapping(data []byte) string {
+	const want = "must be a YAML mapping"
+	var doc any
+	if err := yamlv2.Unmarshal(data, &doc); err != nil {
+		return want + ": " + yamlpos.Errors(err, data).Error()
+	}
+	switch doc.(type) {
+	case map[any]any:
+		if k := yamlpos.BadKey(data); k != nil {
+			return want + ": " + k.Error()
+		}
+		return want + ": a key has no JSON form"
+	case []any:
+		return want + ", not a list"
+	case nil:
+		return want + ", not an empty document"
+	}
+	return want + ", not a scalar"
 }

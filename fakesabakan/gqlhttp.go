@@ -1,6 +1,7 @@
 package fakesabakan
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
@@ -9,6 +10,7 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -17,6 +19,8 @@ import (
 	"github.com/99designs/gqlgen/graphql/errcode"
 	"github.com/vektah/gqlparser/v2/ast"
 	"github.com/vektah/gqlparser/v2/gqlerror"
+
+	"github.com/ckegen/ckegen/internal/strictjson"
 )
 
 // Error codes of request errors, as sabakan's GraphQL server (gqlgen) sets
@@ -45,13 +49,25 @@ var null = json.RawMessage("null")
 
 // decodeJSON decodes one JSON value with numbers kept as json.Number (so
 // that an Int is never rounded through a float), refusing trailing data.
+// Its errors are strictjson's: where, and in JSON's words, not Go's.
 func decodeJSON(r io.Reader, v any) error {
-	dec := json.NewDecoder(r)
+	data, err := io.ReadAll(r)
+	if err != nil {
+		return err
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
 	if err := dec.Decode(v); err != nil {
+		// Decoded again, into a value of the same type, for the words.
+		if serr := strictjson.UnmarshalIgnoringUnknown(data, reflect.New(reflect.TypeOf(v).Elem()).Interface()); serr != nil {
+			return serr
+		}
 		return err
 	}
 	if _, err := dec.Token(); err != io.EOF {
+		if serr := strictjson.Check(data); serr != nil {
+			return serr
+		}
 		return errors.New("trailing data after the JSON value")
 	}
 	return nil

@@ -191,8 +191,21 @@ func TestGraphQLTransport(t *testing.T) {
 	if r := s.do("POST", "/graphql", "application/json; charset=utf-8", q); serials(t, r) != "a1 c1" {
 		t.Errorf("application/json with a charset: %s", r.body)
 	}
-	if r := s.do("POST", "/graphql", "application/json", "not json"); r.code != 400 || !strings.Contains(r.body, "json request body could not be decoded") {
+	if r := s.do("POST", "/graphql", "application/json", "not json"); r.code != 400 || !strings.Contains(r.body, "json request body could not be decoded: line 1, column 2: invalid character") {
 		t.Errorf("a body that is not JSON: HTTP %d %s", r.code, r.body)
+	}
+	// JSON of the wrong shape: encoding/json named the Go types
+	// (graphQLParams, map[string]interface {}).
+	for body, want := range map[string]string{
+		`[]`:                                  "json request body could not be decoded: line 1, column 1: want an object, got an array",
+		`{"query": 1}`:                        "json request body could not be decoded: line 1, column 11: query: want a string, got the number 1",
+		`{"query": "{ x }", "variables": []}`: "json request body could not be decoded: line 1, column 33: variables: want an object, got an array",
+		`{"query": "{ x }"} {}`:               "json request body could not be decoded: line 1, column 20: trailing data after the JSON value",
+	} {
+		r := s.do("POST", "/graphql", "application/json", body)
+		if want, _ := json.Marshal(want); r.code != 400 || !strings.Contains(r.body, string(want)) {
+			t.Errorf("%s: HTTP %d %s, want 400 and %s", body, r.code, r.body, want)
+		}
 	}
 
 	get := func(params url.Values) reply { return s.do("GET", "/graphql?"+params.Encode(), "", "") }

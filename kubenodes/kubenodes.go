@@ -8,16 +8,22 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"time"
 
+	yamlv2 "go.yaml.in/yaml/v2"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	clientcmdv1 "k8s.io/client-go/tools/clientcmd/api/v1"
+	"sigs.k8s.io/yaml"
 
 	"github.com/ckegen/ckegen/cluster"
+	"github.com/ckegen/ckegen/internal/strictjson"
+	"github.com/ckegen/ckegen/internal/strictjson/yamlpos"
 	"github.com/ckegen/ckegen/taints"
 )
 
@@ -51,12 +57,51 @@ type Reader struct {
 
 // LoadKubeconfig reads a kubeconfig file (its current context), as kubectl
 // does with --kubeconfig.
+//
+// A file client-go refuses as a kubeconfig is reported at the line and
+// column of what is wrong, in YAML's and JSON's words (strictjson and
+// yamlpos): client-go's own words name Go's types ("cannot unmarshal
+// number into Go struct field Config.clusters of type
+// []v1.NamedCluster").
 func LoadKubeconfig(path string) (*rest.Config, error) {
 	cfg, err := clientcmd.BuildConfigFromFlags("", path)
 	if err != nil {
+		if data, rerr := os.ReadFile(path); rerr == nil {
+			if werr := kubeconfigError(data); werr != nil {
+				return nil, fmt.Errorf("kubeconfig %s: %w", path, werr)
+			}
+		}
 		return nil, fmt.Errorf("kubeconfig %s: %w", path, err)
 	}
 	return cfg, nil
+}
+
+// kubeconfigError is what makes data, a file client-go refused, no
+// kubeconfig, as a *strictjson.Error with its line (and column); nil when
+// that is not in its shape (a context that does not exist, say), which
+// client-go's words then say.
+func kubeconfigError(data []byte) error {
+	var doc any
+	if err := yamlv2.Unmarshal(data, &doc); err != nil {
+		return yamlpos.Errors(err, data)
+	}
+	if doc == nil {
+		return nil
+	}
+	js, err := yaml.YAMLToJSON(data)
+	if err != nil {
+		if k := yamlpos.BadKey(data); k != nil {
+			return k
+		}
+		return nil
+	}
+	if _, ok := doc.(map[any]any); !ok {
+		return yamlpos.Place(strictjson.WrongKind(nil, "an object (a kubeconfig: apiVersion, kind, clusters, users, contexts)", js), data)
+	}
+	if err := strictjson.UnmarshalIgnoringUnknown(js, new(clientcmdv1.Config)); err != nil {
+		return yamlpos.Place(err, data)
+	}
+	return nil
 }
 
 // NewReader returns a Reader of the API server that cfg points to. It does

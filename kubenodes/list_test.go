@@ -5,6 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -235,5 +238,32 @@ func TestNewReaderErrors(t *testing.T) {
 	}
 	if _, err := kubenodes.LoadKubeconfig(t.TempDir() + "/missing"); err == nil || !strings.Contains(err.Error(), "missing") {
 		t.Errorf("LoadKubeconfig of a missing file: %v; want an error naming it", err)
+	}
+}
+
+// TestKubeconfigErrors: a file that is no kubeconfig is refused at the
+// line and column of what is wrong, in YAML's and JSON's words; client-go
+// named Go's types ("Go struct field Config.clusters of type
+// []v1.NamedCluster", "struct { APIVersion string ... }").
+func TestKubeconfigErrors(t *testing.T) {
+	goType := regexp.MustCompile(`\b[a-z0-9]+\.[A-Z]\w*\b|\b[A-Z]\w*\.[a-z]\w*\b|\[\]|map\[|\bstruct\b|interface \{|Go (value|type|struct)`)
+	for _, c := range []struct{ content, want string }{
+		{"- a\n", "line 1, column 1: want an object (a kubeconfig: apiVersion, kind, clusters, users, contexts), got an array"},
+		{"just text\n", `line 1, column 1: want an object (a kubeconfig: apiVersion, kind, clusters, users, contexts), got the string "just text"`},
+		{"apiVersion: v1\nkind: Config\nclusters: 5\n", "line 3, column 11: clusters: want an array of objects, got the number 5"},
+		{"apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster: {server: [x]}\n", "line 5, column 21: clusters[0].cluster.server: want a string, got an array"},
+		{"apiVersion: v1\nclusters: [\n", "line 3: not valid YAML: did not find expected node content"},
+	} {
+		p := filepath.Join(t.TempDir(), "kubeconfig")
+		if err := os.WriteFile(p, []byte(c.content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		_, err := kubenodes.LoadKubeconfig(p)
+		if want := "kubeconfig " + p + ": " + c.want; err == nil || err.Error() != want {
+			t.Errorf("%q: %v, want %q", c.content, err, want)
+		}
+		if err != nil && goType.MatchString(err.Error()) {
+			t.Errorf("%q: %v names a Go type (%s)", c.content, err, goType.FindString(err.Error()))
+		}
 	}
 }

@@ -175,6 +175,12 @@ func TestPrometheusBadAnswers(t *testing.T) {
 		{"a query error", `{"status":"error","errorType":"bad_data","error":"parse error: unexpected end of input"}`,
 			"bad_data: parse error: unexpected end of input", 0},
 		{"not JSON", `<html>proxy error</html>`, `query "m"`, 0},
+		// encoding/json named the Go struct field and its type.
+		{"a status of the wrong kind", `{"status": 1, "data": {}}`, "not an answer of the Prometheus HTTP API: line 1, column 12: status: want a string, got the number 1", 0},
+		{"a result of the wrong kind", `{"status": "success", "data": {"resultType": "vector", "result": {"a": 1}}}`,
+			"reading the vector: line 1, column 66: data.result: want an array of objects, got an object", 0},
+		{"a sample of the wrong kind", promResponse([]string{sample(`"serial":"S1"`, "1"), `[1]`}),
+			"reading the vector: line 1, column 117: data.result[1]: want an object, got an array", 0},
 		{"an HTTP error with an answer", promResponse([]string{sample(`"serial":"S1"`, "1")}), "server_error: HTTP 500 Internal Server Error", 500},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -15,6 +15,8 @@ import (
 
 	"github.com/prometheus/client_golang/api"
 	promv1 "github.com/prometheus/client_golang/api/prometheus/v1"
+
+	"github.com/ckegen/ckegen/internal/strictjson"
 )
 
 // MaxResponseBytes bounds a Prometheus answer: a query that selects far
@@ -80,7 +82,7 @@ func queryPrometheus(ctx context.Context, address, query string, timeout time.Du
 		return nil, r.Warnings, &promv1.Error{Type: promv1.ErrorType(r.ErrorType), Msg: r.Error}
 	}
 	if jsonErr != nil {
-		return nil, nil, &promv1.Error{Type: promv1.ErrBadResponse, Msg: "not an answer of the Prometheus HTTP API: " + jsonErr.Error(), Detail: snippet(body)}
+		return nil, nil, &promv1.Error{Type: promv1.ErrBadResponse, Msg: "not an answer of the Prometheus HTTP API: " + jsonError(body, new(queryResponse), jsonErr).Error(), Detail: snippet(body)}
 	}
 	if r.Data.ResultType != "vector" {
 		return nil, r.Warnings, fmt.Errorf("returned a %s, want an instant vector with a %s, %s or %s label per sample",
@@ -88,9 +90,24 @@ func queryPrometheus(ctx context.Context, address, query string, timeout time.Du
 	}
 	var samples []vectorSample
 	if err := json.Unmarshal(r.Data.Result, &samples); err != nil {
-		return nil, r.Warnings, &promv1.Error{Type: promv1.ErrBadResponse, Msg: "reading the vector: " + err.Error()}
+		var vector struct {
+			Data struct {
+				Result []vectorSample `json:"result"`
+			} `json:"data"`
+		}
+		return nil, r.Warnings, &promv1.Error{Type: promv1.ErrBadResponse, Msg: "reading the vector: " + jsonError(body, &vector, err).Error()}
 	}
 	return samples, r.Warnings, nil
+}
+
+// jsonError words err, encoding/json's error decoding data into v, as
+// strictjson does: where, and in JSON's words, not Go's. encoding/json
+// decodes the answers, which is faster; only its errors are read again.
+func jsonError(data []byte, v any, err error) error {
+	if serr := strictjson.UnmarshalIgnoringUnknown(data, v); serr != nil {
+		return serr
+	}
+	return err // read by one decoder and not the other: its own words
 }
 
 func snippet(body []byte) string {

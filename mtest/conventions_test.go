@@ -6,9 +6,12 @@ import (
 	"fmt"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ckegen/ckegen/internal/testutil/cketest"
 )
 
 // runBin runs a built binary with args and returns its outputs, its exit
@@ -31,53 +34,109 @@ func runBin(t *testing.T, bin string, args ...string) (stdout, stderr string, co
 	return out.String(), errb.String(), code, took
 }
 
+// versionLine is what --version prints, for every binary called name:
+// version.Line's "NAME VERSION (commit COMMIT, GOVERSION)".
+func versionLine(name string) *regexp.Regexp {
+	return regexp.MustCompile(`^` + name + ` \S+ \(commit ([0-9a-f]{12}|unknown), go[0-9][^\s)]*\)\n$`)
+}
+
+// usageHelp is what every binary's --help says of the exit statuses.
+const usageHelp = "Exit status: 0 on success, 1 on failure, 2 on a usage error"
+
 // TestFlagConventions: every binary of the project takes its flags the
-// same way. --help prints the usage on stdout and exits 0; --version
-// prints the version; an unknown flag near a real one fails with a "did
-// you mean" naming it, and so does a long flag written with one dash.
+// same way. --help prints the usage, with the exit statuses, on stdout
+// and exits 0; --version prints one line of one shape; an unknown flag
+// one or two edits from a real one (a swap of neighbours is one edit)
+// fails with exit 2 and a "did you mean" naming it, and so does a long
+// flag written with one dash. cke, CKE's server with ckegen inside, is
+// checked when it can be built (cketest.Inside skips with why
+// otherwise).
 func TestFlagConventions(t *testing.T) {
 	demo := filepath.Join(t.TempDir(), "demo")
 	if out, err := exec.Command("go", "build", "-o", demo, "../cmd/demo").CombinedOutput(); err != nil {
 		t.Fatalf("go build ../cmd/demo: %v\n%s", err, out)
 	}
 	for _, c := range []struct {
-		bin         string
-		help        []string // in the --help output
-		typo, want  string   // an unknown flag and the flag suggested
-		oneDash     string   // a flag written with one dash
-		versionLine string   // the --version output, before the version
+		name    string
+		bin     func(t *testing.T) string
+		help    []string          // in the --help output
+		typos   map[string]string // an unknown flag, one or two edits away, and the flag suggested
+		oneDash string            // a flag written with one dash
+		version *regexp.Regexp    // the --version output
 	}{
-		{filepath.Join(binDir, "ckegen"), []string{"Usage:\n  ckegen [flags]", "--etcd-endpoints"}, "--etcd-endpoint", "--etcd-endpoints", "-interval", ""},
-		{filepath.Join(binDir, "ckegenctl"), []string{"Usage:\n  ckegenctl [flags]", "--endpoints"}, "--endpoint", "--endpoints", "-endpoints", "ckegenctl version "},
-		{filepath.Join(binDir, "fakesabakan"), []string{"Usage:\n  fakesabakan [flags]", "--machines"}, "--machine", "--machines", "-listen", ""},
-		{demo, []string{"Usage:\n  demo [flags]", "--examples"}, "--intervall", "--interval", "-examples", ""},
+		{"ckegen", built("ckegen"), []string{"Usage:\n  ckegen [flags]", "--etcd-endpoints"},
+			map[string]string{"--etcd-endpoint": "--etcd-endpoints", "--intrevl": "--interval", "--endpiont": "--etcd-endpoints"},
+			"-http", versionLine("ckegen")},
+		{"ckegenctl", built("ckegenctl"), []string{"Usage:\n  ckegenctl [flags]", "--etcd-endpoints"},
+			map[string]string{"--endpoint": "--endpoints", "--endpiont": "--endpoints", "--tmieout": "--timeout"},
+			"-endpoints", versionLine("ckegenctl")},
+		{"fakesabakan", built("fakesabakan"), []string{"Usage:\n  fakesabakan [flags]", "--machines"},
+			map[string]string{"--machine": "--machines", "--lsiten": "--listen", "--macihne": "--machines"},
+			"-listen", versionLine("fakesabakan")},
+		{"demo", func(*testing.T) string { return demo }, []string{"Usage:\n  demo [flags]", "--examples"},
+			map[string]string{"--intervall": "--interval", "--exmaple": "--examples"},
+			"-examples", versionLine("demo")},
+		{"cke", func(t *testing.T) string { return cketest.Inside(t) }, []string{"Usage:\n  cke [flags]", "--http", "--config"},
+			map[string]string{"--intervl": "--interval", "--sesion-tll": "--session-ttl"},
+			"-http", regexp.MustCompile(`^cke ` + regexp.QuoteMeta(cketest.Version) + ` with ckegen \S+ \(commit ([0-9a-f]{12}|unknown), go[0-9][^\s)]*\)\n$`)},
 	} {
-		name := filepath.Base(c.bin)
-		t.Run(name, func(t *testing.T) {
-			out, errOut, code, _ := runBin(t, c.bin, "--help")
+		t.Run(c.name, func(t *testing.T) {
+			bin := c.bin(t)
+			out, errOut, code, _ := runBin(t, bin, "--help")
 			if code != 0 || errOut != "" {
 				t.Errorf("--help: exit %d, stderr %q; want exit 0 and the usage on stdout", code, errOut)
 			}
-			for _, want := range c.help {
+			for _, want := range append(c.help, usageHelp) {
 				if !strings.Contains(out, want) {
 					t.Errorf("--help lacks %q:\n%s", want, out)
 				}
 			}
-			out, errOut, code, _ = runBin(t, c.bin, "--version")
-			if code != 0 || errOut != "" || !strings.HasPrefix(out, c.versionLine) || strings.Count(out, "\n") != 1 {
-				t.Errorf("--version: exit %d, stdout %q, stderr %q", code, out, errOut)
+			out, errOut, code, _ = runBin(t, bin, "--version")
+			if code != 0 || errOut != "" || !c.version.MatchString(out) {
+				t.Errorf("--version: exit %d, stdout %q, stderr %q; want exit 0 and stdout matching %s", code, out, errOut, c.version)
 			}
-			want := fmt.Sprintf("%s: unknown flag: %s; did you mean %s?\n", name, c.typo, c.want)
-			out, errOut, code, _ = runBin(t, c.bin, c.typo, "x")
-			if code == 0 || out != "" || errOut != want {
-				t.Errorf("%s: exit %d, stdout %q, stderr %q; want a failure and only %q", c.typo, code, out, errOut, want)
+			for typo, flag := range c.typos {
+				want := fmt.Sprintf("%s: unknown flag: %s; did you mean %s?\n", c.name, typo, flag)
+				out, errOut, code, _ = runBin(t, bin, typo, "x")
+				if code != 2 || out != "" || errOut != want {
+					t.Errorf("%s: exit %d, stdout %q, stderr %q; want exit 2 and only %q", typo, code, out, errOut, want)
+				}
 			}
-			want = "flags take two dashes: did you mean -" + c.oneDash + "?\n"
-			out, errOut, code, _ = runBin(t, c.bin, c.oneDash, "x")
-			if code == 0 || out != "" || !strings.HasPrefix(errOut, name+": ") || !strings.HasSuffix(errOut, want) {
-				t.Errorf("%s: exit %d, stdout %q, stderr %q; want a failure ending %q", c.oneDash, code, out, errOut, want)
+			want := "flags take two dashes: did you mean -" + c.oneDash + "?\n"
+			out, errOut, code, _ = runBin(t, bin, c.oneDash, "x")
+			if code != 2 || out != "" || !strings.HasPrefix(errOut, c.name+": ") || !strings.HasSuffix(errOut, want) {
+				t.Errorf("%s: exit %d, stdout %q, stderr %q; want exit 2 and a line ending %q", c.oneDash, code, out, errOut, want)
 			}
 		})
+	}
+}
+
+// built is the binary TestMain built.
+func built(name string) func(*testing.T) string {
+	return func(*testing.T) string { return filepath.Join(binDir, name) }
+}
+
+// TestCommandConventions: ckegenctl's commands follow its flags' rules:
+// an unknown command one or two edits from a real one fails with exit 2
+// and a "did you mean"; a wrong number of arguments exits 2 too; any
+// other failure exits 1.
+func TestCommandConventions(t *testing.T) {
+	ctl := filepath.Join(binDir, "ckegenctl")
+	for _, c := range []struct {
+		args []string
+		code int
+		want string // stderr
+	}{
+		{[]string{"sabakan", "stauts"}, 2, `ckegenctl: unknown command "stauts" for "ckegenctl sabakan"; did you mean status? (see ckegenctl sabakan --help)` + "\n"},
+		{[]string{"sabakan", "hsitroy"}, 2, `ckegenctl: unknown command "hsitroy" for "ckegenctl sabakan"; did you mean history? (see ckegenctl sabakan --help)` + "\n"},
+		{[]string{"clustre", "get"}, 2, `ckegenctl: unknown command "clustre" for "ckegenctl"; did you mean cluster? (see ckegenctl --help)` + "\n"},
+		{[]string{"sabakan", "set-url"}, 2, "ckegenctl: sabakan set-url needs URL (usage: ckegenctl sabakan set-url URL; see --help)\n"},
+		{[]string{"sabakan", "set-url", "not a url", "--endpoints", "http://127.0.0.1:1"}, 1, ""},
+	} {
+		out, errOut, code, _ := runBin(t, ctl, c.args...)
+		if code != c.code || out != "" || (c.want != "" && errOut != c.want) {
+			t.Errorf("%q: exit %d, stdout %q, stderr %q; want exit %d and %q", c.args, code, out, errOut, c.code, c.want)
+		}
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/ckegen/ckegen/internal/strictjson"
 	"github.com/ckegen/ckegen/storage"
 )
 
@@ -29,14 +30,16 @@ type Stored struct {
 }
 
 // ReadStored returns the stored plan: storage.ErrNotFound when there is
-// none, an error wrapping storage.ErrInvalid when it does not parse.
+// none, an error wrapping storage.ErrInvalid when it does not parse, which
+// says where in the value (a *strictjson.Error). Fields it does not know
+// are skipped: a newer ckegen may store more.
 func ReadStored(ctx context.Context, st storage.Storage) (*Stored, error) {
 	data, err := st.GetPlan(ctx)
 	if err != nil {
 		return nil, err
 	}
 	var p Stored
-	if err := json.Unmarshal(data, &p); err != nil {
+	if err := strictjson.UnmarshalIgnoringUnknown(data, &p); err != nil {
 		return nil, fmt.Errorf("stored %s: %w: %w", storage.KeySabakanPlan, storage.ErrInvalid, err)
 	}
 	return &p, nil

@@ -32,7 +32,8 @@ func campaign(t *testing.T, s storage.Storage) (string, *concurrency.Session) {
 }
 
 // TestStoredInvalid: a stored plan that does not parse is
-// storage.ErrInvalid, naming the key.
+// storage.ErrInvalid, naming the key, and where in the value, in JSON's
+// words (not Go's).
 func TestStoredInvalid(t *testing.T) {
 	ctx := context.Background()
 	cli := etcdtest.Client(t)
@@ -44,7 +45,16 @@ func TestStoredInvalid(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err := ReadStored(ctx, s)
-	if want := "stored sabakan/plan: invalid stored value: unexpected end of JSON input"; !errors.Is(err, storage.ErrInvalid) || err.Error() != want {
+	if want := "stored sabakan/plan: invalid stored value: line 1, column 2: unexpected end of input: the JSON value is not complete"; !errors.Is(err, storage.ErrInvalid) || err.Error() != want {
+		t.Errorf("error %v, want %q", err, want)
+	}
+	// A value of the wrong kind: encoding/json named the Go struct field
+	// and its type.
+	if _, err := cli.Put(ctx, s.Key(storage.KeySabakanPlan), "{\"result\": \"settled\",\n \"steps\": [{\"op\": \"x\", \"changes\": [{\"score\": \"high\"}]}]}"); err != nil {
+		t.Fatal(err)
+	}
+	_, err = ReadStored(ctx, s)
+	if want := `stored sabakan/plan: invalid stored value: line 2, column 46: steps[0].changes[0].score: want a number, got the string "high"`; !errors.Is(err, storage.ErrInvalid) || err.Error() != want {
 		t.Errorf("error %v, want %q", err, want)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -20,6 +21,7 @@ import (
 
 	"github.com/ckegen/ckegen/internal/clip"
 	"github.com/ckegen/ckegen/internal/redact"
+	"github.com/ckegen/ckegen/internal/strictjson"
 	"github.com/ckegen/ckegen/machine"
 )
 
@@ -187,6 +189,7 @@ func (c *Client) search(ctx context.Context, v Variables) ([]machine.Machine, er
 	d := &fastDoer{t: c.t, slow: c.slow}
 	resp, err := ckeSearch(ctx, graphql.NewClient(c.url, d), v.Having, v.NotHaving)
 	if d.answer != nil {
+		err = answerError(d.answer, err)
 		// Decoded, one way or the other.
 		c.t.putSpare(d.answer)
 	}
@@ -208,6 +211,28 @@ func (c *Client) search(ctx context.Context, v Variables) ([]machine.Machine, er
 		ms = append(ms, *m)
 	}
 	return ms, nil
+}
+
+// answerError is err, genqlient's error decoding answer, in strictjson's
+// words when it is encoding/json's syntax or type error, or an answer cut
+// short: the line, column
+// and path in the answer, and what was wanted in JSON's words, where
+// encoding/json named Go's types ("cannot unmarshal string into Go struct
+// field ckeSearchSearchMachinesMachineSpec.data.searchMachines.spec.rack
+// of type int"). Any other err is returned as it is.
+func answerError(answer []byte, err error) error {
+	var se *json.SyntaxError
+	var te *json.UnmarshalTypeError
+	if !errors.As(err, &se) && !errors.As(err, &te) && !errors.Is(err, io.ErrUnexpectedEOF) {
+		return err
+	}
+	var envelope struct {
+		Data *ckeSearchResponse `json:"data"`
+	}
+	if serr := strictjson.UnmarshalIgnoringUnknown(answer, &envelope); serr != nil {
+		return serr
+	}
+	return err
 }
 
 // errDecoded ends genqlient's part of a query whose answer fastDoer has

@@ -195,7 +195,7 @@ func TestFaults(t *testing.T) {
 		{"truncated JSON", func(n int32, w http.ResponseWriter) {
 			w.Header().Set("Content-Type", "application/json")
 			_, _ = io.WriteString(w, `{"data":{"searchMachines":[{"spec":`)
-		}, sabakan.Options{}, "malformed response", sabakan.ErrQuery, 1},
+		}, sabakan.Options{}, "malformed response: line 1, column 36: unexpected end of input: the JSON value is not complete", sabakan.ErrQuery, 1},
 		{"wrong content type", func(n int32, w http.ResponseWriter) {
 			w.Header().Set("Content-Type", "text/html")
 			_, _ = io.WriteString(w, "<html>")
@@ -224,7 +224,7 @@ func TestFaults(t *testing.T) {
 		{"not a list", func(n int32, w http.ResponseWriter) {
 			w.Header().Set("Content-Type", "application/json")
 			_, _ = io.WriteString(w, `{"data":{"searchMachines":{"spec":{}}}}`)
-		}, sabakan.Options{}, "malformed response", sabakan.ErrQuery, 1},
+		}, sabakan.Options{}, "malformed response: line 1, column 27: data.searchMachines: want an array of objects, got an object", sabakan.ErrQuery, 1},
 		{"a date that does not parse", func(n int32, w http.ResponseWriter) {
 			w.Header().Set("Content-Type", "application/json")
 			_, _ = io.WriteString(w, `{"data":{"searchMachines":[{"spec":{"serial":"a","retireDate":"tomorrow"},"status":{"state":"HEALTHY"}}]}}`)
@@ -232,7 +232,8 @@ func TestFaults(t *testing.T) {
 		{"a wrong type", func(n int32, w http.ResponseWriter) {
 			w.Header().Set("Content-Type", "application/json")
 			_, _ = io.WriteString(w, `{"data":{"searchMachines":[{"spec":{"serial":"a","rack":"one"},"status":{"state":"HEALTHY"}}]}}`)
-		}, sabakan.Options{}, "malformed response", sabakan.ErrQuery, 1},
+			// encoding/json named the Go struct field and its type.
+		}, sabakan.Options{}, `malformed response: line 1, column 57: data.searchMachines[0].spec.rack: want an integer, got the string "one"`, sabakan.ErrQuery, 1},
 		{"a serial twice", func(n int32, w http.ResponseWriter) {
 			w.Header().Set("Content-Type", "application/json")
 			_, _ = io.WriteString(w, `{"data":{"searchMachines":[{"spec":{"serial":"cp1"},"status":{"state":"UNREACHABLE"}},{"spec":{"serial":"cp1"},"status":{"state":"HEALTHY"}}]}}`)

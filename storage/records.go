@@ -4,12 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/client/v3/clientv3util"
 
 	"github.com/ckegen/ckegen/internal/clip"
+	"github.com/ckegen/ckegen/internal/strictjson"
 )
 
 // The records ckegen writes for itself: the last tick's status, the
@@ -129,15 +131,18 @@ type Change struct {
 	Group     string   `json:"group,omitempty"`
 }
 
-// GetStatus returns the last tick's status, or ErrNotFound.
+// GetStatus returns the last tick's status, or ErrNotFound. A value that
+// does not parse is an error wrapping ErrInvalid that says where in it (a
+// *strictjson.Error); fields it does not know are skipped, as a newer
+// ckegen may write more.
 func (s Storage) GetStatus(ctx context.Context) (Status, error) {
 	var st Status
 	v, err := s.Get(ctx, KeySabakanStatus)
 	if err != nil {
 		return st, err
 	}
-	if err := json.Unmarshal(v.Data, &st); err != nil {
-		return st, fmt.Errorf("%s: %w", KeySabakanStatus, err)
+	if err := strictjson.UnmarshalIgnoringUnknown(v.Data, &st); err != nil {
+		return Status{}, fmt.Errorf("stored %s: %w: %w", KeySabakanStatus, ErrInvalid, err)
 	}
 	return st, nil
 }
@@ -254,8 +259,8 @@ func (s Storage) History(ctx context.Context) ([]HistoryEntry, error) {
 	out := make([]HistoryEntry, 0, len(resp.Kvs))
 	for _, kv := range resp.Kvs {
 		var e HistoryEntry
-		if err := json.Unmarshal(kv.Value, &e); err != nil {
-			return nil, fmt.Errorf("%s: %w", kv.Key, err)
+		if err := strictjson.UnmarshalIgnoringUnknown(kv.Value, &e); err != nil {
+			return nil, fmt.Errorf("stored %s: %w: %w", strings.TrimPrefix(string(kv.Key), s.Prefix), ErrInvalid, err)
 		}
 		out = append(out, e)
 	}

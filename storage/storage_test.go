@@ -383,3 +383,28 @@ func TestFitStatus(t *testing.T) {
 		t.Errorf("count %d, message of %d bytes: only warnings had to go", got.LastChangeCount, len(got.Message))
 	}
 }
+
+// TestRecordsInvalid: a status or a history entry that does not parse
+// (written by hand, or by something else) is ErrInvalid, naming the key
+// and where in the value, in JSON's words: encoding/json named the Go
+// struct field and its type.
+func TestRecordsInvalid(t *testing.T) {
+	ctx := context.Background()
+	cli := etcdtest.Client(t)
+	s := New(cli, "")
+	if _, err := cli.Put(ctx, s.Key(KeySabakanStatus), "{\"result\": \"ok\",\n \"consecutiveFailures\": \"3\"}"); err != nil {
+		t.Fatal(err)
+	}
+	_, err := s.GetStatus(ctx)
+	if want := `stored sabakan/status: invalid stored value: line 2, column 25: consecutiveFailures: want an integer, got the string "3"`; !errors.Is(err, ErrInvalid) || err == nil || err.Error() != want {
+		t.Errorf("status: %v, want %q", err, want)
+	}
+	key := KeySabakanHistory + fmt.Sprintf("%016x", 1)
+	if _, err := cli.Put(ctx, s.Key(key), `{"op": "new", "changeCount": [1]}`); err != nil {
+		t.Fatal(err)
+	}
+	_, err = s.History(ctx)
+	if want := "stored " + key + ": invalid stored value: line 1, column 30: changeCount: want an integer, got an array"; !errors.Is(err, ErrInvalid) || err == nil || err.Error() != want {
+		t.Errorf("history: %v, want %q", err, want)
+	}
+}

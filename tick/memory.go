@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/ckegen/ckegen/internal/strictjson"
 	"github.com/ckegen/ckegen/reason"
 	"github.com/ckegen/ckegen/storage"
 )
@@ -106,7 +107,7 @@ func (m *Memory) recall(v storage.Value) error {
 	if !v.Exists() {
 		return nil
 	}
-	if err := json.Unmarshal(v.Data, m); err != nil {
+	if err := strictjson.UnmarshalIgnoringUnknown(v.Data, m); err != nil {
 		*m = Memory{}
 		return fmt.Errorf("%s: %w", storage.KeyCKEGenMemory, err)
 	}

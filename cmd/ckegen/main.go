@@ -7,11 +7,13 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"net"
 	"net/http"
 	"net/url"
 	"os"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -27,8 +29,10 @@ import (
 	"github.com/ckegen/ckegen/generator"
 	"github.com/ckegen/ckegen/internal/embedded"
 	"github.com/ckegen/ckegen/internal/etcdclient"
+	"github.com/ckegen/ckegen/internal/listen"
 	"github.com/ckegen/ckegen/internal/logbridge"
 	"github.com/ckegen/ckegen/internal/suggest"
+	"github.com/ckegen/ckegen/internal/usage"
 	"github.com/ckegen/ckegen/internal/version"
 	"github.com/ckegen/ckegen/kubenodes"
 	"github.com/ckegen/ckegen/liveview"
@@ -48,16 +52,19 @@ func main() {
 		return
 	}
 	if err != nil {
+		// A usage error (a flag or a value refused) exits 2; a file the
+		// flags name that cannot be used (--config, --kubeconfig, the
+		// sabakan TLS files) is a failed start, 1.
 		fmt.Fprintf(os.Stderr, "ckegen: %v\n", err)
-		os.Exit(2)
+		os.Exit(usage.Code(err))
 	}
 	if o.version {
-		fmt.Println(version.String())
+		fmt.Println(version.Line("ckegen"))
 		return
 	}
 	if err := run(o); err != nil {
 		fmt.Fprintf(os.Stderr, "ckegen: %v\n", err)
-		os.Exit(1)
+		os.Exit(usage.ExitFailure)
 	}
 }
 
@@ -85,9 +92,13 @@ exists) with --etcd-endpoints and --etcd-prefix over it; with neither a
 file nor --etcd-endpoints it runs an embedded single-member etcd in
 --embedded-etcd-dir. It serves its page, /metrics, /health and
 /version on --http. ckegenctl configures it (ckegenctl sabakan set-url,
-set-template, constraints set).`
+set-template, constraints set).
 
-// parseFlags parses and checks the command line.
+` + usage.Help
+
+// parseFlags parses and checks the command line and the files it names.
+// Its errors about the command line are usage errors (usage.Code 2); those
+// about a file, failures.
 func parseFlags(args []string) (*options, error) {
 	var o options
 	fs := pflag.NewFlagSet("ckegen", pflag.ContinueOnError)
@@ -120,11 +131,14 @@ func parseFlags(args []string) (*options, error) {
 	fs.StringVar(&o.logFile, "logfile", "", "Log filename")
 	fs.StringVar(&o.logLevel, "loglevel", "", "Log level [critical,error,warning,info,debug]")
 	fs.StringVar(&o.logFormat, "logformat", "", "Log format [plain,logfmt,json]")
+	if err := suggest.OneDash(fs, args); err != nil {
+		return nil, usage.Wrap(err)
+	}
 	if err := fs.Parse(args); err != nil {
-		return nil, suggest.FlagError(fs, err)
+		return nil, usage.Wrap(suggest.FlagError(fs, err))
 	}
 	if fs.NArg() > 0 {
-		return nil, fmt.Errorf("unexpected arguments: %q: ckegen takes only flags, such as --etcd-endpoints URL (see --help)", fs.Args())
+		return nil, usage.Errorf("unexpected arguments: %q: ckegen takes only flags, such as --etcd-endpoints URL (see --help)", fs.Args())
 	}
 	if o.version {
 		return &o, nil
@@ -144,42 +158,42 @@ func parseFlags(args []string) (*options, error) {
 func (o *options) check() error {
 	switch {
 	case o.interval < 100*time.Millisecond:
-		return fmt.Errorf("--interval: must be at least 100ms, got %s", o.interval)
+		return usage.Errorf("--interval: must be at least 100ms, got %s", o.interval)
 	case o.sessionTTL < time.Second || o.sessionTTL%time.Second != 0:
-		return fmt.Errorf("--session-ttl: must be a whole number of seconds, at least 1s (etcd leases count seconds), got %s", o.sessionTTL)
+		return usage.Errorf("--session-ttl: must be a whole number of seconds, at least 1s (etcd leases count seconds), got %s", o.sessionTTL)
 	case o.retireWait < 0:
-		return fmt.Errorf("--retire-wait: must not be negative, got %s", o.retireWait)
+		return usage.Errorf("--retire-wait: must not be negative, got %s", o.retireWait)
 	case o.minBackoff <= 0:
-		return fmt.Errorf("--min-backoff: must be positive, got %s", o.minBackoff)
+		return usage.Errorf("--min-backoff: must be positive, got %s", o.minBackoff)
 	case o.maxClusterBytes <= 0:
-		return fmt.Errorf("--max-cluster-bytes: must be positive, got %d", o.maxClusterBytes)
+		return usage.Errorf("--max-cluster-bytes: must be positive, got %d", o.maxClusterBytes)
 	case o.ckeStatusMaxAge <= 0:
-		return fmt.Errorf("--cke-status-max-age: must be positive, got %s", o.ckeStatusMaxAge)
+		return usage.Errorf("--cke-status-max-age: must be positive, got %s", o.ckeStatusMaxAge)
 	case o.sabakanMaxBytes <= 0:
-		return fmt.Errorf("--sabakan-max-bytes: must be positive, got %d", o.sabakanMaxBytes)
+		return usage.Errorf("--sabakan-max-bytes: must be positive, got %d", o.sabakanMaxBytes)
 	case o.sabakanTimeout <= 0:
-		return fmt.Errorf("--sabakan-timeout: must be positive, got %s", o.sabakanTimeout)
+		return usage.Errorf("--sabakan-timeout: must be positive, got %s", o.sabakanTimeout)
 	case strings.ContainsAny(o.name, "\n\r"):
-		return fmt.Errorf("--name: must be one line, got %q", o.name)
+		return usage.Errorf("--name: must be one line, got %q", o.name)
 	}
 	if _, port, err := net.SplitHostPort(o.httpAddr); err != nil || port == "" {
-		return fmt.Errorf("--http: want <Listen IP>:<Port number>, got %q", o.httpAddr)
+		return usage.Errorf("--http: want <Listen IP>:<Port number>, got %q", o.httpAddr)
 	}
 	for _, f := range []struct{ flag, url string }{{"--embedded-etcd-client-url", o.embeddedClient}, {"--embedded-etcd-peer-url", o.embedded}} {
 		p, err := url.Parse(f.url)
 		if err != nil || p.Scheme != "http" || p.Port() == "" || p.Path != "" {
-			return fmt.Errorf("%s: want http://HOST:PORT, got %q", f.flag, f.url)
+			return usage.Errorf("%s: want http://HOST:PORT, got %q", f.flag, f.url)
 		}
 	}
 	if o.logLevel != "" {
 		if err := log.NewLogger().SetThresholdByName(o.logLevel); err != nil {
-			return fmt.Errorf("--loglevel: want critical, error, warning, info or debug, got %q", o.logLevel)
+			return usage.Errorf("--loglevel: want critical, error, warning, info or debug, got %q", o.logLevel)
 		}
 	}
 	switch o.logFormat {
 	case "", "plain", "logfmt", "json":
 	default:
-		return fmt.Errorf("--logformat: want plain, logfmt or json, got %q", o.logFormat)
+		return usage.Errorf("--logformat: want plain, logfmt or json, got %q", o.logFormat)
 	}
 	if _, err := sabakan.NewClient("https://sabakan.invalid/graphql", o.sabakanOptions()); err != nil {
 		return fmt.Errorf("--sabakan-tls-ca-file, --sabakan-tls-cert-file, --sabakan-tls-key-file: %w", err)
@@ -192,7 +206,7 @@ func (o *options) check() error {
 		// The embedded etcd has no TLS: it stays on this machine. An etcd
 		// for other hosts is one of your own, with TLS (--config).
 		if err := (embedded.Options{ClientURL: o.embeddedClient, PeerURL: o.embedded}).Exposure(); err != nil {
-			return fmt.Errorf("--embedded-etcd-client-url, --embedded-etcd-peer-url: %w; "+
+			return usage.Errorf("--embedded-etcd-client-url, --embedded-etcd-peer-url: %w; "+
 				"keep it on 127.0.0.1, or, to serve other hosts, run etcd with client-certificate TLS and give --config (or --etcd-endpoints)", err)
 		}
 	}
@@ -206,7 +220,7 @@ func (o *options) check() error {
 // it.
 func (o *options) nodes() (tick.Kubernetes, error) {
 	if o.kubeTimeout <= 0 {
-		return nil, fmt.Errorf("--kubernetes-timeout: must be positive, got %s", o.kubeTimeout)
+		return nil, usage.Errorf("--kubernetes-timeout: must be positive, got %s", o.kubeTimeout)
 	}
 	if o.kubeconfig == "" {
 		return nil, nil
@@ -248,19 +262,59 @@ func (o *options) daemonConfig(st storage.Storage, nodes tick.Kubernetes, lg *sl
 }
 
 // startEmbedded starts the embedded etcd (no --etcd-endpoints, no
-// configuration file) and points cfg at it.
-func (o *options) startEmbedded(cfg *etcdclient.Config, lg *slog.Logger) (*embedded.Etcd, error) {
-	if err := os.MkdirAll(o.embeddedDir, 0o700); err != nil {
-		return nil, fmt.Errorf("--embedded-etcd-dir: %w", err)
+// configuration file) and points cfg at it. It creates --embedded-etcd-dir
+// when it does not exist; undo removes what it created (nothing when the
+// directory existed), for a start that fails later. When the start of
+// etcd itself fails, it has removed it already.
+func (o *options) startEmbedded(cfg *etcdclient.Config, lg *slog.Logger) (e *embedded.Etcd, undo func(), err error) {
+	created, err := makeDir(o.embeddedDir)
+	if err != nil {
+		return nil, nil, fmt.Errorf("--embedded-etcd-dir: %w", err)
 	}
-	e, err := embedded.Start(embedded.Options{Dir: o.embeddedDir, ClientURL: o.embeddedClient, PeerURL: o.embedded,
+	undo = func() {
+		if created == "" {
+			return
+		}
+		if err := os.RemoveAll(created); err != nil {
+			lg.Error("the failed start leaves --embedded-etcd-dir behind", "dir", created, "error", err)
+		}
+	}
+	e, err = embedded.Start(embedded.Options{Dir: o.embeddedDir, ClientURL: o.embeddedClient, PeerURL: o.embedded,
 		MaxRequestBytes: uint(o.maxClusterBytes + requestMargin), Logger: logbridge.NewZap(lg.Handler(), zapcore.ErrorLevel)})
 	if err != nil {
-		return nil, fmt.Errorf("embedded etcd: %w", err)
+		undo()
+		var iu *embedded.URLInUseError
+		if errors.As(err, &iu) {
+			flag := "--embedded-etcd-client-url"
+			if iu.Peer {
+				flag = "--embedded-etcd-peer-url"
+			}
+			return nil, nil, &listen.InUseError{Flag: flag, Value: iu.URL, Who: "an etcd, or a second ckegen", Err: err}
+		}
+		return nil, nil, fmt.Errorf("embedded etcd: %w", err)
 	}
 	lg.Info("embedded etcd started", "client", o.embeddedClient, "dir", o.embeddedDir)
 	cfg.Endpoints = []string{o.embeddedClient}
-	return e, nil
+	return e, undo, nil
+}
+
+// makeDir creates dir, and the directories it is in that do not exist,
+// with mode 0700. created is the first of them that did not exist (dir
+// itself, or the parent it is in), which removing removes all it created;
+// "" when dir existed.
+func makeDir(dir string) (created string, err error) {
+	for d := filepath.Clean(dir); ; d = filepath.Dir(d) {
+		if _, err := os.Lstat(d); err == nil {
+			break
+		} else if !errors.Is(err, fs.ErrNotExist) {
+			return "", err
+		}
+		created = d
+		if filepath.Dir(d) == d {
+			break
+		}
+	}
+	return created, os.MkdirAll(dir, 0o700)
 }
 
 func run(o *options) error {
@@ -278,12 +332,29 @@ func run(o *options) error {
 	if err != nil {
 		return err
 	}
+	// Until the daemon serves, a failure is a failed start: it leaves
+	// nothing behind, no listener, no new etcd data directory.
+	started := false
+	ln, err := listen.TCP("--http", o.httpAddr, "a second ckegen")
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if !started {
+			ln.Close()
+		}
+	}()
 	if !cfg.Configured {
-		e, err := o.startEmbedded(cfg, lg)
+		e, undo, err := o.startEmbedded(cfg, lg)
 		if err != nil {
 			return err
 		}
-		defer e.Close()
+		defer func() {
+			e.Close()
+			if !started {
+				undo()
+			}
+		}()
 	}
 	cli, err := o.connect(cfg, lg)
 	if err != nil {
@@ -307,10 +378,6 @@ func run(o *options) error {
 	st := storage.New(cli.Client, cfg.Prefix)
 	mux.Handle("/", web.NewHandler(liveview.NewReader(st, liveview.Options{Sabakan: o.sabakanOptions(), NextStep: liveview.StoredNextStep}), web.Options{Log: lg}))
 
-	ln, err := net.Listen("tcp", o.httpAddr)
-	if err != nil {
-		return fmt.Errorf("--http: %w", err)
-	}
 	well.Go(d.Run)
 	s := &well.HTTPServer{
 		Server: &http.Server{Handler: daemon.Secure(mux), ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second,
@@ -320,6 +387,7 @@ func run(o *options) error {
 	if err := s.Serve(ln); err != nil {
 		return fmt.Errorf("--http: %w", err)
 	}
+	started = true
 	lg.Info("serving", "http", ln.Addr().String(), "name", o.name, "interval", o.interval.String(),
 		"etcd", strings.Join(cfg.Endpoints, ","), "prefix", cfg.Prefix, "version", version.String())
 	well.Stop()

@@ -3,10 +3,12 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"log/slog"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -19,6 +21,7 @@ import (
 	"github.com/ckegen/ckegen/internal/embedded"
 	"github.com/ckegen/ckegen/internal/testutil/etcdtest"
 	"github.com/ckegen/ckegen/internal/testutil/sitetest"
+	"github.com/ckegen/ckegen/internal/usage"
 )
 
 func freePort(t *testing.T) int { return etcdtest.FreePort(t) }
@@ -176,7 +179,8 @@ func TestDaemonProcess(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if code, body := get("/version"); code != 200 || body["version"] != strings.TrimSpace(string(out)) || len(out) < 2 {
+	// --version's line names the version /version answers.
+	if code, body := get("/version"); code != 200 || body["version"] == "" || !strings.HasPrefix(string(out), fmt.Sprintf("ckegen %s (commit ", body["version"])) {
 		t.Errorf("/version: %d %v; ckegen --version: %q", code, body, out)
 	}
 
@@ -278,14 +282,18 @@ func TestBadFlags(t *testing.T) {
 		{[]string{"--logformat", "xml"}, `--logformat: want plain, logfmt or json, got "xml"`},
 		{[]string{"--log-format", "json"}, "unknown flag: --log-format; did you mean --logformat?"},
 		{[]string{"--etcd-endpoint", "http://127.0.0.1:2379"}, "unknown flag: --etcd-endpoint; did you mean --etcd-endpoints?"},
-		{[]string{"-interval", "1m"}, "unknown shorthand flag: 'i' in -interval; flags take two dashes: did you mean --interval?"},
+		{[]string{"-interval", "1m"}, "-interval: flags take two dashes: did you mean --interval?"},
+		// -http would be read as -h: help, and exit 0.
+		{[]string{"-http", "127.0.0.1:1"}, "-http: flags take two dashes: did you mean --http?"},
+		{[]string{"--endpiont", "http://127.0.0.1:2379"}, "unknown flag: --endpiont; did you mean --etcd-endpoints?"},
+		{[]string{"--embeded-etcd-dir", "x"}, "unknown flag: --embeded-etcd-dir; did you mean --embedded-etcd-dir?"},
 		{[]string{"--sabakan-tls-ca-file", "/nonexistent"}, "--sabakan-tls-ca-file"},
 		{[]string{"--sabakan-tls-cert-file", "/nonexistent"}, "--sabakan-tls-cert-file"},
 		{[]string{"--name", "a\nb"}, "--name: must be one line"},
 		// The etcd flags and CKE's file are internal/etcdclient's: they
 		// are checked at start.
 		{[]string{"--config", "/nonexistent"}, "--config: open /nonexistent"},
-		{[]string{"--config", typo}, "--config " + typo + `: line 2: unknown field "tls-ca-flie"; did you mean tls-ca-file?`},
+		{[]string{"--config", typo}, "--config " + typo + `: line 2, column 1: unknown field "tls-ca-flie"; did you mean tls-ca-file?`},
 		{[]string{"--kubeconfig", "/nonexistent"}, "--kubeconfig"},
 		{[]string{"--kubeconfig", writeFile(t, dir, "kubeconfig", "clusters: [\n")}, "--kubeconfig"},
 		{[]string{"--kubernetes-timeout", "0s"}, "--kubernetes-timeout: must be positive"},
@@ -294,6 +302,16 @@ func TestBadFlags(t *testing.T) {
 		_, err := parseFlags(c.args)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%q: %v, want an error with %q", c.args, err, c.want)
+		}
+		// A flag or a value refused is a usage error (exit 2); a file a
+		// flag names that cannot be used, a failed start (exit 1).
+		code := usage.ExitUsage
+		switch c.args[0] {
+		case "--config", "--kubeconfig", "--sabakan-tls-ca-file", "--sabakan-tls-cert-file":
+			code = usage.ExitFailure
+		}
+		if got := usage.Code(err); got != code {
+			t.Errorf("%q: %v: exit %d, want %d", c.args, err, got, code)
 		}
 	}
 	// The defaults and sensible values start.
@@ -421,5 +439,73 @@ func TestLargeCluster(t *testing.T) {
 	defer cancel()
 	if _, err := cli.Put(ctx, "/cke/cluster", strings.Repeat("x", 6000000)); err != nil {
 		t.Errorf("a 6 MB write with --max-cluster-bytes 6000000: %v", err)
+	}
+}
+
+// TestFailedStart: a port another process holds is refused naming the
+// flag to change, exit 1; the start leaves no new directory behind (the
+// embedded etcd's, with the parents it created), and a directory that
+// existed stays, with what it held.
+func TestFailedStart(t *testing.T) {
+	bin := t.TempDir()
+	build(t, bin)
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	held := busy.Addr().String()
+	free := func() string { return fmt.Sprintf("127.0.0.1:%d", freePort(t)) }
+	inUse := func(flag, value, who string) string {
+		return "ckegen: " + flag + " " + value + ": address already in use: another process listens there (" + who + "?); give " + flag + " another port\n"
+	}
+	for _, c := range []struct {
+		name               string
+		existed            bool   // --embedded-etcd-dir exists before, with a file in it
+		dir                string // --embedded-etcd-dir, under a new empty directory
+		http, client, peer string
+		want               string
+	}{
+		{name: "--http", dir: "data", http: held, client: "http://" + free(), peer: "http://" + free(),
+			want: inUse("--http", held, "a second ckegen")},
+		{name: "client URL, in new parents", dir: "a/b/data", http: free(), client: "http://" + held, peer: "http://" + free(),
+			want: inUse("--embedded-etcd-client-url", "http://"+held, "an etcd, or a second ckegen")},
+		{name: "peer URL", dir: "data", http: free(), client: "http://" + free(), peer: "http://" + held,
+			want: inUse("--embedded-etcd-peer-url", "http://"+held, "an etcd, or a second ckegen")},
+		{name: "a directory that existed", existed: true, dir: "data", http: free(), client: "http://" + held, peer: "http://" + free(),
+			want: inUse("--embedded-etcd-client-url", "http://"+held, "an etcd, or a second ckegen")},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			root := t.TempDir()
+			dir := filepath.Join(root, c.dir)
+			marker := filepath.Join(dir, "kept")
+			if c.existed {
+				if err := os.MkdirAll(dir, 0o700); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(marker, []byte("x"), 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+			cmd := exec.Command(filepath.Join(bin, "ckegen"), "--embedded-etcd-dir", dir, "--http", c.http,
+				"--embedded-etcd-client-url", c.client, "--embedded-etcd-peer-url", c.peer,
+				"--logfile", filepath.Join(t.TempDir(), "log"))
+			var stdout, stderr strings.Builder
+			cmd.Stdout, cmd.Stderr = &stdout, &stderr
+			err := cmd.Run()
+			var ee *exec.ExitError
+			if !errors.As(err, &ee) || ee.ExitCode() != 1 || stdout.String() != "" || stderr.String() != c.want {
+				t.Errorf("%v, stdout %q, stderr %q; want exit 1 and %q", err, stdout.String(), stderr.String(), c.want)
+			}
+			if c.existed {
+				if data, err := os.ReadFile(marker); err != nil || string(data) != "x" {
+					t.Errorf("the directory that existed lost %s: %v", marker, err)
+				}
+				return
+			}
+			if left, err := os.ReadDir(root); err != nil || len(left) > 0 {
+				t.Errorf("the failed start left %v in %s (%v), want nothing", left, root, err)
+			}
+		})
 	}
 }

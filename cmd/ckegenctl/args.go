@@ -7,8 +7,8 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/ckegen/ckegen/internal/etcdclient"
 	"github.com/ckegen/ckegen/internal/suggest"
+	"github.com/ckegen/ckegen/internal/usage"
 )
 
 // exactArgs is cobra.ExactArgs(n) with errors that say what is missing or
@@ -18,6 +18,18 @@ import (
 func exactArgs(n int) cobra.PositionalArgs {
 	return func(cmd *cobra.Command, args []string) error {
 		return checkArgCount(cmd, n, args)
+	}
+}
+
+// maxArgs is cobra.MaximumNArgs(n) with the error of exactArgs: "sabakan
+// trigger takes at most 1 argument, got 2: planning schedule (usage: ...)".
+func maxArgs(n int) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) > n {
+			return usage.Errorf("%s takes at most %s, got %d: %s (usage: %s)", subcommand(cmd),
+				plural(n, "argument", "arguments"), len(args), strings.Join(args, " "), usageLine(cmd))
+		}
+		return nil
 	}
 }
 
@@ -37,10 +49,14 @@ func checkArgCount(cmd *cobra.Command, n int, args []string) error {
 		for i := len(args); i < n; i++ {
 			missing = append(missing, name(i))
 		}
-		return fmt.Errorf("%s needs %s (usage: %s; see --help)", subcommand(cmd), strings.Join(missing, " and "), usage(cmd))
+		return usage.Errorf("%s needs %s (usage: %s; see --help)", subcommand(cmd), strings.Join(missing, " and "), usageLine(cmd))
 	case len(args) > n:
-		return fmt.Errorf("%s takes %s, got %d: %s (usage: %s)", subcommand(cmd),
-			plural(n, "argument", "arguments"), len(args), strings.Join(args, " "), usage(cmd))
+		takes := plural(n, "argument", "arguments")
+		if n == 0 {
+			takes = "no arguments"
+		}
+		return usage.Errorf("%s takes %s, got %d: %s (usage: %s)", subcommand(cmd),
+			takes, len(args), strings.Join(args, " "), usageLine(cmd))
 	}
 	return nil
 }
@@ -51,8 +67,8 @@ func subcommand(cmd *cobra.Command) string {
 	return strings.TrimPrefix(cmd.CommandPath(), cmd.Root().Name()+" ")
 }
 
-// usage is the command's usage line without cobra's "[flags]".
-func usage(cmd *cobra.Command) string {
+// usageLine is the command's usage line without cobra's "[flags]".
+func usageLine(cmd *cobra.Command) string {
 	return strings.TrimSuffix(cmd.UseLine(), " [flags]")
 }
 
@@ -64,14 +80,13 @@ func plural(n int, one, many string) string {
 	return fmt.Sprintf("%d %s", n, many)
 }
 
-// flagError is the root's flag error function: an unknown flag gets a
-// "did you mean" from the command's own and inherited flags, or else from
-// the hidden older spellings of the etcd flags (--endpoint: --endpoints).
+// flagError is the usage error of a flag error of a command whose flags
+// are parsed in RunE, as usage.Cobra makes the others: an unknown flag
+// gets a "did you mean" from the command's own and inherited flags, the
+// hidden older spellings of the etcd flags included (--endpoint:
+// --endpoints).
 func flagError(cmd *cobra.Command, err error) error {
-	if s := suggest.FlagError(cmd.Flags(), err); s != err {
-		return s
-	}
-	return etcdclient.SuggestAlias(cmd.Flags(), err)
+	return usage.Wrap(suggest.FlagError(cmd.Flags(), err))
 }
 
 // oneDashFlag refuses a long flag written with one dash (-output, as Go's
@@ -98,8 +113,23 @@ func oneDashFlag(root *cobra.Command, args []string) error {
 			continue
 		}
 		if name, _, _ := strings.Cut(a[1:], "="); long[name] {
-			return fmt.Errorf("%s: flags take two dashes: did you mean --%s?", a, name)
+			return usage.Errorf("%s: flags take two dashes: did you mean --%s?", a, name)
 		}
+	}
+	return nil
+}
+
+// requireFlags refuses, as a usage error, a command line of cmd without
+// each of the flags names.
+func requireFlags(cmd *cobra.Command, names ...string) error {
+	var missing []string
+	for _, n := range names {
+		if !cmd.Flags().Changed(n) {
+			missing = append(missing, "--"+n)
+		}
+	}
+	if len(missing) > 0 {
+		return usage.Errorf("%s needs %s (see --help)", subcommand(cmd), strings.Join(missing, " and "))
 	}
 	return nil
 }

@@ -54,19 +54,19 @@ func TestChangeManagementSettings(t *testing.T) {
 	}{
 		{args: []string{"sabakan", "trigger"}, stdout: "schedule\n"},
 		{args: []string{"sabakan", "trigger", "paused"}, code: 1, stderr: `ckegenctl: trigger: must be planning (compute and store the plan, change nothing) or schedule (apply it one step per tick), got "paused"` + "\n", key: trigger, value: "<none>"},
-		{args: []string{"sabakan", "trigger", "planning", "schedule"}, code: 1, stderr: "accepts at most 1 arg(s), received 2", key: trigger, value: "<none>"},
+		{args: []string{"sabakan", "trigger", "planning", "schedule"}, code: 2, stderr: "ckegenctl: sabakan trigger takes at most 1 argument, got 2: planning schedule (usage: ckegenctl sabakan trigger [planning|schedule])\n", key: trigger, value: "<none>"},
 		{args: []string{"sabakan", "trigger", "planning"}, key: trigger, value: "planning"},
 		{args: []string{"sabakan", "trigger"}, stdout: "planning\n"},
 		{args: []string{"sabakan", "trigger", "planing"}, code: 1, stderr: `got "planing"; did you mean planning?` + "\n", key: trigger, value: "planning"},
-		{args: []string{"sabakan", "set-quiet-time", "10m", "--endpoint", "x"}, code: 1, stderr: "ckegenctl: unknown flag: --endpoint; did you mean --endpoints?\n", key: quiet, value: "<none>"},
+		{args: []string{"sabakan", "set-quiet-time", "10m", "--endpoint", "x"}, code: 2, stderr: "ckegenctl: unknown flag: --endpoint; did you mean --endpoints?\n", key: quiet, value: "<none>"},
 		{args: []string{"sabakan", "trigger", "PLANNING"}, code: 1, stderr: `got "PLANNING"`, key: trigger, value: "planning"},
 		{args: []string{"sabakan", "trigger", "schedule"}, key: trigger, value: "schedule"},
 
 		{args: []string{"sabakan", "get-quiet-time"}, stdout: "0s\n"},
 		{args: []string{"sabakan", "set-quiet-time", "-1s"}, code: 1, stderr: "ckegenctl: quiet-time: must not be negative (0 turns it off), got -1s\n", key: quiet, value: "<none>"},
 		{args: []string{"sabakan", "set-quiet-time", "10"}, code: 1, stderr: `ckegenctl: quiet-time: want a duration such as 10m or 1h30m (0 turns it off), got "10"` + "\n", key: quiet, value: "<none>"},
-		{args: []string{"sabakan", "set-quiet-time"}, code: 1, stderr: "ckegenctl: sabakan set-quiet-time needs DURATION (usage: ckegenctl sabakan set-quiet-time DURATION; see --help)\n", key: quiet, value: "<none>"},
-		{args: []string{"sabakan", "set-quiet-time", "5m", "--no-such-flag"}, code: 1, stderr: "unknown flag: --no-such-flag", key: quiet, value: "<none>"},
+		{args: []string{"sabakan", "set-quiet-time"}, code: 2, stderr: "ckegenctl: sabakan set-quiet-time needs DURATION (usage: ckegenctl sabakan set-quiet-time DURATION; see --help)\n", key: quiet, value: "<none>"},
+		{args: []string{"sabakan", "set-quiet-time", "5m", "--no-such-flag"}, code: 2, stderr: "unknown flag: --no-such-flag", key: quiet, value: "<none>"},
 		{args: []string{"sabakan", "set-quiet-time", "90s"}, key: quiet, value: "1m30s"},
 		{args: []string{"sabakan", "get-quiet-time"}, stdout: "1m30s\n"},
 		{args: []string{"sabakan", "set-quiet-time", "-5m"}, code: 1, stderr: "got -5m", key: quiet, value: "1m30s"},
@@ -352,30 +352,32 @@ func TestPlanOnline(t *testing.T) {
 		t.Fatal(errOut)
 	}
 
-	// Bad input: exit 1, nothing on stdout, nothing stored.
+	// Bad input: exit 1 (2 for a flag refused), nothing on stdout,
+	// nothing stored.
 	badTmpl := f.file("bad.yml", "name: demo\nnodes:\n- {user: cybozu, contol_plane: true}\n")
 	badVars := f.file("badv.json", `{"having": {"states": ["BROKEN"]}}`)
 	badCons := f.file("badc.json", `{"control-plane-count": 0}`)
 	for _, c := range []struct {
 		args []string
 		want string
+		code int
 	}{
-		{[]string{"sabakan", "plan", "--max-steps", "0"}, "--max-steps: must be at least 1, got 0"},
-		{[]string{"sabakan", "plan", "-o", "xml"}, `--output: must be one of [text json yaml], got "xml"`},
-		{[]string{"sabakan", "plan", "--retire-wait", "-1s"}, "--retire-wait: must not be negative"},
-		{[]string{"sabakan", "plan", "--template", badTmpl}, `--template ` + badTmpl + `: template: line 3, column 18: nodes[0]: unknown field "contol_plane"; did you mean control_plane?`},
-		{[]string{"sabakan", "plan", "--template", filepath.Join(f.dir, "none.yml")}, "--template: open "},
-		{[]string{"sabakan", "plan", "--variables", badVars}, `having.states[0]: unknown state "BROKEN"`},
-		{[]string{"sabakan", "plan", "--constraints", badCons}, "control-plane-count: must be >= 1"},
-		{[]string{"sabakan", "plan", "--stored", "--template", tmplFile}, "--template: --stored prints the daemon's plan"},
-		{[]string{"sabakan", "set-template", badTmpl, "--dry-run"}, `unknown field "contol_plane"`},
-		{[]string{"sabakan", "set-variables", badVars, "--dry-run"}, `unknown state "BROKEN"`},
-		{[]string{"constraints", "set", "control-plane-count", "0", "--dry-run"}, "control-plane-count: must be >= 1, got 0"},
-		{[]string{"sabakan", "set-template", relabel, "--dry-run", "--max-steps", "0"}, "--max-steps: must be at least 1"},
+		{[]string{"sabakan", "plan", "--max-steps", "0"}, "--max-steps: must be at least 1, got 0", 2},
+		{[]string{"sabakan", "plan", "-o", "xml"}, `--output: must be one of [text json yaml], got "xml"`, 2},
+		{[]string{"sabakan", "plan", "--retire-wait", "-1s"}, "--retire-wait: must not be negative", 2},
+		{[]string{"sabakan", "plan", "--template", badTmpl}, `--template ` + badTmpl + `: template: line 3, column 18: nodes[0]: unknown field "contol_plane"; did you mean control_plane?`, 1},
+		{[]string{"sabakan", "plan", "--template", filepath.Join(f.dir, "none.yml")}, "--template: open ", 1},
+		{[]string{"sabakan", "plan", "--variables", badVars}, `having.states[0]: unknown state "BROKEN"`, 1},
+		{[]string{"sabakan", "plan", "--constraints", badCons}, "control-plane-count: must be >= 1", 1},
+		{[]string{"sabakan", "plan", "--stored", "--template", tmplFile}, "--template: --stored prints the daemon's plan", 1},
+		{[]string{"sabakan", "set-template", badTmpl, "--dry-run"}, `unknown field "contol_plane"`, 1},
+		{[]string{"sabakan", "set-variables", badVars, "--dry-run"}, `unknown state "BROKEN"`, 1},
+		{[]string{"constraints", "set", "control-plane-count", "0", "--dry-run"}, "control-plane-count: must be >= 1, got 0", 1},
+		{[]string{"sabakan", "set-template", relabel, "--dry-run", "--max-steps", "0"}, "--max-steps: must be at least 1", 2},
 	} {
 		out, errOut, code := f.run(c.args...)
-		if code != 1 || out != "" || !strings.Contains(errOut, c.want) {
-			t.Errorf("%v: exit %d, stdout %q, stderr %q; want exit 1 and %q", c.args, code, out, errOut, c.want)
+		if want := c.code; code != want || out != "" || !strings.Contains(errOut, c.want) {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q; want exit %d and %q", c.args, code, out, errOut, want, c.want)
 		}
 	}
 	for key, want := range map[string]string{

@@ -17,7 +17,7 @@ func newClusterCmd(e *env) *cobra.Command {
 	get := &cobra.Command{
 		Use:   "get",
 		Short: "print the current cluster.yml",
-		Args:  cobra.NoArgs,
+		Args:  exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := checkFormat(output, "yaml", "json"); err != nil {
 				return err
@@ -25,7 +25,7 @@ func newClusterCmd(e *env) *cobra.Command {
 			return e.withStorage(func(ctx context.Context, st storage.Storage) error {
 				v, err := st.Get(ctx, storage.KeyCluster)
 				if err != nil {
-					return err
+					return absent(err, absentCluster)
 				}
 				return printCluster(cmd, v.Data, output)
 			})

@@ -16,6 +16,7 @@ import (
 	"github.com/ckegen/ckegen/constraints"
 	"github.com/ckegen/ckegen/intake"
 	"github.com/ckegen/ckegen/internal/suggest"
+	"github.com/ckegen/ckegen/internal/usage"
 	"github.com/ckegen/ckegen/storage"
 )
 
@@ -99,7 +100,7 @@ func newConstraintsSetCmd(e *env) *cobra.Command {
 					return flagError(cmd, err)
 				}
 				if rest := cmd.Flags().Args(); len(rest) > 0 {
-					return fmt.Errorf("want NAME VALUE, got %d arguments: %s", 2+len(rest), strings.Join(args, " "))
+					return usage.Errorf("want NAME VALUE, got %d arguments: %s", 2+len(rest), strings.Join(args, " "))
 				}
 				if help, _ := cmd.Flags().GetBool("help"); help {
 					return cmd.Help()
@@ -272,7 +273,7 @@ minimum-workers and maximum-workers; in the rate model (CKE v1.35)
 control-plane-count and minimum-workers-rate; then CKE's three queue settings.
 A line on stderr names the model ("model: count" or "model: rate"). The JSON
 can be given back to --constraints.`,
-		Args: cobra.NoArgs,
+		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return e.withStorage(func(ctx context.Context, st storage.Storage) error {
 				s, refused, _, err := intake.Load(ctx, st, intake.SettingConstraints)

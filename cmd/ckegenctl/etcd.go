@@ -3,10 +3,10 @@ package main
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/ckegen/ckegen/internal/etcdclient"
+	"github.com/ckegen/ckegen/internal/usage"
 	"github.com/ckegen/ckegen/storage"
 )
 
@@ -32,7 +32,7 @@ func (e *env) withStorage(f func(ctx context.Context, st storage.Storage) error)
 		return err
 	}
 	if e.timeout <= 0 {
-		return fmt.Errorf("--timeout: must be > 0, got %s", e.timeout)
+		return usage.Errorf("--timeout: must be > 0, got %s", e.timeout)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), e.timeout)
 	defer cancel()

@@ -68,7 +68,9 @@ func TestEtcdCommands(t *testing.T) {
 		{args: []string{"sabakan", "set-url", "sabakan:10080"}, code: 1, stderr: "must be an absolute http or https URL", key: "/cke/sabakan/url", value: "https://s/api/graphql"},
 		{args: []string{"sabakan", "set-url", "ftp://s/"}, code: 1, stderr: "must be an absolute http or https URL", key: "/cke/sabakan/url", value: "https://s/api/graphql"},
 		{args: []string{"sabakan", "get-url"}, stdout: "https://s/api/graphql\n"},
-		{args: []string{"sabakan", "get-template"}, code: 1, stderr: "sabakan/template: not found"},
+		// A value never stored: what sets it.
+		{args: []string{"sabakan", "get-template"}, code: 1, stderr: "ckegenctl: no template: set one with ckegenctl sabakan set-template\n"},
+		{args: []string{"sabakan", "get-variables"}, code: 1, stderr: "ckegenctl: no query variables: the daemon queries with the query's defaults (every machine but boot servers and retired ones); set them with ckegenctl sabakan set-variables\n"},
 		{args: []string{"sabakan", "set-template", badTemplate}, code: 1, stderr: `nodes[0]: unknown field "contol_plane"`, key: "/cke/sabakan/template", value: "<none>"},
 		// With a URL stored, a setting is tried on the inventory first; a
 		// sabakan that cannot be reached is a note, and the value is stored.
@@ -92,21 +94,22 @@ func TestEtcdCommands(t *testing.T) {
 		// A negative VALUE is a value (validated), not an unknown flag.
 		{args: []string{"constraints", "set", "control-plane-count", "-1"}, code: 1, stderr: "control-plane-count: must be >= 1, got -1", key: "/cke/constraints", value: `{"control-plane-count":4,"minimum-workers":5,"maximum-workers":0,"maximum-repair-queue-entries":7}`},
 		{args: []string{"constraints", "set", "wait-seconds-to-repair-rebooting", "-30"}, code: 1, stderr: "wait-seconds-to-repair-rebooting: must be >= 0, got -30", key: "/cke/constraints", value: `{"control-plane-count":4,"minimum-workers":5,"maximum-workers":0,"maximum-repair-queue-entries":7}`},
-		{args: []string{"constraints", "set", "control-plane-count", "3", "5"}, code: 1, stderr: "want NAME VALUE, got 3 arguments", key: "/cke/constraints", value: `{"control-plane-count":4,"minimum-workers":5,"maximum-workers":0,"maximum-repair-queue-entries":7}`},
-		{args: []string{"constraints", "set", "control-plane-count"}, code: 1, stderr: "ckegenctl: constraints set needs VALUE (usage: ckegenctl constraints set NAME VALUE; see --help)\n"},
+		{args: []string{"constraints", "set", "control-plane-count", "3", "5"}, code: 2, stderr: "want NAME VALUE, got 3 arguments", key: "/cke/constraints", value: `{"control-plane-count":4,"minimum-workers":5,"maximum-workers":0,"maximum-repair-queue-entries":7}`},
+		{args: []string{"constraints", "set", "control-plane-count"}, code: 2, stderr: "ckegenctl: constraints set needs VALUE (usage: ckegenctl constraints set NAME VALUE; see --help)\n"},
 		// Flags after NAME VALUE still count.
 		{args: []string{"constraints", "set", "control-plane-count", "5", "--etcd-prefix", "/other/"}, key: "/other/constraints", value: `{"control-plane-count":5,"minimum-workers":1,"maximum-workers":0}`},
-		{args: []string{"constraints", "set", "control-plane-count", "5", "--no-such-flag"}, code: 1, stderr: "unknown flag: --no-such-flag"},
-		{args: []string{"constraints", "set", "control-plane-count", "5", "--etcd-prefx", "/other/"}, code: 1, stderr: "ckegenctl: unknown flag: --etcd-prefx; did you mean --etcd-prefix?\n"},
+		{args: []string{"constraints", "set", "control-plane-count", "5", "--no-such-flag"}, code: 2, stderr: "unknown flag: --no-such-flag"},
+		{args: []string{"constraints", "set", "control-plane-count", "5", "--etcd-prefx", "/other/"}, code: 2, stderr: "ckegenctl: unknown flag: --etcd-prefx; did you mean --etcd-prefix?\n"},
 		// A typo of the older spelling gets the older spelling.
-		{args: []string{"constraints", "set", "control-plane-count", "5", "--prefx", "/other/"}, code: 1, stderr: "ckegenctl: unknown flag: --prefx; did you mean --prefix?\n"},
+		{args: []string{"constraints", "set", "control-plane-count", "5", "--prefx", "/other/"}, code: 2, stderr: "ckegenctl: unknown flag: --prefx; did you mean --prefix?\n"},
 		{args: []string{"constraints", "show"}, stdout: "{\n    \"control-plane-count\": 4,\n    \"minimum-workers\": 5,\n    \"maximum-workers\": 0,\n    \"maximum-unreachable-nodes-for-reboot\": 0,\n    \"maximum-repair-queue-entries\": 7,\n    \"wait-seconds-to-repair-rebooting\": 0\n}\n", stderr: "model: count (minimum-workers and maximum-workers bound the number of workers)\n"},
-		{args: []string{"cluster", "get"}, code: 1, stderr: "cluster: not found"},
+		// What the daemon writes, before it has: how to see why.
+		{args: []string{"cluster", "get"}, code: 1, stderr: "ckegenctl: no cluster yet: the daemon writes one at its first successful tick; ckegenctl sabakan status says why it has not\n"},
 		{args: []string{"leader"}, code: 1, stderr: "no ckegen daemon leads: nothing under /cke/sabakan/ckegen/leader/"},
-		{args: []string{"sabakan", "status"}, code: 1, stderr: "sabakan/status: not found"},
+		{args: []string{"sabakan", "status"}, code: 1, stderr: "ckegenctl: no status yet: no ckegen daemon has ticked on this etcd and prefix; ckegenctl leader says whether one leads\n"},
 		{args: []string{"sabakan", "history"}, stdout: "TIME  OP  CHANGES  TEMPLATE REV  CLUSTER REV\n"},
-		{args: []string{"sabakan", "status", "-o", "xml"}, code: 1, stderr: "--output: must be one of"},
-		{args: []string{"sabakan", "status", "-o", "jsn"}, code: 1, stderr: `ckegenctl: --output: must be one of [table yaml json], got "jsn"; did you mean json?` + "\n"},
+		{args: []string{"sabakan", "status", "-o", "xml"}, code: 2, stderr: "--output: must be one of"},
+		{args: []string{"sabakan", "status", "-o", "jsn"}, code: 2, stderr: `ckegenctl: --output: must be one of [table yaml json], got "jsn"; did you mean json?` + "\n"},
 	}
 	for i, st := range steps {
 		out, errOut, code := runCLI(t, append(base, st.args...)...)

@@ -92,15 +92,17 @@ func TestEtcdFlags(t *testing.T) {
 		defaultFile string
 		args        []string
 		want        string
+		code        int
 	}{
-		{missing, []string{"--config", bad}, "ckegenctl: --config " + bad + `: line 2: unknown field "tls-ca-flie"; did you mean tls-ca-file?` + "\n"},
-		{bad, nil, "ckegenctl: --config " + bad + `: line 2: unknown field "tls-ca-flie"; did you mean tls-ca-file?` + "\n"},
-		{missing, []string{"--config", missing}, "ckegenctl: --config: open " + missing + ": no such file or directory\n"},
-		{missing, []string{"--etcd-endpoints", live, "--timeout", "0s"}, "ckegenctl: --timeout: must be > 0, got 0s\n"},
+		{missing, []string{"--config", bad}, "ckegenctl: --config " + bad + `: line 2, column 1: unknown field "tls-ca-flie"; did you mean tls-ca-file?` + "\n", 1},
+		{bad, nil, "ckegenctl: --config " + bad + `: line 2, column 1: unknown field "tls-ca-flie"; did you mean tls-ca-file?` + "\n", 1},
+		{missing, []string{"--config", missing}, "ckegenctl: --config: open " + missing + ": no such file or directory\n", 1},
+		{missing, []string{"--etcd-endpoints", live, "--timeout", "0s"}, "ckegenctl: --timeout: must be > 0, got 0s\n", 2},
+		{missing, []string{"--etcd-endpoints", ","}, `ckegenctl: --etcd-endpoints: an empty endpoint in ",": want comma-separated URLs such as http://127.0.0.1:2379` + "\n", 2},
 	} {
 		out, errOut, code := runCLIWithConfig(t, c.defaultFile, append(c.args, "sabakan", "set-url", "http://refused")...)
-		if code != 1 || out != "" || errOut != c.want {
-			t.Errorf("%v: exit %d, stdout %q, stderr %q; want exit 1 and %q", c.args, code, out, errOut, c.want)
+		if code != c.code || out != "" || errOut != c.want {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q; want exit %d and %q", c.args, code, out, errOut, c.code, c.want)
 		}
 	}
 	resp, err := cli.Get(context.Background(), "", clientv3.WithPrefix(), clientv3.WithCountOnly())

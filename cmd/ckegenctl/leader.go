@@ -19,7 +19,7 @@ func newLeaderCmd(e *env) *cobra.Command {
 election (sabakan/ckegen/leader/). ckegen's daemons never campaign on CKE's
 leader/: with --cke, leader prints CKE's leading server instead, as CKE's own
 ckegenctl leader does. Exit status 1 when no one leads.`,
-		Args: cobra.NoArgs,
+		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return e.withStorage(func(ctx context.Context, st storage.Storage) error {
 				get, prefix, who := st.CKEGenLeader, storage.KeyCKEGenLeader, "no ckegen daemon leads: nothing under %s%s (is ckegen's daemon running on this etcd and prefix?)"

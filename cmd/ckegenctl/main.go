@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+
+	"github.com/ckegen/ckegen/internal/usage"
 )
 
 func main() {
@@ -26,19 +28,16 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 // configuration file.
 func runWithConfig(configFile string, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	cmd := newRootCmd(configFile)
-	if err := oneDashFlag(cmd, args); err != nil {
+	err := oneDashFlag(cmd, args)
+	if err == nil {
+		cmd.SetArgs(args)
+		cmd.SetIn(stdin)
+		cmd.SetOut(stdout)
+		cmd.SetErr(stderr)
+		err = cmd.Execute()
+	}
+	if err != nil && !errors.Is(err, errReported) {
 		fmt.Fprintf(stderr, "ckegenctl: %v\n", err)
-		return 1
 	}
-	cmd.SetArgs(args)
-	cmd.SetIn(stdin)
-	cmd.SetOut(stdout)
-	cmd.SetErr(stderr)
-	if err := cmd.Execute(); err != nil {
-		if !errors.Is(err, errReported) {
-			fmt.Fprintf(stderr, "ckegenctl: %v\n", err)
-		}
-		return 1
-	}
-	return 0
+	return usage.Code(err)
 }

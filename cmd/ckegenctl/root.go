@@ -8,7 +8,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ckegen/ckegen/internal/etcdclient"
-	"github.com/ckegen/ckegen/internal/version"
+	"github.com/ckegen/ckegen/internal/suggest"
+	"github.com/ckegen/ckegen/internal/usage"
 )
 
 // newRootCmd builds ckegenctl; configFile is the configuration file read when
@@ -17,7 +18,7 @@ func newRootCmd(configFile string) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:           "ckegenctl",
 		Short:         "control ckegen: cluster membership generated from sabakan",
-		Version:       version.String(),
+		Long:          "control ckegen: cluster membership generated from sabakan\n\n" + usage.HelpCommands,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
@@ -27,8 +28,9 @@ func newRootCmd(configFile string) *cobra.Command {
 	cmd.AddCommand(newSabakanCmd(e), newConstraintsCmd(e), newClusterCmd(e), newLeaderCmd(e))
 	cmd.InitDefaultCompletionCmd()
 	cmd.SetHelpCommand(newHelpCmd())
-	cmd.SetFlagErrorFunc(flagError)
 	refuseUnknownSubcommands(cmd)
+	// --version, flag errors and argument errors as in every binary.
+	usage.Cobra(cmd, "ckegenctl")
 	return cmd
 }
 
@@ -41,7 +43,7 @@ func newHelpCmd() *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			target, rest, err := cmd.Root().Find(args)
 			if err != nil {
-				return err
+				return usage.Wrap(err)
 			}
 			if len(rest) > 0 && target.HasSubCommands() {
 				return target.ValidateArgs(rest)
@@ -67,33 +69,31 @@ func newHelpCmd() *cobra.Command {
 
 // refuseUnknownSubcommands makes every command that only groups others
 // (the root, `sabakan`, `constraints`, `completion`, ...) fail on an
-// argument that names none of them: cobra would print the help and exit 0,
-// so that a typo in a script looks like success. With no argument they
-// print their help.
+// argument that names none of them, with a usage error: cobra would print
+// the help and exit 0, so that a typo in a script looks like success. The
+// commands suggested are suggest.For's, as for flags. With no argument
+// they print their help.
 func refuseUnknownSubcommands(cmd *cobra.Command) {
 	if cmd.HasSubCommands() && !cmd.Runnable() {
-		cmd.SuggestionsMinimumDistance = 2
 		cmd.Args = func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 {
 				return nil
 			}
 			msg := fmt.Sprintf("unknown command %q for %q", args[0], cmd.CommandPath())
-			if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
-				msg += "; did you mean " + orList(s) + "?"
+			var names []string
+			for _, c := range cmd.Commands() {
+				if c.IsAvailableCommand() {
+					names = append(append(names, c.Name()), c.Aliases...)
+				}
 			}
-			return fmt.Errorf("%s (see %s --help)", msg, cmd.CommandPath())
+			if s := suggest.For(args[0], names); len(s) > 0 {
+				msg += "; did you mean " + suggest.Or("", s) + "?"
+			}
+			return usage.Errorf("%s (see %s --help)", msg, cmd.CommandPath())
 		}
 		cmd.RunE = func(cmd *cobra.Command, _ []string) error { return cmd.Help() }
 	}
 	for _, c := range cmd.Commands() {
 		refuseUnknownSubcommands(c)
 	}
-}
-
-// orList is "a", "a or b", "a, b or c".
-func orList(s []string) string {
-	if len(s) == 1 {
-		return s[0]
-	}
-	return strings.Join(s[:len(s)-1], ", ") + " or " + s[len(s)-1]
 }

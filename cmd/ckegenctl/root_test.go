@@ -24,9 +24,9 @@ func commands(cmd *cobra.Command) []*cobra.Command {
 }
 
 // TestUnknownSubcommandsAndFlags: for every command that groups others, an
-// argument naming none of them is an error (cobra alone prints the help
-// and exits 0); for every command, so is an unknown flag. Nothing is
-// printed on stdout.
+// argument naming none of them is a usage error, exit 2 (cobra alone
+// prints the help and exits 0); for every command, so is an unknown flag.
+// Nothing is printed on stdout.
 func TestUnknownSubcommandsAndFlags(t *testing.T) {
 	missing := filepath.Join(t.TempDir(), "missing.yml")
 	groups := 0
@@ -36,17 +36,17 @@ func TestUnknownSubcommandsAndFlags(t *testing.T) {
 			groups++
 			out, errOut, code := runCLIWithConfig(t, missing, append(path, "nosuchcmd")...)
 			want := `unknown command "nosuchcmd" for "` + c.CommandPath() + `"`
-			if code != 1 || out != "" || !strings.Contains(errOut, want) {
-				t.Errorf("%s nosuchcmd: exit %d, stdout %q, stderr %q; want exit 1 and %q", c.CommandPath(), code, out, errOut, want)
+			if code != 2 || out != "" || !strings.Contains(errOut, want) {
+				t.Errorf("%s nosuchcmd: exit %d, stdout %q, stderr %q; want exit 2 and %q", c.CommandPath(), code, out, errOut, want)
 			}
 			out, errOut, code = runCLIWithConfig(t, missing, append(append([]string{"help"}, path...), "nosuchcmd")...)
-			if code != 1 || out != "" || !strings.Contains(errOut, want) {
-				t.Errorf("help %s nosuchcmd: exit %d, stdout %q, stderr %q; want exit 1 and %q", c.CommandPath(), code, out, errOut, want)
+			if code != 2 || out != "" || !strings.Contains(errOut, want) {
+				t.Errorf("help %s nosuchcmd: exit %d, stdout %q, stderr %q; want exit 2 and %q", c.CommandPath(), code, out, errOut, want)
 			}
 		}
 		out, errOut, code := runCLIWithConfig(t, missing, append(path, "--no-such-flag")...)
-		if code != 1 || out != "" || !strings.Contains(errOut, "unknown flag: --no-such-flag") {
-			t.Errorf("%s --no-such-flag: exit %d, stdout %q, stderr %q; want exit 1 and unknown flag", c.CommandPath(), code, out, errOut)
+		if code != 2 || out != "" || !strings.Contains(errOut, "unknown flag: --no-such-flag") {
+			t.Errorf("%s --no-such-flag: exit %d, stdout %q, stderr %q; want exit 2 and unknown flag", c.CommandPath(), code, out, errOut)
 		}
 	}
 	// ckegenctl, sabakan, constraints, cluster, completion.
@@ -103,7 +103,8 @@ func runBinary(t *testing.T, bin string, args ...string) (stdout, stderr string,
 }
 
 // TestBinary runs the built ckegenctl where only a process shows the result:
-// the exit status, and the version set at link time.
+// the exit status (2 for a usage error, 1 for any other), and the version
+// set at link time.
 func TestBinary(t *testing.T) {
 	bin := buildCLI(t)
 	for _, c := range []struct {
@@ -114,20 +115,25 @@ func TestBinary(t *testing.T) {
 		stdoutExact  bool
 		stderrSilent bool
 	}{
-		{args: []string{"--version"}, stdout: "ckegenctl version " + linkedVersion + "\n", stdoutExact: true, stderrSilent: true},
-		{args: []string{"sabakan", "set-urll", "x"}, code: 1, stderr: `ckegenctl: unknown command "set-urll" for "ckegenctl sabakan"; did you mean get-url or set-url?`, stdoutExact: true},
-		{args: []string{"completion", "nosuch"}, code: 1, stderr: `unknown command "nosuch" for "ckegenctl completion"`, stdoutExact: true},
-		{args: []string{"--no-such-flag"}, code: 1, stderr: "unknown flag: --no-such-flag", stdoutExact: true},
-		{args: []string{"--help"}, stdout: "control ckegen: cluster membership generated from sabakan\n\nUsage:\n  ckegenctl [flags]", stderrSilent: true},
-		{args: []string{"sabakan", "status", "--endpoint", "http://127.0.0.1:1"}, code: 1, stderr: "ckegenctl: unknown flag: --endpoint; did you mean --endpoints?\n", stdoutExact: true},
-		{args: []string{"sabakan", "status", "-output", "json"}, code: 1, stderr: "ckegenctl: -output: flags take two dashes: did you mean --output?\n", stdoutExact: true},
+		{args: []string{"--version"}, stdout: "ckegenctl " + linkedVersion + " (commit ", stderrSilent: true},
+		{args: []string{"sabakan", "set-urll", "x"}, code: 2, stderr: `ckegenctl: unknown command "set-urll" for "ckegenctl sabakan"; did you mean set-url? (see ckegenctl sabakan --help)` + "\n", stdoutExact: true},
+		{args: []string{"sabakan", "stauts"}, code: 2, stderr: `ckegenctl: unknown command "stauts" for "ckegenctl sabakan"; did you mean status? (see ckegenctl sabakan --help)` + "\n", stdoutExact: true},
+		{args: []string{"sabakan", "hsitroy"}, code: 2, stderr: `did you mean history?`, stdoutExact: true},
+		{args: []string{"completion", "nosuch"}, code: 2, stderr: `unknown command "nosuch" for "ckegenctl completion"`, stdoutExact: true},
+		{args: []string{"--no-such-flag"}, code: 2, stderr: "unknown flag: --no-such-flag", stdoutExact: true},
+		{args: []string{"--help"}, stdout: "control ckegen: cluster membership generated from sabakan\n\nExit status: 0 on success, 1 on failure, 2 on a usage error", stderrSilent: true},
+		{args: []string{"sabakan", "status", "--endpoint", "http://127.0.0.1:1"}, code: 2, stderr: "ckegenctl: unknown flag: --endpoint; did you mean --endpoints?\n", stdoutExact: true},
+		{args: []string{"sabakan", "status", "--endpiont", "http://127.0.0.1:1"}, code: 2, stderr: "ckegenctl: unknown flag: --endpiont; did you mean --endpoints?\n", stdoutExact: true},
+		{args: []string{"sabakan", "status", "--timeout", "soon"}, code: 2, stderr: `ckegenctl: invalid argument "soon" for "--timeout" flag`, stdoutExact: true},
+		{args: []string{"sabakan", "status", "-output", "json"}, code: 2, stderr: "ckegenctl: -output: flags take two dashes: did you mean --output?\n", stdoutExact: true},
 		{args: []string{"sabakan", "status", "-o", "json", "--endpoints", "http://127.0.0.1:1"}, code: 1, stderr: "nothing listens there", stdoutExact: true},
-		{args: []string{"sabakan", "set-template"}, code: 1, stderr: "ckegenctl: sabakan set-template needs FILE (usage: ckegenctl sabakan set-template FILE; see --help)\n", stdoutExact: true},
-		{args: []string{"sabakan", "set-url", "a", "b"}, code: 1, stderr: "ckegenctl: sabakan set-url takes 1 argument, got 2: a b (usage: ckegenctl sabakan set-url URL)\n", stdoutExact: true},
+		{args: []string{"sabakan", "set-template"}, code: 2, stderr: "ckegenctl: sabakan set-template needs FILE (usage: ckegenctl sabakan set-template FILE; see --help)\n", stdoutExact: true},
+		{args: []string{"sabakan", "set-url", "a", "b"}, code: 2, stderr: "ckegenctl: sabakan set-url takes 1 argument, got 2: a b (usage: ckegenctl sabakan set-url URL)\n", stdoutExact: true},
+		{args: []string{"cluster", "get", "x"}, code: 2, stderr: "ckegenctl: cluster get takes no arguments, got 1: x (usage: ckegenctl cluster get)\n", stdoutExact: true},
 		{args: []string{"constraints", "set", "control-plane-count", "-1", "--endpoints", "http://127.0.0.1:1", "--timeout", "100ms"}, code: 1, stderr: "etcd at http://127.0.0.1:1: nothing listens there", stdoutExact: true},
 		{args: []string{"sabakan"}, stdout: "sabakan integration", stderrSilent: true},
 		{args: []string{"help", "sabakan", "set-url"}, stdout: "set sabakan's URL", stderrSilent: true},
-		{args: []string{"help", "sabakan", "set-urll"}, code: 1, stderr: `unknown command "set-urll" for "ckegenctl sabakan"`, stdoutExact: true},
+		{args: []string{"help", "sabakan", "set-urll"}, code: 2, stderr: `unknown command "set-urll" for "ckegenctl sabakan"`, stdoutExact: true},
 		{args: []string{"__complete", "help", "sabakan", "set-u"}, stdout: "set-url\t"},
 		{args: []string{"completion", "bash"}, stdout: "# bash completion", stderrSilent: true},
 	} {

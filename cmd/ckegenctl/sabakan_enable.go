@@ -32,7 +32,7 @@ func newSabakanEnableCmd(e *env, enable bool) *cobra.Command {
 		Use:   use,
 		Short: short,
 		Long:  short + "." + switchHelp,
-		Args:  cobra.NoArgs,
+		Args:  exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return e.withStorage(func(ctx context.Context, st storage.Storage) error {
 				o, err := ownership(ctx, st)
@@ -59,7 +59,7 @@ func newSabakanIsEnabledCmd(e *env) *cobra.Command {
 		Use:   "is-enabled",
 		Short: "print true if the sabakan integration is enabled",
 		Long:  "print true if the sabakan integration is enabled, false otherwise." + switchHelp,
-		Args:  cobra.NoArgs,
+		Args:  exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return e.withStorage(func(ctx context.Context, st storage.Storage) error {
 				o, err := ownership(ctx, st)

@@ -16,6 +16,7 @@ import (
 	"github.com/ckegen/ckegen/cluster"
 	"github.com/ckegen/ckegen/generator"
 	"github.com/ckegen/ckegen/intake"
+	"github.com/ckegen/ckegen/internal/usage"
 	"github.com/ckegen/ckegen/planreport"
 )
 
@@ -61,13 +62,16 @@ model, "rate": {"workers", "machines", "percent", "minimumWorkersRate"}.
 With --plan it prints instead every step the daemon would make until there is
 nothing left to do, as ckegenctl sabakan plan does (-o text, json or yaml; text
 by default), and exits 0 whatever the plan's result.`,
-		Args: cobra.NoArgs,
+		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := requireFlags(cmd, "template", "machines"); err != nil {
+				return err
+			}
 			if o.plan {
 				return o.runPlan(cmd)
 			}
 			if cmd.Flags().Changed("max-steps") {
-				return errors.New("--max-steps needs --plan")
+				return usage.Errorf("--max-steps needs --plan")
 			}
 			return o.run(cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
@@ -87,8 +91,6 @@ by default), and exits 0 whatever the plan's result.`,
 	f.StringVarP(&o.output, "output", "o", "yaml", "output format: yaml or json (with --plan: text, json or yaml)")
 	f.BoolVar(&o.plan, "plan", false, "print the plan (every step until nothing is left to do) instead of one step")
 	f.IntVar(&o.maxSteps, "max-steps", generator.DefaultMaxSteps, "with --plan: stop the plan after this many steps")
-	_ = cmd.MarkFlagRequired("template")
-	_ = cmd.MarkFlagRequired("machines")
 	return cmd
 }
 
@@ -151,15 +153,15 @@ func (o *generateOptions) checkFlags() error {
 	switch o.explain {
 	case "", "text", "json":
 	default:
-		return fmt.Errorf("--explain: must be text or json, got %q", o.explain)
+		return usage.Errorf("--explain: must be text or json, got %q", o.explain)
 	}
 	switch o.output {
 	case "yaml", "json":
 	default:
-		return fmt.Errorf("--output: must be yaml or json, got %q", o.output)
+		return usage.Errorf("--output: must be yaml or json, got %q", o.output)
 	}
 	if o.templateChanged && o.current == "" {
-		return errors.New("--template-changed needs --current")
+		return usage.Errorf("--template-changed needs --current")
 	}
 	return nil
 }
@@ -270,12 +272,12 @@ func marshalCluster(c *cluster.Cluster, format string) ([]byte, error) {
 func (o *generateOptions) load() (generator.Input, []string, error) {
 	now := time.Now().UTC()
 	if o.retireWait < 0 {
-		return generator.Input{}, nil, fmt.Errorf("--retire-wait: must not be negative, got %s", o.retireWait)
+		return generator.Input{}, nil, usage.Errorf("--retire-wait: must not be negative, got %s", o.retireWait)
 	}
 	if o.now != "" {
 		t, err := time.Parse(time.RFC3339, o.now)
 		if err != nil {
-			return generator.Input{}, nil, fmt.Errorf("--now: must be RFC3339 (2006-01-02T15:04:05Z), got %q", o.now)
+			return generator.Input{}, nil, usage.Errorf("--now: must be RFC3339 (2006-01-02T15:04:05Z), got %q", o.now)
 		}
 		now = t
 	}

@@ -1,12 +1,12 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 
 	"github.com/spf13/cobra"
 
 	"github.com/ckegen/ckegen/generator"
+	"github.com/ckegen/ckegen/internal/usage"
 	"github.com/ckegen/ckegen/planreport"
 )
 
@@ -20,13 +20,13 @@ func (o *generateOptions) runPlan(cmd *cobra.Command) error {
 		return err
 	}
 	if o.explain != "" {
-		return errors.New("--explain: a plan explains every step already; leave out --explain with --plan")
+		return usage.Errorf("--explain: a plan explains every step already; leave out --explain with --plan")
 	}
 	if o.templateChanged && o.current == "" {
-		return errors.New("--template-changed needs --current")
+		return usage.Errorf("--template-changed needs --current")
 	}
 	if o.maxSteps < 1 {
-		return fmt.Errorf("--max-steps: must be at least 1, got %d", o.maxSteps)
+		return usage.Errorf("--max-steps: must be at least 1, got %d", o.maxSteps)
 	}
 	in, warnings, err := o.load()
 	if err != nil {

@@ -112,21 +112,23 @@ func TestGeneratePlan(t *testing.T) {
 		t.Errorf("--plan -o yaml --max-steps 1: exit %d\n%s", code, yml)
 	}
 
-	// Bad input: exit 1, nothing on stdout.
+	// Bad input: exit 1, flags that do not go together exit 2; nothing
+	// on stdout.
 	for _, c := range []struct {
 		args []string
 		want string
+		code int
 	}{
-		{[]string{"--machines", mfile, "--plan", "--explain", "text"}, "--explain: a plan explains every step already"},
-		{[]string{"--machines", mfile, "--plan", "-o", "xml"}, `--output: must be one of [text json yaml], got "xml"`},
-		{[]string{"--machines", mfile, "--plan", "--max-steps", "0"}, "--max-steps: must be at least 1, got 0"},
-		{[]string{"--machines", mfile, "--max-steps", "3"}, "--max-steps needs --plan"},
-		{[]string{"--machines", mfile, "--plan", "--template-changed"}, "--template-changed needs --current"},
-		{[]string{"--machines", file("bad.json", []byte(`[{"spec":{"serial":""}}]`)), "--plan"}, "spec.serial: must not be empty"},
+		{[]string{"--machines", mfile, "--plan", "--explain", "text"}, "--explain: a plan explains every step already", 2},
+		{[]string{"--machines", mfile, "--plan", "-o", "xml"}, `--output: must be one of [text json yaml], got "xml"`, 2},
+		{[]string{"--machines", mfile, "--plan", "--max-steps", "0"}, "--max-steps: must be at least 1, got 0", 2},
+		{[]string{"--machines", mfile, "--max-steps", "3"}, "--max-steps needs --plan", 2},
+		{[]string{"--machines", mfile, "--plan", "--template-changed"}, "--template-changed needs --current", 2},
+		{[]string{"--machines", file("bad.json", []byte(`[{"spec":{"serial":""}}]`)), "--plan"}, "spec.serial: must not be empty", 1},
 	} {
 		out, errOut, code := gen(c.args...)
-		if code != 1 || out != "" || !strings.Contains(errOut, c.want) {
-			t.Errorf("%v: exit %d, stdout %q, stderr %q; want %q", c.args, code, out, errOut, c.want)
+		if code != c.code || out != "" || !strings.Contains(errOut, c.want) {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q; want exit %d and %q", c.args, code, out, errOut, c.code, c.want)
 		}
 	}
 }

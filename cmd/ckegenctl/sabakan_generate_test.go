@@ -37,8 +37,9 @@ func TestGenerateExample(t *testing.T) {
 	}
 }
 
-// TestGenerateFlagErrors: every bad flag is an error naming it, exit 1 and
-// nothing on stdout.
+// TestGenerateFlagErrors: every bad flag is an error naming it, with
+// nothing on stdout: exit 2 for a flag refused as written, 1 for a file
+// it names that is refused.
 func TestGenerateFlagErrors(t *testing.T) {
 	dir := t.TempDir()
 	bad := filepath.Join(dir, "bad.json")
@@ -48,22 +49,24 @@ func TestGenerateFlagErrors(t *testing.T) {
 	cases := []struct {
 		args []string
 		want string
+		code int
 	}{
-		{exampleArgs("--explain", "xml"), `--explain: must be text or json, got "xml"`},
-		{exampleArgs("-o", "toml"), `--output: must be yaml or json, got "toml"`},
-		{exampleArgs("--now", "yesterday"), `--now: must be RFC3339`},
-		{exampleArgs("--template-changed"), "--template-changed needs --current"},
-		{exampleArgs("--retire-wait", "-1s"), "--retire-wait: must not be negative"},
-		{exampleArgs("--constraints", bad), "control-plane-count: must be >= 1, got 0"},
-		{exampleArgs("--current", filepath.Join(dir, "missing.yml")), "--current: open"},
-		{exampleArgs("--k8s-nodes", bad), "--k8s-nodes"},
-		{exampleArgs("--rebooting", "10.0.0.1,,"), "--rebooting: empty address"},
-		{[]string{"sabakan", "generate", "--machines", "x"}, `required flag(s) "template" not set`},
+		{exampleArgs("--explain", "xml"), `--explain: must be text or json, got "xml"`, 2},
+		{exampleArgs("-o", "toml"), `--output: must be yaml or json, got "toml"`, 2},
+		{exampleArgs("--now", "yesterday"), `--now: must be RFC3339`, 2},
+		{exampleArgs("--template-changed"), "--template-changed needs --current", 2},
+		{exampleArgs("--retire-wait", "-1s"), "--retire-wait: must not be negative", 2},
+		{exampleArgs("--constraints", bad), "control-plane-count: must be >= 1, got 0", 1},
+		{exampleArgs("--current", filepath.Join(dir, "missing.yml")), "--current: open", 1},
+		{exampleArgs("--k8s-nodes", bad), "--k8s-nodes", 1},
+		{exampleArgs("--rebooting", "10.0.0.1,,"), "--rebooting: empty address", 1},
+		{[]string{"sabakan", "generate", "--machines", "x"}, "ckegenctl: sabakan generate needs --template (see --help)\n", 2},
+		{[]string{"sabakan", "generate"}, "ckegenctl: sabakan generate needs --template and --machines (see --help)\n", 2},
 	}
 	for _, c := range cases {
 		out, errOut, code := runCLI(t, c.args...)
-		if code != 1 || out != "" || !strings.Contains(errOut, c.want) {
-			t.Errorf("%v: exit %d, stdout %q, stderr %q; want exit 1, no stdout, stderr containing %q", c.args[2:], code, out, errOut, c.want)
+		if code != c.code || out != "" || !strings.Contains(errOut, c.want) {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q; want exit %d, no stdout, stderr containing %q", c.args[2:], code, out, errOut, c.code, c.want)
 		}
 	}
 }

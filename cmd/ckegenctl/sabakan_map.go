@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -13,6 +12,8 @@ import (
 
 	"github.com/ckegen/ckegen/generator"
 	"github.com/ckegen/ckegen/intake"
+	"github.com/ckegen/ckegen/internal/strictjson"
+	"github.com/ckegen/ckegen/internal/usage"
 	"github.com/ckegen/ckegen/liveview"
 	"github.com/ckegen/ckegen/rackmap"
 	"github.com/ckegen/ckegen/sabakan"
@@ -56,7 +57,7 @@ query variables. Offline, --machines reads a machines file instead, with
 model is shown only with --constraints.
 
 Colour shows the machine state, only on a terminal unless --color=always.`,
-		Args: cobra.NoArgs,
+		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return o.run(e, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
@@ -85,10 +86,10 @@ func (o *mapOptions) run(e *env, stdout, stderr io.Writer) error {
 	switch o.color {
 	case "auto", "always", "never":
 	default:
-		return fmt.Errorf("--color: must be auto, always or never, got %q", o.color)
+		return usage.Errorf("--color: must be auto, always or never, got %q", o.color)
 	}
 	if o.width < 0 {
-		return fmt.Errorf("--width: must be a number of columns > 0, got %d", o.width)
+		return usage.Errorf("--width: must be a number of columns > 0, got %d", o.width)
 	}
 	if o.machines == "" {
 		for _, f := range []struct {
@@ -96,7 +97,7 @@ func (o *mapOptions) run(e *env, stdout, stderr io.Writer) error {
 			set  bool
 		}{{"--current", o.current != ""}, {"--template", o.template != ""}, {"--constraints", o.cons != ""}, {"--rebooting", len(o.rebooting) > 0}} {
 			if f.set {
-				return fmt.Errorf("%s needs --machines (online, the cluster, template, constraints and reboot queue come from etcd)", f.name)
+				return usage.Errorf("%s needs --machines (online, the cluster, template, constraints and reboot queue come from etcd)", f.name)
 			}
 		}
 	}
@@ -211,21 +212,24 @@ type nextChange struct {
 	Reason  string `json:"reason"`
 }
 
+// parseNextStep reads --next: every error at its line and column, in
+// JSON's words (strictjson's); the fields of the explanation or plan it
+// does not read are skipped.
 func parseNextStep(data []byte) ([]generator.Change, error) {
 	var s nextStep
-	dec := json.NewDecoder(bytes.NewReader(data))
-	if err := dec.Decode(&s); err != nil {
-		return nil, fmt.Errorf("want the JSON of an explanation {\"op\", \"changes\"} or of a plan {\"steps\"}: %w", err)
+	if err := strictjson.UnmarshalIgnoringUnknown(data, &s,
+		strictjson.Document(`the JSON of an explanation {"op", "changes"} or of a plan {"steps"}`)); err != nil {
+		return nil, err
 	}
-	field := "changes"
+	field := strictjson.Path(nil).Key("changes")
 	changes := s.Changes
 	if s.Changes == nil && len(s.Steps) > 0 {
-		field, changes = "steps[0].changes", s.Steps[0].Changes
+		field, changes = strictjson.Path(nil).Key("steps").Index(0).Key("changes"), s.Steps[0].Changes
 	}
 	out := make([]generator.Change, 0, len(changes))
 	for i, c := range changes {
 		if c.Action == "" || c.Address == "" {
-			return nil, fmt.Errorf("%s[%d]: action and address must be set", field, i)
+			return nil, strictjson.Place(strictjson.Invalidf(field.Index(i), "action and address must be set"), data)
 		}
 		out = append(out, generator.Change{Action: c.Action, Address: c.Address, Serial: c.Serial, Reason: c.Reason})
 	}

@@ -197,29 +197,33 @@ func TestMapBadInput(t *testing.T) {
 	for _, c := range []struct {
 		args []string
 		want string
+		code int
 	}{
-		{[]string{"--machines", machines, "--color", "sometimes"}, `--color: must be auto, always or never, got "sometimes"`},
-		{[]string{"--machines", machines, "--width", "-3"}, "--width: must be a number of columns > 0, got -3"},
-		{[]string{"--machines", machines, "-o", "yaml"}, `--output: must be one of [text json], got "yaml"`},
-		{[]string{"--current", machines}, "--current needs --machines"},
-		{[]string{"--rebooting", "10.0.0.1"}, "--rebooting needs --machines"},
-		{[]string{"--template", machines}, "--template needs --machines"},
-		{[]string{"--constraints", machines}, "--constraints needs --machines"},
-		{[]string{"--machines", machines, "--constraints", file("r.json", `{"minimum-workers-rate": 120}`)}, "--constraints " + filepath.Join(dir, "r.json") + ": constraints: line 1, column 26: minimum-workers-rate: must be a percentage from 0 to 100, got 120"},
-		{[]string{"--machines", machines, "--constraints", file("both.json", `{"minimum-workers": 2, "minimum-workers-rate": 80}`)}, "minimum-workers-rate cannot be used with minimum-workers"},
-		{[]string{"--machines", filepath.Join(dir, "none.json")}, "--machines: open "},
-		{[]string{"--machines", file("bad.json", `[{"spec":{"serial":""}}]`)}, "machines[0]: spec.serial: must not be empty"},
-		{[]string{"--machines", machines, "--current", file("c.yml", "name: x\nnodes:\n- {adress: 1}\n")}, `unknown field "adress"`},
-		{[]string{"--machines", machines, "--template", file("t.yml", "name: x\n")}, "--template "},
-		{[]string{"--machines", machines, "--rebooting", "10.0.0.1,,"}, "--rebooting: empty address"},
-		{[]string{"--machines", machines, "--next", file("n1.json", `not json`)}, `--next `},
-		{[]string{"--machines", machines, "--next", file("n2.json", `{"changes":[{"action":"add-worker"}]}`)}, "changes[0]: action and address must be set"},
-		{[]string{"--machines", machines, "--next", file("n3.json", `{"steps":[{"changes":[{"address":"10.0.0.1"}]}]}`)}, "steps[0].changes[0]: action and address must be set"},
+		{[]string{"--machines", machines, "--color", "sometimes"}, `--color: must be auto, always or never, got "sometimes"`, 2},
+		{[]string{"--machines", machines, "--width", "-3"}, "--width: must be a number of columns > 0, got -3", 2},
+		{[]string{"--machines", machines, "-o", "yaml"}, `--output: must be one of [text json], got "yaml"`, 2},
+		{[]string{"--current", machines}, "--current needs --machines", 2},
+		{[]string{"--rebooting", "10.0.0.1"}, "--rebooting needs --machines", 2},
+		{[]string{"--template", machines}, "--template needs --machines", 2},
+		{[]string{"--constraints", machines}, "--constraints needs --machines", 2},
+		{[]string{"--machines", machines, "--constraints", file("r.json", `{"minimum-workers-rate": 120}`)}, "--constraints " + filepath.Join(dir, "r.json") + ": constraints: line 1, column 26: minimum-workers-rate: must be a percentage from 0 to 100, got 120", 1},
+		{[]string{"--machines", machines, "--constraints", file("both.json", `{"minimum-workers": 2, "minimum-workers-rate": 80}`)}, "minimum-workers-rate cannot be used with minimum-workers", 1},
+		{[]string{"--machines", filepath.Join(dir, "none.json")}, "--machines: open ", 1},
+		{[]string{"--machines", file("bad.json", `[{"spec":{"serial":""}}]`)}, "machines[0]: spec.serial: must not be empty", 1},
+		{[]string{"--machines", machines, "--current", file("c.yml", "name: x\nnodes:\n- {adress: 1}\n")}, `unknown field "adress"`, 1},
+		{[]string{"--machines", machines, "--template", file("t.yml", "name: x\n")}, "--template ", 1},
+		{[]string{"--machines", machines, "--rebooting", "10.0.0.1,,"}, "--rebooting: empty address", 1},
+		{[]string{"--machines", machines, "--next", file("n1.json", `not json`)}, "--next " + filepath.Join(dir, "n1.json") + ": line 1, column 2: invalid character", 1},
+		{[]string{"--machines", machines, "--next", file("n2.json", `{"changes":[{"action":"add-worker"}]}`)}, "line 1, column 13: changes[0]: action and address must be set", 1},
+		{[]string{"--machines", machines, "--next", file("n3.json", "{\"steps\":[{\"changes\":\n  [{\"address\":\"10.0.0.1\"}]}]}")}, "line 2, column 4: steps[0].changes[0]: action and address must be set", 1},
+		// encoding/json named the Go struct field and its type.
+		{[]string{"--machines", machines, "--next", file("n4.json", `{"op": "x", "changes": [{"action": 1}]}`)}, "line 1, column 36: changes[0].action: want a string, got the number 1\n", 1},
+		{[]string{"--machines", machines, "--next", file("n5.json", `[]`)}, `line 1, column 1: want an object (the JSON of an explanation {"op", "changes"} or of a plan {"steps"}), got an array`, 1},
 	} {
 		var stdout, stderr bytes.Buffer
 		code := run(append([]string{"sabakan", "map"}, c.args...), strings.NewReader(""), &stdout, &stderr)
-		if code != 1 || stdout.Len() != 0 || !strings.Contains(stderr.String(), c.want) {
-			t.Errorf("%q: exit %d, stdout %q, stderr %q; want exit 1 and %q", c.args, code, stdout.String(), stderr.String(), c.want)
+		if want := c.code; code != want || stdout.Len() != 0 || !strings.Contains(stderr.String(), c.want) {
+			t.Errorf("%q: exit %d, stdout %q, stderr %q; want exit %d and %q", c.args, code, stdout.String(), stderr.String(), want, c.want)
 		}
 	}
 }

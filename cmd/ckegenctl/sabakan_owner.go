@@ -93,7 +93,7 @@ the stored settings as ckegenctl sabakan plan computes it (sabakan is queried,
 read only).
 
 ckegenctl sabakan handback gives the integration back to CKE.`,
-		Args: cobra.NoArgs,
+		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return takeover(e, cmd, dry)
 		},
@@ -227,7 +227,7 @@ ckegen's daemon writes nothing while a CKE server runs (OWNED_BY_CKE).
 
 When ckegen does not own the integration, handback says so, writes nothing
 and exits 0.`,
-		Args: cobra.NoArgs,
+		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			stdout := cmd.OutOrStdout()
 			var o intake.Ownership
@@ -349,7 +349,7 @@ func newSabakanOwnerCmd(e *env) *cobra.Command {
 sabakan/ckegen/disabled, whether a CKE server holds leader/ and its name,
 ckegen's leader (sabakan/ckegen/leader/), CKE's status key, and which
 integration writes the cluster by those keys.`,
-		Args: cobra.NoArgs,
+		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := checkFormat(output, "table", "json"); err != nil {
 				return err

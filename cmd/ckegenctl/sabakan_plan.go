@@ -14,6 +14,7 @@ import (
 	"github.com/ckegen/ckegen/constraints"
 	"github.com/ckegen/ckegen/generator"
 	"github.com/ckegen/ckegen/intake"
+	"github.com/ckegen/ckegen/internal/usage"
 	"github.com/ckegen/ckegen/liveview"
 	"github.com/ckegen/ckegen/planreport"
 	"github.com/ckegen/ckegen/policy"
@@ -54,7 +55,7 @@ for quiet time, and whenever it changes).
 
 Exit status 0 when a plan was computed, whatever its result; 1 when it could
 not be (bad input, etcd or sabakan unreachable).`,
-		Args: cobra.NoArgs,
+		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return o.run(e, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
@@ -146,10 +147,10 @@ func (o *planOptions) run(e *env, stdout, stderr io.Writer) error {
 // it; warnings and notes go to stderr.
 func (o *planOptions) plan(e *env, w intake.WhatIf, stdout, stderr io.Writer) error {
 	if o.maxSteps < 1 {
-		return fmt.Errorf("--max-steps: must be at least 1, got %d", o.maxSteps)
+		return usage.Errorf("--max-steps: must be at least 1, got %d", o.maxSteps)
 	}
 	if o.retireWait < 0 {
-		return fmt.Errorf("--retire-wait: must not be negative, got %s", o.retireWait)
+		return usage.Errorf("--retire-wait: must not be negative, got %s", o.retireWait)
 	}
 	var in *liveview.PlanInput
 	var notes []string

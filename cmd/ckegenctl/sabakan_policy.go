@@ -90,7 +90,7 @@ func newSabakanGetPolicyCmd(e *env) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "get-policy",
 		Short: "print the stored placement policy",
-		Args:  cobra.NoArgs,
+		Args:  exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := checkFormat(output, "yaml", "json"); err != nil {
 				return err
@@ -98,7 +98,7 @@ func newSabakanGetPolicyCmd(e *env) *cobra.Command {
 			return e.withStorage(func(ctx context.Context, st storage.Storage) error {
 				v, err := st.Get(ctx, storage.KeySabakanPolicy)
 				if err != nil {
-					return err
+					return absent(err, absentPolicy)
 				}
 				doc, err := policy.Parse(v.Data)
 				if err != nil {
@@ -134,7 +134,7 @@ func newSabakanClearPolicyCmd(e *env) *cobra.Command {
 	return &cobra.Command{
 		Use:   "clear-policy",
 		Short: "remove the placement policy (machines are placed by role and weight only)",
-		Args:  cobra.NoArgs,
+		Args:  exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return e.withStorage(func(ctx context.Context, st storage.Storage) error {
 				resp, err := st.Client.Delete(ctx, st.Key(storage.KeySabakanPolicy))

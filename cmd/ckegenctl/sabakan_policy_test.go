@@ -113,7 +113,7 @@ func TestPolicyCommands(t *testing.T) {
 		stderr string // contained; "" means none
 		value  string // of key after the step
 	}{
-		{args: []string{"sabakan", "get-policy"}, code: 1, stderr: "sabakan/policy: not found", value: "<none>"},
+		{args: []string{"sabakan", "get-policy"}, code: 1, stderr: "ckegenctl: no placement policy: machines are placed by role and weight only; set one with ckegenctl sabakan set-policy\n", value: "<none>"},
 		// No template yet: stored with a warning.
 		{args: []string{"sabakan", "set-policy", other}, stderr: "warning: no template is stored: the placements were not checked against one", value: `{"stickiness":1}`},
 		{args: []string{"sabakan", "set-template", template}, value: `{"stickiness":1}`},
@@ -128,14 +128,14 @@ func TestPolicyCommands(t *testing.T) {
 		{args: []string{"sabakan", "set-policy", good}, value: storedPolicy},
 		{args: []string{"sabakan", "get-policy"}, stdout: policyGetYAML, value: storedPolicy},
 		{args: []string{"sabakan", "get-policy", "-o", "json"}, stdout: indentJSON(t, storedPolicy), value: storedPolicy},
-		{args: []string{"sabakan", "get-policy", "-o", "xml"}, code: 1, stderr: "--output: must be one of [yaml json]", value: storedPolicy},
+		{args: []string{"sabakan", "get-policy", "-o", "xml"}, code: 2, stderr: "--output: must be one of [yaml json]", value: storedPolicy},
 		// The template loses the gpu role: the stored policy no longer fits
 		// it (the daemon reports that), and setting it again is refused.
 		{args: []string{"sabakan", "set-template", noGPUTemplate}, value: storedPolicy},
 		{args: []string{"sabakan", "set-policy", good}, code: 1, stderr: "placements.gpu: no template takes this placement", value: storedPolicy},
 		{args: []string{"sabakan", "clear-policy"}, value: "<none>"},
 		{args: []string{"sabakan", "clear-policy"}, stderr: "no policy was set", value: "<none>"},
-		{args: []string{"sabakan", "get-policy"}, code: 1, stderr: "sabakan/policy: not found", value: "<none>"},
+		{args: []string{"sabakan", "get-policy"}, code: 1, stderr: "ckegenctl: no placement policy: machines are placed by role and weight only; set one with ckegenctl sabakan set-policy\n", value: "<none>"},
 	}
 	for i, st := range steps {
 		out, errOut, code := runCLI(t, append([]string{"--endpoints", url}, st.args...)...)

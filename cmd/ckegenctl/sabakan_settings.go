@@ -101,7 +101,7 @@ func newScalarCmds(e *env, sc scalar) []*cobra.Command {
 	}
 	if len(row.Verbs) == 1 {
 		// One command: a value sets, none prints.
-		set.ValidArgs, set.Args = sc.choices, cobra.MaximumNArgs(1)
+		set.ValidArgs, set.Args = sc.choices, maxArgs(1)
 		set.RunE = func(cmd *cobra.Command, args []string) error {
 			if len(args) == 1 {
 				return store(cmd, args[0])
@@ -116,7 +116,7 @@ func newScalarCmds(e *env, sc scalar) []*cobra.Command {
 		set.Args = exactArgs(1)
 		set.RunE = func(cmd *cobra.Command, args []string) error { return store(cmd, args[0]) }
 	}
-	get := &cobra.Command{Use: verb(row.Verbs[1]), Short: sc.getShort, Args: cobra.NoArgs,
+	get := &cobra.Command{Use: verb(row.Verbs[1]), Short: sc.getShort, Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error { return show(cmd) }}
 	return []*cobra.Command{set, get}
 }

@@ -28,7 +28,7 @@ func newSabakanStatusCmd(e *env) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "status",
 		Short: "print the result of the daemon's last tick",
-		Args:  cobra.NoArgs,
+		Args:  exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := checkFormat(output, "table", "yaml", "json"); err != nil {
 				return err
@@ -36,7 +36,7 @@ func newSabakanStatusCmd(e *env) *cobra.Command {
 			return e.withStorage(func(ctx context.Context, st storage.Storage) error {
 				s, err := st.GetStatus(ctx)
 				if err != nil {
-					return err
+					return absent(err, absentStatus)
 				}
 				if output == "table" {
 					return statusTable(cmd.OutOrStdout(), s)
@@ -54,7 +54,7 @@ func newSabakanHistoryCmd(e *env) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "history",
 		Short: "print the last applied changes, oldest first",
-		Args:  cobra.NoArgs,
+		Args:  exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := checkFormat(output, "table", "yaml", "json"); err != nil {
 				return err

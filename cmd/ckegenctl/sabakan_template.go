@@ -12,6 +12,7 @@ import (
 	"github.com/ckegen/ckegen/cluster"
 	"github.com/ckegen/ckegen/intake"
 	"github.com/ckegen/ckegen/internal/suggest"
+	"github.com/ckegen/ckegen/internal/usage"
 	"github.com/ckegen/ckegen/storage"
 	"github.com/ckegen/ckegen/template"
 )
@@ -65,7 +66,7 @@ func newSabakanGetTemplateCmd(e *env) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "get-template",
 		Short: "print the stored template",
-		Args:  cobra.NoArgs,
+		Args:  exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := checkFormat(output, "yaml", "json"); err != nil {
 				return err
@@ -73,7 +74,7 @@ func newSabakanGetTemplateCmd(e *env) *cobra.Command {
 			return e.withStorage(func(ctx context.Context, st storage.Storage) error {
 				v, err := st.Get(ctx, storage.KeySabakanTemplate)
 				if err != nil {
-					return err
+					return absent(err, absentTemplate)
 				}
 				return printCluster(cmd, v.Data, output)
 			})
@@ -117,7 +118,7 @@ func checkFormat(got string, allowed ...string) error {
 		}
 	}
 	if s, ok := suggest.Closest(got, allowed); ok {
-		return fmt.Errorf("--output: must be one of %v, got %q; did you mean %s?", allowed, got, s)
+		return usage.Errorf("--output: must be one of %v, got %q; did you mean %s?", allowed, got, s)
 	}
-	return fmt.Errorf("--output: must be one of %v, got %q", allowed, got)
+	return usage.Errorf("--output: must be one of %v, got %q", allowed, got)
 }

@@ -47,12 +47,12 @@ func newSabakanGetVariablesCmd(e *env) *cobra.Command {
 	return &cobra.Command{
 		Use:   "get-variables",
 		Short: "print the stored query variables",
-		Args:  cobra.NoArgs,
+		Args:  exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return e.withStorage(func(ctx context.Context, st storage.Storage) error {
 				v, err := st.Get(ctx, storage.KeySabakanQueryVariables)
 				if err != nil {
-					return err
+					return absent(err, absentVariables)
 				}
 				_, err = cmd.OutOrStdout().Write(v.Data)
 				return err

@@ -29,20 +29,20 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/ckegen/ckegen/internal/suggest"
-	"github.com/ckegen/ckegen/internal/version"
+	"github.com/ckegen/ckegen/internal/strictjson"
+	"github.com/ckegen/ckegen/internal/usage"
 )
 
 func main() {
 	if err := newCmd().Execute(); err != nil {
 		fmt.Fprintf(os.Stderr, "demo: %v\n", err)
-		os.Exit(1)
+		os.Exit(usage.Code(err))
 	}
 }
 
 // newCmd is the demo's command line, with the flag conventions of the
 // other binaries: --flags, --help on stdout and exit 0, a "did you mean"
-// for an unknown flag.
+// for an unknown flag, a usage error (exit 2) for a command line refused.
 func newCmd() *cobra.Command {
 	var examples string
 	var interval time.Duration
@@ -53,8 +53,9 @@ func newCmd() *cobra.Command {
 with the bundled data center and the daemon with an embedded etcd, configures
 them with ckegenctl, shows the cluster converging, then turns machines
 UNREACHABLE and RETIRING in sabakan and shows what the daemon does. It stops
-and removes everything it started. Run it from the repository root.`,
-		Version:       version.String(),
+and removes everything it started. Run it from the repository root.
+
+` + usage.Help,
 		Args:          cobra.NoArgs,
 		SilenceUsage:  true,
 		SilenceErrors: true,
@@ -62,10 +63,9 @@ and removes everything it started. Run it from the repository root.`,
 			return run(examples, interval)
 		},
 	}
-	cmd.SetVersionTemplate("{{.Version}}\n")
-	cmd.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return suggest.FlagError(c.Flags(), err) })
 	cmd.Flags().StringVar(&examples, "examples", "examples", "directory with template.yml, constraints.json and machines.json")
 	cmd.Flags().DurationVar(&interval, "interval", time.Second, "the daemon's tick interval")
+	usage.Cobra(cmd, "demo")
 	return cmd
 }
 
@@ -169,13 +169,9 @@ func (d *demo) startDaemon(work string, interval time.Duration) (*exec.Cmd, erro
 // the template with ckegenctl, showing each command.
 func (d *demo) configure(examples string) error {
 	step("Configure the integration with ckegenctl")
-	cons, err := os.ReadFile(filepath.Join(examples, "constraints.json"))
+	c, err := readConstraints(examples)
 	if err != nil {
 		return err
-	}
-	var c map[string]int
-	if err := json.Unmarshal(cons, &c); err != nil {
-		return fmt.Errorf("constraints.json: %w", err)
 	}
 	for _, args := range configCommands(d.sabURL, c, filepath.Join(examples, "template.yml")) {
 		if _, err := d.ckegenctl(true, args...); err != nil {
@@ -183,6 +179,21 @@ func (d *demo) configure(examples string) error {
 		}
 	}
 	return nil
+}
+
+// readConstraints reads the constraints of the examples directory: a
+// JSON object of integers, each error at its line and column.
+func readConstraints(examples string) (map[string]int, error) {
+	file := filepath.Join(examples, "constraints.json")
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return nil, err
+	}
+	var c map[string]int
+	if err := strictjson.Unmarshal(data, &c); err != nil {
+		return nil, fmt.Errorf("%s: %w", file, err)
+	}
+	return c, nil
 }
 
 // configCommands are the ckegenctl commands that configure the integration:
@@ -465,8 +476,8 @@ func (d *demo) converge() error {
 			continue // no tick yet
 		}
 		var st status
-		if err := json.Unmarshal([]byte(out), &st); err != nil {
-			return fmt.Errorf("status: %w", err)
+		if err := strictjson.UnmarshalIgnoringUnknown([]byte(out), &st); err != nil {
+			return fmt.Errorf("ckegenctl sabakan status -o json: %w", err)
 		}
 		if !st.Time.After(d.lastTick) {
 			continue
@@ -477,8 +488,8 @@ func (d *demo) converge() error {
 			return err
 		}
 		var h []json.RawMessage
-		if err := json.Unmarshal([]byte(hout), &h); err != nil {
-			return fmt.Errorf("history: %w", err)
+		if err := strictjson.Unmarshal([]byte(hout), &h); err != nil {
+			return fmt.Errorf("ckegenctl sabakan history -o json: %w", err)
 		}
 		changed := len(h) != d.history
 		d.history = len(h)
@@ -526,8 +537,8 @@ func (d *demo) cluster() (*clusterDoc, error) {
 		return nil, err
 	}
 	var c clusterDoc
-	if err := json.Unmarshal([]byte(out), &c); err != nil {
-		return nil, fmt.Errorf("cluster: %w", err)
+	if err := strictjson.UnmarshalIgnoringUnknown([]byte(out), &c); err != nil {
+		return nil, fmt.Errorf("ckegenctl cluster get -o json: %w", err)
 	}
 	return &c, nil
 }
@@ -632,7 +643,11 @@ func (d *demo) states() (map[string]string, error) {
 	if resp.StatusCode != http.StatusOK {
 		return nil, fmt.Errorf("GET /api/v1/machines: %s", resp.Status)
 	}
-	if err := json.NewDecoder(resp.Body).Decode(&ms); err != nil {
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, fmt.Errorf("GET /api/v1/machines: %w", err)
+	}
+	if err := strictjson.UnmarshalIgnoringUnknown(body, &ms); err != nil {
 		return nil, fmt.Errorf("GET /api/v1/machines: %w", err)
 	}
 	out := make(map[string]string, len(ms))

@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"os"
 	"os/signal"
@@ -21,15 +20,15 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ckegen/ckegen/fakesabakan"
-	"github.com/ckegen/ckegen/internal/suggest"
-	"github.com/ckegen/ckegen/internal/version"
+	"github.com/ckegen/ckegen/internal/listen"
+	"github.com/ckegen/ckegen/internal/usage"
 	"github.com/ckegen/ckegen/machine"
 )
 
 func main() {
 	if err := run(os.Args[1:], os.Stdout); err != nil {
 		fmt.Fprintf(os.Stderr, "fakesabakan: %v\n", err)
-		os.Exit(1)
+		os.Exit(usage.Code(err))
 	}
 }
 
@@ -41,7 +40,8 @@ type options struct {
 
 // run parses the command line as the other ckegen binaries do (--flags,
 // --help and --version on stdout and exit 0, a "did you mean" for an
-// unknown flag) and serves until SIGTERM or SIGINT.
+// unknown flag, a usage error for a command line refused) and serves
+// until SIGTERM or SIGINT.
 func run(args []string, stdout io.Writer) error {
 	var o options
 	cmd := &cobra.Command{
@@ -57,8 +57,9 @@ It starts with the machines of --machines (a JSON array of machines or a
 searchMachines response, as examples/machines.json), or with none: machines
 can then be registered with POST /api/v1/machines. A machine's state
 changes as in sabakan, e.g.
-  curl -X PUT -d unreachable http://127.0.0.1:10080/api/v1/state/S000092`,
-		Version: version.String(),
+  curl -X PUT -d unreachable http://127.0.0.1:10080/api/v1/state/S000092
+
+` + usage.Help,
 		Args: func(_ *cobra.Command, args []string) error {
 			if len(args) > 0 {
 				return fmt.Errorf("unexpected arguments %q: fakesabakan takes only flags, such as --machines FILE (see --help)", args)
@@ -71,11 +72,10 @@ changes as in sabakan, e.g.
 			return serve(o)
 		},
 	}
-	cmd.SetVersionTemplate("{{.Version}}\n")
+	usage.Cobra(cmd, "fakesabakan")
 	cmd.SetArgs(args)
 	cmd.SetOut(stdout)
 	cmd.SetErr(io.Discard)
-	cmd.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return suggest.FlagError(c.Flags(), err) })
 	f := cmd.Flags()
 	f.SortFlags = false
 	f.StringVar(&o.listen, "listen", "127.0.0.1:10080", "address to listen on")
@@ -126,7 +126,7 @@ func serve(o options) error {
 	if err != nil {
 		return err
 	}
-	ln, err := net.Listen("tcp", o.listen)
+	ln, err := listen.TCP("--listen", o.listen, "a second fakesabakan")
 	if err != nil {
 		return err
 	}

@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -16,6 +17,7 @@ import (
 	"time"
 
 	"github.com/ckegen/ckegen/internal/testutil/sitetest"
+	"github.com/ckegen/ckegen/internal/usage"
 	"github.com/ckegen/ckegen/internal/version"
 	"github.com/ckegen/ckegen/machine"
 	"github.com/ckegen/ckegen/sabakan"
@@ -113,21 +115,21 @@ func TestVersion(t *testing.T) {
 	if err := run([]string{"--version"}, &out); err != nil {
 		t.Fatal(err)
 	}
-	if out.String() != version.String()+"\n" {
-		t.Errorf("--version printed %q, want %q", out.String(), version.String()+"\n")
+	if want := version.Line("fakesabakan") + "\n"; out.String() != want {
+		t.Errorf("--version printed %q, want %q", out.String(), want)
 	}
 }
 
-// TestFlags: fakesabakan takes --flags as cke and ckecli do: --help on
+// TestFlags: fakesabakan takes --flags as every ckegen binary: --help on
 // stdout and exit 0, an unknown flag with a "did you mean", a flag written
 // with one dash (Go's flag package's way, which fakesabakan once took)
-// told to take two.
+// told to take two, each a usage error (exit 2).
 func TestFlags(t *testing.T) {
 	var out bytes.Buffer
 	if err := run([]string{"--help"}, &out); err != nil {
 		t.Fatalf("--help: %v", err)
 	}
-	for _, want := range []string{"Usage:\n  fakesabakan [flags]", "--listen string", "--machines string", "--ipam string", "--faults", "--version"} {
+	for _, want := range []string{"Usage:\n  fakesabakan [flags]", "--listen string", "--machines string", "--ipam string", "--faults", "--version", "Exit status: 0 on success, 1 on failure, 2 on a usage error"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("--help lacks %q:\n%s", want, out.String())
 		}
@@ -140,11 +142,13 @@ func TestFlags(t *testing.T) {
 		{[]string{"--listn", "127.0.0.1:0"}, "unknown flag: --listn; did you mean --listen?"},
 		{[]string{"-listen", "127.0.0.1:0"}, "unknown shorthand flag: 'l' in -listen; flags take two dashes: did you mean --listen?"},
 		{[]string{"-machines=m.json"}, "flags take two dashes: did you mean --machines?"},
+		{[]string{"--lsiten", "127.0.0.1:0"}, "unknown flag: --lsiten; did you mean --listen?"},
+		{[]string{"extra"}, `unexpected arguments ["extra"]: fakesabakan takes only flags`},
 	} {
 		out.Reset()
 		err := run(c.args, &out)
-		if err == nil || !strings.Contains(err.Error(), c.want) || out.Len() != 0 {
-			t.Errorf("%q: %v, stdout %q; want an error with %q and nothing on stdout", c.args, err, out.String(), c.want)
+		if err == nil || !strings.Contains(err.Error(), c.want) || out.Len() != 0 || usage.Code(err) != 2 {
+			t.Errorf("%q: %v (exit %d), stdout %q; want an error with %q, exit 2 and nothing on stdout", c.args, err, usage.Code(err), out.String(), c.want)
 		}
 	}
 }
@@ -186,9 +190,25 @@ func TestEmptyInventory(t *testing.T) {
 	}
 }
 
+// TestListenInUse: a --listen address another process holds is a
+// failure (exit 1) that names the flag to change.
+func TestListenInUse(t *testing.T) {
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	addr := busy.Addr().String()
+	err = run([]string{"--listen", addr}, io.Discard)
+	want := "--listen " + addr + ": address already in use: another process listens there (a second fakesabakan?); give --listen another port"
+	if err == nil || err.Error() != want || usage.Code(err) != 1 {
+		t.Errorf("--listen %s: %v (exit %d), want %q and exit 1", addr, err, usage.Code(err), want)
+	}
+}
+
 func TestBadFlags(t *testing.T) {
-	if err := run([]string{"--machines", "/nonexistent"}, io.Discard); err == nil {
-		t.Error("a missing machines file was accepted")
+	if err := run([]string{"--machines", "/nonexistent"}, io.Discard); err == nil || usage.Code(err) != 1 {
+		t.Errorf("a missing machines file: %v, want a failure (exit 1)", err)
 	}
 	if err := run([]string{"extra"}, io.Discard); err == nil || !strings.Contains(err.Error(), `unexpected arguments ["extra"]: fakesabakan takes only flags, such as --machines FILE`) {
 		t.Errorf("extra arguments: %v", err)

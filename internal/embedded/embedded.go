@@ -19,6 +19,8 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	"google.golang.org/grpc"
+
+	"github.com/ckegen/ckegen/internal/listen"
 )
 
 // Options of the embedded etcd.
@@ -88,7 +90,7 @@ func Start(o Options) (*Etcd, error) {
 	cfg.ClientTLSInfo = o.ClientTLS
 	e, err := embed.StartEtcd(cfg)
 	if err != nil {
-		return nil, err
+		return nil, inUse(err, o)
 	}
 	select {
 	case <-e.Server.ReadyNotify():
@@ -100,6 +102,56 @@ func Start(o Options) (*Etcd, error) {
 		e.Close()
 		return nil, fmt.Errorf("embedded etcd did not start within 60s")
 	}
+}
+
+// URLInUseError is a URL of the embedded etcd that another process
+// listens on.
+type URLInUseError struct {
+	// Peer is true for the peer URL, false for the client URL.
+	Peer bool
+	// URL is the URL, as Options gave it.
+	URL string
+	// Err is etcd's error.
+	Err error
+}
+
+func (e *URLInUseError) Error() string {
+	which := "client"
+	if e.Peer {
+		which = "peer"
+	}
+	return fmt.Sprintf("%s URL %s: address already in use: another process listens there", which, e.URL)
+}
+
+func (e *URLInUseError) Unwrap() error { return e.Err }
+
+// inUse is err, the error of starting etcd with o, as a *URLInUseError
+// when a URL's address is in use; else err. etcd's error names the
+// address; when it is not one of the URLs' as written (localhost), the
+// URL whose address cannot be listened on now is the one.
+func inUse(err error, o Options) error {
+	if !listen.InUse(err) {
+		return err
+	}
+	client := &URLInUseError{URL: o.ClientURL, Err: err}
+	peer := &URLInUseError{Peer: true, URL: o.PeerURL, Err: err}
+	cu, _ := url.Parse(o.ClientURL)
+	pu, _ := url.Parse(o.PeerURL)
+	var op *net.OpError
+	if errors.As(err, &op) && op.Addr != nil {
+		switch op.Addr.String() {
+		case cu.Host:
+			return client
+		case pu.Host:
+			return peer
+		}
+	}
+	if ln, err := net.Listen("tcp", pu.Host); err != nil && listen.InUse(err) {
+		return peer
+	} else if err == nil {
+		ln.Close()
+	}
+	return client
 }
 
 // ErrExposed: the options would open etcd to other hosts without

@@ -111,3 +111,34 @@ func TestExposureRefused(t *testing.T) {
 		t.Errorf("a refused start created %s", dir)
 	}
 }
+
+// TestURLInUse: a client or peer URL whose port another process holds is
+// refused with which of the two it is.
+func TestURLInUse(t *testing.T) {
+	for _, peer := range []bool{false, true} {
+		busy, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		held := "http://" + busy.Addr().String()
+		free := fmt.Sprintf("http://127.0.0.1:%d", freePort(t))
+		o := Options{Dir: t.TempDir(), ClientURL: held, PeerURL: free}
+		if peer {
+			o.ClientURL, o.PeerURL = free, held
+		}
+		e, err := Start(o)
+		busy.Close()
+		if err == nil {
+			e.Close()
+			t.Fatalf("peer %v: %s is held by this test, and etcd started on it", peer, held)
+		}
+		var iu *URLInUseError
+		if !errors.As(err, &iu) || iu.Peer != peer || iu.URL != held {
+			t.Errorf("peer %v: %v (%#v), want a *URLInUseError of %s", peer, err, iu, held)
+		}
+		which := map[bool]string{false: "client", true: "peer"}[peer]
+		if want := which + " URL " + held + ": address already in use: another process listens there"; err.Error() != want {
+			t.Errorf("error %q, want %q", err, want)
+		}
+	}
+}

@@ -1,22 +1,26 @@
 package etcdclient
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"reflect"
-	"regexp"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/cybozu-go/etcdutil"
+	yamlv2 "go.yaml.in/yaml/v2"
 	yamlv3 "go.yaml.in/yaml/v3"
 	"sigs.k8s.io/yaml"
 
-	"github.com/ckegen/ckegen/internal/suggest"
+	"github.com/ckegen/ckegen/internal/strictjson"
+	"github.com/ckegen/ckegen/internal/strictjson/yamlpos"
+	"github.com/ckegen/ckegen/internal/usage"
 	"github.com/ckegen/ckegen/storage"
 )
 
@@ -34,14 +38,14 @@ type Config struct {
 	// http://127.0.0.1:2379: ckegenctl uses it, cke runs an embedded etcd.
 	Configured bool
 
-	// lines are the lines of the file's keys, for errors.
-	lines map[string]int
+	// data is the file, for the positions of errors.
+	data []byte
 }
 
 // Load reads the configuration: the file of --config when it is given,
 // else the default file when it exists; then --etcd-endpoints and
 // --etcd-prefix over the file's values. Every error names the flag or
-// the file and the key, with its line.
+// the file, with the line and column of what is wrong.
 func (f *Flags) Load() (*Config, error) {
 	cfg := &Config{Config: *etcdutil.NewConfig(storage.DefaultPrefix)}
 	cfg.Timeout = ""
@@ -62,7 +66,8 @@ func (f *Flags) Load() (*Config, error) {
 	if f.endpoints.set {
 		eps, err := splitEndpoints(f.endpoints.value)
 		if err != nil {
-			return nil, fmt.Errorf("--etcd-endpoints: %w", err)
+			// A flag value refused: a usage error.
+			return nil, usage.Errorf("--etcd-endpoints: %w", err)
 		}
 		cfg.Endpoints, cfg.Configured = eps, true
 	}
@@ -87,135 +92,134 @@ func splitEndpoints(s string) ([]string, error) {
 }
 
 // keys are the file's keys, as etcdutil names them.
-var keys = func() []string {
-	var ks []string
-	t := reflect.TypeFor[etcdutil.Config]()
-	for i := range t.NumField() {
-		name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
-		ks = append(ks, name)
-	}
-	return ks
-}()
+var keys = strictjson.FieldNames(reflect.TypeFor[etcdutil.Config]())
 
-// parse decodes the file into c and checks it.
-func (c *Config) parse(data []byte) error {
-	c.lines = map[string]int{}
-	root, rootLine := topLevel(data)
-	if root != nil {
-		for i := 0; i+1 < len(root.Content); i += 2 {
-			k := root.Content[i]
-			if _, seen := c.lines[k.Value]; !seen {
-				c.lines[k.Value] = k.Line
+// DecodeFile decodes data, CKE's etcd configuration file, into cfg over
+// its values as etcdutil reads it: YAML 1.1 read by sigs.k8s.io/yaml, a
+// scalar read as a string where a string is wanted (password: 1234). A
+// key given twice is refused. With strict, so is a key that is not one of
+// etcdutil's (matched exactly); without, it is ignored, as CKE's server
+// ignores it. Every error is a *strictjson.Error at its line and column
+// in data, worded in YAML's and JSON's terms.
+func DecodeFile(data []byte, cfg *etcdutil.Config, strict bool) error {
+	// What YAML does not read, and keys given twice.
+	dec := yamlv2.NewDecoder(bytes.NewReader(data))
+	dec.SetStrict(true)
+	var doc any
+	if err := dec.Decode(&doc); err != nil && !errors.Is(err, io.EOF) {
+		return yamlpos.Errors(err, data)
+	}
+	if doc == nil {
+		return nil // empty: etcdutil's defaults
+	}
+	if _, ok := doc.(map[any]any); !ok {
+		js, _ := yaml.YAMLToJSON(data)
+		return yamlpos.Place(strictjson.WrongKind(nil, "an object of "+strings.Join(keys, ", "), js), data)
+	}
+	if strict {
+		if root := topLevel(data); root != nil {
+			for i := 0; i+1 < len(root.Content); i += 2 {
+				if k := root.Content[i]; !slices.Contains(keys, k.Value) {
+					e := strictjson.UnknownField(nil, k.Value, keys)
+					e.Line, e.Column = k.Line, k.Column
+					return e
+				}
 			}
 		}
 	}
-	err := yaml.UnmarshalStrict(data, &c.Config)
-	switch {
-	case err != nil && strings.HasPrefix(err.Error(), "error converting YAML to JSON"):
-		// YAML that does not parse, or a key given twice: the YAML
-		// library's message has the line.
-		return c.errorf("", "%s", yamlMessage(err))
-	case root != nil:
-		// Keys are matched exactly (the JSON decoding behind the YAML
-		// library would take Prefix or PREFIX for prefix).
-		for i := 0; i+1 < len(root.Content); i += 2 {
-			k := root.Content[i]
-			if !slices.Contains(keys, k.Value) {
-				return c.errorAt(k.Line, "unknown field %q%s", k.Value, didYouMean(k.Value))
-			}
-		}
-	}
+	err := yaml.Unmarshal(data, cfg)
 	var te *json.UnmarshalTypeError
 	switch {
 	case err == nil:
-		return c.check()
+		return nil
 	case errors.As(err, &te) && te.Field != "":
-		key, _, _ := strings.Cut(te.Field, ".")
-		return c.errorf(key, "%s: want %s, got %s", key, describeType(te.Type), describeValue(te.Value))
-	case te != nil:
-		return c.errorAt(rootLine, "want a mapping of %s, got %s", strings.Join(keys, ", "), describeValue(te.Value))
+		return yamlpos.Place(typeError(data, te), data)
+	case strings.Contains(err.Error(), "map key"):
+		// A key with no JSON form (null, a date).
+		if k := yamlpos.BadKey(data); k != nil {
+			return k
+		}
 	}
-	// The keys could not be read here: the YAML library's unknown field.
-	if m := unknownField.FindStringSubmatch(err.Error()); m != nil {
-		return c.errorf(m[1], "unknown field %q%s", m[1], didYouMean(m[1]))
+	return yamlpos.Errors(err, data)
+}
+
+// typeError is the error of a value of data (YAML) of the wrong kind,
+// which encoding/json reported as te: at the value, or at the first item
+// of a list that is not a string.
+func typeError(data []byte, te *json.UnmarshalTypeError) error {
+	key, _, _ := strings.Cut(te.Field, ".")
+	path := strictjson.Path(nil).Key(key)
+	var raw map[string]json.RawMessage
+	js, _ := yaml.YAMLToJSON(data)
+	_ = json.Unmarshal(js, &raw)
+	t, ok := fieldType(key)
+	if !ok {
+		return strictjson.WrongKind(path, strictjson.WantOf(te.Type), raw[key])
 	}
-	return c.errorf("", "%s", yamlMessage(err))
+	var items []json.RawMessage
+	if t.Kind() == reflect.Slice && json.Unmarshal(raw[key], &items) == nil {
+		for i, it := range items {
+			if len(it) > 0 && it[0] != '"' {
+				return strictjson.WrongKind(path.Index(i), strictjson.WantOf(t.Elem()), it)
+			}
+		}
+	}
+	return strictjson.WrongKind(path, strictjson.WantOf(t), raw[key])
+}
+
+// fieldType is the type of the field of etcdutil.Config that key sets.
+func fieldType(key string) (reflect.Type, bool) {
+	t := reflect.TypeFor[etcdutil.Config]()
+	for i := range t.NumField() {
+		if name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ","); name == key {
+			return t.Field(i).Type, true
+		}
+	}
+	return nil, false
+}
+
+// parse decodes the file into c and checks it.
+func (c *Config) parse(data []byte) error {
+	c.data = data
+	if err := DecodeFile(data, &c.Config, true); err != nil {
+		return c.wrap(err)
+	}
+	return c.check()
 }
 
 // topLevel is the file's top-level mapping, nil when it is not one or
-// does not parse (the YAML library then says why), and the line of the
-// document's value (1 when there is none).
-func topLevel(data []byte) (*yamlv3.Node, int) {
+// does not parse.
+func topLevel(data []byte) *yamlv3.Node {
 	var doc yamlv3.Node
-	if yamlv3.Unmarshal(data, &doc) != nil || doc.Kind != yamlv3.DocumentNode || len(doc.Content) == 0 {
-		return nil, 1
+	if yamlv3.Unmarshal(data, &doc) != nil || doc.Kind != yamlv3.DocumentNode || len(doc.Content) == 0 ||
+		doc.Content[0].Kind != yamlv3.MappingNode {
+		return nil
 	}
-	if v := doc.Content[0]; v.Kind != yamlv3.MappingNode {
-		return nil, v.Line
-	}
-	return doc.Content[0], doc.Content[0].Line
+	return doc.Content[0]
 }
 
-var unknownField = regexp.MustCompile(`unknown field "([^"]*)"`)
-
-// yamlMessage is the YAML library's error on one line, without the
-// layers' prefixes: "line 3: key "prefix" already set in map".
-func yamlMessage(err error) string {
-	msg := strings.Join(strings.Fields(err.Error()), " ")
-	for _, p := range []string{"error converting YAML to JSON: ", "error unmarshaling JSON: ", "while decoding JSON: ", "json: ", "yaml: ", "unmarshal errors: "} {
-		msg = strings.TrimPrefix(msg, p)
-	}
-	return msg
-}
-
-func didYouMean(key string) string {
-	if s, ok := suggest.Closest(key, keys); ok {
-		return "; did you mean " + s + "?"
-	}
-	return "; the keys are " + strings.Join(keys, ", ")
-}
-
-func describeType(t reflect.Type) string {
-	switch t.Kind() {
-	case reflect.Slice:
-		return "a list of " + strings.TrimPrefix(describeType(t.Elem()), "a ") + "s"
-	case reflect.String:
-		return "a string"
-	}
-	return t.String()
-}
-
-func describeValue(v string) string {
-	switch kind, _, _ := strings.Cut(v, " "); kind {
-	case "array":
-		return "a list"
-	case "object":
-		return "a mapping"
-	case "number":
-		return "a number"
-	case "bool":
-		return "a boolean"
-	case "string":
-		return "a string"
-	}
-	return v
-}
-
-// errorf is an error about key of the file: "--config FILE: line N:
-// ...", without the line when key is "" or not in the file.
+// errorf is an error about key of the file, at the key's value in the
+// file when the file sets it: "--config FILE: line N, column C: ...".
 func (c *Config) errorf(key, format string, args ...any) error {
-	return c.errorAt(c.lines[key], format, args...)
+	e := strictjson.Invalidf(nil, format, args...)
+	if root := topLevel(c.data); root != nil {
+		for i := 0; i+1 < len(root.Content); i += 2 {
+			if root.Content[i].Value == key {
+				v := root.Content[i+1]
+				e.Line, e.Column = v.Line, v.Column
+				break
+			}
+		}
+	}
+	return c.wrap(e)
 }
 
-func (c *Config) errorAt(line int, format string, args ...any) error {
-	at := ""
-	if line > 0 {
-		at = fmt.Sprintf("line %d: ", line)
-	}
+// wrap names the file in err, an error about it.
+func (c *Config) wrap(err error) error {
 	if c.File == "" {
-		return fmt.Errorf(at+format, args...)
+		return err
 	}
-	return fmt.Errorf("--config %s: "+at+format, append([]any{c.File}, args...)...)
+	return fmt.Errorf("--config %s: %w", c.File, err)
 }
 
 // check refuses what etcdutil would ignore or fail on later with a

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -12,6 +13,7 @@ import (
 	"github.com/cybozu-go/etcdutil"
 	"github.com/spf13/pflag"
 
+	"github.com/ckegen/ckegen/internal/suggest"
 	"github.com/ckegen/ckegen/internal/testutil/testpki"
 )
 
@@ -86,6 +88,10 @@ func TestLoad(t *testing.T) {
 	}
 }
 
+// goType matches what Go writes of a type: Config.endpoints, []string,
+// map[string]string, interface {}, struct field.
+var goType = regexp.MustCompile(`\b[a-z]+\.[A-Z]\w*\b|\b[A-Z]\w*\.[a-z]\w*\b|\[\]|map\[|\bstruct\b|interface \{|Go (value|type|struct)`)
+
 func cfg(endpoints, prefix, timeout, user string) (c etcdutil.Config) {
 	c.Endpoints = strings.Split(endpoints, ",")
 	c.Prefix, c.Timeout, c.Username = prefix, timeout, user
@@ -98,8 +104,9 @@ func equal(a, b Config) bool {
 }
 
 // TestLoadErrors: a configuration that cannot be right is refused when it
-// is read, naming the flag, or the file and its key with the key's line,
-// and what to do; on one line.
+// is read, naming the flag, or the file with the line and column of what
+// is wrong, and what to do; on one line, in YAML's and JSON's words, never
+// Go's.
 func TestLoadErrors(t *testing.T) {
 	dir := t.TempDir()
 	pki := testpki.New(t)
@@ -118,35 +125,37 @@ func TestLoadErrors(t *testing.T) {
 		{name: "a --config that does not exist", defaultFile: missing, args: []string{"--config", missing}, want: "--config: open " + missing + ": no such file or directory"},
 		{name: "a default file that cannot be read", defaultFile: dir, want: "--config: read " + dir + ": is a directory"},
 		// The YAML, each error with its line.
-		{name: "YAML that does not parse", file: "endpoints: [http://a:2379\n", want: "line 1: did not find expected ',' or ']'"},
-		{name: "a key given twice", file: good + "prefix: /a/\nprefix: /b/\n", want: `line 3: key "prefix" already set in map`},
-		{name: "a misspelt key", file: good + "tls-ca-flie: x\n", want: `line 2: unknown field "tls-ca-flie"; did you mean tls-ca-file?`},
-		{name: "an unknown key", file: good + "\nlisten: x\n", want: `line 3: unknown field "listen"; the keys are endpoints, prefix, timeout, username, password, tls-ca-file, tls-ca, tls-cert-file, tls-cert, tls-key-file, tls-key`},
-		{name: "a key in another case", file: good + "Prefix: /x/\n", want: `line 2: unknown field "Prefix"; did you mean prefix?`},
-		{name: "a value of the wrong type", file: "prefix: /x/\nendpoints: http://a:2379\n", want: "line 2: endpoints: want a list of strings, got a string"},
-		{name: "not a mapping", file: "# CKE's\n- endpoints\n", want: "line 2: want a mapping of endpoints, prefix, timeout, username, password, tls-ca-file, tls-ca, tls-cert-file, tls-cert, tls-key-file, tls-key, got a list"},
+		{name: "YAML that does not parse", file: "endpoints: [http://a:2379\n", want: "line 2: not valid YAML: did not find expected ',' or ']'"},
+		{name: "a key given twice", file: good + "prefix: /a/\nprefix: /b/\n", want: `line 3, column 1: duplicate key "prefix" (first at line 2, column 1)`},
+		{name: "a misspelt key", file: good + "tls-ca-flie: x\n", want: `line 2, column 1: unknown field "tls-ca-flie"; did you mean tls-ca-file?`},
+		{name: "an unknown key", file: good + "\nlisten: x\n", want: `line 3, column 1: unknown field "listen" (known fields: endpoints, prefix, timeout, username, password, tls-ca-file, tls-ca, tls-cert-file, tls-cert, tls-key-file, tls-key)`},
+		{name: "a key in another case", file: good + "Prefix: /x/\n", want: `line 2, column 1: unknown field "Prefix"; did you mean prefix?`},
+		{name: "a value of the wrong type", file: "prefix: /x/\nendpoints: http://a:2379\n", want: `line 2, column 12: endpoints: want an array of strings, got the string "http://a:2379"`},
+		{name: "a list item of the wrong type", file: "endpoints: [http://a:2379, [http://b:2379]]\n", want: "line 1, column 28: endpoints[1]: want a string, got an array"},
+		{name: "a list as a key", file: good + "? [x]\n: y\n", want: "line 2, column 3: not valid YAML: a mapping key must be a scalar (a string, a number, true or false), not a list or mapping"},
+		{name: "not a mapping", file: "# CKE's\n- endpoints\n", want: "line 2, column 1: want an object of endpoints, prefix, timeout, username, password, tls-ca-file, tls-ca, tls-cert-file, tls-cert, tls-key-file, tls-key, got an array"},
 		// The values.
-		{name: "no endpoints", file: "endpoints: []\n", want: "line 1: endpoints: empty; give at least one URL such as https://10.0.0.1:2379"},
-		{name: "an empty endpoint", file: "endpoints: [http://a:2379, '']\n", want: `line 1: endpoints: an empty endpoint in ["http://a:2379" ""]`},
-		{name: "a timeout without unit", file: good + "timeout: 5\n", want: `line 2: timeout: want a positive duration such as 2s, got "5"`},
-		{name: "a negative timeout", file: good + "timeout: -1s\n", want: `line 2: timeout: want a positive duration such as 2s, got "-1s"`},
+		{name: "no endpoints", file: "endpoints: []\n", want: "line 1, column 12: endpoints: empty; give at least one URL such as https://10.0.0.1:2379"},
+		{name: "an empty endpoint", file: "endpoints: [http://a:2379, '']\n", want: `line 1, column 12: endpoints: an empty endpoint in ["http://a:2379" ""]`},
+		{name: "a timeout without unit", file: good + "timeout: 5\n", want: `line 2, column 10: timeout: want a positive duration such as 2s, got "5"`},
+		{name: "a negative timeout", file: good + "timeout: -1s\n", want: `line 2, column 10: timeout: want a positive duration such as 2s, got "-1s"`},
 		// TLS.
-		{name: "the CA as a file and inline", file: good + "tls-ca-file: " + pki.CAFile + "\ntls-ca: x\n", want: "line 3: tls-ca-file and tls-ca are both set: give one (a file name or the PEM itself)"},
-		{name: "the certificate as a file and inline", file: good + "tls-cert-file: " + pki.ClientCertFile + "\ntls-cert: x\ntls-key-file: " + pki.ClientKeyFile + "\n", want: "line 3: tls-cert-file and tls-cert are both set"},
-		{name: "the key as a file and inline", file: good + "tls-cert-file: " + pki.ClientCertFile + "\ntls-key-file: " + pki.ClientKeyFile + "\ntls-key: x\n", want: "line 4: tls-key-file and tls-key are both set"},
-		{name: "a certificate without key", file: good + "tls-cert-file: " + pki.ClientCertFile + "\n", want: "line 2: a client certificate needs both the certificate (tls-cert-file or tls-cert) and its key (tls-key-file or tls-key); tls-cert-file is alone"},
-		{name: "a key without certificate", file: good + "\ntls-key: x\n", want: "line 3: a client certificate needs both the certificate (tls-cert-file or tls-cert) and its key (tls-key-file or tls-key); tls-key is alone"},
-		{name: "a file certificate with an inline key", file: good + "tls-key: |\n" + indent(pki.ClientKey) + "tls-cert-file: " + pki.ClientCertFile + "\n", want: "line 8: tls-cert-file and tls-key-file go together, as do tls-cert and tls-key: give both as files or both inline"},
-		{name: "an empty CA file", file: good + "tls-ca-file: " + emptyPEM + "\n", want: "line 2: tls-ca-file: " + emptyPEM + " is empty"},
-		{name: "an empty certificate file", file: good + "tls-cert-file: " + emptyPEM + "\ntls-key-file: " + pki.ClientKeyFile + "\n", want: "line 2: tls-cert-file: " + emptyPEM + " is empty"},
-		{name: "an empty key file", file: good + "tls-cert-file: " + pki.ClientCertFile + "\ntls-key-file: " + emptyPEM + "\n", want: "line 3: tls-key-file: " + emptyPEM + " is empty"},
-		{name: "a CA file that does not exist", file: good + "tls-ca-file: /nonexistent/ca.pem\n", want: "line 2: tls-ca-file: open /nonexistent/ca.pem: no such file or directory"},
-		{name: "an inline CA without a certificate", file: good + "tls-ca: not a certificate\n", want: "line 2: tls-ca: no PEM certificate found"},
-		{name: "a CA file without a certificate", file: good + "tls-ca-file: " + pki.ClientKeyFile + "\n", want: "line 2: tls-ca-file " + pki.ClientKeyFile + ": no PEM certificate found"},
+		{name: "the CA as a file and inline", file: good + "tls-ca-file: " + pki.CAFile + "\ntls-ca: x\n", want: "line 3, column 9: tls-ca-file and tls-ca are both set: give one (a file name or the PEM itself)"},
+		{name: "the certificate as a file and inline", file: good + "tls-cert-file: " + pki.ClientCertFile + "\ntls-cert: x\ntls-key-file: " + pki.ClientKeyFile + "\n", want: "line 3, column 11: tls-cert-file and tls-cert are both set"},
+		{name: "the key as a file and inline", file: good + "tls-cert-file: " + pki.ClientCertFile + "\ntls-key-file: " + pki.ClientKeyFile + "\ntls-key: x\n", want: "line 4, column 10: tls-key-file and tls-key are both set"},
+		{name: "a certificate without key", file: good + "tls-cert-file: " + pki.ClientCertFile + "\n", want: "line 2, column 16: a client certificate needs both the certificate (tls-cert-file or tls-cert) and its key (tls-key-file or tls-key); tls-cert-file is alone"},
+		{name: "a key without certificate", file: good + "\ntls-key: x\n", want: "line 3, column 10: a client certificate needs both the certificate (tls-cert-file or tls-cert) and its key (tls-key-file or tls-key); tls-key is alone"},
+		{name: "a file certificate with an inline key", file: good + "tls-key: |\n" + indent(pki.ClientKey) + "tls-cert-file: " + pki.ClientCertFile + "\n", want: "line 8, column 16: tls-cert-file and tls-key-file go together, as do tls-cert and tls-key: give both as files or both inline"},
+		{name: "an empty CA file", file: good + "tls-ca-file: " + emptyPEM + "\n", want: "line 2, column 14: tls-ca-file: " + emptyPEM + " is empty"},
+		{name: "an empty certificate file", file: good + "tls-cert-file: " + emptyPEM + "\ntls-key-file: " + pki.ClientKeyFile + "\n", want: "line 2, column 16: tls-cert-file: " + emptyPEM + " is empty"},
+		{name: "an empty key file", file: good + "tls-cert-file: " + pki.ClientCertFile + "\ntls-key-file: " + emptyPEM + "\n", want: "line 3, column 15: tls-key-file: " + emptyPEM + " is empty"},
+		{name: "a CA file that does not exist", file: good + "tls-ca-file: /nonexistent/ca.pem\n", want: "line 2, column 14: tls-ca-file: open /nonexistent/ca.pem: no such file or directory"},
+		{name: "an inline CA without a certificate", file: good + "tls-ca: not a certificate\n", want: "line 2, column 9: tls-ca: no PEM certificate found"},
+		{name: "a CA file without a certificate", file: good + "tls-ca-file: " + pki.ClientKeyFile + "\n", want: "line 2, column 14: tls-ca-file " + pki.ClientKeyFile + ": no PEM certificate found"},
 		{name: "a key that is not the certificate's", file: good + "tls-cert-file: " + pki.ClientCertFile + "\ntls-key-file: " + pki.ServerKeyFile + "\n",
-			want: "line 2: client certificate (tls-cert-file " + pki.ClientCertFile + ", tls-key-file " + pki.ServerKeyFile + "): tls: private key does not match public key"},
+			want: "line 2, column 16: client certificate (tls-cert-file " + pki.ClientCertFile + ", tls-key-file " + pki.ServerKeyFile + "): tls: private key does not match public key"},
 		{name: "an inline key that is not the certificate's", file: good + "tls-cert: |\n" + indent(pki.ClientCert) + "tls-key: |\n" + indent(pki.ServerKey),
-			want: "line 2: client certificate (tls-cert, tls-key): tls: private key does not match public key"},
+			want: "line 2, column 11: client certificate (tls-cert, tls-key): tls: private key does not match public key"},
 		// The flags.
 		{name: "--etcd-endpoints empty", defaultFile: missing, args: []string{"--etcd-endpoints", ""}, want: `--etcd-endpoints: an empty endpoint in "": want comma-separated URLs such as http://127.0.0.1:2379`},
 		{name: "--etcd-endpoints with an empty one", defaultFile: missing, args: []string{"--etcd-endpoints", "http://a:2379,,http://b:2379"}, want: `--etcd-endpoints: an empty endpoint in "http://a:2379,,http://b:2379"`},
@@ -162,6 +171,9 @@ func TestLoadErrors(t *testing.T) {
 		_, err := load(t, c.defaultFile, args...)
 		if err == nil || !strings.HasPrefix(err.Error(), want) || strings.Contains(err.Error(), "\n") {
 			t.Errorf("%s: %v\nwant one line starting %q", c.name, err, want)
+		}
+		if err != nil && goType.MatchString(err.Error()) {
+			t.Errorf("%s: %v names a Go type (%s)", c.name, err, goType.FindString(err.Error()))
 		}
 	}
 }
@@ -215,16 +227,18 @@ func TestFlags(t *testing.T) {
 		if got := strings.Contains(usage, "(also --endpoints)") && strings.Contains(usage, "(also --prefix)"); got != aliases {
 			t.Errorf("aliases %v: the usage names the aliases: %v\n%s", aliases, got, usage)
 		}
+		// A typo of an older spelling gets the older spelling; without
+		// them, the flag whose last word it is.
 		err := fs.Parse([]string{"--endpoint", "x"})
-		want := "unknown flag: --endpoint"
+		want := "unknown flag: --endpoint; did you mean --etcd-endpoints?"
 		if aliases {
-			want += "; did you mean --endpoints?"
+			want = "unknown flag: --endpoint; did you mean --endpoints?"
 		}
-		if err == nil || SuggestAlias(fs, err).Error() != want {
-			t.Errorf("aliases %v: --endpoint: %v, want %q", aliases, err, want)
+		if err == nil || suggest.FlagError(fs, err).Error() != want {
+			t.Errorf("aliases %v: --endpoint: %v, want %q", aliases, suggest.FlagError(fs, err), want)
 		}
-		if err := fs.Parse([]string{"--prefx=/x/"}); aliases && (err == nil || SuggestAlias(fs, err).Error() != "unknown flag: --prefx; did you mean --prefix?") {
-			t.Errorf("--prefx: %v", SuggestAlias(fs, err))
+		if err := fs.Parse([]string{"--prefx=/x/"}); aliases && (err == nil || suggest.FlagError(fs, err).Error() != "unknown flag: --prefx; did you mean --prefix?") {
+			t.Errorf("--prefx: %v", suggest.FlagError(fs, err))
 		}
 	}
 }

@@ -13,10 +13,6 @@
 package etcdclient
 
 import (
-	"errors"
-	"fmt"
-	"strings"
-
 	"github.com/spf13/pflag"
 
 	"github.com/ckegen/ckegen/internal/suggest"
@@ -36,6 +32,7 @@ type Options struct {
 	Unconfigured string
 	// Aliases adds --endpoints and --prefix, hidden: ckegenctl's first
 	// spellings of --etcd-endpoints and --etcd-prefix, which scripts use.
+	// suggest.FlagError still suggests them (--endpoint: --endpoints).
 	Aliases bool
 }
 
@@ -43,9 +40,6 @@ type Options struct {
 type Flags struct {
 	config, endpoints, prefix stringValue
 }
-
-// aliasAnnotation marks the hidden older spellings, for SuggestAlias.
-const aliasAnnotation = "etcdclient-alias"
 
 // Register adds the etcd flags to fs.
 func Register(fs *pflag.FlagSet, o Options) *Flags {
@@ -65,32 +59,10 @@ func Register(fs *pflag.FlagSet, o Options) *Flags {
 		fs.Var(&f.prefix, "prefix", "the same as --etcd-prefix")
 		for _, name := range []string{"endpoints", "prefix"} {
 			_ = fs.MarkHidden(name)
-			_ = fs.SetAnnotation(name, aliasAnnotation, []string{"true"})
+			_ = fs.SetAnnotation(name, suggest.Suggested, []string{"true"})
 		}
 	}
 	return f
-}
-
-// SuggestAlias adds "did you mean" to a parse error of fs about an
-// unknown flag near one of the hidden older spellings (--endpoint:
-// --endpoints), which suggest.FlagError leaves out as it suggests no
-// hidden flag. Other errors are returned as they are.
-func SuggestAlias(fs *pflag.FlagSet, err error) error {
-	var ne *pflag.NotExistError
-	if fs == nil || !errors.As(err, &ne) || ne.GetSpecifiedShortnames() != "" {
-		return err
-	}
-	var aliases []string
-	fs.VisitAll(func(f *pflag.Flag) {
-		if _, ok := f.Annotations[aliasAnnotation]; ok {
-			aliases = append(aliases, f.Name)
-		}
-	})
-	name, _, _ := strings.Cut(ne.GetSpecifiedName(), "=")
-	if s, ok := suggest.Closest(name, aliases); ok {
-		return fmt.Errorf("%w; did you mean --%s?", err, s)
-	}
-	return err
 }
 
 // stringValue is a string flag that knows whether it was given, whichever

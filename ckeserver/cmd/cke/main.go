@@ -11,9 +11,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"os"
-	"runtime"
 	"time"
 
 	"github.com/cybozu-go/cke"
@@ -27,10 +27,15 @@ import (
 	"github.com/spf13/pflag"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/client/v3/concurrency"
-	"sigs.k8s.io/yaml"
 
 	"github.com/ckegen/ckegen/ckeserver/integrator"
+	"github.com/ckegen/ckegen/internal/etcdclient"
+	"github.com/ckegen/ckegen/internal/listen"
 	"github.com/ckegen/ckegen/internal/logbridge"
+	"github.com/ckegen/ckegen/internal/strictjson"
+	"github.com/ckegen/ckegen/internal/strictjson/yamlpos"
+	"github.com/ckegen/ckegen/internal/suggest"
+	"github.com/ckegen/ckegen/internal/usage"
 	"github.com/ckegen/ckegen/internal/version"
 	"github.com/ckegen/ckegen/liveview"
 	"github.com/ckegen/ckegen/storage"
@@ -54,22 +59,58 @@ var (
 // path CKE's REST API does not use.
 const pagePrefix = "/ckegen/"
 
+// usageText heads cke --help.
+const usageText = `cke is CKE v%s's server with ckegen's step as its sabakan integration:
+CKE's flags, configuration file (--config), election, REST API and
+/metrics on --http, and ckegen's page, status and history under /ckegen/.`
+
 func main() {
-	pflag.Parse()
-	if *flgVersion {
-		fmt.Printf("cke v%s with ckegen %s (commit %s, %s)\n", cke.Version, version.String(), version.Commit(), runtime.Version())
+	d, err := parseFlags(os.Args[1:])
+	if errors.Is(err, pflag.ErrHelp) {
 		return
 	}
-	if pflag.NArg() > 0 {
-		fmt.Fprintf(os.Stderr, "cke: unexpected arguments %q: cke takes only flags (see --help)\n", pflag.Args())
-		os.Exit(2)
+	if err != nil {
+		// The command line is refused: a usage error.
+		fmt.Fprintf(os.Stderr, "cke: %v\n", err)
+		os.Exit(usage.ExitUsage)
+	}
+	if *flgVersion {
+		// The line of every ckegen binary, after CKE's version.
+		fmt.Printf("cke v%s with %s\n", cke.Version, version.Line("ckegen"))
+		return
 	}
 	if err := (well.LogConfig{}).Apply(); err != nil {
 		log.ErrorExit(err)
 	}
-	if err := run(); err != nil {
+	if err := run(d); err != nil {
 		log.ErrorExit(err)
 	}
+}
+
+// parseFlags parses the command line into CKE's flags, as every ckegen
+// binary does: --help on stdout, a "did you mean" for an unknown flag,
+// and the durations checked.
+func parseFlags(args []string) (durations, error) {
+	fs := pflag.CommandLine
+	fs.Init("cke", pflag.ContinueOnError)
+	fs.SetOutput(os.Stdout)
+	// pflag's CommandLine prints pflag.Usage, not its own.
+	pflag.Usage = func() {
+		fmt.Fprintf(fs.Output(), usageText+"\n\nUsage:\n  cke [flags]\n\nFlags:\n%s\n%s\n", cke.Version, fs.FlagUsages(), usage.Help)
+	}
+	if err := suggest.OneDash(fs, args); err != nil {
+		return durations{}, err
+	}
+	if err := fs.Parse(args); err != nil {
+		return durations{}, suggest.FlagError(fs, err)
+	}
+	if fs.NArg() > 0 {
+		return durations{}, fmt.Errorf("unexpected arguments %q: cke takes only flags (see --help)", fs.Args())
+	}
+	if *flgVersion {
+		return durations{}, nil
+	}
+	return parseDurations()
 }
 
 // durations are the server's durations, parsed, each error naming its
@@ -94,31 +135,44 @@ func parseDurations() (durations, error) {
 	return d, nil
 }
 
-// loadConfig reads CKE's etcd configuration file as CKE's server does.
-func loadConfig(path string) (*etcdutil.Config, error) {
+// loadConfig reads CKE's etcd configuration file as CKE's server does
+// (keys it does not know are left alone), each error at its line and
+// column in the file, and its timeout.
+func loadConfig(path string) (*etcdutil.Config, time.Duration, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("--config: %w", err)
+		return nil, 0, fmt.Errorf("--config: %w", err)
 	}
 	cfg := cke.NewEtcdConfig()
-	if err := yaml.Unmarshal(data, cfg); err != nil {
-		return nil, fmt.Errorf("--config %s: %w", path, err)
-	}
-	return cfg, nil
-}
-
-func run() error {
-	d, err := parseDurations()
-	if err != nil {
-		return err
-	}
-	cfg, err := loadConfig(*flgConfigPath)
-	if err != nil {
-		return err
+	if err := etcdclient.DecodeFile(data, cfg, false); err != nil {
+		return nil, 0, fmt.Errorf("--config %s: %w", path, err)
 	}
 	timeout, err := time.ParseDuration(cfg.Timeout)
 	if err != nil {
-		return fmt.Errorf("--config %s: timeout: %w", *flgConfigPath, err)
+		e := yamlpos.Place(strictjson.Invalidf(strictjson.Path(nil).Key("timeout"), "want a duration such as 2s, got %q", cfg.Timeout), data)
+		return nil, 0, fmt.Errorf("--config %s: %w", path, e)
+	}
+	return cfg, timeout, nil
+}
+
+func run(d durations) error {
+	cfg, timeout, err := loadConfig(*flgConfigPath)
+	if err != nil {
+		return err
+	}
+	// Before anything starts: a port in use says which flag to change.
+	// Under --debug-sabakan the server serves no HTTP.
+	var ln net.Listener
+	serving := false
+	if !*flgDebugSabakan {
+		if ln, err = listen.TCP("--http", *flgHTTP, "a second cke"); err != nil {
+			return err
+		}
+		defer func() {
+			if !serving {
+				ln.Close()
+			}
+		}()
 	}
 	etcd, err := etcdutil.NewClient(cfg)
 	if err != nil {
@@ -172,12 +226,13 @@ func run() error {
 	mux.Handle(pagePrefix, http.StripPrefix(pagePrefix[:len(pagePrefix)-1], ckegenHandler(etcd, lg)))
 	mux.Handle("/", server.Server{EtcdClient: etcd, Timeout: timeout})
 	s := &well.HTTPServer{
-		Server:          &http.Server{Addr: *flgHTTP, Handler: mux, ReadHeaderTimeout: 10 * time.Second},
+		Server:          &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second},
 		ShutdownTimeout: 3 * time.Minute,
 	}
-	if err := s.ListenAndServe(); err != nil {
+	if err := s.Serve(ln); err != nil {
 		return fmt.Errorf("--http: %w", err)
 	}
+	serving = true
 	return wait()
 }
 

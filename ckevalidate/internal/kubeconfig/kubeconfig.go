@@ -39,7 +39,8 @@ func (t *TimeOrMetaDuration) UnmarshalJSON(b []byte) error {
 		return json.Unmarshal(b, &t.Duration)
 	}
 	if err := json.Unmarshal(b, &t.Duration.Duration); err != nil {
-		return fmt.Errorf("invalid duration %s: %w", b, err)
+		// encoding/json's words name the Go type.
+		return fmt.Errorf(`invalid duration %s: want a string such as "1s" or an integer of nanoseconds`, b)
 	}
 	return nil
 }

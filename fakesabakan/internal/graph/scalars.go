@@ -57,7 +57,7 @@ func MarshalString(s string) graphql.Marshaler {
 func UnmarshalString(v any) (string, error) {
 	s, ok := v.(string)
 	if !ok {
-		return "", fmt.Errorf("want a string, got %T", v)
+		return "", fmt.Errorf("want a string, got %s", what(v))
 	}
 	return s, nil
 }
@@ -78,7 +78,7 @@ func UnmarshalID(v any) (string, error) {
 	case int:
 		return strconv.Itoa(v), nil
 	}
-	return "", fmt.Errorf("want a string or an integer, got %T", v)
+	return "", fmt.Errorf("want a string or an integer, got %s", what(v))
 }
 
 // AppendDateTime appends a DateTime: RFC 3339 with fractional seconds, in
@@ -101,7 +101,7 @@ func MarshalDateTime(t time.Time) graphql.Marshaler {
 func UnmarshalDateTime(v any) (time.Time, error) {
 	s, ok := v.(string)
 	if !ok {
-		return time.Time{}, fmt.Errorf("DateTime: want a string, got %T", v)
+		return time.Time{}, fmt.Errorf("DateTime: want a string, got %s", what(v))
 	}
 	t, err := time.Parse(time.RFC3339Nano, s)
 	if err != nil {
@@ -166,7 +166,30 @@ func MarshalMachineState(s machine.State) graphql.Marshaler {
 func UnmarshalMachineState(v any) (machine.State, error) {
 	s, ok := v.(string)
 	if !ok {
-		return "", fmt.Errorf("MachineState: want a string, got %T", v)
+		return "", fmt.Errorf("MachineState: want a string, got %s", what(v))
 	}
 	return machine.ParseState(s)
+}
+
+// what names v, a value of a GraphQL argument or variable, in JSON's
+// words (the number 1.5, an object), not Go's (float64,
+// map[string]interface {}), for errors.
+func what(v any) string {
+	switch v := v.(type) {
+	case nil:
+		return "null"
+	case string:
+		return "the string " + strconv.Quote(v)
+	case bool:
+		return strconv.FormatBool(v)
+	case json.Number:
+		return "the number " + v.String()
+	case int, int32, int64, float32, float64:
+		return fmt.Sprintf("the number %v", v)
+	case map[string]any:
+		return "an object"
+	case []any:
+		return "a list"
+	}
+	return "a value of another kind"
 }

@@ -111,3 +111,27 @@ func TestID(t *testing.T) {
 		t.Error("12 as a String: no error")
 	}
 }
+
+// TestErrorsNameNoGoType: a value of the wrong kind is named in JSON's
+// words, never by its Go type (float64, map[string]interface {}).
+func TestErrorsNameNoGoType(t *testing.T) {
+	for _, c := range []struct {
+		err  error
+		want string
+	}{
+		{second(UnmarshalString(12)), "want a string, got the number 12"},
+		{second(UnmarshalID(1.5)), "want a string or an integer, got the number 1.5"},
+		{second(UnmarshalID(map[string]any{"a": 1})), "want a string or an integer, got an object"},
+		{second(UnmarshalDateTime(json.Number("12"))), "DateTime: want a string, got the number 12"},
+		{second(UnmarshalDateTime(nil)), "DateTime: want a string, got null"},
+		{second(UnmarshalMachineState([]any{"HEALTHY"})), "MachineState: want a string, got a list"},
+		{second(UnmarshalMachineState(true)), "MachineState: want a string, got true"},
+	} {
+		if c.err == nil || c.err.Error() != c.want {
+			t.Errorf("%v, want %q", c.err, c.want)
+		}
+	}
+}
+
+// second is the error of a two-valued call.
+func second[T any](_ T, err error) error { return err }
