@@ -96,11 +96,8 @@ set-template, constraints set).
 
 ` + usage.Help
 
-// parseFlags parses and checks the command line and the files it names.
-// Its errors about the command line are usage errors (usage.Code 2); those
-// about a file, failures.
-func parseFlags(args []string) (*options, error) {
-	var o options
+// flagSet is ckegen's flags, bound to o (docs/daemon.md lists them).
+func flagSet(o *options) *pflag.FlagSet {
 	fs := pflag.NewFlagSet("ckegen", pflag.ContinueOnError)
 	fs.SortFlags = false
 	// --help on stdout, as ckegenctl's and fakesabakan's.
@@ -131,6 +128,15 @@ func parseFlags(args []string) (*options, error) {
 	fs.StringVar(&o.logFile, "logfile", "", "Log filename")
 	fs.StringVar(&o.logLevel, "loglevel", "", "Log level [critical,error,warning,info,debug]")
 	fs.StringVar(&o.logFormat, "logformat", "", "Log format [plain,logfmt,json]")
+	return fs
+}
+
+// parseFlags parses and checks the command line and the files it names.
+// Its errors about the command line are usage errors (usage.Code 2); those
+// about a file, failures.
+func parseFlags(args []string) (*options, error) {
+	var o options
+	fs := flagSet(&o)
 	if err := suggest.OneDash(fs, args); err != nil {
 		return nil, usage.Wrap(err)
 	}

@@ -383,7 +383,7 @@ func step(s string) { fmt.Printf("\n== %s\n", s) }
 // returns the first submatch, if any.
 func (d *demo) start(name string, re *regexp.Regexp, args ...string) (*exec.Cmd, string, error) {
 	cmd := exec.CommandContext(d.ctx, filepath.Join(d.bin, name), args...)
-	// cke, as CKE, waits CANCELLATION_DELAY_SECONDS (5 by default) after
+	// ckegen, as CKE's server, waits CANCELLATION_DELAY_SECONDS (5 by default) after
 	// SIGTERM before it stops: the demo need not.
 	cmd.Env = append(os.Environ(), "CANCELLATION_DELAY_SECONDS=0")
 	pipe, err := cmd.StderrPipe()

@@ -1,4 +1,4 @@
-// Package etcdclient is how cke and ckecli reach etcd: one set of flags
+// Package etcdclient is how ckegen and ckegenctl reach etcd: one set of flags
 // (--config, --etcd-endpoints, --etcd-prefix), CKE's configuration file
 // (github.com/cybozu-go/etcdutil's YAML) read by one rule, its TLS settings
 // checked by one set of rules, and one client constructor, whose errors
