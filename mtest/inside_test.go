@@ -239,6 +239,21 @@ func TestMoveInsideCKE(t *testing.T) {
 	// And back: the daemons start, the takeover gives them the
 	// integration, and the server leaves the status to them.
 	e.startDaemons()
+	_, err := e.ctl("sabakan", "takeover")
+	if err == nil || !strings.Contains(err.Error(), "no ckegen daemon leads") {
+		// Refused until a daemon leads: it would stop ckegen inside CKE's
+		// server with nothing in its place. (A daemon elected within
+		// milliseconds would make this pass: a race the test allows.)
+		if err == nil {
+			t.Log("the daemons led before the first takeover")
+		} else {
+			t.Errorf("takeover before a daemon leads: %v", err)
+		}
+	}
+	e.eventually("a ckegen daemon to lead", 30*time.Second, func() bool {
+		out, err := e.ctl("leader")
+		return err == nil && strings.Contains(out, "ckegen-")
+	})
 	e.mustCtl("sabakan", "takeover")
 	e.eventually("the daemons' status", 30*time.Second, func() bool {
 		st, err := e.status()

@@ -212,7 +212,33 @@ func takeoverProblems(ctx context.Context, st storage.Storage) ([]string, error)
 			problems = append(problems, ref.Explain())
 		}
 	}
+	if p, err := insideWithoutDaemons(ctx, st); err != nil {
+		return nil, err
+	} else if p != "" {
+		problems = append(problems, p)
+	}
 	return problems, nil
+}
+
+// insideWithoutDaemons is why a takeover would stop the integration with
+// nothing in its place: ckegen runs inside CKE's server (its last status
+// says so) and no ckegen daemon leads to take it over ("" otherwise).
+func insideWithoutDaemons(ctx context.Context, st storage.Storage) (string, error) {
+	if _, err := st.CKEGenLeader(ctx); err == nil || !errors.Is(err, storage.ErrNotFound) {
+		return "", err
+	}
+	s, err := st.GetStatus(ctx)
+	if errors.Is(err, storage.ErrNotFound) || errors.Is(err, storage.ErrInvalid) {
+		return "", nil
+	} else if err != nil {
+		return "", err
+	}
+	if s.Mode != tick.ModeInsideCKE {
+		return "", nil
+	}
+	return fmt.Sprintf("ckegen runs inside CKE's server (the last status is %s's, inside CKE) and no ckegen daemon leads (nothing under %s): "+
+		"a takeover would stop it there with nothing to write the cluster instead; to move to ckegen's daemons, start them first and wait for ckegenctl leader to name one (docs/inside-cke.md)",
+		s.Leader, storage.KeyCKEGenLeader), nil
 }
 
 func newSabakanHandbackCmd(e *env) *cobra.Command {

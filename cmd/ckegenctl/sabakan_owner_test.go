@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/client/v3/concurrency"
@@ -16,7 +17,9 @@ import (
 	"github.com/ckegen/ckegen/intake"
 	"github.com/ckegen/ckegen/internal/testutil/sitetest"
 	"github.com/ckegen/ckegen/machine"
+	"github.com/ckegen/ckegen/reason"
 	"github.com/ckegen/ckegen/storage"
+	"github.com/ckegen/ckegen/tick"
 )
 
 // etcdState is every key in etcd with its value and mod revision, and the
@@ -250,6 +253,37 @@ func TestTakeoverHandback(t *testing.T) {
 	out, _, code := f.run("sabakan", "takeover")
 	if code != 0 || strings.Contains(out, "No ckegen daemon leads") {
 		t.Errorf("takeover with a ckegen leader: exit %d\n%s", code, out)
+	}
+}
+
+// TestTakeoverInsideCKE: while ckegen runs inside CKE's server (its last
+// status says so) and no ckegen daemon leads, a takeover, which would stop
+// it there with nothing in its place, is refused and writes nothing; once
+// a daemon leads it goes through.
+func TestTakeoverInsideCKE(t *testing.T) {
+	f := newPlanFixture(t)
+	ctx := context.Background()
+	putSettings(t, f.st, string(storedTemplate(t)), rateConstraints, f.sabakan.URL+"/graphql")
+	campaign(t, f.st, storage.KeyLeader, "cke-1")
+	status, err := json.Marshal(storage.Status{Result: reason.OK, Mode: tick.ModeInsideCKE, Leader: "cke-1", Time: time.Now()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.st.Client.Put(ctx, f.st.Key(storage.KeySabakanStatus), string(status)); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"sabakan", "takeover"}, {"sabakan", "takeover", "--dry-run"}} {
+		_, errOut, code := f.run(args...)
+		if want := "takeover refused, nothing written:\n  - ckegen runs inside CKE's server (the last status is cke-1's, inside CKE) and no ckegen daemon leads"; code != 1 || !strings.Contains(errOut, want) {
+			t.Errorf("%v inside CKE without a daemon: exit %d, stderr %q", args, code, errOut)
+		}
+	}
+	if v := f.raw(storage.KeyOwner); v != "<none>" {
+		t.Errorf("a refused takeover wrote sabakan/owner: %q", v)
+	}
+	campaign(t, f.st, storage.KeyCKEGenLeader, "gen-1")
+	if _, errOut, code := f.run("sabakan", "takeover"); code != 0 {
+		t.Errorf("takeover with a ckegen daemon leading: exit %d, %s", code, errOut)
 	}
 }
 
