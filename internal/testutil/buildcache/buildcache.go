@@ -82,6 +82,9 @@ func Build(spec Spec) (string, error) {
 		return "", err
 	}
 	if complete(entry, spec.Outputs) {
+		// Used now: prune keeps it for a while.
+		now := time.Now()
+		_ = os.Chtimes(entry, now, now)
 		return entry, nil
 	}
 	ctx := context.Background()
@@ -133,7 +136,59 @@ func Build(spec Spec) (string, error) {
 	if err := os.Rename(tmp, entry); err != nil {
 		return "", err
 	}
+	prune(filepath.Dir(entry), spec.Prefix, keepEntries, keepFor, time.Now())
 	return entry, nil
+}
+
+// An entry keyed by a tree (CKE's server with ckegen inside) is built
+// again at every change of the repository: a cache keeps the keepEntries
+// newest entries of a spec, and any used within keepFor (a test of an
+// older tree may still be running one).
+const (
+	keepEntries = 3
+	keepFor     = time.Hour
+)
+
+// prune removes from dir the entries named prefix+key beyond the keep
+// newest, last built or used before now-within. What it cannot remove
+// stays: the cache only grows then.
+func prune(dir, prefix string, keep int, within time.Duration, now time.Time) {
+	des, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	type entry struct {
+		path string
+		mod  time.Time
+	}
+	var es []entry
+	for _, de := range des {
+		name := de.Name()
+		if !de.IsDir() || !strings.HasPrefix(name, prefix) || strings.HasSuffix(name, ".tmp") {
+			continue
+		}
+		fi, err := de.Info()
+		if err != nil {
+			continue
+		}
+		es = append(es, entry{filepath.Join(dir, name), fi.ModTime()})
+	}
+	slices.SortFunc(es, func(a, b entry) int { return b.mod.Compare(a.mod) })
+	for i, e := range es {
+		if i < keep || now.Sub(e.mod) < within {
+			continue
+		}
+		// Under the entry's lock, as Build, so that no build or wait
+		// of another process is cut short.
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		unlock, err := lock(ctx, e.path+".lock", func() {})
+		cancel()
+		if err != nil {
+			continue
+		}
+		os.RemoveAll(e.path)
+		unlock()
+	}
 }
 
 // Entry is the cache entry of spec: where its Outputs are, or will be.

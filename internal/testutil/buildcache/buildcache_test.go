@@ -380,3 +380,40 @@ func TestTreeFilesNestedModule(t *testing.T) {
 		}
 	}
 }
+
+// TestPrune: a cache keeps the newest entries of a spec and those used
+// lately; older ones go, and nothing of another spec or in the making.
+func TestPrune(t *testing.T) {
+	dir := t.TempDir()
+	now := time.Now()
+	for name, age := range map[string]time.Duration{
+		"v1-a": time.Minute, "v1-b": 2 * time.Hour, "v1-c": 3 * time.Hour, "v1-d": 4 * time.Hour, "v1-e": 5 * time.Hour,
+		"v2-x": 9 * time.Hour, "v1-f.tmp": 9 * time.Hour,
+	} {
+		p := filepath.Join(dir, name)
+		if err := os.Mkdir(p, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chtimes(p, now.Add(-age), now.Add(-age)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	prune(dir, "v1-", 3, time.Hour, now)
+	var left []string
+	des, _ := os.ReadDir(dir)
+	for _, de := range des {
+		if de.IsDir() {
+			left = append(left, de.Name())
+		}
+	}
+	if want := []string{"v1-a", "v1-b", "v1-c", "v1-f.tmp", "v2-x"}; !slices.Equal(left, want) {
+		t.Errorf("after prune: %v, want %v", left, want)
+	}
+	prune(dir, "v1-", 0, 90*time.Minute, now)
+	if _, err := os.Stat(filepath.Join(dir, "v1-a")); err != nil {
+		t.Errorf("an entry used a minute ago was pruned: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "v1-b")); err == nil {
+		t.Error("an entry of two hours ago beyond the kept ones stayed")
+	}
+}
