@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -120,22 +119,7 @@ func TestEtcdFlags(t *testing.T) {
 func TestEtcdNotAnswering(t *testing.T) {
 	dir := t.TempDir()
 	dead := fmt.Sprintf("http://127.0.0.1:%d", etcdtest.FreePort(t))
-	// An etcd that takes connections and says nothing.
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			t.Cleanup(func() { c.Close() })
-		}
-	}()
-	silent := "http://" + ln.Addr().String()
+	silent := etcdtest.Silent(t)
 	silentCfg := writeConfig(t, dir, "silent.yml", "endpoints: ["+silent+"]\ntimeout: 300ms\n")
 	missing := filepath.Join(dir, "missing.yml")
 	for _, c := range []struct {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -124,22 +123,7 @@ func TestAuth(t *testing.T) {
 func TestWaitReady(t *testing.T) {
 	dir := t.TempDir()
 	dead := fmt.Sprintf("http://127.0.0.1:%d", etcdtest.FreePort(t))
-	// An etcd that takes connections and says nothing.
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			t.Cleanup(func() { c.Close() })
-		}
-	}()
-	silent := "http://" + ln.Addr().String()
+	silent := etcdtest.Silent(t)
 	silentCfg := writeFile(t, dir, "silent.yml", "endpoints: ["+silent+"]\ntimeout: 300ms\n")
 	deadCfg := writeFile(t, dir, "dead.yml", "endpoints: ["+dead+"]\ntimeout: 300ms\n")
 	refused := "etcd at " + dead + ": nothing listens there (dial tcp " + strings.TrimPrefix(dead, "http://") + ": connect: connection refused): " +

@@ -14,6 +14,27 @@ import (
 	"github.com/ckegen/ckegen/internal/embedded"
 )
 
+// Silent returns the URL of an etcd that takes connections and says
+// nothing, for the errors of a client that waits for an answer.
+func Silent(t testing.TB) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			t.Cleanup(func() { c.Close() })
+		}
+	}()
+	return "http://" + ln.Addr().String()
+}
+
 // FreePort returns a loopback port that was free a moment ago and that
 // it has not returned before in this process: the kernel may hand the
 // same ephemeral port out again once it is closed, and two members of one
