@@ -246,7 +246,8 @@ func newSabakanHandbackCmd(e *env) *cobra.Command {
 		Use:   "handback",
 		Short: "give the integration back to CKE: its own integration writes the cluster again (one transaction)",
 		Long: `handback gives the sabakan integration back to CKE: it writes sabakan/owner
-cke and CKE's sabakan/disabled false (which restarts CKE's own integration) in
+cke and CKE's sabakan/disabled false (which restarts the integration of
+CKE's server: CKE's own, or ckegen's inside a cke built from ckeserver/) in
 one etcd transaction that succeeds only if neither key, nor ckegen's switch
 sabakan/ckegen/disabled, changed since they were read. From its next tick,
 ckegen's daemon writes nothing while a CKE server runs (OWNED_BY_CKE).
@@ -279,7 +280,7 @@ and exits 0.`,
 				}
 				return nil
 			}
-			fmt.Fprintf(stdout, "CKE owns the sabakan integration again: %s is now cke; CKE's %s is now false, which restarts CKE's own integration.\n",
+			fmt.Fprintf(stdout, "CKE owns the sabakan integration again: %s is now cke; CKE's %s is now false, which restarts the integration of CKE's server (CKE's own, or ckegen's inside a cke built from ckeserver/).\n",
 				storage.KeyOwner, storage.KeySabakanDisabled)
 			if o.CKEServer {
 				fmt.Fprintln(stdout, "Next: ckegen's daemon writes nothing from its next tick (OWNED_BY_CKE); CKE's integration writes the cluster.")

@@ -242,7 +242,7 @@ func TestTakeoverHandback(t *testing.T) {
 
 	campaign(t, f.st, storage.KeyCKEGenLeader, "gen-1")
 	step([]string{"sabakan", "handback"}, []string{
-		"CKE owns the sabakan integration again: sabakan/owner is now cke; CKE's sabakan/disabled is now false, which restarts CKE's own integration.\n" +
+		"CKE owns the sabakan integration again: sabakan/owner is now cke; CKE's sabakan/disabled is now false, which restarts the integration of CKE's server (CKE's own, or ckegen's inside a cke built from ckeserver/).\n" +
 			"Next: ckegen's daemon writes nothing from its next tick (OWNED_BY_CKE); CKE's integration writes the cluster.\n"}, cke, owner)
 	if f.raw(storage.KeyOwner) != "cke" || f.raw(storage.KeySabakanDisabled) != "false" {
 		t.Fatalf("after handback: owner %s, disabled %s", f.raw(storage.KeyOwner), f.raw(storage.KeySabakanDisabled))
