@@ -179,7 +179,7 @@ func TestClusterRefuses(t *testing.T) {
 		{"boot taint decoding", withKubelet(`"boot_taints":[{"key":"a","effect":"NoSchedule","timeAdded":"x"}]`), "options", "parsing time"},
 		{"audit policy required", withKubelet(`"x":0},"kube-api":{"audit_log_enabled":true`), "options.kube-api.audit_log_policy", "Required"},
 		{"audit policy YAML", withKubelet(`"x":0},"kube-api":{"audit_log_policy":"- a"`), "options.kube-api.audit_log_policy", "must be a YAML mapping, not a list"},
-		{"audit policy syntax", withKubelet(`"x":0},"kube-api":{"audit_log_policy":"a: 1\n\tb: 2"`), "options.kube-api.audit_log_policy", "must be a YAML mapping: line 2: not valid YAML: "},
+		{"audit policy syntax", withKubelet(`"x":0},"kube-api":{"audit_log_policy":"a: 1\n\tb: 2"`), "options.kube-api.audit_log_policy", "must be a YAML mapping: line 2, column 1: not valid YAML: "},
 		{"scheduler config apiVersion", withConfig("kube-scheduler", "v1", "KubeSchedulerConfiguration", ""), "options.kube-scheduler.config.apiVersion", schedulerV},
 		{"scheduler config kind", withConfig("kube-scheduler", schedulerV, "Other", ""), "options.kube-scheduler.config.kind", "KubeSchedulerConfiguration"},
 		{"scheduler config decoding", withConfig("kube-scheduler", schedulerV, "KubeSchedulerConfiguration", `,"extenders":[{"tlsConfig":{"caData":"!"}}]`), "options.kube-scheduler.config", "base64"},

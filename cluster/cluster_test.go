@@ -54,12 +54,12 @@ func TestParseRefuses(t *testing.T) {
 		{"JSON then a bracket", `{"name":"a"}]`, "line 1, column 13: trailing data after the JSON value"},
 		{"second YAML document", "name: a\n---\nname: b\n", "line 2, column 1: more than one document: a cluster.yml holds exactly one"},
 		{"second YAML document, empty", "name: a\n---\n", "line 2, column 1: more than one document: a cluster.yml holds exactly one"},
-		{"not YAML", "name: [\n", "line 2: not valid YAML: did not find expected node content"},
-		{"not YAML, first line", "name: a: b\n", "line 1: not valid YAML: mapping values are not allowed in this context"},
+		{"not YAML", "name: [\n", "line 1, column 7: not valid YAML: sequence end token ']' not found"},
+		{"not YAML, first line", "name: a: b\n", "line 1, column 7: not valid YAML: mapping values are not allowed in this context"},
 		{"broken JSON", `{"name": "a" "x": 1}`, `line 1, column 14: invalid character '"' after object value (expecting ',' or '}'); ` +
-			`not YAML either: did not find expected ',' or '}' (line 1)`},
+			`not YAML either: did not find expected ',' or '}' (line 1, column 14)`},
 		{"truncated JSON", "{\"name\": \"a\",\n \"nodes\": [\n", `line 3, column 1: unexpected end of input: the JSON value is not complete; ` +
-			`not YAML either: did not find expected node content (line 3)`},
+			`not YAML either: sequence end token ']' not found (line 2, column 11)`},
 		{"null key", "~: 1\n", "line 1, column 1: a null key has no JSON form; quote it"},
 		{"null key, nested", "options:\n  a: 1\n  ~: 2\n", "line 3, column 3: options: a null key has no JSON form; quote it"},
 		{"NaN", "options: {a: .nan}\n", "line 1, column 14: options.a: NaN has no JSON form"},

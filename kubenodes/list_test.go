@@ -252,7 +252,7 @@ func TestKubeconfigErrors(t *testing.T) {
 		{"just text\n", `line 1, column 1: want an object (a kubeconfig: apiVersion, kind, clusters, users, contexts), got the string "just text"`},
 		{"apiVersion: v1\nkind: Config\nclusters: 5\n", "line 3, column 11: clusters: want an array of objects, got the number 5"},
 		{"apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster: {server: [x]}\n", "line 5, column 21: clusters[0].cluster.server: want a string, got an array"},
-		{"apiVersion: v1\nclusters: [\n", "line 3: not valid YAML: did not find expected node content"},
+		{"apiVersion: v1\nclusters: [\n", "line 2, column 11: not valid YAML: sequence end token ']' not found"},
 	} {
 		p := filepath.Join(t.TempDir(), "kubeconfig")
 		if err := os.WriteFile(p, []byte(c.content), 0o600); err != nil {

@@ -208,7 +208,7 @@ func TestValidationRefusals(t *testing.T) {
 		{"YAML list", "- a\n", "", "want an object (a placement policy: placements, metrics, providers, stickiness), got an array", "line 1, column 1"},
 		{"empty document", "  \n", "", "empty document", ""},
 		{"two YAML documents", "stickiness: 1\n---\nstickiness: 2\n", "", "more than one YAML document", "line 2, column 1"},
-		{"not YAML", "a: [\n", "", "not valid YAML: did not find expected node content", "line 2"},
+		{"not YAML", "a: [\n", "", "not valid YAML: sequence end token ']' not found", "line 1, column 4"},
 		{"unknown field (YAML)", "placements:\n  gpu:\n    constraint: [a is b]\n", "placements.gpu", `unknown field "constraint"; did you mean constraints?`, "line 3, column 5"},
 		{"wrong kind (YAML)", "metrics:\n  m: {provider: p, max: [1]}\n", "metrics.m.max", "want a number, got an array", "line 2, column 25"},
 		{"null key (YAML)", "placements:\n  ~: {}\n", "placements", "a null key has no JSON form; quote it", "line 2, column 3"},

@@ -104,7 +104,7 @@ func TestValidationRules(t *testing.T) {
 		{"rule 7: dns_service", "name: a\nnodes:\n" + cp + w + tail + "dns_service: kube-system\n", []string{`dns_service: must be empty or "namespace/name", got "kube-system"`}},
 		{"options not an object", "name: a\nnodes:\n" + cp + w + tail + "options: [1]\n", []string{"line 6, column 10: options: want an object, got an array"}},
 		{"reboot not an object", "name: a\nnodes:\n" + cp + w + tail + "reboot: 3\n", []string{"line 6, column 9: reboot: want an object, got the number 3"}},
-		{"not YAML", "name: [\n", []string{"template: line 2: not valid YAML: did not find expected node content"}},
+		{"not YAML", "name: [\n", []string{"template: line 1, column 7: not valid YAML: sequence end token ']' not found"}},
 		{"empty", "", []string{"empty document"}},
 		{"null node", "name: a\nnodes:\n- null\n" + tail, []string{"template: line 3, column 3: nodes[0]: want an object, got null"}},
 	}

@@ -125,7 +125,7 @@ func TestLoadErrors(t *testing.T) {
 		{name: "a --config that does not exist", defaultFile: missing, args: []string{"--config", missing}, want: "--config: open " + missing + ": no such file or directory"},
 		{name: "a default file that cannot be read", defaultFile: dir, want: "--config: read " + dir + ": is a directory"},
 		// The YAML, each error with its line.
-		{name: "YAML that does not parse", file: "endpoints: [http://a:2379\n", want: "line 2: not valid YAML: did not find expected ',' or ']'"},
+		{name: "YAML that does not parse", file: "endpoints: [http://a:2379\n", want: "line 1, column 12: not valid YAML: sequence end token ']' not found"},
 		{name: "a key given twice", file: good + "prefix: /a/\nprefix: /b/\n", want: `line 3, column 1: duplicate key "prefix" (first at line 2, column 1)`},
 		{name: "a misspelt key", file: good + "tls-ca-flie: x\n", want: `line 2, column 1: unknown field "tls-ca-flie"; did you mean tls-ca-file?`},
 		{name: "an unknown key", file: good + "\nlisten: x\n", want: `line 3, column 1: unknown field "listen" (known fields: endpoints, prefix, timeout, username, password, tls-ca-file, tls-ca, tls-cert-file, tls-cert, tls-key-file, tls-key)`},

@@ -35,7 +35,7 @@ func TestLoadConfig(t *testing.T) {
 		{"endpoints: [a]\ntimeout: [1]\n", "line 2, column 10: timeout: want a string, got an array"},
 		{"endpoints: [a]\ntimeout: soon\n", `line 2, column 10: timeout: want a duration such as 2s, got "soon"`},
 		{"endpoints: [a]\nprefix: /a/\nprefix: /b/\n", `line 3, column 1: duplicate key "prefix" (first at line 2, column 1)`},
-		{"endpoints: [a\n", "line 2: not valid YAML: did not find expected ',' or ']'"},
+		{"endpoints: [a\n", "line 1, column 12: not valid YAML: sequence end token ']' not found"},
 		{"endpoints: [a]\n? [x]\n: y\n", "line 2, column 3: not valid YAML: a mapping key must be a scalar"},
 		{"- a\n", "line 1, column 1: want an object of endpoints, prefix"},
 	} {

@@ -9,7 +9,9 @@
 // into *strictjson.Error with their line, and, for a repeated key, its path
 // and column. Both parse the YAML again with go.yaml.in/yaml/v3, whose
 // nodes know their positions, and only on the way out with an error: the
-// success path does not pay for them.
+// success path does not pay for them. yaml.v2 gives a syntax error its
+// line only; github.com/goccy/go-yaml's parser, asked on that path too,
+// gives its column.
 package yamlpos
 
 import (
@@ -23,6 +25,8 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	goccy "github.com/goccy/go-yaml"
+	goccyparser "github.com/goccy/go-yaml/parser"
 	yamlv2 "go.yaml.in/yaml/v2"
 	yamlv3 "go.yaml.in/yaml/v3"
 
@@ -358,6 +362,7 @@ func syntaxError(err error, src []byte) error {
 	switch {
 	case parserProblems[msg]:
 		e.Line = line + 1
+		msg = column(e, msg, src)
 	case strings.HasPrefix(msg, "invalid map key"):
 		// yaml.v2 writes the key as Go: []interface {}{"a"}.
 		msg = "a mapping key must be a scalar (a string, a number, true or false), not a list or mapping"
@@ -387,9 +392,33 @@ func syntaxError(err error, src []byte) error {
 	default:
 		// A scanner's problem: its line, left out on the first.
 		e.Line = max(line, 1)
+		msg = column(e, msg, src)
 	}
 	e.Msg = "not valid YAML: " + msg
 	return e
+}
+
+// column adds the column to a syntax error yaml.v2 gives a line only:
+// github.com/goccy/go-yaml's parser, asked again, points at a character.
+// Where it points at yaml.v2's line, msg is kept with its column; where
+// it points elsewhere (an unterminated quote: where it opens, not where
+// the input ends), its place and its words are taken; where it finds no
+// error, the line alone stays. It returns the message to give.
+func column(e *strictjson.Error, msg string, src []byte) string {
+	_, err := goccyparser.ParseBytes(src, 0)
+	var se *goccy.SyntaxError
+	if !errors.As(err, &se) || se.Token == nil || se.Token.Position == nil {
+		return msg
+	}
+	p := se.Token.Position
+	if p.Line < 1 || p.Column < 1 {
+		return msg
+	}
+	if p.Line != e.Line {
+		msg = strings.ReplaceAll(se.Message, "\t", `\t`)
+	}
+	e.Line, e.Column = p.Line, p.Column
+	return msg
 }
 
 // at is the line and column of byte off of src, 0, 0 for off < 0.
@@ -499,7 +528,10 @@ func Unreadable(src []byte, yamlErr error) error {
 	var ye *strictjson.Error
 	if errors.As(yamlErr, &ye) {
 		je.Msg += "; not YAML either: " + strings.TrimPrefix(ye.Msg, "not valid YAML: ")
-		if ye.Line > 0 {
+		switch {
+		case ye.Column > 0:
+			je.Msg += fmt.Sprintf(" (line %d, column %d)", ye.Line, ye.Column)
+		case ye.Line > 0:
 			je.Msg += fmt.Sprintf(" (line %d)", ye.Line)
 		}
 	}

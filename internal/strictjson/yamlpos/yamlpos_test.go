@@ -129,11 +129,13 @@ func TestErrors(t *testing.T) {
 		{"key twice, as read", "flags: {yes: 1, true: 2}\n", `line 1, column 17: flags: duplicate key "true" (first at line 1, column 9)`},
 		{"key set by a merge, then again", "base: &b {x: 1}\nm:\n  <<: *b\n  x: 2\n", `line 4, column 3: m: duplicate key "x" (first at line 1, column 11)`},
 		{"keys twice", "a: 1\na: 2\nb: {c: 1, c: 2}\n", "line 2, column 1: duplicate key \"a\" (first at line 1, column 1)\nline 3, column 11: b: duplicate key \"c\" (first at line 3, column 5)"},
-		{"first line", "a: b: c\n", `line 1: not valid YAML: mapping values are not allowed in this context`},
-		{"scanner", "x: 1\na: b: c\n", `line 2: not valid YAML: mapping values are not allowed in this context`},
-		{"parser", "x: 1\ny: {\"a\": \"b\" \"c\": 1}\n", `line 2: not valid YAML: did not find expected ',' or '}'`},
-		{"parser, block", "x:\n  y:\n    z: 1\n   w: 2\n", `line 4: not valid YAML: did not find expected key`},
-		{"tab", "name: a\n\tb: c\n", `line 2: not valid YAML: found a tab character that violates indentation`},
+		{"first line", "a: b: c\n", `line 1, column 4: not valid YAML: mapping values are not allowed in this context`},
+		{"scanner", "x: 1\na: b: c\n", `line 2, column 4: not valid YAML: mapping values are not allowed in this context`},
+		{"parser", "x: 1\ny: {\"a\": \"b\" \"c\": 1}\n", `line 2, column 14: not valid YAML: did not find expected ',' or '}'`},
+		{"parser, block", "x:\n  y:\n    z: 1\n   w: 2\n", `line 4, column 4: not valid YAML: did not find expected key`},
+		{"quote not closed: where it opens", "a: 1\nb: \"x\nc: 2\n", `line 2, column 4: not valid YAML: could not find end character of double-quoted text`},
+		{"column not known: the line alone", "%YAML 1.3\n---\na: 1\n", `line 1: not valid YAML: found incompatible YAML document`},
+		{"tab", "name: a\n\tb: c\n", `line 2, column 1: not valid YAML: found a tab character that violates indentation`},
 		{"control character", "a: b\nc: d\x01\n", `line 2, column 5: not valid YAML: control characters are not allowed`},
 		{"not UTF-8", "a: b\nc: \xff\n", `line 2, column 4: not valid YAML: invalid leading UTF-8 octet`},
 		{"unknown anchor", "a: 1\nb: [*x]\n", `line 2, column 5: not valid YAML: unknown anchor 'x' referenced`},
@@ -168,8 +170,8 @@ func TestSecondDocument(t *testing.T) {
 func TestUnreadable(t *testing.T) {
 	for src, want := range map[string]string{
 		`{"a": 1 "b": 2}`: `line 1, column 9: invalid character '"' after object value (expecting ',' or '}'); not YAML either: did not find expected ',' or '}' (line 1)`,
-		"[1,\n2\n":        `line 3, column 1: unexpected end of input: the JSON value is not complete; not YAML either: did not find expected ',' or ']' (line 3)`,
-		"a: [\n":          `line 2: not valid YAML: did not find expected node content`,
+		"[1,\n2\n":        `line 3, column 1: unexpected end of input: the JSON value is not complete; not YAML either: sequence end token ']' not found (line 1, column 1)`,
+		"a: [\n":          `line 1, column 4: not valid YAML: sequence end token ']' not found`,
 	} {
 		_, err := convert(t, src)
 		if got := Unreadable([]byte(src), err); got.Error() != want {
