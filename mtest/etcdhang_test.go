@@ -6,12 +6,13 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
+
+	"github.com/ckegen/ckegen/internal/testutil/freeze"
 )
 
 // TestEtcdStopsAnswering: each daemon talks to an etcd member of its own.
@@ -56,16 +57,16 @@ func TestEtcdStopsAnswering(t *testing.T) {
 	other := 1 - leader
 
 	stopped := e.etcd[leader].cmd.Process
-	if err := stopped.Signal(syscall.SIGSTOP); err != nil {
+	t.Cleanup(func() { _ = freeze.Continue(stopped) })
+	if err := freeze.Stop(stopped); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = stopped.Signal(syscall.SIGCONT) })
 	start := time.Now()
 	e.eventually("the leader to give up", 20*time.Second, func() bool { return !leading(leader) })
 	gaveUp := time.Since(start)
 	e.eventually("the other daemon to lead", 30*time.Second, func() bool { return leading(other) })
 	led := time.Since(start)
-	t.Logf("etcd member %d stopped: cke-%d gave up after %s, ckegen-%d led after %s (interval %s, session TTL %s)",
+	t.Logf("etcd member %d stopped: ckegen-%d gave up after %s, ckegen-%d led after %s (interval %s, session TTL %s)",
 		leader, leader, gaveUp.Round(time.Millisecond), other, led.Round(time.Millisecond), iv, sessionTTL)
 	// Two intervals (the wait for the next tick, then its first call's
 	// deadline), plus the scrape's own time on a busy machine.

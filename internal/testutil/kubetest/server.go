@@ -29,6 +29,7 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/ckegen/ckegen/internal/testutil/etcdtest"
+	"github.com/ckegen/ckegen/internal/testutil/freeze"
 )
 
 // readyTimeout bounds how long Start waits for /readyz.
@@ -188,14 +189,15 @@ func (s *Server) Stop() {
 	s.cmd = nil
 }
 
-// Pause freezes the server (SIGSTOP): connections are still accepted by
-// the kernel, but nothing answers. Resume undoes it.
+// Pause freezes the server (SIGSTOP) and returns once every thread of it
+// is stopped: connections are still accepted by the kernel, but nothing
+// answers. Resume undoes it.
 func (s *Server) Pause() {
 	s.t.Helper()
 	if s.cmd == nil {
 		s.t.Fatal("kubetest: Pause of a stopped server")
 	}
-	if err := s.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+	if err := freeze.Stop(s.cmd.Process); err != nil {
 		s.t.Fatal(err)
 	}
 }
@@ -206,7 +208,7 @@ func (s *Server) Resume() {
 	if s.cmd == nil {
 		s.t.Fatal("kubetest: Resume of a stopped server")
 	}
-	if err := s.cmd.Process.Signal(syscall.SIGCONT); err != nil {
+	if err := freeze.Continue(s.cmd.Process); err != nil {
 		s.t.Fatal(err)
 	}
 }
