@@ -76,7 +76,7 @@ func steps() []step {
 		prepare: programs.CKE,
 		without: "mtest's TestBesideCKE skips; set " + programs.EnvCKEBinDir + " to a directory holding both, or make github.com/cybozu-go/cke " + programs.CKEVersion + " downloadable (../shared/goproxy or the Go module proxy)",
 	}, {
-		what: "CKE " + programs.CKEVersion + "'s server with ckegen inside (cke, ckeserver/)", cold: "several minutes; again whenever ckegen's packages change, about a minute warm",
+		what: "CKE " + programs.CKEVersion + "'s server with ckegen inside (cke, ckeserver/)", cold: "several minutes; again whenever ckegen's packages change, seconds warm",
 		prepare: programs.Inside,
 		without: "mtest's TestInsideCKE skips; set " + programs.EnvInsideBinary + " to a built binary, or make github.com/cybozu-go/cke " + programs.CKEVersion + " downloadable (../shared/goproxy or the Go module proxy)",
 	}, {
