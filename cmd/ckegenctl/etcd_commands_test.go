@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -19,13 +18,7 @@ func TestEtcdCommands(t *testing.T) {
 	url := etcdtest.Start(t)
 	cli := etcdtest.Connect(t, url)
 	dir := t.TempDir()
-	write := func(name, content string) string {
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
+	write := func(name, content string) string { return writeFileIn(t, dir, name, content) }
 	goodTemplate := write("t.yml", "name: demo\nnodes:\n- {user: cybozu, control_plane: true}\n- {user: cybozu}\nservice_subnet: 10.68.0.0/16\n")
 	badTemplate := write("bad.yml", "name: demo\nnodes:\n- {user: cybozu, contol_plane: true}\n")
 	goodVars := write("v.json", `{"having": {"roles": ["cs"]}, "notHaving": null}`)

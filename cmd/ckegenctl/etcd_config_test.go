@@ -24,7 +24,8 @@ func runCLIWithConfig(t *testing.T, configFile string, args ...string) (stdout, 
 	return out.String(), errb.String(), code
 }
 
-func writeConfig(t *testing.T, dir, name, content string) string {
+// writeFileIn writes content to the file name in dir and returns its path.
+func writeFileIn(t *testing.T, dir, name, content string) string {
 	t.Helper()
 	p := filepath.Join(dir, name)
 	if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
@@ -56,9 +57,9 @@ func TestEtcdFlags(t *testing.T) {
 	cli := etcdtest.Connect(t, live)
 	dir := t.TempDir()
 	dead := fmt.Sprintf("http://127.0.0.1:%d", etcdtest.FreePort(t))
-	dflt := writeConfig(t, dir, "config.yml", "endpoints: ["+live+"]\nprefix: /dflt/\n")
-	other := writeConfig(t, dir, "other.yml", "endpoints: ["+live+"]\nprefix: /other/\n")
-	deadFile := writeConfig(t, dir, "dead.yml", "endpoints: ["+dead+"]\nprefix: /fromfile/\n")
+	dflt := writeFileIn(t, dir, "config.yml", "endpoints: ["+live+"]\nprefix: /dflt/\n")
+	other := writeFileIn(t, dir, "other.yml", "endpoints: ["+live+"]\nprefix: /other/\n")
+	deadFile := writeFileIn(t, dir, "dead.yml", "endpoints: ["+dead+"]\nprefix: /fromfile/\n")
 	missing := filepath.Join(dir, "missing.yml")
 	for i, c := range []struct {
 		name        string
@@ -86,7 +87,7 @@ func TestEtcdFlags(t *testing.T) {
 		}
 	}
 
-	bad := writeConfig(t, dir, "bad.yml", "endpoints: ["+live+"]\ntls-ca-flie: ca.pem\n")
+	bad := writeFileIn(t, dir, "bad.yml", "endpoints: ["+live+"]\ntls-ca-flie: ca.pem\n")
 	for _, c := range []struct {
 		defaultFile string
 		args        []string
@@ -120,7 +121,7 @@ func TestEtcdNotAnswering(t *testing.T) {
 	dir := t.TempDir()
 	dead := fmt.Sprintf("http://127.0.0.1:%d", etcdtest.FreePort(t))
 	silent := etcdtest.Silent(t)
-	silentCfg := writeConfig(t, dir, "silent.yml", "endpoints: ["+silent+"]\ntimeout: 300ms\n")
+	silentCfg := writeFileIn(t, dir, "silent.yml", "endpoints: ["+silent+"]\ntimeout: 300ms\n")
 	missing := filepath.Join(dir, "missing.yml")
 	for _, c := range []struct {
 		args []string

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -76,13 +75,7 @@ func TestPolicyCommands(t *testing.T) {
 	url := etcdtest.Start(t)
 	cli := etcdtest.Connect(t, url)
 	dir := t.TempDir()
-	write := func(name, content string) string {
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
+	write := func(name, content string) string { return writeFileIn(t, dir, name, content) }
 	raw := func(key string) string {
 		resp, err := cli.Get(context.Background(), key)
 		if err != nil {
