@@ -209,6 +209,19 @@ func (d *dryRun) run(e *env, cmd *cobra.Command, w intake.WhatIf) error {
 	return nil
 }
 
+// store stores data, which the caller checked, under key: with --dry-run
+// it prints the plan with w applied instead; otherwise it prints the
+// warnings of that plan first (warn).
+func (d *dryRun) store(e *env, cmd *cobra.Command, w intake.WhatIf, key string, data []byte) error {
+	if d.enabled {
+		return d.run(e, cmd, w)
+	}
+	d.warn(e, cmd, w)
+	return e.withStorage(func(ctx context.Context, st storage.Storage) error {
+		return st.Put(ctx, key, data)
+	})
+}
+
 // checkTimeout bounds each sabakan request of the check a setting command
 // makes before it stores (unless --sabakan-timeout says otherwise): the
 // check is advice, and a sabakan that does not answer must not hold the

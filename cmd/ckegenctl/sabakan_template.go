@@ -48,13 +48,7 @@ with this template is printed instead (ckegenctl sabakan plan --template FILE).`
 			if err != nil {
 				return fmt.Errorf("%s: %w", args[0], err)
 			}
-			if dry.enabled {
-				return dry.run(e, cmd, intake.WhatIf{Template: js})
-			}
-			dry.warn(e, cmd, intake.WhatIf{Template: js})
-			return e.withStorage(func(ctx context.Context, st storage.Storage) error {
-				return st.Put(ctx, storage.KeySabakanTemplate, js)
-			})
+			return dry.store(e, cmd, intake.WhatIf{Template: js}, storage.KeySabakanTemplate, js)
 		},
 	}
 	dry = addDryRun(cmd)

@@ -30,13 +30,7 @@ variables is printed instead (ckegenctl sabakan plan --variables FILE).`,
 			if _, err := sabakan.ParseVariables(data); err != nil {
 				return fmt.Errorf("%s: %w", args[0], err)
 			}
-			if dry.enabled {
-				return dry.run(e, cmd, intake.WhatIf{Variables: data})
-			}
-			dry.warn(e, cmd, intake.WhatIf{Variables: data})
-			return e.withStorage(func(ctx context.Context, st storage.Storage) error {
-				return st.Put(ctx, storage.KeySabakanQueryVariables, data)
-			})
+			return dry.store(e, cmd, intake.WhatIf{Variables: data}, storage.KeySabakanQueryVariables, data)
 		},
 	}
 	dry = addDryRun(cmd)
