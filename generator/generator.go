@@ -73,6 +73,9 @@ const (
 	ActionRebalanceDemoteCP       = "rebalance-demote-control-plane"
 	ActionRebalanceRemoveCP       = "rebalance-remove-control-plane"
 	ActionRebalanceAddCP          = "rebalance-add-control-plane"
+	// ActionRerender: a node no rule acts on, written anew because it
+	// renders differently now (docs/design.md 6.2).
+	ActionRerender = "re-render"
 )
 
 // Actions lists every change action, for tools that show changes.
@@ -81,7 +84,7 @@ func Actions() []string {
 		ActionGenerate, ActionRegenerate, ActionAddControlPlane, ActionAddWorker, ActionPromoteWorker,
 		ActionDemoteControlPlane, ActionRemoveNonExistentCP, ActionRemoveNonExistentWorker,
 		ActionRemoveUnmatchedWorker, ActionRemoveExcessiveCP, ActionRemoveBadCP, ActionRemoveRetiredWorker,
-		ActionChangeTaint, ActionRebalanceDemoteCP, ActionRebalanceRemoveCP, ActionRebalanceAddCP,
+		ActionChangeTaint, ActionRebalanceDemoteCP, ActionRebalanceRemoveCP, ActionRebalanceAddCP, ActionRerender,
 	}
 }
 

@@ -75,7 +75,28 @@ func MakePlan(in Input, templateChanged bool, maxSteps int) (*Plan, error) {
 	if maxSteps < 1 {
 		return nil, fmt.Errorf("max steps: must be at least 1, got %d", maxSteps)
 	}
-	p := &Plan{Start: in.Current, Cluster: in.Current}
+	return run(&Plan{Start: in.Current, Cluster: in.Current}, in, templateChanged, maxSteps)
+}
+
+// Continue is the plan whose first step is first, a decision already
+// made on in (which need not be one MakePlan would make: Taints over
+// max-unhealthy, Regenerate alone); the steps after it are MakePlan's
+// from first's cluster, the template counting as unchanged. maxSteps
+// counts every step, first included. For first = Tick(in, changed),
+// Continue(in, first, n) is MakePlan(in, changed, n).
+func Continue(in Input, first *Result, maxSteps int) (*Plan, error) {
+	if maxSteps < 1 {
+		return nil, fmt.Errorf("max steps: must be at least 1, got %d", maxSteps)
+	}
+	p := &Plan{Start: in.Current, Cluster: first.Cluster,
+		Steps: []Step{{Op: first.Op, Changes: first.Changes, Warnings: first.Warnings}}}
+	in.Current = first.Cluster
+	return run(p, in, false, maxSteps)
+}
+
+// run makes ticks from in, after the steps p has, until one has nothing
+// to do, one fails, or one would make step maxSteps+1.
+func run(p *Plan, in Input, templateChanged bool, maxSteps int) (*Plan, error) {
 	for {
 		res, err := Tick(in, templateChanged)
 		switch {

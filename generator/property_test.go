@@ -344,7 +344,7 @@ var allowed = map[string][]string{
 	OpRebalanceCP:         {ActionRebalanceDemoteCP, ActionRebalanceRemoveCP, ActionRebalanceAddCP},
 }
 
-var fillActions = []string{ActionAddControlPlane, ActionPromoteWorker, ActionAddWorker}
+var fillActions = []string{ActionAddControlPlane, ActionPromoteWorker, ActionAddWorker, ActionRerender}
 
 func nodesByAddress(c *cluster.Cluster) map[string]*cluster.Node {
 	out := map[string]*cluster.Node{}
@@ -536,6 +536,20 @@ func checkResult(t *rapid.T, w *world, prev *cluster.Cluster, res *Result) {
 			}
 			t.Fatalf("%s: node %s (control plane %v, machine %s, taints %v) %s for no reason of this rule",
 				res.Op, old.Address, old.ControlPlane, st, w.nodeTaints[old.Address], why)
+		}
+	}
+	// Every node the step changes is told: a change names it (its rule's,
+	// or a re-render's), and a re-render names a node that changed.
+	told := map[string]bool{}
+	for _, c := range res.Changes {
+		told[c.Address] = true
+		if o := before[c.Address]; c.Action == ActionRerender && (o == nil || nodeEqual(o, after[c.Address])) {
+			t.Fatalf("%s: re-render of %s, which did not change", res.Op, c.Address)
+		}
+	}
+	for _, n := range next.Nodes {
+		if o := before[n.Address]; (o == nil || !nodeEqual(o, n)) && !told[n.Address] {
+			t.Fatalf("%s: node %s changed and no change says so", res.Op, n.Address)
 		}
 	}
 	// One rule per step.

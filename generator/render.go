@@ -95,6 +95,7 @@ func (s *state) result(op string) *Result {
 		c.Nodes[i] = s.render(live[i])
 	}
 	wg.Wait()
+	s.relabelled(c, live)
 	return &Result{Cluster: c, Op: op, Changes: s.changes, Warnings: s.warnings}
 }
 

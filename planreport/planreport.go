@@ -16,6 +16,7 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"strings"
 
 	"sigs.k8s.io/yaml"
 
@@ -27,6 +28,10 @@ import (
 
 // Document is a plan as it is shown and stored.
 type Document struct {
+	// View says which view of the Kubernetes Nodes the plan was made
+	// with, and how old it was, or that it was made without Node taints
+	// ("": made offline, from files).
+	View string `json:"view,omitempty"`
 	// Result is generator.PlanSettled, PlanRefused or PlanMaxSteps.
 	Result string `json:"result"`
 	// Error is the refused step's error.
@@ -290,13 +295,21 @@ func Write(w io.Writer, d *Document, format string) error {
 // and the summary.
 func (d *Document) Text() []byte {
 	var b bytes.Buffer
+	if d.View != "" {
+		b.WriteString(d.View)
+		b.WriteString("\n\n")
+	}
 	for i, s := range d.Steps {
 		fmt.Fprintf(&b, "step %d: %s\n", i+1, s.Op)
 		if len(s.Changes) == 0 {
 			b.WriteString("  (no node changes)\n")
 		}
-		for _, c := range s.Changes {
-			writeChange(&b, c)
+		for _, t := range Tell(s.Changes, func(c Change) (string, string, string) { return c.Action, c.Address, c.Reason }) {
+			if t.Addresses != nil {
+				fmt.Fprintf(&b, "  - %s\n", Group(t.Addresses, t.Change.Reason))
+				continue
+			}
+			writeChange(&b, t.Change)
 		}
 		for _, w := range s.Warnings {
 			fmt.Fprintf(&b, "  warning: %s\n", w)
@@ -402,4 +415,71 @@ func compareRacks(a, b string) int {
 		return 1
 	}
 	return cmp.Compare(a, b)
+}
+
+// Told is a change as a report tells it: a change, or the re-renders of
+// several nodes for the same reason (generator.ActionRerender), told
+// once with how many nodes and which.
+type Told[C any] struct {
+	// Change is the change told alone, or the first of the group.
+	Change C
+	// Addresses are the nodes of a group of re-renders (nil: a change
+	// told alone).
+	Addresses []string
+}
+
+// Tell groups the re-renders among cs by reason, each group where its
+// first change stands; every other change is told alone, in order.
+// action, address and reason read a change.
+func Tell[C any](cs []C, read func(C) (action, address, reason string)) []Told[C] {
+	var out []Told[C]
+	group := map[string]int{}
+	for _, c := range cs {
+		action, address, reason := read(c)
+		if action != generator.ActionRerender {
+			out = append(out, Told[C]{Change: c})
+			continue
+		}
+		if i, ok := group[reason]; ok {
+			out[i].Addresses = append(out[i].Addresses, address)
+			continue
+		}
+		group[reason] = len(out)
+		out = append(out, Told[C]{Change: c, Addresses: []string{address}})
+	}
+	for i := range out {
+		if len(out[i].Addresses) == 1 {
+			out[i].Addresses = nil
+		}
+	}
+	return out
+}
+
+// maxNamed is how many addresses a group of re-renders names.
+const maxNamed = 3
+
+// Group says a group of re-renders in a line: "re-rendered 42 nodes:
+// labels topology.kubernetes.io/zone added (10.0.0.1, 10.0.0.2,
+// 10.0.0.3 and 39 more)".
+func Group(addresses []string, reason string) string {
+	named := strings.Join(addresses[:min(len(addresses), maxNamed)], ", ")
+	if more := len(addresses) - maxNamed; more > 0 {
+		named += fmt.Sprintf(" and %d more", more)
+	}
+	return fmt.Sprintf("re-rendered %d nodes: %s (%s)", len(addresses), reason, named)
+}
+
+// Summarize is a step's changes in short, for a log line: each action
+// and address, the re-renders grouped.
+func Summarize(cs []generator.Change) []string {
+	told := Tell(cs, func(c generator.Change) (string, string, string) { return c.Action, c.Address, c.Reason })
+	out := make([]string, len(told))
+	for i, t := range told {
+		if t.Addresses != nil {
+			out[i] = Group(t.Addresses, t.Change.Reason)
+			continue
+		}
+		out[i] = t.Change.Action + " " + t.Change.Address
+	}
+	return out
 }

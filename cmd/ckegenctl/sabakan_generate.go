@@ -245,7 +245,12 @@ func writeTextExplanation(w io.Writer, res *generator.Result, warnings []string,
 		// the error itself is printed by main
 	default:
 		fmt.Fprintf(&b, "op: %s\n", res.Op)
-		for _, c := range res.Changes {
+		for _, t := range planreport.Tell(res.Changes, func(c generator.Change) (string, string, string) { return c.Action, c.Address, c.Reason }) {
+			c := t.Change
+			if t.Addresses != nil {
+				fmt.Fprintf(&b, "- %s\n", planreport.Group(t.Addresses, c.Reason))
+				continue
+			}
 			serial := c.Serial
 			if serial == "" {
 				serial = "-"
