@@ -26,7 +26,10 @@ type Status struct {
 	Time                time.Time `json:"time"`
 	ConsecutiveFailures int       `json:"consecutiveFailures"`
 	LastSuccess         time.Time `json:"lastSuccess,omitzero"`
-	LastOp              string    `json:"lastOp,omitempty"`
+	// LastRun is the time of the last tick that ran the integration: not
+	// disabled, held back or waiting for a setting.
+	LastRun time.Time `json:"lastRun,omitzero"`
+	LastOp  string    `json:"lastOp,omitempty"`
 	// LastChanges holds at most MaxChanges of the LastChangeCount changes.
 	LastChanges     []Change `json:"lastChanges,omitempty"`
 	LastChangeCount int      `json:"lastChangeCount,omitempty"`
@@ -59,7 +62,47 @@ type Status struct {
 	// (OwnerCKE or OwnerCKEGen). Both "" when the tick did not read them.
 	Mode  string `json:"mode,omitempty"`
 	Owner string `json:"owner,omitempty"`
+	// Interval is the pace the host runs the step at (ckegen's
+	// --interval, or CKE's server's): a status older than a few of them
+	// says the host stopped calling.
+	Interval Duration `json:"interval,omitempty"`
+	// Inventory counts what the last tick that queried sabakan saw.
+	Inventory *InventoryFigures `json:"inventory,omitempty"`
 	ChangeStatus
+}
+
+// InventoryFigures count a tick's machines by state and the cluster's
+// workers by role, as the tick left the cluster.
+type InventoryFigures struct {
+	// Machines counts the machines sabakan returned (sanitized), by
+	// state.
+	Machines map[string]int `json:"machines"`
+	// Workers counts the cluster's workers by the role label of each
+	// ("" for none); nil without a cluster.
+	Workers map[string]int `json:"workers,omitempty"`
+	// Unused counts the machines that are not in the cluster (with a
+	// cluster).
+	Unused int `json:"unused"`
+}
+
+// Duration is a time.Duration that JSON holds as Go writes it ("1m0s").
+type Duration time.Duration
+
+// MarshalJSON implements json.Marshaler.
+func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(time.Duration(d).String()) }
+
+// UnmarshalJSON implements json.Unmarshaler.
+func (d *Duration) UnmarshalJSON(data []byte) error {
+	var s string
+	if err := json.Unmarshal(data, &s); err != nil {
+		return err
+	}
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return err
+	}
+	*d = Duration(v)
+	return nil
 }
 
 // Where a tick's constraints came from (Status.ConstraintsSource).
@@ -102,8 +145,12 @@ type WorkerRate struct {
 
 // KubernetesStatus is what a tick learnt from the Kubernetes Nodes.
 type KubernetesStatus struct {
-	// Read: the tick listed the Nodes.
+	// Read: the tick knew the Nodes.
 	Read bool `json:"read"`
+	// Source says where the view comes from (the Kubernetes API, CKE's
+	// cluster status); Why why it is not known, when it is not.
+	Source string `json:"source,omitempty"`
+	Why    string `json:"why,omitempty"`
 	// Nodes is how many Nodes it listed, Intolerable how many of them
 	// carried a taint a control plane does not tolerate (docs/design.md 6.4).
 	Nodes       int `json:"nodes"`
