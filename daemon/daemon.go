@@ -39,9 +39,9 @@ type Config struct {
 	// MaxClusterBytes is etcd's request size limit (tick.Config).
 	MaxClusterBytes int
 	Sabakan         sabakan.Options
-	// Kubernetes lists the Kubernetes Nodes' taints once per tick
-	// (docs/design.md 6.4); nil: no Kubernetes access, the generator sees
-	// no taints.
+	// Kubernetes is the view of the Kubernetes Nodes, read once per tick
+	// (docs/design.md 6.4; tick.APIView with --kubeconfig); nil: no
+	// Kubernetes access, the generator sees no taints.
 	Kubernetes tick.Kubernetes
 	Now        func() time.Time
 	Log        *slog.Logger
@@ -52,9 +52,9 @@ type Config struct {
 
 // Defaults.
 const (
-	DefaultInterval        = time.Minute
+	DefaultInterval        = tick.DefaultInterval
 	DefaultSessionTTL      = 60 * time.Second
-	DefaultMinBackoff      = 5 * time.Second
+	DefaultMinBackoff      = tick.DefaultMinBackoff
 	DefaultMaxClusterBytes = tick.DefaultMaxClusterBytes
 	DefaultCKEStatusMaxAge = tick.DefaultCKEStatusMaxAge
 )
@@ -96,7 +96,7 @@ func New(cfg Config) *Daemon {
 		metrics: tick.NewMetrics(tick.MetricsOptions{CKENames: true}),
 		step: tick.New(tick.Config{Storage: cfg.Storage, Name: cfg.Name, RetireWait: cfg.RetireWait,
 			CKEStatusMaxAge: cfg.CKEStatusMaxAge, MaxClusterBytes: cfg.MaxClusterBytes, Sabakan: cfg.Sabakan,
-			Now: cfg.Now, Log: cfg.Log})}
+			Interval: cfg.Interval, MinBackoff: cfg.MinBackoff, Now: cfg.Now, Log: cfg.Log})}
 	cfg.Registry.MustRegister(d.leader, d.metrics)
 	return d
 }
@@ -213,12 +213,10 @@ func (d *Daemon) lead(ctx context.Context, sess *concurrency.Session, leaderKey 
 	return g.Wait()
 }
 
-// tickLoop ticks at once, then every Interval, at once on a trigger, and
-// after a failure with a backoff from MinBackoff doubling up to Interval;
-// a wait never runs past what the tick said is due (the end of the quiet
-// time).
+// tickLoop ticks at once, then when the step says it should run again
+// (tick.Result.Next: the interval, a retry's backoff, the end of a quiet
+// time), and at once on a trigger.
 func (d *Daemon) tickLoop(ctx context.Context, leaderKey string, trigger <-chan struct{}) error {
-	backoff := d.cfg.MinBackoff
 	for {
 		res := d.runOnce(ctx, leaderKey)
 		if ctx.Err() != nil {
@@ -232,36 +230,16 @@ func (d *Daemon) tickLoop(ctx context.Context, leaderKey string, trigger <-chan 
 			// another daemon may reach it; stop leading and campaign again.
 			return fmt.Errorf("etcd did not answer: %w", res.Err)
 		}
-		var wait time.Duration
-		wait, backoff = d.nextWait(res.Err, backoff)
-		if res.DueIn > 0 && res.DueIn < wait {
-			wait = res.DueIn + 10*time.Millisecond
-		}
-		timer := time.NewTimer(wait)
+		timer := time.NewTimer(res.Next)
 		select {
 		case <-ctx.Done():
 			timer.Stop()
 			return nil
 		case <-trigger:
 			timer.Stop()
-			backoff = d.cfg.MinBackoff
 		case <-timer.C:
 		}
 	}
-}
-
-// nextWait returns how long to wait after a tick that ended with err, and
-// the backoff for the next failure: Interval after a success; at once when
-// the cluster or its ownership changed under the tick; otherwise the
-// backoff, which doubles up to Interval.
-func (d *Daemon) nextWait(err error, backoff time.Duration) (wait, next time.Duration) {
-	switch tick.ReasonOf(err) {
-	case "":
-		return d.cfg.Interval, d.cfg.MinBackoff
-	case reason.ClusterChanged, reason.OwnershipChanged:
-		return 0, backoff
-	}
-	return min(backoff, d.cfg.Interval), min(2*backoff, d.cfg.Interval)
 }
 
 // runOnce is one tick, with its metrics.

@@ -22,7 +22,6 @@ import (
 	"github.com/ckegen/ckegen/cluster"
 	"github.com/ckegen/ckegen/internal/embedded"
 	"github.com/ckegen/ckegen/internal/testutil/sitetest"
-	"github.com/ckegen/ckegen/machine"
 	"github.com/ckegen/ckegen/reason"
 	"github.com/ckegen/ckegen/sabakan"
 	"github.com/ckegen/ckegen/storage"
@@ -96,36 +95,6 @@ func (f *fixture) cluster(t *testing.T) *cluster.Cluster {
 	}
 	must(t, err)
 	return c
-}
-
-// TestTickWritesAndSettles: ticks build the cluster, then settle.
-// TestFailureReasons: each failure kind records its reason and writes no
-// cluster.
-// TestEtcdErrorIsEtcdError: when etcd does not answer, the tick fails with
-// ETCD_ERROR, not with the reason of whatever it was reading (it used to
-// be INVALID_CONSTRAINTS or INVALID_CLUSTER), and writes nothing.
-func TestBackoff(t *testing.T) {
-	d := New(Config{Interval: time.Minute, MinBackoff: 5 * time.Second})
-	failure := &tick.Error{Reason: reason.QueryError, Err: errors.New("x")}
-	b := d.cfg.MinBackoff
-	var waits []time.Duration
-	for i := 0; i < 6; i++ {
-		var w time.Duration
-		w, b = d.nextWait(failure, b)
-		waits = append(waits, w)
-	}
-	want := []time.Duration{5, 10, 20, 40, 60, 60}
-	for i := range want {
-		if waits[i] != want[i]*time.Second {
-			t.Fatalf("waits %v, want %v seconds", waits, want)
-		}
-	}
-	if w, next := d.nextWait(nil, b); w != time.Minute || next != 5*time.Second {
-		t.Errorf("after success: wait %v next %v", w, next)
-	}
-	if w, _ := d.nextWait(&tick.Error{Reason: reason.ClusterChanged, Err: errors.New("x")}, b); w != 0 {
-		t.Errorf("after a conflict: wait %v, want 0", w)
-	}
 }
 
 // ticks is the number of ticks d has finished, read from its
@@ -375,8 +344,8 @@ func TestMetrics(t *testing.T) {
 
 	// Stale roles disappear.
 	d.setLeading(true)
-	d.metrics.Observe(testNow, tick.Result{Machines: []*machine.Machine{},
-		Cluster: &cluster.Cluster{Nodes: []*cluster.Node{{Address: "x", Labels: map[string]string{"cke.cybozu.com/role": "new"}}}}})
+	d.metrics.Observe(testNow, tick.Result{Status: storage.Status{Time: testNow, Result: reason.OK,
+		Inventory: &storage.InventoryFigures{Machines: map[string]int{}, Workers: map[string]int{"new": 1}}}})
 	if got := series(scrape(t, d), "cke_sabakan_workers{"); len(got) != 1 || got[0] != `cke_sabakan_workers{role="new"} 1` {
 		t.Errorf("worker series after the roles changed: %q", got)
 	}

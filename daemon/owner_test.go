@@ -2,13 +2,11 @@ package daemon
 
 import (
 	"context"
-	"errors"
 	"net/http"
 	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/ckegen/ckegen/reason"
 	"github.com/ckegen/ckegen/storage"
@@ -57,15 +55,5 @@ func TestModeMetricsAndHealth(t *testing.T) {
 	}
 	if got := series(m, "cke_leader"); !slices.Equal(got, []string{"cke_leader 1"}) {
 		t.Errorf("standalone, cke_leader: %q", got)
-	}
-}
-
-// TestOwnershipChangedRetries: a write that lost to a takeover is retried
-// at once, like a changed cluster.
-func TestOwnershipChangedRetries(t *testing.T) {
-	d := New(Config{Interval: time.Minute, MinBackoff: time.Second})
-	err := &tick.Error{Reason: reason.OwnershipChanged, Err: errors.New("sabakan/owner changed")}
-	if wait, _ := d.nextWait(err, time.Second); wait != 0 {
-		t.Errorf("wait %s after %s, want 0", wait, reason.OwnershipChanged)
 	}
 }

@@ -55,6 +55,24 @@ type Reader struct {
 	pageSize int64
 }
 
+// Open returns the reader of the cluster of the kubeconfig file path,
+// each List within timeout, as a command's --kubeconfig and
+// --kubernetes-timeout give them; nil without a path.
+func Open(path string, timeout time.Duration) (*Reader, error) {
+	if path == "" {
+		return nil, nil
+	}
+	cfg, err := LoadKubeconfig(path)
+	if err != nil {
+		return nil, fmt.Errorf("--kubeconfig: %w", err)
+	}
+	r, err := NewReader(cfg, Options{Timeout: timeout})
+	if err != nil {
+		return nil, fmt.Errorf("--kubeconfig %s: %w", path, err)
+	}
+	return r, nil
+}
+
 // LoadKubeconfig reads a kubeconfig file (its current context), as kubectl
 // does with --kubeconfig.
 //

@@ -23,6 +23,7 @@ import (
 	"github.com/ckegen/ckegen/rackmap"
 	"github.com/ckegen/ckegen/sabakan"
 	"github.com/ckegen/ckegen/storage"
+	"github.com/ckegen/ckegen/tick"
 )
 
 // Defaults of Options.
@@ -68,6 +69,7 @@ type Reader struct {
 	cached   *answer
 	sabakan  sabakan.Clients
 	settings intake.Reader
+	gather   *tick.Gatherer
 }
 
 // answer is sabakan's answer to both queries, with what it answered.

@@ -2,7 +2,6 @@ package tick
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"net/http"
 	"slices"
@@ -236,8 +235,8 @@ func TestQuietTime(t *testing.T) {
 	if st := f.status(t); st.Reason != reason.QuietTime || st.Quiet.Remaining != "1s" || f.clusterRev(t) != rev0 {
 		t.Errorf("one second before the end: %s %+v, cluster written %v", st.Reason, st.Quiet, f.clusterRev(t) != rev0)
 	}
-	if r.DueIn <= 0 || r.DueIn > 2*time.Second {
-		t.Errorf("the next tick is due in %s, not when the quiet time ends", r.DueIn)
+	if r.Next <= 0 || r.Next > 2*time.Second {
+		t.Errorf("the next tick is due in %s, not when the quiet time ends", r.Next)
 	}
 
 	clk.add(time.Second)
@@ -347,8 +346,8 @@ func TestMemoryKeptForTheNextLeader(t *testing.T) {
 	v, err := f.st.Get(ctx, storage.KeyCKEGenMemory)
 	must(t, err)
 	var m Memory
-	must(t, json.Unmarshal(v.Data, &m))
-	if m.Inventory.Digest == "" || !m.Inventory.Since.Equal(testNow) || m.PlanDigest == "" || m.Trigger != intake.TriggerSchedule || m.Shown.LastOp != "new" {
+	must(t, m.recall(v))
+	if m.Inventory.Digest == "" || !m.Inventory.Since.Equal(testNow) || m.PlanDigest == "" || m.Trigger != intake.TriggerSchedule || m.Last.LastOp != "new" {
 		t.Fatalf("stored memory %+v", m)
 	}
 	if d.memory.PlanDigest != m.PlanDigest {
@@ -549,7 +548,7 @@ func TestChangeStatusKept(t *testing.T) {
 	v, err := f.st.Get(ctx, storage.KeyCKEGenMemory)
 	must(t, err)
 	var m Memory
-	if err := json.Unmarshal(v.Data, &m); err != nil || m.Inventory.Digest == "" || !m.Inventory.Since.Equal(st.Quiet.InventorySince) {
+	if err := m.recall(v); err != nil || m.Inventory.Digest == "" || !m.Inventory.Since.Equal(st.Quiet.InventorySince) {
 		t.Errorf("the memory after the failed ticks: %s (%v)", v.Data, err)
 	}
 }

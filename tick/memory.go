@@ -1,8 +1,11 @@
 package tick
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/ckegen/ckegen/internal/strictjson"
@@ -15,7 +18,8 @@ import (
 // stopped, under storage.KeyCKEGenMemory, written with each status in one
 // transaction and read with the first snapshot of a leadership. It is
 // never read back from the status: the status is a projection of each
-// tick and of this value.
+// decision and of this value, and the next memory a projection of the
+// decision and of the last memory (Memory.next).
 type Memory struct {
 	// Inventory is the set of serials sabakan returned and since when it
 	// has been the same (the quiet time counts from there).
@@ -34,8 +38,56 @@ type Memory struct {
 	// ObservedGroups is, by placement, the group of its last pick (docs/
 	// design.md 12.4), kept while no later pick says otherwise.
 	ObservedGroups map[string]string `json:"observedGroups,omitempty"`
-	// Shown is what the status keeps showing of earlier ticks.
-	Shown Shown `json:"shown,omitzero"`
+	// Last is the last status: what the next status keeps showing of
+	// earlier ticks while a tick does not get as far as knowing it again
+	// (since when the result has been the same, the last success and
+	// change, the failures in a row, placements, the worker rate, the
+	// inventory's figures, change management's).
+	Last storage.Status `json:"last,omitzero"`
+	// Backoff is the wait after the next failure (0: the first), and
+	// Settings identifies the settings the last tick read: a change of
+	// them starts the backoff again.
+	Backoff  storage.Duration `json:"backoff,omitempty"`
+	Settings string           `json:"settings,omitempty"`
+	// Kubernetes is the view of the Nodes the leader last decided with
+	// (nil: none), which views that decide as the leader does take.
+	Kubernetes *View `json:"kubernetes,omitempty"`
+	// Leader is how the leader decides: what views need to decide as it
+	// does.
+	Leader Leader `json:"leader,omitzero"`
+	// Logged is what the log last said of the integration's state, so
+	// that a state is logged when it begins and ends, not at every tick.
+	Logged Logged `json:"logged,omitzero"`
+}
+
+// Leader is how a leader decides, as its memory keeps it: the
+// Options that come from its host's configuration.
+type Leader struct {
+	Mode            string           `json:"mode,omitempty"`
+	RetireWait      storage.Duration `json:"retireWait,omitempty"`
+	CKEStatusMaxAge storage.Duration `json:"ckeStatusMaxAge,omitempty"`
+	MaxClusterBytes int              `json:"maxClusterBytes,omitempty"`
+	WriteOverhead   int              `json:"writeOverhead,omitempty"`
+}
+
+// leaderOf is what the memory keeps of o.
+func leaderOf(o Options) Leader {
+	return Leader{Mode: o.Mode, RetireWait: storage.Duration(o.RetireWait), CKEStatusMaxAge: storage.Duration(o.CKEStatusMaxAge),
+		MaxClusterBytes: o.MaxClusterBytes, WriteOverhead: o.WriteOverhead}
+}
+
+// Options are the options the leader decides with, for a plan of
+// maxSteps steps from the cluster as read.
+func (l Leader) Options(maxSteps int) Options {
+	return Options{Mode: l.Mode, RetireWait: time.Duration(l.RetireWait), CKEStatusMaxAge: time.Duration(l.CKEStatusMaxAge),
+		MaxClusterBytes: l.MaxClusterBytes, WriteOverhead: l.WriteOverhead, MaxSteps: maxSteps}
+}
+
+// Logged is the state the log last told: the tick's state (its result,
+// reason, and pending plan while planning) and the warnings in force.
+type Logged struct {
+	State    string   `json:"state,omitempty"`
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // InventoryMemory is the set of serials of a tick's inventory, by its
@@ -45,46 +97,33 @@ type InventoryMemory struct {
 	Since  time.Time `json:"since,omitzero"`
 }
 
-// Shown is what the status keeps of earlier ticks while a tick does not
-// get as far as knowing it again: since when the result has been the
-// same, the last success and the last change, the failures in a row, and
-// the last placements, worker rate and change management figures.
-type Shown struct {
-	Result              string                    `json:"result,omitempty"`
-	Reason              string                    `json:"reason,omitempty"`
-	Since               time.Time                 `json:"since,omitzero"`
-	LastSuccess         time.Time                 `json:"lastSuccess,omitzero"`
-	ConsecutiveFailures int                       `json:"consecutiveFailures,omitempty"`
-	LastOp              string                    `json:"lastOp,omitempty"`
-	LastChanges         []storage.Change          `json:"lastChanges,omitempty"`
-	LastChangeCount     int                       `json:"lastChangeCount,omitempty"`
-	Placements          []storage.PlacementStatus `json:"placements,omitempty"`
-	WorkerRate          *storage.WorkerRate       `json:"workerRate,omitempty"`
-	Change              storage.ChangeStatus      `json:"change,omitzero"`
-}
-
-// remember makes the memory the next tick starts from, after a tick that
-// recorded st and ended with out (nil: it read nothing).
-func (m *Memory) remember(st storage.Status, out *outcome) {
-	m.Shown = Shown{Result: st.Result, Reason: st.Reason, Since: st.Since, LastSuccess: st.LastSuccess,
-		ConsecutiveFailures: st.ConsecutiveFailures, LastOp: st.LastOp, LastChanges: st.LastChanges,
-		LastChangeCount: st.LastChangeCount, Placements: st.Placements, WorkerRate: st.WorkerRate, Change: st.ChangeStatus}
+// next is the memory after a decision d acted on with o, which recorded
+// st.
+func (m Memory) next(d *Decision, o Outcome, st storage.Status) Memory {
+	m.Last = st
 	m.Trigger, m.Release = st.Trigger, st.Release
 	m.QuietHeld = st.Result == reason.Planning && st.Reason == reason.QuietTime
-	if out == nil || out.idle() || out.change.Trigger == "" {
+	m.Leader = leaderOf(d.Options)
+	if g := d.Gathered; g.Settings != nil {
+		m.Settings = g.SettingsID
+	}
+	if d.Idle() || d.Quiet == nil {
 		// The tick did not get as far as change management: what it
 		// would have learnt stays as it was.
-		return
+		return m
 	}
-	if out.change.Quiet != nil {
-		m.Inventory = out.inventory
+	m.Inventory = d.Inventory
+	if v := d.Gathered.Kubernetes; v != nil {
+		m.Kubernetes = v
+	} else if !d.Gathered.hostView {
+		m.Kubernetes = nil
 	}
-	if out.planKept {
-		m.PlanDigest = out.planDigest
+	if o.PlanKept {
+		m.PlanDigest = o.PlanDigest
 	}
-	if out.placed {
+	if d.Placed && o.Err == nil {
 		m.ObservedGroups = nil
-		for _, p := range out.placements {
+		for _, p := range d.Placements {
 			if p.ObservedGroup != "" {
 				if m.ObservedGroups == nil {
 					m.ObservedGroups = map[string]string{}
@@ -93,6 +132,7 @@ func (m *Memory) remember(st storage.Status, out *outcome) {
 			}
 		}
 	}
+	return m
 }
 
 // marshal is the memory as stored.
@@ -112,4 +152,35 @@ func (m *Memory) recall(v storage.Value) error {
 		return fmt.Errorf("%s: %w", storage.KeyCKEGenMemory, err)
 	}
 	return nil
+}
+
+// sameWarnings reports whether a and b hold the same warnings.
+func sameWarnings(a, b []string) bool { return slices.Equal(a, b) }
+
+// ReadMemory reads the memory the leader stored with its last status
+// (none: an empty memory), for a view that decides as the leader does.
+func ReadMemory(ctx context.Context, st storage.Storage) (Memory, error) {
+	var m Memory
+	v, err := st.Get(ctx, storage.KeyCKEGenMemory)
+	switch {
+	case errors.Is(err, storage.ErrNotFound):
+		return m, nil
+	case err != nil:
+		return m, err
+	}
+	if err := m.recall(v); err != nil {
+		return m, fmt.Errorf("%w: %w", storage.ErrInvalid, err)
+	}
+	return m, nil
+}
+
+// View is the Kubernetes view the leader last decided with, as a view
+// that decides as it does takes it (nil: the leader has none).
+func (m Memory) View() Kubernetes {
+	if m.Kubernetes == nil {
+		return nil
+	}
+	v := *m.Kubernetes
+	v.Source = "the leader's view, from " + v.Source
+	return v
 }

@@ -1,11 +1,18 @@
-// Package tick is ckegen's integration step: one tick reads one snapshot
-// of etcd, queries sabakan, decides, makes the guarded write, and records
-// the status. It runs in any host that leads: ckegen's own daemon (its
-// election, watch, timers and backoff) and CKE's server (as its sabakan
-// integration). The host calls Step.Run and reads the Result: whether to
-// tick again soon, what to log and export. What a tick must remember for
-// the next one is the step's Memory, kept in memory and, for the next
-// leader, under a key of its own; it is never read back from the status.
+// Package tick is ckegen's integration step: one tick gathers what it
+// decides from (one etcd snapshot, sabakan's answer, the policy's
+// metrics, the Kubernetes view), decides once (Decide, a pure function
+// returning a Decision), acts on the decision (the guarded write, the
+// history, the stored plan), and records the status. The status, the
+// history entry, the log, the metrics and the memory are projections of
+// the decision; views that show what the leader would do (ckegenctl's
+// plan and owner) gather and decide with the same code.
+//
+// It runs in any host that leads: ckegen's own daemon and CKE's server
+// (as its sabakan integration). The host calls Step.Run and reads the
+// Result: when to run again, what to export. What a tick must remember
+// for the next one is the step's Memory, kept in memory and, for the
+// next leader, under a key of its own; it is never read back from the
+// status.
 package tick
 
 import (
@@ -15,11 +22,8 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/ckegen/ckegen/cluster"
+	"github.com/ckegen/ckegen/constraints"
 	"github.com/ckegen/ckegen/generator"
-	"github.com/ckegen/ckegen/intake"
-	"github.com/ckegen/ckegen/internal/clip"
-	"github.com/ckegen/ckegen/machine"
 	"github.com/ckegen/ckegen/reason"
 	"github.com/ckegen/ckegen/sabakan"
 	"github.com/ckegen/ckegen/storage"
@@ -41,49 +45,38 @@ type Config struct {
 	// MaxClusterBytes is etcd's request size limit: a larger cluster is
 	// refused with CLUSTER_TOO_LARGE instead of failing in etcd.
 	MaxClusterBytes int
-	Sabakan         sabakan.Options
-	Now             func() time.Time
-	Log             *slog.Logger
+	// Interval is the host's pace: a tick runs again after it at the
+	// latest. MinBackoff is the first wait after a failure, doubling up
+	// to Interval.
+	Interval, MinBackoff time.Duration
+	Sabakan              sabakan.Options
+	// Now is the clock: every time of the step comes from it.
+	Now func() time.Time
+	Log *slog.Logger
 }
 
 // Defaults.
 const (
 	DefaultMaxClusterBytes = 1536 * 1024 // etcd's default --max-request-bytes
 	DefaultCKEStatusMaxAge = 10 * time.Minute
+	DefaultRetireWait      = generator.DefaultRetireWait
+	DefaultInterval        = time.Minute
+	DefaultMinBackoff      = 5 * time.Second
 )
 
-// Kubernetes is what a host knows of the cluster's Kubernetes Nodes: the
-// taints of each Node by name (docs/design.md 6.4). A nil Kubernetes is
-// nothing known: the generator sees no taints, and the status says the
-// Nodes were not read. *kubenodes.Reader is one; Known is another.
-type Kubernetes interface {
-	NodeTaints(ctx context.Context) (map[string][]cluster.Taint, error)
-}
-
-// Known is a Kubernetes view the host already holds (CKE's server reads
-// the Nodes into its cluster status).
-type Known map[string][]cluster.Taint
-
-// NodeTaints implements Kubernetes.
-func (k Known) NodeTaints(context.Context) (map[string][]cluster.Taint, error) { return k, nil }
-
-// Step runs ticks. It holds the storage, the sabakan clients, the
-// settings reader (with its caches) and the memory. A Step is not safe for
-// concurrent use: its host runs one tick at a time.
+// Step runs ticks. It holds the storage, the gatherer (with its caches)
+// and the memory. A Step is not safe for concurrent use: its host runs
+// one tick at a time.
 type Step struct {
-	cfg      Config
-	log      *slog.Logger
-	sabakan  sabakan.Clients
-	settings intake.Reader
+	cfg    Config
+	log    *slog.Logger
+	gather *Gatherer
 	// memory is what the last tick of this leadership left for the next;
 	// term is the leader key it belongs to ("" before the first tick).
 	memory Memory
 	term   string
 	// recall: the next snapshot brings the last leader's memory.
 	recall bool
-	// regenerateOnly: the decision of this tick is Regenerate alone
-	// (Step.Regenerate).
-	regenerateOnly bool
 	// yielded: the last tick left the integration to ckegen's daemons
 	// (YieldsToDaemons), and said so once.
 	yielded bool
@@ -97,19 +90,28 @@ func New(cfg Config) *Step {
 	if cfg.CKEStatusMaxAge <= 0 {
 		cfg.CKEStatusMaxAge = DefaultCKEStatusMaxAge
 	}
+	if cfg.Interval <= 0 {
+		cfg.Interval = DefaultInterval
+	}
+	if cfg.MinBackoff <= 0 {
+		cfg.MinBackoff = DefaultMinBackoff
+	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
 	if cfg.Log == nil {
 		cfg.Log = slog.Default()
 	}
-	return &Step{cfg: cfg, log: cfg.Log, sabakan: sabakan.Clients{Options: cfg.Sabakan}}
+	return &Step{cfg: cfg, log: cfg.Log, gather: NewGatherer(cfg.Storage, cfg.Sabakan, cfg.Now)}
 }
 
-// Result is what one tick did, for its host: the status it recorded, and
-// what the metrics and the loop need.
+// Result is what one tick did, for its host.
 type Result struct {
-	// Status is the status the tick recorded in sabakan/status.
+	// Decision is the tick's decision (nil: the tick was cut short
+	// before it decided anything worth showing).
+	Decision *Decision
+	// Status is the status the tick recorded in sabakan/status (zero:
+	// none; see Recorded).
 	Status storage.Status
 	// Err is the tick's failure (an *Error with its reason code), nil
 	// when it ran, held back or was disabled.
@@ -117,30 +119,24 @@ type Result struct {
 	// Recorded: the status was stored. A tick cut short by the end of
 	// its context records nothing.
 	Recorded bool
-	// Idle: the integration did not run (disabled, or held back beside a
-	// CKE server).
-	Idle bool
-	// Machines are the machines the tick gave the generator (nil: sabakan
-	// was not read), and Cluster the cluster as the tick left it (nil:
-	// none, or not read).
-	Machines []*machine.Machine
-	Cluster  *cluster.Cluster
 	// Warnings counts the tick's warnings (the status keeps the first
 	// storage.MaxWarnings).
 	Warnings int
-	// Kubernetes is what the tick read of the Nodes; nil without a view.
-	Kubernetes *storage.KubernetesStatus
-	// DueIn is when the next tick is due at the latest by what this one
-	// saw: the end of the quiet time (0: nothing due).
-	DueIn time.Duration
-	// QuietKnown: the tick evaluated the quiet time, and QuietRemaining
-	// is what is left of it (0: quiet, or no quiet time).
-	QuietKnown     bool
-	QuietRemaining time.Duration
-	// Duration is how long the tick took; Query and Metrics how long
-	// sabakan and the policy's metric providers took (0: not asked).
-	Duration, Query, Metrics time.Duration
+	// Next is when the step should run again, by what this tick saw:
+	// the host's interval after a success (sooner when a quiet time ends
+	// first), at once after a write lost to a concurrent change, after
+	// the backoff after another failure.
+	Next time.Duration
+	// Duration is how long the tick took.
+	Duration time.Duration
+	// Yielded: the step inside CKE's server left the integration and its
+	// status to ckegen's daemons (YieldsToDaemons): nothing to export.
+	Yielded bool
 }
+
+// Idle reports whether the integration did not run (disabled, held back
+// beside a CKE server, waiting for its settings).
+func (r Result) Idle() bool { return r.Decision != nil && r.Decision.Idle() }
 
 // Error is a failed tick with its reason code.
 type Error struct {
@@ -166,60 +162,88 @@ func ReasonOf(err error) string {
 	return reason.EtcdError
 }
 
-// Run does one tick as the leader holding leaderKey: it reads one
-// snapshot, queries sabakan, decides, writes the cluster guarded on what it
-// read, and records the status with the step's memory. kube is what the
-// host knows of Kubernetes (nil: nothing). A tick cut short by the end
-// of ctx (shutdown, the end of leadership) records nothing.
+// Run does one tick as the leader holding leaderKey: it gathers, decides,
+// acts on the decision, and records the status with the step's memory.
+// kube is what the host knows of Kubernetes (nil: nothing). A tick cut
+// short by the end of ctx (shutdown, the end of leadership) records
+// nothing.
 func (s *Step) Run(ctx context.Context, leaderKey string, kube Kubernetes) Result {
-	start := time.Now()
+	return s.run(ctx, leaderKey, kube, false)
+}
+
+// Regenerate is Run whose decision is Regenerate alone: the cluster
+// re-rendered with the template when the template changed since the
+// cluster was built, and nothing to do otherwise. It is what CKE's server
+// asks of its integrator when it becomes leader (Init).
+func (s *Step) Regenerate(ctx context.Context, leaderKey string, kube Kubernetes) Result {
+	return s.run(ctx, leaderKey, kube, true)
+}
+
+// Options are the decision options of the step's configuration, for a
+// tick as the leader holding leaderKey.
+func (s *Step) Options(leaderKey string, regenerateOnly bool) Options {
+	return Options{Mode: s.cfg.Mode, RetireWait: s.cfg.RetireWait, CKEStatusMaxAge: s.cfg.CKEStatusMaxAge,
+		MaxClusterBytes: s.cfg.MaxClusterBytes, WriteOverhead: s.writeOverhead(leaderKey),
+		MaxSteps: generator.DefaultMaxSteps, Pending: true, RegenerateOnly: regenerateOnly}
+}
+
+func (s *Step) run(ctx context.Context, leaderKey string, kube Kubernetes, regenerateOnly bool) Result {
+	start := time.Now() // elapsed time, for the metrics: not the step's clock
 	if leaderKey != s.term {
 		// A new leadership: its memory is the last leader's, read with
 		// the first snapshot.
-		s.term, s.memory = leaderKey, Memory{}
-		s.recall = true
+		s.term, s.memory, s.recall = leaderKey, Memory{}, true
 	}
-	out, err := s.tick(ctx, leaderKey, kube)
-	res := Result{Err: err, Duration: time.Since(start)}
-	if out != nil {
-		res.Idle, res.Machines, res.Cluster, res.Warnings, res.Kubernetes = out.idle(), out.machines, out.cluster(), len(out.warnings), out.kube
-		res.Query, res.Metrics = out.queryTime, out.metricsTime
-		if out.change.Quiet != nil {
-			res.QuietKnown, res.QuietRemaining, res.DueIn = true, out.quietRemaining, out.quietRemaining
+	o := s.Options(leaderKey, regenerateOnly)
+	g := s.gather.Gather(ctx, Ask{LeaderKey: leaderKey, Memory: s.recall, Kubernetes: kube, Options: o})
+	if s.recall && g.Stored != nil {
+		if g.StoredErr != nil {
+			s.log.Warn("the last leader's memory is not used", "error", g.StoredErr)
 		}
+		s.memory, s.recall = *g.Stored, false
 	}
-	if err != nil && errors.Is(ctx.Err(), context.Canceled) {
+	d := Decide(g, s.memory, o)
+	out := s.act(ctx, leaderKey, d)
+	res := Result{Decision: d, Err: failure(d, out), Warnings: len(d.Warnings) + len(out.Warnings)}
+	res.Duration = time.Since(start)
+	if res.Err != nil && errors.Is(ctx.Err(), context.Canceled) {
 		// Cut short by shutdown or the end of leadership: not a failure
 		// of the integration, so no failure status (the next leader's
 		// first tick writes one).
-		s.log.Info("tick cut short", "error", err)
+		s.log.Info("tick cut short", "error", res.Err)
+		res.Decision = nil
 		return res
 	}
-	if err == nil && out.own != nil && YieldsToDaemons(*out.own, s.cfg.Mode) {
+	if own := g.Settings; own != nil && res.Err == nil && YieldsToDaemons(own.Own, s.cfg.Mode) {
 		if !s.yielded {
 			s.log.Info("ckegen's daemons own the integration (sabakan/owner: ckegen): it does not run inside CKE's server, and their status is left as it is; " +
 				"ckegenctl sabakan handback gives it to CKE's server")
 		}
 		s.yielded = true
+		res.Decision, res.Next, res.Yielded = nil, s.cfg.Interval, true
 		return res
 	}
 	s.yielded = false
-	now := s.cfg.Now().UTC()
-	st, mem := s.project(now, out, err)
+	st := status(d, out, s.memory.Last, s.cfg.Name, storage.Duration(s.cfg.Interval))
 	res.Status = st
-	s.logTick(st, out, err)
+	mem := s.memory.next(d, out, st)
+	mem.Logged = logTick(s.log, d, out, st, s.memory.Logged)
+	var backoff time.Duration
+	res.Next, backoff = s.after(d, res.Err, s.memory)
+	mem.Backoff = storage.Duration(backoff)
 	s.memory = mem
-	if etcdHung(err) {
+	if etcdHung(res.Err) {
 		// The status would wait for the same etcd.
 		return res
 	}
 	data, merr := mem.marshal()
 	if merr != nil {
 		s.log.Warn("memory not kept", "error", merr)
+		data = nil
 	}
 	if perr := s.cfg.Storage.PutStatus(ctx, leaderKey, st, data); perr != nil && ctx.Err() == nil {
 		s.log.Warn("status not recorded", "error", perr)
-		if err == nil && errors.Is(perr, context.DeadlineExceeded) {
+		if res.Err == nil && errors.Is(perr, context.DeadlineExceeded) {
 			// etcd stopped answering after the tick's reads: the host
 			// ends the term now, not at the next tick's first read.
 			res.Err = fail(reason.EtcdError, fmt.Errorf("status not recorded: %w", perr))
@@ -230,14 +254,43 @@ func (s *Step) Run(ctx context.Context, leaderKey string, kube Kubernetes) Resul
 	return res
 }
 
-// Regenerate is Run whose decision is Regenerate alone: the cluster
-// re-rendered with the template when the template changed since the
-// cluster was built, and nothing to do otherwise. It is what CKE's server
-// asks of its integrator when it becomes leader (Init).
-func (s *Step) Regenerate(ctx context.Context, leaderKey string, kube Kubernetes) Result {
-	s.regenerateOnly = true
-	defer func() { s.regenerateOnly = false }()
-	return s.Run(ctx, leaderKey, kube)
+// failure is the tick's failure: the decision's, or the write's.
+func failure(d *Decision, o Outcome) error {
+	switch {
+	case o.Err != nil:
+		return o.Err
+	case d.Err != nil:
+		return d.Err
+	}
+	return nil
+}
+
+// after is the retry policy of both hosts: when the step should run
+// again after a tick that ended with err, and the backoff the memory
+// keeps for the next failure. After a success, the interval, or the end
+// of a quiet time when it comes first; after a write that lost to a
+// concurrent change of the cluster or its ownership, at once; after
+// another failure, the backoff, from MinBackoff doubling up to the
+// interval, and from MinBackoff again when the settings changed since
+// the last tick.
+func (s *Step) after(d *Decision, err error, last Memory) (wait, backoff time.Duration) {
+	interval := s.cfg.Interval
+	backoff = time.Duration(last.Backoff)
+	if backoff <= 0 || d.Gathered.SettingsID != last.Settings {
+		backoff = s.cfg.MinBackoff
+	}
+	switch ReasonOf(err) {
+	case "":
+		wait, backoff = interval, 0
+	case reason.ClusterChanged, reason.OwnershipChanged:
+		wait = 0
+	default:
+		wait, backoff = min(backoff, interval), min(2*backoff, interval)
+	}
+	if r := d.QuietRemaining; r > 0 && r < wait {
+		wait = r + 10*time.Millisecond
+	}
+	return wait, backoff
 }
 
 // EtcdHung reports whether a tick failed because an etcd call ran out of
@@ -250,166 +303,44 @@ func etcdHung(err error) bool {
 	return errors.Is(err, context.DeadlineExceeded) && (!errors.As(err, &te) || te.Reason == reason.EtcdError)
 }
 
-// project is the status after a tick that ended with out and err, and
-// the memory the next tick starts from. The status is a projection of
-// this tick and of what the memory carries from the last ones; nothing is
-// read back from the stored status.
-func (s *Step) project(now time.Time, out *outcome, err error) (storage.Status, Memory) {
-	mem := s.memory
-	last := mem.Shown
-	st := storage.Status{Time: now, Leader: s.cfg.Name, LastSuccess: last.LastSuccess,
-		LastOp: last.LastOp, LastChanges: last.LastChanges, LastChangeCount: last.LastChangeCount}
-	switch {
-	case err != nil:
-		st.Result, st.Reason, st.Message = reason.Failing, reason.EtcdError, err.Error()
-		var te *Error
-		if errors.As(err, &te) {
-			st.Reason, st.Message = te.Reason, te.Err.Error()
-		}
-		st.ConsecutiveFailures = last.ConsecutiveFailures + 1
-	case out.hold != nil:
-		st.Result, st.Reason, st.Message = reason.Held, out.hold.Reason, out.hold.Message
-	case out.disabled:
-		st.Result, st.Reason, st.Message = reason.Disabled, reason.DisabledFlag, "sabakan integration is disabled"
-	case out.waiting != nil:
-		st.Result, st.Reason, st.Message = reason.Waiting, out.waiting.Reason, out.waiting.Message
-	default:
-		st.Result = reason.OK
-		st.LastSuccess = now
-		if out.result != nil {
-			st.LastOp, st.LastChanges, st.LastChangeCount = out.result.Op, statusChanges(out.result.Changes), len(out.result.Changes)
-		}
-	}
-	if out != nil && out.own != nil {
-		st.Mode, st.Owner = s.modeOf(*out.own), out.own.Owner
-	}
-	if out != nil {
-		st.Warnings = boundWarnings(out.warnings)
-		st.Kubernetes = out.kube
-	}
-	st.Message = clip.Text(st.Message, maxMessage)
-	placementsStatus(&st, last, out)
-	modelStatus(&st, last, out)
-	changeStatus(&st, last, out, err)
-	st.Since = now
-	if last.Result == st.Result && last.Reason == st.Reason && !last.Since.IsZero() {
-		st.Since = last.Since
-	}
-	mem.remember(st, out)
-	return st, mem
+// requestFraming bounds what etcd counts in a request besides its keys and
+// values: the transaction's framing and the request header (about 100
+// bytes measured with etcd 3.6).
+const requestFraming = 256
+
+// writeOverhead is what the cluster write's etcd request holds besides the
+// cluster: the leader key (compared, and read when refused), the cluster
+// key (compared, put, and read when refused), cluster-revision and its
+// value, the owner and both switches (compared with their revisions, and
+// read when refused), and the framing. etcd refuses a request over its --max-request-bytes as a
+// whole, so a cluster only this much below the limit would fail in etcd.
+func (s *Step) writeOverhead(leaderKey string) int {
+	st := s.cfg.Storage
+	guard := 2*(len(st.Key(storage.KeyOwner))+len(st.Key(storage.KeySabakanDisabled))+len(st.Key(storage.KeyCKEGenDisabled))) + 3*12
+	return 2*len(leaderKey) + 3*len(st.Key(storage.KeyCluster)) + len(st.Key(storage.KeyClusterRevision)) + 20 + guard + requestFraming
 }
 
-// maxMessage bounds a status message: its values are cut already
-// (clip.Value), this bounds the whole.
-const maxMessage = 4 * clip.MaxValue
-
-// boundWarnings is what a status keeps of a tick's warnings: the first
-// storage.MaxWarnings, each bounded, and how many more there were.
-func boundWarnings(ws []string) []string {
-	if len(ws) == 0 {
-		return nil
+// tooLarge is the error of a cluster of data bytes of JSON and nodes
+// nodes whose write request (size bytes) is over the limit: how many
+// nodes of this size fit, the flags to raise, and what else makes the
+// cluster smaller in the model in force.
+func tooLarge(data, size, nodes, limit int, c constraints.Constraints) error {
+	perNode := float64(data) / float64(max(nodes, 1))
+	fit := int(float64(limit-(size-data)) / perNode)
+	smaller := "or ask for fewer workers (ckegenctl constraints set minimum-workers N)"
+	if c.RateModel() {
+		smaller = "or, as the rate model (minimum-workers-rate) makes every HEALTHY machine a worker template accepts a node, " +
+			"query fewer machines (ckegenctl sabakan set-variables)"
 	}
-	out := make([]string, 0, min(len(ws), storage.MaxWarnings)+1)
-	for _, w := range ws[:min(len(ws), storage.MaxWarnings)] {
-		out = append(out, clip.Text(w, 2*clip.MaxValue))
-	}
-	if more := len(ws) - storage.MaxWarnings; more > 0 {
-		out = append(out, fmt.Sprintf("and %d more", more))
-	}
-	return out
+	return fmt.Errorf("the cluster is %d bytes of JSON for %d nodes (%.0f bytes a node), and its write %d bytes, over etcd's request size limit of %s: "+
+		"about %d nodes fit, this cluster has %d; raise etcd's --max-request-bytes and ckegen's --max-cluster-bytes together to at least %d bytes, %s",
+		data, nodes, perNode, size, byteSize(limit), fit, nodes, size, smaller)
 }
 
-// placementsStatus completes a tick's status with the placements: those
-// the tick counted, or, when it did not get to count them (sabakan or a
-// metric provider failed), the last ones; none while disabled.
-func placementsStatus(st *storage.Status, last Shown, out *outcome) {
-	switch {
-	case out != nil && out.idle():
-	case out != nil && out.placed:
-		st.Placements = out.placements
-	default:
-		st.Placements = last.Placements
+// byteSize is n bytes, and in MiB too when that says more.
+func byteSize(n int) string {
+	if n < 64<<10 {
+		return fmt.Sprintf("%d bytes", n)
 	}
-}
-
-// modelStatus completes a tick's status with the constraints model in
-// force and, in the rate model, the worker rate of the cluster as the
-// tick leaves it (docs/models.md), counting the machines the tick gave the
-// generator, as rule 7 does. A tick that did not get to query sabakan
-// keeps the last rate, against the minimum-workers-rate now in force; one
-// that did not read valid constraints (or a disabled integration) says
-// nothing of either.
-func modelStatus(st *storage.Status, last Shown, out *outcome) {
-	if out == nil || out.idle() || out.constraints == nil {
-		return
-	}
-	c := *out.constraints
-	st.Model, st.ConstraintsSource = c.Model(), out.constraintsSource
-	switch {
-	case !c.RateModel():
-	case out.machines != nil:
-		st.WorkerRate = statusRate(generator.RateOf(out.cluster(), len(out.machines), c))
-	case last.WorkerRate != nil:
-		r := *last.WorkerRate
-		r.Minimum = *c.MinimumWorkersRate
-		st.WorkerRate = &r
-	}
-}
-
-// logTick logs the tick's warnings and result: the log line is a
-// projection of the tick, as the status is.
-func (s *Step) logTick(st storage.Status, out *outcome, err error) {
-	if out != nil {
-		// As bounded as the status: an inventory of bad machines must
-		// not write thousands of lines every tick.
-		for _, w := range st.Warnings {
-			s.log.Warn("tick warning", "warning", w)
-		}
-	}
-	switch {
-	case err != nil:
-		s.log.Error("tick failed", "reason", st.Reason, "error", st.Message, "failures", st.ConsecutiveFailures)
-	case st.Result == reason.Planning:
-		// Held by the trigger or the quiet time: the status says
-		// "planning" with the steps pending, and so does the log.
-		steps := 0
-		if st.Pending != nil {
-			steps = st.Pending.Steps
-		}
-		s.log.Info("tick planned, no cluster written", "reason", st.Reason, "why", st.Message, "pending_steps", steps)
-	case out.hold != nil:
-		s.log.Info("tick held", "reason", out.hold.Reason, "why", out.hold.Message)
-	case out.disabled:
-		s.log.Info("tick skipped: disabled")
-	case out.waiting != nil:
-		// Said once, and again when what it waits for changes: a new
-		// installation waits until an operator stores its settings.
-		if last := s.memory.Shown; last.Result != st.Result || last.Reason != st.Reason {
-			s.log.Info("waiting for the settings", "reason", st.Reason, "why", st.Message)
-		}
-	case out.result != nil:
-		s.log.Info("cluster updated", "op", out.result.Op, "changes", changeSummary(out.result.Changes), "nodes", len(out.result.Cluster.Nodes))
-	default:
-		nodes := 0
-		if out.current != nil {
-			nodes = len(out.current.Nodes)
-		}
-		s.log.Info("nothing to do", "nodes", nodes, "machines", len(out.machines))
-	}
-}
-
-// plural is "1 step", "2 steps".
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return "1 " + one
-	}
-	return fmt.Sprintf("%d %s", n, many)
-}
-
-func changeSummary(cs []generator.Change) []string {
-	out := make([]string, len(cs))
-	for i, c := range cs {
-		out[i] = c.Action + " " + c.Address
-	}
-	return out
+	return fmt.Sprintf("%d bytes (%.3g MiB)", n, float64(n)/(1<<20))
 }

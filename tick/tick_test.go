@@ -596,8 +596,8 @@ func TestWaitingForSettings(t *testing.T) {
 	d := f.step("d", func(c *testConfig) { c.Log = slog.New(slog.NewTextHandler(&logs, nil)) })
 	for range 3 {
 		r := d.run(ctx, leader)
-		if r.Err != nil || !r.Idle {
-			t.Fatalf("a tick without a template: %v, idle %v", r.Err, r.Idle)
+		if r.Err != nil || !r.Idle() {
+			t.Fatalf("a tick without a template: %v, idle %v", r.Err, r.Idle())
 		}
 	}
 	st := f.status(t)

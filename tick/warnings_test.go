@@ -64,7 +64,7 @@ func TestTickWarningsMetric(t *testing.T) {
 	if got := series(scrape(t, d), "ckegen_tick_warnings"); len(got) != 1 || got[0] == "ckegen_tick_warnings 0" {
 		t.Errorf("enabled again with the misspelt role: %q", got)
 	}
-	d.metrics.warnings.clear()
+	d.metrics.Clear()
 	if got := series(scrape(t, d), "ckegen_tick_warnings"); len(got) != 0 {
 		t.Errorf("after the end of leadership: %q", got)
 	}

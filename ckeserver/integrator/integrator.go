@@ -42,10 +42,13 @@ type Config struct {
 	// RetireWait is how long a worker stays RETIRED before it leaves
 	// (CKE's server runs its integrator with 5 s under --debug-sabakan).
 	RetireWait time.Duration
-	// MaxBackoff bounds the wait before a tick after a failed one, which
-	// doubles from MinBackoff; it wakes CKE's loop before its interval.
-	MinBackoff, MaxBackoff time.Duration
-	Sabakan                sabakan.Options
+	// Interval is CKE's server's --interval, the pace it calls Do at
+	// when it has nothing else to do: the status says when CKE's server
+	// has not called for three of them. After a failure the step runs
+	// again after MinBackoff, doubling up to Interval: StartWatch wakes
+	// CKE's loop then, sooner than its interval.
+	Interval, MinBackoff time.Duration
+	Sabakan              sabakan.Options
 	// Registerer receives ckegen's own series (ckegen_*); CKE's /metrics
 	// handler gathers prometheus.DefaultGatherer. CKE's cke_sabakan_*
 	// series are CKE's: the integrator feeds them.
@@ -57,8 +60,8 @@ type Config struct {
 // Defaults.
 const (
 	DefaultRetireWait = 300 * time.Second // CKE's own
-	DefaultMinBackoff = 5 * time.Second
-	DefaultMaxBackoff = time.Minute // CKE's --interval default
+	DefaultMinBackoff = tick.DefaultMinBackoff
+	DefaultInterval   = time.Minute // CKE's --interval default
 )
 
 // Integrator is ckegen's step as CKE's server.Integrator.
@@ -73,11 +76,10 @@ type Integrator struct {
 	leading prometheus.Gauge
 
 	mu sync.Mutex
-	// due is when the next tick is due by what the last one saw (the end
-	// of the quiet time, or a retry after a failure; zero: nothing due),
-	// and backoff the wait after the next failure.
-	due     time.Time
-	backoff time.Duration
+	// due is when the next tick is due sooner than CKE's interval, by
+	// what the last one said (tick.Result.Next: the end of a quiet time,
+	// a retry after a failure; zero: nothing due).
+	due time.Time
 	// rearm tells StartWatch that due changed.
 	rearm chan struct{}
 }
@@ -95,8 +97,8 @@ func New(cfg Config) (*Integrator, error) {
 	if cfg.MinBackoff <= 0 {
 		cfg.MinBackoff = DefaultMinBackoff
 	}
-	if cfg.MaxBackoff <= 0 {
-		cfg.MaxBackoff = DefaultMaxBackoff
+	if cfg.Interval <= 0 {
+		cfg.Interval = DefaultInterval
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
@@ -109,8 +111,8 @@ func New(cfg Config) (*Integrator, error) {
 	ig := &Integrator{cfg: cfg, st: st, cke: cke.Storage{Client: cfg.Client},
 		metrics: tick.NewMetrics(tick.MetricsOptions{CKENames: false}),
 		step: tick.New(tick.Config{Storage: st, Name: cfg.Name, Mode: tick.ModeInsideCKE, RetireWait: cfg.RetireWait,
-			Sabakan: cfg.Sabakan, Now: cfg.Now, Log: cfg.Log}),
-		backoff: cfg.MinBackoff, rearm: make(chan struct{}, 1),
+			Interval: cfg.Interval, MinBackoff: cfg.MinBackoff, Sabakan: cfg.Sabakan, Now: cfg.Now, Log: cfg.Log}),
+		rearm: make(chan struct{}, 1),
 		leading: prometheus.NewGauge(prometheus.GaugeOpts{Name: "ckegen_leader",
 			Help: "True (=1) while this process leads and runs ckegen: inside CKE's server, while that server leads."})}
 	if cfg.Registerer != nil {
@@ -144,7 +146,7 @@ func (ig *Integrator) StartWatch(ctx context.Context, ch chan<- struct{}) error 
 		ig.mu.Unlock()
 		timer.Stop()
 		if !due.IsZero() {
-			timer.Reset(max(time.Until(due), 0))
+			timer.Reset(max(due.Sub(ig.cfg.Now()), 0))
 		}
 		select {
 		case <-ctx.Done():
@@ -169,7 +171,7 @@ func (ig *Integrator) StartWatch(ctx context.Context, ch chan<- struct{}) error 
 // Init does what CKE's own integrator does for a new leader: the cluster
 // re-rendered when the template changed since it was built.
 func (ig *Integrator) Init(ctx context.Context, leaderKey string) error {
-	r := ig.step.Regenerate(ctx, leaderKey, nil)
+	r := ig.step.Regenerate(ctx, leaderKey, tick.View{Source: SourceStatus, Why: "CKE's server gives no cluster status to Init"})
 	ig.after(ctx, r)
 	return fatal(r)
 }
@@ -178,7 +180,7 @@ func (ig *Integrator) Init(ctx context.Context, leaderKey string) error {
 // Kubernetes, then CKE's sabakan-triggered auto-repair. status is nil
 // when no cluster exists yet (and under --debug-sabakan).
 func (ig *Integrator) Do(ctx context.Context, leaderKey string, status *cke.ClusterStatus) error {
-	r := ig.step.Run(ctx, leaderKey, kubernetesOf(status))
+	r := ig.step.Run(ctx, leaderKey, kubernetesOf(status, ig.cfg.Now()))
 	ig.after(ctx, r)
 	if err := fatal(r); err != nil {
 		return err
@@ -199,35 +201,28 @@ func fatal(r tick.Result) error {
 }
 
 // after feeds the metrics with a tick's result, CKE's sabakan series
-// included, and sets when the next tick is due.
-func (ig *Integrator) after(ctx context.Context, r tick.Result) {
+// included, and sets when the next tick is due, when the step says it is
+// due before CKE's interval.
+func (ig *Integrator) after(_ context.Context, r tick.Result) {
 	if r.Status.Time.IsZero() {
 		// Cut short (nothing to show), or left to ckegen's daemons
 		// (tick.YieldsToDaemons): the series of a running integration
 		// are theirs then.
-		if r.Idle {
+		if r.Yielded {
 			ig.metrics.Clear()
 		}
 		return
 	}
 	now := ig.cfg.Now().UTC()
 	ig.metrics.Observe(now, r)
-	if !r.Idle {
+	if !r.Idle() {
 		ok, byRole, unused := r.Figures()
 		metrics.UpdateSabakanIntegration(ok, byRole, unused, now)
 	}
 	ig.mu.Lock()
-	switch code := tick.ReasonOf(r.Err); {
-	case code == "":
-		ig.backoff, ig.due = ig.cfg.MinBackoff, time.Time{}
-		if r.DueIn > 0 {
-			ig.due = time.Now().Add(r.DueIn + 10*time.Millisecond)
-		}
-	case code == reason.ClusterChanged || code == reason.OwnershipChanged:
-		ig.due = time.Now()
-	default:
-		ig.due = time.Now().Add(ig.backoff)
-		ig.backoff = min(2*ig.backoff, ig.cfg.MaxBackoff)
+	ig.due = time.Time{}
+	if r.Next < ig.cfg.Interval {
+		ig.due = now.Add(r.Next)
 	}
 	ig.mu.Unlock()
 	select {
@@ -236,22 +231,29 @@ func (ig *Integrator) after(ctx context.Context, r tick.Result) {
 	}
 }
 
-// kubernetesOf is what a cluster status says of the Kubernetes Nodes: not
-// known without a status or while no API server is ready (CKE's status
-// then has no Node at all, which is not "no taints").
-func kubernetesOf(status *cke.ClusterStatus) tick.Kubernetes {
-	if status == nil || !status.Kubernetes.IsControlPlaneReady {
-		return nil
+// SourceStatus is the source of the Kubernetes view inside CKE's
+// server.
+const SourceStatus = "CKE's cluster status"
+
+// kubernetesOf is what a cluster status says of the Kubernetes Nodes at
+// now: not known without a status or while no API server is ready (CKE's
+// status then has no Node at all, which is not "no taints").
+func kubernetesOf(status *cke.ClusterStatus, now time.Time) tick.View {
+	switch {
+	case status == nil:
+		return tick.View{Source: SourceStatus, Why: "CKE's server has no cluster status: no cluster yet, or --debug-sabakan"}
+	case !status.Kubernetes.IsControlPlaneReady:
+		return tick.View{Source: SourceStatus, Why: "no API server of the cluster is ready"}
 	}
-	known := make(tick.Known, len(status.Kubernetes.Nodes))
+	all := make(map[string][]cluster.Taint, len(status.Kubernetes.Nodes))
 	for _, n := range status.Kubernetes.Nodes {
 		taints := make([]cluster.Taint, len(n.Spec.Taints))
 		for i, t := range n.Spec.Taints {
 			taints[i] = cluster.Taint{Key: t.Key, Value: t.Value, Effect: string(t.Effect)}
 		}
-		known[n.Name] = taints
+		all[n.Name] = taints
 	}
-	return known
+	return tick.ViewOf(SourceStatus, now, all)
 }
 
 // repair is CKE v1.35.4's sabakan-triggered auto-repair, with CKE's own

@@ -228,18 +228,11 @@ func (o *options) nodes() (tick.Kubernetes, error) {
 	if o.kubeTimeout <= 0 {
 		return nil, usage.Errorf("--kubernetes-timeout: must be positive, got %s", o.kubeTimeout)
 	}
-	if o.kubeconfig == "" {
-		return nil, nil
+	r, err := kubenodes.Open(o.kubeconfig, o.kubeTimeout)
+	if r == nil || err != nil {
+		return nil, err
 	}
-	cfg, err := kubenodes.LoadKubeconfig(o.kubeconfig)
-	if err != nil {
-		return nil, fmt.Errorf("--kubeconfig: %w", err)
-	}
-	r, err := kubenodes.NewReader(cfg, kubenodes.Options{Timeout: o.kubeTimeout})
-	if err != nil {
-		return nil, fmt.Errorf("--kubeconfig %s: %w", o.kubeconfig, err)
-	}
-	return r, nil
+	return tick.APIView(r, nil), nil
 }
 
 func (o *options) sabakanOptions() sabakan.Options {

@@ -182,7 +182,7 @@ service_subnet: 10.68.0.0/16
 	}
 	final := healthy - 3
 	wantLine := fmt.Sprintf("model: rate, workers %.1f%% ((%d workers - 1) / %d machines), minimum-workers-rate 80%%\n", float64(final-1)/float64(machines)*100, final, machines)
-	if !strings.HasPrefix(dryText, "step 1: increase worker\n") || !strings.Contains(dryText, "\nplan: settled after 1 step\n"+wantLine) {
+	if !strings.HasPrefix(dryText, noView+"step 1: increase worker\n") || !strings.Contains(dryText, "\nplan: settled after 1 step\n"+wantLine) {
 		t.Errorf("the rate model's plan:\n%s\nwant one step and %q", dryText, wantLine)
 	}
 

@@ -46,7 +46,11 @@ func newSabakanEnableCmd(e *env, enable bool) *cobra.Command {
 				}
 				fmt.Fprintf(cmd.ErrOrStderr(), "%sd: %s\n", use, switchNote(o))
 				if enable && o.OwnedByCKEGen() && !o.CKEDisabled {
-					fmt.Fprintf(cmd.ErrOrStderr(), "warning: %s\n", writer(o))
+					w, err := whoWrites(ctx, e, st)
+					if err != nil {
+						return err
+					}
+					fmt.Fprintf(cmd.ErrOrStderr(), "warning: %s\n", w)
 				}
 				return nil
 			})
@@ -75,7 +79,11 @@ func newSabakanIsEnabledCmd(e *env) *cobra.Command {
 				}
 				fmt.Fprintf(cmd.ErrOrStderr(), "read: %s\n", switchNote(o))
 				if o.OwnedByCKEGen() && !o.CKEDisabled {
-					fmt.Fprintf(cmd.ErrOrStderr(), "warning: %s\n", writer(o))
+					w, err := whoWrites(ctx, e, st)
+					if err != nil {
+						return err
+					}
+					fmt.Fprintf(cmd.ErrOrStderr(), "warning: %s\n", w)
 				}
 				return nil
 			})

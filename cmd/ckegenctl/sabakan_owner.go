@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ckegen/ckegen/intake"
+	"github.com/ckegen/ckegen/liveview"
 	"github.com/ckegen/ckegen/reason"
 	"github.com/ckegen/ckegen/storage"
 	"github.com/ckegen/ckegen/tick"
@@ -150,7 +151,7 @@ func takeover(e *env, cmd *cobra.Command, dry *dryRun) error {
 			notes = append(notes, fmt.Sprintf("ckegen's own switch %s is true: after takeover its daemon applies nothing until ckegenctl sabakan enable", storage.KeyCKEGenDisabled))
 		}
 		if o.CKEServer {
-			notes = append(notes, "a CKE server runs: ckegen's daemon applies each step only while CKE's status key says "+tick.CKEPhases+", as CKE's own integration does")
+			notes = append(notes, "a CKE server runs: ckegen's daemon applies each step only while CKE's status key says "+tick.CKEPhases()+", as CKE's own integration does")
 		}
 		if err := dry.plan.plan(e, intake.WhatIf{}, stdout, stderr); err != nil {
 			return err
@@ -180,7 +181,7 @@ func writeTakeoverNext(w io.Writer, o intake.Ownership, leader string) {
 	case o.CKEGenDisabled:
 		fmt.Fprintf(w, "Next: ckegen's own switch %s is true: its daemon writes nothing until ckegenctl sabakan enable.\n", storage.KeyCKEGenDisabled)
 	case o.CKEServer:
-		fmt.Fprintln(w, "Next: ckegen's daemon writes the cluster from its next tick, whenever CKE's server reports phase "+tick.CKEPhases+" (its status key), as CKE's own integration did.")
+		fmt.Fprintln(w, "Next: ckegen's daemon writes the cluster from its next tick, whenever CKE's server reports phase "+tick.CKEPhases()+" (its status key), as CKE's own integration did.")
 	default:
 		fmt.Fprintln(w, "Next: ckegen's daemon writes the cluster from its next tick.")
 	}
@@ -338,32 +339,51 @@ type ownerReport struct {
 // server.
 const insideWriter = "ckegen, as CKE's server's own sabakan integration (inside CKE: no takeover; CKE's sabakan/disabled is the switch)"
 
-// writer says who writes the cluster by the rules of docs/beside-cke.md of
-// ownership, as the daemon's gate applies them (not CKE's pace, which
-// depends on the daemon's --cke-status-max-age).
-func writer(o intake.Ownership) string {
-	// The gate of ckegen's daemon on the ownership alone (no cluster, so
-	// CKE's pace is not asked): whether it holds, and which switch.
-	disabled, h := tick.Gate(o, "", false, time.Time{}, 0)
-	switch {
-	case h != nil && h.Reason == reason.CKEIntegrationActive:
-		return fmt.Sprintf("none from ckegen: CKE's %s is false although ckegen owns the integration (CKE_INTEGRATION_ACTIVE); run ckegenctl sabakan takeover to stop CKE's integration again, or ckegenctl sabakan handback", storage.KeySabakanDisabled)
-	case h != nil && o.HandedBack() && !o.CKEServer:
-		return "CKE's own integration once its server runs (handed back; ckegen holds, OWNED_BY_CKE, also while no CKE server holds leader/)"
-	case h != nil && o.CKEDisabled:
-		return fmt.Sprintf("none: CKE owns the integration (ckegen holds, OWNED_BY_CKE) and CKE's %s is true", storage.KeySabakanDisabled)
-	case h != nil:
-		return "CKE's own integration (ckegen holds, OWNED_BY_CKE; ckegenctl sabakan takeover hands it to ckegen)"
-	case disabled && o.OwnedByCKEGen():
-		return fmt.Sprintf("none: ckegen owns the integration but its switch %s is true (ckegenctl sabakan enable)", storage.KeyCKEGenDisabled)
-	case disabled:
-		return fmt.Sprintf("none: standalone (no CKE server) and %s is true", storage.KeySabakanDisabled)
-	case o.CKEServer:
-		return "ckegen, while CKE's status says " + tick.CKEPhases
-	case o.OwnedByCKEGen():
-		return "ckegen"
+// whoWrites says who writes the cluster now, from the leader's decision
+// on the settings alone.
+func whoWrites(ctx context.Context, e *env, st storage.Storage) (string, error) {
+	d, err := liveview.NewReader(st, liveview.Options{EtcdTimeout: e.timeout}).Decide(ctx, liveview.Preview{SettingsOnly: true})
+	if err != nil {
+		return "", err
 	}
-	return "ckegen, standalone (no CKE server holds leader/)"
+	return writer(d), nil
+}
+
+// writer says who writes the cluster, from the leader's decision on
+// the settings alone (its gate: the switches, the owner, CKE's pace).
+func writer(d *tick.Decision) string {
+	o := d.Gathered.Settings.Own
+	h := d.Hold
+	if h != nil && h.Rung != tick.RungSwitch && h.Rung != tick.RungOwner && h.Rung != tick.RungPace {
+		// A rung after the gate (a setting missing): who writes is
+		// decided, what is written not yet.
+		h = nil
+	}
+	switch {
+	case d.Mode == tick.ModeInsideCKE && h != nil:
+		return fmt.Sprintf("none: ckegen runs inside CKE's server, and CKE's %s is true", storage.KeySabakanDisabled)
+	case d.Mode == tick.ModeInsideCKE:
+		return insideWriter
+	case h == nil && o.CKEServer:
+		return "ckegen, while CKE's status says " + tick.CKEPhases()
+	case h == nil && o.OwnedByCKEGen():
+		return "ckegen"
+	case h == nil:
+		return "ckegen, standalone (no CKE server holds leader/)"
+	case h.Rung == tick.RungSwitch && o.OwnedByCKEGen():
+		return fmt.Sprintf("none: ckegen owns the integration but its switch %s is true (ckegenctl sabakan enable)", storage.KeyCKEGenDisabled)
+	case h.Rung == tick.RungSwitch:
+		return fmt.Sprintf("none: standalone (no CKE server) and %s is true", storage.KeySabakanDisabled)
+	case h.Reason == reason.CKEIntegrationActive:
+		return fmt.Sprintf("none from ckegen: CKE's %s is false although ckegen owns the integration (CKE_INTEGRATION_ACTIVE); run ckegenctl sabakan takeover to stop CKE's integration again, or ckegenctl sabakan handback", storage.KeySabakanDisabled)
+	case h.Rung == tick.RungPace:
+		return "ckegen, once CKE's server is at rest (ckegen holds now, CKE_NOT_READY: " + h.Message + ")"
+	case o.HandedBack() && !o.CKEServer:
+		return "CKE's own integration once its server runs (handed back; ckegen holds, OWNED_BY_CKE, also while no CKE server holds leader/)"
+	case o.CKEDisabled:
+		return fmt.Sprintf("none: CKE owns the integration (ckegen holds, OWNED_BY_CKE) and CKE's %s is true", storage.KeySabakanDisabled)
+	}
+	return "CKE's own integration (ckegen holds, OWNED_BY_CKE; ckegenctl sabakan takeover hands it to ckegen)"
 }
 
 func newSabakanOwnerCmd(e *env) *cobra.Command {
@@ -387,8 +407,12 @@ integration writes the cluster by those keys.`,
 				if err != nil {
 					return err
 				}
+				w, err := whoWrites(ctx, e, st)
+				if err != nil {
+					return err
+				}
 				r = ownerReport{Owner: o.Owner, OwnerSet: o.OwnerRev != 0, CKEDisabled: o.CKEDisabled, CKEGenDisabled: o.CKEGenDisabled,
-					CKEServer: o.CKEServer, CKEStatus: o.CKEStatus, Writer: writer(o)}
+					CKEServer: o.CKEServer, CKEStatus: o.CKEStatus, Writer: w}
 				if r.CKELeader, err = st.CKELeader(ctx); err != nil && !errors.Is(err, storage.ErrNotFound) {
 					return err
 				}
@@ -399,9 +423,7 @@ integration writes the cluster by those keys.`,
 				if err != nil && !errors.Is(err, storage.ErrNotFound) {
 					return err
 				}
-				if r.Mode = last.Mode; r.Mode == tick.ModeInsideCKE {
-					r.Writer = insideWriter
-				}
+				r.Mode = last.Mode
 				return nil
 			})
 			if err != nil {

@@ -574,7 +574,7 @@ func TestTakeoverDryRun(t *testing.T) {
 		t.Errorf("takeover --dry-run: exit %d, stdout\n%s\nwant the plan\n%s\nstderr %s", code, out, plan, errOut)
 	}
 	// The UNREACHABLE worker is tainted and replaced.
-	if !strings.HasPrefix(out, "step 1: increase worker\n") || !strings.Contains(out, "re-tainted:  1 ") {
+	if !strings.HasPrefix(out, noView+"step 1: increase worker\n") || !strings.Contains(out, "re-tainted:  1 ") {
 		t.Errorf("the plan does not taint %s and add a worker:\n%s", worker, out)
 	}
 	wantErr := planErr + "note: a CKE server runs: ckegen's daemon applies each step only while CKE's status key says completed, reboot-nodes, upgrade-aborted or etcd-boot-aborted, as CKE's own integration does\n" +

@@ -15,6 +15,7 @@ import (
 	"github.com/ckegen/ckegen/generator"
 	"github.com/ckegen/ckegen/intake"
 	"github.com/ckegen/ckegen/internal/usage"
+	"github.com/ckegen/ckegen/kubenodes"
 	"github.com/ckegen/ckegen/liveview"
 	"github.com/ckegen/ckegen/planreport"
 	"github.com/ckegen/ckegen/policy"
@@ -33,6 +34,8 @@ type planOptions struct {
 	output                           string
 	retireWait                       time.Duration
 	sabakan                          sabakan.Options
+	kubeconfig                       string
+	kubeTimeout                      time.Duration
 }
 
 func newSabakanPlanCmd(e *env) *cobra.Command {
@@ -46,6 +49,16 @@ would make until there is nothing left to do: each step's operation and
 changes with their scores, then how the plan ends (settled, refused at a
 step, or still changing after --max-steps) and a summary of the whole plan.
 Nothing is written anywhere.
+
+The plan is the leader's decision, made by the tick's own code from what its
+next tick reads: the same settings, cluster and inventory, the leader's memory
+(quiet time, trigger) and options (its --retire-wait, inside or beside CKE),
+and the same view of the Kubernetes Nodes. That view is the one the leader last
+decided with, unless --kubeconfig gives one to read now. The plan's first line
+says which view it used and how old it is, or that it was made without Node
+taints. What keeps the leader from following the plan now (a switch, the owner,
+CKE's pace, the quiet time, the trigger, the circuit breaker) is noted on
+standard error.
 
 --template, --constraints, --variables and --policy replace the stored
 settings: what would happen if they were set. With a placement policy (stored
@@ -74,7 +87,9 @@ not be (bad input, etcd or sabakan unreachable).`,
 // addFlags adds the flags a plan needs besides the what-if files.
 func (o *planOptions) addFlags(f *pflag.FlagSet) {
 	f.IntVar(&o.maxSteps, "max-steps", generator.DefaultMaxSteps, "stop the plan after this many steps")
-	f.DurationVar(&o.retireWait, "retire-wait", generator.DefaultRetireWait, "the daemon's --retire-wait: how long a worker stays RETIRED before it is removed")
+	f.DurationVar(&o.retireWait, "retire-wait", 0, "how long a worker stays RETIRED before it is removed (default: the leader's --retire-wait, else "+generator.DefaultRetireWait.String()+")")
+	f.StringVar(&o.kubeconfig, "kubeconfig", "", "read the Kubernetes Nodes' taints with this kubeconfig, as the daemon does (default: the view the leader last decided with)")
+	f.DurationVar(&o.kubeTimeout, "kubernetes-timeout", kubenodes.DefaultTimeout, "timeout of listing the Kubernetes Nodes")
 	f.DurationVar(&o.sabakan.Timeout, "sabakan-timeout", sabakan.DefaultTimeout, "timeout of each sabakan request")
 	f.StringVar(&o.sabakan.CAFile, "sabakan-tls-ca-file", "", "CA certificates of sabakan's HTTPS endpoint")
 	f.StringVar(&o.sabakan.CertFile, "sabakan-tls-cert-file", "", "client certificate for sabakan")
@@ -143,45 +158,53 @@ func (o *planOptions) run(e *env, stdout, stderr io.Writer) error {
 	return o.plan(e, w, stdout, stderr)
 }
 
-// plan computes the plan from the live state with w applied, and prints
-// it; warnings and notes go to stderr.
+// plan computes the plan from the live state with w applied, as the
+// leader would decide it (liveview.Reader.Decide), and prints it;
+// warnings and notes go to stderr.
 func (o *planOptions) plan(e *env, w intake.WhatIf, stdout, stderr io.Writer) error {
+	d, err := o.decide(e, w)
+	if err != nil {
+		return err
+	}
+	for _, w := range d.Gathered.Warnings {
+		fmt.Fprintf(stderr, "warning: %s\n", w)
+	}
+	for _, n := range liveview.Notes(d) {
+		fmt.Fprintf(stderr, "note: %s\n", n)
+	}
+	return planreport.Write(stdout, liveview.Document(d), o.output)
+}
+
+// decide is the leader's decision with w applied, read only.
+func (o *planOptions) decide(e *env, w intake.WhatIf) (*tick.Decision, error) {
 	if o.maxSteps < 1 {
-		return usage.Errorf("--max-steps: must be at least 1, got %d", o.maxSteps)
+		return nil, usage.Errorf("--max-steps: must be at least 1, got %d", o.maxSteps)
 	}
 	if o.retireWait < 0 {
-		return usage.Errorf("--retire-wait: must not be negative, got %s", o.retireWait)
+		return nil, usage.Errorf("--retire-wait: must not be negative, got %s", o.retireWait)
 	}
-	var in *liveview.PlanInput
-	var notes []string
-	err := e.withStorage(func(ctx context.Context, st storage.Storage) error {
+	if o.kubeTimeout <= 0 {
+		return nil, usage.Errorf("--kubernetes-timeout: must be positive, got %s", o.kubeTimeout)
+	}
+	nodes, err := kubenodes.Open(o.kubeconfig, o.kubeTimeout)
+	if err != nil {
+		return nil, err
+	}
+	p := liveview.Preview{WhatIf: w, RetireWait: o.retireWait, MaxSteps: o.maxSteps}
+	if nodes != nil {
+		p.Kubernetes = tick.APIView(nodes, nil)
+	}
+	var d *tick.Decision
+	err = e.withStorage(func(ctx context.Context, st storage.Storage) error {
 		// The reader bounds its etcd reads by --timeout and each sabakan
 		// request by --sabakan-timeout, so a slow sabakan is not reported
 		// as a slow etcd.
 		r := liveview.NewReader(st, liveview.Options{Sabakan: o.sabakan, EtcdTimeout: e.timeout})
 		var err error
-		if in, err = r.PlanInput(context.Background(), w, o.retireWait); err != nil {
-			return err
-		}
-		notes = holdNotes(in)
-		return nil
+		d, err = r.Decide(context.Background(), p)
+		return err
 	})
-	if err != nil {
-		return err
-	}
-	p, err := generator.MakePlan(in.Input, in.TemplateChanged, o.maxSteps)
-	if err != nil {
-		return err
-	}
-	for _, w := range in.Warnings {
-		fmt.Fprintf(stderr, "warning: %s\n", w)
-	}
-	for _, n := range notes {
-		fmt.Fprintf(stderr, "note: %s\n", n)
-	}
-	d := planreport.New(p)
-	d.SetModel(in.Input.Constraints, len(in.Input.Machines))
-	return planreport.Write(stdout, d, o.output)
+	return d, err
 }
 
 // dryRun is --dry-run of a setting command: print the plan with the new
@@ -243,7 +266,6 @@ func (d *dryRun) warn(e *env, cmd *cobra.Command, w intake.WhatIf, printed ...st
 		o.sabakan.Timeout = checkTimeout
 	}
 	o.sabakan.Retries = -1
-	var in *liveview.PlanInput
 	ready := true
 	err := e.withStorage(func(ctx context.Context, st storage.Storage) error {
 		_, refused, _, err := intake.Load(ctx, st, intake.SettingTemplate, intake.SettingURL)
@@ -252,22 +274,18 @@ func (d *dryRun) warn(e *env, cmd *cobra.Command, w intake.WhatIf, printed ...st
 		}
 		if ref := refused[intake.SettingTemplate]; w.Template == nil && ref != nil && ref.Missing {
 			ready = false
-			return nil
 		}
 		if ref := refused[intake.SettingURL]; ref != nil && ref.Missing {
 			ready = false
-			return nil
 		}
-		r := liveview.NewReader(st, liveview.Options{Sabakan: o.sabakan, EtcdTimeout: e.timeout})
-		in, err = r.PlanInput(context.Background(), w, o.retireWait)
-		return err
+		return nil
 	})
-	if !ready {
+	if err == nil && !ready {
 		return
 	}
-	var p *generator.Plan
+	var dec *tick.Decision
 	if err == nil {
-		p, err = generator.MakePlan(in.Input, in.TemplateChanged, o.maxSteps)
+		dec, err = o.decide(e, w)
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "note: not tried on the inventory (%v); ckegenctl sabakan status shows the daemon's warnings after its next tick\n", err)
@@ -277,35 +295,17 @@ func (d *dryRun) warn(e *env, cmd *cobra.Command, w intake.WhatIf, printed ...st
 	for _, s := range printed {
 		seen[s] = true
 	}
-	all := slices.Clone(in.Warnings)
-	for _, s := range p.Steps {
+	all := slices.Clone(dec.Gathered.Warnings)
+	for _, s := range dec.Plan.Steps {
 		all = append(all, s.Warnings...)
 	}
-	all = append(all, p.Warnings...)
+	all = append(all, dec.Plan.Warnings...)
 	for _, s := range all {
 		if !seen[s] {
 			seen[s] = true
 			fmt.Fprintf(stderr, "warning: %s\n", s)
 		}
 	}
-}
-
-// holdNotes says what keeps the daemon from applying the plan now, from
-// the settings of the plan's own snapshot, decided by the tick's own code:
-// a switch, the owner or a change setting refused, the trigger, the
-// circuit breaker.
-func holdNotes(in *liveview.PlanInput) []string {
-	var notes []string
-	for _, ref := range in.Held {
-		notes = append(notes, ref.Explain())
-	}
-	if in.Settings.Trigger == intake.TriggerPlanning {
-		notes = append(notes, tick.TriggerHeld)
-	}
-	if _, over := tick.Breaker(in.Settings.Change, in.Input); over != "" {
-		notes = append(notes, over+": "+tick.BreakerHolds)
-	}
-	return notes
 }
 
 // printStoredPlan prints sabakan/plan: in text, a line about when and

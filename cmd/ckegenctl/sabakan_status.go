@@ -234,7 +234,13 @@ func changesTable(w io.Writer, cs []storage.Change) error {
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "  ACTION\tADDRESS\tSERIAL\tSCORE\tREASON")
-	for _, c := range cs {
+	for _, t := range planreport.Tell(cs, func(c storage.Change) (string, string, string) { return c.Action, c.Address, c.Reason }) {
+		c := t.Change
+		if t.Addresses != nil {
+			// Nodes re-rendered alike: one row for them all.
+			fmt.Fprintf(tw, "  %s\t%s\t-\t-\t%s\n", c.Action, plural(len(t.Addresses), "node", "nodes"), planreport.Group(t.Addresses, c.Reason))
+			continue
+		}
 		score := "-"
 		if c.Score != nil {
 			score = planreport.FormatScore(*c.Score)

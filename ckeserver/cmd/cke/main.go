@@ -185,7 +185,7 @@ func run(d durations) error {
 	if err != nil {
 		return fmt.Errorf("host name: %w", err)
 	}
-	icfg := integrator.Config{Client: etcd, Name: name, MaxBackoff: d.interval, Registerer: prometheus.DefaultRegisterer, Log: lg}
+	icfg := integrator.Config{Client: etcd, Name: name, Interval: d.interval, Registerer: prometheus.DefaultRegisterer, Log: lg}
 	if *flgDebugSabakan {
 		// As CKE's server: its integrator alone, retired workers leaving
 		// after 5 s.

@@ -1,0 +1,156 @@
+package liveview
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/ckegen/ckegen/generator"
+	"github.com/ckegen/ckegen/intake"
+	"github.com/ckegen/ckegen/planreport"
+	"github.com/ckegen/ckegen/reason"
+	"github.com/ckegen/ckegen/storage"
+	"github.com/ckegen/ckegen/tick"
+)
+
+// Preview is what a view asks of the leader's decision.
+type Preview struct {
+	// WhatIf replaces stored settings (ckegenctl sabakan plan --template,
+	// a setting command's --dry-run).
+	WhatIf intake.WhatIf
+	// Kubernetes is the view of the Nodes to decide with (--kubeconfig);
+	// nil: the one the leader last decided with, from its memory.
+	Kubernetes tick.Kubernetes
+	// RetireWait replaces the leader's retire wait when not 0.
+	RetireWait time.Duration
+	// MaxSteps bounds the plan (generator.DefaultMaxSteps when 0).
+	MaxSteps int
+	// SettingsOnly: decide from the settings alone, without asking
+	// sabakan, and gated: who writes the cluster now, and why not.
+	SettingsOnly bool
+}
+
+// Decide gathers, reading only, what the leader's next tick reads (the
+// settings and the cluster in one etcd transaction, sabakan's answer,
+// the policy's metrics, the Kubernetes view), and decides with the
+// tick's own code as the leader would now: with its memory (the quiet
+// time's inventory, the trigger last seen) and its options (its mode and
+// retire wait, CKE's pace), unless told otherwise. The decision is
+// ungated: where the leader holds on a switch, the owner, CKE's pace or
+// a refused change setting, it still carries the plan the leader would
+// follow once it runs, and Decision.Gated says what holds it. It is an
+// error when no plan can be made: etcd, sabakan, a metric provider or
+// Kubernetes do not answer, or a setting the generator needs is missing
+// or refused (said as ckegenctl says it, with the what-if flag that can
+// stand in for it); an etcd failure is an *EtcdError.
+func (r *Reader) Decide(ctx context.Context, p Preview) (*tick.Decision, error) {
+	mctx, cancel := context.WithTimeout(ctx, r.opts.EtcdTimeout)
+	mem, err := tick.ReadMemory(mctx, r.st)
+	cancel()
+	switch {
+	case errors.Is(err, storage.ErrInvalid):
+		// The leader's memory is the leader's: one that does not parse
+		// gives no memory, as it gives the leader none.
+		mem = tick.Memory{}
+	case err != nil:
+		return nil, &EtcdError{err}
+	}
+	max := p.MaxSteps
+	if max == 0 {
+		max = generator.DefaultMaxSteps
+	}
+	o := mem.Leader.Options(max)
+	o.Ungated = !p.SettingsOnly
+	if p.RetireWait != 0 {
+		o.RetireWait = p.RetireWait
+	}
+	if o.RetireWait == 0 {
+		o.RetireWait = generator.DefaultRetireWait
+	}
+	if o.CKEStatusMaxAge == 0 {
+		o.CKEStatusMaxAge = tick.DefaultCKEStatusMaxAge
+	}
+	kube := p.Kubernetes
+	if kube == nil {
+		kube = mem.View()
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	g := r.gatherer().Gather(ctx, tick.Ask{WhatIf: p.WhatIf, Kubernetes: kube, SettingsOnly: p.SettingsOnly, Options: o})
+	d := tick.Decide(g, mem, o)
+	switch {
+	case g.Settings == nil:
+		return nil, &EtcdError{g.Failure}
+	case p.SettingsOnly:
+		return d, nil
+	case d.Plan != nil:
+		return d, nil
+	case g.Failure != nil:
+		return nil, g.Failure.Err
+	}
+	for _, row := range intake.Table {
+		if ref := g.Refusals[row.Setting]; ref != nil && row.Kind == intake.Input {
+			return nil, intake.Explained(ref, true)
+		}
+	}
+	return nil, errors.New(d.Message)
+}
+
+// gatherer is the reader's gatherer, made once; r.mu must be held.
+func (r *Reader) gatherer() *tick.Gatherer {
+	if r.gather == nil {
+		r.gather = tick.NewGatherer(r.st, r.opts.Sabakan, r.opts.Now)
+		r.gather.EtcdTimeout = r.opts.EtcdTimeout
+	}
+	return r.gather
+}
+
+// Notes are what keeps the leader from following a decision's plan now,
+// in the words of its status: the rungs an ungated decision went past
+// (a switch, the owner, CKE's pace, a refused setting), then the rung
+// the decision itself holds on (the quiet time, the trigger, the
+// circuit breaker).
+func Notes(d *tick.Decision) []string {
+	var notes []string
+	for _, h := range d.Gated {
+		notes = append(notes, h.Message)
+	}
+	if h := d.Hold; h != nil && d.Result != reason.Waiting {
+		notes = append(notes, h.Message)
+	}
+	for _, h := range d.Also {
+		notes = append(notes, h.Message)
+	}
+	return notes
+}
+
+// Document is the plan of a decision for people and programs: its steps
+// from the cluster as read, and the view of Kubernetes it was made with.
+func Document(d *tick.Decision) *planreport.Document {
+	doc := planreport.New(d.Plan)
+	doc.SetModel(d.Gathered.Settings.Constraints, len(d.Gathered.Machines))
+	doc.View = d.Gathered.Kubernetes.Describe(d.At)
+	return doc
+}
+
+// StoredNextStep is an Options.NextStep that reads the daemon's stored plan
+// (sabakan/plan): its first step and how many steps it has; nil when there
+// is no plan, it does not parse, or it has no step.
+func StoredNextStep(ctx context.Context, st storage.Storage) (*NextStep, error) {
+	p, err := planreport.ReadStored(ctx, st)
+	switch {
+	case errors.Is(err, storage.ErrNotFound), errors.Is(err, storage.ErrInvalid):
+		// A plan that does not parse is no reason not to draw the rest.
+		return nil, nil
+	case err != nil:
+		return nil, err
+	case len(p.Steps) == 0:
+		return nil, nil
+	}
+	first := p.Steps[0]
+	changes := make([]generator.Change, len(first.Changes))
+	for i, c := range first.Changes {
+		changes[i] = generator.Change{Action: c.Action, Address: c.Address, Serial: c.Serial, Reason: c.Reason}
+	}
+	return &NextStep{Op: first.Op, Changes: changes, Steps: len(p.Steps), ComputedAt: p.ComputedAt}, nil
+}

@@ -1,0 +1,476 @@
+package tick
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/ckegen/ckegen/ckevalidate"
+	"github.com/ckegen/ckegen/constraints"
+	"github.com/ckegen/ckegen/generator"
+	"github.com/ckegen/ckegen/intake"
+	"github.com/ckegen/ckegen/kubenodes"
+	"github.com/ckegen/ckegen/reason"
+	"github.com/ckegen/ckegen/storage"
+)
+
+// Options are how a decision is made: what the step's host configured.
+// A view that decides as the leader does takes them from the leader's
+// memory (Memory.Leader).
+type Options struct {
+	// Mode is ModeInsideCKE for a step run by CKE's server; "" for
+	// ckegen's daemon, whose mode (standalone or beside CKE) each tick
+	// reads from etcd.
+	Mode string
+	// RetireWait is how long a worker stays RETIRED before it leaves.
+	RetireWait time.Duration
+	// CKEStatusMaxAge is how old CKE's status may be for ckegen to write
+	// beside a CKE server (docs/beside-cke.md).
+	CKEStatusMaxAge time.Duration
+	// MaxClusterBytes is etcd's request size limit, and WriteOverhead
+	// what the cluster write's request holds besides the cluster: a
+	// larger cluster is refused with CLUSTER_TOO_LARGE instead of
+	// failing in etcd.
+	MaxClusterBytes int
+	WriteOverhead   int
+	// MaxSteps bounds the plan: its steps from the cluster as read, or,
+	// with Pending, its steps after the one the tick writes.
+	MaxSteps int
+	Pending  bool
+	// RegenerateOnly: the decision is Regenerate alone, when the template
+	// changed (what CKE's server asks of its integrator when it becomes
+	// leader).
+	RegenerateOnly bool
+	// Ungated: decide past the rungs a view can see beyond (a switch, the
+	// owner, CKE's pace, a refused switch or change setting), as if the
+	// integration ran: the plan a takeover, an enable or a fix would
+	// start. What holds the leader is in Decision.Gated.
+	Ungated bool
+}
+
+// Decision is what one tick decides, and every view of it reads: the
+// status, the history entry, the log line, the metrics, the memory, the
+// stored plan, ckegenctl's plan and owner, and the page. Decide makes
+// it; nothing else decides.
+type Decision struct {
+	// At is when it was made; Options how.
+	At      time.Time
+	Options Options
+	// Mode and Owner are how ckegen runs and which integration owns the
+	// cluster ("" when the settings were not read).
+	Mode, Owner string
+
+	// Result, Reason and Message are what the decision is, in the
+	// status's words: ok (a step to write, or nothing to do), held,
+	// disabled, waiting, planning or failing; Err is a failure with its
+	// cause.
+	Result, Reason, Message string
+	Err                     *Error
+	// Hold is the rung of the hold ladder the tick holds on (nil: none);
+	// Also the rungs after it that would hold it too (the circuit
+	// breaker, while the quiet time or the trigger holds).
+	Hold *Hold
+	Also []Hold
+	// Gated are the rungs an ungated decision (Options.Ungated) went
+	// past: what holds the leader's tick now.
+	Gated []Hold
+	// Step is the change the tick writes (nil: none), and Data its
+	// cluster as written.
+	Step *generator.Result
+	Data []byte
+	// Plan is the plan from the cluster as read: the ticks the leader
+	// would make if nothing else changed, Step first when there is one;
+	// nil when none was computed.
+	Plan *generator.Plan
+	// Warnings are what the operator should fix although the tick went
+	// on.
+	Warnings []string
+
+	// What the decision was made from.
+	Gathered *Gathered
+	// Kubernetes is what the status says of the view.
+	Kubernetes *storage.KubernetesStatus
+	// Quiet is the inventory's stillness (nil: not evaluated), with the
+	// time left (QuietRemaining) and what the memory keeps of it.
+	Quiet          *storage.QuietStatus
+	QuietRemaining time.Duration
+	Inventory      InventoryMemory
+	// Unhealthy counts the unhealthy nodes against max-unhealthy (nil:
+	// no limit); Release says what released the plan being applied.
+	Unhealthy *storage.UnhealthyStatus
+	Release   string
+	// Placed: the placements were counted, as Placements (nil without a
+	// policy), in the cluster as the tick leaves it.
+	Placed     bool
+	Placements []storage.PlacementStatus
+	// Constraints are the valid constraints in force (nil: not read),
+	// from ConstraintsSource.
+	Constraints       *constraints.Constraints
+	ConstraintsSource string
+
+	// observed is the memory's group of each placement's last pick.
+	observed map[string]string
+}
+
+// Idle reports whether the integration did not run: disabled, held
+// back beside a CKE server, or waiting for its settings.
+func (d *Decision) Idle() bool {
+	return d.Result == reason.Held || d.Result == reason.Disabled || d.Result == reason.Waiting
+}
+
+// Decide makes the decision of a tick from what was gathered, the
+// memory of the last ticks (quiet time, trigger, observed groups) and
+// the options. It is a pure function: no I/O, no clock.
+//
+// It climbs the hold ladder: a failure to gather; the switches and the
+// owner (disabled, held); CKE's pace (held); a setting missing (waiting)
+// or refused (failing); then, with the inventory, the quiet time and the
+// trigger (planning: nothing written, the plan kept), the circuit
+// breaker (state taints only); then the generator's step and the plan
+// from the cluster as read.
+func Decide(g *Gathered, mem Memory, o Options) *Decision {
+	d := newDecision(g, o)
+	if d.climbSettings() {
+		return d
+	}
+	s := g.Settings
+	d.observed = mem.ObservedGroups
+	c := s.Constraints
+	d.Constraints, d.ConstraintsSource = &c, storage.ConstraintsDefault
+	if s.ConstraintsStored {
+		d.ConstraintsSource = storage.ConstraintsStored
+	}
+	d.Warnings = append(d.Warnings, g.Warnings...)
+	d.Kubernetes = kubeStatus(g)
+	switch {
+	case g.Failure != nil:
+		return d.fail(g.Failure)
+	case !g.Asked:
+		d.Message = "sabakan was not asked"
+		return d
+	}
+	in := g.Input(o.RetireWait)
+
+	q := evaluateQuiet(g.Machines, s.QuietTime, mem.Inventory, g.Now)
+	d.Quiet, d.QuietRemaining, d.Inventory = &q.status, q.remaining, q.inventory
+	var overLimit string
+	d.Unhealthy, overLimit = breaker(s.Change, in)
+	switch {
+	case !q.quiet:
+		msg := q.message
+		if s.Trigger == intake.TriggerPlanning {
+			msg += "; the trigger is planning as well"
+		}
+		d.Hold = &Hold{RungQuiet, reason.QuietTime, msg}
+	case s.Trigger == intake.TriggerPlanning:
+		d.Hold = &Hold{RungTrigger, "", TriggerHeld}
+	}
+	if d.Hold != nil {
+		return d.planning(in, overLimit)
+	}
+	d.Release = releasedBy(mem, s)
+	if overLimit != "" {
+		d.Hold = &Hold{RungBreaker, reason.TooManyUnhealthy, overLimit + ": " + BreakerHolds}
+	}
+	step, settled, err := d.first(in)
+	if err == nil && step != nil {
+		if err := d.check(step); err != nil {
+			// Nothing to write: no plan and no placements from a cluster
+			// that will not be.
+			return d.fail(err)
+		}
+	}
+	if err != nil {
+		d.fail(err)
+		d.count(in)
+		d.keepPlan(in, nil, nil)
+		return d
+	}
+	d.Result, d.Step = reason.OK, step
+	if d.Hold != nil {
+		// Over max-unhealthy: the state taints, if any, and the failure
+		// that says why nothing else changes.
+		msg := d.Hold.Message
+		if step != nil {
+			msg += fmt.Sprintf("; state taints written (%s)", plural(len(step.Changes), "change", "changes"))
+		}
+		d.Result, d.Reason, d.Message, d.Err = reason.Failing, reason.TooManyUnhealthy, msg, fail(reason.TooManyUnhealthy, errors.New(msg))
+	}
+	d.count(in)
+	d.keepPlan(in, step, settled)
+	return d
+}
+
+// climbSettings climbs the ladder's rungs decided from the settings
+// alone, before sabakan is asked: a failure to read etcd, a switch or
+// the owner refused, the gate (disabled, held), a missing setting
+// (waiting), a refused one (failing). It reports whether one of them
+// decided the tick. Gather stops where it decides.
+func (d *Decision) climbSettings() bool {
+	g, o := d.Gathered, d.Options
+	s := g.Settings
+	if s == nil {
+		d.fail(g.Failure)
+		return true
+	}
+	ref := g.Refused
+	switch {
+	case ref != nil && intake.RowOf(ref.Setting).Kind == intake.Switch && !o.Ungated:
+		d.fail(fail(ref.Reason, ref))
+		return true
+	case ref != nil && intake.RowOf(ref.Setting).Kind == intake.Switch:
+		// The ownership cannot be read: no gate to climb.
+		d.gated(RungOwner, ref)
+	default:
+		if h := gate(s.Own, o.Mode, g.HasCluster, g.Now, o.CKEStatusMaxAge); h != nil && o.Ungated {
+			d.Gated = append(d.Gated, *h)
+		} else if h != nil {
+			d.Hold = h
+			d.Result, d.Reason, d.Message = reason.Held, h.Reason, h.Message
+			if h.Rung == RungSwitch {
+				d.Result = reason.Disabled
+			}
+			return true
+		}
+	}
+	for _, row := range intake.Table {
+		ref := g.Refusals[row.Setting]
+		switch {
+		case ref == nil || row.Kind == intake.Switch:
+		case ref.Missing && reason.ResultOf(ref.Reason) == reason.Waiting:
+			d.Hold = &Hold{RungSettings, ref.Reason, ref.Error()}
+			d.Result, d.Reason, d.Message = reason.Waiting, ref.Reason, ref.Error()
+			return true
+		case row.Kind == intake.Input || !o.Ungated:
+			d.fail(fail(ref.Reason, ref))
+			return true
+		default:
+			d.gated(RungSettings, ref)
+		}
+	}
+	return false
+}
+
+// gated records a refused setting an ungated decision went past.
+func (d *Decision) gated(r Rung, ref *intake.Refusal) {
+	d.Gated = append(d.Gated, Hold{Rung: r, Reason: ref.Reason, Message: ref.Explain()})
+}
+
+func newDecision(g *Gathered, o Options) *Decision {
+	d := &Decision{At: g.Now, Options: o, Gathered: g}
+	if s := g.Settings; s != nil && (g.Refused == nil || intake.RowOf(g.Refused.Setting).Kind != intake.Switch) {
+		d.Mode, d.Owner = modeOf(o.Mode, s.Own), s.Own.Owner
+	}
+	return d
+}
+
+// fail makes d a failure with err's reason.
+func (d *Decision) fail(err error) *Decision {
+	var te *Error
+	if !errors.As(err, &te) {
+		te = fail(reason.EtcdError, err)
+	}
+	d.Result, d.Reason, d.Message, d.Err = reason.Failing, te.Reason, te.Err.Error(), te
+	return d
+}
+
+// kubeStatus is what the status says of the view a decision uses.
+func kubeStatus(g *Gathered) *storage.KubernetesStatus {
+	v := g.Kubernetes
+	if v == nil {
+		if g.hostView {
+			return &storage.KubernetesStatus{}
+		}
+		return nil
+	}
+	k := &storage.KubernetesStatus{Read: v.Known, Source: v.Source, Why: v.Why}
+	if v.Known {
+		k.Nodes = v.Nodes
+		k.Intolerable = kubenodes.CountIntolerable(v.Taints, generator.Tolerations(g.Settings.Template))
+	}
+	return k
+}
+
+// first is the change the tick makes, when it makes one: Generate
+// without a cluster, else Update, and Regenerate when Update has nothing
+// to do and the template changed since the cluster was built; over
+// max-unhealthy the state taints alone; when the host asks for it,
+// Regenerate alone. nil when there is nothing to do; settled, with the
+// warnings of that tick, when the usual decision had nothing to do (the
+// plan from here is settled).
+func (d *Decision) first(in generator.Input) (*generator.Result, []string, error) {
+	s := d.Gathered.Settings
+	var res *generator.Result
+	var err error
+	usual := false
+	switch {
+	case d.Hold != nil && d.Hold.Rung == RungBreaker:
+		res, err = generator.Taints(in)
+	case !d.Options.RegenerateOnly:
+		res, err = generator.Tick(in, s.TemplateChanged())
+		usual = true
+	case s.Current == nil || !s.TemplateChanged():
+		return nil, nil, nil
+	default:
+		res, err = generator.Regenerate(in)
+	}
+	var warnings []string
+	if res != nil {
+		warnings = res.Warnings
+		d.Warnings = append(d.Warnings, warnings...)
+	}
+	switch {
+	case errors.Is(err, generator.ErrNothingToDo):
+		if usual {
+			return nil, nonNilStrings(warnings), nil
+		}
+		return nil, nil, nil
+	case errors.Is(err, generator.ErrNotEnoughMachines):
+		return nil, nil, fail(reason.NotEnoughMachines, err)
+	case errors.Is(err, generator.ErrTooManyNonExistent):
+		return nil, nil, fail(reason.TooManyNonExistent, err)
+	case err != nil:
+		return nil, nil, fail(reason.GenerationError, err)
+	}
+	return res, nil, nil
+}
+
+// nonNilStrings is ss, empty rather than nil.
+func nonNilStrings(ss []string) []string {
+	if ss == nil {
+		return []string{}
+	}
+	return ss
+}
+
+// check marshals the step's cluster and refuses what etcd or CKE would
+// refuse: a write request over etcd's limit (CLUSTER_TOO_LARGE) and a
+// cluster CKE v1.35.4's validation refuses (INVALID_CLUSTER).
+func (d *Decision) check(step *generator.Result) error {
+	data, err := step.Cluster.AppendJSON(nil) // json.Marshal's bytes, without reflection
+	if err != nil {
+		return fail(reason.GenerationError, err)
+	}
+	o := d.Options
+	if size := len(data) + o.WriteOverhead; o.MaxClusterBytes > 0 && size > o.MaxClusterBytes {
+		return fail(reason.ClusterTooLarge, tooLarge(len(data), size, len(step.Cluster.Nodes), o.MaxClusterBytes, d.Gathered.Settings.Constraints))
+	}
+	if err := ckevalidate.Cluster(step.Cluster); err != nil {
+		return fail(reason.InvalidCluster, fmt.Errorf("the generated cluster would be refused by CKE: %w", err))
+	}
+	d.Data = data
+	return nil
+}
+
+// planning is the decision of a tick held by the quiet time or the
+// trigger: nothing is written, and the plan from the cluster as read is
+// kept. A plan that cannot be computed is the tick's failure, since
+// keeping it was the tick's work.
+func (d *Decision) planning(in generator.Input, overLimit string) *Decision {
+	s := d.Gathered.Settings
+	d.count(in)
+	p, err := generator.MakePlan(in, s.TemplateChanged(), d.Options.MaxSteps)
+	if err != nil {
+		return d.fail(fail(reason.GenerationError, fmt.Errorf("plan: %w", err)))
+	}
+	d.Plan = p
+	// No decision was made: the plan's first tick has its warnings.
+	if len(p.Steps) > 0 {
+		d.Warnings = append(d.Warnings, p.Steps[0].Warnings...)
+	} else {
+		d.Warnings = append(d.Warnings, p.Warnings...)
+	}
+	d.Result, d.Reason = reason.Planning, d.Hold.Reason
+	msg := d.Hold.Message
+	if overLimit != "" {
+		d.Reason = reason.TooManyUnhealthy
+		msg += "; also " + overLimit
+		d.Also = append(d.Also, Hold{RungBreaker, reason.TooManyUnhealthy, overLimit + ": " + BreakerHolds})
+	}
+	switch {
+	case len(p.Steps) > 0:
+		msg += fmt.Sprintf("; %s pending, next: %s", plural(len(p.Steps), "step", "steps"), p.Steps[0].Op)
+	case p.Result == generator.PlanSettled:
+		msg += "; nothing pending"
+	}
+	d.Message = msg
+	return d
+}
+
+// keepPlan computes the plan from the cluster as read, step first: when
+// the tick writes a step, the plan is the step and the plan from its
+// cluster. settled (not nil: the warnings of that tick) says the usual
+// decision had nothing to do, which is the plan's first tick already. A
+// plan that cannot be computed is a warning: the decision is made
+// already.
+func (d *Decision) keepPlan(in generator.Input, step *generator.Result, settled []string) {
+	if settled != nil {
+		d.Plan = generator.Settled(in.Current, settled)
+		return
+	}
+	var p *generator.Plan
+	var err error
+	max := d.Options.MaxSteps
+	if d.Options.Pending && step != nil {
+		max++
+	}
+	if step != nil {
+		p, err = generator.Continue(in, step, max)
+	} else {
+		p, err = generator.MakePlan(in, d.Gathered.Settings.TemplateChanged(), max)
+	}
+	if err != nil {
+		d.Warnings = append(d.Warnings, "plan: "+err.Error())
+		return
+	}
+	d.Plan = p
+}
+
+// Pending is the plan from the cluster as the tick leaves it: the plan
+// without the step the tick writes (nil: none computed).
+func (d *Decision) Pending() *generator.Plan {
+	p := d.Plan
+	if p == nil || d.Step == nil || len(p.Steps) == 0 {
+		return p
+	}
+	return &generator.Plan{Result: p.Result, Err: p.Err, Steps: p.Steps[1:], Start: d.Step.Cluster, Cluster: p.Cluster, Warnings: p.Warnings}
+}
+
+// count records the placements of the policy in the cluster as the tick
+// leaves it, and the group of each one's last pick (docs/design.md
+// 12.4).
+func (d *Decision) count(in generator.Input) {
+	d.Placed = true
+	if in.Policy == nil {
+		return
+	}
+	var changes []generator.Change
+	if d.Step != nil {
+		in.Current, changes = d.Step.Cluster, d.Step.Changes
+	}
+	counts, err := generator.Placements(in)
+	if err != nil {
+		d.Warnings = append(d.Warnings, "placements not counted: "+err.Error())
+		d.Placed = false
+		return
+	}
+	d.Placements = placementStatus(d.observed, counts, changes)
+}
+
+// releasedBy says what released the plan a tick in schedule applies: the
+// trigger set to schedule since the last tick, or the end of the quiet
+// time the last tick waited for; otherwise what released the plan still
+// being applied.
+func releasedBy(mem Memory, s *intake.Settings) string {
+	switch {
+	case mem.Trigger == intake.TriggerPlanning && s.Trigger == intake.TriggerSchedule:
+		return fmt.Sprintf("the trigger set to schedule (sabakan/trigger revision %d)", s.TriggerRevision)
+	case mem.QuietHeld:
+		since := "-"
+		if !mem.Inventory.Since.IsZero() {
+			since = mem.Inventory.Since.UTC().Format(time.RFC3339)
+		}
+		return fmt.Sprintf("the end of the quiet time %s (the inventory unchanged since %s)", s.QuietTime, since)
+	}
+	return mem.Release
+}

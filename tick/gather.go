@@ -1,0 +1,363 @@
+package tick
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/ckegen/ckegen/cluster"
+	"github.com/ckegen/ckegen/generator"
+	"github.com/ckegen/ckegen/intake"
+	"github.com/ckegen/ckegen/machine"
+	"github.com/ckegen/ckegen/policy"
+	"github.com/ckegen/ckegen/reason"
+	"github.com/ckegen/ckegen/sabakan"
+	"github.com/ckegen/ckegen/storage"
+)
+
+// Gathered is everything one decision is made from, read once: the
+// settings of one etcd snapshot, sabakan's answer (sanitized), the
+// placement policy's metrics and the Kubernetes view. Decide reads
+// nothing else.
+type Gathered struct {
+	// Now is when the decision is made.
+	Now time.Time
+	// Failure is what kept the gather from reading what the decision
+	// needs (etcd, the leadership, sabakan, a metric provider,
+	// Kubernetes), with its reason code; nil when nothing failed.
+	Failure *Error
+
+	// Settings are the settings of the snapshot (nil: etcd was not
+	// read); Refusals those refused, by setting, and Refused the first of
+	// them in the table's order.
+	Settings *intake.Settings
+	Refusals map[intake.Setting]*intake.Refusal
+	Refused  *intake.Refusal
+	// HasCluster: a cluster is stored.
+	HasCluster bool
+	// Stored is the memory stored with the last status, when the gather
+	// was asked for it (the first tick of a leadership, and views that
+	// decide as the leader does); StoredErr why it could not be used.
+	Stored    *Memory
+	StoredErr error
+	// SettingsID identifies the watched settings as read (their keys'
+	// mod revisions): a change of it resets the backoff.
+	SettingsID string
+
+	// Asked: sabakan was asked (the settings let the integration run and
+	// the gather went that far). Machines are its answer, sanitized
+	// (nil: no answer), Roles the roles of every machine it returned,
+	// before sanitizing (the typo guard's input).
+	Asked    bool
+	Machines []*machine.Machine
+	Roles    []string
+	// Metrics are the policy's metric values (nil: none).
+	Metrics *policy.Values
+	// Kubernetes is the view of the Nodes the decision uses (nil: the
+	// host has none, or the gather did not get to it); hostView: the
+	// host has one.
+	Kubernetes *View
+	hostView   bool
+	// Warnings are what the operator should fix although the tick can
+	// go on: settings that work but look wrong, machines left out,
+	// metrics without values.
+	Warnings []string
+
+	// QueryTime and MetricsTime are how long sabakan and the metric
+	// providers took (0: not asked).
+	QueryTime, MetricsTime time.Duration
+}
+
+// Input is the generator's input of a gather that read the inventory,
+// with retireWait the retire wait in force.
+func (g *Gathered) Input(retireWait time.Duration) generator.Input {
+	return g.Settings.Input(intake.Inventory{Machines: g.Machines, Roles: g.Roles, Metrics: g.Metrics, NodeTaints: g.Kubernetes.taints()},
+		g.Now, retireWait)
+}
+
+// Gatherer reads what a decision is made from. The step holds one; the
+// views that decide as the leader does (ckegenctl's plan, owner, a
+// setting's --dry-run) make one and read only. Not safe for concurrent
+// use: it keeps the parsed cluster and the compiled policy between
+// gathers (intake.Reader).
+type Gatherer struct {
+	Storage storage.Storage
+	// EtcdTimeout bounds the snapshot's read when not 0 (a view's: the
+	// step's etcd client bounds every call itself, storage.WithDeadline),
+	// so that a slow sabakan is not taken for a slow etcd.
+	EtcdTimeout time.Duration
+	sabakan     sabakan.Clients
+	settings    intake.Reader
+	now         func() time.Time
+}
+
+// NewGatherer returns a gatherer reading st and sabakan with o, at the
+// time now gives.
+func NewGatherer(st storage.Storage, o sabakan.Options, now func() time.Time) *Gatherer {
+	if now == nil {
+		now = time.Now
+	}
+	return &Gatherer{Storage: st, sabakan: sabakan.Clients{Options: o}, now: now}
+}
+
+// Ask says what a gather reads.
+type Ask struct {
+	// LeaderKey is the election key a leader's snapshot checks (""
+	// for a view, which leads nothing).
+	LeaderKey string
+	// Memory: read the memory stored with the last status too.
+	Memory bool
+	// WhatIf replaces stored settings (a view's what-if).
+	WhatIf intake.WhatIf
+	// Kubernetes is the host's view of the Nodes (nil: none).
+	Kubernetes Kubernetes
+	// SettingsOnly: stop after the settings (a view of who writes).
+	SettingsOnly bool
+	// Options are how the decision will be made: the gather reads the
+	// inventory only when the rungs before it let the tick go on.
+	Options Options
+}
+
+// Gather reads what one decision is made from. What fails is in the
+// result's Failure; a gather stops where the decision needs no more: a
+// switch, the owner, CKE's pace or a missing setting decides the tick
+// before sabakan is asked.
+func (gr *Gatherer) Gather(ctx context.Context, a Ask) *Gathered {
+	g := &Gathered{Now: gr.now(), hostView: a.Kubernetes != nil}
+	req := gr.settings.Request(a.LeaderKey)
+	if a.Memory {
+		req.Keys = append(req.Keys, storage.KeyCKEGenMemory)
+	}
+	snap, err := gr.read(ctx, req)
+	if err != nil {
+		g.Failure = fail(reason.EtcdError, err)
+		return g
+	}
+	// A leader learns that its lease is gone only at the next keepalive;
+	// the election key in the snapshot keeps a deposed leader from
+	// querying sabakan. (The cluster write is guarded by the key in any
+	// case.)
+	if a.LeaderKey != "" && !snap.Leading {
+		g.Failure = fail(reason.LostLeadership, storage.ErrNoLeader)
+		return g
+	}
+	if a.Memory {
+		g.Stored = &Memory{}
+		if err := g.Stored.recall(snap.Get(storage.KeyCKEGenMemory)); err != nil {
+			g.StoredErr = err
+		}
+	}
+	s, refused := gr.settings.ReadEach(snap, a.WhatIf)
+	g.Settings, g.Refusals, g.HasCluster, g.SettingsID = s, refused, snap.Get(storage.KeyCluster).Exists(), settingsID(snap)
+	for _, row := range intake.Table {
+		if r := refused[row.Setting]; r != nil {
+			g.Refused = r
+			break
+		}
+	}
+	if a.SettingsOnly || newDecision(g, a.Options).climbSettings() {
+		return g
+	}
+	g.Warnings = append(g.Warnings, s.Warnings...)
+	g.Asked = true
+	if g.Failure = gr.query(ctx, g); g.Failure != nil {
+		return g
+	}
+	if g.Failure = gr.fetchMetrics(ctx, g); g.Failure != nil {
+		return g
+	}
+	g.Failure = gr.view(ctx, g, a.Kubernetes)
+	return g
+}
+
+// read reads one snapshot, within EtcdTimeout when it is set.
+func (gr *Gatherer) read(ctx context.Context, req storage.Request) (*storage.Snapshot, error) {
+	if gr.EtcdTimeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, gr.EtcdTimeout)
+		defer cancel()
+	}
+	return gr.Storage.Read(ctx, req)
+}
+
+// settingsID identifies the watched settings of a snapshot by their
+// keys' mod revisions.
+func settingsID(snap *storage.Snapshot) string {
+	h := sha256.New()
+	for _, row := range intake.Table {
+		if !row.Wakes {
+			continue
+		}
+		h.Write([]byte(row.Key))
+		h.Write([]byte{'='})
+		h.Write(strconv.AppendInt(nil, snap.Get(row.Key).ModRevision, 10))
+		h.Write([]byte{'\n'})
+	}
+	return hex.EncodeToString(h.Sum(nil)[:8])
+}
+
+// query asks sabakan for the machines of the user's variables and
+// sanitizes them, keeping the roles of every machine returned (for the
+// generator's typo guard) and a warning for each machine ignored or
+// changed.
+func (gr *Gatherer) query(ctx context.Context, g *Gathered) *Error {
+	client, err := gr.sabakan.For(g.Settings.URL)
+	if err != nil {
+		return fail(reason.QueryError, err)
+	}
+	start := time.Now() // elapsed time, for the metrics
+	raw, err := client.SearchMachines(ctx, g.Settings.Variables)
+	g.QueryTime = time.Since(start)
+	switch {
+	case errors.Is(err, sabakan.ErrUnreachable):
+		return fail(reason.SabakanUnreachable, err)
+	case err != nil:
+		return fail(reason.QueryError, err)
+	}
+	var warnings []string
+	g.Machines, g.Roles, warnings = intake.Sanitize(raw)
+	g.Warnings = append(g.Warnings, warnings...)
+	return nil
+}
+
+// fetchMetrics gets the values of the policy's metrics for the machines,
+// once per tick and before any decision (docs/design.md 12.3); none
+// without a policy or without metrics. A provider that fails is
+// METRICS_UNAVAILABLE: the tick decides nothing, as when sabakan does not
+// answer. What Prometheus warned about, and a metric that no machine of
+// the tick has a value of, are warnings.
+func (gr *Gatherer) fetchMetrics(ctx context.Context, g *Gathered) *Error {
+	start := time.Now() // elapsed time, for the metrics
+	vals, _, warnings, err := intake.FetchMetrics(ctx, g.Settings.Policy, g.Machines)
+	if p := g.Settings.Policy; p != nil && len(p.Metrics()) > 0 {
+		g.MetricsTime = time.Since(start)
+	}
+	if err != nil {
+		return fail(reason.MetricsUnavailable, err)
+	}
+	g.Metrics = vals
+	g.Warnings = append(g.Warnings, warnings...)
+	return nil
+}
+
+// view reads the host's view of the Kubernetes Nodes (section 13). A
+// failure is KUBERNETES_UNREACHABLE: without the Nodes a tick could keep
+// a control plane Kubernetes has given up on, so it decides nothing.
+func (gr *Gatherer) view(ctx context.Context, g *Gathered, k Kubernetes) *Error {
+	if k == nil {
+		return nil
+	}
+	v, err := k.View(ctx)
+	if err != nil {
+		return fail(reason.KubernetesUnreachable, err)
+	}
+	if v.At.IsZero() && v.Known {
+		v.At = g.Now
+	}
+	g.Kubernetes = &v
+	return nil
+}
+
+// Kubernetes is what a host knows of the cluster's Kubernetes Nodes
+// (docs/design.md 13): the daemon reads them from the API server at each
+// tick (--kubeconfig, APIView), CKE's server has them in its cluster
+// status (a View), ckegenctl's plan takes the leader's last view.
+type Kubernetes interface {
+	View(ctx context.Context) (View, error)
+}
+
+// View is a view of the Kubernetes Nodes: where it comes from, when it
+// was read, and the taints of the Nodes that carry any (a Node with none
+// is the same to the generator as a Node not listed). A view that is not
+// Known says Why: CKE's status has no ready API server, say; the
+// generator then sees no taint at all, which the status says.
+type View struct {
+	Source string                     `json:"source"`
+	Known  bool                       `json:"known"`
+	Why    string                     `json:"why,omitempty"`
+	At     time.Time                  `json:"at,omitzero"`
+	Nodes  int                        `json:"nodes"`
+	Taints map[string][]cluster.Taint `json:"taints,omitempty"`
+}
+
+// View implements Kubernetes: a view the host holds already.
+func (v View) View(context.Context) (View, error) { return v, nil }
+
+// ViewOf is the view of the Nodes' taints, all of them, by name, from
+// source at.
+func ViewOf(source string, at time.Time, all map[string][]cluster.Taint) View {
+	v := View{Source: source, Known: true, At: at, Nodes: len(all)}
+	for name, ts := range all {
+		if len(ts) > 0 {
+			if v.Taints == nil {
+				v.Taints = map[string][]cluster.Taint{}
+			}
+			v.Taints[name] = ts
+		}
+	}
+	return v
+}
+
+// taints are what the generator is given of the view: nil when nothing
+// is known.
+func (v *View) taints() map[string][]cluster.Taint {
+	if v == nil || !v.Known {
+		return nil
+	}
+	if v.Taints == nil {
+		// Known, and no Node has a taint: not the same as nothing known
+		// for the status, the same for the generator.
+		return map[string][]cluster.Taint{}
+	}
+	return v.Taints
+}
+
+// NodeLister lists the Nodes' taints by name: *kubenodes.Reader.
+type NodeLister interface {
+	NodeTaints(ctx context.Context) (map[string][]cluster.Taint, error)
+}
+
+// APIView is a view read from the Kubernetes API at each gather, as the
+// daemon reads it with --kubeconfig.
+func APIView(l NodeLister, now func() time.Time) Kubernetes {
+	if now == nil {
+		now = time.Now
+	}
+	return apiView{l, now}
+}
+
+type apiView struct {
+	l   NodeLister
+	now func() time.Time
+}
+
+// SourceAPI is the source of a view read from the Kubernetes API.
+const SourceAPI = "the Kubernetes API (--kubeconfig)"
+
+func (a apiView) View(ctx context.Context) (View, error) {
+	all, err := a.l.NodeTaints(ctx)
+	if err != nil {
+		return View{}, err
+	}
+	return ViewOf(SourceAPI, a.now(), all), nil
+}
+
+// Describe says which view a decision used, and how old it was at now
+// (zero: the view's age is not said), for the first line of a plan.
+func (v *View) Describe(now time.Time) string {
+	switch {
+	case v == nil:
+		return "Kubernetes view: none: made without Node taints (the leader reads no Nodes: no --kubeconfig)"
+	case !v.Known:
+		return fmt.Sprintf("Kubernetes view: %s: not known (%s): made without Node taints", v.Source, v.Why)
+	}
+	age := ""
+	if !now.IsZero() {
+		age = fmt.Sprintf(", read %s ago", max(now.Sub(v.At), 0).Round(time.Second))
+	}
+	return fmt.Sprintf("Kubernetes view: %s%s (%s, %d with taints)", v.Source, age, plural(v.Nodes, "Node", "Nodes"), len(v.Taints))
+}

@@ -1,0 +1,205 @@
+package tick
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/ckegen/ckegen/generator"
+	"github.com/ckegen/ckegen/intake"
+	"github.com/ckegen/ckegen/reason"
+	"github.com/ckegen/ckegen/storage"
+)
+
+// The hold ladder: what keeps a tick from writing the cluster it would
+// write, rung by rung, in the order Decide climbs it. Each rung is
+// decided here once; the status, the log, ckegenctl's plan notes and
+// owner, and the page show the rung a Decision holds on.
+
+// Rung names one rung of the hold ladder.
+type Rung string
+
+// The rungs, in the order Decide climbs them.
+const (
+	// RungSwitch: the integration's switch is off (result disabled).
+	RungSwitch Rung = "switch"
+	// RungOwner: another integration writes the cluster, or both would
+	// (docs/beside-cke.md; result held).
+	RungOwner Rung = "owner"
+	// RungPace: beside a CKE server that is busy or silent, ckegen keeps
+	// CKE's pace (result held).
+	RungPace Rung = "pace"
+	// RungSettings: a setting without which nothing runs was never
+	// stored (result waiting).
+	RungSettings Rung = "settings"
+	// RungQuiet: the inventory has not been still for the quiet time
+	// (result planning).
+	RungQuiet Rung = "quiet-time"
+	// RungTrigger: the trigger is planning (result planning).
+	RungTrigger Rung = "trigger"
+	// RungBreaker: more nodes are unhealthy than max-unhealthy allows;
+	// only state taints are written.
+	RungBreaker Rung = "breaker"
+)
+
+// Modes of a step (the status's mode).
+const (
+	// ModeStandalone: ckegen's daemon, and no CKE server holds leader/:
+	// ckegen writes the cluster.
+	ModeStandalone = "standalone"
+	// ModeBesideCKE: ckegen's daemon beside a CKE server; sabakan/owner
+	// says which integration writes the cluster.
+	ModeBesideCKE = "beside-cke"
+	// ModeInsideCKE: the step is CKE's server's own sabakan integration.
+	ModeInsideCKE = "inside-cke"
+)
+
+// Hold is why a tick writes less than it would: its rung, its reason
+// code and what the status says.
+type Hold struct {
+	Rung            Rung
+	Reason, Message string
+}
+
+// modeOf is the mode of a step of mode (ModeInsideCKE, or "" for
+// ckegen's daemon) given the ownership read.
+func modeOf(mode string, own intake.Ownership) string {
+	switch {
+	case mode != "":
+		return mode
+	case own.CKEServer:
+		return ModeBesideCKE
+	}
+	return ModeStandalone
+}
+
+// YieldsToDaemons reports whether a step inside CKE's server leaves the
+// integration and its status to ckegen's daemons: while they own it
+// (sabakan/owner: ckegen) and CKE's switch is off, as a takeover left it.
+// The step then writes nothing, not even its status, which is theirs: a
+// site that moves between the daemons and the build inside CKE may run
+// both for a while, and its status must not flip between them.
+func YieldsToDaemons(own intake.Ownership, mode string) bool {
+	return mode == ModeInsideCKE && own.OwnedByCKEGen() && own.CKEDisabled
+}
+
+// gate is the first rungs of the ladder, decided from the ownership keys
+// alone (docs/beside-cke.md): it holds when a CKE server owns the
+// integration or it was handed back to CKE (an explicit sabakan/owner:
+// cke, even with no CKE server running: a server that restarts, upgrades
+// or exits after its first Generate leaves leader/ empty for a while, and
+// ckegen must not write then), when CKE's own integration was re-enabled
+// while ckegen owns it, and beside a CKE server while that server is not
+// at rest; the switch in force is ckegen's own while ckegen owns the
+// integration, CKE's sabakan/disabled otherwise. Inside CKE's server,
+// election and pace are CKE's, and its switch is CKE's. hasCluster: a
+// cluster is stored (with none, ckegen may Generate whatever CKE's phase,
+// as CKE's integration does).
+func gate(own intake.Ownership, mode string, hasCluster bool, now time.Time, maxAge time.Duration) *Hold {
+	disabled := &Hold{Rung: RungSwitch, Reason: reason.DisabledFlag, Message: "sabakan integration is disabled"}
+	if mode == ModeInsideCKE {
+		if own.CKEDisabled {
+			return disabled
+		}
+		return nil
+	}
+	switch {
+	case own.OwnedByCKEGen() && !own.CKEDisabled:
+		return &Hold{RungOwner, reason.CKEIntegrationActive, "ckegen owns the integration (sabakan/owner: ckegen), but CKE's own integration is enabled again " +
+			"(sabakan/disabled is not true): both would write the cluster, so ckegen writes nothing; " +
+			"run ckegenctl sabakan takeover to stop CKE's, or ckegenctl sabakan handback to give the integration back"}
+	case own.OwnedByCKEGen():
+		if own.CKEGenDisabled {
+			return disabled
+		}
+	case own.CKEServer:
+		return &Hold{RungOwner, reason.OwnedByCKE, "a CKE server holds leader/ and its own sabakan integration owns the cluster " +
+			"(sabakan/owner is cke or not set), so ckegen writes nothing; " +
+			"see what ckegen would do with ckegenctl sabakan takeover --dry-run, then take over with ckegenctl sabakan takeover"}
+	case own.HandedBack():
+		return &Hold{RungOwner, reason.OwnedByCKE, "the integration was handed back to CKE (sabakan/owner: cke), so ckegen writes nothing, " +
+			"also while no CKE server holds leader/ (it may be restarting); take over again with ckegenctl sabakan takeover"}
+	case own.CKEDisabled:
+		return disabled
+	}
+	if !own.CKEServer || !hasCluster {
+		return nil
+	}
+	return ckePace(own.CKEStatus, now, maxAge)
+}
+
+// ckePhases are the phases of CKE's status in which ckegen writes beside
+// a CKE server: those in which CKE v1.35.4's server runs its own
+// integration. CKE's controller calls its integrator when DecideOps has
+// no operation (completed, the two aborted phases, and repair-machines
+// or reboot-nodes while blocked) and in reboot-nodes. repair-machines
+// blocked cannot be told from repair-machines busy by the status key
+// alone: ckegen holds there.
+var ckePhases = []string{"completed", "reboot-nodes", "upgrade-aborted", "etcd-boot-aborted"}
+
+// CKEPhases says in which phases of CKE's status ckegen writes beside a
+// CKE server (docs/beside-cke.md).
+func CKEPhases() string {
+	return strings.Join(ckePhases[:len(ckePhases)-1], ", ") + " or " + ckePhases[len(ckePhases)-1]
+}
+
+// ckePace holds while CKE's server is not at rest: as CKE's own
+// integration, ckegen changes the cluster only while CKE's status says one
+// of ckePhases, and only while that status is fresh.
+func ckePace(st *intake.CKEStatus, now time.Time, maxAge time.Duration) *Hold {
+	if st == nil {
+		return &Hold{RungPace, reason.CKENotReady, "CKE's server has written no status yet: ckegen waits for it to reach phase completed"}
+	}
+	age := now.Sub(st.Timestamp).Truncate(time.Second)
+	if !isCKEPhase(st.Phase) {
+		phase := st.Phase
+		if phase == "" {
+			phase = "(none)"
+		}
+		return &Hold{RungPace, reason.CKENotReady, fmt.Sprintf("CKE's server is in phase %s (status written %s ago): ckegen writes only in phase %s, as CKE's own integration does", phase, age, CKEPhases())}
+	}
+	if age > maxAge {
+		return &Hold{RungPace, reason.CKENotReady, fmt.Sprintf("CKE's status (phase %s) is %s old, over --cke-status-max-age %s: its server may be stuck", st.Phase, age, maxAge)}
+	}
+	return nil
+}
+
+func isCKEPhase(p string) bool {
+	for _, q := range ckePhases {
+		if p == q {
+			return true
+		}
+	}
+	return false
+}
+
+// TriggerHeld is what a tick held by the trigger says.
+const TriggerHeld = "the trigger is planning: ckegenctl sabakan trigger schedule applies the plan"
+
+// breaker is the circuit breaker (docs/design.md 11.4) on the input of a
+// tick: the unhealthy nodes of the cluster counted against max-unhealthy
+// (nil without a limit or a cluster) and, when there are more than it
+// allows, what the status says of them ("": within the limit).
+func breaker(c intake.Change, in generator.Input) (*storage.UnhealthyStatus, string) {
+	lim := c.MaxUnhealthy
+	if lim == nil || in.Current == nil {
+		return nil, ""
+	}
+	bad := generator.Unhealthy(in)
+	nodes := len(in.Current.Nodes)
+	u := &storage.UnhealthyStatus{Count: len(bad), Nodes: nodes, MaxUnhealthy: lim.String(),
+		Limit: lim.Limit(nodes), Addresses: bad[:min(len(bad), storage.MaxChanges)]}
+	if u.Count <= u.Limit {
+		return u, ""
+	}
+	shown := bad[:min(len(bad), maxLastMoved)]
+	names := strings.Join(shown, ", ")
+	if len(bad) > len(shown) {
+		names += fmt.Sprintf(" and %d more", len(bad)-len(shown))
+	}
+	return u, fmt.Sprintf("%d of %d nodes are unhealthy (%s), more than max-unhealthy %s allows (%d)",
+		u.Count, u.Nodes, names, u.MaxUnhealthy, u.Limit)
+}
+
+// BreakerHolds is what the breaker holds back while it is over the limit.
+const BreakerHolds = "no node is added, removed, promoted or demoted until fewer are"

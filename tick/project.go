@@ -1,0 +1,288 @@
+package tick
+
+import (
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+
+	"github.com/ckegen/ckegen/cluster"
+	"github.com/ckegen/ckegen/generator"
+	"github.com/ckegen/ckegen/internal/clip"
+	"github.com/ckegen/ckegen/labels"
+	"github.com/ckegen/ckegen/planreport"
+	"github.com/ckegen/ckegen/reason"
+	"github.com/ckegen/ckegen/storage"
+)
+
+// The projections of a decision: the status, the history entry and the
+// log. Each is a function of the decision, what acting on it did, and
+// what the memory keeps of the last ticks; none decides anything.
+
+// status is the status of decision d acted on with o, given the last
+// status (the memory's): what this tick knows, and of what it did not
+// get to know, what the last one knew.
+func status(d *Decision, o Outcome, last storage.Status, leader string, interval storage.Duration) storage.Status {
+	st := storage.Status{Time: d.At, Leader: leader, Interval: interval, Mode: d.Mode, Owner: d.Owner,
+		LastSuccess: last.LastSuccess, LastOp: last.LastOp, LastChanges: last.LastChanges, LastChangeCount: last.LastChangeCount,
+		Result: d.Result, Reason: d.Reason, Message: d.Message}
+	if o.Err != nil {
+		st.Result, st.Reason, st.Message = reason.Failing, o.Err.Reason, o.Err.Err.Error()
+	}
+	written := d.Step != nil && o.Err == nil
+	st.LastRun = last.LastRun
+	if !d.Idle() {
+		st.LastRun = d.At
+	}
+	switch st.Result {
+	case reason.Failing:
+		st.ConsecutiveFailures = last.ConsecutiveFailures + 1
+	case reason.OK, reason.Planning:
+		st.LastSuccess = d.At
+	}
+	if written {
+		st.LastOp, st.LastChanges, st.LastChangeCount = d.Step.Op, statusChanges(d.Step.Changes), len(d.Step.Changes)
+	}
+	st.Warnings = boundWarnings(slices.Concat(d.Warnings, o.Warnings))
+	st.Kubernetes = d.Kubernetes
+	st.Message = clip.Text(st.Message, maxMessage)
+	switch {
+	case d.Idle():
+	case d.Placed && o.Err == nil:
+		st.Placements = d.Placements
+	default:
+		st.Placements = last.Placements
+	}
+	modelStatus(&st, last, d, written)
+	inventoryStatus(&st, last, d, written)
+	changeStatus(&st, last, d, o)
+	st.Since = d.At
+	if last.Result == st.Result && last.Reason == st.Reason && !last.Since.IsZero() {
+		st.Since = last.Since
+	}
+	return st
+}
+
+// maxMessage bounds a status message: its values are cut already
+// (clip.Value), this bounds the whole.
+const maxMessage = 4 * clip.MaxValue
+
+// boundWarnings is what a status keeps of a tick's warnings: the first
+// storage.MaxWarnings, each bounded, and how many more there were.
+func boundWarnings(ws []string) []string {
+	if len(ws) == 0 {
+		return nil
+	}
+	out := make([]string, 0, min(len(ws), storage.MaxWarnings)+1)
+	for _, w := range ws[:min(len(ws), storage.MaxWarnings)] {
+		out = append(out, clip.Text(w, 2*clip.MaxValue))
+	}
+	if more := len(ws) - storage.MaxWarnings; more > 0 {
+		out = append(out, fmt.Sprintf("and %d more", more))
+	}
+	return out
+}
+
+// clusterAfter is the cluster as the decision leaves it: its step's
+// when written, else the cluster it read (nil: none).
+func clusterAfter(d *Decision, written bool) *cluster.Cluster {
+	if written {
+		return d.Step.Cluster
+	}
+	return d.Gathered.Settings.Current
+}
+
+// modelStatus completes a status with the constraints model in force
+// and, in the rate model, the worker rate of the cluster as the tick
+// leaves it (docs/models.md), counting the machines the tick gave the
+// generator, as rule 7 does. A tick that did not get to query sabakan
+// keeps the last rate, against the minimum-workers-rate now in force; one
+// that did not read valid constraints (or a disabled integration) says
+// nothing of either.
+func modelStatus(st *storage.Status, last storage.Status, d *Decision, written bool) {
+	if d.Idle() || d.Constraints == nil {
+		return
+	}
+	c := *d.Constraints
+	st.Model, st.ConstraintsSource = c.Model(), d.ConstraintsSource
+	switch {
+	case !c.RateModel():
+	case d.Gathered.Machines != nil:
+		st.WorkerRate = statusRate(generator.RateOf(clusterAfter(d, written), len(d.Gathered.Machines), c))
+	case last.WorkerRate != nil:
+		r := *last.WorkerRate
+		r.Minimum = *c.MinimumWorkersRate
+		st.WorkerRate = &r
+	}
+}
+
+// inventoryStatus completes a status with the figures of the inventory
+// and of the cluster as the tick leaves it; a tick that did not get to
+// query sabakan keeps the last ones; a disabled or held integration
+// shows none.
+func inventoryStatus(st *storage.Status, last storage.Status, d *Decision, written bool) {
+	switch {
+	case d.Idle():
+		return
+	case d.Gathered.Machines == nil:
+		st.Inventory = last.Inventory
+		return
+	}
+	f := &storage.InventoryFigures{Machines: map[string]int{}}
+	for _, m := range d.Gathered.Machines {
+		f.Machines[string(m.Status.State)]++
+	}
+	c := clusterAfter(d, written)
+	if c == nil {
+		st.Inventory = f
+		return
+	}
+	inCluster := make(map[string]bool, len(c.Nodes))
+	f.Workers = map[string]int{}
+	for _, n := range c.Nodes {
+		inCluster[n.Address] = true
+		if !n.ControlPlane {
+			f.Workers[n.Labels[labels.Role]]++
+		}
+	}
+	for _, m := range d.Gathered.Machines {
+		if !inCluster[m.Address()] {
+			f.Unused++
+		}
+	}
+	st.Inventory = f
+}
+
+// changeStatus completes a status with change management's part. What
+// the tick did not get to (the quiet state, the pending plan) keeps its
+// last value, so that a failed tick does not restart the quiet time.
+func changeStatus(st *storage.Status, last storage.Status, d *Decision, o Outcome) {
+	st.ChangeStatus = last.ChangeStatus
+	if d.Idle() || d.Quiet == nil {
+		return
+	}
+	c := storage.ChangeStatus{Trigger: d.Gathered.Settings.Trigger, Quiet: d.Quiet, Unhealthy: d.Unhealthy, Release: d.Release,
+		Pending: last.Pending}
+	if p := d.Pending(); p != nil && o.Err == nil {
+		c.Pending = planSummary(p)
+	}
+	if c.Pending != nil && c.Pending.Steps == 0 {
+		c.Release = "" // the released plan is done
+	}
+	st.ChangeStatus = c
+}
+
+// planSummary sums up a pending plan for the status.
+func planSummary(p *generator.Plan) *storage.PlanSummary {
+	s := &storage.PlanSummary{Result: p.Result, Steps: len(p.Steps)}
+	if p.Err != nil {
+		s.Error = p.Err.Error()
+	}
+	if len(p.Steps) > 0 {
+		next := p.Steps[0]
+		s.NextOp, s.NextChanges, s.NextChangeCount = next.Op, statusChanges(next.Changes), len(next.Changes)
+	}
+	return s
+}
+
+// historyEntry is the history's record of a decision's step, written at
+// etcd revision rev.
+func historyEntry(d *Decision, rev int64) storage.HistoryEntry {
+	return storage.HistoryEntry{
+		Time:             d.At.UTC(),
+		Op:               d.Step.Op,
+		Changes:          statusChanges(d.Step.Changes),
+		ChangeCount:      len(d.Step.Changes),
+		TemplateRevision: d.Gathered.Settings.TemplateRevision,
+		ClusterRevision:  rev,
+		ReleasedBy:       d.Release,
+	}
+}
+
+// logState names what the log tells of a status: its result and
+// reason, and while planning the plan pending. A state is logged when it
+// begins; a failure at every tick.
+func logState(st storage.Status) string {
+	state := st.Result + " " + st.Reason
+	if p := st.Pending; st.Result == reason.Planning && p != nil {
+		state += fmt.Sprintf(" %d %s", p.Steps, p.NextOp)
+	}
+	return state
+}
+
+// logTick logs a tick that recorded st, given what the log said last:
+// each write; a failure at error when it starts, at warning on each
+// retry, at info on recovery; every other state (nothing to do,
+// planning, held, disabled, waiting) once, when it begins; each warning
+// when it appears and when it clears. A settled integration logs
+// nothing per tick. It returns what the log has said now.
+func logTick(log *slog.Logger, d *Decision, o Outcome, st storage.Status, was Logged) Logged {
+	now := Logged{State: logState(st), Warnings: was.Warnings}
+	if !d.Idle() && d.Quiet != nil {
+		// The tick got as far as every warning: those that appeared and
+		// those that cleared are told.
+		now.Warnings = st.Warnings
+		for _, w := range st.Warnings {
+			if !slices.Contains(was.Warnings, w) {
+				log.Warn("tick warning", "warning", w)
+			}
+		}
+		for _, w := range was.Warnings {
+			if !slices.Contains(st.Warnings, w) {
+				log.Info("tick warning cleared", "warning", w)
+			}
+		}
+	}
+	wasFailing := strings.HasPrefix(was.State, reason.Failing+" ")
+	switch {
+	case st.Result == reason.Failing && !wasFailing:
+		log.Error("tick failed", "reason", st.Reason, "error", st.Message)
+	case st.Result == reason.Failing:
+		log.Warn("tick failed again", "reason", st.Reason, "error", st.Message, "failures", st.ConsecutiveFailures)
+	case wasFailing:
+		log.Info("tick recovered", "failed_with", strings.TrimPrefix(was.State, reason.Failing+" "), "result", st.Result)
+	}
+	if d.Step != nil && o.Err == nil {
+		log.Info("cluster updated", "op", d.Step.Op, "changes", changeSummary(d.Step.Changes), "nodes", len(d.Step.Cluster.Nodes))
+	}
+	if now.State == was.State || st.Result == reason.Failing {
+		return now
+	}
+	switch st.Result {
+	case reason.Planning:
+		steps := 0
+		if st.Pending != nil {
+			steps = st.Pending.Steps
+		}
+		log.Info("tick planned, no cluster written", "reason", st.Reason, "why", st.Message, "pending_steps", steps)
+	case reason.Held:
+		log.Info("tick held", "reason", st.Reason, "why", st.Message)
+	case reason.Disabled:
+		log.Info("tick skipped: disabled")
+	case reason.Waiting:
+		log.Info("waiting for the settings", "reason", st.Reason, "why", st.Message)
+	case reason.OK:
+		if d.Step == nil {
+			nodes := 0
+			if c := d.Gathered.Settings.Current; c != nil {
+				nodes = len(c.Nodes)
+			}
+			log.Info("nothing to do", "nodes", nodes, "machines", len(d.Gathered.Machines))
+		}
+	}
+	return now
+}
+
+// changeSummary is a step's changes for a log line: each action and
+// address, re-rendered nodes collapsed.
+func changeSummary(cs []generator.Change) []string {
+	return planreport.Summarize(cs)
+}
+
+// plural is "1 step", "2 steps".
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
+}
