@@ -134,9 +134,6 @@ func tlsConfig(opts Options) (*tls.Config, error) {
 	return tc, nil
 }
 
-// URL is the endpoint the client queries, as given.
-func (c *Client) URL() string { return c.url }
-
 // Clients makes the client of a URL once and reuses it while the URL
 // stays the same, so that its connections stay open from one query to
 // the next. The zero value is ready; it is not safe for concurrent use.
