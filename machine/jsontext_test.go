@@ -2,23 +2,26 @@ package machine
 
 // The decoding of a machine list on jsontext's Decoder (token by token,
 // no reflection), the candidate DecodeList is measured against
-// (BenchmarkDecodeList20000's jsontext, docs/design.md D18): it reads what
-// DecodeList reads and gives up where it gives up.
+// (BenchmarkDecodeList20000 and BenchmarkParse20000, impl=jsontext;
+// docs/design.md D18): it reads what DecodeList reads and gives up where
+// it gives up (TestDecodeListTextMatches). Above the tokens, its code is
+// DecodeList's.
 
 import (
-	"reflect"
-	"testing"
-
 	"bytes"
 	"io"
-	"pgregory.net/rapid"
+	"reflect"
 	"strconv"
+	"testing"
 	"time"
 
 	"github.com/go-json-experiment/json/jsontext"
+	"pgregory.net/rapid"
 )
 
-// decodeListText is DecodeList on jsontext.
+// decodeListText is DecodeList on jsontext. Names twice are found by the
+// decoder's own bits, as DecodeList finds them; invalid UTF-8 is an error
+// of jsontext's, where DecodeList gives up.
 func decodeListText(data []byte, envelope bool) ([]Machine, bool) {
 	d := textDecoder{dec: jsontext.NewDecoder(bytes.NewBuffer(data), jsontext.AllowDuplicateNames(true)), n: len(data)}
 	if envelope {
@@ -39,6 +42,8 @@ func decodeListText(data []byte, envelope bool) ([]Machine, bool) {
 	return ms, true
 }
 
+// textDecoder is DecodeList's decoder with jsontext's Decoder in place of
+// the scanner.
 type textDecoder struct {
 	dec                                               *jsontext.Decoder
 	n                                                 int
@@ -312,7 +317,7 @@ func (d *textDecoder) labelList() ([]Label, bool) {
 	return textCarveList(d, &d.labels, (*textDecoder).label)
 }
 
-// carveList reads a list into block, shared with other machines' lists:
+// textCarveList reads a list into block, shared with other machines' lists:
 // the list returned has no room to grow, so an append to it copies it
 // out of the block. A full block is replaced by a new one, with the
 // list's elements so far.
