@@ -132,7 +132,13 @@ func TestMembersAndElements(t *testing.T) {
 		wants bool
 	}{
 		{`{"a" 1}`, func(s *Scanner) bool { s.Delim('{'); _, _, ok := s.Member(true); return ok }, "a member without its colon", false},
-		{`{"a":1 "b":2}`, func(s *Scanner) bool { s.Delim('{'); s.Member(true); s.Number(); _, _, ok := s.Member(false); return ok }, "a member without a comma", false},
+		{`{"a":1 "b":2}`, func(s *Scanner) bool {
+			s.Delim('{')
+			s.Member(true)
+			s.Number()
+			_, _, ok := s.Member(false)
+			return ok
+		}, "a member without a comma", false},
 		{`{"a\u0041":1}`, func(s *Scanner) bool { s.Delim('{'); _, _, ok := s.Member(true); return ok }, "a name with an escape", false},
 		{`[1 2]`, func(s *Scanner) bool { s.Delim('['); s.Element(true); s.Number(); _, ok := s.Element(false); return ok }, "an element without a comma", false},
 		{`nul`, func(s *Scanner) bool { return s.Literal("null") }, "a cut literal", false},
