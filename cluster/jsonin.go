@@ -1,7 +1,7 @@
 package cluster
 
 import (
-	"unicode/utf8"
+	"github.com/ckegen/ckegen/internal/jsonscan"
 )
 
 // parseFast reads data as Parse does, in one pass over the nodes, when
@@ -18,7 +18,7 @@ import (
 // (TestParseFastMatchesStrict, FuzzParse).
 func parseFast(data []byte) (*Cluster, bool) {
 	i := 0
-	for i < len(data) && isJSONSpace(data[i]) {
+	for i < len(data) && jsonscan.IsSpace(data[i]) {
 		i++
 	}
 	if i < len(data) && data[i] == '{' {
@@ -68,21 +68,19 @@ func (in *interner) string(b []byte) string {
 	return s
 }
 
-func isJSONSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
-
 // parseFastJSON reads a JSON cluster.yml: its top-level members are
-// skipped (skipValue) but the nodes, read by jsonNodes; the document
-// without the nodes is then decoded strictly (decode), and must be valid
-// JSON whatever its YAML reading would be.
+// skipped (jsonscan.Scanner.Skip) but the nodes, read by nodes; the
+// document without the nodes is then decoded strictly (decode), and must
+// be valid JSON whatever its YAML reading would be.
 func parseFastJSON(data []byte) (*Cluster, bool) {
-	r := jsonIn{b: data}
-	if !r.open('{') {
+	r := jsonIn{Scanner: jsonscan.New(data)}
+	if !r.Delim('{') {
 		return nil, false
 	}
 	start, end := -1, -1
 	var nodes []*Node
 	for first := true; ; first = false {
-		key, last, ok := r.member(first)
+		key, last, ok := r.Member(first)
 		if !ok {
 			return nil, false
 		}
@@ -90,7 +88,8 @@ func parseFastJSON(data []byte) (*Cluster, bool) {
 			break
 		}
 		if string(key) != "nodes" {
-			if !r.skipValue() {
+			// The strict decoding of the rest of the document checks it.
+			if !r.Skip() {
 				return nil, false
 			}
 			continue
@@ -98,15 +97,14 @@ func parseFastJSON(data []byte) (*Cluster, bool) {
 		if start >= 0 {
 			return nil, false // twice: the strict path says so
 		}
-		r.ws()
-		start = r.p
+		r.Space()
+		start = r.Offset()
 		if nodes, ok = r.nodes(); !ok {
 			return nil, false
 		}
-		end = r.p
+		end = r.Offset()
 	}
-	r.ws()
-	if r.p != len(r.b) || start < 0 {
+	if !r.End() || start < 0 {
 		return nil, false
 	}
 	c, err := decode(withoutNodes(data, start, end, "[]"))
@@ -117,11 +115,10 @@ func parseFastJSON(data []byte) (*Cluster, bool) {
 	return c, true
 }
 
-// jsonIn reads JSON from b at p. Every method reports false when the
-// input is not what it reads.
+// jsonIn reads a cluster's nodes with a scanner. Every method reports
+// false when the input is not what it reads.
 type jsonIn struct {
-	b []byte
-	p int
+	jsonscan.Scanner
 	interner
 	// entries are the members of labels and annotations read, by their
 	// text (from the comma before them, if any); labels and annotations are
@@ -130,191 +127,24 @@ type jsonIn struct {
 	labels, annotations int
 }
 
-func (r *jsonIn) ws() {
-	for r.p < len(r.b) && isJSONSpace(r.b[r.p]) {
-		r.p++
-	}
-}
-
-// at is the byte at p after white space, or 0 at the end.
-func (r *jsonIn) at() byte {
-	r.ws()
-	if r.p < len(r.b) {
-		return r.b[r.p]
-	}
-	return 0
-}
-
-// open reads c.
-func (r *jsonIn) open(c byte) bool {
-	if r.at() != c {
-		return false
-	}
-	r.p++
-	return true
-}
-
-// literal reads word (true, false, null) if it comes.
-func (r *jsonIn) literal(word string) bool {
-	if r.at() != word[0] || len(r.b)-r.p < len(word) || string(r.b[r.p:r.p+len(word)]) != word {
-		return false
-	}
-	r.p += len(word)
-	return true
-}
-
-// member reads the next member key of an object after its '{' (first) or
-// after a value, and the colon; last reports the object's '}' instead.
-func (r *jsonIn) member(first bool) (key []byte, last, ok bool) {
-	c := r.at()
-	if c == '}' {
-		r.p++
-		return nil, true, true
-	}
-	if !first {
-		if c != ',' {
-			return nil, false, false
-		}
-		r.p++
-	}
-	if key, ok = r.str(); !ok || !r.open(':') {
-		return nil, false, false
-	}
-	return key, false, true
-}
-
-// element reads what comes before an element of an array after its '['
-// (first) or after an element; last reports the array's ']' instead.
-func (r *jsonIn) element(first bool) (last, ok bool) {
-	c := r.at()
-	if c == ']' {
-		r.p++
-		return true, true
-	}
-	if first {
-		return false, true
-	}
-	if c != ',' {
-		return false, false
-	}
-	r.p++
-	return false, true
-}
-
-// plainJSONByte marks the bytes a string may hold as they are: not ", \,
-// a control character or a byte of a multi-byte UTF-8 sequence.
-var plainJSONByte = func() (t [256]bool) {
-	for c := 0x20; c < utf8.RuneSelf; c++ {
-		t[c] = c != '"' && c != '\\'
-	}
-	return t
-}()
-
-// str reads a string without escapes, which must be UTF-8, and returns
-// its bytes.
-func (r *jsonIn) str() ([]byte, bool) {
-	if r.at() != '"' {
-		return nil, false
-	}
-	start := r.p + 1
-	i := start
-	for i < len(r.b) && plainJSONByte[r.b[i]] {
-		i++
-	}
-	if i < len(r.b) && r.b[i] == '"' {
-		r.p = i + 1
-		return r.b[start:i], true
-	}
-	for ; i < len(r.b); i++ {
-		switch c := r.b[i]; {
-		case c == '"':
-			if !utf8.Valid(r.b[start:i]) {
-				return nil, false
-			}
-			r.p = i + 1
-			return r.b[start:i], true
-		case c == '\\' || c < 0x20:
-			return nil, false
-		}
-	}
-	return nil, false
-}
-
-// skipValue skips a value outside the nodes, which the strict decoding of
-// the rest of the document checks: strings end at their first unescaped
-// quote and brackets match, as in any valid JSON, so that the nodes found
-// after it are the document's.
-func (r *jsonIn) skipValue() bool {
-	var stack []byte
-	for {
-		switch c := r.at(); c {
-		case 0:
-			return false
-		case '"':
-			if !r.skipString() {
-				return false
-			}
-		case '{', '[':
-			stack = append(stack, c)
-			r.p++
-		case '}', ']':
-			if len(stack) == 0 || stack[len(stack)-1] != c-2 { // '{'+2 == '}', '['+2 == ']'
-				return false
-			}
-			stack = stack[:len(stack)-1]
-			r.p++
-		case ',', ':':
-			if len(stack) == 0 {
-				return false
-			}
-			r.p++
-		default:
-			for r.p < len(r.b) && !isJSONSpace(r.b[r.p]) && !isJSONDelimiter(r.b[r.p]) {
-				r.p++
-			}
-		}
-		if len(stack) == 0 {
-			return true
-		}
-	}
-}
-
-func isJSONDelimiter(c byte) bool {
-	return c == ',' || c == ':' || c == '{' || c == '}' || c == '[' || c == ']' || c == '"'
-}
-
-// skipString skips a string, escapes and all.
-func (r *jsonIn) skipString() bool {
-	for i := r.p + 1; i < len(r.b); i++ {
-		switch r.b[i] {
-		case '\\':
-			i++
-		case '"':
-			r.p = i + 1
-			return true
-		}
-	}
-	return false
-}
-
 // nodes reads a non-empty array of nodes (an empty one is left to the
 // strict path, which reads the placeholder of the nodes too).
 func (r *jsonIn) nodes() ([]*Node, bool) {
-	if !r.open('[') || r.at() == ']' {
+	if !r.Delim('[') || r.Peek() == ']' {
 		return nil, false
 	}
 	var nodes []*Node
 	// The nodes, allocated in blocks.
 	var block []Node
 	for first := true; ; first = false {
-		last, ok := r.element(first)
+		last, ok := r.Element(first)
 		if !ok {
 			return nil, false
 		}
 		if last {
 			return nodes, true
 		}
-		start := r.p
+		start := r.Offset()
 		if len(block) == 0 {
 			block = make([]Node, 256)
 		}
@@ -326,7 +156,7 @@ func (r *jsonIn) nodes() ([]*Node, bool) {
 		if first {
 			// Nodes are alike: the first one's size tells how many the
 			// rest of the input holds.
-			nodes = make([]*Node, 0, (len(r.b)-start)/max(r.p-start, 64)*9/8+1)
+			nodes = make([]*Node, 0, (r.Len()-start)/max(r.Offset()-start, 64)*9/8+1)
 		}
 		nodes = append(nodes, n)
 	}
@@ -387,12 +217,12 @@ func taintField(key []byte) int {
 // null, which leaves the field at its zero value as the strict path does
 // (each field is read once).
 func (r *jsonIn) members(field func([]byte) int, value func(bit int) bool) bool {
-	if !r.open('{') {
+	if !r.Delim('{') {
 		return false
 	}
 	seen := 0
 	for first := true; ; first = false {
-		key, last, ok := r.member(first)
+		key, last, ok := r.Member(first)
 		if !ok || last {
 			return ok
 		}
@@ -401,7 +231,7 @@ func (r *jsonIn) members(field func([]byte) int, value func(bit int) bool) bool 
 			return false
 		}
 		seen |= bit
-		if !r.literal("null") && !value(bit) {
+		if !r.Literal("null") && !value(bit) {
 			return false
 		}
 	}
@@ -419,9 +249,9 @@ func (r *jsonIn) node(n *Node) bool {
 			n.User, ok = r.interned()
 		case nControlPlane:
 			switch {
-			case r.literal("true"):
+			case r.Literal("true"):
 				n.ControlPlane, ok = true, true
-			case r.literal("false"):
+			case r.Literal("false"):
 				ok = true
 			}
 		case nAnnotations:
@@ -437,13 +267,13 @@ func (r *jsonIn) node(n *Node) bool {
 
 // string reads a string into a new string.
 func (r *jsonIn) string() (string, bool) {
-	s, ok := r.str()
+	s, ok := r.Str()
 	return string(s), ok
 }
 
 // interned reads a string, shared with its equals when short.
 func (r *jsonIn) interned() (string, bool) {
-	s, ok := r.str()
+	s, ok := r.Str()
 	if !ok {
 		return "", false
 	}
@@ -454,14 +284,14 @@ func (r *jsonIn) interned() (string, bool) {
 // path reads it. size is the size of the last one read into the same
 // field, the hint of this one's.
 func (r *jsonIn) stringMap(size *int) (map[string]string, bool) {
-	if !r.open('{') {
+	if !r.Delim('{') {
 		return nil, false
 	}
 	m := make(map[string]string, *size)
 	for first := true; ; first = false {
-		r.ws()
-		start := r.p
-		key, last, ok := r.member(first)
+		r.Space()
+		start := r.Offset()
+		key, last, ok := r.Member(first)
 		if !ok {
 			return nil, false
 		}
@@ -469,13 +299,13 @@ func (r *jsonIn) stringMap(size *int) (map[string]string, bool) {
 			*size = len(m)
 			return m, true
 		}
-		value, ok := r.str()
+		value, ok := r.Str()
 		if !ok {
 			return nil, false
 		}
 		// Most members repeat from node to node (a role label, a
 		// month): each text is read once.
-		text := r.b[start:r.p]
+		text := r.Since(start)
 		e, known := r.entries[string(text)]
 		if !known {
 			e = entryOf{r.interner.string(key), r.interner.string(value)}
@@ -496,12 +326,12 @@ func (r *jsonIn) stringMap(size *int) (map[string]string, bool) {
 // taints reads an array of taints; [] is an empty list, as the strict
 // path reads it, and a null taint is left to the strict path.
 func (r *jsonIn) taints() ([]Taint, bool) {
-	if !r.open('[') {
+	if !r.Delim('[') {
 		return nil, false
 	}
 	ts := []Taint{}
 	for first := true; ; first = false {
-		last, ok := r.element(first)
+		last, ok := r.Element(first)
 		if !ok {
 			return nil, false
 		}

@@ -461,21 +461,24 @@ func BenchmarkMarshal(b *testing.B) {
 }
 
 // BenchmarkParse reads a 10,000-node cluster as the daemon reads the stored
-// one (JSON), and as ckegenctl reads --current (YAML or JSON).
+// one (JSON), and as ckegenctl reads --current (YAML or JSON); the JSON one
+// also with the candidate on jsontext's Decoder (impl=jsontext) in place of
+// the one-pass scanner (impl=scanner), docs/design.md D18.
 func BenchmarkParse(b *testing.B) {
 	c := benchCluster(10000)
 	js, _ := c.MarshalIndentJSON()
 	y, _ := c.MarshalYAML()
 	for _, in := range []struct {
-		name string
-		data []byte
-	}{{"json", js}, {"yaml", y}} {
+		name  string
+		data  []byte
+		parse func([]byte) (*Cluster, bool)
+	}{{"json/impl=scanner", js, parseFast}, {"json/impl=jsontext", js, parseFastText}, {"yaml", y, parseFast}} {
 		b.Run("format="+in.name+"/nodes=10000", func(b *testing.B) {
 			b.ReportAllocs()
 			b.SetBytes(int64(len(in.data)))
 			for b.Loop() {
-				if _, err := Parse(in.data); err != nil {
-					b.Fatal(err)
+				if _, ok := in.parse(in.data); !ok {
+					b.Fatal("the fast path gave up")
 				}
 			}
 		})

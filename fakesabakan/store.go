@@ -1,8 +1,8 @@
-// Package server is a sabakan-compatible server for tests, the demo and the
-// end-to-end tests: sabakan's GraphQL API and its REST endpoints for
-// machines, states, labels, retire dates and the IPAM configuration, with
-// sabakan's matching rules, lifecycle, validation and status codes, in
-// memory.
+// Package fakesabakan is a sabakan-compatible server for tests, the demo
+// and the end-to-end tests, a double of sabakan: sabakan's GraphQL API and
+// its REST endpoints for machines, states, labels, retire dates and the
+// IPAM configuration, with sabakan's matching rules, lifecycle, validation
+// and status codes, in memory.
 package fakesabakan
 
 import (

@@ -1,6 +1,7 @@
 package machine_test
 
 import (
+	"bytes"
 	"encoding/json"
 	"testing"
 	"time"
@@ -20,19 +21,55 @@ func inventory20000() []machine.Machine {
 	return dcgen.Machines(o)
 }
 
-// BenchmarkParse20000: a 20,000-machine file (JSON array) into machines.
+// BenchmarkParse20000: a 20,000-machine file (the CLI's --machines),
+// compact as the compatible server writes it and indented as
+// examples/machines.json is, into machines: Parse (impl=scanner) beside
+// the same steps on jsontext's Decoder (impl=jsontext: the value, its
+// decoding, Validate), docs/design.md D18.
 func BenchmarkParse20000(b *testing.B) {
-	data, err := json.Marshal(inventory20000())
+	for _, in := range files20000(b) {
+		b.Run("in="+in.name+"/impl=scanner", func(b *testing.B) {
+			b.SetBytes(int64(len(in.data)))
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := machine.Parse(in.data); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run("in="+in.name+"/impl=jsontext", func(b *testing.B) {
+			b.SetBytes(int64(len(in.data)))
+			b.ReportAllocs()
+			for b.Loop() {
+				ms, ok := machine.DecodeListText(bytes.TrimSpace(in.data), false)
+				if !ok {
+					b.Fatal("the jsontext candidate gave up")
+				}
+				if err := machine.Validate(ms); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// files20000 are a 20,000-machine list written compact and indented.
+func files20000(b *testing.B) []input {
+	compact, err := json.Marshal(inventory20000())
 	if err != nil {
 		b.Fatal(err)
 	}
-	b.SetBytes(int64(len(data)))
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, err := machine.Parse(data); err != nil {
-			b.Fatal(err)
-		}
+	indented, err := json.MarshalIndent(inventory20000(), "", "  ")
+	if err != nil {
+		b.Fatal(err)
 	}
+	return []input{{"compact", compact, false}, {"indented", indented, false}}
+}
+
+type input struct {
+	name     string
+	data     []byte
+	envelope bool
 }
 
 // BenchmarkSanitize20000: sanitizing 20,000 machines with the label
@@ -61,34 +98,36 @@ func BenchmarkCheckAndSanitize100000(b *testing.B) {
 	}
 }
 
-// BenchmarkDecodeList20000: the one-pass decoding of a 20,000-machine
-// file, in the shape the compatible server writes (compact) and as
-// examples/machines.json is (indented), beside encoding/json's and
+// BenchmarkDecodeList20000: the one-pass decoding of 20,000 machines:
+// sabakan's answer as the compatible server writes it (in=answer), and a
+// list compact and indented; DecodeList (impl=scanner) beside the
+// candidate on jsontext's Decoder (impl=jsontext), encoding/json's and
 // json/v2's (github.com/go-json-experiment/json, strict as
 // internal/strictjson is): docs/design.md D18.
 func BenchmarkDecodeList20000(b *testing.B) {
-	compact, err := json.Marshal(inventory20000())
+	answer, err := json.Marshal(map[string]any{"data": map[string]any{"searchMachines": inventory20000()}})
 	if err != nil {
 		b.Fatal(err)
 	}
-	indented, err := json.MarshalIndent(inventory20000(), "", "  ")
-	if err != nil {
-		b.Fatal(err)
-	}
-	for _, in := range []struct {
-		name string
-		data []byte
-	}{{"compact", compact}, {"indented", indented}} {
-		b.Run(in.name, func(b *testing.B) {
-			b.SetBytes(int64(len(in.data)))
-			b.ReportAllocs()
-			for b.Loop() {
-				if _, ok := machine.DecodeList(in.data, false); !ok {
-					b.Fatal("DecodeList gave up")
+	for _, in := range append([]input{{"answer", answer, true}}, files20000(b)...) {
+		for _, impl := range []struct {
+			name   string
+			decode func([]byte, bool) ([]machine.Machine, bool)
+		}{{"scanner", machine.DecodeList}, {"jsontext", machine.DecodeListText}} {
+			b.Run("in="+in.name+"/impl="+impl.name, func(b *testing.B) {
+				b.SetBytes(int64(len(in.data)))
+				b.ReportAllocs()
+				for b.Loop() {
+					if _, ok := impl.decode(in.data, in.envelope); !ok {
+						b.Fatal(impl.name, " gave up")
+					}
 				}
-			}
-		})
-		b.Run(in.name+"/encoding-json", func(b *testing.B) {
+			})
+		}
+		if in.envelope {
+			continue
+		}
+		b.Run("in="+in.name+"/impl=encoding-json", func(b *testing.B) {
 			b.SetBytes(int64(len(in.data)))
 			b.ReportAllocs()
 			for b.Loop() {
@@ -98,7 +137,7 @@ func BenchmarkDecodeList20000(b *testing.B) {
 				}
 			}
 		})
-		b.Run(in.name+"/json-v2", func(b *testing.B) {
+		b.Run("in="+in.name+"/impl=json-v2", func(b *testing.B) {
 			b.SetBytes(int64(len(in.data)))
 			b.ReportAllocs()
 			for b.Loop() {

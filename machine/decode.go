@@ -3,7 +3,8 @@ package machine
 import (
 	"strconv"
 	"time"
-	"unicode/utf8"
+
+	"github.com/ckegen/ckegen/internal/jsonscan"
 )
 
 // DecodeList decodes a machine list in one pass, without reflection: a
@@ -26,10 +27,9 @@ import (
 // Equal short strings that repeat from machine to machine (a role, a
 // label, a BMC type, a state) share one copy.
 func DecodeList(data []byte, envelope bool) ([]Machine, bool) {
-	d := decoder{b: data}
-	d.ws()
+	d := decoder{Scanner: jsonscan.New(data)}
 	if envelope {
-		if !d.open('{') || !d.key("data") || !d.open('{') || !d.key("searchMachines") {
+		if !d.Delim('{') || !d.key("data") || !d.Delim('{') || !d.key("searchMachines") {
 			return nil, false
 		}
 	}
@@ -37,21 +37,19 @@ func DecodeList(data []byte, envelope bool) ([]Machine, bool) {
 	if !ok {
 		return nil, false
 	}
-	if envelope && !(d.close('}') && d.close('}')) {
+	if envelope && !(d.Delim('}') && d.Delim('}')) {
 		return nil, false
 	}
-	d.ws()
-	if d.p != len(d.b) {
+	if !d.End() {
 		return nil, false
 	}
 	return ms, true
 }
 
-// decoder reads b from p. Every method reports false when the input is
-// not what it reads; the decoding then gives up.
+// decoder reads machines with a scanner. Every method reports false when
+// the input is not what it reads; the decoding then gives up.
 type decoder struct {
-	b []byte
-	p int
+	jsonscan.Scanner
 	// shared holds the short strings that repeat: a machine's role,
 	// labels and BMC type are mostly one of a few; the last ones are the
 	// string each field had last.
@@ -76,138 +74,15 @@ const (
 	minMachineBytes = 128
 )
 
-func (d *decoder) ws() {
-	b, p := d.b, d.p
-	for p < len(b) && jsonSpace[b[p]] {
-		p++
-	}
-	d.p = p
-}
-
-// jsonSpace marks JSON's white space: an indented list is mostly that.
-var jsonSpace = [256]bool{' ': true, '\t': true, '\n': true, '\r': true}
-
-// at is the byte at p after whitespace, or 0 at the end (0 is never
-// valid there).
-func (d *decoder) at() byte {
-	d.ws()
-	if d.p < len(d.b) {
-		return d.b[d.p]
-	}
-	return 0
-}
-
-// open reads c, '{' or '['.
-func (d *decoder) open(c byte) bool {
-	if d.at() != c {
-		return false
-	}
-	d.p++
-	return true
-}
-
-func (d *decoder) close(c byte) bool { return d.open(c) }
-
-// null reads a null if one comes. encoding/json leaves a field a null is
-// given for alone (a string, a number, a date, an object) or sets it to
-// nil (a list, a pointer): a field's zero value, since each field is
-// read once.
-func (d *decoder) null() bool {
-	if d.at() != 'n' || len(d.b)-d.p < 4 || string(d.b[d.p:d.p+4]) != "null" {
-		return false
-	}
-	d.p += 4
-	return true
-}
-
-// key reads an object's only member key, want, and its colon.
+// key reads an object's only member name, want, and its colon.
 func (d *decoder) key(want string) bool {
-	k, ok := d.str()
-	return ok && string(k) == want && d.open(':')
-}
-
-// member reads the next member key of an object after its '{' (first) or
-// after a value, and the colon; end reports the object's '}' instead.
-func (d *decoder) member(first bool) (key []byte, end, ok bool) {
-	c := d.at()
-	if c == '}' {
-		d.p++
-		return nil, true, true
-	}
-	if !first {
-		if c != ',' {
-			return nil, false, false
-		}
-		d.p++
-	}
-	if key, ok = d.str(); !ok || !d.open(':') {
-		return nil, false, false
-	}
-	return key, false, true
-}
-
-// element reads what comes before the next element of an array after its
-// '[' (first) or after an element; end reports the array's ']' instead.
-func (d *decoder) element(first bool) (end, ok bool) {
-	c := d.at()
-	if c == ']' {
-		d.p++
-		return true, true
-	}
-	if first {
-		return false, true
-	}
-	if c != ',' {
-		return false, false
-	}
-	d.p++
-	return false, true
-}
-
-// plainByte marks the bytes a string may hold as they are: not ", \,
-// a control character or a byte of a multi-byte UTF-8 sequence.
-var plainByte = func() (t [256]bool) {
-	for c := 0x20; c < utf8.RuneSelf; c++ {
-		t[c] = c != '"' && c != '\\'
-	}
-	return t
-}()
-
-// str reads a string without escapes, and returns its bytes, which must
-// be UTF-8.
-func (d *decoder) str() ([]byte, bool) {
-	if d.at() != '"' {
-		return nil, false
-	}
-	start := d.p + 1
-	i := start
-	for i < len(d.b) && plainByte[d.b[i]] {
-		i++
-	}
-	if i < len(d.b) && d.b[i] == '"' {
-		d.p = i + 1
-		return d.b[start:i], true
-	}
-	// Not ASCII, or not a plain string.
-	for ; i < len(d.b); i++ {
-		switch c := d.b[i]; {
-		case c == '"':
-			s := d.b[start:i]
-			if !utf8.Valid(s) {
-				return nil, false
-			}
-			d.p = i + 1
-			return s, true
-		case c == '\\' || c < 0x20:
-			return nil, false
-		}
-	}
-	return nil, false
+	k, ok := d.Str()
+	return ok && string(k) == want && d.Delim(':')
 }
 
 // string reads a string into a new string.
 func (d *decoder) string() (string, bool) {
-	s, ok := d.str()
+	s, ok := d.Str()
 	return string(s), ok
 }
 
@@ -215,7 +90,7 @@ func (d *decoder) string() (string, bool) {
 // is the string the same field had last (inventories come in runs of
 // the same role, label, BMC type and state), then the decoder's map.
 func (d *decoder) sharedString(last *string) (string, bool) {
-	s, ok := d.str()
+	s, ok := d.Str()
 	if !ok {
 		return "", false
 	}
@@ -239,57 +114,10 @@ func (d *decoder) sharedString(last *string) (string, bool) {
 	return v, true
 }
 
-// number reads a JSON number and returns its bytes; integer reports
-// whether it has neither a fraction nor an exponent.
-func (d *decoder) number() (num []byte, integer, ok bool) {
-	d.ws()
-	b, p := d.b, d.p
-	start := p
-	if p < len(b) && b[p] == '-' {
-		p++
-	}
-	switch {
-	case p < len(b) && b[p] == '0':
-		p++
-	case p < len(b) && b[p] >= '1' && b[p] <= '9':
-		for p < len(b) && b[p] >= '0' && b[p] <= '9' {
-			p++
-		}
-	default:
-		return nil, false, false
-	}
-	integer = true
-	if p < len(b) && b[p] == '.' {
-		integer = false
-		p++
-		if p >= len(b) || b[p] < '0' || b[p] > '9' {
-			return nil, false, false
-		}
-		for p < len(b) && b[p] >= '0' && b[p] <= '9' {
-			p++
-		}
-	}
-	if p < len(b) && (b[p] == 'e' || b[p] == 'E') {
-		integer = false
-		p++
-		if p < len(b) && (b[p] == '+' || b[p] == '-') {
-			p++
-		}
-		if p >= len(b) || b[p] < '0' || b[p] > '9' {
-			return nil, false, false
-		}
-		for p < len(b) && b[p] >= '0' && b[p] <= '9' {
-			p++
-		}
-	}
-	d.p = p
-	return b[start:p], integer, true
-}
-
 // int reads an integer that fits an int, as encoding/json does
 // (strconv.ParseInt).
 func (d *decoder) int() (int, bool) {
-	num, integer, ok := d.number()
+	num, integer, ok := d.Number()
 	if !ok || !integer {
 		return 0, false
 	}
@@ -319,7 +147,7 @@ func (d *decoder) int() (int, bool) {
 // float reads a number into a float64, as encoding/json does
 // (strconv.ParseFloat, refusing one out of range).
 func (d *decoder) float() (float64, bool) {
-	num, integer, ok := d.number()
+	num, integer, ok := d.Number()
 	if !ok {
 		return 0, false
 	}
@@ -338,14 +166,14 @@ func (d *decoder) float() (float64, bool) {
 // time reads a date as time.Time's UnmarshalJSON, which encoding/json
 // calls, reads it.
 func (d *decoder) time() (time.Time, bool) {
-	d.ws()
-	start := d.p
-	if _, ok := d.str(); !ok {
+	d.Space()
+	start := d.Offset()
+	if _, ok := d.Str(); !ok {
 		return time.Time{}, false
 	}
 	var t time.Time
 	// The string with its quotes, as encoding/json hands it over.
-	if err := t.UnmarshalJSON(d.b[start:d.p]); err != nil {
+	if err := t.UnmarshalJSON(d.Since(start)); err != nil {
 		return time.Time{}, false
 	}
 	return t, true
@@ -356,26 +184,26 @@ func (d *decoder) time() (time.Time, bool) {
 // under minMachineBytes counts as that, so that a small first machine
 // does not make the list larger than its input's machines would.
 func (d *decoder) list() ([]Machine, bool) {
-	if !d.open('[') {
+	if !d.Delim('[') {
 		return nil, false
 	}
 	var ms []Machine
 	for first := true; ; first = false {
-		end, ok := d.element(first)
+		end, ok := d.Element(first)
 		if !ok {
 			return nil, false
 		}
 		if end {
 			break
 		}
-		start := d.p
+		start := d.Offset()
 		var m Machine
 		if !d.machine(&m) {
 			return nil, false
 		}
 		if first {
-			size := max(d.p-start, minMachineBytes)
-			ms = make([]Machine, 0, (len(d.b)-start)/size*9/8+1)
+			size := max(d.Offset()-start, minMachineBytes)
+			ms = make([]Machine, 0, (d.Len()-start)/size*9/8+1)
 		}
 		ms = append(ms, m)
 	}
@@ -405,12 +233,12 @@ func machineField(key []byte) int {
 // members reads an object, calling value for each member whose value is
 // not null, with the member's bit (field gives it).
 func (d *decoder) members(field func([]byte) int, value func(bit int) bool) bool {
-	if !d.open('{') {
+	if !d.Delim('{') {
 		return false
 	}
 	seen := 0
 	for first := true; ; first = false {
-		key, end, ok := d.member(first)
+		key, end, ok := d.Member(first)
 		if !ok || end {
 			return ok
 		}
@@ -419,7 +247,7 @@ func (d *decoder) members(field func([]byte) int, value func(bit int) bool) bool
 			return false
 		}
 		seen |= bit
-		if !d.null() && !value(bit) {
+		if !d.Literal("null") && !value(bit) {
 			return false
 		}
 	}
@@ -507,12 +335,12 @@ func (d *decoder) labelList() ([]Label, bool) {
 // out of the block. A full block is replaced by a new one, with the
 // list's elements so far.
 func carveList[T any](d *decoder, block *[]T, read func(*decoder, *T) bool) ([]T, bool) {
-	if !d.open('[') {
+	if !d.Delim('[') {
 		return nil, false
 	}
 	start := len(*block)
 	for first := true; ; first = false {
-		end, ok := d.element(first)
+		end, ok := d.Element(first)
 		if !ok {
 			return nil, false
 		}

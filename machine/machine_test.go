@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"pgregory.net/rapid"
+
+	"github.com/ckegen/ckegen/internal/strictjson"
 )
 
 const one = `{"spec":{"serial":"s1","labels":null,"rack":1,"indexInRack":2,"role":"cs","ipv4":["10.0.0.1"],
@@ -191,7 +193,7 @@ func TestParseRefusesTrailingData(t *testing.T) {
 	for _, doc := range []string{"[" + one + "]", `{"data":{"searchMachines":[` + one + `]}}`} {
 		for _, tail := range []string{"]", " ]\n", "}", "[]", " {}", " x", "\n" + doc} {
 			// Where the trailing data starts.
-			line, col := position([]byte(doc+tail), len(doc)+len(tail)-len(strings.TrimLeft(tail, " \n")))
+			line, col := strictjson.Position([]byte(doc+tail), len(doc)+len(tail)-len(strings.TrimLeft(tail, " \n")))
 			_, err := Parse([]byte(doc + tail))
 			if want := fmt.Sprintf("trailing data after the JSON value, from line %d, column %d: remove it", line, col); err == nil || !strings.Contains(err.Error(), want) {
 				t.Errorf("Parse(%.20s...%q) = %v, want trailing data refused", doc, tail, err)

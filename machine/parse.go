@@ -12,7 +12,10 @@ import (
 	"time"
 	"unicode"
 
+	"github.com/go-json-experiment/json/jsontext"
+
 	"github.com/ckegen/ckegen/internal/clip"
+	"github.com/ckegen/ckegen/internal/strictjson"
 )
 
 // graphQLResponse is the shape of a searchMachines response body.
@@ -31,7 +34,8 @@ type graphQLResponse struct {
 // DecodeList when the file has the plain shape sabakan and ckegen write,
 // else by encoding/json itself (TestParseMatchesSlowPath). An error says
 // where the problem is: the path of the value (machines[3].spec.rack), and
-// the line and column (1-based, in bytes) in the file.
+// the line and column in the file (1-based; the column counts characters,
+// as in every error about a document: strictjson.Position).
 func Parse(data []byte) ([]Machine, error) {
 	return parse(data, true)
 }
@@ -99,17 +103,8 @@ func (f file) decode(t []byte) ([]Machine, error) {
 
 // at is " (line L, column C)" for offset off in t, the file's value.
 func (f file) at(off int) string {
-	line, col := position(f.data, f.lead+off)
+	line, col := strictjson.Position(f.data, f.lead+off)
 	return fmt.Sprintf(" (line %d, column %d)", line, col)
-}
-
-// position is the line and column (1-based, in bytes) of offset off in
-// data.
-func position(data []byte, off int) (line, col int) {
-	off = min(max(off, 0), len(data))
-	before := data[:off]
-	line = 1 + bytes.Count(before, []byte("\n"))
-	return line, off - bytes.LastIndexByte(before, '\n')
 }
 
 // jsonError words encoding/json's error about t, the file's value, with
@@ -127,7 +122,7 @@ func (f file) jsonError(t []byte, err error) error {
 			end := int(dec.InputOffset())
 			if dec.Decode(&first) != io.EOF {
 				next := end + len(t[end:]) - len(bytes.TrimLeft(t[end:], " \t\r\n"))
-				line, col := position(f.data, f.lead+next)
+				line, col := strictjson.Position(f.data, f.lead+next)
 				return fmt.Errorf("machines: trailing data after the JSON value, from line %d, column %d: remove it", line, col)
 			}
 		}
@@ -374,123 +369,81 @@ func valueAt(t []byte, off int) (path []step, start int, ok bool) {
 // walk calls visit for each value of t, valid JSON, with its path, start
 // and end, inner values before the value holding them (so in the order
 // of the file for values that hold no other), until visit reports true.
+// It reads t with jsontext's Decoder, as encoding/json reads it (a name
+// twice, invalid UTF-8); on what is not valid JSON after all, the walk
+// ends where it is.
 func walk(t []byte, visit func(path []step, start, end int) bool) {
-	w := walker{b: t, visit: visit}
-	defer func() {
-		// Not valid JSON after all: the walk ends where it is.
-		if r := recover(); r != nil && r != errWalkEnd {
-			panic(r)
-		}
-	}()
+	w := walker{
+		t:     t,
+		dec:   jsontext.NewDecoder(bytes.NewBuffer(t), jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true)),
+		visit: visit,
+	}
 	w.value()
 }
 
-var errWalkEnd = errors.New("end of walk")
-
 type walker struct {
-	b     []byte
-	p     int
+	t     []byte
+	dec   *jsontext.Decoder
 	path  []step
 	visit func([]step, int, int) bool
 }
 
-func (w *walker) ws() {
-	for w.p < len(w.b) && (w.b[w.p] == ' ' || w.b[w.p] == '\t' || w.b[w.p] == '\n' || w.b[w.p] == '\r') {
-		w.p++
-	}
-}
-
-func (w *walker) peek() byte {
-	w.ws()
-	if w.p >= len(w.b) {
-		panic(errWalkEnd)
-	}
-	return w.b[w.p]
-}
-
-func (w *walker) value() {
-	start := w.peek()
-	from := w.p
-	switch start {
+// value walks the next value and reports whether the walk ends.
+func (w *walker) value() (stop bool) {
+	start := valueStart(w.t, int(w.dec.InputOffset()))
+	switch w.dec.PeekKind() {
 	case '{':
-		w.p++
-		if w.peek() == '}' {
-			w.p++
-			break
+		if _, err := w.dec.ReadToken(); err != nil {
+			return true
 		}
-		for {
-			w.peek()
-			ks := w.p
-			w.str()
-			key := unquote(w.b[ks:w.p])
-			if w.peek() != ':' {
-				panic(errWalkEnd)
+		for w.dec.PeekKind() == '"' {
+			name, err := w.dec.ReadToken()
+			if err != nil {
+				return true
 			}
-			w.p++
+			key := name.String()
 			w.path = append(w.path, step{key: &key})
-			w.value()
+			stop = w.value()
 			w.path = w.path[:len(w.path)-1]
-			if w.peek() == ',' {
-				w.p++
-				continue
+			if stop {
+				return true
 			}
-			w.p++ // '}'
-			break
 		}
 	case '[':
-		w.p++
-		if w.peek() == ']' {
-			w.p++
-			break
+		if _, err := w.dec.ReadToken(); err != nil {
+			return true
 		}
-		for i := 0; ; i++ {
+		for i := 0; w.dec.PeekKind() != ']'; i++ {
 			w.path = append(w.path, step{index: i})
-			w.value()
+			stop = w.value()
 			w.path = w.path[:len(w.path)-1]
-			if w.peek() == ',' {
-				w.p++
-				continue
+			if stop {
+				return true
 			}
-			w.p++ // ']'
-			break
 		}
-	case '"':
-		w.str()
 	default:
-		for w.p < len(w.b) && !strings.ContainsRune(",]} \t\r\n", rune(w.b[w.p])) {
-			w.p++
+		if w.dec.SkipValue() != nil {
+			return true
 		}
+		return w.visit(w.path, start, int(w.dec.InputOffset()))
 	}
-	if w.visit(w.path, from, w.p) {
-		panic(errWalkEnd)
+	// The object's '}' or the array's ']'.
+	if _, err := w.dec.ReadToken(); err != nil {
+		return true
 	}
+	return w.visit(w.path, start, int(w.dec.InputOffset()))
 }
 
-// str skips a string.
-func (w *walker) str() {
-	if w.peek() != '"' {
-		panic(errWalkEnd)
-	}
-	for w.p++; w.p < len(w.b); w.p++ {
-		switch w.b[w.p] {
-		case '\\':
-			w.p++
-		case '"':
-			w.p++
-			return
+// valueStart is the offset of the value that comes after off: past white
+// space and the comma or colon before it.
+func valueStart(t []byte, off int) int {
+	for off < len(t) {
+		switch t[off] {
+		case ' ', '\t', '\r', '\n', ',', ':':
+			off++
+		default:
+			return off
 		}
 	}
-	panic(errWalkEnd)
-}
-
-// unquote is the text of the JSON string raw.
-func unquote(raw []byte) string {
-	if bytes.IndexByte(raw, '\\') < 0 {
-		return string(raw[1 : len(raw)-1])
-	}
-	var s string
-	if err := json.Unmarshal(raw, &s); err != nil {
-		return strconv.Quote(string(raw))
-	}
-	return s
+	return off
 }

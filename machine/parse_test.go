@@ -95,3 +95,28 @@ func TestParseErrorsSayWhere(t *testing.T) {
 		}
 	}
 }
+
+// TestParseColumnsCountCharacters: on a line with multi-byte characters
+// before the problem, the column counts characters, not bytes, as every
+// other error about a document does (strictjson.Position): a type error,
+// a date that does not parse, a machine Validate refuses, trailing data.
+func TestParseColumnsCountCharacters(t *testing.T) {
+	// 東京 is 2 characters and 6 bytes, é 1 and 2.
+	labels := `"labels":[{"name":"dc","value":"東京"},{"name":"é","value":""}]`
+	cases := []struct{ doc, want string }{
+		{`[{"spec":{"serial":"s9",` + labels + `,"rack":"1"},"status":{"state":"HEALTHY"}}]`,
+			`machines[0].spec.rack: must be a 64-bit integer, got a string (line 1, column 94)`},
+		{"[\n" + `{"spec":{"serial":"s9",` + labels + `,"retireDate":"soon"},"status":{"state":"HEALTHY"}}]`,
+			`machines[0].spec.retireDate: "soon" is not an RFC 3339 date (2006-01-02T15:04:05Z) (line 2, column 99)`},
+		{`[{"spec":{"serial":"s9",` + labels + `},"status":{"state":"BAD"}}]`,
+			`machines[0] (serial s9): status.state: unknown state "BAD" (want one of UNINITIALIZED, HEALTHY, UNHEALTHY, UNREACHABLE, UPDATING, RETIRING, RETIRED) (line 1, column 106)`},
+		{`[{"spec":{"serial":"s9",` + labels + `},"status":{"state":"HEALTHY"}}] x`,
+			"machines: trailing data after the JSON value, from line 1, column 119: remove it"},
+	}
+	for _, c := range cases {
+		_, err := Parse([]byte(c.doc))
+		if fmt.Sprint(err) != c.want {
+			t.Errorf("Parse(%s)\n = %v\nwant %s", c.doc, err, c.want)
+		}
+	}
+}

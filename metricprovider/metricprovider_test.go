@@ -43,7 +43,11 @@ func mach(serial, addr string) *machine.Machine {
 
 // value returns a fetched value, or NaN.
 func value(v *policy.Values, serial, metric string) float64 {
-	x, ok := v.Value(serial, metric)
+	col, ok := slices.BinarySearch(v.Metrics(), metric)
+	if !ok {
+		return math.NaN()
+	}
+	x, ok := v.Lookup(serial).Get(col)
 	if !ok {
 		return math.NaN()
 	}

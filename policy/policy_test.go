@@ -235,10 +235,10 @@ func TestValues(t *testing.T) {
 		t.Errorf("Len = %d", v.Len())
 	}
 	v.Set(1, p.MetricIndex("temp"), 30)
-	if x, ok := v.Value("S2", "temp"); !ok || x != 30 {
+	if x, ok := v.Lookup("S2").Get(p.MetricIndex("temp")); !ok || x != 30 {
 		t.Errorf("S2 temp = %v, %v", x, ok)
 	}
-	if _, ok := v.Value("S1", "temp"); ok {
+	if _, ok := v.Lookup("S1").Get(p.MetricIndex("temp")); ok {
 		t.Error("S1 has a temp it was not given")
 	}
 	if i, _ := v.Index("S1"); i != 0 {

@@ -109,16 +109,6 @@ func (v *Values) Set(i, col int, x float64) {
 	v.cells[i*len(v.metrics)+col] = x
 }
 
-// Value returns a machine's value of a metric by names, for tests and
-// tools.
-func (v *Values) Value(serial, metric string) (float64, bool) {
-	col, ok := slices.BinarySearch(v.Metrics(), metric)
-	if !ok {
-		return math.NaN(), false
-	}
-	return v.Lookup(serial).Get(col)
-}
-
 func sortedKeys[M ~map[string]V, V any](m M) []string {
 	return slices.Sorted(maps.Keys(m))
 }

@@ -61,9 +61,6 @@ type Client struct {
 	url  string
 	opts Options
 	t    *transport
-	// slow decodes every answer with genqlient (encoding/json), the
-	// reference of the fast path (tests).
-	slow bool
 }
 
 // NewClient returns a client for the GraphQL endpoint url (ending with
@@ -137,9 +134,6 @@ func tlsConfig(opts Options) (*tls.Config, error) {
 	return tc, nil
 }
 
-// URL is the endpoint the client queries, as given.
-func (c *Client) URL() string { return c.url }
-
 // Clients makes the client of a URL once and reuses it while the URL
 // stays the same, so that its connections stay open from one query to
 // the next. The zero value is ready; it is not safe for concurrent use.
@@ -168,7 +162,20 @@ func (c *Client) Redacted() string { return redact.URL(c.url) }
 
 // SearchMachines runs ckeSearch with the user's variables.
 func (c *Client) SearchMachines(ctx context.Context, v Variables) ([]machine.Machine, error) {
-	ms, err := c.search(ctx, v)
+	return c.searchMachines(ctx, v, decodeAnswer)
+}
+
+// decodeAnswer decodes an answer in one pass when it has the plain shape
+// of a searchMachines result (machine.DecodeList), and reports false for
+// any other.
+func decodeAnswer(answer []byte) ([]machine.Machine, bool) {
+	return machine.DecodeList(answer, true)
+}
+
+// searchMachines is SearchMachines with decode as the fast path: decode
+// reads the whole answer, or reports false to leave it to genqlient.
+func (c *Client) searchMachines(ctx context.Context, v Variables, decode func([]byte) ([]machine.Machine, bool)) ([]machine.Machine, error) {
+	ms, err := c.search(ctx, v, decode)
 	if err != nil {
 		return nil, err
 	}
@@ -179,14 +186,14 @@ func (c *Client) SearchMachines(ctx context.Context, v Variables) ([]machine.Mac
 }
 
 // search sends ckeSearch as genqlient does (the generated ckeSearch, over
-// graphql.NewClient) and decodes the answer. An answer in the plain shape
-// of a searchMachines result is decoded in one pass (machine.DecodeList);
-// any other (GraphQL errors, extensions, nulls, escapes, a wrong type, a
-// date that does not parse, bad JSON...) by genqlient with
+// graphql.NewClient) and decodes the answer. An answer decode reads (the
+// plain shape of a searchMachines result, for decodeAnswer) is decoded by
+// it; any other (GraphQL errors, extensions, nulls, escapes, a wrong type,
+// a date that does not parse, bad JSON...) by genqlient with
 // encoding/json, as it comes: its result or its error is the reference,
 // and the fast path reads what it would read (TestFastPathMatchesGenqlient).
-func (c *Client) search(ctx context.Context, v Variables) ([]machine.Machine, error) {
-	d := &fastDoer{t: c.t, slow: c.slow}
+func (c *Client) search(ctx context.Context, v Variables, decode func([]byte) ([]machine.Machine, bool)) ([]machine.Machine, error) {
+	d := &fastDoer{t: c.t, decode: decode}
 	resp, err := ckeSearch(ctx, graphql.NewClient(c.url, d), v.Having, v.NotHaving)
 	if d.answer != nil {
 		err = answerError(d.answer, err)
@@ -240,12 +247,12 @@ func answerError(answer []byte, err error) error {
 var errDecoded = errors.New("answer decoded")
 
 // fastDoer is the Doer of one query: it sends the request genqlient made
-// through the transport, and decodes the answer itself when
-// machine.DecodeList reads it, returning errDecoded to genqlient instead
-// (which returns it as is); any other answer goes to genqlient.
+// through the transport, and decodes the answer itself when decode reads
+// it, returning errDecoded to genqlient instead (which returns it as is);
+// any other answer goes to genqlient.
 type fastDoer struct {
 	t        *transport
-	slow     bool
+	decode   func([]byte) ([]machine.Machine, bool)
 	machines []machine.Machine
 	// answer is the answer read.
 	answer []byte
@@ -260,8 +267,8 @@ func (d *fastDoer) Do(req *http.Request) (*http.Response, error) {
 	if ok {
 		d.answer = a.data
 	}
-	if ok && !d.slow {
-		if ms, ok := machine.DecodeList(a.data, true); ok {
+	if ok {
+		if ms, ok := d.decode(a.data); ok {
 			d.machines = ms
 			return nil, errDecoded
 		}

@@ -14,7 +14,7 @@ func TestClients(t *testing.T) {
 		t.Error("the same URL made a new client")
 	}
 	b, err := cs.For("http://b.example/graphql")
-	if err != nil || b == a || b.URL() != "http://b.example/graphql" {
+	if err != nil || b == a || b.url != "http://b.example/graphql" {
 		t.Errorf("another URL: %v (%v), the same client %v", b, err, b == a)
 	}
 	bad := Clients{Options: Options{CAFile: "/nonexistent/ca.pem"}}

@@ -1,6 +1,6 @@
 // Package listen opens the listeners of ckegen's binaries, each the value
-// of a flag, and says, when another process has the address, which flag
-// to change:
+// of a flag, and says which flag to change when another process has the
+// address:
 //
 //	--http 127.0.0.1:10190: address already in use: another process listens there (a second ckegen?); give --http another port
 package listen
