@@ -439,14 +439,28 @@ func TestTable(t *testing.T) {
 	if v, ok := VerbOf("sabakan takeover"); ok {
 		t.Errorf("VerbOf of a command no row gives the help of: %+v", v)
 	}
-	want := []string{storage.KeySabakanDisabled, storage.KeyOwner, storage.KeyCKEGenDisabled, storage.KeySabakanTemplate, storage.KeySabakanURL,
-		storage.KeySabakanQueryVariables, storage.KeyConstraints, storage.KeySabakanPolicy, storage.KeySabakanTrigger, storage.KeySabakanQuietTime,
-		storage.KeySabakanMaxUnhealthy}
-	if got := Watched(); strings.Join(got, " ") != strings.Join(want, " ") {
-		t.Errorf("Watched() = %v, want %v", got, want)
+	// What a person sets wakes the leader; the state read with the
+	// settings (the cluster, its revision, the reboot queue) does not.
+	var wantKeys, wantPrefixes []string
+	for _, row := range Table {
+		sets := slices.ContainsFunc(row.Verbs, func(v Verb) bool {
+			return !strings.HasSuffix(v.Path, " get") && !strings.HasSuffix(v.Path, " show")
+		})
+		if row.Wakes != sets {
+			t.Errorf("%s: wakes the leader %v; a setting a person sets wakes it, the state read with them does not", row.Setting, row.Wakes)
+		}
+		switch {
+		case row.Wakes && row.Key != "":
+			wantKeys = append(wantKeys, row.Key)
+		case row.Wakes:
+			wantPrefixes = append(wantPrefixes, row.Prefix)
+		}
 	}
-	if got := WatchedPrefixes(); len(got) != 0 {
-		t.Errorf("WatchedPrefixes() = %v, want none (the reboot queue does not wake the leader)", got)
+	if got := Watched(); !slices.Equal(got, wantKeys) || len(got) < 10 {
+		t.Errorf("Watched() = %v, want %v", got, wantKeys)
+	}
+	if got := WatchedPrefixes(); !slices.Equal(got, wantPrefixes) {
+		t.Errorf("WatchedPrefixes() = %v, want %v", got, wantPrefixes)
 	}
 }
 
