@@ -436,7 +436,7 @@ func TestTable(t *testing.T) {
 		// Every row is read (a row without a read panics).
 		r.read(&Table[i], empty, WhatIf{}, &Settings{})
 	}
-	if v, ok := VerbOf("sabakan takeover"); ok {
+	if v, ok := VerbOf("sabakan status"); ok {
 		t.Errorf("VerbOf of a command no row gives the help of: %+v", v)
 	}
 	// What a person sets wakes the leader; the state read with the
