@@ -12,8 +12,9 @@
 // step once:
 //
 //   - Table is the table of settings: one Row each, with its etcd key, its
-//     typed parse, its reason code, the fix to print, whether a change
-//     wakes the leader, and the CLI's commands for it;
+//     kind, what it is, its reason codes, the fix to print, whether a
+//     change wakes the leader, and the CLI's commands for it with their
+//     help; Reader.read, beside it, names the typed read of each;
 //   - Reader.Read parses one storage.Snapshot (one etcd transaction, read
 //     by Reader.Request) into Settings, row by row, what-if values
 //     replacing stored ones;
@@ -26,9 +27,11 @@
 // Refusal.Error is how the daemon's status says it; Refusal.Explain is how
 // ckegenctl says it to a person, with the command that fixes it.
 //
-// A new setting is added here once: its row in Table (key, reason, fix,
-// watch, verbs, and its read function) and a field of Settings; the
-// storage layer only learns its key.
+// A new setting is added here once: its row in Table and its case in
+// Reader.read (settings.go), its parse and its field (values.go for one
+// stored value, as the change settings); the storage layer only learns its
+// key, and the daemon's watch, ckegenctl's commands and docs/daemon.md's
+// table of settings follow from the row.
 package intake
 
 import (
@@ -89,19 +92,6 @@ type Settings struct {
 
 	// Warnings are for the operator: values that work but look wrong.
 	Warnings []string
-}
-
-// Change are the change management settings (docs/design.md 11): the
-// daemon acts on them, the views only mention them.
-type Change struct {
-	// Trigger is planning or schedule; TriggerRevision its key's mod
-	// revision (0: unset, schedule).
-	Trigger         string
-	TriggerRevision int64
-	// QuietTime is how long the inventory must stay still (0: off).
-	QuietTime time.Duration
-	// MaxUnhealthy is the circuit breaker's limit (nil: none).
-	MaxUnhealthy *MaxUnhealthy
 }
 
 // TemplateChanged reports whether the template is not the one the cluster

@@ -380,17 +380,22 @@ func TestSwitches(t *testing.T) {
 	}
 }
 
-// TestTable: every setting has one row, of a key of its own; every
-// reason code of a row is one of the reason package's; every setting a
-// person sets names the command that fixes it; the keys that wake the
-// leader are the settings'.
+// TestTable: every setting has one row, of a key of its own, and is
+// read; every reason code of a row is one of the reason package's; every
+// setting a person sets names the command that fixes it; a command's help
+// comes from one row at most; the keys and prefixes that wake the leader
+// are the settings'.
 func TestTable(t *testing.T) {
+	cli = etcdtest.Client(t)
 	codes := map[string]bool{}
 	for _, c := range reason.Codes {
 		codes[c.Code] = true
 	}
 	keys := map[string]bool{}
-	for _, row := range Table {
+	helped := map[string]Setting{}
+	empty := snapshot(t, site(t, nil))
+	var r Reader
+	for i, row := range Table {
 		where := row.Key + row.Prefix
 		if where == "" || keys[where] || (row.Key != "" && row.Prefix != "") {
 			t.Errorf("%s: key %q prefix %q: each row has one key or prefix of its own", row.Setting, row.Key, row.Prefix)
@@ -401,22 +406,61 @@ func TestTable(t *testing.T) {
 				t.Errorf("%s: reason %s is not in reason.Codes", row.Setting, code)
 			}
 		}
-		sets := slices.ContainsFunc(row.Verbs, func(v string) bool { return !strings.HasSuffix(v, " get") && !strings.HasSuffix(v, " show") })
+		sets := slices.ContainsFunc(row.Verbs, func(v Verb) bool {
+			return !strings.HasSuffix(v.Path, " get") && !strings.HasSuffix(v.Path, " show")
+		})
 		if row.Reason != "" && row.Fix == "" && sets {
 			t.Errorf("%s: refused with %s, and no fix is said", row.Setting, row.Reason)
 		}
-		if (row.Set == nil) != (row.Show == nil) {
-			t.Errorf("%s: a setting set from the command line is also shown by it", row.Setting)
+		if (row.Set == nil) != (row.Show == nil) || row.Set != nil && (len(row.Verbs) == 0 || row.Verbs[0].Short == "") {
+			t.Errorf("%s: a setting set from the command line is also shown by it, by commands the row gives the help of", row.Setting)
+		}
+		if row.About == "" || row.Kind.String() == fmt.Sprintf("Kind(%d)", int(row.Kind)) {
+			t.Errorf("%s: about %q, kind %v: say what it is, of a kind there is", row.Setting, row.About, row.Kind)
+		}
+		for _, v := range row.Verbs {
+			if v.Short == "" {
+				continue
+			}
+			if other, ok := helped[v.Path]; ok {
+				t.Errorf("%s and %s both give the help of %q", other, row.Setting, v.Path)
+			}
+			helped[v.Path] = row.Setting
+			if got, ok := VerbOf(v.Path); !ok || got.Short != v.Short {
+				t.Errorf("VerbOf(%q) = %+v, %v", v.Path, got, ok)
+			}
 		}
 		if r := RowOf(row.Setting); r.Key != row.Key {
 			t.Errorf("RowOf(%s) = %+v", row.Setting, r)
 		}
+		// Every row is read (a row without a read panics).
+		r.read(&Table[i], empty, WhatIf{}, &Settings{})
 	}
-	want := []string{storage.KeySabakanDisabled, storage.KeyOwner, storage.KeyCKEGenDisabled, storage.KeySabakanTemplate, storage.KeySabakanURL,
-		storage.KeySabakanQueryVariables, storage.KeyConstraints, storage.KeySabakanPolicy, storage.KeySabakanTrigger, storage.KeySabakanQuietTime,
-		storage.KeySabakanMaxUnhealthy}
-	if got := Watched(); strings.Join(got, " ") != strings.Join(want, " ") {
-		t.Errorf("Watched() = %v, want %v", got, want)
+	if v, ok := VerbOf("sabakan status"); ok {
+		t.Errorf("VerbOf of a command no row gives the help of: %+v", v)
+	}
+	// What a person sets wakes the leader; the state read with the
+	// settings (the cluster, its revision, the reboot queue) does not.
+	var wantKeys, wantPrefixes []string
+	for _, row := range Table {
+		sets := slices.ContainsFunc(row.Verbs, func(v Verb) bool {
+			return !strings.HasSuffix(v.Path, " get") && !strings.HasSuffix(v.Path, " show")
+		})
+		if row.Wakes != sets {
+			t.Errorf("%s: wakes the leader %v; a setting a person sets wakes it, the state read with them does not", row.Setting, row.Wakes)
+		}
+		switch {
+		case row.Wakes && row.Key != "":
+			wantKeys = append(wantKeys, row.Key)
+		case row.Wakes:
+			wantPrefixes = append(wantPrefixes, row.Prefix)
+		}
+	}
+	if got := Watched(); !slices.Equal(got, wantKeys) || len(got) < 10 {
+		t.Errorf("Watched() = %v, want %v", got, wantKeys)
+	}
+	if got := WatchedPrefixes(); !slices.Equal(got, wantPrefixes) {
+		t.Errorf("WatchedPrefixes() = %v, want %v", got, wantPrefixes)
 	}
 }
 

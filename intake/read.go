@@ -42,14 +42,15 @@ type Reader struct {
 	}
 }
 
-// Read parses every setting of snap, in the order of Table, w applied.
+// Read parses every setting of snap, in the order of Table, each as
+// Reader.read says, w applied.
 // The first value that is missing or invalid is a *Refusal, returned with
 // the settings read before it (the switches and the owner come first, so
 // a caller can tell a disabled integration from a refused setting).
 func (r *Reader) Read(snap *storage.Snapshot, w WhatIf) (*Settings, error) {
 	s := &Settings{}
-	for _, row := range Table {
-		if ref := row.read(r, snap, w, s); ref != nil {
+	for i := range Table {
+		if ref := r.read(&Table[i], snap, w, s); ref != nil {
 			return s, ref
 		}
 	}
@@ -64,8 +65,8 @@ func (r *Reader) Read(snap *storage.Snapshot, w WhatIf) (*Settings, error) {
 func (r *Reader) ReadEach(snap *storage.Snapshot, w WhatIf) (*Settings, map[Setting]*Refusal) {
 	s := &Settings{}
 	refused := map[Setting]*Refusal{}
-	for _, row := range Table {
-		if ref := row.read(r, snap, w, s); ref != nil {
+	for i := range Table {
+		if ref := r.read(&Table[i], snap, w, s); ref != nil {
 			refused[ref.Setting] = ref
 		}
 	}
@@ -76,10 +77,13 @@ func (r *Reader) ReadEach(snap *storage.Snapshot, w WhatIf) (*Settings, map[Sett
 // names the key and the fix itself.
 func invalidStored(s Setting, err error) *Refusal {
 	row := rows[s]
+	if row.Fix == "" {
+		return refuse(s, Stored, fmt.Errorf("stored %s: %w: %w", row.Key, storage.ErrInvalid, err))
+	}
 	return refuse(s, Stored, fmt.Errorf("stored %s: %w: %w (%s)", row.Key, storage.ErrInvalid, err, row.Fix))
 }
 
-func (r *Reader) disabled(snap *storage.Snapshot, _ WhatIf, s *Settings) *Refusal {
+func (r *Reader) disabled(snap *storage.Snapshot, s *Settings) *Refusal {
 	v := snap.Get(storage.KeySabakanDisabled)
 	s.Own.CKEDisabledRev = v.ModRevision
 	if !v.Exists() {
@@ -92,7 +96,7 @@ func (r *Reader) disabled(snap *storage.Snapshot, _ WhatIf, s *Settings) *Refusa
 	return nil
 }
 
-func (r *Reader) owner(snap *storage.Snapshot, _ WhatIf, s *Settings) *Refusal {
+func (r *Reader) owner(snap *storage.Snapshot, s *Settings) *Refusal {
 	s.Own.Owner = OwnerCKE
 	s.Own.CKEServer = snap.Count(storage.KeyLeader) > 0
 	if v := snap.Get(storage.KeyCKEStatus); v.Exists() {
@@ -110,7 +114,7 @@ func (r *Reader) owner(snap *storage.Snapshot, _ WhatIf, s *Settings) *Refusal {
 	return nil
 }
 
-func (r *Reader) ckegenDisabled(snap *storage.Snapshot, _ WhatIf, s *Settings) *Refusal {
+func (r *Reader) ckegenDisabled(snap *storage.Snapshot, s *Settings) *Refusal {
 	v := snap.Get(storage.KeyCKEGenDisabled)
 	if !v.Exists() {
 		return nil
@@ -140,7 +144,7 @@ func (r *Reader) template(snap *storage.Snapshot, w WhatIf, s *Settings) *Refusa
 	return nil
 }
 
-func (r *Reader) url(snap *storage.Snapshot, _ WhatIf, s *Settings) *Refusal {
+func (r *Reader) url(snap *storage.Snapshot, s *Settings) *Refusal {
 	v := snap.Get(storage.KeySabakanURL)
 	if !v.Exists() {
 		return absent(SettingURL)
@@ -190,7 +194,7 @@ func (r *Reader) constraints(snap *storage.Snapshot, w WhatIf, s *Settings) *Ref
 
 // currentCluster reads the cluster, reusing the last one parsed while its
 // mod revision is the same.
-func (r *Reader) currentCluster(snap *storage.Snapshot, _ WhatIf, s *Settings) *Refusal {
+func (r *Reader) currentCluster(snap *storage.Snapshot, s *Settings) *Refusal {
 	v := snap.Get(storage.KeyCluster)
 	if !v.Exists() {
 		return nil
@@ -214,20 +218,15 @@ func (r *Reader) currentCluster(snap *storage.Snapshot, _ WhatIf, s *Settings) *
 
 // clusterRevision reads the template revision the cluster was built from
 // (0 when unset).
-func (r *Reader) clusterRevision(snap *storage.Snapshot, _ WhatIf, s *Settings) *Refusal {
+func (r *Reader) clusterRevision(snap *storage.Snapshot, s *Settings) *Refusal {
 	v := snap.Get(storage.KeyClusterRevision)
 	if !v.Exists() {
 		return nil
 	}
 	var err error
 	if s.BuiltFrom, err = ParseClusterRevision(v.Data); err != nil {
-		return refuse(SettingClusterRevision, Stored, fmt.Errorf("stored %s: %w: %w", storage.KeyClusterRevision, storage.ErrInvalid, err))
+		return invalidStored(SettingClusterRevision, err)
 	}
-	return nil
-}
-
-func (r *Reader) rebooting(snap *storage.Snapshot, _ WhatIf, s *Settings) *Refusal {
-	s.Rebooting = rebootingNodes(snap.Under(storage.KeyRebootsData))
 	return nil
 }
 
@@ -258,44 +257,5 @@ func (r *Reader) compilePolicy(snap *storage.Snapshot, w WhatIf, s *Settings) *R
 	if cacheable {
 		r.policy.rev, r.policy.templateRev, r.policy.policy = v.ModRevision, s.TemplateRevision, s.Policy
 	}
-	return nil
-}
-
-func (r *Reader) trigger(snap *storage.Snapshot, _ WhatIf, s *Settings) *Refusal {
-	s.Trigger = TriggerSchedule
-	v := snap.Get(storage.KeySabakanTrigger)
-	if !v.Exists() {
-		return nil
-	}
-	t, err := ParseTrigger(string(v.Data))
-	if err != nil {
-		return invalidStored(SettingTrigger, err)
-	}
-	s.Trigger, s.TriggerRevision = t, v.ModRevision
-	return nil
-}
-
-func (r *Reader) quietTime(snap *storage.Snapshot, _ WhatIf, s *Settings) *Refusal {
-	v := snap.Get(storage.KeySabakanQuietTime)
-	if !v.Exists() {
-		return nil
-	}
-	var err error
-	if s.QuietTime, err = ParseQuietTime(string(v.Data)); err != nil {
-		return invalidStored(SettingQuietTime, err)
-	}
-	return nil
-}
-
-func (r *Reader) maxUnhealthy(snap *storage.Snapshot, _ WhatIf, s *Settings) *Refusal {
-	v := snap.Get(storage.KeySabakanMaxUnhealthy)
-	if !v.Exists() {
-		return nil
-	}
-	m, err := ParseMaxUnhealthy(string(v.Data))
-	if err != nil {
-		return invalidStored(SettingMaxUnhealthy, err)
-	}
-	s.MaxUnhealthy = &m
 	return nil
 }

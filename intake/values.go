@@ -105,6 +105,19 @@ func parseCKEStatus(data []byte) *CKEStatus {
 	return &st
 }
 
+// Change are the change management settings (docs/design.md 11): the
+// daemon acts on them, the views only mention them.
+type Change struct {
+	// Trigger is planning or schedule; TriggerRevision its key's mod
+	// revision (0: unset, schedule).
+	Trigger         string
+	TriggerRevision int64
+	// QuietTime is how long the inventory must stay still (0: off).
+	QuietTime time.Duration
+	// MaxUnhealthy is the circuit breaker's limit (nil: none).
+	MaxUnhealthy *MaxUnhealthy
+}
+
 // Triggers (docs/design.md 11.2).
 const (
 	// TriggerSchedule applies changes as they come, one step per tick
@@ -168,6 +181,15 @@ func ParseMaxUnhealthy(s string) (MaxUnhealthy, error) {
 		return bad(" (at most 100%)")
 	}
 	return MaxUnhealthy{Value: v, Percent: percent}, nil
+}
+
+// parseMaxUnhealthyLimit is ParseMaxUnhealthy for Change.MaxUnhealthy.
+func parseMaxUnhealthyLimit(s string) (*MaxUnhealthy, error) {
+	m, err := ParseMaxUnhealthy(s)
+	if err != nil {
+		return nil, err
+	}
+	return &m, nil
 }
 
 // String is the value as stored: "5" or "40%".

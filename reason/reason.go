@@ -93,30 +93,89 @@ const (
 	CKENotReady = "CKE_NOT_READY"
 )
 
-// Codes lists every reason code with the result it comes with, in the
-// order of the list above: the documents and the alert rules are checked
-// against it.
-var Codes = []struct{ Code, Result string }{
-	{DisabledFlag, Disabled},
-	{InvalidDisabled, Failing}, {InvalidOwner, Failing},
-	{NoTemplate, Waiting}, {InvalidTemplate, Failing}, {NoURL, Waiting},
-	{InvalidVariables, Failing}, {InvalidConstraints, Failing}, {InvalidCluster, Failing},
-	{InvalidPolicy, Failing}, {InvalidTrigger, Failing}, {InvalidQuietTime, Failing}, {InvalidMaxUnhealthy, Failing},
-	{SabakanUnreachable, Failing}, {QueryError, Failing}, {KubernetesUnreachable, Failing}, {MetricsUnavailable, Failing},
-	{NotEnoughMachines, Failing}, {TooManyNonExistent, Failing}, {GenerationError, Failing},
-	{TooManyUnhealthy, Failing}, {QuietTime, Planning},
-	{ClusterTooLarge, Failing}, {ClusterChanged, Failing}, {OwnershipChanged, Failing},
-	{LostLeadership, Failing}, {EtcdError, Failing},
-	{OwnedByCKE, Held}, {CKEIntegrationActive, Held}, {CKENotReady, Held},
+// Code is a reason code and the results a tick records it under.
+type Code struct {
+	Code string
+	// Result is the result the code comes with (ResultOf).
+	Result string
+	// Also are the other results a tick may record the code under, each
+	// with when it does.
+	Also []Also
 }
 
-// ResultOf is the result a reason code comes with ("" for a code not in
-// Codes).
+// Also is another result a code may be recorded under, and when.
+type Also struct {
+	Result string
+	// When says when, for a person: it completes "Result when ...".
+	When string
+}
+
+// Codes lists every reason code with the results it comes with, in the
+// order of the list above: the documents and the alert rules are checked
+// against it.
+var Codes = []Code{
+	{Code: DisabledFlag, Result: Disabled},
+	{Code: InvalidDisabled, Result: Failing}, {Code: InvalidOwner, Result: Failing},
+	{Code: NoTemplate, Result: Waiting}, {Code: InvalidTemplate, Result: Failing}, {Code: NoURL, Result: Waiting},
+	{Code: InvalidVariables, Result: Failing}, {Code: InvalidConstraints, Result: Failing}, {Code: InvalidCluster, Result: Failing},
+	{Code: InvalidPolicy, Result: Failing}, {Code: InvalidTrigger, Result: Failing}, {Code: InvalidQuietTime, Result: Failing},
+	{Code: InvalidMaxUnhealthy, Result: Failing},
+	{Code: SabakanUnreachable, Result: Failing}, {Code: QueryError, Result: Failing},
+	{Code: KubernetesUnreachable, Result: Failing}, {Code: MetricsUnavailable, Result: Failing},
+	{Code: NotEnoughMachines, Result: Failing}, {Code: TooManyNonExistent, Result: Failing}, {Code: GenerationError, Result: Failing},
+	// Over max-unhealthy while quiet time or the trigger holds the
+	// tick, the tick plans, and its reason says both (docs/design.md
+	// 11.4).
+	{Code: TooManyUnhealthy, Result: Failing, Also: []Also{{Result: Planning, When: "quiet time or the trigger held the tick"}}},
+	{Code: QuietTime, Result: Planning},
+	{Code: ClusterTooLarge, Result: Failing}, {Code: ClusterChanged, Result: Failing}, {Code: OwnershipChanged, Result: Failing},
+	{Code: LostLeadership, Result: Failing}, {Code: EtcdError, Result: Failing},
+	{Code: OwnedByCKE, Result: Held}, {Code: CKEIntegrationActive, Result: Held}, {Code: CKENotReady, Result: Held},
+}
+
+// ResultOf is the result a reason code comes with, its first ("" for a
+// code not in Codes); Allows says which others a tick may record it
+// under.
 func ResultOf(code string) string {
-	for _, c := range Codes {
-		if c.Code == code {
-			return c.Result
-		}
+	if c := find(code); c != nil {
+		return c.Result
 	}
 	return ""
+}
+
+// Allows reports whether a tick may record code under result: its own
+// result or one of its Also.
+func Allows(code, result string) bool {
+	c := find(code)
+	if c == nil {
+		return false
+	}
+	if c.Result == result {
+		return true
+	}
+	for _, a := range c.Also {
+		if a.Result == result {
+			return true
+		}
+	}
+	return false
+}
+
+// Results says the results of c as the documents do: "failing", or
+// "failing, or planning when quiet time or the trigger held the tick".
+func (c Code) Results() string {
+	s := c.Result
+	for _, a := range c.Also {
+		s += ", or " + a.Result + " when " + a.When
+	}
+	return s
+}
+
+func find(code string) *Code {
+	for i := range Codes {
+		if Codes[i].Code == code {
+			return &Codes[i]
+		}
+	}
+	return nil
 }

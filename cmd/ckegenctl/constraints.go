@@ -9,7 +9,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
@@ -29,129 +28,74 @@ func newConstraintsCmd(e *env) *cobra.Command {
 	return cmd
 }
 
-// constraintMeaning says what a constraint name of CKE's means to ckegen.
-func constraintMeaning(name string) string {
-	switch name {
-	case constraints.ControlPlaneCount:
-		return "number of control planes (default 1; keep it odd for etcd's quorum)"
-	case constraints.MinimumWorkers:
-		return "count model: fewest workers the cluster may have (default 1)"
-	case constraints.MaximumWorkers:
-		return "count model: most workers the cluster may have; 0 means no limit (default 0)"
-	case constraints.MinimumWorkersRate:
-		return "rate model (CKE v1.35): every HEALTHY machine a worker template accepts is a worker; " +
-			"a RETIRED worker leaves only while (workers - 1) / machines * 100 >= this percentage (0 to 100)"
-	case constraints.MaximumUnreachableNodesForReboot:
-		return "CKE's reboot queue setting: stored and kept, unused by ckegen"
-	case constraints.MaximumRepairQueueEntries, constraints.WaitSecondsToRepairRebooting:
-		return "CKE's repair queue setting: stored and kept, unused by ckegen"
-	}
-	return ""
-}
-
-// constraintsHelp lists the names and their meaning for `set --help`.
-func constraintsHelp() string {
-	var b strings.Builder
-	b.WriteString("set NAME VALUE sets one constraint. The constraints that result are\n" +
-		"validated before they are stored; nothing is stored on error. VALUE is an\n" +
-		"integer (a negative one is taken as VALUE, not as a flag). Before storing,\n" +
-		"the generator runs dry on the current inventory with the new constraints,\n" +
-		"as --dry-run does, and prints its warnings on stderr; the constraints are\n" +
-		"stored all the same. With --dry-run nothing is stored: the plan the daemon\n" +
-		"would follow with the new constraints is printed instead.\n\n" +
-		"The stored keys choose the model of the workers: minimum-workers and\n" +
-		"maximum-workers the count model, minimum-workers-rate the rate model of CKE\n" +
-		"v1.35. Setting a key of the other model switches models in one write:\n" +
-		"minimum-workers-rate replaces minimum-workers and maximum-workers, and\n" +
-		"minimum-workers or maximum-workers replaces minimum-workers-rate (the other\n" +
-		"count key takes its default). The stored document then holds the keys of one\n" +
-		"model only, as CKE v1.35's ckecli stores them. With no constraints stored, set\n" +
-		"starts from ckegen's defaults, which are the count model's (control-plane-count\n" +
-		"1, minimum-workers 1, maximum-workers 0); CKE v1.35 starts from its own\n" +
-		"(minimum-workers-rate 80), so set minimum-workers-rate first to start in the\n" +
-		"rate model.\n\nNAME is one of:\n")
-	tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
-	for _, n := range constraints.Names {
-		fmt.Fprintf(tw, "  %s\t%s\n", n, constraintMeaning(n))
-	}
-	_ = tw.Flush() // a strings.Builder does not fail
-	return b.String()
-}
-
 func newConstraintsSetCmd(e *env) *cobra.Command {
 	var dry *dryRun
-	cmd := &cobra.Command{
-		Use:       "set NAME VALUE",
-		Short:     "set one constraint; the result is validated before it is stored",
-		Long:      constraintsHelp(),
-		ValidArgs: constraints.Names,
-		// The flag parser stops at NAME, so that a negative VALUE is a
-		// value rather than an unknown flag; flags after VALUE are parsed
-		// in RunE.
-		Args: func(cmd *cobra.Command, args []string) error {
-			if len(args) < 2 {
-				return checkArgCount(cmd, 2, args)
+	cmd := settingCmd("constraints set")
+	// The flag parser stops at NAME, so that a negative VALUE is a value
+	// rather than an unknown flag; flags after VALUE are parsed in RunE.
+	cmd.Args = func(cmd *cobra.Command, args []string) error {
+		if len(args) < 2 {
+			return checkArgCount(cmd, 2, args)
+		}
+		return nil
+	}
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		if len(args) > 2 {
+			if err := cmd.Flags().Parse(args[2:]); err != nil {
+				return flagError(cmd, err)
+			}
+			if rest := cmd.Flags().Args(); len(rest) > 0 {
+				return usage.Errorf("want NAME VALUE, got %d arguments: %s", 2+len(rest), strings.Join(args, " "))
+			}
+			if help, _ := cmd.Flags().GetBool("help"); help {
+				return cmd.Help()
+			}
+			args = args[:2]
+		}
+		name := args[0]
+		if !slices.Contains(constraints.Names, name) {
+			if s, ok := suggest.Closest(name, constraints.Names); ok {
+				return fmt.Errorf("constraints: unknown key %q; did you mean %s? (known: %s)", name, s, strings.Join(constraints.Names, ", "))
+			}
+			return fmt.Errorf("constraints: unknown key %q (known: %s)", name, strings.Join(constraints.Names, ", "))
+		}
+		v, err := strconv.Atoi(args[1])
+		if err != nil {
+			return fmt.Errorf("%s: value must be an integer, got %q", name, args[1])
+		}
+		var c constraints.Constraints
+		var guard storage.Guard
+		err = e.withStorage(func(ctx context.Context, st storage.Storage) error {
+			var err error
+			c, guard, err = constraintsToSet(ctx, cmd.ErrOrStderr(), st, name)
+			if err != nil {
+				return err
+			}
+			if err := c.Set(name, v); err != nil {
+				return fmt.Errorf("constraints: %w", err)
+			}
+			if err := c.Validate(); err != nil {
+				return err
+			}
+			for _, w := range c.Warnings() {
+				fmt.Fprintf(cmd.ErrOrStderr(), "warning: %s\n", w)
 			}
 			return nil
-		},
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if len(args) > 2 {
-				if err := cmd.Flags().Parse(args[2:]); err != nil {
-					return flagError(cmd, err)
-				}
-				if rest := cmd.Flags().Args(); len(rest) > 0 {
-					return usage.Errorf("want NAME VALUE, got %d arguments: %s", 2+len(rest), strings.Join(args, " "))
-				}
-				if help, _ := cmd.Flags().GetBool("help"); help {
-					return cmd.Help()
-				}
-				args = args[:2]
-			}
-			name := args[0]
-			if !slices.Contains(constraints.Names, name) {
-				if s, ok := suggest.Closest(name, constraints.Names); ok {
-					return fmt.Errorf("constraints: unknown key %q; did you mean %s? (known: %s)", name, s, strings.Join(constraints.Names, ", "))
-				}
-				return fmt.Errorf("constraints: unknown key %q (known: %s)", name, strings.Join(constraints.Names, ", "))
-			}
-			v, err := strconv.Atoi(args[1])
-			if err != nil {
-				return fmt.Errorf("%s: value must be an integer, got %q", name, args[1])
-			}
-			var c constraints.Constraints
-			var guard storage.Guard
-			err = e.withStorage(func(ctx context.Context, st storage.Storage) error {
-				var err error
-				c, guard, err = constraintsToSet(ctx, cmd.ErrOrStderr(), st, name)
-				if err != nil {
-					return err
-				}
-				if err := c.Set(name, v); err != nil {
-					return fmt.Errorf("constraints: %w", err)
-				}
-				if err := c.Validate(); err != nil {
-					return err
-				}
-				for _, w := range c.Warnings() {
-					fmt.Fprintf(cmd.ErrOrStderr(), "warning: %s\n", w)
-				}
-				return nil
-			})
-			if err != nil {
-				return err
-			}
-			if dry.enabled {
-				return dry.run(e, cmd, intake.WhatIf{Constraints: &c})
-			}
-			dry.warn(e, cmd, intake.WhatIf{Constraints: &c}, c.Warnings()...)
-			data, err := json.Marshal(c)
-			if err != nil {
-				return err
-			}
-			return e.withStorage(func(ctx context.Context, st storage.Storage) error {
-				return storeConstraints(ctx, st, guard, data)
-			})
-		},
+		})
+		if err != nil {
+			return err
+		}
+		if dry.enabled {
+			return dry.run(e, cmd, intake.WhatIf{Constraints: &c})
+		}
+		dry.warn(e, cmd, intake.WhatIf{Constraints: &c}, c.Warnings()...)
+		data, err := json.Marshal(c)
+		if err != nil {
+			return err
+		}
+		return e.withStorage(func(ctx context.Context, st storage.Storage) error {
+			return storeConstraints(ctx, st, guard, data)
+		})
 	}
 	cmd.Flags().SetInterspersed(false)
 	dry = addDryRun(cmd)
@@ -263,38 +207,29 @@ func constraintsModelLine(c constraints.Constraints, stored bool) string {
 }
 
 func newConstraintsShowCmd(e *env) *cobra.Command {
-	return &cobra.Command{
-		Use:   "show",
-		Short: "print the constraints of the model in force as JSON, 0 for those unset; the model on stderr",
-		Long: `Show prints the constraints as JSON on stdout, as CKE's ckecli does: the keys
-of the model in force, with CKE's 0 for those never set (the defaults when
-no constraints are stored). In the count model they are control-plane-count,
-minimum-workers and maximum-workers; in the rate model (CKE v1.35)
-control-plane-count and minimum-workers-rate; then CKE's three queue settings.
-A line on stderr names the model ("model: count" or "model: rate"). The JSON
-can be given back to --constraints.`,
-		Args: exactArgs(0),
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			return e.withStorage(func(ctx context.Context, st storage.Storage) error {
-				s, refused, _, err := intake.Load(ctx, st, intake.SettingConstraints)
-				if err != nil {
-					return err
-				}
-				if ref := refused[intake.SettingConstraints]; ref != nil {
-					return intake.Explained(ref, false)
-				}
-				c := s.Constraints
-				// Indented by four spaces, as CKE's ckecli prints them.
-				data, err := json.MarshalIndent(showConstraints(c), "", "    ")
-				if err != nil {
-					return err
-				}
-				if _, err := fmt.Fprintf(cmd.OutOrStdout(), "%s\n", data); err != nil {
-					return err
-				}
-				_, err = fmt.Fprintln(cmd.ErrOrStderr(), constraintsModelLine(c, s.ConstraintsStored))
+	cmd := settingCmd("constraints show")
+	cmd.Args = exactArgs(0)
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		return e.withStorage(func(ctx context.Context, st storage.Storage) error {
+			s, refused, _, err := intake.Load(ctx, st, intake.SettingConstraints)
+			if err != nil {
 				return err
-			})
-		},
+			}
+			if ref := refused[intake.SettingConstraints]; ref != nil {
+				return intake.Explained(ref, false)
+			}
+			c := s.Constraints
+			// Indented by four spaces, as CKE's ckecli prints them.
+			data, err := json.MarshalIndent(showConstraints(c), "", "    ")
+			if err != nil {
+				return err
+			}
+			if _, err := fmt.Fprintf(cmd.OutOrStdout(), "%s\n", data); err != nil {
+				return err
+			}
+			_, err = fmt.Fprintln(cmd.ErrOrStderr(), constraintsModelLine(c, s.ConstraintsStored))
+			return err
+		})
 	}
+	return cmd
 }

@@ -18,8 +18,6 @@ func newSabakanCmd(e *env) *cobra.Command {
 		newSabakanMapCmd(e),
 		newSabakanPlanCmd(e),
 	)
-	for _, sc := range scalars {
-		cmd.AddCommand(newScalarCmds(e, sc)...)
-	}
+	cmd.AddCommand(newScalarCmds(e)...)
 	return cmd
 }

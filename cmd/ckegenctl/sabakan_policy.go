@@ -23,47 +23,39 @@ const errTemplateChanged = "the template changed while the policy was checked ag
 const setPolicyAttempts = 3
 
 func newSabakanSetPolicyCmd(e *env) *cobra.Command {
-	return &cobra.Command{
-		Use:   "set-policy FILE",
-		Short: "validate and store the placement policy (YAML or JSON; - for stdin)",
-		Long: `set-policy validates the placement policy (constraints, metrics, providers,
-groups, stickiness) and checks that each placement names a template of the
-stored template: "control-plane" or a worker template's role. It stores the
-policy as JSON. An invalid policy is refused, naming the path of each
-problem, and nothing is stored. Without a stored template the placements
-are not checked (a warning says so); the daemon checks them at every tick.`,
-		Args: exactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			data, err := readInput(cmd, args[0])
-			if err != nil {
-				return err
-			}
-			doc, err := policy.Parse(data)
-			if err != nil {
-				return fmt.Errorf("%s: %w", args[0], err)
-			}
-			js, err := doc.Canonical()
-			if err != nil {
-				return err
-			}
-			return e.withStorage(func(ctx context.Context, st storage.Storage) error {
-				for range setPolicyAttempts {
-					rev, err := checkAgainstStoredTemplate(ctx, cmd, st, doc)
-					if err != nil {
-						return fmt.Errorf("%s: %w", args[0], err)
-					}
-					// Stored only while the template is still the one it
-					// was checked against.
-					err = st.Swap(ctx, []storage.Guard{{Key: storage.KeySabakanTemplate, ModRevision: rev}},
-						storage.Write{Key: storage.KeySabakanPolicy, Data: js})
-					if !errors.Is(err, storage.ErrConflict) {
-						return err
-					}
+	cmd := settingCmd("sabakan set-policy")
+	cmd.Args = exactArgs(1)
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		data, err := readInput(cmd, args[0])
+		if err != nil {
+			return err
+		}
+		doc, err := policy.Parse(data)
+		if err != nil {
+			return fmt.Errorf("%s: %w", args[0], err)
+		}
+		js, err := doc.Canonical()
+		if err != nil {
+			return err
+		}
+		return e.withStorage(func(ctx context.Context, st storage.Storage) error {
+			for range setPolicyAttempts {
+				rev, err := checkAgainstStoredTemplate(ctx, cmd, st, doc)
+				if err != nil {
+					return fmt.Errorf("%s: %w", args[0], err)
 				}
-				return fmt.Errorf("%s: not stored: %s %d times in a row; try again", args[0], errTemplateChanged, setPolicyAttempts)
-			})
-		},
+				// Stored only while the template is still the one it
+				// was checked against.
+				err = st.Swap(ctx, []storage.Guard{{Key: storage.KeySabakanTemplate, ModRevision: rev}},
+					storage.Write{Key: storage.KeySabakanPolicy, Data: js})
+				if !errors.Is(err, storage.ErrConflict) {
+					return err
+				}
+			}
+			return fmt.Errorf("%s: not stored: %s %d times in a row; try again", args[0], errTemplateChanged, setPolicyAttempts)
+		})
 	}
+	return cmd
 }
 
 // checkAgainstStoredTemplate checks the placements against the stored
@@ -87,62 +79,57 @@ func checkAgainstStoredTemplate(ctx context.Context, cmd *cobra.Command, st stor
 
 func newSabakanGetPolicyCmd(e *env) *cobra.Command {
 	var output string
-	cmd := &cobra.Command{
-		Use:   "get-policy",
-		Short: "print the stored placement policy",
-		Args:  exactArgs(0),
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := checkFormat(output, "yaml", "json"); err != nil {
+	cmd := settingCmd("sabakan get-policy")
+	cmd.Args = exactArgs(0)
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		if err := checkFormat(output, "yaml", "json"); err != nil {
+			return err
+		}
+		return e.withStorage(func(ctx context.Context, st storage.Storage) error {
+			v, err := st.Get(ctx, storage.KeySabakanPolicy)
+			if err != nil {
+				return absent(err, absentPolicy)
+			}
+			doc, err := policy.Parse(v.Data)
+			if err != nil {
+				return fmt.Errorf("stored %s: %w", storage.KeySabakanPolicy, err)
+			}
+			js, err := doc.Canonical()
+			if err != nil {
 				return err
 			}
-			return e.withStorage(func(ctx context.Context, st storage.Storage) error {
-				v, err := st.Get(ctx, storage.KeySabakanPolicy)
-				if err != nil {
-					return absent(err, absentPolicy)
+			var out bytes.Buffer
+			if output == "json" {
+				if err := json.Indent(&out, js, "", "  "); err != nil {
+					return err
 				}
-				doc, err := policy.Parse(v.Data)
-				if err != nil {
-					return fmt.Errorf("stored %s: %w", storage.KeySabakanPolicy, err)
-				}
-				js, err := doc.Canonical()
+				out.WriteByte('\n')
+			} else {
+				y, err := yaml.JSONToYAML(js)
 				if err != nil {
 					return err
 				}
-				var out bytes.Buffer
-				if output == "json" {
-					if err := json.Indent(&out, js, "", "  "); err != nil {
-						return err
-					}
-					out.WriteByte('\n')
-				} else {
-					y, err := yaml.JSONToYAML(js)
-					if err != nil {
-						return err
-					}
-					out.Write(y)
-				}
-				_, err = cmd.OutOrStdout().Write(out.Bytes())
-				return err
-			})
-		},
+				out.Write(y)
+			}
+			_, err = cmd.OutOrStdout().Write(out.Bytes())
+			return err
+		})
 	}
 	cmd.Flags().StringVarP(&output, "output", "o", "yaml", "output format: yaml or json")
 	return cmd
 }
 
 func newSabakanClearPolicyCmd(e *env) *cobra.Command {
-	return &cobra.Command{
-		Use:   "clear-policy",
-		Short: "remove the placement policy (machines are placed by role and weight only)",
-		Args:  exactArgs(0),
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			return e.withStorage(func(ctx context.Context, st storage.Storage) error {
-				resp, err := st.Client.Delete(ctx, st.Key(storage.KeySabakanPolicy))
-				if err == nil && resp.Deleted == 0 {
-					fmt.Fprintln(cmd.ErrOrStderr(), "no policy was set")
-				}
-				return err
-			})
-		},
+	cmd := settingCmd("sabakan clear-policy")
+	cmd.Args = exactArgs(0)
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		return e.withStorage(func(ctx context.Context, st storage.Storage) error {
+			resp, err := st.Client.Delete(ctx, st.Key(storage.KeySabakanPolicy))
+			if err == nil && resp.Deleted == 0 {
+				fmt.Fprintln(cmd.ErrOrStderr(), "no policy was set")
+			}
+			return err
+		})
 	}
+	return cmd
 }

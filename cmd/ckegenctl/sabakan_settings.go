@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -12,71 +11,35 @@ import (
 	"github.com/ckegen/ckegen/storage"
 )
 
-// scalar is a setting that one value on the command line sets: its row of
-// intake.Table names its commands (Verbs), checks and stores the value
-// (Set) and shows it (Show); this is their help.
-type scalar struct {
-	setting intake.Setting
-	// use, short and long are the set command's ("set-url URL"); getShort
-	// the get command's. A setting with one verb (trigger) sets with a
-	// value and prints without one.
-	use, short, long, getShort string
-	// choices are the values there are, for a "did you mean".
-	choices []string
-	// signed: the value may start with "-" (a negative duration or
-	// count), which is then a value, not a flag.
-	signed bool
+// settingCmd is the command of the verb path ("sabakan set-url") of a
+// row of intake.Table, with the usage line, the help and the choices the
+// row gives it: a setting's commands are said where the setting is.
+func settingCmd(path string) *cobra.Command {
+	v, _ := intake.VerbOf(path)
+	return &cobra.Command{Use: v.Use(), Short: v.Short, Long: v.Long, ValidArgs: v.Choices}
 }
 
-var scalars = []scalar{
-	{setting: intake.SettingURL, use: "set-url URL", short: "set sabakan's URL (/graphql is appended when missing)",
-		getShort: "print sabakan's URL"},
-	{setting: intake.SettingTrigger, use: "trigger [planning|schedule]",
-		short: "print or set the trigger: planning (plan only, change nothing) or schedule (apply)",
-		long: `With no argument, trigger prints the trigger (schedule when never set).
-
-planning: the daemon computes the plan at every tick and stores it
-(ckegenctl sabakan plan --stored), and writes no cluster.
-schedule: the daemon applies the changes one step per tick, recomputed from
-the live state at every tick (CKE's behaviour).
-
-A change wakes the daemon at once.`,
-		choices: []string{intake.TriggerPlanning, intake.TriggerSchedule}},
-	{setting: intake.SettingQuietTime, use: "set-quiet-time DURATION", signed: true,
-		short: "write a cluster only after the inventory was still for DURATION (0 turns it off)",
-		long: `set-quiet-time sets how long the inventory must have been still before
-the daemon writes a cluster: every machine's state unchanged for DURATION
-(sabakan's status.duration), and no machine added to or removed from the
-query's result for DURATION. Until then the daemon plans, as with the
-trigger planning. DURATION is a Go duration such as 10m or 1h30m; 0 turns
-quiet time off.`,
-		getShort: "print the quiet time (0s: off)"},
-	{setting: intake.SettingMaxUnhealthy, use: "set-max-unhealthy VALUE", signed: true,
-		short: "stop membership changes while more nodes than VALUE (5, or 40% of the nodes) are unhealthy",
-		long: `set-max-unhealthy sets how many of the cluster's nodes may be unhealthy
-(machine gone from sabakan, or neither HEALTHY, UPDATING nor UNINITIALIZED;
-rebooting nodes not counted) before the daemon stops changing membership:
-above it, nodes are neither added, removed, promoted nor demoted, and only
-state taints follow the machines. So many failures at once usually mean a
-switch, a power feed or sabakan itself, which replacing machines would make
-worse.
-
-VALUE is a count (5) or a percentage of the cluster's nodes (40%, rounded
-down), or off to remove the limit.`,
-		getShort: "print the limit of unhealthy nodes (off: none)"},
+// newScalarCmds builds the commands of every setting that one value on the
+// command line sets, from its row: its verbs name the commands and give
+// their help, Set checks and stores the value, Show shows it.
+func newScalarCmds(e *env) []*cobra.Command {
+	var cmds []*cobra.Command
+	for _, row := range intake.Table {
+		if row.Set != nil {
+			cmds = append(cmds, newScalarCmd(e, row)...)
+		}
+	}
+	return cmds
 }
 
-// verb is the command name of a row's verb ("sabakan set-url": "set-url").
-func verb(v string) string { return v[strings.LastIndexByte(v, ' ')+1:] }
-
-// newScalarCmds builds the commands of sc from its row.
-func newScalarCmds(e *env, sc scalar) []*cobra.Command {
-	row := intake.RowOf(sc.setting)
-	set := &cobra.Command{Use: sc.use, Short: sc.short, Long: sc.long}
+// newScalarCmd builds the commands of row, a setting one value sets.
+func newScalarCmd(e *env, row intake.Row) []*cobra.Command {
+	setVerb := row.Verbs[0]
+	set := settingCmd(setVerb.Path)
 	store := func(cmd *cobra.Command, value string) error {
 		data, err := row.Set(value)
 		if err != nil {
-			if s, ok := suggest.Closest(value, sc.choices); ok {
+			if s, ok := suggest.Closest(value, setVerb.Choices); ok {
 				return fmt.Errorf("%w; did you mean %s?", err, s)
 			}
 			return err
@@ -88,11 +51,11 @@ func newScalarCmds(e *env, sc scalar) []*cobra.Command {
 	}
 	show := func(cmd *cobra.Command) error {
 		return e.withStorage(func(ctx context.Context, st storage.Storage) error {
-			s, refused, _, err := intake.Load(ctx, st, sc.setting)
+			s, refused, _, err := intake.Load(ctx, st, row.Setting)
 			if err != nil {
 				return err
 			}
-			if ref := refused[sc.setting]; ref != nil {
+			if ref := refused[row.Setting]; ref != nil {
 				return intake.Explained(ref, false)
 			}
 			_, err = fmt.Fprintln(cmd.OutOrStdout(), row.Show(s))
@@ -101,7 +64,7 @@ func newScalarCmds(e *env, sc scalar) []*cobra.Command {
 	}
 	if len(row.Verbs) == 1 {
 		// One command: a value sets, none prints.
-		set.ValidArgs, set.Args = sc.choices, maxArgs(1)
+		set.Args = maxArgs(1)
 		set.RunE = func(cmd *cobra.Command, args []string) error {
 			if len(args) == 1 {
 				return store(cmd, args[0])
@@ -110,13 +73,14 @@ func newScalarCmds(e *env, sc scalar) []*cobra.Command {
 		}
 		return []*cobra.Command{set}
 	}
-	if sc.signed {
+	if setVerb.Signed {
 		valueArgCommand(set, store)
 	} else {
 		set.Args = exactArgs(1)
 		set.RunE = func(cmd *cobra.Command, args []string) error { return store(cmd, args[0]) }
 	}
-	get := &cobra.Command{Use: verb(row.Verbs[1]), Short: sc.getShort, Args: exactArgs(0),
-		RunE: func(cmd *cobra.Command, _ []string) error { return show(cmd) }}
+	get := settingCmd(row.Verbs[1].Path)
+	get.Args = exactArgs(0)
+	get.RunE = func(cmd *cobra.Command, _ []string) error { return show(cmd) }
 	return []*cobra.Command{set, get}
 }

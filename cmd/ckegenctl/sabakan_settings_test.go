@@ -14,19 +14,33 @@ import (
 )
 
 // TestVerbsOfTheTable: every command a row of intake.Table names exists,
-// and every setting command of ckegenctl is named by a row: a setting has
-// its commands from its row.
+// with the usage line, help and choices its row gives it (where one
+// does), and every setting command of ckegenctl is named by a row: a
+// setting has its commands and their help from its row.
 func TestVerbsOfTheTable(t *testing.T) {
 	root := newRootCmd(defaultConfigFile)
 	named := map[string]bool{}
+	helped := 0
 	for _, row := range intake.Table {
 		for _, v := range row.Verbs {
-			named[v] = true
-			cmd, rest, err := root.Find(strings.Fields(v))
-			if err != nil || len(rest) > 0 || cmd.CommandPath() != "ckegenctl "+v {
-				t.Errorf("%s: verb %q is not a command of ckegenctl (%v)", row.Setting, v, err)
+			named[v.Path] = true
+			cmd, rest, err := root.Find(strings.Fields(v.Path))
+			if err != nil || len(rest) > 0 || cmd.CommandPath() != "ckegenctl "+v.Path {
+				t.Errorf("%s: verb %q is not a command of ckegenctl (%v)", row.Setting, v.Path, err)
+				continue
+			}
+			if v.Short == "" {
+				continue
+			}
+			helped++
+			if cmd.Use != v.Use() || cmd.Short != v.Short || cmd.Long != v.Long || strings.Join(cmd.ValidArgs, " ") != strings.Join(v.Choices, " ") {
+				t.Errorf("%s: %q has usage %q, short %q, long %q, choices %v; its row says %q, %q, %q, %v",
+					row.Setting, v.Path, cmd.Use, cmd.Short, cmd.Long, cmd.ValidArgs, v.Use(), v.Short, v.Long, v.Choices)
 			}
 		}
+	}
+	if helped < 19 {
+		t.Errorf("only %d commands take their help from the table", helped)
 	}
 	var walk func(c *cobra.Command)
 	walk = func(c *cobra.Command) {

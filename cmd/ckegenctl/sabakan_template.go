@@ -27,29 +27,18 @@ func readInput(cmd *cobra.Command, name string) ([]byte, error) {
 
 func newSabakanSetTemplateCmd(e *env) *cobra.Command {
 	var dry *dryRun
-	cmd := &cobra.Command{
-		Use:   "set-template FILE",
-		Short: "validate and store the cluster template (YAML or JSON; - for stdin)",
-		Long: `set-template validates the template, fills CKE's defaults for
-options.etcd.volume_name and options.kubelet.cri_endpoint when absent, and
-stores it as JSON. An invalid template is refused and nothing is stored.
-Before storing it, the generator runs dry on the current inventory with the
-new template, as --dry-run does, and its warnings (a template role that
-matches no machine) are printed on stderr; the template is stored all the
-same. With --dry-run nothing is stored either: the plan the daemon would follow
-with this template is printed instead (ckegenctl sabakan plan --template FILE).`,
-		Args: exactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			data, err := readInput(cmd, args[0])
-			if err != nil {
-				return err
-			}
-			js, err := templateToStore(data)
-			if err != nil {
-				return fmt.Errorf("%s: %w", args[0], err)
-			}
-			return dry.store(e, cmd, intake.WhatIf{Template: js}, storage.KeySabakanTemplate, js)
-		},
+	cmd := settingCmd("sabakan set-template")
+	cmd.Args = exactArgs(1)
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		data, err := readInput(cmd, args[0])
+		if err != nil {
+			return err
+		}
+		js, err := templateToStore(data)
+		if err != nil {
+			return fmt.Errorf("%s: %w", args[0], err)
+		}
+		return dry.store(e, cmd, intake.WhatIf{Template: js}, storage.KeySabakanTemplate, js)
 	}
 	dry = addDryRun(cmd)
 	return cmd
@@ -57,22 +46,19 @@ with this template is printed instead (ckegenctl sabakan plan --template FILE).`
 
 func newSabakanGetTemplateCmd(e *env) *cobra.Command {
 	var output string
-	cmd := &cobra.Command{
-		Use:   "get-template",
-		Short: "print the stored template",
-		Args:  exactArgs(0),
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := checkFormat(output, "yaml", "json"); err != nil {
-				return err
+	cmd := settingCmd("sabakan get-template")
+	cmd.Args = exactArgs(0)
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		if err := checkFormat(output, "yaml", "json"); err != nil {
+			return err
+		}
+		return e.withStorage(func(ctx context.Context, st storage.Storage) error {
+			v, err := st.Get(ctx, storage.KeySabakanTemplate)
+			if err != nil {
+				return absent(err, absentTemplate)
 			}
-			return e.withStorage(func(ctx context.Context, st storage.Storage) error {
-				v, err := st.Get(ctx, storage.KeySabakanTemplate)
-				if err != nil {
-					return absent(err, absentTemplate)
-				}
-				return printCluster(cmd, v.Data, output)
-			})
-		},
+			return printCluster(cmd, v.Data, output)
+		})
 	}
 	cmd.Flags().StringVarP(&output, "output", "o", "yaml", "output format: yaml or json")
 	return cmd

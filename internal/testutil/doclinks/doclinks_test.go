@@ -1,5 +1,7 @@
-// Package doclinks checks the links between the project's documents: a
-// link to a file that moved, or to a heading that was renamed, fails.
+// Package doclinks checks that the project's documents name what is
+// there: a link to a file that moved or to a heading that was renamed, a
+// repository path that does not exist, or a package's name that is not
+// declared, fails.
 package doclinks
 
 import (
