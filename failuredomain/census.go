@@ -71,7 +71,7 @@ func ControlPlanes(key Key, machines []*machine.Machine, c *cluster.Cluster) Cen
 	}
 	for i, n := range cps {
 		if !found[i] {
-			domains[i] = key.ofNode(n)
+			domains[i] = key.OfNode(n)
 		}
 	}
 	for i, n := range cps {

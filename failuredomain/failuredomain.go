@@ -66,11 +66,11 @@ func (k Key) own(name string) string {
 	return name + " (no " + k.Label + " label)"
 }
 
-// ofNode is the domain of a node whose machine is not in the inventory,
+// OfNode is the domain of a node whose machine is not in the inventory,
 // from the labels it was last rendered with: cke.cybozu.com/rack, or the
 // sabakan label copied to the node; a node without it is a domain of its
 // own, by address.
-func (k Key) ofNode(n *cluster.Node) string {
+func (k Key) OfNode(n *cluster.Node) string {
 	if k.IsRack() {
 		if v, ok := n.Labels[labels.Rack]; ok && v != "" {
 			return v
