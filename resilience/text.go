@@ -24,7 +24,7 @@ func (r *Report) Text() []byte {
 		fmt.Fprintf(&b, "at risk: %s\n", w)
 	}
 	if len(r.AtRisk) == 0 {
-		fmt.Fprintf(&b, "at risk: none (no %s holds more than %d control planes)\n", r.FailureDomain, failuredomain.Limit(r.ControlPlanes))
+		fmt.Fprintf(&b, "at risk: none (no %s holds more than %s)\n", r.FailureDomain, plural(failuredomain.Limit(r.ControlPlanes), "control plane"))
 	}
 	b.WriteByte('\n')
 	tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
