@@ -238,6 +238,12 @@ func (s *state) spreadControlPlanes() (bool, error) {
 	if over < 0 {
 		return false, nil
 	}
+	if s.cpCount < 3 {
+		// Every domain with a control plane is over the limit, 0: no
+		// move can help.
+		s.warnSpread()
+		return false, nil
+	}
 	defer s.endPick()
 	var pools cpPools
 	w, wScore, demote, c, note := s.spreadMove(over, &pools)
@@ -315,8 +321,8 @@ func (s *state) warnSpread() {
 		text := failuredomain.HoldsText(sp.key, sp.names[slot], sp.cps[slot], s.cpCount) + ": losing it breaks etcd's quorum; "
 		switch {
 		case s.cpCount < 3:
-			text += "with " + strconv.Itoa(s.cpCount) + " control planes, losing any of their " + sp.key.Name() +
-				"s does: spread quorum needs control-plane-count 3 or more"
+			text += "with fewer than 3 control planes, losing the " + sp.key.Name() +
+				" of any of them does: spread quorum needs control-plane-count 3 or more"
 		case s.cpCount != s.limits.controlPlaneCount:
 			text += "spread quorum moves control planes once the cluster has control-plane-count of them"
 		default:

@@ -405,3 +405,23 @@ func valuesOf(t *testing.T, in Input, bySerial map[string]float64) *policy.Value
 	}
 	return vals
 }
+
+// TestSpreadQuorumTooFew: with one control plane no domain can hold it
+// without breaking the quorum: nothing moves, and the warning says why.
+func TestSpreadQuorumTooFew(t *testing.T) {
+	ms := tieredRack4()
+	c := constraints.Constraints{ControlPlaneCount: 1, MinimumWorkers: 1}
+	doc := "placements: {control-plane: {spread: quorum}}\n"
+	res, err := Generate(policyInput(t, c, ms, nil, doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "rack 4 holds 1 of 1 control plane: losing it breaks etcd's quorum; with fewer than 3 control planes, losing the rack of any of them does: spread quorum needs control-plane-count 3 or more"
+	if !slices.Equal(res.Warnings, []string{want}) {
+		t.Errorf("warnings %q, want %q", res.Warnings, want)
+	}
+	p, err := MakePlan(policyInput(t, c, ms, res.Cluster, doc), false, 5)
+	if err != nil || p.Result != PlanSettled || len(p.Steps) != 0 || !slices.Equal(p.Warnings, []string{want}) {
+		t.Errorf("plan %+v %v: want settled at once, with the warning", p, err)
+	}
+}
