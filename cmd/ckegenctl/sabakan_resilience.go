@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 
 	"github.com/spf13/cobra"
 
@@ -72,6 +73,7 @@ type resilienceDocument struct {
 	Assumed []assume.Match `json:"assumed,omitempty"`
 }
 
+// run is the offline form: the input from the files, then the report.
 func (o *resilienceOptions) run(cmd *cobra.Command) error {
 	defer collectLess(o.machines, o.current)()
 	in, warnings, err := o.load()
@@ -85,21 +87,27 @@ func (o *resilienceOptions) run(cmd *cobra.Command) error {
 	for _, w := range warnings {
 		fmt.Fprintf(cmd.ErrOrStderr(), "warning: %s\n", w)
 	}
+	return writeResilience(cmd.OutOrStdout(), r, o.assumed, o.output)
+}
+
+// writeResilience writes a report in format (text or json), saying first
+// what was assumed (the text's first lines; "assumed" in JSON).
+func writeResilience(w io.Writer, r *resilience.Report, assumed []assume.Match, format string) error {
 	var b bytes.Buffer
-	if o.output == "json" {
-		data, err := json.MarshalIndent(resilienceDocument{Report: r, Assumed: o.assumed}, "", "  ")
+	if format == "json" {
+		data, err := json.MarshalIndent(resilienceDocument{Report: r, Assumed: assumed}, "", "  ")
 		if err != nil {
 			return err
 		}
 		b.Write(data)
 		b.WriteByte('\n')
 	} else {
-		if len(o.assumed) > 0 {
-			writeAssumed(&b, o.assumed)
+		if len(assumed) > 0 {
+			writeAssumed(&b, assumed)
 			b.WriteByte('\n')
 		}
 		b.Write(r.Text())
 	}
-	_, err = cmd.OutOrStdout().Write(b.Bytes())
+	_, err := w.Write(b.Bytes())
 	return err
 }
