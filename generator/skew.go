@@ -32,7 +32,7 @@ type skew struct {
 }
 
 func (s *state) newSkew(t *template.NodeTemplate, pi *placement, base func(x *machineInfo) bool) *skew {
-	n := len(s.spread.names)
+	n := s.spread.domains()
 	k := &skew{maxSkew: pi.pl.MaxSkew(), counts: make([]int, n), counted: make([]bool, n)}
 	s.live(func(mb *member) {
 		x := mb.machine
@@ -225,7 +225,7 @@ func (p *skewPicker) note(s *state, t *template.NodeTemplate, x *machineInfo) st
 	}
 	sp := s.spread
 	return "spread maxSkew " + strconv.Itoa(p.k.maxSkew) + " passes over " + a.address + " (serial " + a.serial + "): " +
-		sp.key.Describe(sp.names[a.domainSlot]) + " would then hold " + strconv.Itoa(p.k.counts[a.domainSlot]+1) + " " +
+		sp.key.Describe(sp.name(a.domainSlot)) + " would then hold " + strconv.Itoa(p.k.counts[a.domainSlot]+1) + " " +
 		workerGroupName(t) + ", the fewest " + strconv.Itoa(p.k.min)
 }
 

@@ -20,8 +20,11 @@ type spreading struct {
 	key failuredomain.Key
 	// quorum: the control plane's placement has spread: quorum.
 	quorum bool
-	// names are the domains' names, by slot.
+	// names are the domains' names, by slot; for the rack, racks holds
+	// each slot's rack and a name is made when asked (name), which a tick
+	// with nothing to say never does.
 	names []string
+	racks []int
 	// cps counts the control planes of the next cluster by domain slot;
 	// for the rack it is the state's cpsInRack itself.
 	cps []int
@@ -48,12 +51,10 @@ func (s *state) newSpreading(racks int) *spreading {
 		sp.quorum = pi.pl.SpreadQuorum()
 	}
 	if sp.key.IsRack() {
-		sp.names = make([]string, racks)
+		sp.racks = make([]int, racks)
 		for _, x := range s.machines {
 			x.domainSlot = x.rackSlot
-			if sp.names[x.rackSlot] == "" {
-				sp.names[x.rackSlot] = strconv.Itoa(x.rack)
-			}
+			sp.racks[x.rackSlot] = x.rack
 		}
 		sp.cps = s.cpsInRack
 		return sp
@@ -72,6 +73,17 @@ func (s *state) newSpreading(racks int) *spreading {
 	sp.cps = make([]int, len(sp.names))
 	return sp
 }
+
+// name is the name of the domain of slot.
+func (sp *spreading) name(slot int) string {
+	if sp.racks != nil {
+		return strconv.Itoa(sp.racks[slot])
+	}
+	return sp.names[slot]
+}
+
+// domains is the number of domains.
+func (sp *spreading) domains() int { return len(sp.cps) }
 
 // spreadQuorum reports whether the control plane spreads with quorum.
 func (s *state) spreadQuorum() bool {
@@ -138,7 +150,7 @@ func (s *state) quorumPass(choose func() *machineInfo) {
 func (s *state) passedOver(plain *machineInfo) string {
 	sp := s.spread
 	return "spread quorum passes over " + plain.address + " (serial " + plain.serial + "): " +
-		failuredomain.HoldsText(sp.key, sp.names[plain.domainSlot], s.domainCPs(plain)+1, s.limits.controlPlaneCount) +
+		failuredomain.HoldsText(sp.key, sp.name(plain.domainSlot), s.domainCPs(plain)+1, s.limits.controlPlaneCount) +
 		" with it"
 }
 
@@ -175,7 +187,7 @@ func (s *state) overLimit() int {
 		if n <= limit {
 			continue
 		}
-		if over < 0 || n > sp.cps[over] || n == sp.cps[over] && sp.key.Compare(sp.names[slot], sp.names[over]) < 0 {
+		if over < 0 || n > sp.cps[over] || n == sp.cps[over] && sp.key.Compare(sp.name(slot), sp.name(over)) < 0 {
 			over = slot
 		}
 	}
@@ -253,7 +265,7 @@ func (s *state) spreadControlPlanes() (bool, error) {
 		return false, nil
 	}
 	sp := s.spread
-	why := "spread quorum: " + failuredomain.HoldsText(sp.key, sp.names[over], sp.cps[over], s.cpCount) +
+	why := "spread quorum: " + failuredomain.HoldsText(sp.key, sp.name(over), sp.cps[over], s.cpCount) +
 		", more than etcd's quorum survives losing: lowest " + wScore.String()
 	wx := w.machine
 	switch {
@@ -307,18 +319,18 @@ func (s *state) warnSpread() {
 		return
 	}
 	sp.warned = true
-	slices.SortFunc(over, func(a, b int) int { return sp.key.Compare(sp.names[a], sp.names[b]) })
+	slices.SortFunc(over, func(a, b int) int { return sp.key.Compare(sp.name(a), sp.name(b)) })
 	var full []string
 	for slot, n := range sp.cps {
 		if n >= limit {
-			full = append(full, sp.names[slot])
+			full = append(full, sp.name(slot))
 		}
 	}
 	slices.SortFunc(full, sp.key.Compare)
 	filter, leaving := sp.filter, sp.leaving
 	defer func() { sp.filter, sp.leaving = filter, leaving }()
 	for _, slot := range over {
-		text := failuredomain.HoldsText(sp.key, sp.names[slot], sp.cps[slot], s.cpCount) + ": losing it breaks etcd's quorum; "
+		text := failuredomain.HoldsText(sp.key, sp.name(slot), sp.cps[slot], s.cpCount) + ": losing it breaks etcd's quorum; "
 		switch {
 		case s.cpCount < 3:
 			text += "with fewer than 3 control planes, losing the " + sp.key.Name() +
