@@ -39,7 +39,7 @@ func isWorkerCandidate(x *machineInfo, t *template.NodeTemplate) bool {
 func (s *state) anyCPCandidate() bool {
 	pi := s.cpPlacement()
 	for _, x := range s.machines {
-		if s.isCPCandidate(x) && pi.admits(s, x) {
+		if s.isCPCandidate(x) && pi.admits(s, x) && s.quorumOK(x) {
 			return true
 		}
 	}
@@ -60,8 +60,11 @@ func (s *state) anyWorkerCandidate() bool {
 	return false
 }
 
+// cpPool is the control-plane candidates of one pick; under spread
+// quorum's filter, those whose domain stays within the limit.
 func (s *state) cpPool() *pool {
-	return s.newPool(s.cpPlacement(), s.isCPCandidate, s.cpRackCount)
+	var c cpPools
+	return c.get(s)
 }
 
 // workerPools builds one pool per worker template.
@@ -69,7 +72,7 @@ func (s *state) workerPools() []*pool {
 	ps := make([]*pool, len(s.tmpl.Workers))
 	for i := range s.tmpl.Workers {
 		t := &s.tmpl.Workers[i]
-		ps[i] = s.newPool(s.workerPlacement(t),
+		ps[i] = s.newSkewedPool(s.workerPlacement(t), t,
 			func(x *machineInfo) bool { return isWorkerCandidate(x, t) },
 			func(x *machineInfo) int { return s.workerRackCount(x, t) })
 	}
@@ -102,7 +105,7 @@ func (s *state) chooseWorkerTemplate(ps []*pool) (*template.NodeTemplate, *pool)
 func (s *state) promotable(mb *member) bool {
 	x := mb.machine
 	return !mb.controlPlane && !mb.rebooting && x != nil && x.state == machine.StateHealthy && !x.intolerableTaint && s.cpRoleMatches(x) &&
-		s.cpPlacement().admits(s, x)
+		s.cpPlacement().admits(s, x) && s.quorumOK(x)
 }
 
 func (s *state) anyPromotableWorker() bool {
@@ -199,4 +202,27 @@ func (s *state) lowestRemoval(ok func(mb *member) bool) (*member, Score) {
 		}
 	})
 	return best, bestScore
+}
+
+// WorkerCandidates reports, for each machine of in.Machines (by index),
+// whether a worker could be added on it to in.Current now (docs/design.md
+// 5): HEALTHY, not in the cluster, not rebooting, of a worker template's
+// role and admitted by that template's placement. What-if views (the
+// resilience report) read it to know where rule 6 would still find a
+// worker once some machines are lost.
+func WorkerCandidates(in Input) ([]bool, error) {
+	s, err := newState(&in, in.Current)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]bool, len(s.machines))
+	for i, x := range s.machines {
+		if !x.unused() || x.state != machine.StateHealthy {
+			continue
+		}
+		if t := s.workerTemplate(x); t != nil && s.workerPlacement(t).admits(s, x) {
+			out[i] = true
+		}
+	}
+	return out, nil
 }

@@ -17,6 +17,9 @@ func (s *state) count(mb *member, delta int) {
 		s.cpCount += delta
 		if x != nil {
 			s.cpsInRack[x.rackSlot] += delta
+			if sp := s.spread; sp != nil && !sp.key.IsRack() {
+				sp.cps[x.domainSlot] += delta
+			}
 		}
 		return
 	}

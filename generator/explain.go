@@ -49,6 +49,11 @@ func (s *state) recordPickFor(action string, mb *member, sc *Score, pi *placemen
 	}
 	b = append(b, "highest "...)
 	b = sc.appendTo(b)
+	if s.pickNote != "" {
+		b = append(b, "; "...)
+		b = append(b, s.pickNote...)
+		s.pickNote = ""
+	}
 	s.reasonBuf = b
 	s.record(action, mb, sc, string(b))
 	if group != "" {

@@ -53,6 +53,7 @@ const (
 	OpDecreaseWorker      = "decrease worker"
 	OpTaintNodes          = "taint nodes"
 	OpRebalanceCP         = "rebalance control plane"
+	OpSpreadCP            = "spread control plane"
 )
 
 // Change actions.
@@ -73,6 +74,9 @@ const (
 	ActionRebalanceDemoteCP       = "rebalance-demote-control-plane"
 	ActionRebalanceRemoveCP       = "rebalance-remove-control-plane"
 	ActionRebalanceAddCP          = "rebalance-add-control-plane"
+	ActionSpreadDemoteCP          = "spread-demote-control-plane"
+	ActionSpreadRemoveCP          = "spread-remove-control-plane"
+	ActionSpreadAddCP             = "spread-add-control-plane"
 	// ActionRerender: a node no rule acts on, written anew because it
 	// renders differently now (docs/design.md 6.2).
 	ActionRerender = "re-render"
@@ -84,7 +88,8 @@ func Actions() []string {
 		ActionGenerate, ActionRegenerate, ActionAddControlPlane, ActionAddWorker, ActionPromoteWorker,
 		ActionDemoteControlPlane, ActionRemoveNonExistentCP, ActionRemoveNonExistentWorker,
 		ActionRemoveUnmatchedWorker, ActionRemoveExcessiveCP, ActionRemoveBadCP, ActionRemoveRetiredWorker,
-		ActionChangeTaint, ActionRebalanceDemoteCP, ActionRebalanceRemoveCP, ActionRebalanceAddCP, ActionRerender,
+		ActionChangeTaint, ActionRebalanceDemoteCP, ActionRebalanceRemoveCP, ActionRebalanceAddCP,
+		ActionSpreadDemoteCP, ActionSpreadRemoveCP, ActionSpreadAddCP, ActionRerender,
 	}
 }
 
@@ -200,7 +205,8 @@ type rule struct {
 
 // ladder is docs/design.md 6.2's maintenance ladder, in order: the first rule that
 // applies wins. Rule 9 is docs/design.md 12.5's rebalance, which runs only with a
-// policy's stickiness.
+// policy's stickiness; rule 10 is docs/design.md 20's spread of the control
+// planes over the failure domains, only with a policy's spread: quorum.
 var ladder = [...]rule{
 	{OpRemoveNonExistent, (*state).removeNonExistentNodes},       // 1
 	{OpRemoveUnmatchedRole, (*state).removeUnmatchedRoleWorkers}, // 2
@@ -211,6 +217,7 @@ var ladder = [...]rule{
 	{OpDecreaseWorker, (*state).decreaseWorkers},                 // 7
 	{OpTaintNodes, (*state).taintNodes},                          // 8
 	{OpRebalanceCP, (*state).rebalanceControlPlanes},             // 9
+	{OpSpreadCP, (*state).spreadControlPlanes},                   // 10
 }
 
 // Regenerate re-renders the current membership with in.Template, then fills

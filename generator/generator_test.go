@@ -193,6 +193,7 @@ func TestLadderOrder(t *testing.T) {
 		OpRemoveNonExistent, OpRemoveUnmatchedRole, OpIncreaseCP, OpDecreaseCP,
 		OpReplaceCP, OpIncreaseWorker, OpDecreaseWorker, OpTaintNodes,
 		OpRebalanceCP, // docs/design.md 12.5: after every rule of 6.2
+		OpSpreadCP,    // docs/design.md 20: only when no other rule applies
 	}
 	var got []string
 	for _, r := range ladder {

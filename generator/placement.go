@@ -188,36 +188,54 @@ func (s *state) scored(sc Score, pi *placement, x *machineInfo) Score {
 // pool hands out the candidates of one template as docs/design.md 12.4 orders them:
 // each pick from the first of the placement's groups that has a
 // candidate, the best of that group by selection score. Without groups it
-// is one picker.
+// is one picker. With a worker template's spread maxSkew (docs/design.md
+// 20), each group prefers the domains that stay within the skew.
 type pool struct {
 	pi     *placement
-	groups []*picker // in the placement's order; one without groups
-	last   int       // the group of the last peek
+	groups []groupPicker // in the placement's order; one without groups
+	last   int           // the group of the last peek
+	// skew: the template's maxSkew, nil without it.
+	skew *skew
 }
 
 // newPool builds the pool of the candidates accepted by base (docs/design.md 5) and
 // the placement pi (nil: all of them).
 func (s *state) newPool(pi *placement, base func(x *machineInfo) bool, rackCount func(x *machineInfo) int) *pool {
+	return s.newSkewedPool(pi, nil, base, rackCount)
+}
+
+// newSkewedPool is newPool for worker template t, whose placement may have
+// a spread maxSkew (t nil: a control plane's pool, which has none).
+func (s *state) newSkewedPool(pi *placement, t *template.NodeTemplate, base func(x *machineInfo) bool, rackCount func(x *machineInfo) int) *pool {
 	racks := len(s.cpsInRack)
 	if pi == nil {
-		return &pool{groups: []*picker{newPicker(s.machines, racks, base, rackCount, nil)}}
+		return &pool{groups: []groupPicker{newPicker(s.machines, racks, base, rackCount, nil)}}
 	}
 	bonus := func(x *machineInfo) float64 { return pi.eval(s, x).points }
+	p := &pool{pi: pi}
+	if t != nil && s.spread != nil && pi.pl.MaxSkew() > 0 {
+		p.skew = s.newSkew(t, pi, base)
+	}
+	group := func(eligible func(x *machineInfo) bool) groupPicker {
+		if p.skew != nil {
+			return s.newSkewPicker(p.skew, eligible, rackCount, bonus)
+		}
+		return newPicker(s.machines, racks, eligible, rackCount, bonus)
+	}
 	n := pi.pl.NumGroups()
 	if n == 0 {
-		eligible := func(x *machineInfo) bool { return base(x) && pi.eval(s, x).admit }
-		return &pool{pi: pi, groups: []*picker{newPicker(s.machines, racks, eligible, rackCount, bonus)}}
+		p.groups = []groupPicker{group(func(x *machineInfo) bool { return base(x) && pi.eval(s, x).admit })}
+		return p
 	}
-	p := &pool{pi: pi, groups: make([]*picker, n)}
+	p.groups = make([]groupPicker, n)
 	for g := range n {
-		eligible := func(x *machineInfo) bool {
+		p.groups[g] = group(func(x *machineInfo) bool {
 			if !base(x) {
 				return false
 			}
 			e := pi.eval(s, x)
 			return e.admit && e.groups.Has(g)
-		}
-		p.groups[g] = newPicker(s.machines, racks, eligible, rackCount, bonus)
+		})
 	}
 	return p
 }
@@ -243,4 +261,13 @@ func (p *pool) group() string {
 		return ""
 	}
 	return p.pi.groupName(p.last)
+}
+
+// skewNote explains the last peek, x, of worker template t's pool when
+// its maxSkew changed it; "" otherwise.
+func (p *pool) skewNote(s *state, t *template.NodeTemplate, x *machineInfo) string {
+	if p.skew == nil {
+		return ""
+	}
+	return p.groups[p.last].(*skewPicker).note(s, t, x)
 }

@@ -342,6 +342,7 @@ var allowed = map[string][]string{
 	OpTaintNodes:          {ActionChangeTaint},
 	OpRegenerate:          {ActionRegenerate},
 	OpRebalanceCP:         {ActionRebalanceDemoteCP, ActionRebalanceRemoveCP, ActionRebalanceAddCP},
+	OpSpreadCP:            {ActionSpreadDemoteCP, ActionSpreadRemoveCP, ActionSpreadAddCP, ActionPromoteWorker},
 }
 
 var fillActions = []string{ActionAddControlPlane, ActionPromoteWorker, ActionAddWorker, ActionRerender}

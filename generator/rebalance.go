@@ -52,15 +52,28 @@ func (s *state) rebalanceControlPlanes() (bool, error) {
 		return false, nil
 	}
 
-	// C: the candidate a pick would take with W gone from its rack.
+	// C: the candidate a pick would take with W gone from its rack; with
+	// spread: quorum (docs/design.md 20), only one whose domain stays
+	// within the limit, or none: a move is never worth breaking it.
 	wx := w.machine
-	s.cpsInRack[wx.rackSlot]--
-	c, cRank := s.bestCPCandidate()
-	rackCount := 0
-	if c != nil {
-		rackCount = s.cpsInRack[c.rackSlot]
-	}
-	s.cpsInRack[wx.rackSlot]++
+	var c *machineInfo
+	cRank, rackCount, note := 0, 0, ""
+	s.without(w, func() {
+		if !s.spreadQuorum() {
+			c, cRank = s.bestCPCandidate()
+		} else {
+			plain, _ := s.bestCPCandidate()
+			s.spread.filter = true
+			c, cRank = s.bestCPCandidate()
+			if plain != nil && c != nil && plain != c {
+				note = s.passedOver(plain)
+			}
+			s.endPick()
+		}
+		if c != nil {
+			rackCount = s.cpsInRack[c.rackSlot]
+		}
+	})
 	if c == nil {
 		return false, nil
 	}
@@ -95,6 +108,7 @@ func (s *state) rebalanceControlPlanes() (bool, error) {
 	if pi.numGroups() > 0 {
 		group = pi.groupName(cRank)
 	}
+	s.pickNote = note
 	s.recordPick(ActionRebalanceAddCP, s.add(c, true), &cScore, pi, group, "rebalance: replaces "+w.address()+": ")
 	return true, nil
 }
@@ -108,7 +122,7 @@ func (s *state) bestCPCandidate() (*machineInfo, int) {
 	var best *machineInfo
 	bestScore, bestRank := 0.0, 0
 	for _, x := range s.machines {
-		if !s.isCPCandidate(x) || !pi.admits(s, x) {
+		if !s.isCPCandidate(x) || !pi.admits(s, x) || !s.quorumOK(x) {
 			continue
 		}
 		r := pi.rank(s, x)

@@ -19,8 +19,10 @@ func (s *state) generate() error {
 	} else {
 		s.expect(s.limits.controlPlaneCount + s.limits.minimumWorkers)
 	}
-	cp := s.cpPool()
+	var cps cpPools
 	for s.cpCount < s.limits.controlPlaneCount {
+		s.quorumPass(func() *machineInfo { x, _ := cps.get(s).peek(); return x })
+		cp := cps.get(s)
 		x, rackCount := cp.peek()
 		if x == nil {
 			return fmt.Errorf("%w: need %d control planes, found %d candidates (%s)",
@@ -29,10 +31,12 @@ func (s *state) generate() error {
 		cp.take()
 		s.addControlPlane(ActionGenerate, x, rackCount, cp, "control plane: ")
 	}
+	s.endPick()
 	ws := s.workerPools()
 	if s.limits.rate {
 		for s.addWorker(ws, ActionGenerate, rateWhy) {
 		}
+		s.warnSpread()
 		return nil
 	}
 	for s.workerCount < s.limits.minimumWorkers {
@@ -42,6 +46,7 @@ func (s *state) generate() error {
 				s.workerCandidateText("HEALTHY machines matching a worker template, not used as control planes"))
 		}
 	}
+	s.warnSpread()
 	return nil
 }
 
@@ -198,6 +203,13 @@ func (s *state) replaceControlPlane() (bool, error) {
 		return false, nil
 	}
 	demotable := s.workerTemplate(bad.machine) != nil
+	// spread: quorum (docs/design.md 20): the replacement keeps every
+	// domain within the limit when one can, counted with the bad one gone.
+	defer s.endPick()
+	if s.spreadQuorum() {
+		s.without(bad, func() { s.quorumPass(func() *machineInfo { return s.replacementFor(demotable) }) })
+		s.setLeaving(bad)
+	}
 	// Whether a candidate or a promotable worker exists does not depend on
 	// rack counts, so it can be known before anything changes; which one
 	// is best is decided after.
@@ -248,6 +260,35 @@ func (s *state) replaceControlPlane() (bool, error) {
 		s.promoteWorker("replaces a bad control plane; no unused candidate")
 	}
 	return true, nil
+}
+
+// replacementFor is the machine rule 5 would make a control plane in
+// place of a bad one (counted out already), in the rule's order: a spare
+// worker; at maximum-workers, a promoted worker, else a candidate; else a
+// candidate, else a promoted worker while workers stay above
+// minimum-workers. nil when nothing can replace it.
+func (s *state) replacementFor(demotable bool) *machineInfo {
+	if w, _, _ := s.bestSpareWorker(); w != nil {
+		return w.machine
+	}
+	if demotable && s.limits.workersAtMax(s.workerCount) {
+		if w, _, _ := s.bestPromotableWorker(); w != nil {
+			return w.machine
+		}
+		x, _ := s.cpPool().peek()
+		return x
+	}
+	if x, _ := s.cpPool().peek(); x != nil {
+		return x
+	}
+	workersAfter := s.workerCount
+	if demotable {
+		workersAfter++
+	}
+	if w, _, _ := s.bestPromotableWorker(); w != nil && workersAfter > s.limits.minimumWorkers {
+		return w.machine
+	}
+	return nil
 }
 
 // takeOutBadCP demotes the bad control plane when a worker template takes
@@ -390,18 +431,25 @@ func (s *state) fill() error {
 	if err := s.fillControlPlanes(); err != nil {
 		return err
 	}
-	return s.fillWorkers()
+	if err := s.fillWorkers(); err != nil {
+		return err
+	}
+	s.warnSpread()
+	return nil
 }
 
 // fillControlPlanes is fill's first half: control planes up to
 // control-plane-count.
 func (s *state) fillControlPlanes() error {
 	if s.cpCount < s.limits.controlPlaneCount {
-		p := s.cpPool()
+		var cps cpPools
+		defer s.endPick()
 		for s.cpCount < s.limits.controlPlaneCount {
+			s.quorumPass(func() *machineInfo { return s.fillChoice(&cps) })
 			if s.promoteSpare(fmt.Sprintf("%d control planes, want %d", s.cpCount, s.limits.controlPlaneCount)) {
 				continue
 			}
+			p := cps.get(s)
 			if x, rackCount := p.peek(); x != nil {
 				p.take()
 				s.addControlPlane(ActionAddControlPlane, x, rackCount, p, fmt.Sprintf("%d control planes, want %d: ", s.cpCount, s.limits.controlPlaneCount))
@@ -416,6 +464,22 @@ func (s *state) fillControlPlanes() error {
 			s.recordPick(ActionPromoteWorker, w, &workerScore, s.cpPlacement(), group, fmt.Sprintf("%d control planes, want %d; no unused candidate: ",
 				s.cpCount-1, s.limits.controlPlaneCount))
 		}
+	}
+	return nil
+}
+
+// fillChoice is the machine fill would make the next control plane: a
+// spare worker, an unused candidate, or a promoted worker while workers
+// exceed minimum-workers; nil when there is none.
+func (s *state) fillChoice(cps *cpPools) *machineInfo {
+	if w, _, _ := s.bestSpareWorker(); w != nil {
+		return w.machine
+	}
+	if x, _ := cps.get(s).peek(); x != nil {
+		return x
+	}
+	if w, _, _ := s.bestPromotableWorker(); w != nil && s.workerCount > s.limits.minimumWorkers {
+		return w.machine
 	}
 	return nil
 }
@@ -453,6 +517,7 @@ func (s *state) addWorker(ws []*pool, action, why string) bool {
 		return false
 	}
 	x, rackCount := p.peek()
+	s.pickNote = p.skewNote(s, t, x)
 	p.take()
 	sc := s.scored(selectionScore(x, rackCount, s.groupName(false, t)), p.pi, x)
 	mb := s.add(x, false)

@@ -45,6 +45,9 @@ type machineInfo struct {
 	// spare: its Kubernetes node carries the template's spare node taint
 	// (docs/design.md 13): as a worker it is the first to become a control plane.
 	spare bool
+	// domainSlot is the machine's failure domain as a small dense number
+	// (docs/design.md 20), set when the policy spreads.
+	domainSlot int
 	// member is the machine's entry in the next cluster, nil if unused.
 	member *member
 	// excluded: the machine may not be added by this decision, because it
@@ -113,6 +116,12 @@ type state struct {
 	// unknownTemplateRole: a worker template's role matches no machine of
 	// the inventory, which stops rule 2.
 	unknownTemplateRole bool
+	// spread is the failure domains when the policy spreads (spread.go),
+	// nil otherwise.
+	spread *spreading
+	// pickNote explains the spread term of the next pick; recordPickFor
+	// appends it to the reason and clears it.
+	pickNote string
 }
 
 // limits holds the constraints the generator uses. In the rate model
@@ -177,6 +186,7 @@ func newState(in *Input, current *cluster.Cluster) (*state, error) {
 	for i := range s.roleWorkersInRack {
 		s.roleWorkersInRack[i] = make([]int, racks)
 	}
+	s.spread = s.newSpreading(racks)
 	for _, mb := range s.members {
 		s.count(mb, +1)
 	}

@@ -57,6 +57,40 @@ type Document struct {
 	// Stickiness is the gain in points a control plane's move must exceed
 	// (docs/design.md 12.5); 0 never moves one.
 	Stickiness Number `json:"stickiness,omitempty"`
+	// FailureDomain says what a data center loses at once (docs/design.md
+	// 20); nil: sabakan's rack.
+	FailureDomain *FailureDomainSpec `json:"failureDomain,omitempty"`
+}
+
+// FailureDomainSpec names the sabakan label whose value is a machine's
+// failure domain (a power feed, a switch), instead of its rack.
+type FailureDomainSpec struct {
+	Label string `json:"label"`
+}
+
+// SpreadQuorum is the one spread of the control plane's placement:
+// "spread: quorum".
+const SpreadQuorum = "quorum"
+
+// Spread is how a placement spreads its nodes over the failure domains
+// (docs/design.md 20). The control plane's is written "quorum": no domain
+// holds more control planes than etcd's quorum survives losing. A worker
+// template's is written {maxSkew: N}: Kubernetes' topology spread, per
+// role, as a preference.
+type Spread struct {
+	Quorum  bool
+	MaxSkew int
+}
+
+// MarshalJSON writes the spread as it is written: "quorum" or
+// {"maxSkew": N}.
+func (s Spread) MarshalJSON() ([]byte, error) {
+	if s.Quorum {
+		return json.Marshal(SpreadQuorum)
+	}
+	return json.Marshal(struct {
+		MaxSkew int `json:"maxSkew"`
+	}{s.MaxSkew})
 }
 
 // PlacementSpec is what a policy says about one template.
@@ -65,6 +99,9 @@ type PlacementSpec struct {
 	MetricConstraints []string      `json:"metricConstraints,omitempty"`
 	Groups            []GroupSpec   `json:"groups,omitempty"`
 	Metrics           []MetricScore `json:"metrics,omitempty"`
+	// Spread: the control plane's "quorum", or a worker template's
+	// {maxSkew: N}; nil for none.
+	Spread *Spread `json:"spread,omitempty"`
 }
 
 // GroupSpec is one of a placement's ordered groups.
@@ -289,16 +326,21 @@ func nonFinite(path strictjson.Path, v any) error {
 // unknown field or a wrong type is reported with the child's path.
 type (
 	documentFields struct {
-		Placements map[string]json.RawMessage `json:"placements"`
-		Metrics    map[string]json.RawMessage `json:"metrics"`
-		Providers  map[string]json.RawMessage `json:"providers"`
-		Stickiness Number                     `json:"stickiness"`
+		Placements    map[string]json.RawMessage `json:"placements"`
+		Metrics       map[string]json.RawMessage `json:"metrics"`
+		Providers     map[string]json.RawMessage `json:"providers"`
+		Stickiness    Number                     `json:"stickiness"`
+		FailureDomain json.RawMessage            `json:"failureDomain"`
 	}
 	placementFields struct {
 		Constraints       []string          `json:"constraints"`
 		MetricConstraints []string          `json:"metricConstraints"`
 		Groups            []json.RawMessage `json:"groups"`
 		Metrics           []json.RawMessage `json:"metrics"`
+		Spread            json.RawMessage   `json:"spread"`
+	}
+	spreadFields struct {
+		MaxSkew *Number `json:"maxSkew"`
 	}
 	metricScoreFields struct {
 		Name   string  `json:"name"`
@@ -325,6 +367,14 @@ func decodeDocument(js []byte) (*Document, error) {
 	}
 	d := &Document{Stickiness: f.Stickiness}
 	var errs []error
+	if f.FailureDomain != nil {
+		var fd FailureDomainSpec
+		if err := decodeStrict(root.Key("failureDomain"), f.FailureDomain, &fd); err != nil {
+			errs = append(errs, err)
+		} else {
+			d.FailureDomain = &fd
+		}
+	}
 	if f.Placements != nil {
 		d.Placements = map[string]*PlacementSpec{}
 	}
@@ -434,14 +484,54 @@ func decodePlacement(path strictjson.Path, raw json.RawMessage) (*PlacementSpec,
 		}
 		p.Metrics = append(p.Metrics, MetricScore{Name: mf.Name, Weight: *mf.Weight})
 	}
+	if pf.Spread != nil {
+		sp, err := decodeSpread(path.Key("spread"), pf.Spread)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		p.Spread = sp
+	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
 	return p, nil
 }
 
+// wantSpread says what a spread is written as.
+const wantSpread = `"quorum" (the control plane) or {maxSkew: N} (a worker template)`
+
+// decodeSpread reads a placement's spread: the string "quorum", or an
+// object with maxSkew. What kind of placement may have which is
+// Validate's to say.
+func decodeSpread(path strictjson.Path, raw json.RawMessage) (*Spread, error) {
+	switch strictjson.What(raw) {
+	case "an object":
+		var sf spreadFields
+		if err := decodeStrict(path, raw, &sf); err != nil {
+			return nil, err
+		}
+		if sf.MaxSkew == nil {
+			return nil, pathErr(path.Key("maxSkew"), "required: how many more nodes of the role one failure domain may hold than the one with fewest (1 or more)")
+		}
+		v := float64(*sf.MaxSkew)
+		if v != math.Trunc(v) || v < 1 || v > math.MaxInt32 {
+			return nil, pathErr(path.Key("maxSkew"), "must be an integer >= 1, got %v", v)
+		}
+		return &Spread{MaxSkew: int(v)}, nil
+	default:
+		var s string
+		if err := json.Unmarshal(raw, &s); err != nil {
+			return nil, &Error{Err: strictjson.WrongKind(path, wantSpread, raw)}
+		}
+		if s != SpreadQuorum {
+			return nil, pathErr(path, "want %s, got %q", wantSpread, s)
+		}
+		return &Spread{Quorum: true}, nil
+	}
+}
+
 // wantDocument says what a policy is, for a document of another kind.
-const wantDocument = "an object (a placement policy: placements, metrics, providers, stickiness)"
+const wantDocument = "an object (a placement policy: placements, metrics, providers, stickiness, failureDomain)"
 
 // decodeStrict decodes one JSON object, the value at path, into v, refusing
 // unknown fields, names in another case, repeated keys, null and trailing

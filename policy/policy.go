@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/ckegen/ckegen/failuredomain"
 	"github.com/ckegen/ckegen/template"
 )
 
@@ -25,6 +26,7 @@ type Policy struct {
 // Placement is the compiled placement of one template.
 type Placement struct {
 	key     string
+	spread  Spread
 	labels  []LabelConstraint
 	metrics []metricCheck
 	groups  []group
@@ -72,6 +74,9 @@ func Compile(d *Document, t *template.Template) (*Policy, error) {
 	p := &Policy{doc: d, metrics: sortedKeys(d.Metrics), placements: map[string]*Placement{}}
 	for key, spec := range d.Placements {
 		pl := &Placement{key: key}
+		if spec.Spread != nil {
+			pl.spread = *spec.Spread
+		}
 		pl.labels, pl.metrics = p.compileConstraints(spec.Constraints, spec.MetricConstraints)
 		for _, g := range spec.Groups {
 			cg := group{name: g.Name}
@@ -149,6 +154,42 @@ func (p *Policy) Stickiness() float64 {
 		return 0
 	}
 	return float64(p.doc.Stickiness)
+}
+
+// FailureDomain is what the policy calls a failure domain (docs/design.md
+// 20): its failureDomain's label, or sabakan's rack (also without a
+// policy).
+func (p *Policy) FailureDomain() failuredomain.Key {
+	if p == nil || p.doc.FailureDomain == nil {
+		return failuredomain.Rack()
+	}
+	return failuredomain.ByLabel(p.doc.FailureDomain.Label)
+}
+
+// Spreads reports whether a placement of the policy spreads (spread:
+// quorum or maxSkew), which makes the generator count nodes by failure
+// domain.
+func (p *Policy) Spreads() bool {
+	if p == nil {
+		return false
+	}
+	for _, pl := range p.placements {
+		if pl.SpreadQuorum() || pl.MaxSkew() > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// SpreadQuorum reports whether the placement has spread: quorum.
+func (pl *Placement) SpreadQuorum() bool { return pl != nil && pl.spread.Quorum }
+
+// MaxSkew is the placement's spread maxSkew, 0 for none.
+func (pl *Placement) MaxSkew() int {
+	if pl == nil {
+		return 0
+	}
+	return pl.spread.MaxSkew
 }
 
 // Metrics returns the defined metrics' names, sorted: the columns of a

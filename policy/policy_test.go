@@ -399,3 +399,58 @@ func TestExamplePolicy(t *testing.T) {
 		t.Errorf("examples/policy.yml compiled to %+v", p.Document())
 	}
 }
+
+// TestSpreadAndFailureDomain: a policy's failure domain and spreads
+// (docs/design.md 20) are read, kept in the canonical JSON and compiled;
+// without them, the domain is the rack and nothing spreads.
+func TestSpreadAndFailureDomain(t *testing.T) {
+	doc := `
+failureDomain: {label: power-feed}
+placements:
+  control-plane: {spread: quorum}
+  gpu: {spread: {maxSkew: 2}}
+`
+	d, err := Parse([]byte(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	js, err := d.Canonical()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"placements":{"control-plane":{"spread":"quorum"},"gpu":{"spread":{"maxSkew":2}}},"failureDomain":{"label":"power-feed"}}`
+	if string(js) != want {
+		t.Fatalf("canonical\n%s\nwant\n%s", js, want)
+	}
+	again, err := Parse(js)
+	if err != nil {
+		t.Fatalf("canonical form does not parse: %v", err)
+	}
+	p, err := Compile(again, exampleTemplate(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if k := p.FailureDomain(); k.Label != "power-feed" {
+		t.Errorf("failure domain %+v", k)
+	}
+	if !p.Placement(ControlPlane).SpreadQuorum() || p.Placement(ControlPlane).MaxSkew() != 0 {
+		t.Error("control plane: want spread quorum")
+	}
+	if p.Placement("gpu").MaxSkew() != 2 || p.Placement("gpu").SpreadQuorum() {
+		t.Error("gpu: want maxSkew 2")
+	}
+	if !p.Spreads() {
+		t.Error("Spreads: false")
+	}
+
+	plain, err := Load([]byte(`placements: {gpu: {constraints: [a is b]}}`), exampleTemplate(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var none *Policy
+	for _, q := range []*Policy{plain, none} {
+		if !q.FailureDomain().IsRack() || q.Spreads() || q.Placement(ControlPlane).SpreadQuorum() || q.Placement("gpu").MaxSkew() != 0 {
+			t.Errorf("policy %v: want the rack and no spread", q)
+		}
+	}
+}

@@ -9,13 +9,15 @@ import (
 	"strings"
 
 	"github.com/ckegen/ckegen/internal/strictjson"
+	"github.com/ckegen/ckegen/labels"
 	"github.com/ckegen/ckegen/template"
 )
 
-// Validate checks everything that does not need a template (docs/design.md 12.1):
-// constraints parse, metrics are defined with a known provider,
+// Validate checks everything that does not need a template (docs/design.md 12.1,
+// 20): constraints parse, metrics are defined with a known provider,
 // min < max, numbers are finite, provider types are known and have what
-// their type needs, group names are unique, stickiness is >= 0. Every
+// their type needs, group names are unique, stickiness is >= 0, a spread
+// fits its placement's kind, the failure domain's label is a label name. Every
 // problem is reported, each naming its path; the order is fixed.
 func (d *Document) Validate() error {
 	var errs []error
@@ -25,7 +27,7 @@ func (d *Document) Validate() error {
 		}
 	}
 	for _, k := range sortedKeys(d.Placements) {
-		d.validatePlacement(root.Key("placements").Key(k), d.Placements[k], add)
+		d.validatePlacement(root.Key("placements").Key(k), k, d.Placements[k], add)
 	}
 	for _, k := range sortedKeys(d.Metrics) {
 		d.validateMetric(root.Key("metrics").Key(k), k, d.Metrics[k], add)
@@ -37,13 +39,29 @@ func (d *Document) Validate() error {
 	if math.IsNaN(s) || math.IsInf(s, 0) || s < 0 {
 		add(pathErr(root.Key("stickiness"), "must be a finite number >= 0 (0: never rebalance), got %v", s))
 	}
+	if fd := d.FailureDomain; fd != nil {
+		switch {
+		case fd.Label == "":
+			add(pathErr(root.Key("failureDomain").Key("label"), "required: the sabakan label whose value is a machine's failure domain, such as power-feed (leave failureDomain out for the rack)"))
+		case labels.ValidateKey(labels.SabakanPrefix+fd.Label) != nil:
+			add(pathErr(root.Key("failureDomain").Key("label"), "%q is not a sabakan label name a node can carry: %v", fd.Label, labels.ValidateKey(labels.SabakanPrefix+fd.Label)))
+		}
+	}
 	return errors.Join(errs...)
 }
 
-func (d *Document) validatePlacement(path strictjson.Path, p *PlacementSpec, add func(error)) {
+func (d *Document) validatePlacement(path strictjson.Path, key string, p *PlacementSpec, add func(error)) {
 	if p == nil {
 		add(pathErr(path, "must be an object, got null"))
 		return
+	}
+	if sp := p.Spread; sp != nil {
+		switch {
+		case key == ControlPlane && !sp.Quorum:
+			add(pathErr(path.Key("spread"), "the control plane spreads with spread: quorum (no failure domain holds more control planes than etcd's quorum survives losing); maxSkew is for worker templates"))
+		case key != ControlPlane && sp.Quorum:
+			add(pathErr(path.Key("spread"), "quorum is the control plane's spread (etcd runs there); a worker template takes {maxSkew: N}"))
+		}
 	}
 	d.validateConstraints(path, p.Constraints, p.MetricConstraints, add)
 	if len(p.Groups) > MaxGroups {

@@ -502,16 +502,16 @@ func (k Kind) Symbol() byte {
 // v demoted, x removed, * re-rendered (taints or template), ? unknown.
 func ChangeMarker(action string) byte {
 	switch action {
-	case generator.ActionGenerate, generator.ActionAddControlPlane, generator.ActionAddWorker, generator.ActionRebalanceAddCP:
+	case generator.ActionGenerate, generator.ActionAddControlPlane, generator.ActionAddWorker, generator.ActionRebalanceAddCP, generator.ActionSpreadAddCP:
 		return '+'
 	case generator.ActionPromoteWorker:
 		return '^'
-	case generator.ActionDemoteControlPlane, generator.ActionRebalanceDemoteCP:
+	case generator.ActionDemoteControlPlane, generator.ActionRebalanceDemoteCP, generator.ActionSpreadDemoteCP:
 		return 'v'
-	case generator.ActionChangeTaint, generator.ActionRegenerate:
+	case generator.ActionChangeTaint, generator.ActionRegenerate, generator.ActionRerender:
 		return '*'
 	}
-	if strings.HasPrefix(action, "remove-") || action == generator.ActionRebalanceRemoveCP {
+	if strings.HasPrefix(action, "remove-") || action == generator.ActionRebalanceRemoveCP || action == generator.ActionSpreadRemoveCP {
 		return 'x'
 	}
 	return '?'

@@ -348,6 +348,8 @@ func TestMapChangeMarkers(t *testing.T) {
 		generator.ActionRemoveBadCP: 'x', generator.ActionRemoveRetiredWorker: 'x',
 		generator.ActionChangeTaint: '*', generator.ActionRegenerate: '*',
 		generator.ActionRebalanceAddCP: '+', generator.ActionRebalanceDemoteCP: 'v', generator.ActionRebalanceRemoveCP: 'x',
+		generator.ActionSpreadAddCP: '+', generator.ActionSpreadDemoteCP: 'v', generator.ActionSpreadRemoveCP: 'x',
+		generator.ActionRerender: '*',
 		"something-new": '?',
 	}
 	for _, action := range generator.Actions() {

@@ -12,7 +12,9 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
+	"github.com/ckegen/ckegen/assume"
 	"github.com/ckegen/ckegen/cluster"
 	"github.com/ckegen/ckegen/generator"
 	"github.com/ckegen/ckegen/intake"
@@ -21,20 +23,43 @@ import (
 )
 
 type generateOptions struct {
-	template        string
-	machines        string
-	constraints     string
-	current         string
-	now             string
-	retireWait      time.Duration
-	k8sNodes        string
-	policy          string
-	rebooting       []string
+	inputFlags
 	templateChanged bool
 	explain         string
 	output          string
 	plan            bool
 	maxSteps        int
+}
+
+// inputFlags are the offline generator's input files and settings, which
+// `sabakan generate` and `sabakan resilience` read the same way.
+type inputFlags struct {
+	template    string
+	machines    string
+	constraints string
+	current     string
+	now         string
+	retireWait  time.Duration
+	k8sNodes    string
+	policy      string
+	rebooting   []string
+	// assume are the --assume rehearsals (docs/failure-domains.md);
+	// assumed says, after load, how many machines each matched.
+	assume  []string
+	assumed []assume.Match
+}
+
+// addFlags defines the input flags on f.
+func (o *inputFlags) addFlags(f *pflag.FlagSet) {
+	f.StringVar(&o.template, "template", "", "cluster template file (YAML or JSON)")
+	f.StringVar(&o.machines, "machines", "", "machines file: a JSON array of machines or a searchMachines GraphQL response")
+	f.StringVar(&o.constraints, "constraints", "", "constraints file (JSON); defaults apply when absent")
+	f.StringVar(&o.now, "now", "", "the time of the decision, RFC3339 (default: the current time)")
+	f.DurationVar(&o.retireWait, "retire-wait", generator.DefaultRetireWait, "how long a worker stays RETIRED before it is removed")
+	f.StringVar(&o.k8sNodes, "k8s-nodes", "", `Kubernetes nodes file: [{"name": ADDRESS, "taints": [...]}], or kubectl get nodes -o json`)
+	f.StringVar(&o.policy, "policy", "", "placement policy file (YAML or JSON, docs/design.md 12); its metrics are fetched from its providers")
+	f.StringSliceVar(&o.rebooting, "rebooting", nil, "addresses of nodes that are rebooting (comma separated)")
+	f.StringArrayVar(&o.assume, "assume", nil, "WHICH:STATE[@DURATION]: decide as if the machines WHICH names (a serial, an IPv4 address, rack=N or LABEL=VALUE) had that sabakan state; repeatable")
 }
 
 func newSabakanGenerateCmd() *cobra.Command {
@@ -61,7 +86,18 @@ model, "rate": {"workers", "machines", "percent", "minimumWorkersRate"}.
 
 With --plan it prints instead every step the daemon would make until there is
 nothing left to do, as ckegenctl sabakan plan does (-o text, json or yaml; text
-by default), and exits 0 whatever the plan's result.`,
+by default), and exits 0 whatever the plan's result.
+
+--assume WHICH:STATE (repeatable) decides as if sabakan said the machines
+WHICH names had that state: a serial, an IPv4 address, rack=N or LABEL=VALUE
+(a sabakan label), and a state in either case (rack=4:retiring). A machine
+whose state changes has had it for 0 s, as sabakan reports it right after the
+change; STATE@DURATION says how long instead (rack=4:RETIRED@1h, past the
+retire wait). Stderr begins with one line per --assume and the machines it
+matched ("assume rack=4:RETIRING: 20 machines"; in the --explain json object,
+"assumed"); with --plan -o text, stdout begins with them. A WHICH that matches
+no machine, or a STATE that is not one, is refused and nothing is printed on
+stdout.`,
 		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := requireFlags(cmd, "template", "machines"); err != nil {
@@ -77,15 +113,8 @@ by default), and exits 0 whatever the plan's result.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.template, "template", "", "cluster template file (YAML or JSON)")
-	f.StringVar(&o.machines, "machines", "", "machines file: a JSON array of machines or a searchMachines GraphQL response")
-	f.StringVar(&o.constraints, "constraints", "", "constraints file (JSON); defaults apply when absent")
+	o.addFlags(f)
 	f.StringVar(&o.current, "current", "", "current cluster.yml: make one maintenance step instead of a new cluster")
-	f.StringVar(&o.now, "now", "", "the time of the decision, RFC3339 (default: the current time)")
-	f.DurationVar(&o.retireWait, "retire-wait", generator.DefaultRetireWait, "how long a worker stays RETIRED before it is removed")
-	f.StringVar(&o.k8sNodes, "k8s-nodes", "", `Kubernetes nodes file: [{"name": ADDRESS, "taints": [...]}], or kubectl get nodes -o json`)
-	f.StringVar(&o.policy, "policy", "", "placement policy file (YAML or JSON, docs/design.md 12); its metrics are fetched from its providers")
-	f.StringSliceVar(&o.rebooting, "rebooting", nil, "addresses of nodes that are rebooting (comma separated)")
 	f.BoolVar(&o.templateChanged, "template-changed", false, "with --current: re-render from the template when there is nothing else to do")
 	f.StringVar(&o.explain, "explain", "", "write the decision to stderr: text or json")
 	f.StringVarP(&o.output, "output", "o", "yaml", "output format: yaml or json (with --plan: text, json or yaml)")
@@ -108,6 +137,8 @@ type explanation struct {
 	Changes  []generator.Change    `json:"changes"`
 	Warnings []string              `json:"warnings"`
 	Error    string                `json:"error,omitempty"`
+	// Assumed are the --assume rehearsals and the machines each matched.
+	Assumed []assume.Match `json:"assumed,omitempty"`
 }
 
 // opNothingToDo is the op --explain reports when no rule applies.
@@ -120,8 +151,12 @@ func (o *generateOptions) run(stdout, stderr io.Writer) error {
 	defer collectLess(o.machines, o.current)()
 	r := o.generate()
 	nothing := errors.Is(r.err, generator.ErrNothingToDo)
+	if o.explain != "json" {
+		writeAssumed(stderr, o.assumed)
+	}
 	switch o.explain {
 	case "json":
+		r.assumed = o.assumed
 		if err := r.writeJSON(stderr); err != nil {
 			return err
 		}
@@ -163,7 +198,23 @@ func (o *generateOptions) checkFlags() error {
 	if o.templateChanged && o.current == "" {
 		return usage.Errorf("--template-changed needs --current")
 	}
+	return o.checkAssume()
+}
+
+// checkAssume refuses, as a usage error, an --assume that does not parse.
+func (o *inputFlags) checkAssume() error {
+	if _, err := assume.ParseAll(o.assume); err != nil {
+		return usage.Errorf("--assume %v", err)
+	}
 	return nil
+}
+
+// writeAssumed writes one line per --assume: what it assumed and how many
+// machines it matched.
+func writeAssumed(w io.Writer, ms []assume.Match) {
+	for _, m := range ms {
+		fmt.Fprintln(w, m.String())
+	}
 }
 
 // generated is what one offline run decided: the result and the cluster
@@ -176,6 +227,7 @@ type generated struct {
 	warnings []string
 	model    string
 	rate     *generator.WorkerRate
+	assumed  []assume.Match
 }
 
 // generate reads the files and runs one tick of the generator.
@@ -209,7 +261,7 @@ func (o *generateOptions) generate() generated {
 
 // writeJSON writes the --explain json object.
 func (r generated) writeJSON(w io.Writer) error {
-	e := explanation{Model: r.model, Rate: r.rate, Changes: []generator.Change{}, Warnings: r.warnings}
+	e := explanation{Model: r.model, Rate: r.rate, Changes: []generator.Change{}, Warnings: r.warnings, Assumed: r.assumed}
 	if e.Warnings == nil {
 		e.Warnings = []string{}
 	}
@@ -273,8 +325,9 @@ func marshalCluster(c *cluster.Cluster, format string) ([]byte, error) {
 }
 
 // load reads every input file into a generator input, with the warnings
-// about machines, constraints and metrics.
-func (o *generateOptions) load() (generator.Input, []string, error) {
+// about machines, constraints and metrics, and applies the --assume
+// rehearsals to the machines (o.assumed says what each matched).
+func (o *inputFlags) load() (generator.Input, []string, error) {
 	now := time.Now().UTC()
 	if o.retireWait < 0 {
 		return generator.Input{}, nil, usage.Errorf("--retire-wait: must not be negative, got %s", o.retireWait)
@@ -299,7 +352,15 @@ func (o *generateOptions) load() (generator.Input, []string, error) {
 	if err != nil {
 		return generator.Input{}, nil, err
 	}
-	return s.Input(inv, now, o.retireWait), warnings, nil
+	in := s.Input(inv, now, o.retireWait)
+	as, err := assume.ParseAll(o.assume)
+	if err != nil {
+		return generator.Input{}, nil, usage.Errorf("--assume %v", err)
+	}
+	if in.Machines, o.assumed, err = assume.Apply(in.Machines, as); err != nil {
+		return generator.Input{}, nil, fmt.Errorf("--assume %w", err)
+	}
+	return in, warnings, nil
 }
 
 // fileFlag is the source of a file flag; the zero source when the flag

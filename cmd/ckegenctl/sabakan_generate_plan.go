@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -28,6 +29,9 @@ func (o *generateOptions) runPlan(cmd *cobra.Command) error {
 	if o.maxSteps < 1 {
 		return usage.Errorf("--max-steps: must be at least 1, got %d", o.maxSteps)
 	}
+	if err := o.checkAssume(); err != nil {
+		return err
+	}
 	in, warnings, err := o.load()
 	if err != nil {
 		return err
@@ -41,5 +45,16 @@ func (o *generateOptions) runPlan(cmd *cobra.Command) error {
 	}
 	d := planreport.New(p)
 	d.SetModel(in.Constraints, len(in.Machines))
+	// What was assumed begins the text; a JSON or YAML document stays the
+	// plan's own, and stderr says it.
+	if o.output == "text" && len(o.assumed) > 0 {
+		var b bytes.Buffer
+		writeAssumed(&b, o.assumed)
+		b.WriteByte('\n')
+		b.Write(d.Text())
+		_, err := cmd.OutOrStdout().Write(b.Bytes())
+		return err
+	}
+	writeAssumed(cmd.ErrOrStderr(), o.assumed)
 	return planreport.Write(cmd.OutOrStdout(), d, o.output)
 }

@@ -19,17 +19,21 @@ var forbidden = map[string][]string{
 	"reason": {"storage", "intake", "generator", "tick", "daemon"},
 	// The generator is pure: no I/O edge, nothing above it.
 	"generator": {"storage", "sabakan", "metricprovider", "kubenodes", "intake", "daemon", "liveview"},
+	// The resilience report is as pure as the generator it runs.
+	"resilience": {"storage", "sabakan", "metricprovider", "kubenodes", "intake", "tick", "daemon", "liveview", "planreport"},
 	// The input path reads settings for the step and the views; it is
 	// not one of them.
 	"intake": {"tick", "daemon", "liveview", "web", "rackmap", "planreport"},
 	// The step runs in any host: it knows none of them.
 	"tick": {"daemon", "liveview", "web", "rackmap", "cmd/ckegen", "cmd/ckegenctl"},
 	// The models parse documents; they know no edge.
-	"cluster":     {"storage", "sabakan", "generator"},
-	"template":    {"storage", "sabakan", "generator"},
-	"constraints": {"storage", "sabakan", "generator"},
-	"machine":     {"storage", "sabakan", "generator"},
-	"policy":      {"storage", "sabakan", "generator", "metricprovider"},
+	"cluster":       {"storage", "sabakan", "generator"},
+	"template":      {"storage", "sabakan", "generator"},
+	"constraints":   {"storage", "sabakan", "generator"},
+	"machine":       {"storage", "sabakan", "generator"},
+	"policy":        {"storage", "sabakan", "generator", "metricprovider"},
+	"failuredomain": {"storage", "sabakan", "generator", "policy"},
+	"assume":        {"storage", "sabakan", "generator", "intake"},
 	// The views never write the cluster: they do not link the loop.
 	"liveview": {"daemon", "tick"},
 	"web":      {"daemon", "tick"},

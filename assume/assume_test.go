@@ -1,0 +1,126 @@
+package assume
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ckegen/ckegen/machine"
+)
+
+func inventory() []*machine.Machine {
+	mk := func(serial string, rack int, ip string, st machine.State, dur float64, feed string) *machine.Machine {
+		m := &machine.Machine{
+			Spec:   machine.Spec{Serial: serial, Rack: rack, IPv4: []string{ip, "192.168.0." + ip[len(ip)-1:]}},
+			Status: machine.Status{State: st, Duration: dur},
+		}
+		if feed != "" {
+			m.Spec.Labels = []machine.Label{{Name: "power-feed", Value: feed}}
+		}
+		return m
+	}
+	return []*machine.Machine{
+		mk("S1", 4, "10.0.4.1", machine.StateHealthy, 500, "a"),
+		mk("S2", 4, "10.0.4.2", machine.StateRetiring, 700, "b"),
+		mk("S3", 11, "10.0.11.3", machine.StateHealthy, 900, "a"),
+		mk("S4", 12, "10.0.12.4", machine.StateHealthy, 100, ""),
+	}
+}
+
+func states(ms []*machine.Machine) string {
+	var b strings.Builder
+	for _, m := range ms {
+		b.WriteString(m.Spec.Serial + "=" + string(m.Status.State) + " ")
+	}
+	return strings.TrimSpace(b.String())
+}
+
+// TestApply: each form of WHICH names its machines, in either case of the
+// state; a machine whose state changes has been in it 0 s, one already
+// in it keeps its duration, @DURATION sets it; the last assumption wins;
+// the input is left untouched.
+func TestApply(t *testing.T) {
+	for _, tc := range []struct {
+		assume   []string
+		states   string
+		machines []int
+	}{
+		{[]string{"S3:UNREACHABLE"}, "S1=HEALTHY S2=RETIRING S3=UNREACHABLE S4=HEALTHY", []int{1}},
+		{[]string{"10.0.4.1:unreachable"}, "S1=UNREACHABLE S2=RETIRING S3=HEALTHY S4=HEALTHY", []int{1}},
+		{[]string{"192.168.0.3:retired"}, "S1=HEALTHY S2=RETIRING S3=RETIRED S4=HEALTHY", []int{1}},
+		{[]string{"rack=4:RETIRING"}, "S1=RETIRING S2=RETIRING S3=HEALTHY S4=HEALTHY", []int{2}},
+		{[]string{"power-feed=a:Unhealthy"}, "S1=UNHEALTHY S2=RETIRING S3=UNHEALTHY S4=HEALTHY", []int{2}},
+		{[]string{"sabakan.cke.cybozu.com/power-feed=b:HEALTHY"}, "S1=HEALTHY S2=HEALTHY S3=HEALTHY S4=HEALTHY", []int{1}},
+		{[]string{"rack=4:RETIRING", "S1:RETIRED"}, "S1=RETIRED S2=RETIRING S3=HEALTHY S4=HEALTHY", []int{2, 1}},
+	} {
+		in := inventory()
+		as, err := ParseAll(tc.assume)
+		if err != nil {
+			t.Fatalf("%v: %v", tc.assume, err)
+		}
+		out, matches, err := Apply(in, as)
+		if err != nil {
+			t.Fatalf("%v: %v", tc.assume, err)
+		}
+		if got := states(out); got != tc.states {
+			t.Errorf("%v: states %s, want %s", tc.assume, got, tc.states)
+		}
+		for i, n := range tc.machines {
+			if matches[i].Machines != n || matches[i].Assume != tc.assume[i] {
+				t.Errorf("%v: match %d is %+v, want %d machines", tc.assume, i, matches[i], n)
+			}
+		}
+		if got := states(in); got != "S1=HEALTHY S2=RETIRING S3=HEALTHY S4=HEALTHY" {
+			t.Errorf("%v: the input changed: %s", tc.assume, got)
+		}
+	}
+
+	as, _ := ParseAll([]string{"rack=4:RETIRING"})
+	out, m, _ := Apply(inventory(), as)
+	if out[0].Status.Duration != 0 || out[1].Status.Duration != 700 {
+		t.Errorf("durations %v, %v: want 0 for S1 (its state changed) and 700 for S2 (already RETIRING)", out[0].Status.Duration, out[1].Status.Duration)
+	}
+	if m[0].String() != "assume rack=4:RETIRING: 2 machines" {
+		t.Errorf("match line %q", m[0].String())
+	}
+	as, _ = ParseAll([]string{"rack=4:retired@1h"})
+	out, _, _ = Apply(inventory(), as)
+	if out[0].Status.Duration != 3600 || out[1].Status.Duration != 3600 || out[0].Status.State != machine.StateRetired {
+		t.Errorf("@1h: %+v %+v", out[0].Status, out[1].Status)
+	}
+	if a, _ := Parse("S1:retired@90m"); a.For == nil || *a.For != 90*time.Minute {
+		t.Errorf("@90m parsed as %v", a.For)
+	}
+}
+
+// TestRefused: a WHICH that matches no machine, and a STATE that is not
+// one, are refused with a message that names them.
+func TestRefused(t *testing.T) {
+	for _, tc := range []struct{ assume, want string }{
+		{"S9:RETIRING", `S9:RETIRING: no machine has serial S9`},
+		{"rack=99:RETIRING", `rack=99:RETIRING: no machine has rack 99`},
+		{"10.9.9.9:RETIRING", `10.9.9.9:RETIRING: no machine has address 10.9.9.9`},
+		{"power-feed=z:RETIRING", `power-feed=z:RETIRING: no machine has label power-feed=z`},
+	} {
+		as, err := ParseAll([]string{"S1:HEALTHY", tc.assume})
+		if err != nil {
+			t.Fatalf("%s: %v", tc.assume, err)
+		}
+		if _, _, err := Apply(inventory(), as); err == nil || err.Error() != tc.want {
+			t.Errorf("%s: %v, want %q", tc.assume, err, tc.want)
+		}
+	}
+	for _, tc := range []struct{ assume, want string }{
+		{"S1:RETIRNG", `"S1:RETIRNG": unknown machine state "RETIRNG" (want one of UNINITIALIZED, HEALTHY, UNHEALTHY, UNREACHABLE, UPDATING, RETIRING, RETIRED)`},
+		{"S1", `"S1": want WHICH:STATE[@DURATION]`},
+		{":RETIRING", `":RETIRING": no machine named before the state`},
+		{"rack=four:RETIRING", `"rack=four:RETIRING": rack=four: want a rack number`},
+		{"=x:RETIRING", `"=x:RETIRING": =x: want LABEL=VALUE`},
+		{"S1:RETIRED@soon", `"S1:RETIRED@soon": @soon: want a duration such as 30m or 2h`},
+		{"S1:RETIRED@-1h", `"S1:RETIRED@-1h": @-1h: want a duration`},
+	} {
+		if _, err := ParseAll([]string{tc.assume}); err == nil || !strings.HasPrefix(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want %q", tc.assume, err, tc.want)
+		}
+	}
+}

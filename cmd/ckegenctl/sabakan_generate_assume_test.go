@@ -1,0 +1,155 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/ckegen/ckegen/machine"
+)
+
+// editedMachines writes the bundled machines file with the machines that
+// match turned to state, as sabakan would return them right after the
+// change (duration 0 for a machine whose state changed), and returns its
+// path.
+func editedMachines(t *testing.T, match func(m *machine.Machine) bool, state machine.State) string {
+	t.Helper()
+	data, err := os.ReadFile("../../examples/machines.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ms []machine.Machine
+	if err := json.Unmarshal(data, &ms); err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for i := range ms {
+		if match(&ms[i]) {
+			n++
+			if ms[i].Status.State != state {
+				ms[i].Status.Duration = 0
+			}
+			ms[i].Status.State = state
+		}
+	}
+	if n == 0 {
+		t.Fatal("the edit matches no machine")
+	}
+	out, err := json.MarshalIndent(ms, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(t.TempDir(), "machines.json")
+	if err := os.WriteFile(p, out, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// withMachines replaces the --machines of args.
+func withMachines(args []string, path string) []string {
+	out := append([]string(nil), args...)
+	for i := range out {
+		if out[i] == "--machines" {
+			out[i+1] = path
+		}
+	}
+	return out
+}
+
+// dropAssumed removes the lines at the head of s that say what was
+// assumed, and the blank line after them.
+func dropAssumed(s string) string {
+	lines := strings.Split(s, "\n")
+	n := 0
+	for n < len(lines) && strings.HasPrefix(lines[n], "assume ") {
+		n++
+	}
+	if n > 0 && n < len(lines) && lines[n] == "" {
+		n++
+	}
+	return strings.Join(lines[n:], "\n")
+}
+
+// TestAssumeIsTheEditedInventory: for a serial, a rack and a label, in
+// either case of the state, generate (one step, with and without --plan)
+// and resilience answer with --assume exactly what they answer on a
+// machines file edited that way, and say first what was assumed and how
+// many machines it matched.
+func TestAssumeIsTheEditedInventory(t *testing.T) {
+	for _, tc := range []struct {
+		assume  string
+		matched string
+		match   func(m *machine.Machine) bool
+		state   machine.State
+	}{
+		{"S000092:unreachable", "assume S000092:unreachable: 1 machine", func(m *machine.Machine) bool { return m.Spec.Serial == "S000092" }, machine.StateUnreachable},
+		{"rack=4:RETIRING", "assume rack=4:RETIRING: 20 machines", func(m *machine.Machine) bool { return m.Spec.Rack == 4 }, machine.StateRetiring},
+		{"product=R600:UNHEALTHY", "assume product=R600:UNHEALTHY: 72 machines", func(m *machine.Machine) bool {
+			return len(m.Spec.Labels) > 0 && m.Spec.Labels[0].Name == "product" && m.Spec.Labels[0].Value == "R600"
+		}, machine.StateUnhealthy},
+	} {
+		edited := editedMachines(t, tc.match, tc.state)
+		current := []string{"--current", "../../examples/cluster-rack4.yml"}
+		for _, args := range [][]string{
+			exampleArgs(append(current, "--explain", "text")...),
+			exampleArgs(append(current, "--plan")...),
+			exampleArgs("--plan", "-o", "json"),
+			resilienceArgs(current...),
+			resilienceArgs(append(current, "-o", "json")...),
+		} {
+			out, errOut, code := runCLI(t, append(args, "--assume", tc.assume)...)
+			wantOut, wantErr, wantCode := runCLI(t, withMachines(args, edited)...)
+			if code != wantCode || code != 0 {
+				t.Fatalf("%s %v: exit %d, on the edited file %d: %s", tc.assume, args, code, wantCode, errOut)
+			}
+			said := errOut
+			if strings.HasPrefix(out, "assume ") {
+				said = out
+			}
+			if !strings.HasPrefix(said, tc.matched+"\n") && !strings.Contains(out, `"assume": "`+tc.assume+`"`) {
+				t.Errorf("%s %v: does not begin by saying what was assumed:\nstdout %.300s\nstderr %.300s", tc.assume, args, out, errOut)
+			}
+			if strings.Contains(out, `"assumed"`) {
+				var doc map[string]json.RawMessage
+				if err := json.Unmarshal([]byte(out), &doc); err != nil {
+					t.Fatal(err)
+				}
+				delete(doc, "assumed")
+				data, _ := json.MarshalIndent(doc, "", "  ")
+				var want map[string]json.RawMessage
+				_ = json.Unmarshal([]byte(wantOut), &want)
+				wantData, _ := json.MarshalIndent(want, "", "  ")
+				out, wantOut = string(data), string(wantData)
+			}
+			if dropAssumed(out) != wantOut || dropAssumed(errOut) != wantErr {
+				t.Errorf("%s %v: differs from the edited file:\nstdout\n%.2000s\nwant\n%.2000s\nstderr %q want %q", tc.assume, args, out, wantOut, errOut, wantErr)
+			}
+		}
+	}
+}
+
+// TestAssumeRefused: a WHICH that matches no machine and a STATE that is
+// not one are refused naming them, and nothing goes to stdout, in every
+// command that takes --assume.
+func TestAssumeRefused(t *testing.T) {
+	for _, base := range [][]string{exampleArgs(), exampleArgs("--plan"), exampleArgs("--explain", "json"), resilienceArgs()} {
+		for _, tc := range []struct {
+			assume string
+			code   int
+			want   string
+		}{
+			{"rack=99:RETIRING", 1, "--assume rack=99:RETIRING: no machine has rack 99"},
+			{"S999999:RETIRING", 1, "--assume S999999:RETIRING: no machine has serial S999999"},
+			{"rack=4:RETRING", 2, `--assume "rack=4:RETRING": unknown machine state "RETRING"`},
+			{"rack=4", 2, `--assume "rack=4": want WHICH:STATE`},
+		} {
+			out, errOut, code := runCLI(t, append(base, "--assume", tc.assume)...)
+			if code != tc.code || out != "" || !strings.Contains(errOut, tc.want) {
+				t.Errorf("%v --assume %s: exit %d (want %d), stdout %.100q, stderr %q (want %q)", base, tc.assume, code, tc.code, out, errOut, tc.want)
+			}
+		}
+	}
+}

@@ -1,0 +1,361 @@
+package resilience
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"pgregory.net/rapid"
+
+	"github.com/ckegen/ckegen/cluster"
+	"github.com/ckegen/ckegen/constraints"
+	"github.com/ckegen/ckegen/failuredomain"
+	"github.com/ckegen/ckegen/generator"
+	"github.com/ckegen/ckegen/intake"
+	"github.com/ckegen/ckegen/machine"
+	"github.com/ckegen/ckegen/policy"
+	"github.com/ckegen/ckegen/template"
+)
+
+var now = time.Date(2026, 1, 2, 0, 0, 0, 0, time.UTC)
+
+// bundled is the bundled data center with examples/cluster-rack4.yml, and
+// policyFile when not "".
+func bundled(t *testing.T, policyFile string) generator.Input {
+	t.Helper()
+	f := intake.Files{
+		Template:    intake.File("--template", "../examples/template.yml"),
+		Machines:    intake.File("--machines", "../examples/machines.json"),
+		Constraints: intake.File("--constraints", "../examples/constraints.json"),
+		Current:     intake.File("--current", "../examples/cluster-rack4.yml"),
+	}
+	if policyFile != "" {
+		f.Policy = intake.File("--policy", policyFile)
+	}
+	s, inv, _, err := intake.FromFiles(context.Background(), f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s.Input(inv, now, generator.DefaultRetireWait)
+}
+
+// TestBundledRack4: the bundled data center with two of its three control
+// planes in rack 4 plans settled, yet rack 4's loss breaks etcd's quorum:
+// the report says so, with the addresses, and the plan losing rack 4
+// would make.
+func TestBundledRack4(t *testing.T) {
+	in := bundled(t, "")
+	if p, err := generator.MakePlan(in, false, 10); err != nil || p.Result != generator.PlanSettled || len(p.Steps) != 0 {
+		t.Fatalf("setup: the plan is %v %v, want settled at once", p, err)
+	}
+	r, err := Of(in, failuredomain.Rack())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.FailureDomain != "rack" || r.ControlPlanes != 3 || r.Quorum != 2 || !slices.Equal(r.AtRisk, []string{"4"}) || r.Generated {
+		t.Fatalf("report %+v", r)
+	}
+	if !slices.Equal(r.Warnings, []string{"rack 4 holds 2 of 3 control planes: losing it breaks etcd's quorum"}) {
+		t.Errorf("warnings %q", r.Warnings)
+	}
+	four, err := r.Lookup("4")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !four.QuorumLost || !slices.Equal(four.ControlPlanes, []string{"10.0.4.12", "10.0.4.14"}) || four.Machines != 20 {
+		t.Errorf("rack 4: %+v", four)
+	}
+	eleven, _ := r.Lookup("11")
+	if eleven.QuorumLost || !slices.Equal(eleven.ControlPlanes, []string{"10.0.11.19"}) {
+		t.Errorf("rack 11: %+v", eleven)
+	}
+	if len(r.Domains) != 12 || r.Domains[0].Domain != "0" || r.Domains[11].Domain != "11" {
+		t.Errorf("domains not every rack in order: %v", names(r))
+	}
+	for _, d := range r.Domains {
+		if want := reference(in, failuredomain.Rack(), d.Domain); d.Recovery != want {
+			t.Errorf("rack %s: recovery %+v, the generator's plan %+v", d.Domain, d.Recovery, want)
+		}
+	}
+	text := string(r.Text())
+	for _, want := range []string{
+		"failure domain: rack; 3 control planes, quorum 2; count model, minimum-workers 20\n",
+		"at risk: rack 4 holds 2 of 3 control planes: losing it breaks etcd's quorum\n",
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("text lacks %q:\n%s", want, text)
+		}
+	}
+	lines := strings.Split(text, "\n")
+	i := slices.IndexFunc(lines, func(l string) bool { return strings.HasPrefix(l, "DOMAIN") })
+	if i < 0 || !strings.HasPrefix(lines[i+1], "rack 4 ") || !strings.Contains(lines[i+1], "10.0.4.12, 10.0.4.14") || !strings.Contains(lines[i+1], "LOST") {
+		t.Errorf("the table does not begin with rack 4, at risk:\n%s", text)
+	}
+	js, err := json.Marshal(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, key := range []string{`"failureDomain":"rack"`, `"controlPlanes":3`, `"quorum":2`, `"atRisk":["4"]`,
+		`{"domain":"4","machines":20,"controlPlanes":["10.0.4.12","10.0.4.14"],"workers":{`, `"quorumLost":true,"workersLeft":`,
+		`"belowMinimum":`, `"recovery":{"steps":`} {
+		if !strings.Contains(string(js), key) {
+			t.Errorf("JSON lacks %s:\n%s", key, js)
+		}
+	}
+}
+
+// TestNoCurrentCluster: without a cluster, the report is of the one
+// Generate would make, and says so.
+func TestNoCurrentCluster(t *testing.T) {
+	in := bundled(t, "")
+	in.Current = nil
+	r, err := Of(in, failuredomain.Rack())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !r.Generated || r.ControlPlanes != 3 || len(r.AtRisk) != 0 {
+		t.Errorf("report of a generated cluster: %+v", r)
+	}
+	if !strings.Contains(string(r.Text()), "cluster: the one Generate would make") {
+		t.Errorf("text does not say the cluster is generated:\n%s", r.Text())
+	}
+}
+
+func names(r *Report) []string {
+	var out []string
+	for _, d := range r.Domains {
+		out = append(out, d.Domain)
+	}
+	return out
+}
+
+// reference is the recovery of a domain as the generator plans it, made
+// independently of the report's index: every machine of the domain
+// UNREACHABLE, the plan made.
+func reference(in generator.Input, key failuredomain.Key, domain string) Recovery {
+	ms := make([]*machine.Machine, len(in.Machines))
+	for i, m := range in.Machines {
+		ms[i] = m
+		if key.Of(m) == domain {
+			c := *m
+			c.Status.State = machine.StateUnreachable
+			ms[i] = &c
+		}
+	}
+	in.Machines = ms
+	p, err := generator.MakePlan(in, false, generator.DefaultMaxSteps)
+	if err != nil {
+		return Recovery{Result: generator.PlanRefused, Error: err.Error()}
+	}
+	rc := Recovery{Steps: len(p.Steps), Result: p.Result}
+	if p.Err != nil {
+		rc.Error = p.Err.Error()
+	}
+	return rc
+}
+
+// world is a random data center for the report: two worker roles, any
+// states, rebooting nodes, Kubernetes taints, either model, maybe a
+// policy that spreads, and a cluster that is sometimes settled and
+// sometimes not.
+type world struct {
+	tmpl *template.Template
+	c    constraints.Constraints
+	ms   []*machine.Machine
+	key  failuredomain.Key
+	pol  string
+}
+
+const worldTemplate = `name: t
+nodes:
+- {user: u, control_plane: true}
+- {user: u, labels: {cke.cybozu.com/role: cs}}
+- {user: u, labels: {cke.cybozu.com/role: ss}}
+service_subnet: 10.68.0.0/16
+`
+
+var states = []machine.State{machine.StateUninitialized, machine.StateHealthy, machine.StateUnhealthy,
+	machine.StateUnreachable, machine.StateUpdating, machine.StateRetiring, machine.StateRetired}
+
+func mach(serial string, rack, idx int, role string, st machine.State, days int) *machine.Machine {
+	return &machine.Machine{
+		Spec: machine.Spec{
+			Serial: serial, Rack: rack, IndexInRack: idx, Role: role,
+			IPv4:         []string{fmt.Sprintf("10.0.%d.%d", rack, idx)},
+			RegisterDate: now.AddDate(-1, 0, 0), RetireDate: now.AddDate(0, 0, days),
+		},
+		Status: machine.Status{State: st, Duration: 1000},
+	}
+}
+
+func drawWorld(t *rapid.T) *world {
+	tmpl, err := template.Parse([]byte(worldTemplate))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := &world{tmpl: tmpl}
+	if rapid.Bool().Draw(t, "rate") {
+		rate := rapid.SampledFrom([]int{0, 50, 90}).Draw(t, "minimum-workers-rate")
+		w.c = constraints.Constraints{ControlPlaneCount: rapid.IntRange(1, 5).Draw(t, "cp"), MinimumWorkersRate: &rate}
+	} else {
+		w.c = constraints.Constraints{ControlPlaneCount: rapid.IntRange(1, 5).Draw(t, "cp"), MinimumWorkers: rapid.IntRange(0, 8).Draw(t, "min")}
+		if rapid.Bool().Draw(t, "max") {
+			w.c.MaximumWorkers = w.c.MinimumWorkers + rapid.IntRange(0, 3).Draw(t, "extra")
+			w.c.MaximumWorkers = max(w.c.MaximumWorkers, 1)
+		}
+	}
+	if rapid.Bool().Draw(t, "by label") {
+		w.key = failuredomain.ByLabel("feed")
+	}
+	switch rapid.IntRange(0, 3).Draw(t, "policy") {
+	case 1:
+		w.pol = "placements: {control-plane: {spread: quorum}}\nstickiness: 3\n"
+	case 2:
+		w.pol = "placements: {cs: {spread: {maxSkew: 1}}, control-plane: {constraints: [\"cke.cybozu.com/rack != 2\"]}}\n"
+	}
+	if w.pol != "" && !w.key.IsRack() {
+		w.pol = "failureDomain: {label: feed}\n" + w.pol
+	}
+	racks := rapid.IntRange(1, 6).Draw(t, "racks")
+	n := rapid.IntRange(1, 30).Draw(t, "machines")
+	for i := 1; i <= n; i++ {
+		st := machine.StateHealthy
+		if rapid.IntRange(0, 5).Draw(t, "sick") == 0 {
+			st = rapid.SampledFrom(states).Draw(t, "state")
+		}
+		m := mach(fmt.Sprintf("s%03d", i), rapid.IntRange(0, racks-1).Draw(t, "rack"), i,
+			rapid.SampledFrom([]string{"cs", "ss", "boot"}).Draw(t, "role"), st, rapid.IntRange(-300, 1500).Draw(t, "days"))
+		if f := rapid.SampledFrom([]string{"a", "b", ""}).Draw(t, "feed"); f != "" {
+			m.Spec.Labels = []machine.Label{{Name: "feed", Value: f}}
+		}
+		w.ms = append(w.ms, m)
+	}
+	return w
+}
+
+func (w *world) input(t *rapid.T) generator.Input {
+	in := generator.Input{Template: w.tmpl, Constraints: w.c, Machines: w.ms, Now: now, RetireWait: generator.DefaultRetireWait}
+	if w.pol != "" {
+		p, err := policy.Load([]byte(w.pol), w.tmpl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		in.Policy = p
+	}
+	return in
+}
+
+// TestRecoveryIsThePlan: on random data centers and clusters, every
+// domain's recovery in the report is exactly the plan the generator makes
+// with the domain's machines UNREACHABLE (the shared summary of a loss
+// that takes no control plane included), and the other figures agree with
+// a count made from the cluster and the machines.
+func TestRecoveryIsThePlan(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		w := drawWorld(t)
+		in := w.input(t)
+		first, err := generator.Generate(in)
+		if err != nil {
+			return
+		}
+		cur := first.Cluster
+		// Some machines change; the cluster follows, to its end or not.
+		for range rapid.IntRange(0, 4).Draw(t, "events") {
+			i := rapid.IntRange(0, len(w.ms)-1).Draw(t, "target")
+			m := *w.ms[i]
+			m.Status.State = rapid.SampledFrom(states).Draw(t, "new state")
+			m.Status.Duration = float64(rapid.SampledFrom([]int{0, 1000}).Draw(t, "duration"))
+			w.ms = slices.Clone(w.ms)
+			w.ms[i] = &m
+		}
+		in = w.input(t)
+		in.Current = cur
+		if rapid.Bool().Draw(t, "settle") {
+			if p, err := generator.MakePlan(in, false, 50); err == nil {
+				in.Current = p.Cluster
+			}
+		}
+		in.Rebooting = map[string]bool{}
+		in.NodeTaints = map[string][]cluster.Taint{}
+		for _, n := range in.Current.Nodes {
+			if rapid.IntRange(0, 9).Draw(t, "reboot") == 0 {
+				in.Rebooting[n.Address] = true
+			}
+		}
+		// Kubernetes may know a machine that is not a node yet: a
+		// tainted one is a worker candidate but no control-plane one.
+		for _, m := range in.Machines {
+			if rapid.IntRange(0, 6).Draw(t, "taint") == 0 {
+				in.NodeTaints[m.Address()] = []cluster.Taint{{Key: "example.com/broken", Effect: "NoSchedule"}}
+			}
+		}
+		r, err := Of(in, w.key)
+		if err != nil {
+			if _, perr := generator.MakePlan(in, false, 1); perr == nil {
+				t.Fatalf("Of: %v, though the input plans", err)
+			}
+			return
+		}
+		cen := failuredomain.ControlPlanes(w.key, in.Machines, in.Current)
+		for _, d := range r.Domains {
+			if want := reference(in, w.key, d.Domain); d.Recovery != want {
+				t.Fatalf("domain %s: recovery %+v, the generator's plan %+v", d.Domain, d.Recovery, want)
+			}
+			if d.QuorumLost != failuredomain.BreaksQuorum(cen.Held(d.Domain), cen.ControlPlanes) || len(d.ControlPlanes) != cen.Held(d.Domain) {
+				t.Fatalf("domain %s: %d control planes, quorum lost %v; the census says %d of %d", d.Domain, len(d.ControlPlanes), d.QuorumLost, cen.Held(d.Domain), cen.ControlPlanes)
+			}
+			left := 0
+			for _, n := range in.Current.Nodes {
+				for _, m := range in.Machines {
+					if !n.ControlPlane && m.Address() == n.Address && m.Status.State == machine.StateHealthy && w.key.Of(m) != d.Domain {
+						left++
+					}
+				}
+			}
+			if d.WorkersLeft != left {
+				t.Fatalf("domain %s: %d workers left, want %d", d.Domain, d.WorkersLeft, left)
+			}
+		}
+	})
+}
+
+// dataCenter is a synthetic data center of racks racks of 40 machines
+// and its first cluster in the count model (minimum-workers half the
+// machines) or the rate model (80%).
+func dataCenter(b testing.TB, racks int, rate bool) generator.Input {
+	b.Helper()
+	in := benchInput(b, racks, rate)
+	res, err := generator.Generate(in)
+	if err != nil {
+		b.Fatal(err)
+	}
+	in.Current = res.Cluster
+	return in
+}
+
+// BenchmarkReport is the whole report at 2,000 and 20,000 machines, in
+// process: the input is read once, the report made from it.
+func BenchmarkReport(b *testing.B) {
+	for _, racks := range []int{50, 500} {
+		for _, rate := range []bool{false, true} {
+			model := "count"
+			if rate {
+				model = "rate"
+			}
+			b.Run(fmt.Sprintf("machines=%d/%s", racks*40, model), func(b *testing.B) {
+				in := dataCenter(b, racks, rate)
+				b.ReportAllocs()
+				for b.Loop() {
+					r, err := Of(in, failuredomain.Rack())
+					if err != nil || len(r.Domains) != racks {
+						b.Fatal(err, len(r.Domains))
+					}
+				}
+			})
+		}
+	}
+}
