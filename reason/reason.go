@@ -80,6 +80,9 @@ const (
 	OwnershipChanged = "OWNERSHIP_CHANGED"
 	LostLeadership   = "LOST_LEADERSHIP"
 	EtcdError        = "ETCD_ERROR"
+	// EtcdNoSpace: etcd refused a write because its database is full
+	// (alarm NOSPACE): nothing is written until an operator frees space.
+	EtcdNoSpace = "ETCD_NO_SPACE"
 
 	// Beside a CKE server (docs/beside-cke.md): reasons of a tick that
 	// holds back on purpose.
@@ -129,7 +132,7 @@ var Codes = []Code{
 	{Code: TooManyUnhealthy, Result: Failing, Also: []Also{{Result: Planning, When: "quiet time or the trigger held the tick"}}},
 	{Code: QuietTime, Result: Planning},
 	{Code: ClusterTooLarge, Result: Failing}, {Code: ClusterChanged, Result: Failing}, {Code: OwnershipChanged, Result: Failing},
-	{Code: LostLeadership, Result: Failing}, {Code: EtcdError, Result: Failing},
+	{Code: LostLeadership, Result: Failing}, {Code: EtcdError, Result: Failing}, {Code: EtcdNoSpace, Result: Failing},
 	{Code: OwnedByCKE, Result: Held}, {Code: CKEIntegrationActive, Result: Held}, {Code: CKENotReady, Result: Held},
 }
 

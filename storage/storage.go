@@ -16,9 +16,17 @@ import (
 	"strings"
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/client/v3/clientv3util"
 )
+
+// NoSpace reports whether etcd refused a write because its database is
+// full (alarm NOSPACE, over --quota-backend-bytes): reads still work,
+// and no write will until an operator frees space.
+func NoSpace(err error) bool {
+	return errors.Is(err, rpctypes.ErrNoSpace) || errors.Is(err, rpctypes.ErrGRPCNoSpace)
+}
 
 // Keys, relative to the prefix. CKE's own come first; ckegen's live under
 // sabakan/, where CKE keeps nothing of these names.

@@ -83,7 +83,18 @@ func (s *Step) write(ctx context.Context, leaderKey string, d *Decision) (int64,
 	case errors.As(err, &changed):
 		return 0, fail(reason.OwnershipChanged, fmt.Errorf("the integration's owner or switch changed since it was read: %w", err))
 	}
-	return 0, fail(reason.EtcdError, err)
+	return 0, etcdFailure(err)
+}
+
+// etcdFailure is the failure of an etcd write: ETCD_NO_SPACE, with what
+// to do, when etcd's database is full; ETCD_ERROR otherwise.
+func etcdFailure(err error) *Error {
+	if storage.NoSpace(err) {
+		return fail(reason.EtcdNoSpace, fmt.Errorf("etcd's database is full (alarm NOSPACE: over its --quota-backend-bytes) and refuses every write: "+
+			"compact its history (etcdctl compact with the current revision), defragment each member (etcdctl defrag), "+
+			"then disarm the alarm (etcdctl alarm disarm); ckegen writes again at its first tick after: %w", err))
+	}
+	return fail(reason.EtcdError, err)
 }
 
 // keepPlan stores the plan from the cluster as the tick leaves it in

@@ -222,7 +222,7 @@ func (d *Decision) climbSettings() bool {
 		// The ownership cannot be read: no gate to climb.
 		d.gated(RungOwner, ref)
 	default:
-		if h := gate(s.Own, o.Mode, g.HasCluster, g.Now, o.CKEStatusMaxAge); h != nil && o.Ungated {
+		if h := Gate(s.Own, o.Mode, g.HasCluster, g.Now, o.CKEStatusMaxAge); h != nil && o.Ungated {
 			d.Gated = append(d.Gated, *h)
 		} else if h != nil {
 			d.Hold = h

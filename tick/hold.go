@@ -83,7 +83,7 @@ func YieldsToDaemons(own intake.Ownership, mode string) bool {
 	return mode == ModeInsideCKE && own.OwnedByCKEGen() && own.CKEDisabled
 }
 
-// gate is the first rungs of the ladder, decided from the ownership keys
+// Gate is the first rungs of the ladder, decided from the ownership keys
 // alone (docs/beside-cke.md): it holds when a CKE server owns the
 // integration or it was handed back to CKE (an explicit sabakan/owner:
 // cke, even with no CKE server running: a server that restarts, upgrades
@@ -95,7 +95,7 @@ func YieldsToDaemons(own intake.Ownership, mode string) bool {
 // election and pace are CKE's, and its switch is CKE's. hasCluster: a
 // cluster is stored (with none, ckegen may Generate whatever CKE's phase,
 // as CKE's integration does).
-func gate(own intake.Ownership, mode string, hasCluster bool, now time.Time, maxAge time.Duration) *Hold {
+func Gate(own intake.Ownership, mode string, hasCluster bool, now time.Time, maxAge time.Duration) *Hold {
 	disabled := &Hold{Rung: RungSwitch, Reason: reason.DisabledFlag, Message: "sabakan integration is disabled"}
 	if mode == ModeInsideCKE {
 		if own.CKEDisabled {

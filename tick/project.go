@@ -45,6 +45,13 @@ func status(d *Decision, o Outcome, last storage.Status, leader string, interval
 	}
 	st.Warnings = boundWarnings(slices.Concat(d.Warnings, o.Warnings))
 	st.Kubernetes = d.Kubernetes
+	if st.Mode == ModeInsideCKE {
+		// The operator has CKE's ckecli: its commands in its words.
+		st.Message = inCKEWords(st.Message)
+		for i, w := range st.Warnings {
+			st.Warnings[i] = inCKEWords(w)
+		}
+	}
 	st.Message = clip.Text(st.Message, maxMessage)
 	switch {
 	case d.Idle():
@@ -218,6 +225,11 @@ func logState(st storage.Status) string {
 // nothing per tick. It returns what the log has said now.
 func logTick(log *slog.Logger, d *Decision, o Outcome, st storage.Status, was Logged) Logged {
 	now := Logged{State: logState(st), Warnings: was.Warnings}
+	if d.Step != nil && o.Err == nil {
+		// A write is an event: the state after it is not "nothing to
+		// do" yet.
+		now.State += " wrote"
+	}
 	if !d.Idle() && d.Quiet != nil {
 		// The tick got as far as every warning: those that appeared and
 		// those that cleared are told.

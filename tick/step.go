@@ -243,10 +243,23 @@ func (s *Step) run(ctx context.Context, leaderKey string, kube Kubernetes, regen
 	}
 	if perr := s.cfg.Storage.PutStatus(ctx, leaderKey, st, data); perr != nil && ctx.Err() == nil {
 		s.log.Warn("status not recorded", "error", perr)
-		if res.Err == nil && errors.Is(perr, context.DeadlineExceeded) {
+		switch {
+		case res.Err == nil && errors.Is(perr, context.DeadlineExceeded):
 			// etcd stopped answering after the tick's reads: the host
 			// ends the term now, not at the next tick's first read.
 			res.Err = fail(reason.EtcdError, fmt.Errorf("status not recorded: %w", perr))
+		case storage.NoSpace(perr) && ReasonOf(res.Err) != reason.EtcdNoSpace:
+			// A tick that wrote nothing finds etcd full only here: what
+			// its host shows (the metrics, /health) says so, though no
+			// status could be stored.
+			e := etcdFailure(perr)
+			res.Err = e
+			res.Status.Result, res.Status.Reason, res.Status.Message = reason.Failing, e.Reason, e.Err.Error()
+			res.Status.ConsecutiveFailures = s.memory.Last.ConsecutiveFailures
+			if st.Result != reason.Failing {
+				res.Status.ConsecutiveFailures++
+			}
+			s.memory.Last = res.Status
 		}
 		return res
 	}

@@ -31,6 +31,10 @@ type Options struct {
 	// MaxRequestBytes is etcd's request size limit; 0 keeps etcd's
 	// default (1.5 MiB).
 	MaxRequestBytes uint
+	// QuotaBackendBytes is the size of etcd's database at which it
+	// raises the NOSPACE alarm and refuses writes; 0 keeps etcd's
+	// default (2 GiB).
+	QuotaBackendBytes int64
 	// Logger receives etcd's log; nil discards it.
 	Logger *zap.Logger
 	// ClientTLS is the TLS of an https ClientURL: certificate, key and,
@@ -84,6 +88,9 @@ func Start(o Options) (*Etcd, error) {
 	closing := new(atomic.Bool)
 	lg = lg.WithOptions(zap.WrapCore(func(c zapcore.Core) zapcore.Core { return quietStop{c, closing} }))
 	cfg.ZapLoggerBuilder = embed.NewZapLoggerBuilder(lg)
+	if o.QuotaBackendBytes > 0 {
+		cfg.QuotaBackendBytes = o.QuotaBackendBytes
+	}
 	if o.MaxRequestBytes > 0 {
 		cfg.MaxRequestBytes = o.MaxRequestBytes
 	}

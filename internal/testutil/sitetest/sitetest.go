@@ -67,6 +67,9 @@ type Options struct {
 	// MaxRequestBytes raises etcd's request size limit, and the client's
 	// message limits, to this; 0 keeps the defaults.
 	MaxRequestBytes uint
+	// QuotaBackendBytes is the size of etcd's database at which it
+	// refuses writes (alarm NOSPACE); 0 keeps etcd's default.
+	QuotaBackendBytes int64
 
 	// The settings stored in etcd at the start, in this order; none by
 	// default.
@@ -98,7 +101,7 @@ type Site struct {
 // Start starts a site shaped by o and stores the settings o names.
 func Start(t testing.TB, o Options) *Site {
 	t.Helper()
-	e, url := etcdtest.StartServer(t, embedded.Options{MaxRequestBytes: o.MaxRequestBytes})
+	e, url := etcdtest.StartServer(t, embedded.Options{MaxRequestBytes: o.MaxRequestBytes, QuotaBackendBytes: o.QuotaBackendBytes})
 	cfg := clientv3.Config{Endpoints: []string{url}, DialTimeout: 5 * time.Second, Logger: zap.NewNop()}
 	if o.MaxRequestBytes > 0 {
 		cfg.MaxCallSendMsgSize, cfg.MaxCallRecvMsgSize = int(o.MaxRequestBytes), int(o.MaxRequestBytes)
