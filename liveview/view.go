@@ -107,7 +107,10 @@ type View struct {
 	Map    *rackmap.Map
 	MapErr error
 	// Status is the last tick's result; nil when none was recorded.
-	Status *storage.Status
+	// Silence says that its host stopped calling the step, when it did
+	// (tick.Silence: "" while it calls at its pace).
+	Status  *storage.Status
+	Silence string
 	// History holds the last entries, newest first.
 	History []storage.HistoryEntry
 	// NextStep is the pending plan's next step; nil when there is none.
@@ -129,6 +132,11 @@ func (r *Reader) View(ctx context.Context) (*View, error) {
 		return nil, &EtcdError{fmt.Errorf("status: %w", err)}
 	default:
 		s.Status = &st
+		own, _, _, err := intake.Load(ectx, r.st, intake.SettingOwner)
+		if err != nil {
+			return nil, &EtcdError{fmt.Errorf("CKE's status: %w", err)}
+		}
+		s.Silence = tick.Silence(st, own.Own.CKEStatus, s.Time)
 	}
 	h, err := r.st.History(ectx)
 	if err != nil {

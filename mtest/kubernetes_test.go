@@ -100,10 +100,27 @@ func TestKubernetes(t *testing.T) {
 		t.Errorf("with tolerated taints: kubernetes %+v, want read, %d nodes, 0 intolerable", st.Kubernetes, len(c.Nodes))
 	}
 
-	// An intolerable taint: that control plane goes, and the spare worker
-	// takes its place, not a new machine.
+	// An intolerable taint, seen first while the trigger is planning: the
+	// plan ckegenctl computes is the daemon's (the steps it stores), with
+	// the daemon's last view of the Nodes or with --kubeconfig, and its
+	// first line says which view. Then schedule: that control plane goes,
+	// and the spare worker takes its place, not a new machine.
 	broken := cps[2].Address
+	e.mustCtl("sabakan", "trigger", "planning")
 	api.SetTaints(t, broken, corev1.Taint{Key: "example.com/broken", Effect: corev1.TaintEffectNoSchedule})
+	stored := e.storedPlanSteps(generatorOpReplaceCP, 30*time.Second)
+	for _, args := range [][]string{nil, {"--kubeconfig", api.Kubeconfig}} {
+		if got := planSteps(t, e.mustCtl(append([]string{"sabakan", "plan", "-o", "json"}, args...)...)); got != stored {
+			t.Errorf("plan %v -o json has the steps\n%s\nthe daemon stored\n%s", args, got, stored)
+		}
+	}
+	if first, _, _ := strings.Cut(e.mustCtl("sabakan", "plan"), "\n"); !strings.HasPrefix(first, "Kubernetes view: the leader's view, from the Kubernetes API (--kubeconfig), read ") {
+		t.Errorf("the plan's first line: %q, want the leader's view", first)
+	}
+	if first, _, _ := strings.Cut(e.mustCtl("sabakan", "plan", "--kubeconfig", api.Kubeconfig), "\n"); !strings.HasPrefix(first, "Kubernetes view: the Kubernetes API (--kubeconfig), read 0s ago (") {
+		t.Errorf("the plan's first line with --kubeconfig: %q", first)
+	}
+	e.mustCtl("sabakan", "trigger", "schedule")
 	if w := e.converge(60 * time.Second); w != 1 {
 		t.Errorf("the tainted control plane was replaced in %d writes, want 1", w)
 	}
@@ -166,4 +183,52 @@ func TestKubernetes(t *testing.T) {
 	}
 	e.rec.check()
 	e.checkHistory()
+}
+
+// generatorOpReplaceCP is the generator's op that replaces a control
+// plane, as plans name it.
+const generatorOpReplaceCP = "replace control plane"
+
+// storedPlanSteps waits until the plan the daemon stored starts with op,
+// and returns its steps as JSON.
+func (e *env) storedPlanSteps(op string, within time.Duration) string {
+	e.t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		out, err := e.ctl("sabakan", "plan", "--stored", "-o", "json")
+		if err == nil {
+			var p struct {
+				Steps []struct {
+					Op string `json:"op"`
+				} `json:"steps"`
+			}
+			if json.Unmarshal([]byte(out), &p) == nil && len(p.Steps) > 0 && p.Steps[0].Op == op {
+				return planSteps(e.t, out)
+			}
+		}
+		if time.Now().After(deadline) {
+			e.t.Fatalf("the stored plan does not start with %s after %s:\n%s", op, within, out)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// planSteps is the steps of a plan in JSON, re-encoded.
+func planSteps(t testing.TB, out string) string {
+	t.Helper()
+	var p struct {
+		Steps json.RawMessage `json:"steps"`
+	}
+	if err := json.Unmarshal([]byte(out), &p); err != nil {
+		t.Fatalf("a plan in JSON: %v\n%s", err, out)
+	}
+	var v any
+	if err := json.Unmarshal(p.Steps, &v); err != nil {
+		t.Fatal(err)
+	}
+	data, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(data)
 }

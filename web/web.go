@@ -149,7 +149,9 @@ type page struct {
 	Time    time.Time
 	Cluster string
 
-	Status   *storage.Status
+	Status *storage.Status
+	// Silence says that the status's host stopped calling ckegen.
+	Silence  string
 	History  []storage.HistoryEntry
 	NextStep *liveview.NextStep
 	// NextChanges are the first maxNextChanges of the next step's.
@@ -221,6 +223,7 @@ func newPage(s *liveview.View, refresh time.Duration) *page {
 		Time:     s.Time,
 		Cluster:  s.ClusterName,
 		Status:   s.Status,
+		Silence:  s.Silence,
 		History:  s.History,
 		NextStep: s.NextStep,
 		Notes:    s.Notes,

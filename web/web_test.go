@@ -343,3 +343,27 @@ func TestMapPageNotErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestMapPageSilence: a status older than three of its host's intervals
+// is shown under a box that says its host stopped calling (inside CKE:
+// CKE's server, with CKE's phase); a fresh one has no box.
+func TestMapPageSilence(t *testing.T) {
+	f := newPageFixture(t)
+	ctx := context.Background()
+	leader := f.st.Key(storage.KeyLeader + "1")
+	old := time.Now().Add(-time.Hour)
+	st := storage.Status{Result: "ok", Time: old, LastRun: old, Mode: "inside-cke", Interval: storage.Duration(time.Minute), Leader: "cke-1"}
+	must(t, f.st.PutStatus(ctx, leader, st, nil))
+	_, err := f.st.Client.Put(ctx, f.st.Key(storage.KeyCKEStatus), `{"phase":"upgrade-aborted","timestamp":"2026-01-01T00:00:00Z"}`)
+	must(t, err)
+	body := get(t, f.handler(nil), http.MethodGet, "/").Body.String()
+	if !strings.Contains(body, `<div id="silence" class="warnbox" role="alert"><b>Not integrating</b>: CKE&#39;s server has not called ckegen since`) ||
+		!strings.Contains(body, "CKE&#39;s phase is upgrade-aborted") {
+		t.Errorf("the page does not say CKE stopped calling:\n%s", body)
+	}
+	st.Time = time.Now()
+	must(t, f.st.PutStatus(ctx, leader, st, nil))
+	if body := get(t, f.handler(nil), http.MethodGet, "/").Body.String(); strings.Contains(body, `id="silence"`) {
+		t.Error("a fresh status has the silence box")
+	}
+}

@@ -38,10 +38,20 @@ func newSabakanStatusCmd(e *env) *cobra.Command {
 				if err != nil {
 					return absent(err, absentStatus)
 				}
-				if output == "table" {
-					return statusTable(cmd.OutOrStdout(), s)
+				// What the status cannot say of itself: that its host
+				// stopped calling (tick.Silence), with CKE's phase.
+				own, _, _, err := intake.Load(ctx, st, intake.SettingOwner)
+				if err != nil {
+					return err
 				}
-				return printData(cmd.OutOrStdout(), s, output)
+				v := statusView{Status: s}
+				if n := tick.Silence(s, own.Own.CKEStatus, time.Now()); n != "" {
+					v.Notes = append(v.Notes, n)
+				}
+				if output == "table" {
+					return statusTable(cmd.OutOrStdout(), s, v.Notes...)
+				}
+				return printData(cmd.OutOrStdout(), v, output)
 			})
 		},
 	}
@@ -114,8 +124,20 @@ func modeLine(s storage.Status) string {
 	return "standalone: ckegen writes cluster.yml; no CKE server seen"
 }
 
-func statusTable(w io.Writer, s storage.Status) error {
+// statusView is the status as ckegenctl sabakan status shows it: the
+// last tick's record, and Notes on what the record cannot say of itself
+// at the time it is shown.
+type statusView struct {
+	storage.Status
+	Notes []string `json:"notes,omitempty"`
+}
+
+// statusTable writes the status s for people, notes first.
+func statusTable(w io.Writer, s storage.Status, notes ...string) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	for _, n := range notes {
+		fmt.Fprintf(tw, "NOTE\t%s\n", n)
+	}
 	fmt.Fprintf(tw, "RESULT\t%s\n", s.Result)
 	if s.Reason != "" {
 		fmt.Fprintf(tw, "REASON\t%s\n", s.Reason)

@@ -1,9 +1,12 @@
 package main
 
 import (
+	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ckegen/ckegen/generator"
 	"github.com/ckegen/ckegen/intake"
@@ -192,5 +195,43 @@ func TestStatusTablePlurals(t *testing.T) {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("status table lacks %q:\n%s", want, b.String())
 		}
+	}
+}
+
+// TestStatusSaysCKEStoppedCalling: inside CKE, a status older than three
+// of CKE's intervals is shown with a note that CKE's server stopped
+// calling ckegen, naming CKE's phase from its status key, in the table
+// and in JSON; a fresh status has no note.
+func TestStatusSaysCKEStoppedCalling(t *testing.T) {
+	f := newPlanFixture(t)
+	ctx := context.Background()
+	leader := campaignAs(t, f.st, "cke-1")
+	last := time.Now().Add(-5 * time.Minute).UTC().Truncate(time.Second)
+	st := storage.Status{Result: "ok", Time: last, LastRun: last, Since: last, Leader: "cke-1", Mode: tick.ModeInsideCKE, Interval: storage.Duration(time.Minute)}
+	if err := f.st.PutStatus(ctx, leader, st, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.st.Client.Put(ctx, f.st.Key(storage.KeyCKEStatus), `{"phase":"etcd-boot-aborted","timestamp":"`+time.Now().UTC().Format(time.RFC3339)+`"}`); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, code := f.run("sabakan", "status")
+	want := "NOTE          CKE's server has not called ckegen since " + last.Format(time.RFC3339) + " ("
+	if code != 0 || !strings.HasPrefix(out, want) || !strings.Contains(out, "CKE's phase is etcd-boot-aborted") || !strings.Contains(out, "\nRESULT        ok\n") {
+		t.Errorf("status: exit %d, stderr %q, stdout\n%s\nwant it to begin with %q", code, errOut, out, want)
+	}
+	out, _, _ = f.run("sabakan", "status", "-o", "json")
+	var v struct {
+		Result string   `json:"result"`
+		Notes  []string `json:"notes"`
+	}
+	if err := json.Unmarshal([]byte(out), &v); err != nil || v.Result != "ok" || len(v.Notes) != 1 || !strings.Contains(v.Notes[0], "has not called ckegen since") {
+		t.Errorf("status -o json: %v, %+v\n%s", err, v, out)
+	}
+	st.Time = time.Now()
+	if err := f.st.PutStatus(ctx, leader, st, nil); err != nil {
+		t.Fatal(err)
+	}
+	if out, _, _ := f.run("sabakan", "status"); strings.Contains(out, "NOTE") {
+		t.Errorf("a fresh status has a note:\n%s", out)
 	}
 }
