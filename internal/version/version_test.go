@@ -66,3 +66,20 @@ func TestBuildInfo(t *testing.T) {
 		t.Errorf("ckegen_build_info %v = %v, want %v = 1", labels, m.GetGauge().GetValue(), want)
 	}
 }
+
+// TestBuildInfoDocumented: the series and both modes are in the documents
+// an operator reads, the daemon's and that of CKE's server with ckegen
+// inside.
+func TestBuildInfoDocumented(t *testing.T) {
+	for _, f := range []string{"../../docs/daemon.md", "../../docs/inside-cke.md"} {
+		doc, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, want := range []string{"`ckegen_build_info{version, commit, cke_version, mode}`", `mode="` + ModeDaemon + `"`, `mode="` + ModeInsideCKE + `"`} {
+			if !strings.Contains(string(doc), want) {
+				t.Errorf("%s does not say %s", f, want)
+			}
+		}
+	}
+}
