@@ -862,6 +862,24 @@ func (k *ckeSite) debugPass() {
 	if strings.Count(k.debugLog(), ran) != before+1 {
 		k.e.t.Fatalf("CKE's own cke --debug-sabakan ended without one pass of its integrator: %s", lastLine(k.debugLog()))
 	}
+	k.e.caughtUp()
+}
+
+// caughtUp waits until the recorder, which watches the cluster, has seen
+// its last write: a process may end before the watch reports its write.
+func (e *env) caughtUp() {
+	e.t.Helper()
+	resp, err := e.cli.Get(e.ctx, "/cke/cluster")
+	if err != nil || len(resp.Kvs) == 0 {
+		e.t.Fatalf("the cluster key: %v", err)
+	}
+	rev := resp.Kvs[0].ModRevision
+	e.eventually("the recorder to see the cluster's last write", 10*time.Second, func() bool {
+		e.rec.mu.Lock()
+		defer e.rec.mu.Unlock()
+		n := len(e.rec.writes)
+		return n > 0 && e.rec.writes[n-1].rev >= rev
+	})
 }
 
 // debugLog is the log of CKE's own server under --debug-sabakan.
