@@ -1,7 +1,7 @@
 # Targets mirror the README. CI runs .ci/run, which calls `make test`.
 GO ?= go
 
-.PHONY: demo generate-example policy-example test test-generated test-prepare test-ckeref test-ckeserver bench bench-ckeref generate fmt fuzz build image
+.PHONY: demo generate-example policy-example test test-generated test-prepare test-ckeref test-ckeserver bench bench-ckeref generate fmt fuzz build image bump-cke
 
 # Run the main job end to end: the compatible server with the bundled data
 # center, the daemon with an embedded etcd, ckegenctl as the operator.
@@ -115,6 +115,19 @@ test-ckeserver:
 		echo "ckeserver: SKIPPED: github.com/cybozu-go/cke v1.35.4 cannot be downloaded here (no ../shared/goproxy, no proxy serving it)"; exit 0; \
 	fi; \
 	$(CKEREF_ENV) $(GO) vet ./... && $(CKEREF_ENV) $(GO) test -count=1 ./...
+
+# Move to CKE's release VERSION (docs/inside-cke.md "Keeping up with
+# CKE"): make bump-cke VERSION=v1.35.5. internal/ckebump moves
+# ckeserver/go.mod and go.sum (the exclude lines computed again), the
+# module that builds CKE's own binaries for the tests, ckeref/, the
+# constants and this file's messages, with CKE's module from the proxies
+# of test-ckeref, then lists the lines of documentation that name the old
+# release. Here VERSION is CKE's, given on the command line (elsewhere in
+# this file it is ckegen's own).
+bump-cke:
+	@case "$(origin VERSION)" in "command line"|environment) ;; \
+		*) echo "bump-cke: name CKE's release: make bump-cke VERSION=v1.35.5" >&2; exit 2;; esac
+	$(CKEREF_ENV) $(GO) run ./internal/ckebump "$(VERSION)"
 
 # Every fuzz target (func Fuzz... in a _test.go file) for FUZZTIME each, one
 # after the other. Their seed corpora already run in `make test`. A failing

@@ -22,6 +22,7 @@ import (
 	"github.com/ckegen/ckegen/cluster"
 	"github.com/ckegen/ckegen/internal/embedded"
 	"github.com/ckegen/ckegen/internal/testutil/sitetest"
+	"github.com/ckegen/ckegen/internal/version"
 	"github.com/ckegen/ckegen/reason"
 	"github.com/ckegen/ckegen/sabakan"
 	"github.com/ckegen/ckegen/storage"
@@ -392,7 +393,7 @@ func TestHealthAndVersion(t *testing.T) {
 		return resp.StatusCode, resp.Header.Get("Content-Type"), body
 	}
 	code, ctype, body := get("/version")
-	if code != 200 || ctype != "application/json" || body["version"] == "" || len(body) != 1 {
+	if code != 200 || ctype != "application/json" || body["version"] != version.String() || body["cke_version"] != version.CKEVersion || len(body) != 3 {
 		t.Errorf("/version: %d %s %v", code, ctype, body)
 	}
 

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/ckegen/ckegen/internal/version"
@@ -27,12 +28,17 @@ func Secure(h http.Handler) http.Handler {
 
 // Handler returns a new mux serving the daemon's HTTP API as CKE's
 // (/metrics, /health, /version); more handlers can be added to it.
+// /metrics serves the daemon's registry and ckegen_build_info with the
+// mode "daemon"; /version names ckegen's version and commit and the CKE
+// release it is built for.
 func (d *Daemon) Handler() *http.ServeMux {
+	build := prometheus.NewRegistry()
+	build.MustRegister(version.BuildInfo(version.ModeDaemon))
 	mux := http.NewServeMux()
-	mux.Handle("GET /metrics", promhttp.HandlerFor(d.cfg.Registry, promhttp.HandlerOpts{}))
+	mux.Handle("GET /metrics", promhttp.HandlerFor(prometheus.Gatherers{d.cfg.Registry, build}, promhttp.HandlerOpts{}))
 	mux.HandleFunc("GET /health", d.serveHealth)
 	mux.HandleFunc("GET /version", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusOK, map[string]string{"version": version.String()})
+		writeJSON(w, http.StatusOK, version.Current())
 	})
 	return mux
 }

@@ -2,14 +2,17 @@ package daemon
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/ckegen/ckegen/internal/version"
 	"github.com/ckegen/ckegen/storage"
 )
 
@@ -58,5 +61,48 @@ func TestShutdownIsNoFailure(t *testing.T) {
 	}
 	if st := d.Status(); st.Result != "" {
 		t.Errorf("the daemon's status says %s %s", st.Result, st.Reason)
+	}
+}
+
+// TestBuildInfoAndVersion: over HTTP, the daemon's /metrics has one
+// ckegen_build_info series, 1, naming the version and commit of
+// internal/version, the CKE release ckegen is built for and the mode
+// "daemon"; /version answers the same three.
+func TestBuildInfoAndVersion(t *testing.T) {
+	oldV, oldR := version.Version, version.Revision
+	t.Cleanup(func() { version.Version, version.Revision = oldV, oldR })
+	version.Version, version.Revision = "v9.8.7", "0123456789abcdef0123"
+	f := newFixture(t)
+	ts := httptest.NewServer(f.daemon("d", nil).Handler())
+	defer ts.Close()
+	get := func(path string) string {
+		t.Helper()
+		resp, err := http.Get(ts.URL + path)
+		must(t, err)
+		defer resp.Body.Close()
+		body, err := io.ReadAll(resp.Body)
+		must(t, err)
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("%s: %d %s", path, resp.StatusCode, body)
+		}
+		return string(body)
+	}
+
+	want := `ckegen_build_info{cke_version="` + version.CKEVersion + `",commit="0123456789ab",mode="daemon",version="v9.8.7"} 1`
+	var got []string
+	for _, l := range strings.Split(get("/metrics"), "\n") {
+		if strings.HasPrefix(l, "ckegen_build_info") {
+			got = append(got, l)
+		}
+	}
+	if len(got) != 1 || got[0] != want {
+		t.Errorf("/metrics: %q, want the one series %q", got, want)
+	}
+
+	var v map[string]string
+	must(t, json.Unmarshal([]byte(get("/version")), &v))
+	wantV := map[string]string{"version": "v9.8.7", "commit": "0123456789ab", "cke_version": version.CKEVersion}
+	if !maps.Equal(v, wantV) {
+		t.Errorf("/version: %v, want %v", v, wantV)
 	}
 }

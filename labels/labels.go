@@ -6,6 +6,7 @@ package labels
 import (
 	"errors"
 	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -17,14 +18,17 @@ import (
 
 // Label keys set by the generator (docs/design.md section 2) or read from templates.
 const (
-	Role         = "cke.cybozu.com/role"
-	Weight       = "cke.cybozu.com/weight"
-	Rack         = "cke.cybozu.com/rack"
-	IndexInRack  = "cke.cybozu.com/index-in-rack"
-	RegisterMon  = "cke.cybozu.com/register-month"
-	RetireMon    = "cke.cybozu.com/retire-month"
-	RetireYear   = "cke.cybozu.com/retire-year"
-	Zone         = "topology.kubernetes.io/zone"
+	Role        = "cke.cybozu.com/role"
+	Weight      = "cke.cybozu.com/weight"
+	Rack        = "cke.cybozu.com/rack"
+	IndexInRack = "cke.cybozu.com/index-in-rack"
+	RegisterMon = "cke.cybozu.com/register-month"
+	RetireMon   = "cke.cybozu.com/retire-month"
+	RetireYear  = "cke.cybozu.com/retire-year"
+	Zone        = "topology.kubernetes.io/zone"
+	// ZoneBeta is the deprecated name of Zone. Neither CKE (since its
+	// Kubernetes 1.20 update) nor ckegen renders it; it stays reserved
+	// (ReservedLabelReason says why).
 	ZoneBeta     = "failure-domain.beta.kubernetes.io/zone"
 	NodeRoleBase = "node-role.kubernetes.io/"
 	Master       = NodeRoleBase + "master"
@@ -40,19 +44,24 @@ const (
 	AnnotationRetireDate   = "cke.cybozu.com/retire-date"
 )
 
-var reservedLabels = []string{Rack, IndexInRack, RegisterMon, RetireMon, RetireYear, Zone, ZoneBeta}
+var reservedLabels = []string{Rack, IndexInRack, RegisterMon, RetireMon, RetireYear, Zone}
 
 var reservedAnnotations = []string{AnnotationSerial, AnnotationRegisterDate, AnnotationRetireDate}
 
-// IsReservedLabel reports whether key is a label the generator owns, which a
-// template may not set.
-func IsReservedLabel(key string) bool {
-	for _, k := range reservedLabels {
-		if key == k {
-			return true
-		}
+// ReservedLabelReason says why a template may not set label key, or is ""
+// when it may: the labels the generator sets (docs/design.md section 2),
+// and ZoneBeta, which it no longer sets but which would contradict the
+// zone it does set.
+func ReservedLabelReason(key string) string {
+	switch {
+	case key == ZoneBeta:
+		return "the deprecated name of " + Zone + ", which the generator sets to the machine's rack (rack<N>): " +
+			"a template's value, the same in every rack, would contradict it; neither CKE (since Kubernetes 1.20) " +
+			"nor ckegen writes it: remove it from the template"
+	case slices.Contains(reservedLabels, key), strings.HasPrefix(key, NodeRoleBase), strings.HasPrefix(key, SabakanPrefix):
+		return "the generator sets it"
 	}
-	return strings.HasPrefix(key, NodeRoleBase) || strings.HasPrefix(key, SabakanPrefix)
+	return ""
 }
 
 // IsReservedAnnotation reports whether key is an annotation the generator
@@ -130,9 +139,7 @@ func Render(m *machine.Machine, t Template, controlPlane bool) (map[string]strin
 	if spec.Role != "" {
 		ls[NodeRoleBase+spec.Role] = "true"
 	}
-	zone := "rack" + rack
-	ls[Zone] = zone
-	ls[ZoneBeta] = zone
+	ls[Zone] = "rack" + rack
 	if controlPlane {
 		ls[Master] = "true"
 		ls[ControlPlane] = "true"
@@ -215,7 +222,7 @@ func repeatsName(ls []machine.Label) bool {
 // sabakan label names are distinct: Render sizes its map with it, and
 // Equal checks the length of the labels against it.
 func labelCount(spec *machine.Spec, t Template, controlPlane bool) int {
-	n := len(spec.Labels) + len(t.Labels) + 8
+	n := len(spec.Labels) + len(t.Labels) + 7
 	if _, ok := t.Labels[Weight]; ok {
 		n--
 	}
@@ -263,7 +270,7 @@ func labelsMatch(ls map[string]string, spec *machine.Spec, t Template, controlPl
 		switch k {
 		case Rack:
 			ok = v == string(f.rack)
-		case Zone, ZoneBeta:
+		case Zone:
 			ok = v == string(f.zone)
 		case IndexInRack:
 			ok = v == string(f.index)

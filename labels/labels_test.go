@@ -1,6 +1,7 @@
 package labels
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -22,20 +23,19 @@ func TestRender(t *testing.T) {
 	}
 	ls, as := Render(m, tmpl, true)
 	wantLabels := map[string]string{
-		"sabakan.cke.cybozu.com/product":         "R630",
-		"sabakan.cke.cybozu.com/datacenter":      "ty3",
-		"example.com/a":                          "b",
-		"cke.cybozu.com/rack":                    "3",
-		"cke.cybozu.com/index-in-rack":           "7",
-		"cke.cybozu.com/role":                    "compute",
-		"cke.cybozu.com/register-month":          "2024-02", // in the date's offset
-		"cke.cybozu.com/retire-month":            "2030-12",
-		"cke.cybozu.com/retire-year":             "2030",
-		"node-role.kubernetes.io/compute":        "true",
-		"topology.kubernetes.io/zone":            "rack3",
-		"failure-domain.beta.kubernetes.io/zone": "rack3",
-		"node-role.kubernetes.io/master":         "true",
-		"node-role.kubernetes.io/control-plane":  "true",
+		"sabakan.cke.cybozu.com/product":        "R630",
+		"sabakan.cke.cybozu.com/datacenter":     "ty3",
+		"example.com/a":                         "b",
+		"cke.cybozu.com/rack":                   "3",
+		"cke.cybozu.com/index-in-rack":          "7",
+		"cke.cybozu.com/role":                   "compute",
+		"cke.cybozu.com/register-month":         "2024-02", // in the date's offset
+		"cke.cybozu.com/retire-month":           "2030-12",
+		"cke.cybozu.com/retire-year":            "2030",
+		"node-role.kubernetes.io/compute":       "true",
+		"topology.kubernetes.io/zone":           "rack3",
+		"node-role.kubernetes.io/master":        "true",
+		"node-role.kubernetes.io/control-plane": "true",
 	}
 	if diff := cmp.Diff(wantLabels, ls); diff != "" {
 		t.Errorf("labels (-want +got):\n%s", diff)
@@ -97,18 +97,46 @@ func TestRenderWorkerWithoutRole(t *testing.T) {
 }
 
 func TestReserved(t *testing.T) {
-	for _, k := range []string{Rack, IndexInRack, RegisterMon, RetireMon, RetireYear, Zone, ZoneBeta, "node-role.kubernetes.io/x", "sabakan.cke.cybozu.com/y"} {
-		if !IsReservedLabel(k) {
-			t.Errorf("%s is not reserved", k)
+	for _, k := range []string{Rack, IndexInRack, RegisterMon, RetireMon, RetireYear, Zone, "node-role.kubernetes.io/x", "sabakan.cke.cybozu.com/y"} {
+		if got := ReservedLabelReason(k); got != "the generator sets it" {
+			t.Errorf("ReservedLabelReason(%q) = %q, want %q", k, got, "the generator sets it")
 		}
 	}
 	for _, k := range []string{Role, Weight, "example.com/x"} {
-		if IsReservedLabel(k) {
-			t.Errorf("%s is reserved", k)
+		if got := ReservedLabelReason(k); got != "" {
+			t.Errorf("%s is reserved: %q", k, got)
 		}
 	}
 	if !IsReservedAnnotation(AnnotationSerial) || IsReservedAnnotation("example.com/x") {
 		t.Error("IsReservedAnnotation is wrong")
+	}
+}
+
+// TestZoneBeta: the deprecated zone label is not rendered, as CKE v1.35.4
+// does not render it, and a template still may not set it, with the
+// reason: it would contradict the zone the generator sets.
+func TestZoneBeta(t *testing.T) {
+	m := &machine.Machine{Spec: machine.Spec{Serial: "s", Rack: 4, Role: "cs"}}
+	for _, cp := range []bool{false, true} {
+		ls, as := Render(m, Template{}, cp)
+		if v, ok := ls[ZoneBeta]; ok {
+			t.Errorf("control plane %v: Render set %s=%q; CKE v1.35.4 does not", cp, ZoneBeta, v)
+		}
+		if ls[Zone] != "rack4" {
+			t.Errorf("control plane %v: %s = %q, want rack4", cp, Zone, ls[Zone])
+		}
+		// A node that still carries it (written by an earlier ckegen) is
+		// not what Render gives: the next write drops it.
+		ls[ZoneBeta] = "rack4"
+		if Equal(ls, as, m, Template{}, cp) {
+			t.Errorf("control plane %v: Equal accepts a node with %s", cp, ZoneBeta)
+		}
+	}
+	why := ReservedLabelReason(ZoneBeta)
+	for _, want := range []string{"deprecated", Zone, "rack", "remove it"} {
+		if !strings.Contains(why, want) {
+			t.Errorf("ReservedLabelReason(%s) = %q: does not say %q", ZoneBeta, why, want)
+		}
 	}
 }
 

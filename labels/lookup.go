@@ -45,7 +45,7 @@ func (n Node) Label(key string) (string, bool) {
 		return month(FormatDate(spec.RetireDate)), true
 	case RetireYear:
 		return year(FormatDate(spec.RetireDate)), true
-	case Zone, ZoneBeta:
+	case Zone:
 		if n.ZoneText != "" {
 			return n.ZoneText, true
 		}

@@ -262,7 +262,17 @@ type rawCluster struct {
 
 func (e *env) rawCluster() rawCluster {
 	e.t.Helper()
-	resp, err := e.cli.Get(e.ctx, "/cke/cluster")
+	return e.rawClusterAt(0)
+}
+
+// rawClusterAt is the cluster as it was at etcd revision rev (0: now).
+func (e *env) rawClusterAt(rev int64) rawCluster {
+	e.t.Helper()
+	var opts []clientv3.OpOption
+	if rev != 0 {
+		opts = append(opts, clientv3.WithRev(rev))
+	}
+	resp, err := e.cli.Get(e.ctx, "/cke/cluster", opts...)
 	if err != nil || len(resp.Kvs) == 0 {
 		e.t.Fatalf("the cluster key: %v (%d keys)", err, len(resp.Kvs))
 	}
@@ -349,11 +359,11 @@ func (c rawCluster) stateTaint(addr string) string {
 }
 
 // compareTakeover checks that after differs from before in no membership,
-// taint (but those of the nodes at retainted), annotation or other field,
-// and in labels only where ckegen renders differently from CKE (docs/beside-cke.md,
-// "What changes in cluster.yml at takeover"); it returns the label
-// differences, counted. Each kind of unexpected difference is one error,
-// with its count and a node that has it.
+// label, annotation, taint (but those of the nodes at retainted) or other
+// field: a move between CKE's integration and ckegen changes no label of
+// any node (docs/beside-cke.md, "What changes in cluster.yml at
+// takeover"). It returns the label differences, counted; each kind of
+// difference is also one error, with its count and a node that has it.
 func compareTakeover(t *testing.T, before, after rawCluster, retainted ...string) map[string]int {
 	t.Helper()
 	if b, a := before.set(true), after.set(true); !slices.Equal(b, a) {
@@ -406,8 +416,6 @@ func compareTakeover(t *testing.T, before, after rawCluster, retainted ...string
 			bv, ok := bl[k]
 			switch {
 			case ok && bv == av:
-			case !ok && k == "failure-domain.beta.kubernetes.io/zone" && av == bl["topology.kubernetes.io/zone"]:
-				diffs["added "+k+" (= topology.kubernetes.io/zone)"]++
 			case !ok:
 				diffs["added "+k]++
 				unexpected("label "+k+" added", fmt.Sprintf("%s: %v", addr, av))
@@ -432,6 +440,60 @@ func compareTakeover(t *testing.T, before, after rawCluster, retainted ...string
 		t.Errorf("%s on %d node(s), e.g. %s", kind, bad[kind], example[kind])
 	}
 	return diffs
+}
+
+// sameLabels checks that every node of both before and after has the same
+// labels in both, whatever else changed (membership, taints): the first
+// write after a move changes no label of any node. It fails when the two
+// have no node in common.
+func sameLabels(t *testing.T, what string, before, after rawCluster) {
+	t.Helper()
+	common, changed, example := 0, 0, ""
+	for addr := range before.nodes {
+		if after.nodes[addr] == nil {
+			continue
+		}
+		common++
+		if bl, al := before.labels(addr), after.labels(addr); !reflect.DeepEqual(bl, al) {
+			changed++
+			example = fmt.Sprintf("%s: %v -> %v", addr, bl, al)
+		}
+	}
+	if common == 0 {
+		t.Errorf("%s: no node in common", what)
+	}
+	if changed > 0 {
+		t.Errorf("%s: the labels of %d of %d nodes changed, e.g. %s", what, changed, common, example)
+	}
+}
+
+// identical checks that after is before node for node: the same nodes in
+// the same order, every field of each, and the same other fields.
+func identical(t *testing.T, what string, before, after rawCluster) {
+	t.Helper()
+	if reflect.DeepEqual(before.doc, after.doc) {
+		return
+	}
+	compareTakeover(t, before, after)
+	bn, _ := before.doc["nodes"].([]any)
+	an, _ := after.doc["nodes"].([]any)
+	for i := range min(len(bn), len(an)) {
+		if !reflect.DeepEqual(bn[i], an[i]) {
+			t.Errorf("%s: the cluster is not the same node for node: node %d was %v, is %v", what, i, bn[i], an[i])
+			return
+		}
+	}
+	t.Errorf("%s: the cluster is not the same node for node (%d nodes, then %d)", what, len(bn), len(an))
+}
+
+// firstWriteAfter is the cluster as the first write the recorder saw
+// after its first n writes left it.
+func (e *env) firstWriteAfter(n int) rawCluster {
+	e.t.Helper()
+	e.rec.mu.Lock()
+	rev := e.rec.writes[n].rev
+	e.rec.mu.Unlock()
+	return e.rawClusterAt(rev)
 }
 
 // TestBesideCKE (scenario 14, docs/beside-cke.md): ckegen's daemons beside CKE
@@ -600,9 +662,14 @@ func TestBesideCKE(t *testing.T) {
 		wrote = fmt.Sprintf("%d cluster write(s), the first %s after it", takeoverWrites, e.rec.writeAt(writes).Sub(takeoverAt).Round(time.Millisecond))
 	}
 	after := e.rawCluster()
-	diffs := compareTakeover(t, first, after)
-	t.Logf("takeover: ckegen's first tick %s after it (result %s), %s until converged; label differences on the %d nodes: %v",
-		firstTick.Round(time.Millisecond), st.Result, wrote, len(after.nodes), diffs)
+	// The inventory did not change: no write, or one that leaves CKE's
+	// cluster as it was, node for node.
+	if takeoverWrites > 0 {
+		identical(t, "ckegen's first write after takeover", first, e.firstWriteAfter(writes))
+	}
+	identical(t, "the cluster after takeover", first, after)
+	t.Logf("takeover: ckegen's first tick %s after it (result %s), %s until converged; the cluster is CKE's, node for node",
+		firstTick.Round(time.Millisecond), st.Result, wrote)
 	if takeoverWrites > 0 {
 		k.waitValidated()
 	}
@@ -674,10 +741,13 @@ func TestBesideCKE(t *testing.T) {
 		return e.rawCluster().stateTaint(addr1) == "unreachable:NoSchedule"
 	})
 	e.converge(30 * time.Second)
-	tainted := e.rawCluster()
-	// ckegen's first write beside CKE: the taint, and whatever ckegen
-	// renders differently.
-	diffs = compareTakeover(t, after, tainted, addr1)
+	// ckegen's first write beside CKE: the taint, and nothing else; no
+	// label of any node changes.
+	tainted := e.firstWriteAfter(writes)
+	diffs := compareTakeover(t, after, tainted, addr1)
+	if tainted.stateTaint(addr1) != "unreachable:NoSchedule" {
+		t.Errorf("ckegen's first write after takeover does not taint %s: %q", addr1, tainted.stateTaint(addr1))
+	}
 	t.Logf("ckegen's first cluster write after takeover (%d write(s)): the taint of %s; label differences from CKE's cluster: %v", e.rec.count()-writes, addr1, diffs)
 	k.waitValidated()
 
@@ -717,11 +787,39 @@ func TestBesideCKE(t *testing.T) {
 	if st.Owner != "cke" {
 		t.Errorf("status after handback: %+v", st)
 	}
+
+	// CKE's own integration after handback. This CKE server never calls it
+	// (it has no Vault); CKE's own cke --debug-sabakan runs it, CKE's
+	// generator in CKE's binary, one pass (v1.35.4's then exits: its
+	// repairer finds no cluster status). The inventory did not change: no
+	// write, or one that leaves ckegen's cluster as it was, node for node.
+	handedBack := e.rawCluster()
+	writes = e.rec.count()
+	k.debugPass()
+	if n := e.rec.count() - writes; n > 0 {
+		identical(t, "CKE's first write after handback", handedBack, e.firstWriteAfter(writes))
+	}
+	identical(t, "the cluster after CKE's first pass after handback", handedBack, e.rawCluster())
 	writes = e.rec.count()
 	e.setState(serialOf(after, workers[2]), "unreachable")
 	time.Sleep(2 * time.Second)
 	if n := e.rec.count() - writes; n != 0 {
 		t.Fatalf("ckegen wrote the cluster %d times after handback", n)
+	}
+	// CKE's next pass taints the UNREACHABLE worker: its first write after
+	// handback changes that taint and no label of any node.
+	k.debugPass()
+	if n := e.rec.count() - writes; n == 0 {
+		t.Fatalf("CKE's own integration did not taint the UNREACHABLE worker %s: %s", workers[2], lastLine(k.debugLog()))
+	}
+	ckeWrite := e.firstWriteAfter(writes)
+	diffs = compareTakeover(t, handedBack, ckeWrite, workers[2])
+	if ckeWrite.stateTaint(workers[2]) != "unreachable:NoSchedule" {
+		t.Errorf("CKE's first write after handback does not taint %s: %q", workers[2], ckeWrite.stateTaint(workers[2]))
+	}
+	t.Logf("CKE's own integration's first write after handback: the taint of %s; label differences from ckegen's cluster: %v", workers[2], diffs)
+	if st, err := e.besideStatus(); err != nil || st.Result != "held" || st.Reason != "OWNED_BY_CKE" {
+		t.Errorf("ckegen's status while CKE's integration writes: %+v %v", st, err)
 	}
 
 	// CKE's server all along: the same election keys, validated every
@@ -741,6 +839,53 @@ func TestBesideCKE(t *testing.T) {
 	}
 	e.rec.check()
 	t.Logf("story: %s", time.Since(storyStart).Round(100*time.Millisecond))
+}
+
+// debugPass runs CKE's own server under --debug-sabakan until it ends:
+// v1.35.4's runs its integrator once, at most 5 s after it starts, and
+// exits when its repairer finds no cluster status (there is none under
+// --debug-sabakan).
+func (k *ckeSite) debugPass() {
+	k.e.t.Helper()
+	// What v1.35.4's repairer says after its generator ran.
+	const ran = "CKE cluster does not exist"
+	before := strings.Count(k.debugLog(), ran)
+	p := &proc{name: "cke-debug-sabakan", path: k.bin, log: filepath.Join(k.e.dir, "cke-debug-sabakan.log"),
+		args: []string{"--config", k.config, "--debug-sabakan"}}
+	p.start(k.e.t)
+	select {
+	case <-p.done:
+	case <-time.After(30 * time.Second):
+		p.stop(syscall.SIGKILL)
+		k.e.t.Fatalf("CKE's own cke --debug-sabakan did not end within 30s: %s", lastLine(k.debugLog()))
+	}
+	if strings.Count(k.debugLog(), ran) != before+1 {
+		k.e.t.Fatalf("CKE's own cke --debug-sabakan ended without one pass of its integrator: %s", lastLine(k.debugLog()))
+	}
+	k.e.caughtUp()
+}
+
+// caughtUp waits until the recorder, which watches the cluster, has seen
+// its last write: a process may end before the watch reports its write.
+func (e *env) caughtUp() {
+	e.t.Helper()
+	resp, err := e.cli.Get(e.ctx, "/cke/cluster")
+	if err != nil || len(resp.Kvs) == 0 {
+		e.t.Fatalf("the cluster key: %v", err)
+	}
+	rev := resp.Kvs[0].ModRevision
+	e.eventually("the recorder to see the cluster's last write", 10*time.Second, func() bool {
+		e.rec.mu.Lock()
+		defer e.rec.mu.Unlock()
+		n := len(e.rec.writes)
+		return n > 0 && e.rec.writes[n-1].rev >= rev
+	})
+}
+
+// debugLog is the log of CKE's own server under --debug-sabakan.
+func (k *ckeSite) debugLog() string {
+	data, _ := os.ReadFile(filepath.Join(k.e.dir, "cke-debug-sabakan.log"))
+	return string(data)
 }
 
 // writeAt is when the recorder saw write i.

@@ -95,7 +95,7 @@ func TestInsideCKE(t *testing.T) {
 	if code, body := k.get(t, "/ckegen/"); code != 200 || !strings.Contains(body, "<svg") {
 		t.Errorf("/ckegen/: %d, page %.200s", code, body)
 	}
-	if code, body := k.get(t, "/version"); code != 200 || !strings.Contains(body, "1.35.4") {
+	if code, body := k.get(t, "/version"); code != 200 || !strings.Contains(body, strings.TrimPrefix(cketest.Version, "v")) {
 		t.Errorf("CKE's /version: %d %s", code, body)
 	}
 
@@ -190,9 +190,11 @@ func TestInsideCKEDebug(t *testing.T) {
 // ckegen's daemons own the integration; the server with ckegen inside
 // starts and writes nothing, not even the status, while the daemons go on
 // following sabakan. The daemons stop, a handback gives the integration to
-// the server: no cluster write at the move, then it follows sabakan. The
-// daemons start again and a takeover gives it back to them; the server
-// leaves the status to them from then on.
+// the server: no cluster write at the move, then it follows sabakan, its
+// first write changing no label of any node. The daemons start again and
+// a takeover gives it back to them: no write, or one that changes nothing,
+// until the inventory changes, and no label changed by their first; the
+// server leaves the status to them from then on.
 func TestMoveInsideCKE(t *testing.T) {
 	e := newEnv(t)
 	e.converge(60 * time.Second)
@@ -220,6 +222,7 @@ func TestMoveInsideCKE(t *testing.T) {
 		d.stop(syscall.SIGTERM)
 	}
 	writes := e.rec.count()
+	beside := e.rawCluster()
 	e.mustCtl("sabakan", "handback")
 	e.eventually("the server's first tick", 30*time.Second, func() bool {
 		st, err := e.status()
@@ -230,11 +233,15 @@ func TestMoveInsideCKE(t *testing.T) {
 		t.Errorf("the move wrote the cluster %d times; the same generator on the same settings has nothing to change", n)
 	}
 	w2 := e.cluster().workers()[1]
+	writes = e.rec.count()
 	e.setState(w2.serial(), "unreachable")
 	e.eventually("the server to taint the unreachable worker", 30*time.Second, func() bool {
 		n := e.cluster().find(w2.Address)
 		return n != nil && n.stateTaint() == "unreachable:NoSchedule"
 	})
+	// The server's first write after the move (that taint, and a worker
+	// added in its place) changes no label of any node.
+	sameLabels(t, "the server's first write after the move", beside, e.firstWriteAfter(writes))
 
 	// And back: the daemons start, the takeover gives them the
 	// integration, and the server leaves the status to them.
@@ -254,6 +261,8 @@ func TestMoveInsideCKE(t *testing.T) {
 		out, err := e.ctl("leader")
 		return err == nil && strings.Contains(out, "ckegen-")
 	})
+	inside := e.rawCluster()
+	writes = e.rec.count()
 	e.mustCtl("sabakan", "takeover")
 	e.eventually("the daemons' status", 30*time.Second, func() bool {
 		st, err := e.status()
@@ -262,12 +271,22 @@ func TestMoveInsideCKE(t *testing.T) {
 	e.statusStays("the daemons' status after the takeover", 6*time.Second, func(st status) bool {
 		return strings.HasPrefix(st.Leader, "ckegen-") && st.Mode != "inside-cke"
 	})
+	// The inventory did not change: no write, or one that leaves the
+	// server's cluster as it was, node for node.
+	if e.rec.count() > writes {
+		identical(t, "the daemons' first write after the takeover", inside, e.firstWriteAfter(writes))
+	}
+	identical(t, "the cluster after the takeover", inside, e.rawCluster())
 	w3 := e.cluster().workers()[2]
+	writes = e.rec.count()
 	e.setState(w3.serial(), "unreachable")
 	e.eventually("the daemons to taint the unreachable worker", 30*time.Second, func() bool {
 		n := e.cluster().find(w3.Address)
 		return n != nil && n.stateTaint() == "unreachable:NoSchedule"
 	})
+	// The daemons' first write after the move (that taint, and a worker
+	// added in its place) changes no label of any node.
+	sameLabels(t, "the daemons' first write after the takeover", inside, e.firstWriteAfter(writes))
 	if !k.server.running() {
 		t.Errorf("the server ended: %s", lastLine(k.serverLog()))
 	}

@@ -234,8 +234,8 @@ func (v *validator) node(i int, n *cluster.Node) {
 			v.errorf("%s: label %q: invalid key: %v", p, k, err)
 			continue
 		}
-		if labels.IsReservedLabel(k) {
-			v.errorf("%s: label %q: reserved: the generator sets it", p, k)
+		if why := labels.ReservedLabelReason(k); why != "" {
+			v.errorf("%s: label %q: reserved: %s", p, k, why)
 			continue
 		}
 		if k == labels.Weight {

@@ -92,6 +92,8 @@ func TestValidationRules(t *testing.T) {
 		{"rule 6: state taint", "name: a\nnodes:\n" + cp + "- {user: u, taints: [{key: cke.cybozu.com/state, value: x, effect: NoSchedule}]}\n" + tail, []string{`nodes[1]: taints[0]: key "cke.cybozu.com/state": reserved`}},
 		{"rule 6: rack label", "name: a\nnodes:\n" + cp + "- {user: u, labels: {cke.cybozu.com/rack: '1'}}\n" + tail, []string{`nodes[1]: label "cke.cybozu.com/rack": reserved`}},
 		{"rule 6: zone label", "name: a\nnodes:\n- {user: u, control_plane: true, labels: {topology.kubernetes.io/zone: z}}\n" + w + tail, []string{`nodes[0]: label "topology.kubernetes.io/zone": reserved`}},
+		{"rule 6: deprecated zone label", "name: a\nnodes:\n" + cp + "- {user: u, labels: {failure-domain.beta.kubernetes.io/zone: rack1}}\n" + tail,
+			[]string{`nodes[1]: label "failure-domain.beta.kubernetes.io/zone": reserved: the deprecated name of topology.kubernetes.io/zone`}},
 		{"rule 6: node-role label", "name: a\nnodes:\n" + cp + "- {user: u, labels: {node-role.kubernetes.io/x: 'true'}}\n" + tail, []string{`label "node-role.kubernetes.io/x": reserved`}},
 		{"rule 6: sabakan label", "name: a\nnodes:\n" + cp + "- {user: u, labels: {sabakan.cke.cybozu.com/x: v}}\n" + tail, []string{`label "sabakan.cke.cybozu.com/x": reserved`}},
 		{"rule 6: serial annotation", "name: a\nnodes:\n" + cp + "- {user: u, annotations: {cke.cybozu.com/serial: v}}\n" + tail, []string{`annotation "cke.cybozu.com/serial": reserved`}},

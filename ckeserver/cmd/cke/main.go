@@ -2,7 +2,7 @@
 // integration: CKE's flags, configuration file, election, REST API and
 // /metrics, written here on CKE's exported packages, and ckegen's
 // integrator (package integrator) where CKE's own would be. ckegen's page
-// is under /ckegen/, with its status and history as JSON.
+// is under /ckegen/, with its status, history and version as JSON.
 package main
 
 import (
@@ -221,6 +221,11 @@ func run(d durations) error {
 	})
 	well.Go(controller.Run)
 
+	// CKE's handler serves CKE's collector and the default registry:
+	// ckegen's series, and which binary this is.
+	if err := prometheus.DefaultRegisterer.Register(version.BuildInfo(version.ModeInsideCKE)); err != nil {
+		return fmt.Errorf("metrics: %w", err)
+	}
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", metrics.GetHandler(metrics.NewCollector(&cke.Storage{Client: etcd})))
 	mux.Handle(pagePrefix, http.StripPrefix(pagePrefix[:len(pagePrefix)-1], ckegenHandler(etcd, lg)))
@@ -246,12 +251,17 @@ func wait() error {
 	return nil
 }
 
-// ckegenHandler serves ckegen's page at /, and its status and history as
-// JSON at /status and /history (under pagePrefix).
+// ckegenHandler serves ckegen's page at /, its status and history as
+// JSON at /status and /history, and at /version ckegen's version and the
+// CKE release it is built for (under pagePrefix; CKE's own /version stays
+// CKE's).
 func ckegenHandler(etcd *clientv3.Client, lg *slog.Logger) http.Handler {
 	st := storage.Storage{Client: etcd}
 	mux := http.NewServeMux()
 	mux.Handle("/", web.NewHandler(liveview.NewReader(st, liveview.Options{NextStep: liveview.StoredNextStep}), web.Options{Log: lg}))
+	mux.HandleFunc("GET /version", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, version.Current(), nil)
+	})
 	mux.HandleFunc("GET /status", func(w http.ResponseWriter, r *http.Request) {
 		st, err := st.GetStatus(r.Context())
 		writeJSON(w, st, err)
