@@ -154,3 +154,30 @@ func StoredNextStep(ctx context.Context, st storage.Storage) (*NextStep, error) 
 	}
 	return &NextStep{Op: first.Op, Changes: changes, Steps: len(p.Steps), ComputedAt: p.ComputedAt}, nil
 }
+
+// Status is the last tick's status as the views show it: the record,
+// and Notes on what the record cannot say of itself at the time it is
+// shown (tick.Silence: that its host stopped calling ckegen).
+type Status struct {
+	storage.Status
+	Notes []string `json:"notes,omitempty"`
+}
+
+// ReadStatus reads the last tick's status and CKE's status key, and
+// notes at now what the status cannot say of itself. A status never
+// recorded is storage.ErrNotFound.
+func ReadStatus(ctx context.Context, st storage.Storage, now time.Time) (Status, error) {
+	s, err := st.GetStatus(ctx)
+	if err != nil {
+		return Status{}, err
+	}
+	own, _, _, err := intake.Load(ctx, st, intake.SettingOwner)
+	if err != nil {
+		return Status{}, err
+	}
+	v := Status{Status: s}
+	if n := tick.Silence(s, own.Own.CKEStatus, now); n != "" {
+		v.Notes = append(v.Notes, n)
+	}
+	return v, nil
+}

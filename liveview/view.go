@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -125,18 +126,13 @@ func (r *Reader) View(ctx context.Context) (*View, error) {
 	s := &View{Time: r.opts.Now()}
 	ectx, cancel := context.WithTimeout(ctx, r.opts.EtcdTimeout)
 	defer cancel()
-	st, err := r.st.GetStatus(ectx)
+	v, err := ReadStatus(ectx, r.st, s.Time)
 	switch {
 	case errors.Is(err, storage.ErrNotFound):
 	case err != nil:
 		return nil, &EtcdError{fmt.Errorf("status: %w", err)}
 	default:
-		s.Status = &st
-		own, _, _, err := intake.Load(ectx, r.st, intake.SettingOwner)
-		if err != nil {
-			return nil, &EtcdError{fmt.Errorf("CKE's status: %w", err)}
-		}
-		s.Silence = tick.Silence(st, own.Own.CKEStatus, s.Time)
+		s.Status, s.Silence = &v.Status, strings.Join(v.Notes, "; ")
 	}
 	h, err := r.st.History(ectx)
 	if err != nil {

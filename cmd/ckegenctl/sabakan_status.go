@@ -18,6 +18,7 @@ import (
 	"github.com/ckegen/ckegen/constraints"
 	"github.com/ckegen/ckegen/generator"
 	"github.com/ckegen/ckegen/intake"
+	"github.com/ckegen/ckegen/liveview"
 	"github.com/ckegen/ckegen/planreport"
 	"github.com/ckegen/ckegen/storage"
 	"github.com/ckegen/ckegen/tick"
@@ -34,22 +35,14 @@ func newSabakanStatusCmd(e *env) *cobra.Command {
 				return err
 			}
 			return e.withStorage(func(ctx context.Context, st storage.Storage) error {
-				s, err := st.GetStatus(ctx)
+				// With what the status cannot say of itself: that its
+				// host stopped calling (tick.Silence), with CKE's phase.
+				v, err := liveview.ReadStatus(ctx, st, time.Now())
 				if err != nil {
 					return absent(err, absentStatus)
 				}
-				// What the status cannot say of itself: that its host
-				// stopped calling (tick.Silence), with CKE's phase.
-				own, _, _, err := intake.Load(ctx, st, intake.SettingOwner)
-				if err != nil {
-					return err
-				}
-				v := statusView{Status: s}
-				if n := tick.Silence(s, own.Own.CKEStatus, time.Now()); n != "" {
-					v.Notes = append(v.Notes, n)
-				}
 				if output == "table" {
-					return statusTable(cmd.OutOrStdout(), s, v.Notes...)
+					return statusTable(cmd.OutOrStdout(), v.Status, v.Notes...)
 				}
 				return printData(cmd.OutOrStdout(), v, output)
 			})
@@ -122,14 +115,6 @@ func modeLine(s storage.Status) string {
 		return "standalone: ckegen writes cluster.yml (sabakan/owner ckegen); no CKE server seen"
 	}
 	return "standalone: ckegen writes cluster.yml; no CKE server seen"
-}
-
-// statusView is the status as ckegenctl sabakan status shows it: the
-// last tick's record, and Notes on what the record cannot say of itself
-// at the time it is shown.
-type statusView struct {
-	storage.Status
-	Notes []string `json:"notes,omitempty"`
 }
 
 // statusTable writes the status s for people, notes first.

@@ -263,7 +263,9 @@ func ckegenHandler(etcd *clientv3.Client, lg *slog.Logger) http.Handler {
 		writeJSON(w, version.Current(), nil)
 	})
 	mux.HandleFunc("GET /status", func(w http.ResponseWriter, r *http.Request) {
-		st, err := st.GetStatus(r.Context())
+		// The status with its notes: that CKE's server stopped calling
+		// ckegen, when it did.
+		st, err := liveview.ReadStatus(r.Context(), st, time.Now())
 		writeJSON(w, st, err)
 	})
 	mux.HandleFunc("GET /history", func(w http.ResponseWriter, r *http.Request) {
