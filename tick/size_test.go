@@ -93,8 +93,8 @@ func bundledTemplate(t testing.TB) *template.Template {
 // cluster of every HEALTHY machine with the bundled template and three
 // sabakan labels per machine. TestClusterSize keeps them true.
 const (
-	sizeBytesPerNodeLow, sizeBytesPerNodeHigh = 720, 740
-	sizeFitLow, sizeFitHigh                   = 2_120, 2_180
+	sizeBytesPerNodeLow, sizeBytesPerNodeHigh = 670, 690
+	sizeFitLow, sizeFitHigh                   = 2_280, 2_340
 )
 
 // TestClusterSize measures, in both models, at how many machines the
@@ -151,12 +151,12 @@ func TestClusterTooLargeMessage(t *testing.T) {
 		model, constraints, want string
 	}{
 		{constraints.CountModel, `{"control-plane-count":3,"minimum-workers":5}`,
-			"the cluster is 5185 bytes of JSON for 8 nodes (648 bytes a node), and its write 5774 bytes, over etcd's request size limit of 4000 bytes: " +
-				"about 5 nodes fit, this cluster has 8; raise etcd's --max-request-bytes and ckegen's --max-cluster-bytes together to at least 5774 bytes, " +
+			"the cluster is 4793 bytes of JSON for 8 nodes (599 bytes a node), and its write 5382 bytes, over etcd's request size limit of 4000 bytes: " +
+				"about 5 nodes fit, this cluster has 8; raise etcd's --max-request-bytes and ckegen's --max-cluster-bytes together to at least 5382 bytes, " +
 				"or ask for fewer workers (ckegenctl constraints set minimum-workers N)"},
 		{constraints.RateModel, `{"control-plane-count":3,"minimum-workers-rate":80}`,
-			"the cluster is 10001 bytes of JSON for 16 nodes (625 bytes a node), and its write 10590 bytes, over etcd's request size limit of 4000 bytes: " +
-				"about 5 nodes fit, this cluster has 16; raise etcd's --max-request-bytes and ckegen's --max-cluster-bytes together to at least 10590 bytes, " +
+			"the cluster is 9217 bytes of JSON for 16 nodes (576 bytes a node), and its write 9806 bytes, over etcd's request size limit of 4000 bytes: " +
+				"about 5 nodes fit, this cluster has 16; raise etcd's --max-request-bytes and ckegen's --max-cluster-bytes together to at least 9806 bytes, " +
 				"or, as the rate model (minimum-workers-rate) makes every HEALTHY machine a worker template accepts a node, query fewer machines (ckegenctl sabakan set-variables)"},
 	} {
 		t.Run(c.model, func(t *testing.T) {

@@ -137,7 +137,9 @@ func TestDoSeesKubernetes(t *testing.T) {
 	if len(cps) != 3 || len(workers) != 5 {
 		t.Fatalf("first cluster: control planes %v, workers %v", cps, workers)
 	}
-	if st := f.status(t); st.Mode != tick.ModeInsideCKE || st.Kubernetes != nil {
+	// Not known, and said so: no Node read, no taint invented.
+	if st := f.status(t); st.Mode != tick.ModeInsideCKE || st.Kubernetes == nil || st.Kubernetes.Read || st.Kubernetes.Source != SourceStatus ||
+		!strings.Contains(st.Kubernetes.Why, "no cluster status") {
 		t.Errorf("without a cluster status: mode %q, kubernetes %+v", st.Mode, st.Kubernetes)
 	}
 	bad, spare := cps[1], workers[3]
@@ -155,7 +157,7 @@ func TestDoSeesKubernetes(t *testing.T) {
 		if now, _ := f.st.Get(ctx, storage.KeyCluster); now.ModRevision != rev.ModRevision {
 			t.Fatalf("a taint not known replaced a control plane")
 		}
-		if st := f.status(t); st.Kubernetes != nil {
+		if st := f.status(t); st.Kubernetes == nil || st.Kubernetes.Read || st.Kubernetes.Nodes != 0 || st.Kubernetes.Why == "" {
 			t.Errorf("an API server not ready counted as read: %+v", st.Kubernetes)
 		}
 	}
