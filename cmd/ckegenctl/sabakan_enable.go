@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 
 	"github.com/spf13/cobra"
 
+	"github.com/ckegen/ckegen/intake"
 	"github.com/ckegen/ckegen/storage"
 )
 
@@ -35,12 +37,8 @@ func newSabakanEnableCmd(e *env, enable bool) *cobra.Command {
 				return err
 			}
 			fmt.Fprintf(cmd.ErrOrStderr(), "%sd: %s\n", use, switchNote(o))
-			if enable && o.OwnedByCKEGen() && !o.CKEDisabled {
-				w, err := whoWrites(ctx, e, st)
-				if err != nil {
-					return err
-				}
-				fmt.Fprintf(cmd.ErrOrStderr(), "warning: %s\n", w)
+			if enable {
+				return warnBothWrite(ctx, e, st, o, cmd.ErrOrStderr())
 			}
 			return nil
 		})
@@ -65,15 +63,23 @@ func newSabakanIsEnabledCmd(e *env) *cobra.Command {
 				return err
 			}
 			fmt.Fprintf(cmd.ErrOrStderr(), "read: %s\n", switchNote(o))
-			if o.OwnedByCKEGen() && !o.CKEDisabled {
-				w, err := whoWrites(ctx, e, st)
-				if err != nil {
-					return err
-				}
-				fmt.Fprintf(cmd.ErrOrStderr(), "warning: %s\n", w)
-			}
-			return nil
+			return warnBothWrite(ctx, e, st, o, cmd.ErrOrStderr())
 		})
 	}
 	return cmd
+}
+
+// warnBothWrite warns, on w, when ckegen owns the integration and CKE's
+// own was enabled again: who writes the cluster then, by the leader's
+// decision.
+func warnBothWrite(ctx context.Context, e *env, st storage.Storage, o intake.Ownership, w io.Writer) error {
+	if !o.OwnedByCKEGen() || o.CKEDisabled {
+		return nil
+	}
+	who, err := whoWrites(ctx, e, st)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "warning: %s\n", who)
+	return nil
 }
