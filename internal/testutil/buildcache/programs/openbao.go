@@ -126,6 +126,9 @@ func unpackSource(archive, cache string) (string, error) {
 		return "", err
 	}
 	defer os.RemoveAll(tmp)
+	if err := os.Chmod(tmp, 0o755); err != nil {
+		return "", err
+	}
 	if err := untar(archive, tmp, openBaoTop); err != nil {
 		return "", fmt.Errorf("unpacking %s: %w", archive, err)
 	}
