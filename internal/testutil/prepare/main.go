@@ -85,7 +85,7 @@ func steps() []step {
 		prepare: programs.Inside,
 		without: "mtest's TestInsideCKE skips; set " + programs.EnvInsideBinary + " to a built binary, or make github.com/cybozu-go/cke " + programs.CKEVersion + " downloadable (../shared/goproxy or the Go module proxy)",
 	}, {
-		what: "OpenBao " + programs.OpenBaoVersion + "'s bao, the tests' Vault", cold: "about 15 minutes",
+		what: "OpenBao " + programs.OpenBaoVersion + "'s bao, the tests' Vault", cold: "about 20 minutes",
 		prepare: programs.OpenBao,
 		without: "mtest's TestInsideCKEVault and vaulttest's tests skip; set " + programs.EnvOpenBao + " to a built bao, or lay OpenBao's source archive beside the repository (../shared/openbao)",
 	}, {

@@ -32,8 +32,9 @@ const (
 	EnvOpenBaoCache = "CKEGEN_OPENBAO_CACHE"
 )
 
-// OpenBaoBuildTimeout bounds OpenBao's build: cold, it takes about 14
-// minutes on 2 cores, three times the other programs.
+// OpenBaoBuildTimeout bounds OpenBao's build: cold, with its modules'
+// download, it takes about 19 minutes on 2 shared cores, several times
+// the other programs.
 const OpenBaoBuildTimeout = 45 * time.Minute
 
 // OpenBaoSource is the archive of OpenBao's source, beside the repository
