@@ -20,7 +20,6 @@ import (
 
 	"github.com/cybozu-go/cke"
 	"github.com/cybozu-go/cke/metrics"
-	ckesabakan "github.com/cybozu-go/cke/sabakan"
 	"github.com/cybozu-go/cke/server"
 	"github.com/prometheus/client_golang/prometheus"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -254,49 +253,4 @@ func kubernetesOf(status *cke.ClusterStatus, now time.Time) tick.View {
 		all[n.Name] = taints
 	}
 	return tick.ViewOf(SourceStatus, now, all)
-}
-
-// repair is CKE v1.35.4's sabakan-triggered auto-repair, with CKE's own
-// functions and the inputs CKE's integrator gives them: the non-healthy
-// machines of sabakan, the repair queue and the node statuses of status,
-// the reboot queue and the constraints. What fails is logged and left for
-// the next tick: an error would end CKE's server.
-func (ig *Integrator) repair(ctx context.Context, status *cke.ClusterStatus) {
-	lg := ig.cfg.Log.With("what", "auto-repair")
-	disabled, err := ig.cke.IsAutoRepairDisabled(ctx)
-	if err != nil {
-		lg.Warn("auto-repair switch not read", "error", err)
-		return
-	}
-	if disabled {
-		return
-	}
-	machines, err := ckesabakan.QueryNonHealthy(ctx, ig.cke)
-	if err != nil {
-		if !errors.Is(err, cke.ErrNotFound) {
-			lg.Warn("sabakan not queried for non-healthy machines", "error", err)
-		}
-		return
-	}
-	reboots, err := ig.cke.GetRebootsEntries(ctx)
-	if err != nil {
-		lg.Warn("reboot queue not read", "error", err)
-		return
-	}
-	constraints, err := ig.cke.GetConstraints(ctx)
-	switch {
-	case errors.Is(err, cke.ErrNotFound):
-		constraints = cke.DefaultConstraints()
-	case err != nil:
-		lg.Warn("constraints not read", "error", err)
-		return
-	}
-	entries := ckesabakan.Repairer(machines, status.RepairQueue.Entries, cke.DedupRebootQueueEntries(reboots), status.NodeStatuses, constraints)
-	for _, e := range entries {
-		if err := ig.cke.RegisterRepairsEntry(ctx, e); err != nil {
-			lg.Warn("repair entry not registered", "address", e.Address, "error", err)
-			return
-		}
-		lg.Info("repair entry registered", "address", e.Address, "operation", e.Operation)
-	}
 }

@@ -6,12 +6,17 @@
 //     kubenodes/, daemon/ and mtest;
 //   - CKE v1.35.4's own cke and ckecli (internal/testutil/cketest), for
 //     mtest's TestBesideCKE;
+//   - CKE v1.35.4's server with ckegen inside (ckeserver/), for mtest's
+//     TestInsideCKE and the scenarios after it;
+//   - OpenBao's bao, a Vault (internal/testutil/vaulttest), for mtest's
+//     TestInsideCKEVault: built from the source archive beside the
+//     repository, ../shared/openbao;
 //   - the container image's static binaries, built as make image builds
 //     them (CGO_ENABLED=0, -trimpath: nothing shared with the other
 //     builds), so that deploy's TestImage builds them from a warm cache.
 //
-// The first two (internal/testutil/buildcache/programs) are kept in the
-// user cache and reused while their inputs do not change; the third warms
+// The first four (internal/testutil/buildcache/programs) are kept in the
+// user cache and reused while their inputs do not change; the last warms
 // Go's build cache. It imports nothing heavy, so that it starts within
 // seconds on a cold build cache. Each has its own time
 // limit. When one cannot be had, it says so and goes on, and the tests
@@ -79,6 +84,10 @@ func steps() []step {
 		what: "CKE " + programs.CKEVersion + "'s server with ckegen inside (cke, ckeserver/)", cold: "several minutes; again whenever ckegen's packages change, seconds warm",
 		prepare: programs.Inside,
 		without: "mtest's TestInsideCKE skips; set " + programs.EnvInsideBinary + " to a built binary, or make github.com/cybozu-go/cke " + programs.CKEVersion + " downloadable (../shared/goproxy or the Go module proxy)",
+	}, {
+		what: "OpenBao " + programs.OpenBaoVersion + "'s bao, the tests' Vault", cold: "about 20 minutes",
+		prepare: programs.OpenBao,
+		without: "mtest's TestInsideCKEVault and vaulttest's tests skip; set " + programs.EnvOpenBao + " to a built bao, or lay OpenBao's source archive beside the repository (../shared/openbao)",
 	}, {
 		what: "the container image's static binaries", cold: "a few minutes",
 		prepare: buildImageBinaries,

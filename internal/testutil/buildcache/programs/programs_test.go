@@ -1,6 +1,8 @@
 package programs
 
 import (
+	"archive/tar"
+	"compress/gzip"
 	"os"
 	"path/filepath"
 	"strings"
@@ -67,6 +69,14 @@ func TestOverrides(t *testing.T) {
 	if d, err := CKE(nil); err != nil || d != dir {
 		t.Errorf("CKE = %q, %v", d, err)
 	}
+	t.Setenv(EnvOpenBao, filepath.Join(dir, "cke"))
+	if p, err := OpenBao(nil); err != nil || p != filepath.Join(dir, "cke") {
+		t.Errorf("OpenBao = %q, %v", p, err)
+	}
+	t.Setenv(EnvOpenBao, filepath.Join(dir, "missing"))
+	if _, err := OpenBao(nil); err == nil || !strings.Contains(err.Error(), EnvOpenBao) {
+		t.Errorf("a missing bao: %v", err)
+	}
 }
 
 // TestCKESpec: CKE's commands are built with CKE from ../shared/goproxy
@@ -82,5 +92,141 @@ func TestCKESpec(t *testing.T) {
 	}
 	if !strings.HasPrefix(filepath.Base(entry), CKEVersion+"-") || filepath.Base(spec.FileProxy) != "goproxy" || len(spec.Outputs) != 2 {
 		t.Errorf("entry %s, file proxy %s, outputs %q", entry, spec.FileProxy, spec.Outputs)
+	}
+}
+
+// writeArchive writes a gzipped tar archive of entries (name: content; a
+// name ending in "/" is a directory, content "->X" a symbolic link to X)
+// with git archive's global header first.
+func writeArchive(t *testing.T, name string, entries [][2]string) {
+	t.Helper()
+	f, err := os.Create(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	zw := gzip.NewWriter(f)
+	tw := tar.NewWriter(zw)
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(tw.WriteHeader(&tar.Header{Typeflag: tar.TypeXGlobalHeader, Name: "pax_global_header", PAXRecords: map[string]string{"comment": "0123"}}))
+	for _, e := range entries {
+		switch {
+		case strings.HasSuffix(e[0], "/"):
+			must(tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: e[0], Mode: 0o775}))
+		case strings.HasPrefix(e[1], "->"):
+			must(tw.WriteHeader(&tar.Header{Typeflag: tar.TypeSymlink, Name: e[0], Linkname: e[1][2:]}))
+		default:
+			must(tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: e[0], Mode: 0o664, Size: int64(len(e[1]))}))
+			_, err := tw.Write([]byte(e[1]))
+			must(err)
+		}
+	}
+	must(tw.Close())
+	must(zw.Close())
+	must(f.Close())
+}
+
+// TestUnpackSource: the archive is unpacked once into a directory named by
+// its hash, directories and regular files only, and the copy holds the
+// archive's hash, which keys the build; another archive is another copy.
+// An entry outside the top directory is refused, and nothing is left.
+func TestUnpackSource(t *testing.T) {
+	dir, cache := t.TempDir(), t.TempDir()
+	archive := filepath.Join(dir, "src.tar.gz")
+	good := [][2]string{{openBaoTop + "/", ""}, {openBaoTop + "/go.mod", "module m\n"}, {openBaoTop + "/sdk/", ""},
+		{openBaoTop + "/sdk/a.go", "package sdk\n"}, {openBaoTop + "/LINK.md", "->go.mod"}}
+	writeArchive(t, archive, good)
+	module, err := unpackSource(archive, cache)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum, _ := fileSum(archive)
+	if want := filepath.Join(cache, "src-"+OpenBaoVersion+"-"+sum[:16], openBaoTop); module != want {
+		t.Errorf("module %s, want %s", module, want)
+	}
+	if data, err := os.ReadFile(filepath.Join(module, "sdk", "a.go")); err != nil || string(data) != "package sdk\n" {
+		t.Errorf("sdk/a.go: %q, %v", data, err)
+	}
+	if _, err := os.Lstat(filepath.Join(module, "LINK.md")); !os.IsNotExist(err) {
+		t.Errorf("a symbolic link was unpacked: %v", err)
+	}
+	if data, _ := os.ReadFile(filepath.Join(module, sourceSum)); strings.TrimSpace(string(data)) != sum {
+		t.Errorf("%s holds %q, want the archive's hash %s", sourceSum, data, sum)
+	}
+	// Unpacked once: a second call uses the copy as it is.
+	marker := filepath.Join(module, "marker")
+	if err := os.WriteFile(marker, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if again, err := unpackSource(archive, cache); err != nil || again != module {
+		t.Errorf("again: %s, %v", again, err)
+	}
+	if _, err := os.Stat(marker); err != nil {
+		t.Errorf("the copy was unpacked again: %v", err)
+	}
+	// Another archive, another copy.
+	writeArchive(t, archive, append(good, [2]string{openBaoTop + "/b.go", "package m\n"}))
+	if other, err := unpackSource(archive, cache); err != nil || other == module {
+		t.Errorf("another archive: %s, %v; want a copy other than %s", other, err, module)
+	}
+
+	for _, bad := range []string{"elsewhere/go.mod", openBaoTop + "/../x", "/etc/x"} {
+		writeArchive(t, archive, append(good, [2]string{bad, "x"}))
+		c := t.TempDir()
+		if _, err := unpackSource(archive, c); err == nil || !strings.Contains(err.Error(), "is not under "+openBaoTop) {
+			t.Errorf("an entry %q: %v", bad, err)
+		}
+		if des, _ := os.ReadDir(c); len(des) != 0 {
+			t.Errorf("an entry %q: left %v in the cache", bad, des)
+		}
+	}
+	if _, err := unpackSource(filepath.Join(dir, "missing.tar.gz"), cache); err == nil || !strings.Contains(err.Error(), EnvOpenBao) {
+		t.Errorf("a missing archive: %v; want the error to name %s", err, EnvOpenBao)
+	}
+}
+
+// TestOpenBaoSpec: OpenBao is built from the archive beside the
+// repository, unpacked into its cache, with ../shared/goproxy first, into
+// an entry named by its version and keyed by the archive's hash.
+func TestOpenBaoSpec(t *testing.T) {
+	archive, err := OpenBaoSource()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if filepath.Base(archive) != "openbao-"+OpenBaoVersion+"-src.tar.gz" || filepath.Base(filepath.Dir(archive)) != "openbao" {
+		t.Errorf("the source is looked for at %s", archive)
+	}
+	t.Setenv(EnvOpenBaoCache, t.TempDir())
+	spec, err := OpenBaoSpec()
+	if _, serr := os.Stat(archive); serr != nil {
+		if err == nil || !strings.Contains(err.Error(), archive) || !strings.Contains(err.Error(), EnvOpenBao) {
+			t.Errorf("without the archive: %v; want the error to name it and %s", err, EnvOpenBao)
+		}
+		return
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	entry, err := spec.Entry()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(filepath.Base(entry), OpenBaoVersion+"-") || filepath.Base(spec.FileProxy) != "goproxy" ||
+		filepath.Base(spec.Module) != openBaoTop || spec.Timeout != OpenBaoBuildTimeout {
+		t.Errorf("entry %s, module %s, file proxy %s, limit %s", entry, spec.Module, spec.FileProxy, spec.Timeout)
+	}
+	if _, err := os.Stat(filepath.Join(spec.Module, "go.mod")); err != nil {
+		t.Error(err)
+	}
+	// Keyed by the archive: a copy of another archive is another entry.
+	if err := os.WriteFile(filepath.Join(spec.Module, sourceSum), []byte("0\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if other, err := spec.Entry(); err != nil || other == entry {
+		t.Errorf("the entry does not change with the archive's hash: %s, %v", other, err)
 	}
 }
