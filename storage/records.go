@@ -68,6 +68,10 @@ type Status struct {
 	Interval Duration `json:"interval,omitempty"`
 	// Inventory counts what the last tick that queried sabakan saw.
 	Inventory *InventoryFigures `json:"inventory,omitempty"`
+	// Domains are the cluster's control planes by failure domain, as the
+	// last tick that queried sabakan left the cluster
+	// (docs/failure-domains.md); nil before.
+	Domains *FailureDomains `json:"domains,omitempty"`
 	ChangeStatus
 }
 
@@ -155,6 +159,33 @@ type KubernetesStatus struct {
 	// carried a taint a control plane does not tolerate (docs/design.md 6.4).
 	Nodes       int `json:"nodes"`
 	Intolerable int `json:"intolerable"`
+}
+
+// FailureDomains are where a cluster's control planes are by failure
+// domain, and the domains whose loss breaks etcd's quorum.
+type FailureDomains struct {
+	// FailureDomain is what a domain is: "rack", or a label's name.
+	FailureDomain string `json:"failureDomain"`
+	// ControlPlanes is the cluster's number of control planes, Quorum
+	// the number of etcd members that keep its quorum.
+	ControlPlanes int `json:"controlPlanes"`
+	Quorum        int `json:"quorum"`
+	// Domains are the domains that hold a control plane, in the
+	// failure domain's order.
+	Domains []DomainControlPlanes `json:"domains"`
+	// AtRisk names the domains whose loss breaks etcd's quorum, and
+	// Warnings says it of each, in the same order.
+	AtRisk   []string `json:"atRisk"`
+	Warnings []string `json:"warnings,omitempty"`
+}
+
+// DomainControlPlanes are the control planes one failure domain holds.
+type DomainControlPlanes struct {
+	Domain string `json:"domain"`
+	// ControlPlanes are their addresses, in the cluster's order.
+	ControlPlanes []string `json:"controlPlanes"`
+	// QuorumLost: losing the domain breaks etcd's quorum.
+	QuorumLost bool `json:"quorumLost"`
 }
 
 // MaxWarnings is how many warnings a status keeps.

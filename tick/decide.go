@@ -7,6 +7,7 @@ import (
 
 	"github.com/ckegen/ckegen/ckevalidate"
 	"github.com/ckegen/ckegen/constraints"
+	"github.com/ckegen/ckegen/failuredomain"
 	"github.com/ckegen/ckegen/generator"
 	"github.com/ckegen/ckegen/intake"
 	"github.com/ckegen/ckegen/kubenodes"
@@ -103,6 +104,9 @@ type Decision struct {
 	// policy), in the cluster as the tick leaves it.
 	Placed     bool
 	Placements []storage.PlacementStatus
+	// Domains are the control planes of the cluster as the tick leaves
+	// it by failure domain (nil: the inventory was not read).
+	Domains *failuredomain.Census
 	// Constraints are the valid constraints in force (nil: not read),
 	// from ConstraintsSource.
 	Constraints       *constraints.Constraints
@@ -150,6 +154,7 @@ func Decide(g *Gathered, mem Memory, o Options) *Decision {
 		return d
 	}
 	in := g.Input(o.RetireWait)
+	defer d.countDomains(in) // on every path from here: the cluster as the decision leaves it
 
 	q := evaluateQuiet(g.Machines, s.QuietTime, mem.Inventory, g.Now)
 	d.Quiet, d.QuietRemaining, d.Inventory = &q.status, q.remaining, q.inventory

@@ -125,6 +125,10 @@ var (
 		"The number of Kubernetes Nodes carrying a taint a control plane does not tolerate, at the last tick that read them.", nil, nil)
 	descPlacement = prometheus.NewDesc("ckegen_placement_nodes",
 		`The number of nodes of each placement of the placement policy by group ("": in no group, or the placement has no groups).`, []string{"template", "group"}, nil)
+	descDomainsAtRisk = prometheus.NewDesc("ckegen_failure_domains_at_risk",
+		"The number of failure domains (racks, or the policy's failureDomain label) whose loss breaks etcd's quorum in the cluster as the last tick left it.", nil, nil)
+	descDomainControlPlanes = prometheus.NewDesc("ckegen_failure_domain_control_planes",
+		"The number of control planes of each failure domain that holds one, in the cluster as the last tick left it.", []string{"domain"}, nil)
 	descModel = prometheus.NewDesc("ckegen_constraints_model",
 		`1 for the constraints model in force, 0 for the other: "count" (minimum-workers, maximum-workers) or "rate" (minimum-workers-rate, CKE v1.35).`, []string{"model"}, nil)
 	descRate = prometheus.NewDesc("ckegen_worker_rate_percent",
@@ -156,7 +160,7 @@ func (l *lastTick) Describe(ch chan<- *prometheus.Desc) {
 			ch <- d
 		}
 	}
-	for _, d := range []*prometheus.Desc{descMachines, descIntolerable, descPlacement, descModel, descRate, descMinimumRate,
+	for _, d := range []*prometheus.Desc{descMachines, descIntolerable, descPlacement, descDomainsAtRisk, descDomainControlPlanes, descModel, descRate, descMinimumRate,
 		descWarnings, descPending, descQuiet, descHeld, descWaiting, descFailing, descTickTime, descRunTime, descInterval} {
 		ch <- d
 	}
@@ -216,6 +220,12 @@ func (l *lastTick) Collect(ch chan<- prometheus.Metric) {
 	for _, p := range st.Placements {
 		for _, g := range p.Groups {
 			gauge(descPlacement, float64(g.Nodes), p.Placement, g.Group)
+		}
+	}
+	if fd := st.Domains; fd != nil {
+		gauge(descDomainsAtRisk, float64(len(fd.AtRisk)))
+		for _, dom := range fd.Domains {
+			gauge(descDomainControlPlanes, float64(len(dom.ControlPlanes)), dom.Domain)
 		}
 	}
 	if st.Model != "" {

@@ -60,6 +60,7 @@ func status(d *Decision, o Outcome, last storage.Status, leader string, interval
 	default:
 		st.Placements = last.Placements
 	}
+	st.Domains = domainsStatus(d, o, last.Domains)
 	modelStatus(&st, last, d, written)
 	inventoryStatus(&st, last, d, written)
 	changeStatus(&st, last, d, o)
