@@ -130,7 +130,8 @@ func statusTable(w io.Writer, s storage.Status, notes ...string) error {
 	if s.Message != "" {
 		fmt.Fprintf(tw, "MESSAGE\t%s\n", s.Message)
 	}
-	warningRows(tw, s.Warnings)
+	domainRows(tw, s.Domains)
+	warningRows(tw, notInDomainRows(s.Warnings, s.Domains))
 	fmt.Fprintf(tw, "SINCE\t%s\n", ts(s.Since))
 	fmt.Fprintf(tw, "LAST TICK\t%s\n", ts(s.Time))
 	fmt.Fprintf(tw, "FAILURES\t%d\n", s.ConsecutiveFailures)
