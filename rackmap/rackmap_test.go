@@ -350,7 +350,7 @@ func TestMapChangeMarkers(t *testing.T) {
 		generator.ActionRebalanceAddCP: '+', generator.ActionRebalanceDemoteCP: 'v', generator.ActionRebalanceRemoveCP: 'x',
 		generator.ActionSpreadAddCP: '+', generator.ActionSpreadDemoteCP: 'v', generator.ActionSpreadRemoveCP: 'x',
 		generator.ActionRerender: '*',
-		"something-new": '?',
+		"something-new":          '?',
 	}
 	for _, action := range generator.Actions() {
 		if _, ok := want[action]; !ok {
