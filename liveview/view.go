@@ -210,6 +210,18 @@ func (r *Reader) Input(ctx context.Context) (rackmap.Input, []string, error) {
 		in.Constraints = &s.Constraints
 	}
 
+	// The failure domain is the placement policy's, as for the tick
+	// (sabakan's rack without a policy).
+	switch ref := refused[intake.SettingPolicy]; {
+	case ref != nil:
+		notes = append(notes, fmt.Sprintf("the stored placement policy is invalid (%v): the failure domains at risk are not marked", ref.Err))
+	case s.Template == nil && snap.Get(storage.KeySabakanPolicy).Exists():
+		notes = append(notes, "the placement policy is read with the template: the failure domains at risk are not marked")
+	default:
+		key := s.Policy.FailureDomain()
+		in.FailureDomain = &key
+	}
+
 	for _, setting := range []intake.Setting{intake.SettingURL, intake.SettingVariables} {
 		if ref := refused[setting]; ref != nil {
 			return in, notes, intake.Explained(ref, false)

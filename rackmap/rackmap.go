@@ -17,6 +17,7 @@ import (
 
 	"github.com/ckegen/ckegen/cluster"
 	"github.com/ckegen/ckegen/constraints"
+	"github.com/ckegen/ckegen/failuredomain"
 	"github.com/ckegen/ckegen/generator"
 	"github.com/ckegen/ckegen/labels"
 	"github.com/ckegen/ckegen/machine"
@@ -76,6 +77,10 @@ type Input struct {
 	// known (offline without a constraints file, or stored ones that do
 	// not parse): the map then does not say the model of the workers.
 	Constraints *constraints.Constraints
+	// FailureDomain is what a failure domain is (the policy's, sabakan's
+	// rack without one); nil when it is not known: the map then does not
+	// mark the domains whose loss breaks etcd's quorum.
+	FailureDomain *failuredomain.Key
 }
 
 // Cell is one machine.
@@ -99,6 +104,10 @@ type Rack struct {
 	Number int    `json:"rack"`
 	Counts Counts `json:"counts"`
 	Cells  []Cell `json:"cells"`
+	// QuorumAtRisk names the failure domains whose loss breaks etcd's
+	// quorum and of which the rack holds a control plane (by rack, the
+	// rack itself).
+	QuorumAtRisk []string `json:"quorumAtRisk,omitempty"`
 }
 
 // Counts are the machines of a rack or of the whole map by kind. Control
@@ -176,6 +185,24 @@ type Map struct {
 	// those the daemon's query returns after sanitizing, as rule 7 counts
 	// them. nil in the count model and without a cluster.
 	Rate *generator.WorkerRate `json:"rate,omitempty"`
+	// FailureDomain is what a failure domain is ("rack", or a label's
+	// name), and QuorumAtRisk the domains whose loss breaks etcd's
+	// quorum in the current cluster, in the domain's order; both left out
+	// when the failure domain is not known (Input.FailureDomain).
+	FailureDomain string         `json:"failureDomain,omitempty"`
+	QuorumAtRisk  []DomainAtRisk `json:"quorumAtRisk,omitempty"`
+}
+
+// DomainAtRisk is a failure domain whose loss breaks etcd's quorum.
+type DomainAtRisk struct {
+	Domain string `json:"domain"`
+	// ControlPlanes are the addresses of its control planes, and Racks
+	// the racks that hold them (those of machines in the inventory).
+	ControlPlanes []string `json:"controlPlanes"`
+	Racks         []int    `json:"racks"`
+	// Words say it: "rack 4 holds 2 of 3 control planes: losing it
+	// breaks etcd's quorum".
+	Words string `json:"words"`
 }
 
 // HighlightedChange is one change of the next step.
@@ -236,7 +263,44 @@ func Build(in Input) *Map {
 	}
 	m.setModel(in, len(kept))
 	m.addRacks(cells, racks)
+	if in.FailureDomain != nil {
+		m.markDomains(failuredomain.ControlPlanes(*in.FailureDomain, kept, in.Current))
+	}
 	return m
+}
+
+// markDomains marks the domains of cen whose loss breaks etcd's quorum:
+// on the map, and on each rack that holds one of their control planes.
+func (m *Map) markDomains(cen failuredomain.Census) {
+	m.FailureDomain = cen.Key.Name()
+	risk := cen.AtRisk()
+	if len(risk) == 0 {
+		return
+	}
+	rackOf := map[string]int{} // the control planes' racks, by address
+	for i := range m.Racks {
+		for _, c := range m.Racks[i].Cells {
+			if c.Kind == KindControlPlane {
+				rackOf[c.Address] = i
+			}
+		}
+	}
+	for _, d := range risk {
+		a := DomainAtRisk{Domain: d.Name, ControlPlanes: d.Addresses, Racks: []int{}, Words: cen.Words(d)}
+		for _, addr := range d.Addresses {
+			i, ok := rackOf[addr]
+			if !ok {
+				continue
+			}
+			r := &m.Racks[i]
+			if !slices.Contains(r.QuorumAtRisk, d.Name) {
+				r.QuorumAtRisk = append(r.QuorumAtRisk, d.Name)
+				a.Racks = append(a.Racks, r.Number)
+			}
+		}
+		slices.Sort(a.Racks)
+		m.QuorumAtRisk = append(m.QuorumAtRisk, a)
+	}
 }
 
 // selects reports whether the daemon's query returns the machine serial.

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/ckegen/ckegen/failuredomain"
 	"github.com/ckegen/ckegen/machine"
 )
 
@@ -151,6 +152,29 @@ func (t *textWriter) value(s string) {
 	t.line.WriteByte(' ')
 }
 
+// rackHeader writes a rack's number, marked ! (and red, in colour) when
+// the rack holds control planes of a failure domain whose loss breaks
+// etcd's quorum.
+func (t *textWriter) rackHeader(r *Rack) {
+	if len(r.QuorumAtRisk) == 0 {
+		t.value(strconv.Itoa(r.Number))
+		return
+	}
+	s := strconv.Itoa(r.Number)
+	t.line.WriteString(strings.Repeat(" ", 1+max(0, t.field-len(s))))
+	if t.color {
+		s = "\x1b[" + riskColor + "m" + s + ansiReset
+	}
+	t.line.WriteString(s)
+	t.line.WriteByte(riskMarker)
+}
+
+// riskMarker marks a rack at risk; riskColor colours its number.
+const (
+	riskMarker = '!'
+	riskColor  = "1;31"
+)
+
 func (t *textWriter) cell(c *Cell) {
 	t.line.WriteString(strings.Repeat(" ", t.field))
 	text := string([]byte{c.Kind.Symbol(), c.Marker()})
@@ -183,8 +207,8 @@ func (t *textWriter) cell(c *Cell) {
 // machine when a rack has two machines of one index), the counts.
 func (t *textWriter) band(b Band, rows []countRow) {
 	t.label("rack")
-	for _, r := range b.Racks {
-		t.value(strconv.Itoa(r.Number))
+	for k := range b.Racks {
+		t.rackHeader(&b.Racks[k])
 	}
 	t.endLine()
 
@@ -268,6 +292,9 @@ func (m *Map) writeSummary(t *textWriter, width int) {
 		t.wrapped("", strings.SplitAfter(line, ", "), "", width, "  ")
 	}
 
+	for _, d := range m.QuorumAtRisk {
+		t.wrapped("quorum at risk"+m.riskMark(d)+": ", strings.SplitAfter(d.Words, " "), "", width, "  ")
+	}
 	if len(m.Orphans) > 0 {
 		items = nil
 		for i, o := range m.Orphans {
@@ -307,6 +334,27 @@ func (m *Map) writeSummary(t *textWriter, width int) {
 		t.line.WriteString(plural(len(m.Warnings), "warning", "warnings") + " about the inventory: machines or labels the daemon ignores")
 		t.endLine()
 	}
+}
+
+// riskMark says where a domain at risk is marked: " (!)" when it is the
+// rack marked, " (! over racks 4, 11)" when its control planes are in
+// those racks, "" when none of them is a machine of the map.
+func (m *Map) riskMark(d DomainAtRisk) string {
+	switch {
+	case len(d.Racks) == 0:
+		return ""
+	case m.FailureDomain == failuredomain.Rack().Name():
+		return " (" + string(riskMarker) + ")"
+	}
+	racks := make([]string, len(d.Racks))
+	for i, r := range d.Racks {
+		racks[i] = strconv.Itoa(r)
+	}
+	noun := " over rack "
+	if len(racks) > 1 {
+		noun = " over racks "
+	}
+	return " (" + string(riskMarker) + noun + strings.Join(racks, ", ") + ")"
 }
 
 // SummaryItems are the words of the one-line summary of the totals.

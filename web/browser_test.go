@@ -133,6 +133,7 @@ func TestMapPageInBrowser(t *testing.T) {
 	historyRows := eval[int](t, bctx, `document.querySelectorAll("#history + table tbody tr").length`)
 	historyFirst := eval[string](t, bctx, `document.querySelector("#history + table tbody tr td:nth-child(2)").innerText + "\t"`)
 	model := eval[string](t, bctx, `document.querySelector("#model")?.dataset.model ?? "(no #model)"`)
+	risks := eval[int](t, bctx, `document.querySelectorAll("#domains > rect, #racks > text.risk, #quorum-at-risk").length`)
 	allTitles := eval[[]string](t, bctx, `Array.from(document.querySelectorAll("#machines > rect > title")).map(e => e.textContent)`)
 	rowLabels := eval[[]string](t, bctx, `Array.from(document.querySelectorAll("#rows > text")).map(e => e.firstChild.textContent)`)
 	// The map's width against the page's, its height against the window's.
@@ -181,6 +182,9 @@ func TestMapPageInBrowser(t *testing.T) {
 	}
 	if model != "count" {
 		t.Errorf("model of the workers: %q, want count (minimum-workers stored)", model)
+	}
+	if risks != 0 {
+		t.Errorf("%d marks of a failure domain at risk, with the control planes in three racks", risks)
 	}
 	if !strings.Contains(statusText, "ok") || !strings.Contains(statusText, "browser-test") {
 		t.Errorf("status section: %q", statusText)
@@ -462,5 +466,79 @@ func TestTypoWarningInBrowser(t *testing.T) {
 	}
 	if top, bottom, heading, win := box[0], box[1], box[2], box[3]; top < heading || bottom > win {
 		t.Errorf("the warnings box spans %.0f-%.0f px, the Status heading ends at %.0f, the window is %.0f high: want it under the heading, visible without scrolling", top, bottom, heading, win)
+	}
+}
+
+// TestQuorumAtRiskInBrowser: a daemon whose placement policy holds the
+// control planes to racks 1 and 2 puts two of three in one of them; the
+// page, loaded in headless chromium, outlines that rack's column in red
+// (one outline, its title in the status's words), marks its number,
+// says it under the map and in the status table's quorum row; the other
+// rack with a control plane is not marked.
+func TestQuorumAtRiskInBrowser(t *testing.T) {
+	chrome := chromium(t)
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	site := sitetest.Start(t, sitetest.Options{
+		Now:        now,
+		DataCenter: func(o *dcgen.Options) { o.Racks, o.PerRack, o.UnhealthyPct = 6, 8, 0 },
+		Template:   exampleTemplate(t, nil), StoreURL: true, Constraints: sitetest.Counts(3, 10),
+	})
+	st := site.Storage
+	_, err := st.Client.Put(ctx, st.Key(storage.KeySabakanPolicy),
+		`{"placements": {"control-plane": {"constraints": ["topology.kubernetes.io/zone in (rack1, rack2)"]}}}`)
+	must(t, err)
+	stop := runDaemon(t, ctx, site, "quorum-test", now)
+	var s storage.Status
+	for {
+		s, err = st.GetStatus(ctx)
+		if err == nil && s.Domains != nil && len(s.Domains.AtRisk) == 1 {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("no tick saw a rack at risk: last status %+v, %v", s, err)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	must(t, stop())
+	full, words := s.Domains.AtRisk[0], s.Domains.Warnings[0]
+	if want := "rack " + full + " holds 2 of 3 control planes: losing it breaks etcd's quorum"; words != want {
+		t.Fatalf("status words %q, want %q", words, want)
+	}
+
+	page := httptest.NewServer(NewHandler(liveview.NewReader(st, liveview.Options{Now: func() time.Time { return now }}), Options{Log: slog.New(slog.NewTextHandler(io.Discard, nil))}))
+	t.Cleanup(page.Close)
+	bctx := browser(t, ctx, chrome)
+	if err := chromedp.Do(bctx, chromedp.Navigate(page.URL+"/"), chromedp.WaitVisible(chromedp.CSS("#rackmap"))); err != nil {
+		t.Fatalf("chromium: loading the page: %v", err)
+	}
+	outlines := eval[[]string](t, bctx, `Array.from(document.querySelectorAll("#domains > rect.risk")).map(e => e.dataset.rack + "\t" + e.querySelector("title").textContent)`)
+	// The outline is drawn, in the page's red, around the column.
+	drawn := eval[[]any](t, bctx, `(() => { const e = document.querySelector("#domains > rect.risk"); if (!e) return [0, 0, ""];
+		const r = e.getBoundingClientRect(); return [r.width, r.height, getComputedStyle(e).stroke] })()`)
+	marked := eval[[]string](t, bctx, `Array.from(document.querySelectorAll("#racks > text.risk")).map(e => e.firstChild.textContent + "\t" + e.querySelector("title").textContent)`)
+	line := eval[string](t, bctx, `document.querySelector("#quorum-at-risk")?.innerText ?? "(no #quorum-at-risk)"`)
+	row := eval[string](t, bctx, `document.querySelector("#status-quorum")?.innerText ?? "(no #status-quorum)"`)
+	box := eval[string](t, bctx, `document.querySelector("#tick-warnings")?.innerText ?? ""`)
+
+	if !slices.Equal(outlines, []string{full + "\t" + words}) {
+		t.Errorf("outlines %q, want rack %s's with %q", outlines, full, words)
+	}
+	if w, h, stroke := drawn[0].(float64), drawn[1].(float64), drawn[2]; w < 10 || h < 50 || stroke != "rgb(220, 38, 38)" {
+		t.Errorf("the outline is %.0fx%.0f px, stroke %v: want a visible red column", w, h, stroke)
+	}
+	if len(marked) != 1 || !strings.HasPrefix(marked[0], full+"\track "+full+": ") || !strings.HasSuffix(marked[0], "; "+words) {
+		t.Errorf("rack numbers marked %q, want rack %s's", marked, full)
+	}
+	if want := "Quorum at risk: " + words + " (rack " + full + " outlined in red)."; line != want {
+		t.Errorf("under the map: %q, want %q", line, want)
+	}
+	if !strings.HasPrefix(row, "quorum\t2 of 3 control planes; by rack: ") || !strings.Contains(row, full+" 2 at risk") {
+		t.Errorf("status row %q", row)
+	}
+	if strings.Count(box, words) != 1 {
+		t.Errorf("warnings box %q: want the words once", box)
 	}
 }

@@ -192,6 +192,9 @@ type svg struct {
 	CellWidth int
 	Cells     []svgCell
 	Labels    []svgLabel
+	// Risks outline the rack columns that hold control planes of a
+	// failure domain whose loss breaks etcd's quorum.
+	Risks []svgRisk
 	// Rows label each band's rows with the index in rack.
 	Rows []svgLabel
 }
@@ -206,6 +209,14 @@ type svgLabel struct {
 	X, Y  int
 	Text  string
 	Title string
+	Class string
+}
+
+// svgRisk is the outline of a rack at risk, with what it risks.
+type svgRisk struct {
+	X, Y, Width, Height int
+	Rack                int
+	Title               string
 }
 
 type rackRow struct {
@@ -303,6 +314,10 @@ func drawSVG(m *rackmap.Map) svg {
 	}
 	pitchX := min(maxPitchX, max(minPitchX, drawWidth/widest))
 	out.CellWidth = pitchX - cellGap
+	words := make(map[string]string, len(m.QuorumAtRisk))
+	for _, d := range m.QuorumAtRisk {
+		words[d.Domain] = d.Words
+	}
 	y := 0
 	for _, b := range bands {
 		out.Rows = append(out.Rows, svgLabel{X: rowLabels - 4, Y: y + bandHeader - 4, Text: "rack", Title: "rack number; below, the index in rack of each row"})
@@ -313,7 +328,13 @@ func drawSVG(m *rackmap.Map) svg {
 		for k, r := range b.Racks {
 			x := marginX + rowLabels + k*pitchX
 			out.Width = max(out.Width, x+pitchX)
-			out.Labels = append(out.Labels, svgLabel{X: x + out.CellWidth/2, Y: y + bandHeader - 4, Text: strconv.Itoa(r.Number), Title: rackTitle(&r)})
+			label := svgLabel{X: x + out.CellWidth/2, Y: y + bandHeader - 4, Text: strconv.Itoa(r.Number), Title: rackTitle(&r)}
+			if len(r.QuorumAtRisk) > 0 {
+				risk := svgRisk{X: x - cellGap/2, Y: y, Width: pitchX, Height: bandHeader + len(b.Rows)*pitchY, Rack: r.Number, Title: riskTitle(&r, words)}
+				out.Risks = append(out.Risks, risk)
+				label.Class, label.Title = "risk", label.Title+"; "+risk.Title
+			}
+			out.Labels = append(out.Labels, label)
 			for j := range r.Cells {
 				c := &r.Cells[j]
 				out.Cells = append(out.Cells, svgCell{
@@ -408,6 +429,16 @@ func rackTitle(r *rackmap.Rack) string {
 		s += " (" + strings.Join(roles, ", ") + ")"
 	}
 	return s + fmt.Sprintf(", %d unused, %d not usable", c.Unused, c.Unusable)
+}
+
+// riskTitle says what a rack at risk risks: the words of each failure
+// domain at risk whose control planes it holds.
+func riskTitle(r *rackmap.Rack, words map[string]string) string {
+	ws := make([]string, 0, len(r.QuorumAtRisk))
+	for _, d := range r.QuorumAtRisk {
+		ws = append(ws, words[d])
+	}
+	return strings.Join(ws, "; ")
 }
 
 // plural is "1 worker", "2 workers".
