@@ -5,6 +5,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/ckegen/ckegen/assume"
 	"github.com/ckegen/ckegen/generator"
 	"github.com/ckegen/ckegen/intake"
 	"github.com/ckegen/ckegen/planreport"
@@ -28,6 +29,11 @@ type Preview struct {
 	// SettingsOnly: decide from the settings alone, without asking
 	// sabakan, and gated: who writes the cluster now, and why not.
 	SettingsOnly bool
+	// Assume rehearses a change of the inventory before it happens
+	// (ckegenctl sabakan plan --assume, docs/failure-domains.md): the
+	// decision is made on sabakan's machines as if each assumption held.
+	// It edits what the view gathered, never what a tick gathers.
+	Assume []assume.Assumption
 }
 
 // Decide gathers, reading only, what the leader's next tick reads (the
@@ -44,6 +50,14 @@ type Preview struct {
 // or refused (said as ckegenctl says it, with the what-if flag that can
 // stand in for it); an etcd failure is an *EtcdError.
 func (r *Reader) Decide(ctx context.Context, p Preview) (*tick.Decision, error) {
+	d, _, err := r.Rehearse(ctx, p)
+	return d, err
+}
+
+// Rehearse is Decide, with what each of p.Assume matched: how many
+// machines of sabakan's answer. An assumption that matches no machine is
+// an error that names it (assume.Apply).
+func (r *Reader) Rehearse(ctx context.Context, p Preview) (*tick.Decision, []assume.Match, error) {
 	mctx, cancel := context.WithTimeout(ctx, r.opts.EtcdTimeout)
 	mem, err := tick.ReadMemory(mctx, r.st)
 	cancel()
@@ -53,7 +67,7 @@ func (r *Reader) Decide(ctx context.Context, p Preview) (*tick.Decision, error) 
 		// gives no memory, as it gives the leader none.
 		mem = tick.Memory{}
 	case err != nil:
-		return nil, &EtcdError{err}
+		return nil, nil, &EtcdError{err}
 	}
 	max := p.MaxSteps
 	if max == 0 {
@@ -77,24 +91,39 @@ func (r *Reader) Decide(ctx context.Context, p Preview) (*tick.Decision, error) 
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	g := r.gatherer().Gather(ctx, tick.Ask{WhatIf: p.WhatIf, Kubernetes: kube, SettingsOnly: p.SettingsOnly, Options: o})
+	var matches []assume.Match
+	if len(p.Assume) > 0 && g.Machines != nil {
+		// The machines keep their places: the policy's metric values
+		// are found by place.
+		if g.Machines, matches, err = assume.Apply(g.Machines, p.Assume); err != nil {
+			return nil, nil, &AssumeError{err}
+		}
+	}
 	d := tick.Decide(g, mem, o)
 	switch {
 	case g.Settings == nil:
-		return nil, &EtcdError{g.Failure}
+		return nil, nil, &EtcdError{g.Failure}
 	case p.SettingsOnly:
-		return d, nil
+		return d, matches, nil
 	case d.Plan != nil:
-		return d, nil
+		return d, matches, nil
 	case g.Failure != nil:
-		return nil, g.Failure.Err
+		return nil, nil, g.Failure.Err
 	}
 	for _, row := range intake.Table {
 		if ref := g.Refusals[row.Setting]; ref != nil && row.Kind == intake.Input {
-			return nil, intake.Explained(ref, true)
+			return nil, nil, intake.Explained(ref, true)
 		}
 	}
-	return nil, errors.New(d.Message)
+	return nil, nil, errors.New(d.Message)
 }
+
+// AssumeError is an assumption of Preview.Assume that matches no machine
+// of sabakan's answer.
+type AssumeError struct{ Err error }
+
+func (e *AssumeError) Error() string { return e.Err.Error() }
+func (e *AssumeError) Unwrap() error { return e.Err }
 
 // gatherer is the reader's gatherer, made once; r.mu must be held.
 func (r *Reader) gatherer() *tick.Gatherer {

@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/ckegen/ckegen/assume"
 	"github.com/ckegen/ckegen/constraints"
 	"github.com/ckegen/ckegen/generator"
 	"github.com/ckegen/ckegen/intake"
@@ -36,6 +38,8 @@ type planOptions struct {
 	sabakan                          sabakan.Options
 	kubeconfig                       string
 	kubeTimeout                      time.Duration
+	// assume are the --assume rehearsals (docs/failure-domains.md).
+	assume []string
 }
 
 func newSabakanPlanCmd(e *env) *cobra.Command {
@@ -60,6 +64,16 @@ taints. What keeps the leader from following the plan now (a switch, the owner,
 CKE's pace, the quiet time, the trigger, the circuit breaker) is noted on
 standard error.
 
+--assume WHICH:STATE (repeatable) plans as if sabakan said the machines WHICH
+names had that state: a serial, an IPv4 address, rack=N or LABEL=VALUE (a
+sabakan label), and a state in either case (rack=4:retiring); STATE@DURATION
+says how long they have had it (see sabakan generate --help). Only this plan
+sees it: nothing is written to sabakan. The text says what was assumed, one
+line per --assume with the machines it matched, after the Kubernetes view
+line; with -o json or yaml the plan document is the same as without, and
+those lines go to standard error. A WHICH that matches no machine is refused
+and nothing is printed on stdout.
+
 --template, --constraints, --variables and --policy replace the stored
 settings: what would happen if they were set. With a placement policy (stored
 or --policy), its metrics are fetched once, as the daemon's tick does. --stored prints instead the plan the daemon
@@ -80,6 +94,7 @@ not be (bad input, etcd or sabakan unreachable).`,
 	f.StringVar(&o.policy, "policy", "", "what if this placement policy (YAML or JSON) were set")
 	f.BoolVar(&o.stored, "stored", false, "print the plan the daemon stored in sabakan/plan instead")
 	f.StringVarP(&o.output, "output", "o", "text", "output format: text, json or yaml")
+	f.StringArrayVar(&o.assume, "assume", nil, "WHICH:STATE[@DURATION]: plan as if the machines WHICH names (a serial, an IPv4 address, rack=N or LABEL=VALUE) had that sabakan state; repeatable")
 	o.addFlags(f)
 	return cmd
 }
@@ -88,6 +103,12 @@ not be (bad input, etcd or sabakan unreachable).`,
 func (o *planOptions) addFlags(f *pflag.FlagSet) {
 	f.IntVar(&o.maxSteps, "max-steps", generator.DefaultMaxSteps, "stop the plan after this many steps")
 	f.DurationVar(&o.retireWait, "retire-wait", 0, "how long a worker stays RETIRED before it is removed (default: the leader's --retire-wait, else "+generator.DefaultRetireWait.String()+")")
+	o.addLiveFlags(f)
+}
+
+// addLiveFlags adds the flags of reading the live state besides etcd's:
+// the Kubernetes view and sabakan's client.
+func (o *planOptions) addLiveFlags(f *pflag.FlagSet) {
 	f.StringVar(&o.kubeconfig, "kubeconfig", "", "read the Kubernetes Nodes' taints with this kubeconfig, as the daemon does (default: the view the leader last decided with)")
 	f.DurationVar(&o.kubeTimeout, "kubernetes-timeout", kubenodes.DefaultTimeout, "timeout of listing the Kubernetes Nodes")
 	f.DurationVar(&o.sabakan.Timeout, "sabakan-timeout", sabakan.DefaultTimeout, "timeout of each sabakan request")
@@ -101,7 +122,8 @@ func (o *planOptions) run(e *env, stdout, stderr io.Writer) error {
 		return err
 	}
 	if o.stored {
-		for _, f := range []struct{ name, value string }{{"--template", o.template}, {"--constraints", o.constraints}, {"--variables", o.variables}, {"--policy", o.policy}} {
+		for _, f := range []struct{ name, value string }{{"--template", o.template}, {"--constraints", o.constraints}, {"--variables", o.variables}, {"--policy", o.policy},
+			{"--assume", strings.Join(o.assume, " ")}} {
 			if f.value != "" {
 				return fmt.Errorf("%s: --stored prints the daemon's plan, computed from the stored settings; leave out --stored to see a plan with %s", f.name, f.name)
 			}
@@ -162,7 +184,7 @@ func (o *planOptions) run(e *env, stdout, stderr io.Writer) error {
 // leader would decide it (liveview.Reader.Decide), and prints it;
 // warnings and notes go to stderr.
 func (o *planOptions) plan(e *env, w intake.WhatIf, stdout, stderr io.Writer) error {
-	d, err := o.decide(e, w)
+	d, assumed, err := o.decide(e, w)
 	if err != nil {
 		return err
 	}
@@ -172,39 +194,60 @@ func (o *planOptions) plan(e *env, w intake.WhatIf, stdout, stderr io.Writer) er
 	for _, n := range liveview.Notes(d) {
 		fmt.Fprintf(stderr, "note: %s\n", n)
 	}
-	return planreport.Write(stdout, liveview.Document(d), o.output)
+	doc := liveview.Document(d)
+	// What was assumed follows the view's line in the text; a JSON or
+	// YAML document stays the plan's own, and stderr says it (as
+	// sabakan generate --plan does).
+	if o.output == "text" && len(assumed) > 0 {
+		var b strings.Builder
+		writeAssumed(&b, assumed)
+		doc.View += "\n" + strings.TrimSuffix(b.String(), "\n")
+	} else {
+		writeAssumed(stderr, assumed)
+	}
+	return planreport.Write(stdout, doc, o.output)
 }
 
-// decide is the leader's decision with w applied, read only.
-func (o *planOptions) decide(e *env, w intake.WhatIf) (*tick.Decision, error) {
+// decide is the leader's decision with w applied and the --assume
+// rehearsals made on what it gathered, read only, with what each
+// rehearsal matched.
+func (o *planOptions) decide(e *env, w intake.WhatIf) (*tick.Decision, []assume.Match, error) {
 	if o.maxSteps < 1 {
-		return nil, usage.Errorf("--max-steps: must be at least 1, got %d", o.maxSteps)
+		return nil, nil, usage.Errorf("--max-steps: must be at least 1, got %d", o.maxSteps)
 	}
 	if o.retireWait < 0 {
-		return nil, usage.Errorf("--retire-wait: must not be negative, got %s", o.retireWait)
+		return nil, nil, usage.Errorf("--retire-wait: must not be negative, got %s", o.retireWait)
 	}
 	if o.kubeTimeout <= 0 {
-		return nil, usage.Errorf("--kubernetes-timeout: must be positive, got %s", o.kubeTimeout)
+		return nil, nil, usage.Errorf("--kubernetes-timeout: must be positive, got %s", o.kubeTimeout)
+	}
+	as, err := assume.ParseAll(o.assume)
+	if err != nil {
+		return nil, nil, usage.Errorf("--assume %v", err)
 	}
 	nodes, err := kubenodes.Open(o.kubeconfig, o.kubeTimeout)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	p := liveview.Preview{WhatIf: w, RetireWait: o.retireWait, MaxSteps: o.maxSteps}
+	p := liveview.Preview{WhatIf: w, RetireWait: o.retireWait, MaxSteps: o.maxSteps, Assume: as}
 	if nodes != nil {
 		p.Kubernetes = tick.APIView(nodes, nil)
 	}
 	var d *tick.Decision
+	var matches []assume.Match
 	err = e.withStorage(func(ctx context.Context, st storage.Storage) error {
 		// The reader bounds its etcd reads by --timeout and each sabakan
 		// request by --sabakan-timeout, so a slow sabakan is not reported
 		// as a slow etcd.
 		r := liveview.NewReader(st, liveview.Options{Sabakan: o.sabakan, EtcdTimeout: e.timeout})
 		var err error
-		d, err = r.Decide(context.Background(), p)
+		d, matches, err = r.Rehearse(context.Background(), p)
 		return err
 	})
-	return d, err
+	if ae := (*liveview.AssumeError)(nil); errors.As(err, &ae) {
+		err = fmt.Errorf("--assume %w", err)
+	}
+	return d, matches, err
 }
 
 // dryRun is --dry-run of a setting command: print the plan with the new
@@ -285,7 +328,7 @@ func (d *dryRun) warn(e *env, cmd *cobra.Command, w intake.WhatIf, printed ...st
 	}
 	var dec *tick.Decision
 	if err == nil {
-		dec, err = o.decide(e, w)
+		dec, _, err = o.decide(e, w)
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "note: not tried on the inventory (%v); ckegenctl sabakan status shows the daemon's warnings after its next tick\n", err)
