@@ -52,9 +52,15 @@ the daemon's query returns (-o json: "model" and "rate").
 
 Online (the default) it reads the cluster, template, reboot queue and
 constraints from etcd and queries sabakan, read only, with the stored URL and
-query variables. Offline, --machines reads a machines file instead, with
---current, --template, --constraints and --rebooting as further inputs; the
-model is shown only with --constraints.
+query variables. Online it also marks, by the stored placement policy's
+failure domain (the rack without a policy), each rack that holds control
+planes of a domain whose loss breaks etcd's quorum: its number followed by !,
+and a line "quorum at risk" under the map (-o json: "failureDomain",
+"quorumAtRisk").
+
+Offline, --machines reads a machines file instead, with --current,
+--template, --constraints and --rebooting as further inputs; the model is
+shown only with --constraints, and no failure domain is marked.
 
 Colour shows the machine state, only on a terminal unless --color=always.`,
 		Args: exactArgs(0),
