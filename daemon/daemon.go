@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/ckegen/ckegen/decision"
 	"log/slog"
 	"sync"
 	"time"
@@ -40,9 +41,9 @@ type Config struct {
 	MaxClusterBytes int
 	Sabakan         sabakan.Options
 	// Kubernetes is the view of the Kubernetes Nodes, read once per tick
-	// (docs/design.md 6.4; tick.APIView with --kubeconfig); nil: no
+	// (docs/design.md 6.4; decision.APIView with --kubeconfig); nil: no
 	// Kubernetes access, the generator sees no taints.
-	Kubernetes tick.Kubernetes
+	Kubernetes decision.Kubernetes
 	Now        func() time.Time
 	Log        *slog.Logger
 	// Registry receives the daemon's metrics and is what /metrics serves;
@@ -56,7 +57,7 @@ const (
 	DefaultSessionTTL      = 60 * time.Second
 	DefaultMinBackoff      = tick.DefaultMinBackoff
 	DefaultMaxClusterBytes = tick.DefaultMaxClusterBytes
-	DefaultCKEStatusMaxAge = tick.DefaultCKEStatusMaxAge
+	DefaultCKEStatusMaxAge = decision.DefaultCKEStatusMaxAge
 )
 
 // Daemon runs the loop.

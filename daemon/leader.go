@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"github.com/ckegen/ckegen/decision"
 	"sync"
 	"time"
 
@@ -9,7 +10,6 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/ckegen/ckegen/storage"
-	"github.com/ckegen/ckegen/tick"
 )
 
 // leaderMetrics export ckegen_leader everywhere, cke_leader only
@@ -50,12 +50,12 @@ func (m *leaderMetrics) Collect(ch chan<- prometheus.Metric) {
 		leader = 1
 	}
 	ch <- prometheus.MustNewConstMetric(m.ckegenLeader, prometheus.GaugeValue, leader)
-	if m.mode != tick.ModeBesideCKE {
+	if m.mode != decision.ModeBesideCKE {
 		ch <- prometheus.MustNewConstMetric(m.ckeLeader, prometheus.GaugeValue, leader)
 	}
 	if m.mode != "" {
 		v := 0.0
-		if m.mode == tick.ModeStandalone {
+		if m.mode == decision.ModeStandalone {
 			v = 1
 		}
 		ch <- prometheus.MustNewConstMetric(m.standalone, prometheus.GaugeValue, v)
@@ -93,9 +93,9 @@ func (d *Daemon) watchMode(ctx context.Context) {
 			resp, err := st.Client.Get(cctx, st.Key(storage.KeyLeader), clientv3.WithPrefix(), clientv3.WithCountOnly())
 			cancel()
 			if err == nil {
-				mode := tick.ModeStandalone
+				mode := decision.ModeStandalone
 				if resp.Count > 0 {
-					mode = tick.ModeBesideCKE
+					mode = decision.ModeBesideCKE
 				}
 				d.leader.setMode(mode)
 			}

@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"github.com/ckegen/ckegen/decision"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -10,7 +11,6 @@ import (
 
 	"github.com/ckegen/ckegen/reason"
 	"github.com/ckegen/ckegen/storage"
-	"github.com/ckegen/ckegen/tick"
 )
 
 // TestModeMetricsAndHealth: beside a CKE server, cke_leader is left to
@@ -46,7 +46,7 @@ func TestModeMetricsAndHealth(t *testing.T) {
 
 	_, err = f.st.Client.Delete(ctx, f.st.Key(storage.KeyLeader)+"cke")
 	must(t, err)
-	if r := d.runOnce(ctx, leader); r.Err != nil || r.Status.Mode != tick.ModeStandalone {
+	if r := d.runOnce(ctx, leader); r.Err != nil || r.Status.Mode != decision.ModeStandalone {
 		t.Fatalf("standalone: %+v", r.Status)
 	}
 	m = scrape(t, d)

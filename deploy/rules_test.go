@@ -2,6 +2,7 @@ package deploy
 
 import (
 	"fmt"
+	"github.com/ckegen/ckegen/decision"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -203,7 +204,7 @@ func seriesName(series string) string {
 // a server's (instance cke-inside*, job cke), with only names that process
 // exports (never ckegen_standalone, which only ckegen's daemon has); in
 // them every alert fires for it and then resolves, but the three on
-// ckegen_integration_held, which never holds inside (tick.Gate: CKE's
+// ckegen_integration_held, which never holds inside (decision.Gate: CKE's
 // server paces ckegen), and every alert is quiet in one of them.
 func TestAlertRulesInsideCKE(t *testing.T) {
 	var tests ruleTests
@@ -215,7 +216,7 @@ func TestAlertRulesInsideCKE(t *testing.T) {
 	// Nothing holds ckegen back inside, whoever owns the integration.
 	for _, own := range []intake.Ownership{{}, {Owner: intake.OwnerCKEGen, OwnerRev: 1, CKEServer: true},
 		{Owner: intake.OwnerCKE, OwnerRev: 1, CKEServer: true}, {Owner: intake.OwnerCKEGen, OwnerRev: 1, CKEDisabled: true, CKEServer: true}} {
-		if h := tick.Gate(own, tick.ModeInsideCKE, true, time.Now(), time.Minute); h != nil && h.Rung != tick.RungSwitch {
+		if h := decision.Gate(own, decision.ModeInsideCKE, true, time.Now(), time.Minute); h != nil && h.Rung != decision.RungSwitch {
 			t.Errorf("inside CKE's server, ownership %+v holds ckegen with %s: the alerts on ckegen_integration_held would apply inside", own, h.Reason)
 		}
 	}

@@ -3,6 +3,7 @@ package liveview
 import (
 	"context"
 	"errors"
+	"github.com/ckegen/ckegen/decision"
 	"time"
 
 	"github.com/ckegen/ckegen/assume"
@@ -11,7 +12,6 @@ import (
 	"github.com/ckegen/ckegen/planreport"
 	"github.com/ckegen/ckegen/reason"
 	"github.com/ckegen/ckegen/storage"
-	"github.com/ckegen/ckegen/tick"
 )
 
 // Preview is what a view asks of the leader's decision.
@@ -21,7 +21,7 @@ type Preview struct {
 	WhatIf intake.WhatIf
 	// Kubernetes is the view of the Nodes to decide with (--kubeconfig);
 	// nil: the one the leader last decided with, from its memory.
-	Kubernetes tick.Kubernetes
+	Kubernetes decision.Kubernetes
 	// RetireWait replaces the leader's retire wait when not 0.
 	RetireWait time.Duration
 	// MaxSteps bounds the plan (generator.DefaultMaxSteps when 0).
@@ -49,7 +49,7 @@ type Preview struct {
 // Kubernetes do not answer, or a setting the generator needs is missing
 // or refused (said as ckegenctl says it, with the what-if flag that can
 // stand in for it); an etcd failure is an *EtcdError.
-func (r *Reader) Decide(ctx context.Context, p Preview) (*tick.Decision, error) {
+func (r *Reader) Decide(ctx context.Context, p Preview) (*decision.Decision, error) {
 	d, _, err := r.Rehearse(ctx, p)
 	return d, err
 }
@@ -57,15 +57,15 @@ func (r *Reader) Decide(ctx context.Context, p Preview) (*tick.Decision, error) 
 // Rehearse is Decide, with what each of p.Assume matched: how many
 // machines of sabakan's answer. An assumption that matches no machine is
 // an error that names it (assume.Apply).
-func (r *Reader) Rehearse(ctx context.Context, p Preview) (*tick.Decision, []assume.Match, error) {
+func (r *Reader) Rehearse(ctx context.Context, p Preview) (*decision.Decision, []assume.Match, error) {
 	mctx, cancel := context.WithTimeout(ctx, r.opts.EtcdTimeout)
-	mem, err := tick.ReadMemory(mctx, r.st)
+	mem, err := decision.ReadMemory(mctx, r.st)
 	cancel()
 	switch {
 	case errors.Is(err, storage.ErrInvalid):
 		// The leader's memory is the leader's: one that does not parse
 		// gives no memory, as it gives the leader none.
-		mem = tick.Memory{}
+		mem = decision.Memory{}
 	case err != nil:
 		return nil, nil, &EtcdError{err}
 	}
@@ -82,7 +82,7 @@ func (r *Reader) Rehearse(ctx context.Context, p Preview) (*tick.Decision, []ass
 		o.RetireWait = generator.DefaultRetireWait
 	}
 	if o.CKEStatusMaxAge == 0 {
-		o.CKEStatusMaxAge = tick.DefaultCKEStatusMaxAge
+		o.CKEStatusMaxAge = decision.DefaultCKEStatusMaxAge
 	}
 	kube := p.Kubernetes
 	if kube == nil {
@@ -90,7 +90,7 @@ func (r *Reader) Rehearse(ctx context.Context, p Preview) (*tick.Decision, []ass
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	g := r.gatherer().Gather(ctx, tick.Ask{WhatIf: p.WhatIf, Kubernetes: kube, SettingsOnly: p.SettingsOnly, Options: o})
+	g := r.gatherer().Gather(ctx, decision.Ask{WhatIf: p.WhatIf, Kubernetes: kube, SettingsOnly: p.SettingsOnly, Options: o})
 	var matches []assume.Match
 	if len(p.Assume) > 0 && g.Machines != nil {
 		// The machines keep their places: the policy's metric values
@@ -99,7 +99,7 @@ func (r *Reader) Rehearse(ctx context.Context, p Preview) (*tick.Decision, []ass
 			return nil, nil, &AssumeError{err}
 		}
 	}
-	d := tick.Decide(g, mem, o)
+	d := decision.Decide(g, mem, o)
 	switch {
 	case g.Settings == nil:
 		return nil, nil, &EtcdError{g.Failure}
@@ -126,9 +126,9 @@ func (e *AssumeError) Error() string { return e.Err.Error() }
 func (e *AssumeError) Unwrap() error { return e.Err }
 
 // gatherer is the reader's gatherer, made once; r.mu must be held.
-func (r *Reader) gatherer() *tick.Gatherer {
+func (r *Reader) gatherer() *decision.Gatherer {
 	if r.gather == nil {
-		r.gather = tick.NewGatherer(r.st, r.opts.Sabakan, r.opts.Now)
+		r.gather = decision.NewGatherer(r.st, r.opts.Sabakan, r.opts.Now)
 		r.gather.EtcdTimeout = r.opts.EtcdTimeout
 	}
 	return r.gather
@@ -139,7 +139,7 @@ func (r *Reader) gatherer() *tick.Gatherer {
 // (a switch, the owner, CKE's pace, a refused setting), then the rung
 // the decision itself holds on (the quiet time, the trigger, the
 // circuit breaker).
-func Notes(d *tick.Decision) []string {
+func Notes(d *decision.Decision) []string {
 	var notes []string
 	for _, h := range d.Gated {
 		notes = append(notes, h.Message)
@@ -155,7 +155,7 @@ func Notes(d *tick.Decision) []string {
 
 // Document is the plan of a decision for people and programs: its steps
 // from the cluster as read, and the view of Kubernetes it was made with.
-func Document(d *tick.Decision) *planreport.Document {
+func Document(d *decision.Decision) *planreport.Document {
 	doc := planreport.New(d.Plan)
 	doc.SetModel(d.Gathered.Settings.Constraints, len(d.Gathered.Machines))
 	doc.View = d.Gathered.Kubernetes.Describe(d.At)
@@ -186,7 +186,7 @@ func StoredNextStep(ctx context.Context, st storage.Storage) (*NextStep, error) 
 
 // Status is the last tick's status as the views show it: the record,
 // and Notes on what the record cannot say of itself at the time it is
-// shown (tick.Silence: that its host stopped calling ckegen).
+// shown (decision.Silence: that its host stopped calling ckegen).
 type Status struct {
 	storage.Status
 	Notes []string `json:"notes,omitempty"`
@@ -205,7 +205,7 @@ func ReadStatus(ctx context.Context, st storage.Storage, now time.Time) (Status,
 		return Status{}, err
 	}
 	v := Status{Status: s}
-	if n := tick.Silence(s, own.Own.CKEStatus, now); n != "" {
+	if n := decision.Silence(s, own.Own.CKEStatus, now); n != "" {
 		v.Notes = append(v.Notes, n)
 	}
 	return v, nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/ckegen/ckegen/decision"
 	"io"
 	"log/slog"
 	"strings"
@@ -55,7 +56,7 @@ func TestPlanIsTheTick(t *testing.T) {
 		if rapid.Bool().Draw(rt, "max-unhealthy") {
 			must(t, store.SetMaxUnhealthy(ctx, intake.MaxUnhealthy{Value: rapid.IntRange(0, 3).Draw(rt, "limit")}))
 		}
-		view := tick.ViewOf("a test's view", now, nil)
+		view := decision.ViewOf("a test's view", now, nil)
 		step := tick.New(tick.Config{Storage: st, Name: "d", RetireWait: time.Minute, Now: func() time.Time { return now },
 			Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
 		step.Run(ctx, leader, view)
@@ -76,7 +77,7 @@ func TestPlanIsTheTick(t *testing.T) {
 				// Another view of the Nodes: a view of the plan takes it
 				// as --kubeconfig gives it (the leader has not seen it).
 				m := rapid.SampledFrom(machines).Draw(rt, "tainted")
-				view = tick.ViewOf("a test's view", now, map[string][]cluster.Taint{
+				view = decision.ViewOf("a test's view", now, map[string][]cluster.Taint{
 					m.Spec.IPv4[0]: {{Key: "example.com/broken", Effect: "NoSchedule"}}})
 				given = true
 			case 5:
@@ -89,7 +90,7 @@ func TestPlanIsTheTick(t *testing.T) {
 				}
 				must(t, err)
 				n := rapid.SampledFrom(c.Nodes).Draw(rt, "tainted node")
-				view = tick.ViewOf("a test's view", now, map[string][]cluster.Taint{
+				view = decision.ViewOf("a test's view", now, map[string][]cluster.Taint{
 					n.Address: {{Key: "example.com/broken", Effect: "NoSchedule"}}})
 				must(t, store.SetTrigger(ctx, intake.TriggerPlanning))
 				step.Run(ctx, leader, view)
@@ -113,7 +114,7 @@ func TestPlanIsTheTick(t *testing.T) {
 }
 
 // compare checks a view's decision against the tick that followed it.
-func compare(rt *rapid.T, ctx context.Context, st storage.Storage, view *tick.Decision, r tick.Result) {
+func compare(rt *rapid.T, ctx context.Context, st storage.Storage, view *decision.Decision, r tick.Result) {
 	td := r.Decision
 	wrote := td.Step != nil && (r.Err == nil || tick.ReasonOf(r.Err) == reason.TooManyUnhealthy)
 	steps := view.Plan.Steps

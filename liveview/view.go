@@ -11,6 +11,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/ckegen/ckegen/decision"
 	"slices"
 	"strings"
 	"sync"
@@ -24,7 +25,6 @@ import (
 	"github.com/ckegen/ckegen/rackmap"
 	"github.com/ckegen/ckegen/sabakan"
 	"github.com/ckegen/ckegen/storage"
-	"github.com/ckegen/ckegen/tick"
 )
 
 // Defaults of Options.
@@ -70,7 +70,7 @@ type Reader struct {
 	cached   *answer
 	sabakan  sabakan.Clients
 	settings intake.Reader
-	gather   *tick.Gatherer
+	gather   *decision.Gatherer
 }
 
 // answer is sabakan's answer to both queries, with what it answered.
@@ -109,7 +109,7 @@ type View struct {
 	MapErr error
 	// Status is the last tick's result; nil when none was recorded.
 	// Silence says that its host stopped calling the step, when it did
-	// (tick.Silence: "" while it calls at its pace).
+	// (decision.Silence: "" while it calls at its pace).
 	Status  *storage.Status
 	Silence string
 	// History holds the last entries, newest first.

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/ckegen/ckegen/decision"
 	"time"
 
 	"github.com/ckegen/ckegen/planreport"
@@ -37,7 +38,7 @@ type Outcome struct {
 // in one transaction guarded on the leadership, the cluster and (beside
 // CKE) the ownership as read, with its history entry; then the plan from
 // the cluster as it leaves it, when that plan is not the one stored.
-func (s *Step) act(ctx context.Context, leaderKey string, d *Decision) Outcome {
+func (s *Step) act(ctx context.Context, leaderKey string, d *decision.Decision) Outcome {
 	var o Outcome
 	set := d.Gathered.Settings
 	clusterRev := int64(0)
@@ -65,10 +66,10 @@ func (s *Step) act(ctx context.Context, leaderKey string, d *Decision) Outcome {
 // built from, in one transaction that needs the leadership and an
 // unchanged cluster (and, beside CKE, unchanged ownership keys). It
 // returns the etcd revision of the write.
-func (s *Step) write(ctx context.Context, leaderKey string, d *Decision) (int64, *Error) {
+func (s *Step) write(ctx context.Context, leaderKey string, d *decision.Decision) (int64, *Error) {
 	set := d.Gathered.Settings
 	var guards []storage.Guard
-	if d.Options.Mode != ModeInsideCKE {
+	if d.Options.Mode != decision.ModeInsideCKE {
 		guards = set.Own.Guards()
 	}
 	rev, err := s.cfg.Storage.PutCluster(ctx, leaderKey, d.Data, set.ClusterRevision, set.TemplateRevision, guards...)
@@ -77,11 +78,11 @@ func (s *Step) write(ctx context.Context, leaderKey string, d *Decision) (int64,
 	case err == nil:
 		return rev, nil
 	case errors.Is(err, storage.ErrNoLeader):
-		return 0, fail(reason.LostLeadership, err)
+		return 0, decision.Fail(reason.LostLeadership, err)
 	case errors.As(err, &changed) && changed.Key == storage.KeyCluster:
-		return 0, fail(reason.ClusterChanged, fmt.Errorf("cluster changed since it was read: %w", err))
+		return 0, decision.Fail(reason.ClusterChanged, fmt.Errorf("cluster changed since it was read: %w", err))
 	case errors.As(err, &changed):
-		return 0, fail(reason.OwnershipChanged, fmt.Errorf("the integration's owner or switch changed since it was read: %w", err))
+		return 0, decision.Fail(reason.OwnershipChanged, fmt.Errorf("the integration's owner or switch changed since it was read: %w", err))
 	}
 	return 0, etcdFailure(err)
 }
@@ -90,18 +91,18 @@ func (s *Step) write(ctx context.Context, leaderKey string, d *Decision) (int64,
 // to do, when etcd's database is full; ETCD_ERROR otherwise.
 func etcdFailure(err error) *Error {
 	if storage.NoSpace(err) {
-		return fail(reason.EtcdNoSpace, fmt.Errorf("etcd's database is full (alarm NOSPACE: over its --quota-backend-bytes) and refuses every write: "+
+		return decision.Fail(reason.EtcdNoSpace, fmt.Errorf("etcd's database is full (alarm NOSPACE: over its --quota-backend-bytes) and refuses every write: "+
 			"compact its history (etcdctl compact with the current revision), defragment each member (etcdctl defrag), "+
 			"then disarm the alarm (etcdctl alarm disarm); ckegen writes again at its first tick after: %w", err))
 	}
-	return fail(reason.EtcdError, err)
+	return decision.Fail(reason.EtcdError, err)
 }
 
 // keepPlan stores the plan from the cluster as the tick leaves it in
 // sabakan/plan: at every held tick (planning, quiet time), otherwise only
 // when it is not the plan stored. A plan that cannot be stored is a
 // warning.
-func (s *Step) keepPlan(ctx context.Context, leaderKey string, d *Decision, clusterRev int64, o *Outcome) {
+func (s *Step) keepPlan(ctx context.Context, leaderKey string, d *decision.Decision, clusterRev int64, o *Outcome) {
 	p := d.Pending()
 	if p == nil {
 		return
@@ -117,7 +118,7 @@ func (s *Step) keepPlan(ctx context.Context, leaderKey string, d *Decision, clus
 		o.Warnings = append(o.Warnings, "plan: "+err.Error())
 		return
 	}
-	held := d.Hold != nil && (d.Hold.Rung == RungQuiet || d.Hold.Rung == RungTrigger)
+	held := d.Hold != nil && (d.Hold.Rung == decision.RungQuiet || d.Hold.Rung == decision.RungTrigger)
 	if !held && o.PlanDigest == digest {
 		return
 	}

@@ -3,6 +3,7 @@ package tick
 import (
 	"context"
 	"fmt"
+	"github.com/ckegen/ckegen/decision"
 	"io"
 	"log/slog"
 	"os"
@@ -35,7 +36,7 @@ const benchLimit = 64 << 20
 // none, as without --kubeconfig).
 type tickBench struct {
 	d      *Step
-	kube   Kubernetes
+	kube   decision.Kubernetes
 	st     sitetest.Store
 	store  *fakesabakan.Store
 	leader string
@@ -45,7 +46,7 @@ type tickBench struct {
 	queries  int
 }
 
-func newTickBench(b *testing.B, n, workers int, nodes Kubernetes) *tickBench {
+func newTickBench(b *testing.B, n, workers int, nodes decision.Kubernetes) *tickBench {
 	b.Helper()
 	tmpl, err := os.ReadFile("../examples/template.yml")
 	if err != nil {
@@ -259,14 +260,14 @@ func BenchmarkTick10000Kubernetes(b *testing.B) {
 		}
 	})
 	benchTicks(b, func(b *testing.B) *tickBench {
-		tb := newTickBench(b, tick10000Machines, tick10000Workers, APIView(r, func() time.Time { return testNow }))
+		tb := newTickBench(b, tick10000Machines, tick10000Workers, decision.APIView(r, func() time.Time { return testNow }))
 		tb.settle(b)
 		st, err := tb.st.GetStatus(context.Background())
 		if err != nil {
 			b.Fatal(err)
 		}
 		if k := st.Kubernetes; k == nil || !k.Read || k.Nodes != len(nodes) || k.Intolerable != (len(nodes)+9)/10 {
-			b.Fatalf("the tick read %+v from Kubernetes, want %d Nodes, %d intolerable", k, len(nodes), (len(nodes)+9)/10)
+			b.Fatalf("the tick read %+v from decision.Kubernetes, want %d Nodes, %d intolerable", k, len(nodes), (len(nodes)+9)/10)
 		}
 		return tb
 	})

@@ -3,6 +3,7 @@ package tick
 import (
 	"context"
 	"errors"
+	"github.com/ckegen/ckegen/decision"
 	"net/http"
 	"slices"
 	"strconv"
@@ -343,10 +344,8 @@ func TestMemoryKeptForTheNextLeader(t *testing.T) {
 	d := f.step("d", nil)
 	must(t, d.runOnce(ctx, leader1))
 	must(t, d.runOnce(ctx, leader1))
-	v, err := f.st.Get(ctx, storage.KeyCKEGenMemory)
+	m, err := decision.ReadMemory(ctx, f.st.Storage)
 	must(t, err)
-	var m Memory
-	must(t, m.recall(v))
 	if m.Inventory.Digest == "" || !m.Inventory.Since.Equal(testNow) || m.PlanDigest == "" || m.Trigger != intake.TriggerSchedule || m.Last.LastOp != "new" {
 		t.Fatalf("stored memory %+v", m)
 	}
@@ -359,7 +358,7 @@ func TestMemoryKeptForTheNextLeader(t *testing.T) {
 	// the plan it stored is not stored again.
 	resign()
 	leader2, resign2 := f.leadSession(t, "d")
-	d.memory = Memory{}
+	d.memory = decision.Memory{}
 	must(t, d.runOnce(ctx, leader2))
 	if f.planRev(t) != planRev || d.memory.PlanDigest != m.PlanDigest {
 		t.Errorf("after a new leadership the settled plan was stored again (%d, was %d), memory %+v", f.planRev(t), planRev, d.memory)
@@ -547,8 +546,8 @@ func TestChangeStatusKept(t *testing.T) {
 	}
 	v, err := f.st.Get(ctx, storage.KeyCKEGenMemory)
 	must(t, err)
-	var m Memory
-	if err := m.recall(v); err != nil || m.Inventory.Digest == "" || !m.Inventory.Since.Equal(st.Quiet.InventorySince) {
+	m, err := decision.ReadMemory(ctx, f.st.Storage)
+	if err != nil || m.Inventory.Digest == "" || !m.Inventory.Since.Equal(st.Quiet.InventorySince) {
 		t.Errorf("the memory after the failed ticks: %s (%v)", v.Data, err)
 	}
 }

@@ -6,17 +6,11 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/ckegen/ckegen/cluster"
-	"github.com/ckegen/ckegen/failuredomain"
 	"github.com/ckegen/ckegen/generator"
-	"github.com/ckegen/ckegen/internal/testutil/dcgen"
 	"github.com/ckegen/ckegen/labels"
-	"github.com/ckegen/ckegen/machine"
-	"github.com/ckegen/ckegen/policy"
 	"github.com/ckegen/ckegen/reason"
-	"github.com/ckegen/ckegen/template"
 )
 
 // cpRacks restricts control planes to racks 1 and 2: three control
@@ -215,76 +209,4 @@ func TestDomainsFewControlPlanes(t *testing.T) {
 	if got := series(scrape(t, d), "ckegen_failure_domains_at_risk"); !slices.Equal(got, []string{"ckegen_failure_domains_at_risk 2"}) {
 		t.Errorf("at risk: %q", got)
 	}
-}
-
-// TestSaysAlready: the words are said once, whether as they are or
-// followed by the generator's why; a warning of another domain whose
-// name begins the same is another warning.
-func TestSaysAlready(t *testing.T) {
-	w := "rack 1" + quorumWords
-	for _, tc := range []struct {
-		ws   []string
-		want bool
-	}{
-		{nil, false},
-		{[]string{w}, true},
-		{[]string{"x", w + "; spread quorum moves one control plane per tick"}, true},
-		{[]string{"rack 11" + quorumWords}, false},
-		{[]string{w + " and more"}, false},
-	} {
-		if got := saysAlready(tc.ws, w); got != tc.want {
-			t.Errorf("saysAlready(%q) = %v, want %v", tc.ws, got, tc.want)
-		}
-	}
-}
-
-// BenchmarkCountDomains20000 is the tick's check as Decide makes it, at
-// 20,000 machines (500 racks of 40) and a cluster of 10,003 nodes whose 3
-// control planes are the last machines, so that every machine is read:
-// by rack, and by a label. It must stay well under 5 ms.
-func BenchmarkCountDomains20000(b *testing.B) {
-	o := dcgen.Default(testNow)
-	o.Racks, o.PerRack = 500, 40
-	raw := dcgen.Machines(o)
-	ms := make([]*machine.Machine, len(raw))
-	for i := range raw {
-		ms[i] = &raw[i]
-	}
-	c := &cluster.Cluster{}
-	for i := len(ms) - 10003; i < len(ms); i++ {
-		c.Nodes = append(c.Nodes, &cluster.Node{Address: ms[i].Address(), ControlPlane: i >= len(ms)-3})
-	}
-	warnings := []string{"a warning of the generator", "another one"}
-	for _, key := range []failuredomain.Key{failuredomain.Rack(), failuredomain.ByLabel("product")} {
-		pol := policyOf(b, key)
-		b.Run(key.Name(), func(b *testing.B) {
-			in := generator.Input{Machines: ms, Current: c, Policy: pol, Now: testNow, RetireWait: time.Minute}
-			b.ReportAllocs()
-			for b.Loop() {
-				d := &Decision{Warnings: warnings[:2:2]}
-				d.countDomains(in)
-				if d.Domains.ControlPlanes != 3 {
-					b.Fatal(d.Domains)
-				}
-			}
-		})
-	}
-}
-
-// policyOf is a policy whose failure domain is key (nil for the rack:
-// no policy).
-func policyOf(b *testing.B, key failuredomain.Key) *policy.Policy {
-	b.Helper()
-	if key.IsRack() {
-		return nil
-	}
-	tmpl, err := template.Parse([]byte(testTemplate))
-	if err != nil {
-		b.Fatal(err)
-	}
-	p, err := policy.Load([]byte(`{"failureDomain": {"label": "`+key.Label+`"}}`), tmpl)
-	if err != nil {
-		b.Fatal(err)
-	}
-	return p
 }

@@ -1,6 +1,7 @@
 package tick
 
 import (
+	"github.com/ckegen/ckegen/decision"
 	"maps"
 	"slices"
 	"sync"
@@ -122,7 +123,7 @@ var (
 	descUnused      = prometheus.NewDesc("cke_sabakan_unused_machines", "The number of machines sabakan returned that are not in the cluster.", nil, nil)
 	descMachines    = prometheus.NewDesc("ckegen_machines", "The number of machines sabakan returned, by state.", []string{"state"}, nil)
 	descIntolerable = prometheus.NewDesc("ckegen_kubernetes_nodes_intolerable",
-		"The number of Kubernetes Nodes carrying a taint a control plane does not tolerate, at the last tick that read them.", nil, nil)
+		"The number of decision.Kubernetes Nodes carrying a taint a control plane does not tolerate, at the last tick that read them.", nil, nil)
 	descPlacement = prometheus.NewDesc("ckegen_placement_nodes",
 		`The number of nodes of each placement of the placement policy by group ("": in no group, or the placement has no groups).`, []string{"template", "group"}, nil)
 	descDomainsAtRisk = prometheus.NewDesc("ckegen_failure_domains_at_risk",
@@ -247,7 +248,7 @@ func (l *lastTick) Collect(ch chan<- prometheus.Metric) {
 // quietRemaining is the quiet time left by the last tick's status: the
 // decision's own figure when it evaluated the quiet time, else the one
 // the status kept.
-func quietRemaining(st storage.Status, d *Decision) time.Duration {
+func quietRemaining(st storage.Status, d *decision.Decision) time.Duration {
 	if d != nil && d.Quiet != nil {
 		return d.QuietRemaining
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/ckegen/ckegen/decision"
 	"net/http"
 	"slices"
 	"strings"
@@ -68,8 +69,8 @@ func TestOwnedByCKE(t *testing.T) {
 		t.Fatal("a cluster was written while CKE owns the integration")
 	}
 	st := f.status(t)
-	if st.Mode != ModeBesideCKE || st.Owner != intake.OwnerCKE {
-		t.Errorf("mode %q owner %q, want %s and %s", st.Mode, st.Owner, ModeBesideCKE, intake.OwnerCKE)
+	if st.Mode != decision.ModeBesideCKE || st.Owner != intake.OwnerCKE {
+		t.Errorf("mode %q owner %q, want %s and %s", st.Mode, st.Owner, decision.ModeBesideCKE, intake.OwnerCKE)
 	}
 }
 
@@ -88,7 +89,7 @@ func TestTakeoverPace(t *testing.T) {
 	if c == nil {
 		t.Fatal("no first cluster after takeover although none existed")
 	}
-	if st := f.status(t); st.Owner != intake.OwnerCKEGen || st.Mode != ModeBesideCKE {
+	if st := f.status(t); st.Owner != intake.OwnerCKEGen || st.Mode != decision.ModeBesideCKE {
 		t.Errorf("owner %q mode %q", st.Owner, st.Mode)
 	}
 	worker := workers(c)[0]
@@ -146,7 +147,7 @@ func TestCKEPhases(t *testing.T) {
 			if wrote := f.clusterRev(t) != before; wrote != c.write {
 				t.Errorf("phase %s: wrote %v, want %v (%s %s)", phase, wrote, c.write, f.status(t).Reason, f.status(t).Message)
 			}
-			if st := f.status(t); !c.write && (st.Reason != reason.CKENotReady || !strings.Contains(st.Message, "writes only in phase "+CKEPhases())) {
+			if st := f.status(t); !c.write && (st.Reason != reason.CKENotReady || !strings.Contains(st.Message, "writes only in phase "+decision.CKEPhases())) {
 				t.Errorf("held in %s: %s %q", phase, st.Reason, st.Message)
 			}
 		})
@@ -175,7 +176,7 @@ func TestCKEIntegrationActive(t *testing.T) {
 	}
 	must(t, f.st.SetCKEGenDisabled(ctx, false))
 	must(t, d.runOnce(ctx, leader))
-	if st := f.status(t); st.Result != reason.OK || f.cluster(t) == nil || st.Mode != ModeStandalone {
+	if st := f.status(t); st.Result != reason.OK || f.cluster(t) == nil || st.Mode != decision.ModeStandalone {
 		t.Fatalf("owned, CKE's switch true, ckegen's on, no CKE server: status %s mode %s", st.Result, st.Mode)
 	}
 }
@@ -195,7 +196,7 @@ func TestStandaloneHonoursCKESwitch(t *testing.T) {
 	must(t, f.st.SetDisabled(ctx, false))
 	must(t, d.runOnce(ctx, leader))
 	st := f.status(t)
-	if st.Result != reason.OK || st.Mode != ModeStandalone || st.Owner != intake.OwnerCKE || f.cluster(t) == nil {
+	if st.Result != reason.OK || st.Mode != decision.ModeStandalone || st.Owner != intake.OwnerCKE || f.cluster(t) == nil {
 		t.Fatalf("standalone: %s mode %s owner %s", st.Result, st.Mode, st.Owner)
 	}
 }
@@ -236,7 +237,7 @@ func TestHandbackHoldsWithoutCKEServer(t *testing.T) {
 	must(t, f.st.Handback(ctx, o))
 	f.rest(t, http.MethodPut, "/api/v1/state/"+serial(workers(f.cluster(t))[0]), "unreachable")
 	f.wantHeld(t, d, leader, reason.OwnedByCKE, "handed back to CKE")
-	if st := f.status(t); st.Mode != ModeStandalone || st.Owner != intake.OwnerCKE {
+	if st := f.status(t); st.Mode != decision.ModeStandalone || st.Owner != intake.OwnerCKE {
 		t.Errorf("mode %q owner %q", st.Mode, st.Owner)
 	}
 }

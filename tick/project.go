@@ -2,6 +2,7 @@ package tick
 
 import (
 	"fmt"
+	"github.com/ckegen/ckegen/decision"
 	"log/slog"
 	"slices"
 	"strings"
@@ -22,7 +23,7 @@ import (
 // status is the status of decision d acted on with o, given the last
 // status (the memory's): what this tick knows, and of what it did not
 // get to know, what the last one knew.
-func status(d *Decision, o Outcome, last storage.Status, leader string, interval storage.Duration) storage.Status {
+func status(d *decision.Decision, o Outcome, last storage.Status, leader string, interval storage.Duration) storage.Status {
 	st := storage.Status{Time: d.At, Leader: leader, Interval: interval, Mode: d.Mode, Owner: d.Owner,
 		LastSuccess: last.LastSuccess, LastOp: last.LastOp, LastChanges: last.LastChanges, LastChangeCount: last.LastChangeCount,
 		Result: d.Result, Reason: d.Reason, Message: d.Message}
@@ -45,7 +46,7 @@ func status(d *Decision, o Outcome, last storage.Status, leader string, interval
 	}
 	st.Warnings = boundWarnings(slices.Concat(d.Warnings, o.Warnings))
 	st.Kubernetes = d.Kubernetes
-	if st.Mode == ModeInsideCKE {
+	if st.Mode == decision.ModeInsideCKE {
 		// The operator has CKE's ckecli: its commands in its words.
 		st.Message = inCKEWords(st.Message)
 		for i, w := range st.Warnings {
@@ -93,7 +94,7 @@ func boundWarnings(ws []string) []string {
 
 // clusterAfter is the cluster as the decision leaves it: its step's
 // when written, else the cluster it read (nil: none).
-func clusterAfter(d *Decision, written bool) *cluster.Cluster {
+func clusterAfter(d *decision.Decision, written bool) *cluster.Cluster {
 	if written {
 		return d.Step.Cluster
 	}
@@ -107,7 +108,7 @@ func clusterAfter(d *Decision, written bool) *cluster.Cluster {
 // keeps the last rate, against the minimum-workers-rate now in force; one
 // that did not read valid constraints (or a disabled integration) says
 // nothing of either.
-func modelStatus(st *storage.Status, last storage.Status, d *Decision, written bool) {
+func modelStatus(st *storage.Status, last storage.Status, d *decision.Decision, written bool) {
 	if d.Idle() || d.Constraints == nil {
 		return
 	}
@@ -128,7 +129,7 @@ func modelStatus(st *storage.Status, last storage.Status, d *Decision, written b
 // and of the cluster as the tick leaves it; a tick that did not get to
 // query sabakan keeps the last ones; a disabled or held integration
 // shows none.
-func inventoryStatus(st *storage.Status, last storage.Status, d *Decision, written bool) {
+func inventoryStatus(st *storage.Status, last storage.Status, d *decision.Decision, written bool) {
 	switch {
 	case d.Idle():
 		return
@@ -164,7 +165,7 @@ func inventoryStatus(st *storage.Status, last storage.Status, d *Decision, writt
 // changeStatus completes a status with change management's part. What
 // the tick did not get to (the quiet state, the pending plan) keeps its
 // last value, so that a failed tick does not restart the quiet time.
-func changeStatus(st *storage.Status, last storage.Status, d *Decision, o Outcome) {
+func changeStatus(st *storage.Status, last storage.Status, d *decision.Decision, o Outcome) {
 	st.ChangeStatus = last.ChangeStatus
 	if d.Idle() || d.Quiet == nil {
 		return
@@ -195,7 +196,7 @@ func planSummary(p *generator.Plan) *storage.PlanSummary {
 
 // historyEntry is the history's record of a decision's step, written at
 // etcd revision rev.
-func historyEntry(d *Decision, rev int64) storage.HistoryEntry {
+func historyEntry(d *decision.Decision, rev int64) storage.HistoryEntry {
 	return storage.HistoryEntry{
 		Time:             d.At.UTC(),
 		Op:               d.Step.Op,
@@ -224,8 +225,8 @@ func logState(st storage.Status) string {
 // planning, held, disabled, waiting) once, when it begins; each warning
 // when it appears and when it clears. A settled integration logs
 // nothing per tick. It returns what the log has said now.
-func logTick(log *slog.Logger, d *Decision, o Outcome, st storage.Status, was Logged) Logged {
-	now := Logged{State: logState(st), Warnings: was.Warnings}
+func logTick(log *slog.Logger, d *decision.Decision, o Outcome, st storage.Status, was decision.Logged) decision.Logged {
+	now := decision.Logged{State: logState(st), Warnings: was.Warnings}
 	if d.Step != nil && o.Err == nil {
 		// A write is an event: the state after it is not "nothing to
 		// do" yet.
@@ -298,4 +299,42 @@ func plural(n int, one, many string) string {
 		return "1 " + one
 	}
 	return fmt.Sprintf("%d %s", n, many)
+}
+
+// nextMemory is the memory m becomes after a decision d acted on with o, which recorded
+// st.
+func nextMemory(m decision.Memory, d *decision.Decision, o Outcome, st storage.Status) decision.Memory {
+	m.Last = st
+	m.Trigger, m.Release = st.Trigger, st.Release
+	m.QuietHeld = st.Result == reason.Planning && st.Reason == reason.QuietTime
+	m.Leader = decision.LeaderOf(d.Options)
+	if g := d.Gathered; g.Settings != nil {
+		m.Settings = g.SettingsID
+	}
+	if d.Idle() || d.Quiet == nil {
+		// The tick did not get as far as change management: what it
+		// would have learnt stays as it was.
+		return m
+	}
+	m.Inventory = d.Inventory
+	if v := d.Gathered.Kubernetes; v != nil {
+		m.Kubernetes = v
+	} else if !d.Gathered.HostView {
+		m.Kubernetes = nil
+	}
+	if o.PlanKept {
+		m.PlanDigest = o.PlanDigest
+	}
+	if d.Placed && o.Err == nil {
+		m.ObservedGroups = nil
+		for _, p := range d.Placements {
+			if p.ObservedGroup != "" {
+				if m.ObservedGroups == nil {
+					m.ObservedGroups = map[string]string{}
+				}
+				m.ObservedGroups[p.Placement] = p.ObservedGroup
+			}
+		}
+	}
+	return m
 }

@@ -2,6 +2,7 @@ package tick
 
 import (
 	"errors"
+	"github.com/ckegen/ckegen/decision"
 	"testing"
 	"time"
 
@@ -18,8 +19,8 @@ import (
 func TestRetryPolicy(t *testing.T) {
 	s := New(Config{Interval: time.Minute, MinBackoff: 5 * time.Second})
 	failure := &Error{Reason: reason.QueryError, Err: errors.New("x")}
-	d := &Decision{Gathered: &Gathered{SettingsID: "a"}}
-	mem := Memory{Settings: "a"}
+	d := &decision.Decision{Gathered: &decision.Gathered{SettingsID: "a"}}
+	mem := decision.Memory{Settings: "a"}
 	var waits []time.Duration
 	for range 6 {
 		var w time.Duration
@@ -39,14 +40,14 @@ func TestRetryPolicy(t *testing.T) {
 			t.Errorf("after %s: wait %v, want 0", code, w)
 		}
 	}
-	if w, b := s.after(&Decision{Gathered: &Gathered{SettingsID: "b"}}, failure, mem); w != 5*time.Second || b != 10*time.Second {
+	if w, b := s.after(&decision.Decision{Gathered: &decision.Gathered{SettingsID: "b"}}, failure, mem); w != 5*time.Second || b != 10*time.Second {
 		t.Errorf("after the settings changed: wait %v, backoff %v, want 5s and 10s", w, b)
 	}
 	w, b := s.after(d, nil, mem)
 	if w != time.Minute || b != 0 {
 		t.Errorf("after a success: wait %v, backoff %v", w, b)
 	}
-	if w, _ := s.after(&Decision{Gathered: d.Gathered, QuietRemaining: 3 * time.Second}, nil, mem); w != 3*time.Second+10*time.Millisecond {
+	if w, _ := s.after(&decision.Decision{Gathered: d.Gathered, QuietRemaining: 3 * time.Second}, nil, mem); w != 3*time.Second+10*time.Millisecond {
 		t.Errorf("with 3s of quiet time left: wait %v", w)
 	}
 }

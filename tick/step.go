@@ -19,10 +19,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/ckegen/ckegen/decision"
 	"log/slog"
 	"time"
 
-	"github.com/ckegen/ckegen/constraints"
 	"github.com/ckegen/ckegen/generator"
 	"github.com/ckegen/ckegen/reason"
 	"github.com/ckegen/ckegen/sabakan"
@@ -58,7 +58,7 @@ type Config struct {
 // Defaults.
 const (
 	DefaultMaxClusterBytes = 1536 * 1024 // etcd's default --max-request-bytes
-	DefaultCKEStatusMaxAge = 10 * time.Minute
+	DefaultCKEStatusMaxAge = decision.DefaultCKEStatusMaxAge
 	DefaultRetireWait      = generator.DefaultRetireWait
 	DefaultInterval        = time.Minute
 	DefaultMinBackoff      = 5 * time.Second
@@ -70,10 +70,10 @@ const (
 type Step struct {
 	cfg    Config
 	log    *slog.Logger
-	gather *Gatherer
+	gather *decision.Gatherer
 	// memory is what the last tick of this leadership left for the next;
 	// term is the leader key it belongs to ("" before the first tick).
-	memory Memory
+	memory decision.Memory
 	term   string
 	// recall: the next snapshot brings the last leader's memory.
 	recall bool
@@ -102,14 +102,14 @@ func New(cfg Config) *Step {
 	if cfg.Log == nil {
 		cfg.Log = slog.Default()
 	}
-	return &Step{cfg: cfg, log: cfg.Log, gather: NewGatherer(cfg.Storage, cfg.Sabakan, cfg.Now)}
+	return &Step{cfg: cfg, log: cfg.Log, gather: decision.NewGatherer(cfg.Storage, cfg.Sabakan, cfg.Now)}
 }
 
 // Result is what one tick did, for its host.
 type Result struct {
 	// Decision is the tick's decision (nil: the tick was cut short
 	// before it decided anything worth showing).
-	Decision *Decision
+	Decision *decision.Decision
 	// Status is the status the tick recorded in sabakan/status (zero:
 	// none; see Recorded).
 	Status storage.Status
@@ -138,36 +138,19 @@ type Result struct {
 // beside a CKE server, waiting for its settings).
 func (r Result) Idle() bool { return r.Decision != nil && r.Decision.Idle() }
 
-// Error is a failed tick with its reason code.
-type Error struct {
-	Reason string
-	Err    error
-}
-
-func (e *Error) Error() string { return e.Reason + ": " + e.Err.Error() }
-func (e *Error) Unwrap() error { return e.Err }
-
-func fail(code string, err error) *Error { return &Error{Reason: code, Err: err} }
+// Error is a failed tick with its reason code (decision.Error).
+type Error = decision.Error
 
 // ReasonOf is the reason code of a tick's error ("" for nil, ETCD_ERROR
 // for an error without one).
-func ReasonOf(err error) string {
-	var te *Error
-	switch {
-	case err == nil:
-		return ""
-	case errors.As(err, &te):
-		return te.Reason
-	}
-	return reason.EtcdError
-}
+func ReasonOf(err error) string { return decision.ReasonOf(err) }
 
 // Run does one tick as the leader holding leaderKey: it gathers, decides,
 // acts on the decision, and records the status with the step's memory.
 // kube is what the host knows of Kubernetes (nil: nothing). A tick cut
 // short by the end of ctx (shutdown, the end of leadership) records
 // nothing.
-func (s *Step) Run(ctx context.Context, leaderKey string, kube Kubernetes) Result {
+func (s *Step) Run(ctx context.Context, leaderKey string, kube decision.Kubernetes) Result {
 	return s.run(ctx, leaderKey, kube, false)
 }
 
@@ -175,34 +158,34 @@ func (s *Step) Run(ctx context.Context, leaderKey string, kube Kubernetes) Resul
 // re-rendered with the template when the template changed since the
 // cluster was built, and nothing to do otherwise. It is what CKE's server
 // asks of its integrator when it becomes leader (Init).
-func (s *Step) Regenerate(ctx context.Context, leaderKey string, kube Kubernetes) Result {
+func (s *Step) Regenerate(ctx context.Context, leaderKey string, kube decision.Kubernetes) Result {
 	return s.run(ctx, leaderKey, kube, true)
 }
 
 // Options are the decision options of the step's configuration, for a
 // tick as the leader holding leaderKey.
-func (s *Step) Options(leaderKey string, regenerateOnly bool) Options {
-	return Options{Mode: s.cfg.Mode, RetireWait: s.cfg.RetireWait, CKEStatusMaxAge: s.cfg.CKEStatusMaxAge,
+func (s *Step) Options(leaderKey string, regenerateOnly bool) decision.Options {
+	return decision.Options{Mode: s.cfg.Mode, RetireWait: s.cfg.RetireWait, CKEStatusMaxAge: s.cfg.CKEStatusMaxAge,
 		MaxClusterBytes: s.cfg.MaxClusterBytes, WriteOverhead: s.writeOverhead(leaderKey),
 		MaxSteps: generator.DefaultMaxSteps, Pending: true, RegenerateOnly: regenerateOnly}
 }
 
-func (s *Step) run(ctx context.Context, leaderKey string, kube Kubernetes, regenerateOnly bool) Result {
+func (s *Step) run(ctx context.Context, leaderKey string, kube decision.Kubernetes, regenerateOnly bool) Result {
 	start := time.Now() // elapsed time, for the metrics: not the step's clock
 	if leaderKey != s.term {
 		// A new leadership: its memory is the last leader's, read with
 		// the first snapshot.
-		s.term, s.memory, s.recall = leaderKey, Memory{}, true
+		s.term, s.memory, s.recall = leaderKey, decision.Memory{}, true
 	}
 	o := s.Options(leaderKey, regenerateOnly)
-	g := s.gather.Gather(ctx, Ask{LeaderKey: leaderKey, Memory: s.recall, Kubernetes: kube, Options: o})
+	g := s.gather.Gather(ctx, decision.Ask{LeaderKey: leaderKey, Memory: s.recall, Kubernetes: kube, Options: o})
 	if s.recall && g.Stored != nil {
 		if g.StoredErr != nil {
 			s.log.Warn("the last leader's memory is not used", "error", g.StoredErr)
 		}
 		s.memory, s.recall = *g.Stored, false
 	}
-	d := Decide(g, s.memory, o)
+	d := decision.Decide(g, s.memory, o)
 	out := s.act(ctx, leaderKey, d)
 	res := Result{Decision: d, Err: failure(d, out), Warnings: len(d.Warnings) + len(out.Warnings)}
 	res.Duration = time.Since(start)
@@ -214,7 +197,7 @@ func (s *Step) run(ctx context.Context, leaderKey string, kube Kubernetes, regen
 		res.Decision = nil
 		return res
 	}
-	if own := g.Settings; own != nil && res.Err == nil && YieldsToDaemons(own.Own, s.cfg.Mode) {
+	if own := g.Settings; own != nil && res.Err == nil && decision.YieldsToDaemons(own.Own, s.cfg.Mode) {
 		if !s.yielded {
 			s.log.Info("ckegen's daemons own the integration (sabakan/owner: ckegen): it does not run inside CKE's server, and their status is left as it is; " +
 				"ckegenctl sabakan handback gives it to CKE's server")
@@ -226,7 +209,7 @@ func (s *Step) run(ctx context.Context, leaderKey string, kube Kubernetes, regen
 	s.yielded = false
 	st := status(d, out, s.memory.Last, s.cfg.Name, storage.Duration(s.cfg.Interval))
 	res.Status = st
-	mem := s.memory.next(d, out, st)
+	mem := nextMemory(s.memory, d, out, st)
 	mem.Logged = logTick(s.log, d, out, st, s.memory.Logged)
 	var backoff time.Duration
 	res.Next, backoff = s.after(d, res.Err, s.memory)
@@ -236,7 +219,7 @@ func (s *Step) run(ctx context.Context, leaderKey string, kube Kubernetes, regen
 		// The status would wait for the same etcd.
 		return res
 	}
-	data, merr := mem.marshal()
+	data, merr := mem.Marshal()
 	if merr != nil {
 		s.log.Warn("memory not kept", "error", merr)
 		data = nil
@@ -247,7 +230,7 @@ func (s *Step) run(ctx context.Context, leaderKey string, kube Kubernetes, regen
 		case res.Err == nil && errors.Is(perr, context.DeadlineExceeded):
 			// etcd stopped answering after the tick's reads: the host
 			// ends the term now, not at the next tick's first read.
-			res.Err = fail(reason.EtcdError, fmt.Errorf("status not recorded: %w", perr))
+			res.Err = decision.Fail(reason.EtcdError, fmt.Errorf("status not recorded: %w", perr))
 		case storage.NoSpace(perr) && ReasonOf(res.Err) != reason.EtcdNoSpace:
 			// A tick that wrote nothing finds etcd full only here: what
 			// its host shows (the metrics, /health) says so, though no
@@ -268,7 +251,7 @@ func (s *Step) run(ctx context.Context, leaderKey string, kube Kubernetes, regen
 }
 
 // failure is the tick's failure: the decision's, or the write's.
-func failure(d *Decision, o Outcome) error {
+func failure(d *decision.Decision, o Outcome) error {
 	switch {
 	case o.Err != nil:
 		return o.Err
@@ -286,7 +269,7 @@ func failure(d *Decision, o Outcome) error {
 // another failure, the backoff, from MinBackoff doubling up to the
 // interval, and from MinBackoff again when the settings changed since
 // the last tick.
-func (s *Step) after(d *Decision, err error, last Memory) (wait, backoff time.Duration) {
+func (s *Step) after(d *decision.Decision, err error, last decision.Memory) (wait, backoff time.Duration) {
 	interval := s.cfg.Interval
 	backoff = time.Duration(last.Backoff)
 	if backoff <= 0 || d.Gathered.SettingsID != last.Settings {
@@ -331,29 +314,4 @@ func (s *Step) writeOverhead(leaderKey string) int {
 	st := s.cfg.Storage
 	guard := 2*(len(st.Key(storage.KeyOwner))+len(st.Key(storage.KeySabakanDisabled))+len(st.Key(storage.KeyCKEGenDisabled))) + 3*12
 	return 2*len(leaderKey) + 3*len(st.Key(storage.KeyCluster)) + len(st.Key(storage.KeyClusterRevision)) + 20 + guard + requestFraming
-}
-
-// tooLarge is the error of a cluster of data bytes of JSON and nodes
-// nodes whose write request (size bytes) is over the limit: how many
-// nodes of this size fit, the flags to raise, and what else makes the
-// cluster smaller in the model in force.
-func tooLarge(data, size, nodes, limit int, c constraints.Constraints) error {
-	perNode := float64(data) / float64(max(nodes, 1))
-	fit := int(float64(limit-(size-data)) / perNode)
-	smaller := "or ask for fewer workers (ckegenctl constraints set minimum-workers N)"
-	if c.RateModel() {
-		smaller = "or, as the rate model (minimum-workers-rate) makes every HEALTHY machine a worker template accepts a node, " +
-			"query fewer machines (ckegenctl sabakan set-variables)"
-	}
-	return fmt.Errorf("the cluster is %d bytes of JSON for %d nodes (%.0f bytes a node), and its write %d bytes, over etcd's request size limit of %s: "+
-		"about %d nodes fit, this cluster has %d; raise etcd's --max-request-bytes and ckegen's --max-cluster-bytes together to at least %d bytes, %s",
-		data, nodes, perNode, size, byteSize(limit), fit, nodes, size, smaller)
-}
-
-// byteSize is n bytes, and in MiB too when that says more.
-func byteSize(n int) string {
-	if n < 64<<10 {
-		return fmt.Sprintf("%d bytes", n)
-	}
-	return fmt.Sprintf("%d bytes (%.3g MiB)", n, float64(n)/(1<<20))
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"github.com/ckegen/ckegen/decision"
 	"io"
 	"log/slog"
 	"net/http"
@@ -71,7 +72,7 @@ func must(t *testing.T, err error) {
 // tick.
 type testConfig struct {
 	Config
-	Kubernetes Kubernetes
+	Kubernetes decision.Kubernetes
 }
 
 // testStep is a step as a host runs it: with the Kubernetes view the
@@ -79,7 +80,7 @@ type testConfig struct {
 // /metrics serves them.
 type testStep struct {
 	*Step
-	kube    Kubernetes
+	kube    decision.Kubernetes
 	metrics *Metrics
 	reg     *prometheus.Registry
 	// status is the status of the last tick, as a host keeps it.

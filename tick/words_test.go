@@ -2,6 +2,7 @@ package tick
 
 import (
 	"context"
+	"github.com/ckegen/ckegen/decision"
 	"testing"
 
 	"github.com/ckegen/ckegen/reason"
@@ -31,7 +32,7 @@ func TestInsideCKEHints(t *testing.T) {
 	ctx := context.Background()
 	_, err := f.st.Client.Delete(ctx, f.st.Key(storage.KeySabakanTemplate))
 	must(t, err)
-	d := f.step("d", func(c *testConfig) { c.Mode = ModeInsideCKE })
+	d := f.step("d", func(c *testConfig) { c.Mode = decision.ModeInsideCKE })
 	must(t, d.runOnce(ctx, f.lead(t)))
 	if st := f.status(t); st.Reason != reason.NoTemplate || st.Message != "no template: set one with ckecli sabakan set-template" {
 		t.Errorf("inside CKE: %s %q", st.Reason, st.Message)

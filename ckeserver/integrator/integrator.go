@@ -14,6 +14,7 @@ package integrator
 import (
 	"context"
 	"errors"
+	"github.com/ckegen/ckegen/decision"
 	"log/slog"
 	"sync"
 	"time"
@@ -109,7 +110,7 @@ func New(cfg Config) (*Integrator, error) {
 	st := storage.Storage{Client: cfg.Client}
 	ig := &Integrator{cfg: cfg, st: st, cke: cke.Storage{Client: cfg.Client},
 		metrics: tick.NewMetrics(tick.MetricsOptions{CKENames: false}),
-		step: tick.New(tick.Config{Storage: st, Name: cfg.Name, Mode: tick.ModeInsideCKE, RetireWait: cfg.RetireWait,
+		step: tick.New(tick.Config{Storage: st, Name: cfg.Name, Mode: decision.ModeInsideCKE, RetireWait: cfg.RetireWait,
 			Interval: cfg.Interval, MinBackoff: cfg.MinBackoff, Sabakan: cfg.Sabakan, Now: cfg.Now, Log: cfg.Log}),
 		rearm: make(chan struct{}, 1),
 		leading: prometheus.NewGauge(prometheus.GaugeOpts{Name: "ckegen_leader",
@@ -170,7 +171,7 @@ func (ig *Integrator) StartWatch(ctx context.Context, ch chan<- struct{}) error 
 // Init does what CKE's own integrator does for a new leader: the cluster
 // re-rendered when the template changed since it was built.
 func (ig *Integrator) Init(ctx context.Context, leaderKey string) error {
-	r := ig.step.Regenerate(ctx, leaderKey, tick.View{Source: SourceStatus, Why: "CKE's server gives no cluster status to Init"})
+	r := ig.step.Regenerate(ctx, leaderKey, decision.View{Source: SourceStatus, Why: "CKE's server gives no cluster status to Init"})
 	ig.after(ctx, r)
 	return fatal(r)
 }
@@ -205,7 +206,7 @@ func fatal(r tick.Result) error {
 func (ig *Integrator) after(_ context.Context, r tick.Result) {
 	if r.Status.Time.IsZero() {
 		// Cut short (nothing to show), or left to ckegen's daemons
-		// (tick.YieldsToDaemons): the series of a running integration
+		// (decision.YieldsToDaemons): the series of a running integration
 		// are theirs then.
 		if r.Yielded {
 			ig.metrics.Clear()
@@ -237,12 +238,12 @@ const SourceStatus = "CKE's cluster status"
 // kubernetesOf is what a cluster status says of the Kubernetes Nodes at
 // now: not known without a status or while no API server is ready (CKE's
 // status then has no Node at all, which is not "no taints").
-func kubernetesOf(status *cke.ClusterStatus, now time.Time) tick.View {
+func kubernetesOf(status *cke.ClusterStatus, now time.Time) decision.View {
 	switch {
 	case status == nil:
-		return tick.View{Source: SourceStatus, Why: "CKE's server has no cluster status: no cluster yet, or --debug-sabakan"}
+		return decision.View{Source: SourceStatus, Why: "CKE's server has no cluster status: no cluster yet, or --debug-sabakan"}
 	case !status.Kubernetes.IsControlPlaneReady:
-		return tick.View{Source: SourceStatus, Why: "no API server of the cluster is ready"}
+		return decision.View{Source: SourceStatus, Why: "no API server of the cluster is ready"}
 	}
 	all := make(map[string][]cluster.Taint, len(status.Kubernetes.Nodes))
 	for _, n := range status.Kubernetes.Nodes {
@@ -252,5 +253,5 @@ func kubernetesOf(status *cke.ClusterStatus, now time.Time) tick.View {
 		}
 		all[n.Name] = taints
 	}
-	return tick.ViewOf(SourceStatus, now, all)
+	return decision.ViewOf(SourceStatus, now, all)
 }

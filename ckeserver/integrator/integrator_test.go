@@ -2,6 +2,7 @@ package integrator
 
 import (
 	"context"
+	"github.com/ckegen/ckegen/decision"
 	"io"
 	"log/slog"
 	"slices"
@@ -27,7 +28,6 @@ import (
 	"github.com/ckegen/ckegen/reason"
 	"github.com/ckegen/ckegen/sabakan"
 	"github.com/ckegen/ckegen/storage"
-	"github.com/ckegen/ckegen/tick"
 )
 
 var testNow = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -138,7 +138,7 @@ func TestDoSeesKubernetes(t *testing.T) {
 		t.Fatalf("first cluster: control planes %v, workers %v", cps, workers)
 	}
 	// Not known, and said so: no Node read, no taint invented.
-	if st := f.status(t); st.Mode != tick.ModeInsideCKE || st.Kubernetes == nil || st.Kubernetes.Read || st.Kubernetes.Source != SourceStatus ||
+	if st := f.status(t); st.Mode != decision.ModeInsideCKE || st.Kubernetes == nil || st.Kubernetes.Read || st.Kubernetes.Source != SourceStatus ||
 		!strings.Contains(st.Kubernetes.Why, "no cluster status") {
 		t.Errorf("without a cluster status: mode %q, kubernetes %+v", st.Mode, st.Kubernetes)
 	}
@@ -281,7 +281,7 @@ func TestYieldsToDaemons(t *testing.T) {
 	must(t, f.st.Handback(ctx, own))
 	must(t, f.st.SetDisabled(ctx, true))
 	must(t, f.ig.Do(ctx, f.leader, nil))
-	if st := f.status(t); st.Result != reason.Disabled || st.Mode != tick.ModeInsideCKE {
+	if st := f.status(t); st.Result != reason.Disabled || st.Mode != decision.ModeInsideCKE {
 		t.Errorf("CKE's switch off: status %s, mode %s; want disabled inside CKE", st.Result, st.Mode)
 	}
 	must(t, f.st.SetDisabled(ctx, false))

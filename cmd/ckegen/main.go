@@ -7,6 +7,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"github.com/ckegen/ckegen/decision"
 	"io/fs"
 	"log/slog"
 	"net"
@@ -38,7 +39,6 @@ import (
 	"github.com/ckegen/ckegen/liveview"
 	"github.com/ckegen/ckegen/sabakan"
 	"github.com/ckegen/ckegen/storage"
-	"github.com/ckegen/ckegen/tick"
 	"github.com/ckegen/ckegen/web"
 )
 
@@ -224,7 +224,7 @@ func (o *options) check() error {
 
 // nodes returns the Kubernetes Node reader of --kubeconfig, nil without
 // it.
-func (o *options) nodes() (tick.Kubernetes, error) {
+func (o *options) nodes() (decision.Kubernetes, error) {
 	if o.kubeTimeout <= 0 {
 		return nil, usage.Errorf("--kubernetes-timeout: must be positive, got %s", o.kubeTimeout)
 	}
@@ -232,7 +232,7 @@ func (o *options) nodes() (tick.Kubernetes, error) {
 	if r == nil || err != nil {
 		return nil, err
 	}
-	return tick.APIView(r, nil), nil
+	return decision.APIView(r, nil), nil
 }
 
 func (o *options) sabakanOptions() sabakan.Options {
@@ -241,7 +241,7 @@ func (o *options) sabakanOptions() sabakan.Options {
 
 // daemonConfig is the daemon's configuration from the flags, with a
 // registry that also has Go's and the process's collectors.
-func (o *options) daemonConfig(st storage.Storage, nodes tick.Kubernetes, lg *slog.Logger) daemon.Config {
+func (o *options) daemonConfig(st storage.Storage, nodes decision.Kubernetes, lg *slog.Logger) daemon.Config {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return daemon.Config{

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/ckegen/ckegen/decision"
 	"io"
 	"strconv"
 	"strings"
@@ -17,7 +18,6 @@ import (
 	"github.com/ckegen/ckegen/liveview"
 	"github.com/ckegen/ckegen/reason"
 	"github.com/ckegen/ckegen/storage"
-	"github.com/ckegen/ckegen/tick"
 )
 
 // Running beside a real CKE server (docs/beside-cke.md): which integration writes
@@ -151,7 +151,7 @@ func takeover(e *env, cmd *cobra.Command, dry *dryRun) error {
 			notes = append(notes, fmt.Sprintf("ckegen's own switch %s is true: after takeover its daemon applies nothing until ckegenctl sabakan enable", storage.KeyCKEGenDisabled))
 		}
 		if o.CKEServer {
-			notes = append(notes, "a CKE server runs: ckegen's daemon applies each step only while CKE's status key says "+tick.CKEPhases()+", as CKE's own integration does")
+			notes = append(notes, "a CKE server runs: ckegen's daemon applies each step only while CKE's status key says "+decision.CKEPhases()+", as CKE's own integration does")
 		}
 		if err := dry.plan.plan(e, intake.WhatIf{}, stdout, stderr); err != nil {
 			return err
@@ -181,7 +181,7 @@ func writeTakeoverNext(w io.Writer, o intake.Ownership, leader string) {
 	case o.CKEGenDisabled:
 		fmt.Fprintf(w, "Next: ckegen's own switch %s is true: its daemon writes nothing until ckegenctl sabakan enable.\n", storage.KeyCKEGenDisabled)
 	case o.CKEServer:
-		fmt.Fprintln(w, "Next: ckegen's daemon writes the cluster from its next tick, whenever CKE's server reports phase "+tick.CKEPhases()+" (its status key), as CKE's own integration did.")
+		fmt.Fprintln(w, "Next: ckegen's daemon writes the cluster from its next tick, whenever CKE's server reports phase "+decision.CKEPhases()+" (its status key), as CKE's own integration did.")
 	default:
 		fmt.Fprintln(w, "Next: ckegen's daemon writes the cluster from its next tick.")
 	}
@@ -234,7 +234,7 @@ func insideWithoutDaemons(ctx context.Context, st storage.Storage) (string, erro
 	} else if err != nil {
 		return "", err
 	}
-	if s.Mode != tick.ModeInsideCKE {
+	if s.Mode != decision.ModeInsideCKE {
 		return "", nil
 	}
 	return fmt.Sprintf("ckegen runs inside CKE's server (the last status is %s's, inside CKE) and no ckegen daemon leads (nothing under %s): "+
@@ -351,32 +351,32 @@ func whoWrites(ctx context.Context, e *env, st storage.Storage) (string, error) 
 
 // writer says who writes the cluster, from the leader's decision on
 // the settings alone (its gate: the switches, the owner, CKE's pace).
-func writer(d *tick.Decision) string {
+func writer(d *decision.Decision) string {
 	o := d.Gathered.Settings.Own
 	h := d.Hold
-	if h != nil && h.Rung != tick.RungSwitch && h.Rung != tick.RungOwner && h.Rung != tick.RungPace {
+	if h != nil && h.Rung != decision.RungSwitch && h.Rung != decision.RungOwner && h.Rung != decision.RungPace {
 		// A rung after the gate (a setting missing): who writes is
 		// decided, what is written not yet.
 		h = nil
 	}
 	switch {
-	case d.Mode == tick.ModeInsideCKE && h != nil:
+	case d.Mode == decision.ModeInsideCKE && h != nil:
 		return fmt.Sprintf("none: ckegen runs inside CKE's server, and CKE's %s is true", storage.KeySabakanDisabled)
-	case d.Mode == tick.ModeInsideCKE:
+	case d.Mode == decision.ModeInsideCKE:
 		return insideWriter
 	case h == nil && o.CKEServer:
-		return "ckegen, while CKE's status says " + tick.CKEPhases()
+		return "ckegen, while CKE's status says " + decision.CKEPhases()
 	case h == nil && o.OwnedByCKEGen():
 		return "ckegen"
 	case h == nil:
 		return "ckegen, standalone (no CKE server holds leader/)"
-	case h.Rung == tick.RungSwitch && o.OwnedByCKEGen():
+	case h.Rung == decision.RungSwitch && o.OwnedByCKEGen():
 		return fmt.Sprintf("none: ckegen owns the integration but its switch %s is true (ckegenctl sabakan enable)", storage.KeyCKEGenDisabled)
-	case h.Rung == tick.RungSwitch:
+	case h.Rung == decision.RungSwitch:
 		return fmt.Sprintf("none: standalone (no CKE server) and %s is true", storage.KeySabakanDisabled)
 	case h.Reason == reason.CKEIntegrationActive:
 		return fmt.Sprintf("none from ckegen: CKE's %s is false although ckegen owns the integration (CKE_INTEGRATION_ACTIVE); run ckegenctl sabakan takeover to stop CKE's integration again, or ckegenctl sabakan handback", storage.KeySabakanDisabled)
-	case h.Rung == tick.RungPace:
+	case h.Rung == decision.RungPace:
 		return "ckegen, once CKE's server is at rest (ckegen holds now, CKE_NOT_READY: " + h.Message + ")"
 	case o.HandedBack() && !o.CKEServer:
 		return "CKE's own integration once its server runs (handed back; ckegen holds, OWNED_BY_CKE, also while no CKE server holds leader/)"
@@ -476,7 +476,7 @@ func ownerTable(w io.Writer, r ownerReport) error {
 		fmt.Fprintf(tw, "CKE STATUS\tnone (no %s key)\n", storage.KeyCKEStatus)
 	}
 	switch {
-	case r.Mode == tick.ModeInsideCKE:
+	case r.Mode == decision.ModeInsideCKE:
 		fmt.Fprintln(tw, "CKEGEN LEADER\tnone: ckegen runs inside CKE's server, which leads")
 	case r.CKEGenLeader != "":
 		fmt.Fprintf(tw, "CKEGEN LEADER\t%s (%s)\n", r.CKEGenLeader, storage.KeyCKEGenLeader)

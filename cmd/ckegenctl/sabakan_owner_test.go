@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/ckegen/ckegen/decision"
 	"slices"
 	"strings"
 	"testing"
@@ -19,7 +20,6 @@ import (
 	"github.com/ckegen/ckegen/machine"
 	"github.com/ckegen/ckegen/reason"
 	"github.com/ckegen/ckegen/storage"
-	"github.com/ckegen/ckegen/tick"
 )
 
 // etcdState is every key in etcd with its value and mod revision, and the
@@ -265,7 +265,7 @@ func TestTakeoverInsideCKE(t *testing.T) {
 	ctx := context.Background()
 	putSettings(t, f.st, string(storedTemplate(t)), rateConstraints, f.sabakan.URL+"/graphql")
 	campaign(t, f.st, storage.KeyLeader, "cke-1")
-	status, err := json.Marshal(storage.Status{Result: reason.OK, Mode: tick.ModeInsideCKE, Leader: "cke-1", Time: time.Now()})
+	status, err := json.Marshal(storage.Status{Result: reason.OK, Mode: decision.ModeInsideCKE, Leader: "cke-1", Time: time.Now()})
 	if err != nil {
 		t.Fatal(err)
 	}

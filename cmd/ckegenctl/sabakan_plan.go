@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/ckegen/ckegen/decision"
 	"io"
 	"slices"
 	"strings"
@@ -23,7 +24,6 @@ import (
 	"github.com/ckegen/ckegen/policy"
 	"github.com/ckegen/ckegen/sabakan"
 	"github.com/ckegen/ckegen/storage"
-	"github.com/ckegen/ckegen/tick"
 )
 
 // planOptions are the flags of `sabakan plan`; the --dry-run of the
@@ -211,7 +211,7 @@ func (o *planOptions) plan(e *env, w intake.WhatIf, stdout, stderr io.Writer) er
 // decide is the leader's decision with w applied and the --assume
 // rehearsals made on what it gathered, read only, with what each
 // rehearsal matched.
-func (o *planOptions) decide(e *env, w intake.WhatIf) (*tick.Decision, []assume.Match, error) {
+func (o *planOptions) decide(e *env, w intake.WhatIf) (*decision.Decision, []assume.Match, error) {
 	if o.maxSteps < 1 {
 		return nil, nil, usage.Errorf("--max-steps: must be at least 1, got %d", o.maxSteps)
 	}
@@ -231,9 +231,9 @@ func (o *planOptions) decide(e *env, w intake.WhatIf) (*tick.Decision, []assume.
 	}
 	p := liveview.Preview{WhatIf: w, RetireWait: o.retireWait, MaxSteps: o.maxSteps, Assume: as}
 	if nodes != nil {
-		p.Kubernetes = tick.APIView(nodes, nil)
+		p.Kubernetes = decision.APIView(nodes, nil)
 	}
-	var d *tick.Decision
+	var d *decision.Decision
 	var matches []assume.Match
 	err = e.withStorage(func(ctx context.Context, st storage.Storage) error {
 		// The reader bounds its etcd reads by --timeout and each sabakan
@@ -326,7 +326,7 @@ func (d *dryRun) warn(e *env, cmd *cobra.Command, w intake.WhatIf, printed ...st
 	if err == nil && !ready {
 		return
 	}
-	var dec *tick.Decision
+	var dec *decision.Decision
 	if err == nil {
 		dec, _, err = o.decide(e, w)
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/ckegen/ckegen/decision"
 	"io"
 	"slices"
 	"strconv"
@@ -21,7 +22,6 @@ import (
 	"github.com/ckegen/ckegen/liveview"
 	"github.com/ckegen/ckegen/planreport"
 	"github.com/ckegen/ckegen/storage"
-	"github.com/ckegen/ckegen/tick"
 )
 
 func newSabakanStatusCmd(e *env) *cobra.Command {
@@ -36,7 +36,7 @@ func newSabakanStatusCmd(e *env) *cobra.Command {
 			}
 			return e.withStorage(func(ctx context.Context, st storage.Storage) error {
 				// With what the status cannot say of itself: that its
-				// host stopped calling (tick.Silence), with CKE's phase.
+				// host stopped calling (decision.Silence), with CKE's phase.
 				v, err := liveview.ReadStatus(ctx, st, time.Now())
 				if err != nil {
 					return absent(err, absentStatus)
@@ -105,11 +105,11 @@ func ts(t time.Time) string {
 // beside-cke.md), in words read once.
 func modeLine(s storage.Status) string {
 	switch {
-	case s.Mode == tick.ModeInsideCKE:
+	case s.Mode == decision.ModeInsideCKE:
 		return "inside CKE: ckegen is CKE's server's sabakan integration and writes cluster.yml when CKE's server calls it (CKE's sabakan/disabled is the switch)"
-	case s.Mode == tick.ModeBesideCKE && s.Owner == intake.OwnerCKEGen:
+	case s.Mode == decision.ModeBesideCKE && s.Owner == intake.OwnerCKEGen:
 		return "beside CKE: a CKE server holds leader/, and ckegen writes cluster.yml (sabakan/owner ckegen)"
-	case s.Mode == tick.ModeBesideCKE:
+	case s.Mode == decision.ModeBesideCKE:
 		return "beside CKE: a CKE server holds leader/, and its own integration writes cluster.yml (sabakan/owner cke); ckegen holds"
 	case s.Owner == intake.OwnerCKEGen:
 		return "standalone: ckegen writes cluster.yml (sabakan/owner ckegen); no CKE server seen"

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/ckegen/ckegen/decision"
 	"strings"
 	"testing"
 	"time"
@@ -11,7 +12,6 @@ import (
 	"github.com/ckegen/ckegen/generator"
 	"github.com/ckegen/ckegen/intake"
 	"github.com/ckegen/ckegen/storage"
-	"github.com/ckegen/ckegen/tick"
 )
 
 // TestStatusTableKubernetes: the status shows what the last tick read
@@ -108,15 +108,15 @@ func TestStatusTableMode(t *testing.T) {
 		want string
 	}{
 		{storage.Status{}, ""},
-		{storage.Status{Mode: tick.ModeStandalone, Owner: intake.OwnerCKE},
+		{storage.Status{Mode: decision.ModeStandalone, Owner: intake.OwnerCKE},
 			"MODE          standalone: ckegen writes cluster.yml; no CKE server seen\n"},
-		{storage.Status{Mode: tick.ModeStandalone, Owner: intake.OwnerCKEGen},
+		{storage.Status{Mode: decision.ModeStandalone, Owner: intake.OwnerCKEGen},
 			"MODE          standalone: ckegen writes cluster.yml (sabakan/owner ckegen); no CKE server seen\n"},
-		{storage.Status{Mode: tick.ModeBesideCKE, Owner: intake.OwnerCKEGen},
+		{storage.Status{Mode: decision.ModeBesideCKE, Owner: intake.OwnerCKEGen},
 			"MODE          beside CKE: a CKE server holds leader/, and ckegen writes cluster.yml (sabakan/owner ckegen)\n"},
-		{storage.Status{Mode: tick.ModeBesideCKE, Owner: intake.OwnerCKE},
+		{storage.Status{Mode: decision.ModeBesideCKE, Owner: intake.OwnerCKE},
 			"MODE          beside CKE: a CKE server holds leader/, and its own integration writes cluster.yml (sabakan/owner cke); ckegen holds\n"},
-		{storage.Status{Mode: tick.ModeInsideCKE, Owner: intake.OwnerCKE},
+		{storage.Status{Mode: decision.ModeInsideCKE, Owner: intake.OwnerCKE},
 			"MODE          inside CKE: ckegen is CKE's server's sabakan integration and writes cluster.yml when CKE's server calls it (CKE's sabakan/disabled is the switch)\n"},
 	} {
 		if got := tableRows(t, c.st, "MODE "); got != c.want {
@@ -207,7 +207,7 @@ func TestStatusSaysCKEStoppedCalling(t *testing.T) {
 	ctx := context.Background()
 	leader := campaignAs(t, f.st, "cke-1")
 	last := time.Now().Add(-5 * time.Minute).UTC().Truncate(time.Second)
-	st := storage.Status{Result: "ok", Time: last, LastRun: last, Since: last, Leader: "cke-1", Mode: tick.ModeInsideCKE, Interval: storage.Duration(time.Minute)}
+	st := storage.Status{Result: "ok", Time: last, LastRun: last, Since: last, Leader: "cke-1", Mode: decision.ModeInsideCKE, Interval: storage.Duration(time.Minute)}
 	if err := f.st.PutStatus(ctx, leader, st, nil); err != nil {
 		t.Fatal(err)
 	}

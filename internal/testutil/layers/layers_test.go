@@ -26,6 +26,9 @@ var forbidden = map[string][]string{
 	"intake": {"tick", "daemon", "liveview", "web", "rackmap", "planreport"},
 	// The step runs in any host: it knows none of them.
 	"tick": {"daemon", "liveview", "web", "rackmap", "cmd/ckegen", "cmd/ckegenctl"},
+	// The decision is the step's and the views': it knows neither the
+	// step that writes it nor any view or host.
+	"decision": {"tick", "daemon", "liveview", "web", "rackmap", "cmd/ckegen", "cmd/ckegenctl"},
 	// The models parse documents; they know no edge.
 	"cluster":       {"storage", "sabakan", "generator"},
 	"template":      {"storage", "sabakan", "generator"},
@@ -34,7 +37,8 @@ var forbidden = map[string][]string{
 	"policy":        {"storage", "sabakan", "generator", "metricprovider"},
 	"failuredomain": {"storage", "sabakan", "generator", "policy"},
 	"assume":        {"storage", "sabakan", "generator", "intake"},
-	// The views never write the cluster: they do not link the loop.
+	// The views never write the cluster: they link the decision, not the
+	// step that writes it, nor the loop.
 	"liveview": {"daemon", "tick"},
 	"web":      {"daemon", "tick"},
 }

@@ -1,4 +1,4 @@
-package tick
+package decision
 
 import (
 	"errors"
@@ -199,7 +199,7 @@ func Decide(g *Gathered, mem Memory, o Options) *Decision {
 		if step != nil {
 			msg += fmt.Sprintf("; state taints written (%s)", plural(len(step.Changes), "change", "changes"))
 		}
-		d.Result, d.Reason, d.Message, d.Err = reason.Failing, reason.TooManyUnhealthy, msg, fail(reason.TooManyUnhealthy, errors.New(msg))
+		d.Result, d.Reason, d.Message, d.Err = reason.Failing, reason.TooManyUnhealthy, msg, Fail(reason.TooManyUnhealthy, errors.New(msg))
 	}
 	d.count(in)
 	d.keepPlan(in, step, settled)
@@ -221,7 +221,7 @@ func (d *Decision) climbSettings() bool {
 	ref := g.Refused
 	switch {
 	case ref != nil && intake.RowOf(ref.Setting).Kind == intake.Switch && !o.Ungated:
-		d.fail(fail(ref.Reason, ref))
+		d.fail(Fail(ref.Reason, ref))
 		return true
 	case ref != nil && intake.RowOf(ref.Setting).Kind == intake.Switch:
 		// The ownership cannot be read: no gate to climb.
@@ -247,7 +247,7 @@ func (d *Decision) climbSettings() bool {
 			d.Result, d.Reason, d.Message = reason.Waiting, ref.Reason, ref.Error()
 			return true
 		case row.Kind == intake.Input || !o.Ungated:
-			d.fail(fail(ref.Reason, ref))
+			d.fail(Fail(ref.Reason, ref))
 			return true
 		default:
 			d.gated(RungSettings, ref)
@@ -273,7 +273,7 @@ func newDecision(g *Gathered, o Options) *Decision {
 func (d *Decision) fail(err error) *Decision {
 	var te *Error
 	if !errors.As(err, &te) {
-		te = fail(reason.EtcdError, err)
+		te = Fail(reason.EtcdError, err)
 	}
 	d.Result, d.Reason, d.Message, d.Err = reason.Failing, te.Reason, te.Err.Error(), te
 	return d
@@ -283,7 +283,7 @@ func (d *Decision) fail(err error) *Decision {
 func kubeStatus(g *Gathered) *storage.KubernetesStatus {
 	v := g.Kubernetes
 	if v == nil {
-		if g.hostView {
+		if g.HostView {
 			return &storage.KubernetesStatus{}
 		}
 		return nil
@@ -331,11 +331,11 @@ func (d *Decision) first(in generator.Input) (*generator.Result, []string, error
 		}
 		return nil, nil, nil
 	case errors.Is(err, generator.ErrNotEnoughMachines):
-		return nil, nil, fail(reason.NotEnoughMachines, err)
+		return nil, nil, Fail(reason.NotEnoughMachines, err)
 	case errors.Is(err, generator.ErrTooManyNonExistent):
-		return nil, nil, fail(reason.TooManyNonExistent, err)
+		return nil, nil, Fail(reason.TooManyNonExistent, err)
 	case err != nil:
-		return nil, nil, fail(reason.GenerationError, err)
+		return nil, nil, Fail(reason.GenerationError, err)
 	}
 	return res, nil, nil
 }
@@ -354,14 +354,14 @@ func nonNilStrings(ss []string) []string {
 func (d *Decision) check(step *generator.Result) error {
 	data, err := step.Cluster.AppendJSON(nil) // json.Marshal's bytes, without reflection
 	if err != nil {
-		return fail(reason.GenerationError, err)
+		return Fail(reason.GenerationError, err)
 	}
 	o := d.Options
 	if size := len(data) + o.WriteOverhead; o.MaxClusterBytes > 0 && size > o.MaxClusterBytes {
-		return fail(reason.ClusterTooLarge, tooLarge(len(data), size, len(step.Cluster.Nodes), o.MaxClusterBytes, d.Gathered.Settings.Constraints))
+		return Fail(reason.ClusterTooLarge, tooLarge(len(data), size, len(step.Cluster.Nodes), o.MaxClusterBytes, d.Gathered.Settings.Constraints))
 	}
 	if err := ckevalidate.Cluster(step.Cluster); err != nil {
-		return fail(reason.InvalidCluster, fmt.Errorf("the generated cluster would be refused by CKE: %w", err))
+		return Fail(reason.InvalidCluster, fmt.Errorf("the generated cluster would be refused by CKE: %w", err))
 	}
 	d.Data = data
 	return nil
@@ -376,7 +376,7 @@ func (d *Decision) planning(in generator.Input, overLimit string) *Decision {
 	d.count(in)
 	p, err := generator.MakePlan(in, s.TemplateChanged(), d.Options.MaxSteps)
 	if err != nil {
-		return d.fail(fail(reason.GenerationError, fmt.Errorf("plan: %w", err)))
+		return d.fail(Fail(reason.GenerationError, fmt.Errorf("plan: %w", err)))
 	}
 	d.Plan = p
 	// No decision was made: the plan's first tick has its warnings.
@@ -478,4 +478,37 @@ func releasedBy(mem Memory, s *intake.Settings) string {
 		return fmt.Sprintf("the end of the quiet time %s (the inventory unchanged since %s)", s.QuietTime, since)
 	}
 	return mem.Release
+}
+
+// tooLarge is the error of a cluster of data bytes of JSON and nodes
+// nodes whose write request (size bytes) is over the limit: how many
+// nodes of this size fit, the flags to raise, and what else makes the
+// cluster smaller in the model in force.
+func tooLarge(data, size, nodes, limit int, c constraints.Constraints) error {
+	perNode := float64(data) / float64(max(nodes, 1))
+	fit := int(float64(limit-(size-data)) / perNode)
+	smaller := "or ask for fewer workers (ckegenctl constraints set minimum-workers N)"
+	if c.RateModel() {
+		smaller = "or, as the rate model (minimum-workers-rate) makes every HEALTHY machine a worker template accepts a node, " +
+			"query fewer machines (ckegenctl sabakan set-variables)"
+	}
+	return fmt.Errorf("the cluster is %d bytes of JSON for %d nodes (%.0f bytes a node), and its write %d bytes, over etcd's request size limit of %s: "+
+		"about %d nodes fit, this cluster has %d; raise etcd's --max-request-bytes and ckegen's --max-cluster-bytes together to at least %d bytes, %s",
+		data, nodes, perNode, size, byteSize(limit), fit, nodes, size, smaller)
+}
+
+// byteSize is n bytes, and in MiB too when that says more.
+func byteSize(n int) string {
+	if n < 64<<10 {
+		return fmt.Sprintf("%d bytes", n)
+	}
+	return fmt.Sprintf("%d bytes (%.3g MiB)", n, float64(n)/(1<<20))
+}
+
+// plural is "1 step", "2 steps".
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
 }

@@ -1,4 +1,4 @@
-package tick
+package decision
 
 import (
 	"context"
@@ -58,10 +58,10 @@ type Gathered struct {
 	// Metrics are the policy's metric values (nil: none).
 	Metrics *policy.Values
 	// Kubernetes is the view of the Nodes the decision uses (nil: the
-	// host has none, or the gather did not get to it); hostView: the
+	// host has none, or the gather did not get to it); HostView: the
 	// host has one.
 	Kubernetes *View
-	hostView   bool
+	HostView   bool
 	// Warnings are what the operator should fix although the tick can
 	// go on: settings that work but look wrong, machines left out,
 	// metrics without values.
@@ -127,14 +127,14 @@ type Ask struct {
 // switch, the owner, CKE's pace or a missing setting decides the tick
 // before sabakan is asked.
 func (gr *Gatherer) Gather(ctx context.Context, a Ask) *Gathered {
-	g := &Gathered{Now: gr.now(), hostView: a.Kubernetes != nil}
+	g := &Gathered{Now: gr.now(), HostView: a.Kubernetes != nil}
 	req := gr.settings.Request(a.LeaderKey)
 	if a.Memory {
 		req.Keys = append(req.Keys, storage.KeyCKEGenMemory)
 	}
 	snap, err := gr.read(ctx, req)
 	if err != nil {
-		g.Failure = fail(reason.EtcdError, err)
+		g.Failure = Fail(reason.EtcdError, err)
 		return g
 	}
 	// A leader learns that its lease is gone only at the next keepalive;
@@ -142,7 +142,7 @@ func (gr *Gatherer) Gather(ctx context.Context, a Ask) *Gathered {
 	// querying sabakan. (The cluster write is guarded by the key in any
 	// case.)
 	if a.LeaderKey != "" && !snap.Leading {
-		g.Failure = fail(reason.LostLeadership, storage.ErrNoLeader)
+		g.Failure = Fail(reason.LostLeadership, storage.ErrNoLeader)
 		return g
 	}
 	if a.Memory {
@@ -207,16 +207,16 @@ func settingsID(snap *storage.Snapshot) string {
 func (gr *Gatherer) query(ctx context.Context, g *Gathered) *Error {
 	client, err := gr.sabakan.For(g.Settings.URL)
 	if err != nil {
-		return fail(reason.QueryError, err)
+		return Fail(reason.QueryError, err)
 	}
 	start := time.Now() // elapsed time, for the metrics
 	raw, err := client.SearchMachines(ctx, g.Settings.Variables)
 	g.QueryTime = time.Since(start)
 	switch {
 	case errors.Is(err, sabakan.ErrUnreachable):
-		return fail(reason.SabakanUnreachable, err)
+		return Fail(reason.SabakanUnreachable, err)
 	case err != nil:
-		return fail(reason.QueryError, err)
+		return Fail(reason.QueryError, err)
 	}
 	var warnings []string
 	g.Machines, g.Roles, warnings = intake.Sanitize(raw)
@@ -237,7 +237,7 @@ func (gr *Gatherer) fetchMetrics(ctx context.Context, g *Gathered) *Error {
 		g.MetricsTime = time.Since(start)
 	}
 	if err != nil {
-		return fail(reason.MetricsUnavailable, err)
+		return Fail(reason.MetricsUnavailable, err)
 	}
 	g.Metrics = vals
 	g.Warnings = append(g.Warnings, warnings...)
@@ -253,7 +253,7 @@ func (gr *Gatherer) view(ctx context.Context, g *Gathered, k Kubernetes) *Error 
 	}
 	v, err := k.View(ctx)
 	if err != nil {
-		return fail(reason.KubernetesUnreachable, err)
+		return Fail(reason.KubernetesUnreachable, err)
 	}
 	if v.At.IsZero() && v.Known {
 		v.At = g.Now

@@ -1,4 +1,4 @@
-package tick
+package decision
 
 import (
 	"context"
@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/ckegen/ckegen/internal/strictjson"
-	"github.com/ckegen/ckegen/reason"
 	"github.com/ckegen/ckegen/storage"
 )
 
@@ -70,8 +69,8 @@ type Leader struct {
 	WriteOverhead   int              `json:"writeOverhead,omitempty"`
 }
 
-// leaderOf is what the memory keeps of o.
-func leaderOf(o Options) Leader {
+// LeaderOf is what the memory keeps of o.
+func LeaderOf(o Options) Leader {
 	return Leader{Mode: o.Mode, RetireWait: storage.Duration(o.RetireWait), CKEStatusMaxAge: storage.Duration(o.CKEStatusMaxAge),
 		MaxClusterBytes: o.MaxClusterBytes, WriteOverhead: o.WriteOverhead}
 }
@@ -97,46 +96,8 @@ type InventoryMemory struct {
 	Since  time.Time `json:"since,omitzero"`
 }
 
-// next is the memory after a decision d acted on with o, which recorded
-// st.
-func (m Memory) next(d *Decision, o Outcome, st storage.Status) Memory {
-	m.Last = st
-	m.Trigger, m.Release = st.Trigger, st.Release
-	m.QuietHeld = st.Result == reason.Planning && st.Reason == reason.QuietTime
-	m.Leader = leaderOf(d.Options)
-	if g := d.Gathered; g.Settings != nil {
-		m.Settings = g.SettingsID
-	}
-	if d.Idle() || d.Quiet == nil {
-		// The tick did not get as far as change management: what it
-		// would have learnt stays as it was.
-		return m
-	}
-	m.Inventory = d.Inventory
-	if v := d.Gathered.Kubernetes; v != nil {
-		m.Kubernetes = v
-	} else if !d.Gathered.hostView {
-		m.Kubernetes = nil
-	}
-	if o.PlanKept {
-		m.PlanDigest = o.PlanDigest
-	}
-	if d.Placed && o.Err == nil {
-		m.ObservedGroups = nil
-		for _, p := range d.Placements {
-			if p.ObservedGroup != "" {
-				if m.ObservedGroups == nil {
-					m.ObservedGroups = map[string]string{}
-				}
-				m.ObservedGroups[p.Placement] = p.ObservedGroup
-			}
-		}
-	}
-	return m
-}
-
-// marshal is the memory as stored.
-func (m *Memory) marshal() ([]byte, error) { return json.Marshal(m) }
+// Marshal is the memory as stored.
+func (m *Memory) Marshal() ([]byte, error) { return json.Marshal(m) }
 
 // recall takes the memory the last leader stored (none: empty). A value
 // that does not parse is left unused, with an error to log: the memory is

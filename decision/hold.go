@@ -1,4 +1,4 @@
-package tick
+package decision
 
 import (
 	"fmt"
@@ -172,6 +172,11 @@ func isCKEPhase(p string) bool {
 	}
 	return false
 }
+
+// DefaultCKEStatusMaxAge is how old CKE's status may be for ckegen to
+// write beside a CKE server, unless the daemon is told otherwise
+// (docs/beside-cke.md).
+const DefaultCKEStatusMaxAge = 10 * time.Minute
 
 // TriggerHeld is what a tick held by the trigger says.
 const TriggerHeld = "the trigger is planning: ckegenctl sabakan trigger schedule applies the plan"

@@ -1,0 +1,32 @@
+package decision
+
+import (
+	"errors"
+
+	"github.com/ckegen/ckegen/reason"
+)
+
+// Error is a failed tick with its reason code.
+type Error struct {
+	Reason string
+	Err    error
+}
+
+func (e *Error) Error() string { return e.Reason + ": " + e.Err.Error() }
+func (e *Error) Unwrap() error { return e.Err }
+
+// Fail is the failure err with its reason code.
+func Fail(code string, err error) *Error { return &Error{Reason: code, Err: err} }
+
+// ReasonOf is the reason code of a tick's error ("" for nil, ETCD_ERROR
+// for an error without one).
+func ReasonOf(err error) string {
+	var te *Error
+	switch {
+	case err == nil:
+		return ""
+	case errors.As(err, &te):
+		return te.Reason
+	}
+	return reason.EtcdError
+}
