@@ -106,9 +106,6 @@ func NewGatherer(st storage.Storage, o sabakan.Options, now func() time.Time) *G
 
 // Ask says what a gather reads.
 type Ask struct {
-	// LeaderKey is the election key a leader's snapshot checks (""
-	// for a view, which leads nothing).
-	LeaderKey string
 	// Memory: read the memory stored with the last status too.
 	Memory bool
 	// WhatIf replaces stored settings (a view's what-if).
@@ -122,13 +119,14 @@ type Ask struct {
 	Options Options
 }
 
-// Gather reads what one decision is made from. What fails is in the
-// result's Failure; a gather stops where the decision needs no more: a
-// switch, the owner, CKE's pace or a missing setting decides the tick
-// before sabakan is asked.
-func (gr *Gatherer) Gather(ctx context.Context, a Ask) *Gathered {
+// Gather reads what one decision is made from, as the leader holding
+// leaderKey ("" for a view, which leads nothing: its snapshot checks no
+// election key). What fails is in the result's Failure; a gather stops
+// where the decision needs no more: a switch, the owner, CKE's pace or a
+// missing setting decides the tick before sabakan is asked.
+func (gr *Gatherer) Gather(ctx context.Context, leaderKey string, a Ask) *Gathered {
 	g := &Gathered{Now: gr.now(), HostView: a.Kubernetes != nil}
-	req := gr.settings.Request(a.LeaderKey)
+	req := gr.settings.Request(leaderKey)
 	if a.Memory {
 		req.Keys = append(req.Keys, storage.KeyCKEGenMemory)
 	}
@@ -141,7 +139,7 @@ func (gr *Gatherer) Gather(ctx context.Context, a Ask) *Gathered {
 	// the election key in the snapshot keeps a deposed leader from
 	// querying sabakan. (The cluster write is guarded by the key in any
 	// case.)
-	if a.LeaderKey != "" && !snap.Leading {
+	if leaderKey != "" && !snap.Leading {
 		g.Failure = Fail(reason.LostLeadership, storage.ErrNoLeader)
 		return g
 	}

@@ -90,7 +90,7 @@ func (r *Reader) Rehearse(ctx context.Context, p Preview) (*decision.Decision, [
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	g := r.gatherer().Gather(ctx, decision.Ask{WhatIf: p.WhatIf, Kubernetes: kube, SettingsOnly: p.SettingsOnly, Options: o})
+	g := r.gatherer().Gather(ctx, "", decision.Ask{WhatIf: p.WhatIf, Kubernetes: kube, SettingsOnly: p.SettingsOnly, Options: o})
 	var matches []assume.Match
 	if len(p.Assume) > 0 && g.Machines != nil {
 		// The machines keep their places: the policy's metric values

@@ -178,7 +178,7 @@ func (s *Step) run(ctx context.Context, leaderKey string, kube decision.Kubernet
 		s.term, s.memory, s.recall = leaderKey, decision.Memory{}, true
 	}
 	o := s.Options(leaderKey, regenerateOnly)
-	g := s.gather.Gather(ctx, decision.Ask{LeaderKey: leaderKey, Memory: s.recall, Kubernetes: kube, Options: o})
+	g := s.gather.Gather(ctx, leaderKey, decision.Ask{Memory: s.recall, Kubernetes: kube, Options: o})
 	if s.recall && g.Stored != nil {
 		if g.StoredErr != nil {
 			s.log.Warn("the last leader's memory is not used", "error", g.StoredErr)
