@@ -11,13 +11,11 @@
 package cketest
 
 import (
-	"os"
 	"path/filepath"
-	"sync"
 	"testing"
-	"time"
 
 	"github.com/ckegen/ckegen/internal/testutil/buildcache/programs"
+	"github.com/ckegen/ckegen/internal/testutil/needed"
 )
 
 // Environment variables that steer the build.
@@ -33,71 +31,31 @@ const (
 // Version is the CKE release the module builds.
 const Version = programs.CKEVersion
 
-var (
-	buildOnce sync.Once
-	buildDir  string
-	buildErr  error
-)
+// cke is CKE's own cke and ckecli, in the directory programs.CKE gives
+// ($CKEGEN_CKE_BIN_DIR, or the cache's, built first when missing).
+var ckeBinaries = needed.Program{What: "CKE " + Version + "'s own cke and ckecli", Build: programs.CKE,
+	Otherwise: "set " + EnvBinDir + " to a directory holding both, or make github.com/cybozu-go/cke " + Version +
+		" downloadable: ../shared/goproxy or the Go module proxy"}
 
-// Binaries returns the paths of CKE's cke server and ckecli, in the
-// directory programs.CKE returns ($CKEGEN_CKE_BIN_DIR, or the cache's,
-// built first when missing), once per test process. When they cannot be
-// had the test is skipped, or fails under CI.
+// Binaries returns the paths of CKE's cke server and ckecli, once per
+// test process. When they cannot be had the test is skipped, or fails
+// under CI.
 func Binaries(t testing.TB) (cke, ckecli string) {
 	t.Helper()
-	buildOnce.Do(func() {
-		start := time.Now()
-		buildDir, buildErr = programs.CKE(nil)
-		if buildErr == nil {
-			if d := time.Since(start); d > time.Second {
-				t.Logf("CKE %s's cke and ckecli built in %s: %s", Version, d.Round(time.Second), buildDir)
-			}
-		}
-	})
-	if buildErr != nil {
-		unavailable(t, buildErr)
-	}
-	return filepath.Join(buildDir, "cke"), filepath.Join(buildDir, "ckecli")
+	dir := ckeBinaries.Path(t)
+	return filepath.Join(dir, "cke"), filepath.Join(dir, "ckecli")
 }
 
-// unavailable skips the test, or fails it under CI, because CKE's
-// binaries cannot be had.
-func unavailable(t testing.TB, err error) {
-	t.Helper()
-	if os.Getenv("CI") == "true" {
-		t.Fatalf("CKE %s's cke and ckecli needed and not available under CI: %v", Version, err)
-	}
-	t.Skipf("skipped: this test needs CKE %s's own cke and ckecli, and %v (set %s to a directory holding both, or make github.com/cybozu-go/cke %s downloadable: ../shared/goproxy or the Go module proxy; under CI=true this fails)",
-		Version, err, EnvBinDir, Version)
-}
-
-var (
-	insideOnce sync.Once
-	insidePath string
-	insideErr  error
-)
+// inside is the cke built from ckeserver/, as programs.Inside has it
+// ($CKEGEN_CKE_INSIDE, or the cache's, built first when missing or when
+// ckegen's packages changed).
+var inside = needed.Program{What: "CKE " + Version + "'s server with ckegen inside (ckeserver/)", Build: programs.Inside,
+	Otherwise: "set " + programs.EnvInsideBinary + " to a built binary, or make github.com/cybozu-go/cke " + Version + " downloadable"}
 
 // Inside returns the path of ckeserver/'s cke, CKE's server with ckegen
-// inside (programs.Inside: $CKEGEN_CKE_INSIDE, or the cache's, built first
-// when missing or when ckegen's packages changed), once per test process.
-// When it cannot be had the test is skipped, or fails under CI.
+// inside, once per test process. When it cannot be had the test is
+// skipped, or fails under CI.
 func Inside(t testing.TB) string {
 	t.Helper()
-	insideOnce.Do(func() {
-		start := time.Now()
-		insidePath, insideErr = programs.Inside(nil)
-		if insideErr == nil {
-			if d := time.Since(start); d > time.Second {
-				t.Logf("CKE %s's server with ckegen inside built in %s: %s", Version, d.Round(time.Second), insidePath)
-			}
-		}
-	})
-	if insideErr != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("CKE %s's server with ckegen inside needed and not available under CI: %v", Version, insideErr)
-		}
-		t.Skipf("skipped: this test needs CKE %s's server with ckegen inside (ckeserver/), and %v (set %s to a built binary, or make github.com/cybozu-go/cke %s downloadable; under CI=true this fails)",
-			Version, insideErr, programs.EnvInsideBinary, Version)
-	}
-	return insidePath
+	return inside.Path(t)
 }

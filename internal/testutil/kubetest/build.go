@@ -8,12 +8,10 @@
 package kubetest
 
 import (
-	"os"
-	"sync"
 	"testing"
-	"time"
 
 	"github.com/ckegen/ckegen/internal/testutil/buildcache/programs"
+	"github.com/ckegen/ckegen/internal/testutil/needed"
 )
 
 // Environment variables that steer the build.
@@ -25,39 +23,15 @@ const (
 	EnvCacheDir = programs.EnvKubeAPIServerCache
 )
 
-var (
-	buildOnce sync.Once
-	buildPath string
-	buildErr  error
-)
+// kubeAPIServer is the kube-apiserver, as programs.KubeAPIServer has it
+// ($CKEGEN_KUBE_APISERVER, or the cache's, built first when missing).
+var kubeAPIServer = needed.Program{What: "a real kube-apiserver", Build: programs.KubeAPIServer,
+	Otherwise: "set " + EnvBinary + " to a built binary, or make the Go module proxy reachable"}
 
-// Binary returns the path of a kube-apiserver binary, as
-// programs.KubeAPIServer does ($CKEGEN_KUBE_APISERVER, or the cache's,
-// built first when missing), once per test process. When no binary can be
-// had the test is skipped, or fails under CI.
+// Binary returns the path of a kube-apiserver binary, once per test
+// process. When no binary can be had the test is skipped, or fails under
+// CI.
 func Binary(t testing.TB) string {
 	t.Helper()
-	buildOnce.Do(func() {
-		start := time.Now()
-		buildPath, buildErr = programs.KubeAPIServer(nil)
-		if buildErr == nil {
-			if d := time.Since(start); d > time.Second {
-				t.Logf("kube-apiserver built in %s: %s", d.Round(time.Second), buildPath)
-			}
-		}
-	})
-	if buildErr != nil {
-		unavailable(t, buildErr)
-	}
-	return buildPath
-}
-
-// unavailable skips the test, or fails it under CI, because the API server
-// cannot be had.
-func unavailable(t testing.TB, err error) {
-	t.Helper()
-	if os.Getenv("CI") == "true" {
-		t.Fatalf("kube-apiserver needed and not available under CI: %v", err)
-	}
-	t.Skipf("skipped: this test needs a real kube-apiserver, and %v (set %s to a built binary, or make the Go module proxy reachable; under CI=true this fails)", err, EnvBinary)
+	return kubeAPIServer.Path(t)
 }

@@ -155,7 +155,7 @@ func (s *Server) Restart() {
 	cmd.Stderr = logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
-		unavailable(s.t, fmt.Errorf("starting %s: %w", s.bin, err))
+		kubeAPIServer.Unavailable(s.t, fmt.Errorf("starting %s: %w", s.bin, err))
 	}
 	start := time.Now()
 	s.cmd = cmd

@@ -22,13 +22,13 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/ckegen/ckegen/internal/testutil/buildcache/programs"
 	"github.com/ckegen/ckegen/internal/testutil/etcdtest"
+	"github.com/ckegen/ckegen/internal/testutil/needed"
 )
 
 // Environment variables that steer the build.
@@ -46,42 +46,16 @@ const Version = programs.OpenBaoVersion
 // readyTimeout bounds how long Start waits for the server to answer.
 const readyTimeout = 60 * time.Second
 
-var (
-	buildOnce sync.Once
-	buildPath string
-	buildErr  error
-)
+// bao is OpenBao's bao, as programs.OpenBao has it ($CKEGEN_OPENBAO, or
+// the cache's, built first when missing).
+var bao = needed.Program{What: "a real Vault, OpenBao " + Version + "'s bao", Build: programs.OpenBao,
+	Otherwise: "set " + EnvBinary + " to a built bao, or lay OpenBao's source archive beside the repository, ../shared/openbao"}
 
-// Binary returns the path of a bao binary, as programs.OpenBao does
-// ($CKEGEN_OPENBAO, or the cache's, built first when missing), once per
-// test process. When none can be had the test is skipped, or fails under
-// CI.
+// Binary returns the path of a bao binary, once per test process. When
+// none can be had the test is skipped, or fails under CI.
 func Binary(t testing.TB) string {
 	t.Helper()
-	buildOnce.Do(func() {
-		start := time.Now()
-		buildPath, buildErr = programs.OpenBao(nil)
-		if buildErr == nil {
-			if d := time.Since(start); d > time.Second {
-				t.Logf("OpenBao %s built in %s: %s", Version, d.Round(time.Second), buildPath)
-			}
-		}
-	})
-	if buildErr != nil {
-		unavailable(t, buildErr)
-	}
-	return buildPath
-}
-
-// unavailable skips the test, or fails it under CI, because no Vault can
-// be had.
-func unavailable(t testing.TB, err error) {
-	t.Helper()
-	if os.Getenv("CI") == "true" {
-		t.Fatalf("a Vault (OpenBao %s's bao) needed and not available under CI: %v", Version, err)
-	}
-	t.Skipf("skipped: this test needs a real Vault, OpenBao %s's bao, and %v (set %s to a built bao, or lay OpenBao's source archive beside the repository, ../shared/openbao; under CI=true this fails)",
-		Version, err, EnvBinary)
+	return bao.Path(t)
 }
 
 // Server is a Vault in dev mode run for a test: in memory, unsealed, with
@@ -123,7 +97,7 @@ func Start(t testing.TB) *Server {
 	s.cmd.Stdout, s.cmd.Stderr = logf, logf
 	s.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := s.cmd.Start(); err != nil {
-		unavailable(t, fmt.Errorf("starting %s: %w", bin, err))
+		bao.Unavailable(t, fmt.Errorf("starting %s: %w", bin, err))
 	}
 	go func() {
 		s.cmd.Wait()
