@@ -456,9 +456,11 @@ func checkResult(t *rapid.T, w *world, prev *cluster.Cluster, res *Result) {
 	// A control plane added or promoted records the group it came from:
 	// its first group (had an earlier group had a candidate, the pick
 	// would have been made there).
+	// A control plane that stays one (its taints changed, re-rendered)
+	// keeps the group it was picked from and records none.
 	for _, c := range res.Changes {
 		n := nodesByAddress(next)[c.Address]
-		if n == nil || !n.ControlPlane || c.Action == ActionChangeTaint || c.Action == ActionRegenerate {
+		if n == nil || !n.ControlPlane || (before[c.Address] != nil && before[c.Address].ControlPlane) {
 			continue
 		}
 		m := w.machineAt(c.Address)
