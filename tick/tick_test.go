@@ -117,6 +117,7 @@ func (d *testStep) run(ctx context.Context, leaderKey string) Result {
 	if !r.Status.Time.IsZero() {
 		d.metrics.Observe(d.cfg.Now().UTC(), r)
 		d.status = r.Status
+		record(r.Status.Reason, r.Status.Result)
 	}
 	return r
 }
