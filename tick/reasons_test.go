@@ -34,9 +34,8 @@ func record(code, result string) {
 func TestMain(m *testing.M) {
 	code := m.Run()
 	recorded.Lock()
-	var bad, seen []string
+	var bad []string
 	for p := range recorded.pairs {
-		seen = append(seen, p[0]+" "+p[1])
 		if !reason.Allows(p[0], p[1]) {
 			bad = append(bad, fmt.Sprintf("%s recorded under %s", p[0], p[1]))
 		}
