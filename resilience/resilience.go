@@ -17,7 +17,10 @@ package resilience
 import (
 	"errors"
 	"fmt"
+	"runtime"
 	"slices"
+
+	"golang.org/x/sync/errgroup"
 
 	"github.com/ckegen/ckegen/cluster"
 	"github.com/ckegen/ckegen/failuredomain"
@@ -124,7 +127,8 @@ func Of(in generator.Input, key failuredomain.Key) (*Report, error) {
 	for _, d := range cen.AtRisk() {
 		r.AtRisk = append(r.AtRisk, d.Name)
 	}
-	for _, name := range x.names {
+	recoveries := x.recoveries()
+	for i, name := range x.names {
 		d := x.domains[name]
 		d.QuorumLost = failuredomain.BreaksQuorum(len(d.ControlPlanes), cen.ControlPlanes)
 		d.WorkersLeft = x.healthyWorkers - x.healthyIn[name]
@@ -138,7 +142,7 @@ func Of(in generator.Input, key failuredomain.Key) (*Report, error) {
 		} else {
 			d.BelowMinimum = d.WorkersLeft < in.Constraints.MinimumWorkers
 		}
-		d.Recovery = x.recoveryOf(name)
+		d.Recovery = recoveries[i]
 		r.Domains = append(r.Domains, *d)
 	}
 	return r, nil
@@ -248,6 +252,24 @@ func newIndex(in generator.Input, key failuredomain.Key) (*index, error) {
 		}
 	}
 	return x, nil
+}
+
+// recoveries are the domains' recoveries, in the order of x.names. The
+// domains are planned side by side, one per processor: each plan reads
+// the index and clones what it changes, and its result has its own
+// place, so the report is the same in any order.
+func (x *index) recoveries() []Recovery {
+	recs := make([]Recovery, len(x.names))
+	var g errgroup.Group
+	g.SetLimit(runtime.GOMAXPROCS(0))
+	for i, name := range x.names {
+		g.Go(func() error {
+			recs[i] = x.recoveryOf(name)
+			return nil
+		})
+	}
+	_ = g.Wait() // the plans return no error: a refusal is a Recovery
+	return recs
 }
 
 // recoveryOf is the plan the daemon would make with every machine of the
