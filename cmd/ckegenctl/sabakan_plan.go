@@ -198,12 +198,13 @@ func (o *planOptions) plan(e *env, w intake.WhatIf, stdout, stderr io.Writer) er
 	// What was assumed follows the view's line in the text; a JSON or
 	// YAML document stays the plan's own, and stderr says it (as
 	// sabakan generate --plan does).
+	as, _ := assume.ParseAll(o.assume) // parsed by decide already
 	if o.output == "text" && len(assumed) > 0 {
 		var b strings.Builder
-		writeAssumed(&b, assumed)
+		writeRehearsal(&b, as, assumed, d.Plan.Err)
 		doc.View += "\n" + strings.TrimSuffix(b.String(), "\n")
 	} else {
-		writeAssumed(stderr, assumed)
+		writeRehearsal(stderr, as, assumed, d.Plan.Err)
 	}
 	return planreport.Write(stdout, doc, o.output)
 }
