@@ -1,10 +1,12 @@
 package assume
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/ckegen/ckegen/generator"
 	"github.com/ckegen/ckegen/machine"
 	"github.com/ckegen/ckegen/sabakan"
 )
@@ -215,5 +217,26 @@ func TestInventory(t *testing.T) {
 	as, _ := ParseAll([]string{"rack=99:RETIRED"})
 	if _, _, err := Inventory(held, as, defaultQuery()); err == nil || err.Error() != "rack=99:RETIRED: no machine has rack 99" {
 		t.Errorf("no match: %v", err)
+	}
+}
+
+// TestAvoid: a plan refused because assumptions took control planes out
+// of the answer says the order that would not be, naming them and how
+// to rehearse it; another refusal, or no machine left out, says nothing.
+func TestAvoid(t *testing.T) {
+	as, _ := ParseAll([]string{"rack=4:RETIRED", "S3:UNREACHABLE"})
+	matches := []Match{{Assume: "rack=4:RETIRED", Machines: 2, LeftOut: 2, Why: "x"}, {Assume: "S3:UNREACHABLE", Machines: 1}}
+	refused := fmt.Errorf("%w: 2 of 3", generator.ErrTooManyNonExistent)
+	want := "to avoid it, set rack=4 RETIRING first and wait until ckegen has replaced them (one per tick), then RETIRED: " +
+		"RETIRING keeps the machines in the query's answer while ckegen moves the control planes away (rehearse it with --assume rack=4:retiring)"
+	if got := Avoid(as, matches, refused); got != want {
+		t.Errorf("Avoid: %q, want %q", got, want)
+	}
+	if got := Avoid(as, matches, fmt.Errorf("%w: x", generator.ErrNotEnoughMachines)); got != "" {
+		t.Errorf("another refusal: %q", got)
+	}
+	matches[0].LeftOut = 0
+	if got := Avoid(as, matches, refused); got != "" {
+		t.Errorf("nothing left out: %q", got)
 	}
 }

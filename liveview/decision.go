@@ -73,21 +73,7 @@ func (r *Reader) Rehearse(ctx context.Context, p Preview) (*decision.Decision, [
 	case err != nil:
 		return nil, nil, &EtcdError{err}
 	}
-	max := p.MaxSteps
-	if max == 0 {
-		max = generator.DefaultMaxSteps
-	}
-	o := mem.Leader.Options(max)
-	o.Ungated = !p.SettingsOnly
-	if p.RetireWait != 0 {
-		o.RetireWait = p.RetireWait
-	}
-	if o.RetireWait == 0 {
-		o.RetireWait = generator.DefaultRetireWait
-	}
-	if o.CKEStatusMaxAge == 0 {
-		o.CKEStatusMaxAge = decision.DefaultCKEStatusMaxAge
-	}
+	o := p.options(mem)
 	kube := p.Kubernetes
 	if kube == nil {
 		kube = mem.View()
@@ -129,6 +115,26 @@ func (r *Reader) Rehearse(ctx context.Context, p Preview) (*decision.Decision, [
 		}
 	}
 	return nil, nil, errors.New(d.Message)
+}
+
+// options are the leader's options, from its memory, as p changes them.
+func (p *Preview) options(mem decision.Memory) decision.Options {
+	max := p.MaxSteps
+	if max == 0 {
+		max = generator.DefaultMaxSteps
+	}
+	o := mem.Leader.Options(max)
+	o.Ungated = !p.SettingsOnly
+	if p.RetireWait != 0 {
+		o.RetireWait = p.RetireWait
+	}
+	if o.RetireWait == 0 {
+		o.RetireWait = generator.DefaultRetireWait
+	}
+	if o.CKEStatusMaxAge == 0 {
+		o.CKEStatusMaxAge = decision.DefaultCKEStatusMaxAge
+	}
+	return o
 }
 
 // AssumeError is an assumption of Preview.Assume that matches no machine

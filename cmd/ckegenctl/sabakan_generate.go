@@ -95,10 +95,15 @@ WHICH names had that state: a serial, an IPv4 address, rack=N or LABEL=VALUE
 (a sabakan label), and a state in either case (rack=4:retiring). A machine
 whose state changes has had it for 0 s, as sabakan reports it right after the
 change; STATE@DURATION says how long instead (rack=4:RETIRED@1h, past the
-retire wait). Stderr begins with one line per --assume and the machines it
-matched ("assume rack=4:RETIRING: 20 machines"; in the --explain json object,
-"assumed"); with --plan -o text, stdout begins with them. A WHICH that matches
-no machine, or a STATE that is not one, is refused and nothing is printed on
+retire wait). The machines file is taken as sabakan's answer as it is, but a
+machine assumed into a state the default query leaves out (RETIRED) leaves
+it, as it would leave sabakan's answer. Stderr begins with one line per
+--assume and the machines it matched ("assume rack=4:RETIRING: 20 machines";
+"assume S000092:RETIRED: 1 machine left out of the query's answer (...)"; in
+the --explain json object, "assumed" with "leftOut"), then, when control
+planes leaving the answer at once are refused, the order that would not be;
+with --plan -o text, stdout begins with them. A WHICH that matches no
+machine, or a STATE that is not one, is refused and nothing is printed on
 stdout.`,
 		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
