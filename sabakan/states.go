@@ -58,17 +58,6 @@ func (f StateFilter) Keeps(st machine.State) bool {
 	return !slices.Contains(f.NotHaving, st)
 }
 
-// Apply returns the machines of ms that f keeps, in their order.
-func (f StateFilter) Apply(ms []machine.Machine) []machine.Machine {
-	out := ms[:0:0]
-	for _, m := range ms {
-		if f.Keeps(m.Status.State) {
-			out = append(out, m)
-		}
-	}
-	return out
-}
-
 // Why says why f leaves out a machine in state st ("" when it keeps
 // it): "the default query leaves out RETIRED machines".
 func (f StateFilter) Why(st machine.State) string {

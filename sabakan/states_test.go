@@ -85,7 +85,13 @@ func TestWithoutStatesAnswersAsTheVariables(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := serials(f.Apply(all)); got != serials(want) {
+		var kept []machine.Machine
+		for _, m := range all {
+			if f.Keeps(m.Status.State) {
+				kept = append(kept, m)
+			}
+		}
+		if got := serials(kept); got != serials(want) {
 			t.Errorf("%s: without states then filtered: %s; the server: %s", vs, got, serials(want))
 		}
 		// The filter reads states only: the relaxed query answers at
