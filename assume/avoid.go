@@ -1,10 +1,8 @@
 package assume
 
 import (
-	"errors"
 	"strings"
 
-	"github.com/ckegen/ckegen/generator"
 	"github.com/ckegen/ckegen/machine"
 )
 
@@ -12,10 +10,11 @@ import (
 // refused, when the plan was refused because the assumptions took control
 // planes out of the query's answer at once (TOO_MANY_NONEXISTENT_CONTROL_PLANES):
 // the machines go RETIRING first, which keeps them in the answer while
-// ckegen replaces them one per tick, and RETIRED after. "" when refused
-// is another refusal, or no assumption left a machine out.
-func Avoid(as []Assumption, matches []Match, refused error) string {
-	if !errors.Is(refused, generator.ErrTooManyNonExistent) {
+// ckegen replaces them one per tick, and RETIRED after. The caller says
+// whether the plan was refused so (tooManyNonExistent); "" for another
+// refusal, or when no assumption left a machine out.
+func Avoid(as []Assumption, matches []Match, tooManyNonExistent bool) string {
+	if !tooManyNonExistent {
 		return ""
 	}
 	var which, rehearse []string

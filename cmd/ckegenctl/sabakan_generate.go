@@ -230,7 +230,7 @@ func writeAssumed(w io.Writer, ms []assume.Match) {
 // order (assume.Avoid).
 func writeRehearsal(w io.Writer, as []assume.Assumption, ms []assume.Match, refused error) {
 	writeAssumed(w, ms)
-	if s := assume.Avoid(as, ms, refused); s != "" {
+	if s := assume.Avoid(as, ms, errors.Is(refused, generator.ErrTooManyNonExistent)); s != "" {
 		fmt.Fprintf(w, "note: %s\n", s)
 	}
 }
