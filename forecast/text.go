@@ -24,7 +24,11 @@ func (f *Forecast) runway() Runway {
 		}
 		on := "on " + ev.Date + ", "
 		if n := ev.Retiring + ev.Retired; n > 0 {
-			on += plural(n, "machine") + " retire and "
+			verb := " retire and "
+			if n == 1 {
+				verb = " retires and "
+			}
+			on += plural(n, "machine") + verb
 		}
 		return Runway{Until: last, Reason: ev.failure, Message: head + "; " + on + ev.words}
 	}
