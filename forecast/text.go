@@ -54,13 +54,37 @@ func (f *Forecast) Text() []byte {
 		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\t%s\t%s\n", ev.Date, ev.Retiring, ev.Retired, planText(ev), f.cpText(ev), f.workersText(ev), f.atRiskText(ev))
 	}
 	_ = tw.Flush()
+	f.writeWarnings(&b)
+	return b.Bytes()
+}
+
+// writeWarnings writes each event's warnings, a warning that later events
+// repeat once, at its first event, with how many later events have it.
+func (f *Forecast) writeWarnings(b *bytes.Buffer) {
+	type seen struct {
+		first string
+		later int
+	}
+	var order []string
+	at := map[string]*seen{}
 	for k := range f.Events {
-		ev := &f.Events[k]
-		for _, w := range ev.Warnings {
-			fmt.Fprintf(&b, "%s: warning: %s\n", ev.Date, w)
+		for _, w := range f.Events[k].Warnings {
+			if s, ok := at[w]; ok {
+				s.later++
+				continue
+			}
+			at[w] = &seen{first: f.Events[k].Date}
+			order = append(order, w)
 		}
 	}
-	return b.Bytes()
+	for _, w := range order {
+		s := at[w]
+		when := s.first
+		if s.later > 0 {
+			when += " and " + plural(s.later, "later event")
+		}
+		fmt.Fprintf(b, "%s: warning: %s\n", when, w)
+	}
 }
 
 func leadText(s string) string {
