@@ -217,7 +217,7 @@ type run struct {
 	byAddr  map[string]int
 	// gone: the machine left the inventory (LeaveRetired).
 	gone []bool
-	// refused is the date of the last refused plan ("" when none).
+	// refused is the date of the first refused plan ("" when none).
 	refused string
 }
 
@@ -254,14 +254,14 @@ func (r *run) event(date time.Time, changes []transition) error {
 	}
 	ev.Plan, ev.Machines = p, in.Machines
 	if r.refused != "" {
-		ev.Warnings = append(ev.Warnings, "the forecast goes on from the cluster as the refusal of "+r.refused+" left it")
+		ev.Warnings = append(ev.Warnings, "the plan was refused on "+r.refused+": the forecast goes on from the cluster as the refusals left it")
 	}
 	r.record(&ev, p)
 	in.Current = p.Cluster
 	if err := r.observe(&ev, in); err != nil {
 		return fmt.Errorf("%s: %w", ev.Date, err)
 	}
-	if p.Result == generator.PlanRefused {
+	if p.Result == generator.PlanRefused && r.refused == "" {
 		r.refused = ev.Date
 	}
 	r.cur = p.Cluster

@@ -277,7 +277,7 @@ func TestRunwayRefusal(t *testing.T) {
 		t.Errorf("June: %+v", june)
 	}
 	later := f.event(t, "2028-03-01")
-	if !contains(later.Warnings, "the forecast goes on from the cluster as the refusal of 2027-06-01 left it") {
+	if !contains(later.Warnings, "the plan was refused on 2027-06-01: the forecast goes on from the cluster as the refusals left it") {
 		t.Errorf("later event without the refusal's note: %+v", later)
 	}
 	if later.Plan.Start != june.Plan.Cluster {

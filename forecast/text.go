@@ -7,6 +7,8 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/ckegen/ckegen/generator"
 )
 
 // runway is the first event that fails, in words; None when none does.
@@ -58,8 +60,9 @@ func (f *Forecast) Text() []byte {
 	return b.Bytes()
 }
 
-// writeWarnings writes each event's warnings, a warning that later events
-// repeat once, at its first event, with how many later events have it.
+// writeWarnings writes each event's refusal and warnings, a line that
+// later events repeat once, at its first event, with how many later
+// events have it.
 func (f *Forecast) writeWarnings(b *bytes.Buffer) {
 	type seen struct {
 		first string
@@ -68,7 +71,11 @@ func (f *Forecast) writeWarnings(b *bytes.Buffer) {
 	var order []string
 	at := map[string]*seen{}
 	for k := range f.Events {
-		for _, w := range f.Events[k].Warnings {
+		lines := f.Events[k].Warnings
+		if r := f.Events[k].Refusal; r != nil {
+			lines = append([]string{"refused (" + r.Reason + "): " + r.Message}, lines...)
+		}
+		for _, w := range lines {
 			if s, ok := at[w]; ok {
 				s.later++
 				continue
@@ -83,7 +90,10 @@ func (f *Forecast) writeWarnings(b *bytes.Buffer) {
 		if s.later > 0 {
 			when += " and " + plural(s.later, "later event")
 		}
-		fmt.Fprintf(b, "%s: warning: %s\n", when, w)
+		if !strings.HasPrefix(w, "refused (") {
+			w = "warning: " + w
+		}
+		fmt.Fprintf(b, "%s: %s\n", when, w)
 	}
 }
 
@@ -102,10 +112,12 @@ func planText(ev *Event) string {
 	if ev.Steps > 0 {
 		s = plural(ev.Steps, "step") + " (" + plural(ev.Changes, "change") + "): " + opsText(ev.Ops)
 	}
-	switch ev.Result {
-	case "refused":
-		s += "; REFUSED " + ev.Refusal.Reason
-	case "max-steps":
+	switch {
+	case ev.Refusal != nil && ev.Steps == 0:
+		s = "REFUSED " + ev.Refusal.Reason
+	case ev.Refusal != nil:
+		s += "; then REFUSED " + ev.Refusal.Reason
+	case ev.Result == generator.PlanMaxSteps:
 		s += "; not settled"
 	}
 	return s
