@@ -234,7 +234,7 @@ func newRun(in generator.Input, o Options, f *Forecast) *run {
 // event assumes the changes of one date and plans from the cluster the
 // last event settled on.
 func (r *run) event(date time.Time, changes []transition) error {
-	ev := Event{Date: date.Format(dateLayout), Ops: []string{}, AtRisk: []string{}, Warnings: []string{}}
+	ev := Event{Date: date.UTC().Format(dateLayout), Ops: []string{}, AtRisk: []string{}, Warnings: []string{}}
 	for _, t := range changes {
 		c := *r.assumed[t.machine]
 		c.Status.State, c.Status.Duration = t.state, 0

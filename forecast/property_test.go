@@ -111,73 +111,86 @@ func TestForecastIsTheRehearsal(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		wantDates := map[string]bool{now.Format(dateLayout): true}
-		for _, m := range in.Machines {
-			for d := now; !d.After(o.Until); d = d.AddDate(0, 0, 1) {
-				if stateOn(m, d, o.Resolution, o.RetireLead) != stateOn(m, d.AddDate(0, 0, -1), o.Resolution, o.RetireLead) && d.After(now) {
-					wantDates[periodStart(o.Resolution, d).Format(dateLayout)] = true
-				}
-			}
-		}
-		var dates []string
-		for _, ev := range f.Events {
-			dates = append(dates, ev.Date)
-		}
-		for d := range wantDates {
-			if !slices.Contains(dates, d) {
-				t.Fatalf("no event on %s: %v", d, dates)
-			}
-		}
-		if len(dates) != len(wantDates) {
-			t.Fatalf("events %v, want %v", dates, wantDates)
-		}
-		prev, prevStates := in.Current, make([]machine.State, len(in.Machines))
-		for i, m := range in.Machines {
-			prevStates[i] = m.Status.State
-		}
+		sameDates(t, in, o, f)
 		for k := range f.Events {
-			ev := &f.Events[k]
-			d := now
-			if k > 0 {
-				d = date(ev.Date)
-			}
-			var as []string
-			retiring, retired := 0, 0
-			for i, m := range in.Machines {
-				s := stateOn(m, d, o.Resolution, o.RetireLead)
-				if s != m.Status.State {
-					as = append(as, m.Spec.Serial+":"+string(s))
-				}
-				if s != prevStates[i] {
-					if s == machine.StateRetired {
-						retired++
-					} else {
-						retiring++
-					}
-				}
-				prevStates[i] = s
-			}
-			if ev.Retiring != retiring || ev.Retired != retired {
-				t.Fatalf("%s: %d RETIRING, %d RETIRED; want %d, %d", ev.Date, ev.Retiring, ev.Retired, retiring, retired)
-			}
-			parsed, err := assume.ParseAll(as)
-			if err != nil {
-				t.Fatal(err)
-			}
-			ms, _, err := assume.Apply(in.Machines, parsed)
-			if err != nil {
-				t.Fatal(err)
-			}
-			rin := in
-			rin.Machines, rin.Current, rin.Now = LeaveRetired(in.Machines, ms), prev, d
-			want, err := generator.MakePlan(rin, false, generator.DefaultMaxSteps)
-			if err != nil {
-				t.Fatalf("%s: the rehearsal: %v", ev.Date, err)
-			}
-			samePlan(t, ev.Date, ev.Plan, want)
-			prev = want.Cluster
+			sameEvent(t, in, o, f, k)
 		}
 	})
+}
+
+// sameDates fails unless the events are now and every period's first day
+// on which a machine's state changes, until o.Until.
+func sameDates(t *rapid.T, in generator.Input, o Options, f *Forecast) {
+	wantDates := map[string]bool{now.Format(dateLayout): true}
+	for _, m := range in.Machines {
+		for d := now; !d.After(o.Until); d = d.AddDate(0, 0, 1) {
+			if stateOn(m, d, o.Resolution, o.RetireLead) != stateOn(m, d.AddDate(0, 0, -1), o.Resolution, o.RetireLead) && d.After(now) {
+				wantDates[periodStart(o.Resolution, d).Format(dateLayout)] = true
+			}
+		}
+	}
+	var dates []string
+	for _, ev := range f.Events {
+		dates = append(dates, ev.Date)
+	}
+	for d := range wantDates {
+		if !slices.Contains(dates, d) {
+			t.Fatalf("no event on %s: %v", d, dates)
+		}
+	}
+	if len(dates) != len(wantDates) {
+		t.Fatalf("events %v, want %v", dates, wantDates)
+	}
+}
+
+// sameEvent fails unless event k counts the machines whose state changes
+// on its date and its plan is the rehearsal's on the previous event's
+// cluster.
+func sameEvent(t *rapid.T, in generator.Input, o Options, f *Forecast, k int) {
+	ev := &f.Events[k]
+	d, prev := now, in.Current
+	if k > 0 {
+		d, prev = date(ev.Date), f.Events[k-1].Plan.Cluster
+	}
+	var as []string
+	retiring, retired := 0, 0
+	for _, m := range in.Machines {
+		s := stateOn(m, d, o.Resolution, o.RetireLead)
+		if s != m.Status.State {
+			as = append(as, m.Spec.Serial+":"+string(s))
+		}
+		before := m.Status.State
+		if k == 1 {
+			before = stateOn(m, now, o.Resolution, o.RetireLead)
+		} else if k > 1 {
+			before = stateOn(m, date(f.Events[k-1].Date), o.Resolution, o.RetireLead)
+		}
+		switch {
+		case s == before:
+		case s == machine.StateRetired:
+			retired++
+		default:
+			retiring++
+		}
+	}
+	if ev.Retiring != retiring || ev.Retired != retired {
+		t.Fatalf("%s: %d RETIRING, %d RETIRED; want %d, %d", ev.Date, ev.Retiring, ev.Retired, retiring, retired)
+	}
+	parsed, err := assume.ParseAll(as)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ms, _, err := assume.Apply(in.Machines, parsed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rin := in
+	rin.Machines, rin.Current, rin.Now = LeaveRetired(in.Machines, ms), prev, d
+	want, err := generator.MakePlan(rin, false, generator.DefaultMaxSteps)
+	if err != nil {
+		t.Fatalf("%s: the rehearsal: %v", ev.Date, err)
+	}
+	samePlan(t, ev.Date, ev.Plan, want)
 }
 
 // samePlan fails unless got and want are the same plan: result, refusal,
