@@ -212,9 +212,12 @@ type run struct {
 	f   *Forecast
 	cur *cluster.Cluster
 	// assumed are in.Machines with the states assumed so far, in their
-	// places; byAddr finds a machine's place by its address.
+	// places; byAddr finds a machine's place by its address, place a
+	// node's (-1: none) for the nodes seen so far, which later clusters
+	// share (generator.MakePlan keeps a node no step changes).
 	assumed []*machine.Machine
 	byAddr  map[string]int
+	place   map[*cluster.Node]int
 	// gone: the machine left the inventory (LeaveRetired).
 	gone []bool
 	// refused is the date of the first refused plan ("" when none).
@@ -223,7 +226,7 @@ type run struct {
 
 func newRun(in generator.Input, o Options, f *Forecast) *run {
 	r := &run{in: in, o: o, f: f, cur: in.Current, assumed: make([]*machine.Machine, len(in.Machines)),
-		byAddr: make(map[string]int, len(in.Machines)), gone: make([]bool, len(in.Machines))}
+		byAddr: make(map[string]int, len(in.Machines)), gone: make([]bool, len(in.Machines)), place: map[*cluster.Node]int{}}
 	copy(r.assumed, in.Machines)
 	for i, m := range in.Machines {
 		r.byAddr[m.Address()] = i

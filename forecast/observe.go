@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/ckegen/ckegen/cluster"
 	"github.com/ckegen/ckegen/failuredomain"
 	"github.com/ckegen/ckegen/generator"
 	"github.com/ckegen/ckegen/machine"
@@ -63,9 +64,9 @@ func (r *run) count(ev *Event, in generator.Input) []string {
 		return nil
 	}
 	for _, n := range in.Current.Nodes {
-		i, ok := r.byAddr[n.Address]
+		i := r.placeOf(n)
 		var m *machine.Machine
-		if ok && !r.gone[i] {
+		if i >= 0 && !r.gone[i] {
 			m = r.assumed[i]
 		}
 		if !n.ControlPlane {
@@ -82,6 +83,20 @@ func (r *run) count(ev *Event, in generator.Input) []string {
 		}
 	}
 	return bad
+}
+
+// placeOf is the place of n's machine in the input's machines, -1 when
+// it has none.
+func (r *run) placeOf(n *cluster.Node) int {
+	if i, ok := r.place[n]; ok {
+		return i
+	}
+	i, ok := r.byAddr[n.Address]
+	if !ok {
+		i = -1
+	}
+	r.place[n] = i
+	return i
 }
 
 // left reports whether a machine left the inventory by the assumed
