@@ -8,9 +8,9 @@
 //
 // A machine is assumed RETIRING a lead before its retire date and RETIRED
 // at it, as a rehearsal (docs/failure-domains.md) would assume it: the
-// state as sabakan would report it just after the change, and a RETIRED
-// machine left out of the inventory as the default query leaves it out
-// (LeaveRetired).
+// state as sabakan would report it just after the change, and a machine
+// whose new state the query leaves out (RETIRED, by default) left out of
+// the inventory, as assume.Apply leaves it.
 //
 // It is pure, as the generator is: a forecast is a function of a
 // generator.Input and Options, whether the input comes from files or from
@@ -22,6 +22,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/ckegen/ckegen/assume"
 	"github.com/ckegen/ckegen/cluster"
 	"github.com/ckegen/ckegen/failuredomain"
 	"github.com/ckegen/ckegen/generator"
@@ -65,6 +66,10 @@ type Options struct {
 	NeedWorkers int
 	// MaxSteps bounds each event's plan (generator.DefaultMaxSteps when 0).
 	MaxSteps int
+	// Query is the query's conditions on states (sabakan.StateFilter):
+	// a machine whose new state it leaves out leaves the inventory, as
+	// assume.Apply leaves it; nil: none leaves.
+	Query assume.Query
 }
 
 // Forecast is what the retire dates do to the cluster. Its JSON is the
@@ -218,8 +223,10 @@ type run struct {
 	assumed []*machine.Machine
 	byAddr  map[string]int
 	place   map[*cluster.Node]int
-	// gone: the machine left the inventory (LeaveRetired).
-	gone []bool
+	// gone: the machine left the inventory; roles counts the machines
+	// left of each role.
+	gone  []bool
+	roles roles
 	// refused is the date of the first refused plan ("" when none).
 	refused string
 }
@@ -231,6 +238,7 @@ func newRun(in generator.Input, o Options, f *Forecast) *run {
 	for i, m := range in.Machines {
 		r.byAddr[m.Address()] = i
 	}
+	r.roles = newRoles(in.Machines, in.InventoryRoles)
 	return r
 }
 
@@ -242,7 +250,10 @@ func (r *run) event(date time.Time, changes []transition) error {
 		c := *r.assumed[t.machine]
 		c.Status.State, c.Status.Duration = t.state, 0
 		r.assumed[t.machine] = &c
-		r.gone[t.machine] = left(r.in.Machines[t.machine], &c)
+		if !r.gone[t.machine] && r.o.Query != nil && !r.o.Query.Keeps(t.state) {
+			r.gone[t.machine] = true
+			r.roles.leave(c.Spec.Role)
+		}
 		if t.state == machine.StateRetiring {
 			ev.Retiring++
 		} else {
@@ -250,7 +261,8 @@ func (r *run) event(date time.Time, changes []transition) error {
 		}
 	}
 	in := r.in
-	in.Machines, in.Current, in.Now = LeaveRetired(r.in.Machines, r.assumed), r.cur, date
+	in.Machines, in.Current, in.Now = r.inventory(), r.cur, date
+	in.InventoryRoles = r.roles.left()
 	p, err := generator.MakePlan(in, false, r.o.MaxSteps)
 	if err != nil {
 		return fmt.Errorf("%s: %w", ev.Date, err)
@@ -270,6 +282,18 @@ func (r *run) event(date time.Time, changes []transition) error {
 	r.cur = p.Cluster
 	r.f.Events = append(r.f.Events, ev)
 	return nil
+}
+
+// inventory is the machines with the states assumed so far, those that
+// left out, in their order.
+func (r *run) inventory() []*machine.Machine {
+	out := make([]*machine.Machine, 0, len(r.assumed))
+	for i, m := range r.assumed {
+		if !r.gone[i] {
+			out = append(out, m)
+		}
+	}
+	return out
 }
 
 // record sums up the event's plan: its steps, changes, result, refusal

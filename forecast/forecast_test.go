@@ -9,10 +9,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ckegen/ckegen/assume"
 	"github.com/ckegen/ckegen/constraints"
 	"github.com/ckegen/ckegen/generator"
 	"github.com/ckegen/ckegen/machine"
 	"github.com/ckegen/ckegen/reason"
+	"github.com/ckegen/ckegen/sabakan"
 	"github.com/ckegen/ckegen/template"
 )
 
@@ -185,35 +187,69 @@ func TestErrsEarly(t *testing.T) {
 	}
 }
 
-// TestLeaveRetired: a machine assumed RETIRED leaves; one RETIRED before
-// stays; the order is kept and the lists are not changed.
-func TestLeaveRetired(t *testing.T) {
-	before := []*machine.Machine{mk("a", 0, 1, "compute", ""), mk("b", 0, 2, "compute", ""), mk("c", 0, 3, "compute", ""), mk("d", 0, 4, "compute", "")}
-	before[2].Status.State = machine.StateRetired
-	assumed := append([]*machine.Machine(nil), before...)
-	b := *before[1]
-	b.Status.State = machine.StateRetired
-	assumed[1] = &b
-	d := *before[3]
-	d.Status.State = machine.StateRetiring
-	assumed[3] = &d
-	got := LeaveRetired(before, assumed)
-	var serials []string
-	for _, m := range got {
-		serials = append(serials, m.Spec.Serial+":"+string(m.Status.State))
+// TestLeaveOut: a machine whose new state the query leaves out leaves the
+// inventory; without a query none leaves; the input is left as it is.
+func TestLeaveOut(t *testing.T) {
+	ms := []*machine.Machine{mk("a", 0, 1, "compute", "2035-01-01"), mk("b", 0, 2, "gpu", "2027-01-10"), mk("c", 0, 3, "compute", "2027-01-10")}
+	in := generator.Input{Template: exampleTemplate(t), Constraints: constraints.Constraints{ControlPlaneCount: 1}, Machines: ms, Now: now,
+		RetireWait: generator.DefaultRetireWait}
+	for _, tc := range []struct {
+		q    assume.Query
+		want string
+	}{
+		{defaultQuery(), "a:HEALTHY"},
+		{sabakan.StateFilter{NotHaving: []machine.State{machine.StateRetiring}}, "a:HEALTHY"},
+		{sabakan.StateFilter{NotHaving: []machine.State{machine.StateUnhealthy}}, "a:HEALTHY b:RETIRED c:RETIRED"},
+		{nil, "a:HEALTHY b:RETIRED c:RETIRED"},
+	} {
+		f, err := Of(in, Options{Until: date("2028-01-01"), RetireLead: DefaultRetireLead, Query: tc.q})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, m := range f.Events[len(f.Events)-1].Machines {
+			got = append(got, m.Spec.Serial+":"+string(m.Status.State))
+		}
+		if g := strings.Join(got, " "); g != tc.want {
+			t.Errorf("%v: %s, want %s", tc.q, g, tc.want)
+		}
 	}
-	if s := strings.Join(serials, " "); s != "a:HEALTHY c:RETIRED d:RETIRING" {
-		t.Errorf("got %s", s)
+	if ms[1].Status.State != machine.StateHealthy {
+		t.Error("the input's machines changed")
 	}
-	if assumed[1] != &b || before[1].Status.State != machine.StateHealthy {
-		t.Error("the lists changed")
+}
+
+// TestRolesLeft: a role leaves the inventory's roles with its last
+// machine; roles without machines stay; without roles there are none.
+func TestRolesLeft(t *testing.T) {
+	ms := []*machine.Machine{mk("a", 0, 1, "compute", ""), mk("b", 0, 2, "gpu", ""), mk("c", 0, 3, "compute", "")}
+	r := newRoles(ms, []string{"compute", "gpu", "boot"})
+	r.leave("gpu")
+	r.leave("compute")
+	if got := strings.Join(r.left(), " "); got != "compute boot" {
+		t.Errorf("roles %s", got)
 	}
+	r.leave("compute")
+	if got := strings.Join(r.left(), " "); got != "boot" {
+		t.Errorf("roles %s", got)
+	}
+	r = newRoles(ms, nil)
+	r.leave("gpu")
+	if r.left() != nil {
+		t.Errorf("roles %v", r.left())
+	}
+}
+
+// defaultQuery is the default query's conditions on states.
+func defaultQuery() assume.Query {
+	_, q := sabakan.Variables{}.WithoutStates()
+	return q
 }
 
 // runwayOf is the forecast of in to 2030 with lead and need.
 func runwayOf(t *testing.T, in generator.Input, lead time.Duration, need int) *Forecast {
 	t.Helper()
-	f, err := Of(in, Options{Until: date("2030-01-01"), RetireLead: lead, NeedWorkers: need})
+	f, err := Of(in, Options{Until: date("2030-01-01"), RetireLead: lead, NeedWorkers: need, Query: defaultQuery()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -370,7 +406,7 @@ func TestDeterministic(t *testing.T) {
 	in := benchInput(t, 10, false)
 	var first []byte
 	for i := range 2 {
-		f, err := Of(in, Options{Until: benchNow.AddDate(5, 0, 0), RetireLead: DefaultRetireLead})
+		f, err := Of(in, Options{Until: benchNow.AddDate(5, 0, 0), RetireLead: DefaultRetireLead, Query: defaultQuery()})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -99,12 +99,6 @@ func (r *run) placeOf(n *cluster.Node) int {
 	return i
 }
 
-// left reports whether a machine left the inventory by the assumed
-// change (LeaveRetired's rule for one machine).
-func left(before, assumed *machine.Machine) bool {
-	return assumed.Status.State == machine.StateRetired && before.Status.State != machine.StateRetired
-}
-
 // badWords is "control plane 10.0.1.2 is RETIRING", or "control planes
 // 10.0.1.2 is RETIRING, 10.0.3.4 is not in sabakan".
 func badWords(bad []string) string {

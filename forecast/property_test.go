@@ -13,6 +13,7 @@ import (
 	"github.com/ckegen/ckegen/constraints"
 	"github.com/ckegen/ckegen/generator"
 	"github.com/ckegen/ckegen/machine"
+	"github.com/ckegen/ckegen/sabakan"
 )
 
 // drawInput is a random data center: up to 6 racks of machines of the
@@ -45,7 +46,8 @@ func drawInput(t *rapid.T) generator.Input {
 		ms = append(ms, *m)
 	}
 	sane, _ := machine.Sanitize(ms, nil)
-	in := generator.Input{Template: exampleTemplate(t), Constraints: c, Machines: sane, Now: now, RetireWait: generator.DefaultRetireWait}
+	in := generator.Input{Template: exampleTemplate(t), Constraints: c, Machines: sane, Now: now, RetireWait: generator.DefaultRetireWait,
+		InventoryRoles: machine.Roles(ms)}
 	if rapid.Bool().Draw(t, "current") {
 		if res, err := generator.Generate(in); err == nil {
 			in.Current = res.Cluster
@@ -94,8 +96,9 @@ func stateOn(m *machine.Machine, d time.Time, res Resolution, lead time.Duration
 
 // TestForecastIsTheRehearsal: at every event, the forecast's plan is the
 // one `plan --assume` makes with each machine's state on that date
-// (SERIAL:STATE, a machine assumed RETIRED leaving the inventory as the
-// default query leaves it) on the cluster the previous event settled on
+// (SERIAL:STATE, a machine leaving the inventory when the query leaves
+// out its assumed state, with its role when it was the last of it) on
+// the cluster the previous event settled on
 // (the input's at the first); the events are now and every date a
 // machine's state changes on until then, with the machines that change
 // counted.
@@ -106,6 +109,7 @@ func TestForecastIsTheRehearsal(t *testing.T) {
 			Until:      now.AddDate(0, 0, rapid.IntRange(0, 5*365).Draw(t, "until")),
 			Resolution: rapid.SampledFrom([]Resolution{Month, Week, Day}).Draw(t, "resolution"),
 			RetireLead: time.Duration(rapid.SampledFrom([]int{0, 1, 30, 90}).Draw(t, "lead days")) * 24 * time.Hour,
+			Query:      queries[rapid.IntRange(0, len(queries)-1).Draw(t, "query")],
 		}
 		f, err := Of(in, o)
 		if err != nil {
@@ -180,17 +184,53 @@ func sameEvent(t *rapid.T, in generator.Input, o Options, f *Forecast, k int) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ms, _, err := assume.Apply(in.Machines, parsed)
+	ms, _, err := assume.Apply(in.Machines, parsed, o.Query)
 	if err != nil {
 		t.Fatal(err)
 	}
 	rin := in
-	rin.Machines, rin.Current, rin.Now = LeaveRetired(in.Machines, ms), prev, d
+	rin.Machines, rin.Current, rin.Now = ms, prev, d
+	if len(ms) < len(in.Machines) {
+		rin.InventoryRoles = rolesLeft(in.InventoryRoles, in.Machines, ms)
+	}
 	want, err := generator.MakePlan(rin, false, generator.DefaultMaxSteps)
 	if err != nil {
 		t.Fatalf("%s: the rehearsal: %v", ev.Date, err)
 	}
 	samePlan(t, ev.Date, ev.Plan, want)
+}
+
+// queries are the query's conditions on states a forecast is drawn with:
+// none, the default query's, one that leaves out RETIRING machines too,
+// and one that takes only HEALTHY and RETIRING machines.
+var queries = []assume.Query{
+	nil,
+	defaultQuery(),
+	sabakan.StateFilter{NotHaving: []machine.State{machine.StateRetiring, machine.StateRetired}},
+	sabakan.StateFilter{Having: []machine.State{machine.StateHealthy, machine.StateRetiring}},
+}
+
+// rolesLeft are the inventory's roles once the machines of all not in
+// kept left, as `generate --assume` counts them: a role none of kept has
+// is gone.
+func rolesLeft(roles []string, all, kept []*machine.Machine) []string {
+	still := map[string]bool{}
+	for _, m := range kept {
+		still[m.Spec.Role] = true
+	}
+	gone := map[string]bool{}
+	for _, m := range all {
+		if !still[m.Spec.Role] {
+			gone[m.Spec.Role] = true
+		}
+	}
+	var out []string
+	for _, r := range roles {
+		if !gone[r] {
+			out = append(out, r)
+		}
+	}
+	return out
 }
 
 // samePlan fails unless got and want are the same plan: result, refusal,

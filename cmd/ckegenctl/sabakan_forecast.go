@@ -16,6 +16,7 @@ import (
 	"github.com/ckegen/ckegen/generator"
 	"github.com/ckegen/ckegen/intake"
 	"github.com/ckegen/ckegen/internal/usage"
+	"github.com/ckegen/ckegen/sabakan"
 )
 
 // forecastOptions are `sabakan forecast`'s flags: the offline
@@ -45,8 +46,9 @@ bought, and what happens on the way. From now to --until, at each event (the
 machines whose state changes in one period of --resolution), it runs the
 daemon's planner on the inventory as it would be then, from the cluster the
 previous event settled on: a machine is assumed RETIRING --retire-lead before
-its retireDate and RETIRED at it, and a RETIRED machine leaves sabakan's
-answer, as the default query leaves it out. The machines whose change falls
+its retireDate and RETIRED at it, and a machine leaves sabakan's answer when
+the query leaves out its new state (RETIRED, by default: offline the default
+query, online the stored variables). The machines whose change falls
 in a period take it on the period's first day (or now, for the current
 period): the forecast errs early, never late.
 
@@ -199,25 +201,24 @@ func parseLead(s string) (time.Duration, error) {
 	return d, nil
 }
 
-// run is the offline form: the input from the files, the --assume
-// rehearsals on it, then the forecast.
+// run is the offline form: the input from the files, with the --assume
+// rehearsals made on them as generate makes them, then the forecast; a
+// machine leaves the machines file when the default query leaves out its
+// new state.
 func (o *forecastOptions) run(cmd *cobra.Command, fo forecastFlags) error {
 	defer collectLess(o.machines, o.current)()
-	base := o.inputFlags
-	base.assume = nil
-	in, warnings, err := base.load()
+	in, warnings, err := o.load()
 	if err != nil {
 		return err
 	}
-	assumed, err := rehearse(&in, o.assume)
-	if err != nil {
-		return err
-	}
-	return o.forecast(cmd, in, fo, warnings, assumed)
+	_, states := sabakan.Variables{}.WithoutStates()
+	return o.forecast(cmd, in, fo, states, warnings, o.assumed)
 }
 
-// runOnline is the online form: the leader's input, gathered as sabakan
-// plan gathers it, the --assume rehearsals on it, then the forecast.
+// runOnline is the online form: the leader's input, gathered and
+// rehearsed as sabakan plan gathers it (liveview.Reader.Rehearse), then
+// the forecast; a machine leaves sabakan's answer when the stored query
+// variables leave out its new state.
 func (o *forecastOptions) runOnline(e *env, cmd *cobra.Command, fo forecastFlags) error {
 	for _, name := range []string{"template", "constraints", "current", "now", "k8s-nodes", "policy", "rebooting"} {
 		if cmd.Flags().Changed(name) {
@@ -225,36 +226,16 @@ func (o *forecastOptions) runOnline(e *env, cmd *cobra.Command, fo forecastFlags
 		}
 	}
 	live := o.live
-	live.maxSteps = generator.DefaultMaxSteps
+	live.maxSteps, live.assume = generator.DefaultMaxSteps, o.assume
 	if cmd.Flags().Changed("retire-wait") {
 		live.retireWait = o.retireWait
 	}
-	d, _, err := live.decide(e, intake.WhatIf{})
+	d, assumed, err := live.decide(e, intake.WhatIf{})
 	if err != nil {
 		return err
 	}
-	in := d.Gathered.Input(d.Options.RetireWait)
-	assumed, err := rehearse(&in, o.assume)
-	if err != nil {
-		return err
-	}
-	return o.forecast(cmd, in, fo, d.Gathered.Warnings, assumed)
-}
-
-// rehearse makes the --assume rehearsals on in's machines, a machine
-// assumed RETIRED leaving them (forecast.LeaveRetired), and says what
-// each matched.
-func rehearse(in *generator.Input, ss []string) ([]assume.Match, error) {
-	as, err := assume.ParseAll(ss)
-	if err != nil {
-		return nil, usage.Errorf("--assume %v", err)
-	}
-	ms, matches, err := assume.Apply(in.Machines, as)
-	if err != nil {
-		return nil, fmt.Errorf("--assume %w", err)
-	}
-	in.Machines = forecast.LeaveRetired(in.Machines, ms)
-	return matches, nil
+	_, states := d.Gathered.Settings.Variables.WithoutStates()
+	return o.forecast(cmd, d.Gathered.Input(d.Options.RetireWait), fo, states, d.Gathered.Warnings, assumed)
 }
 
 // forecastDocument is the JSON output: the forecast and the --assume
@@ -264,13 +245,14 @@ type forecastDocument struct {
 	Assumed []assume.Match `json:"assumed,omitempty"`
 }
 
-// forecast makes the forecast of in and writes it; the input's warnings
-// go to stderr.
-func (o *forecastOptions) forecast(cmd *cobra.Command, in generator.Input, fo forecastFlags, warnings []string, assumed []assume.Match) error {
+// forecast makes the forecast of in, with states the query's conditions
+// on states, and writes it; the input's warnings go to stderr.
+func (o *forecastOptions) forecast(cmd *cobra.Command, in generator.Input, fo forecastFlags, states assume.Query, warnings []string, assumed []assume.Match) error {
 	opts, err := fo.at(in.Now)
 	if err != nil {
 		return err
 	}
+	opts.Query = states
 	f, err := forecast.Of(in, opts)
 	if err != nil {
 		return err

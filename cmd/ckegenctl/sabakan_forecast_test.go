@@ -177,11 +177,11 @@ func TestForecastAssume(t *testing.T) {
 	if !jsonEqual(got, exp) {
 		t.Errorf("with --assume rack=11:RETIRED:\n%s\nwant the forecast without rack 11:\n%s", out, want)
 	}
-	if a, _ := json.Marshal(assumed); string(a) != `[{"assume":"rack=11:RETIRED","machines":20}]` {
+	if a, _ := json.Marshal(assumed); string(a) != `[{"assume":"rack=11:RETIRED","leftOut":20,"leftOutBecause":"the default query leaves out RETIRED machines","machines":20}]` {
 		t.Errorf("assumed: %s", a)
 	}
 	text, _, _ := runCLI(t, forecastArgs("--assume", "rack=11:RETIRED")...)
-	if lines := strings.Split(text, "\n"); !strings.HasPrefix(lines[0], "runway: ") || lines[1] != "assume rack=11:RETIRED: 20 machines" {
+	if lines := strings.Split(text, "\n"); !strings.HasPrefix(lines[0], "runway: ") || lines[1] != "assume rack=11:RETIRED: 20 machines left out of the query's answer (the default query leaves out RETIRED machines)" {
 		t.Errorf("text:\n%s", text)
 	}
 }
