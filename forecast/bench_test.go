@@ -60,7 +60,7 @@ func BenchmarkForecast(b *testing.B) {
 		b.Run("machines=20000/"+name, func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				f, err := Of(in, Options{Until: benchNow.AddDate(5, 0, 0), RetireLead: DefaultRetireLead})
+				f, err := Of(in, Options{Until: benchNow.AddDate(5, 0, 0), RetireLead: DefaultRetireLead, Query: defaultQuery()})
 				if err != nil {
 					b.Fatal(err)
 				}
