@@ -21,6 +21,8 @@ var forbidden = map[string][]string{
 	"generator": {"storage", "sabakan", "metricprovider", "kubenodes", "intake", "daemon", "liveview"},
 	// The resilience report is as pure as the generator it runs.
 	"resilience": {"storage", "sabakan", "metricprovider", "kubenodes", "intake", "tick", "daemon", "liveview", "planreport"},
+	// So is the forecast.
+	"forecast": {"storage", "sabakan", "metricprovider", "kubenodes", "intake", "tick", "daemon", "liveview", "planreport"},
 	// The input path reads settings for the step and the views; it is
 	// not one of them.
 	"intake": {"tick", "daemon", "liveview", "web", "rackmap", "planreport"},

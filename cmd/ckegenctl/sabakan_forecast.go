@@ -1,0 +1,287 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/ckegen/ckegen/assume"
+	"github.com/ckegen/ckegen/forecast"
+	"github.com/ckegen/ckegen/generator"
+	"github.com/ckegen/ckegen/intake"
+	"github.com/ckegen/ckegen/internal/usage"
+	"github.com/ckegen/ckegen/sabakan"
+)
+
+// forecastOptions are `sabakan forecast`'s flags: the offline
+// generator's input (inputFlags), the flags of reading the live state,
+// the forecast's own and the output format.
+type forecastOptions struct {
+	inputFlags
+	live        planOptions
+	until       string
+	resolution  string
+	retireLead  string
+	needWorkers int
+	output      string
+}
+
+// newSabakanForecastCmd is `sabakan forecast`: what the machines' retire
+// dates will do to the cluster if nothing is bought (docs/forecast.md).
+// Its input is `sabakan resilience`'s, online or offline; the forecast
+// itself is forecast.Of on that generator.Input either way.
+func newSabakanForecastCmd(e *env) *cobra.Command {
+	o := &forecastOptions{}
+	cmd := &cobra.Command{
+		Use:   "forecast [--template T.yml --machines M.json]",
+		Short: "until when the cluster meets its constraints as the machines retire, if nothing is bought",
+		Long: `Forecast says until when the cluster meets its constraints if no machine is
+bought, and what happens on the way. From now to --until, at each event (the
+machines whose state changes in one period of --resolution), it runs the
+daemon's planner on the inventory as it would be then, from the cluster the
+previous event settled on: a machine is assumed RETIRING --retire-lead before
+its retireDate and RETIRED at it, and a machine leaves sabakan's answer when
+the query leaves out its new state (RETIRED, by default: offline the default
+query, online the stored variables). The machines whose change falls
+in a period take it on the period's first day (or now, for the current
+period): the forecast errs early, never late.
+
+The first line answers: the runway, the last day the cluster meets its
+constraints, and why it ends (the HEALTHY workers fall below the need, a
+control plane that is no longer HEALTHY has nothing to replace it, a failure
+domain holds more control planes than etcd's quorum survives losing, or the
+plan is refused), or that nothing fails before --until. A table of the events
+follows: how many machines become RETIRING and RETIRED, what the plan does,
+the control planes and their failure domains, the HEALTHY workers against
+the need, the domains at risk; then each event's warnings. After a refused
+plan the forecast goes on from the cluster as the refusal left it, and says
+so at each later event.
+
+--need-workers is the HEALTHY workers the site needs: by default
+minimum-workers in the count model; the rate model has none unless given
+(its rate is a share of the machines, which retirements alone do not
+lower), and there the runway ends only on the control planes or a refusal.
+
+Online (without --machines) the input is the leader's, read as sabakan plan
+reads it, and now is the current time; offline, --template and --machines
+(required) and --constraints, --current, --now, --retire-wait, --k8s-nodes,
+--policy and --rebooting are the input, as generate's. --assume rehearses a
+change first (see generate --help): the forecast starts from it.
+
+Exit status 0 with the forecast on stdout; 1 when the input cannot be read or
+planned (nothing on stdout); 2 on a usage error.`,
+		Args: exactArgs(0),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			fo, err := o.check(cmd)
+			if err != nil {
+				return err
+			}
+			if !cmd.Flags().Changed("machines") {
+				return o.runOnline(e, cmd, fo)
+			}
+			for _, name := range []string{"kubeconfig", "kubernetes-timeout", "sabakan-timeout", "sabakan-tls-ca-file", "sabakan-tls-cert-file", "sabakan-tls-key-file"} {
+				if cmd.Flags().Changed(name) {
+					return usage.Errorf("--%s reads the live state: leave out --machines (and the other input files) to forecast online", name)
+				}
+			}
+			if err := requireFlags(cmd, "template", "machines"); err != nil {
+				return err
+			}
+			return o.run(cmd, fo)
+		},
+	}
+	f := cmd.Flags()
+	o.addFlags(f)
+	f.StringVar(&o.current, "current", "", "current cluster.yml (default: the cluster Generate would make)")
+	f.StringVar(&o.until, "until", "", "the forecast's end, a date (2029-12-31) or RFC3339 (default: 3 years after now)")
+	f.StringVar(&o.resolution, "resolution", string(forecast.Month), "the length of a period: month, week or day")
+	f.StringVar(&o.retireLead, "retire-lead", "30d", "how long before its retireDate a machine is RETIRING, in days (30d) or a duration (12h); 0: RETIRED at once")
+	f.IntVar(&o.needWorkers, "need-workers", 0, "the HEALTHY workers the site needs (default: minimum-workers in the count model, none in the rate model)")
+	f.StringVarP(&o.output, "output", "o", "text", "output format: text or json")
+	o.live.addLiveFlags(f)
+	return cmd
+}
+
+// forecastFlags are the forecast's options as the flags give them; until
+// is zero when --until is not given (3 years after now).
+type forecastFlags struct {
+	forecast.Options
+	untilGiven bool
+}
+
+// check reads the forecast's own flags, refusing a bad one by name.
+func (o *forecastOptions) check(cmd *cobra.Command) (forecastFlags, error) {
+	var fo forecastFlags
+	if err := checkFormat(o.output, "text", "json"); err != nil {
+		return fo, err
+	}
+	if err := o.checkAssume(); err != nil {
+		return fo, err
+	}
+	r, err := forecast.ParseResolution(o.resolution)
+	if err != nil {
+		return fo, usage.Errorf("--resolution: %v", err)
+	}
+	lead, err := parseLead(o.retireLead)
+	if err != nil {
+		return fo, usage.Errorf("--retire-lead: %v", err)
+	}
+	if cmd.Flags().Changed("need-workers") && o.needWorkers < 1 {
+		return fo, usage.Errorf("--need-workers: must be at least 1, got %d", o.needWorkers)
+	}
+	fo.Resolution, fo.RetireLead, fo.NeedWorkers = r, lead, o.needWorkers
+	if o.until != "" {
+		if fo.Until, err = parseUntil(o.until); err != nil {
+			return fo, usage.Errorf("--until: %v", err)
+		}
+		fo.untilGiven = true
+	}
+	if fo.untilGiven && o.now != "" {
+		if now, err := time.Parse(time.RFC3339, o.now); err == nil && fo.Until.Before(now) {
+			return fo, untilBefore(fo.Until, now)
+		}
+	}
+	return fo, nil
+}
+
+// at is the options for a forecast made at now: --until, or 3 years
+// after now, not before now.
+func (fo forecastFlags) at(now time.Time) (forecast.Options, error) {
+	o := fo.Options
+	if !fo.untilGiven {
+		o.Until = now.AddDate(forecast.DefaultYears, 0, 0)
+	}
+	if o.Until.Before(now) {
+		return o, untilBefore(o.Until, now)
+	}
+	return o, nil
+}
+
+func untilBefore(until, now time.Time) error {
+	return usage.Errorf("--until: %s is before now (%s): give a later date", until.Format(time.RFC3339), now.Format(time.RFC3339))
+}
+
+// parseUntil reads a date (the end of that day's start: 2029-12-31 is
+// 2029-12-31T00:00:00Z) or an RFC3339 time.
+func parseUntil(s string) (time.Time, error) {
+	if t, err := time.Parse("2006-01-02", s); err == nil {
+		return t, nil
+	}
+	t, err := time.Parse(time.RFC3339, s)
+	if err != nil {
+		return t, fmt.Errorf("want a date (2029-12-31) or RFC3339 (2029-12-31T00:00:00Z), got %q", s)
+	}
+	return t.UTC(), nil
+}
+
+// parseLead reads days (30d) or a Go duration (12h, 0), not negative.
+func parseLead(s string) (time.Duration, error) {
+	var d time.Duration
+	if n, ok := strings.CutSuffix(s, "d"); ok {
+		days, err := strconv.Atoi(n)
+		if err != nil {
+			return 0, fmt.Errorf("want days (30d) or a duration (12h), got %q", s)
+		}
+		d = time.Duration(days) * 24 * time.Hour
+	} else {
+		var err error
+		if d, err = time.ParseDuration(s); err != nil {
+			return 0, fmt.Errorf("want days (30d) or a duration (12h), got %q", s)
+		}
+	}
+	if d < 0 {
+		return 0, fmt.Errorf("must not be negative, got %q", s)
+	}
+	return d, nil
+}
+
+// run is the offline form: the input from the files, with the --assume
+// rehearsals made on them as generate makes them, then the forecast; a
+// machine leaves the machines file when the default query leaves out its
+// new state.
+func (o *forecastOptions) run(cmd *cobra.Command, fo forecastFlags) error {
+	defer collectLess(o.machines, o.current)()
+	in, warnings, err := o.load()
+	if err != nil {
+		return err
+	}
+	_, states := sabakan.Variables{}.WithoutStates()
+	return o.forecast(cmd, in, fo, states, warnings, o.assumed)
+}
+
+// runOnline is the online form: the leader's input, gathered and
+// rehearsed as sabakan plan gathers it (liveview.Reader.Rehearse), then
+// the forecast; a machine leaves sabakan's answer when the stored query
+// variables leave out its new state.
+func (o *forecastOptions) runOnline(e *env, cmd *cobra.Command, fo forecastFlags) error {
+	for _, name := range []string{"template", "constraints", "current", "now", "k8s-nodes", "policy", "rebooting"} {
+		if cmd.Flags().Changed(name) {
+			return usage.Errorf("--%s needs --machines (online, the settings and the cluster come from etcd, the machines from sabakan)", name)
+		}
+	}
+	live := o.live
+	live.maxSteps, live.assume = generator.DefaultMaxSteps, o.assume
+	if cmd.Flags().Changed("retire-wait") {
+		live.retireWait = o.retireWait
+	}
+	d, assumed, err := live.decide(e, intake.WhatIf{})
+	if err != nil {
+		return err
+	}
+	_, states := d.Gathered.Settings.Variables.WithoutStates()
+	return o.forecast(cmd, d.Gathered.Input(d.Options.RetireWait), fo, states, d.Gathered.Warnings, assumed)
+}
+
+// forecastDocument is the JSON output: the forecast and the --assume
+// rehearsals it was made under.
+type forecastDocument struct {
+	*forecast.Forecast
+	Assumed []assume.Match `json:"assumed,omitempty"`
+}
+
+// forecast makes the forecast of in, with states the query's conditions
+// on states, and writes it; the input's warnings go to stderr.
+func (o *forecastOptions) forecast(cmd *cobra.Command, in generator.Input, fo forecastFlags, states assume.Query, warnings []string, assumed []assume.Match) error {
+	opts, err := fo.at(in.Now)
+	if err != nil {
+		return err
+	}
+	opts.Query = states
+	f, err := forecast.Of(in, opts)
+	if err != nil {
+		return err
+	}
+	for _, w := range warnings {
+		fmt.Fprintf(cmd.ErrOrStderr(), "warning: %s\n", w)
+	}
+	return writeForecast(cmd.OutOrStdout(), f, assumed, o.output)
+}
+
+// writeForecast writes a forecast in format (text or json); what was
+// assumed follows the text's first line ("assumed" in JSON).
+func writeForecast(w io.Writer, f *forecast.Forecast, assumed []assume.Match, format string) error {
+	var b bytes.Buffer
+	if format == "json" {
+		data, err := json.MarshalIndent(forecastDocument{Forecast: f, Assumed: assumed}, "", "  ")
+		if err != nil {
+			return err
+		}
+		b.Write(data)
+		b.WriteByte('\n')
+	} else {
+		text := f.Text()
+		first, rest, _ := bytes.Cut(text, []byte("\n"))
+		b.Write(first)
+		b.WriteByte('\n')
+		writeAssumed(&b, assumed)
+		b.Write(rest)
+	}
+	_, err := w.Write(b.Bytes())
+	return err
+}

@@ -1,0 +1,335 @@
+// Package forecast says what the machines' retire dates will do to a
+// cluster if nothing is bought (docs/forecast.md): from now to a date, at
+// each event (the machines whose assumed state changes in one period), it
+// runs the daemon's own planner (generator.MakePlan) on the inventory as
+// it would be then, from the cluster the previous event settled on, and
+// finds the runway: the last day the cluster meets its constraints and
+// the workers it needs, and why it ends there.
+//
+// A machine is assumed RETIRING a lead before its retire date and RETIRED
+// at it, as a rehearsal (docs/failure-domains.md) would assume it: the
+// state as sabakan would report it just after the change, and a machine
+// whose new state the query leaves out (RETIRED, by default) left out of
+// the inventory, as assume.Apply leaves it.
+//
+// It is pure, as the generator is: a forecast is a function of a
+// generator.Input and Options, whether the input comes from files or from
+// etcd and sabakan.
+package forecast
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/ckegen/ckegen/assume"
+	"github.com/ckegen/ckegen/cluster"
+	"github.com/ckegen/ckegen/failuredomain"
+	"github.com/ckegen/ckegen/generator"
+	"github.com/ckegen/ckegen/machine"
+	"github.com/ckegen/ckegen/reason"
+)
+
+// DefaultRetireLead is how long before its retire date a machine is
+// assumed RETIRING unless told otherwise.
+const DefaultRetireLead = 30 * 24 * time.Hour
+
+// DefaultYears is how far a forecast looks unless told otherwise.
+const DefaultYears = 3
+
+// Reason codes of a runway's end, beside the refusals' (reason
+// .NotEnoughMachines, reason.TooManyNonExistent, reason.GenerationError).
+const (
+	// None: nothing fails before the forecast's end.
+	None = "NONE"
+	// WorkersBelowNeed: the HEALTHY workers fall below the need.
+	WorkersBelowNeed = "WORKERS_BELOW_NEED"
+	// NoControlPlaneCandidate: a control plane is no longer HEALTHY and
+	// nothing could replace it.
+	NoControlPlaneCandidate = "NO_CONTROL_PLANE_CANDIDATE"
+	// QuorumAtRisk: a failure domain holds more control planes than
+	// etcd's quorum survives losing.
+	QuorumAtRisk = "QUORUM_AT_RISK"
+)
+
+// Options shape a forecast.
+type Options struct {
+	// Until is the forecast's end; not before the input's Now.
+	Until time.Time
+	// Resolution is the length of a period (Month when empty).
+	Resolution Resolution
+	// RetireLead is how long before its retire date a machine is
+	// RETIRING; 0: it becomes RETIRED at once.
+	RetireLead time.Duration
+	// NeedWorkers is how many HEALTHY workers the site needs; 0: the
+	// count model's minimum-workers, and none in the rate model.
+	NeedWorkers int
+	// MaxSteps bounds each event's plan (generator.DefaultMaxSteps when 0).
+	MaxSteps int
+	// Query is the query's conditions on states (sabakan.StateFilter):
+	// a machine whose new state it leaves out leaves the inventory, as
+	// assume.Apply leaves it; nil: none leaves.
+	Query assume.Query
+}
+
+// Forecast is what the retire dates do to the cluster. Its JSON is the
+// contract of `ckegenctl sabakan forecast -o json`.
+type Forecast struct {
+	Now   time.Time `json:"now"`
+	Until time.Time `json:"until"`
+	// Resolution and RetireLead are the options it was made with,
+	// NeedWorkers the need in force (0: none, the rate model without
+	// one), FailureDomain what a domain is.
+	Resolution    Resolution `json:"resolution"`
+	RetireLead    string     `json:"retireLead"`
+	NeedWorkers   int        `json:"needWorkers,omitempty"`
+	FailureDomain string     `json:"failureDomain"`
+	Runway        Runway     `json:"runway"`
+	Events        []Event    `json:"events"`
+
+	key failuredomain.Key
+}
+
+// Runway is the last day the cluster meets its constraints and need
+// (absent when nothing fails before the forecast's end), why it ends
+// (a code: None, WorkersBelowNeed, NoControlPlaneCandidate, QuorumAtRisk,
+// or the refusal's reason code) and the words for it.
+type Runway struct {
+	Until   string `json:"until,omitempty"`
+	Reason  string `json:"reason"`
+	Message string `json:"message"`
+}
+
+// Event is one date of the forecast: what changes, what the planner does
+// about it, and the cluster it settles on.
+type Event struct {
+	Date string `json:"date"`
+	// Retiring and Retired count the machines that become RETIRING and
+	// RETIRED on this date.
+	Retiring int `json:"retiring"`
+	Retired  int `json:"retired"`
+	// Steps is the number of steps of the plan; Ops their operations,
+	// Changes the changes of them all, Result how the plan ends
+	// (generator.PlanSettled, PlanRefused, PlanMaxSteps).
+	Steps   int      `json:"steps"`
+	Ops     []string `json:"ops"`
+	Changes int      `json:"changes"`
+	Result  string   `json:"result"`
+	// Refusal is the refused step's reason, when the plan was refused.
+	Refusal *Refusal `json:"refusal,omitempty"`
+	// ControlPlanes are the control planes of the cluster the plan
+	// leaves, with their failure domains, in the domains' order.
+	ControlPlanes []ControlPlane `json:"controlPlanes"`
+	// Workers counts its HEALTHY workers, WorkersRate their share of
+	// the machines of the inventory (percent); BelowMinimum: Workers is
+	// below the need.
+	Workers      int     `json:"workers"`
+	WorkersRate  float64 `json:"workersRate"`
+	BelowMinimum bool    `json:"belowMinimum"`
+	// AtRisk are the domains whose loss breaks etcd's quorum.
+	AtRisk []string `json:"atRisk"`
+	// Warnings are the plan's warnings, the words for each domain at
+	// risk, and what the forecast assumed to go on (a refusal before).
+	Warnings []string `json:"warnings"`
+
+	// Plan is the plan made at this event, Machines the inventory it
+	// was made on.
+	Plan     *generator.Plan    `json:"-"`
+	Machines []*machine.Machine `json:"-"`
+	// failure is why this event ends the runway ("" when it does not),
+	// with the words for it.
+	failure, words string
+}
+
+// ControlPlane is a control plane and its failure domain.
+type ControlPlane struct {
+	Address string `json:"address"`
+	Domain  string `json:"domain"`
+}
+
+// Refusal is a refused plan's reason code and message.
+type Refusal struct {
+	Reason  string `json:"reason"`
+	Message string `json:"message"`
+}
+
+// dateLayout is how events' dates and the runway's are written.
+const dateLayout = "2006-01-02"
+
+// Of makes the forecast of in (in.Current, or without one the cluster the
+// first plan generates) from in.Now to o.Until. It fails when the options
+// are out of range or when an event's input cannot be planned at all (as
+// generator.MakePlan fails); a refused plan is part of the forecast.
+func Of(in generator.Input, o Options) (*Forecast, error) {
+	if err := o.check(in.Now); err != nil {
+		return nil, err
+	}
+	f := &Forecast{Now: in.Now, Until: o.Until, Resolution: o.Resolution, RetireLead: o.RetireLead.String(),
+		NeedWorkers: need(in, o), FailureDomain: in.Policy.FailureDomain().Name(), key: in.Policy.FailureDomain()}
+	r := newRun(in, o, f)
+	sch := plan(in.Machines, in.Now, o.Until, o.Resolution, o.RetireLead)
+	for k, date := range sch.dates {
+		if err := r.event(date, sch.changes[k]); err != nil {
+			return nil, err
+		}
+	}
+	f.Runway = f.runway()
+	return f, nil
+}
+
+// check refuses options out of range, saying which.
+func (o *Options) check(now time.Time) error {
+	if o.Resolution == "" {
+		o.Resolution = Month
+	}
+	if _, err := ParseResolution(string(o.Resolution)); err != nil {
+		return fmt.Errorf("resolution: %w", err)
+	}
+	if o.Until.Before(now) {
+		return fmt.Errorf("until: %s is before now (%s)", o.Until.Format(time.RFC3339), now.Format(time.RFC3339))
+	}
+	if o.RetireLead < 0 {
+		return fmt.Errorf("retire lead: must not be negative, got %s", o.RetireLead)
+	}
+	if o.NeedWorkers < 0 {
+		return fmt.Errorf("need workers: must not be negative, got %d", o.NeedWorkers)
+	}
+	if o.MaxSteps == 0 {
+		o.MaxSteps = generator.DefaultMaxSteps
+	}
+	return nil
+}
+
+// need is the HEALTHY workers the site needs: o's, else the count
+// model's minimum-workers; 0 (none) in the rate model without one.
+func need(in generator.Input, o Options) int {
+	if o.NeedWorkers > 0 || in.Constraints.RateModel() {
+		return o.NeedWorkers
+	}
+	return in.Constraints.MinimumWorkers
+}
+
+// run is a forecast being made: the inventory with the changes assumed
+// so far, and the cluster the last event settled on.
+type run struct {
+	in  generator.Input
+	o   Options
+	f   *Forecast
+	cur *cluster.Cluster
+	// assumed are in.Machines with the states assumed so far, in their
+	// places; byAddr finds a machine's place by its address, place a
+	// node's (-1: none) for the nodes seen so far, which later clusters
+	// share (generator.MakePlan keeps a node no step changes).
+	assumed []*machine.Machine
+	byAddr  map[string]int
+	place   map[*cluster.Node]int
+	// gone: the machine left the inventory; roles counts the machines
+	// left of each role.
+	gone  []bool
+	roles roles
+	// refused is the date of the first refused plan ("" when none).
+	refused string
+}
+
+func newRun(in generator.Input, o Options, f *Forecast) *run {
+	r := &run{in: in, o: o, f: f, cur: in.Current, assumed: make([]*machine.Machine, len(in.Machines)),
+		byAddr: make(map[string]int, len(in.Machines)), gone: make([]bool, len(in.Machines)), place: map[*cluster.Node]int{}}
+	copy(r.assumed, in.Machines)
+	for i, m := range in.Machines {
+		r.byAddr[m.Address()] = i
+	}
+	r.roles = newRoles(in.Machines, in.InventoryRoles)
+	return r
+}
+
+// event assumes the changes of one date and plans from the cluster the
+// last event settled on.
+func (r *run) event(date time.Time, changes []transition) error {
+	ev := Event{Date: date.UTC().Format(dateLayout), Ops: []string{}, AtRisk: []string{}, Warnings: []string{}}
+	for _, t := range changes {
+		c := *r.assumed[t.machine]
+		c.Status.State, c.Status.Duration = t.state, 0
+		r.assumed[t.machine] = &c
+		if !r.gone[t.machine] && r.o.Query != nil && !r.o.Query.Keeps(t.state) {
+			r.gone[t.machine] = true
+			r.roles.leave(c.Spec.Role)
+		}
+		if t.state == machine.StateRetiring {
+			ev.Retiring++
+		} else {
+			ev.Retired++
+		}
+	}
+	in := r.in
+	in.Machines, in.Current, in.Now = r.inventory(), r.cur, date
+	in.InventoryRoles = r.roles.left()
+	p, err := generator.MakePlan(in, false, r.o.MaxSteps)
+	if err != nil {
+		return fmt.Errorf("%s: %w", ev.Date, err)
+	}
+	ev.Plan, ev.Machines = p, in.Machines
+	if r.refused != "" {
+		ev.Warnings = append(ev.Warnings, "the plan was refused on "+r.refused+": the forecast goes on from the cluster as the refusals left it")
+	}
+	r.record(&ev, p)
+	in.Current = p.Cluster
+	if err := r.observe(&ev, in); err != nil {
+		return fmt.Errorf("%s: %w", ev.Date, err)
+	}
+	if p.Result == generator.PlanRefused && r.refused == "" {
+		r.refused = ev.Date
+	}
+	r.cur = p.Cluster
+	r.f.Events = append(r.f.Events, ev)
+	return nil
+}
+
+// inventory is the machines with the states assumed so far, those that
+// left out, in their order.
+func (r *run) inventory() []*machine.Machine {
+	out := make([]*machine.Machine, 0, len(r.assumed))
+	for i, m := range r.assumed {
+		if !r.gone[i] {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// record sums up the event's plan: its steps, changes, result, refusal
+// and warnings.
+func (r *run) record(ev *Event, p *generator.Plan) {
+	ev.Steps, ev.Result = len(p.Steps), p.Result
+	seen := map[string]bool{}
+	warn := func(ws []string) {
+		for _, w := range ws {
+			if !seen[w] {
+				seen[w] = true
+				ev.Warnings = append(ev.Warnings, w)
+			}
+		}
+	}
+	for _, s := range p.Steps {
+		ev.Ops = append(ev.Ops, s.Op)
+		ev.Changes += len(s.Changes)
+		warn(s.Warnings)
+	}
+	warn(p.Warnings)
+	switch p.Result {
+	case generator.PlanRefused:
+		ev.Refusal = &Refusal{Reason: refusalCode(p.Err), Message: p.Err.Error()}
+	case generator.PlanMaxSteps:
+		ev.Warnings = append(ev.Warnings, fmt.Sprintf("the plan had not settled after %d steps: the next event goes on from the cluster it had reached", len(p.Steps)))
+	}
+}
+
+// refusalCode is the reason code the daemon records for a refused tick.
+func refusalCode(err error) string {
+	switch {
+	case errors.Is(err, generator.ErrNotEnoughMachines):
+		return reason.NotEnoughMachines
+	case errors.Is(err, generator.ErrTooManyNonExistent):
+		return reason.TooManyNonExistent
+	}
+	return reason.GenerationError
+}
