@@ -77,18 +77,30 @@ func TestBundledRack4(t *testing.T) {
 		t.Errorf("domains not every rack in order: %v", names(r))
 	}
 	for _, d := range r.Domains {
-		if want := reference(in, failuredomain.Rack(), d.Domain); d.Recovery != want {
+		if want := expected(in, failuredomain.Rack(), d.Domain); d.Recovery != want {
 			t.Errorf("rack %s: recovery %+v, the generator's plan %+v", d.Domain, d.Recovery, want)
 		}
+	}
+	if four.Recovery.Result != NoQuorum || four.Recovery.Planned != generator.PlanSettled || four.Recovery.Steps != 3 {
+		t.Errorf("rack 4's loss breaks quorum, yet its recovery is %+v", four.Recovery)
+	}
+	if r.Basis != BasisCurrent || r.PendingSteps != 0 || r.PendingRefused != nil || !four.QuorumLostNow || eleven.QuorumLostNow {
+		t.Errorf("a settled input: basis %q, %d pending steps, refused %v; rack 4 quorum lost now %v, rack 11 %v",
+			r.Basis, r.PendingSteps, r.PendingRefused, four.QuorumLostNow, eleven.QuorumLostNow)
 	}
 	text := string(r.Text())
 	for _, want := range []string{
 		"failure domain: rack; 3 control planes, quorum 2; count model, minimum-workers 20\n",
 		"at risk: rack 4 holds 2 of 3 control planes: losing it breaks etcd's quorum\n",
+		"  LOST  ",
+		"  no quorum: CKE can apply none of the 3 steps the planner would make until enough of its control planes return\n",
 	} {
 		if !strings.Contains(text, want) {
 			t.Errorf("text lacks %q:\n%s", want, text)
 		}
+	}
+	if !strings.HasPrefix(text, "failure domain: ") || strings.Contains(text, "pending") || strings.Contains(text, " now)") {
+		t.Errorf("the text of a settled input speaks of a pending plan:\n%s", text)
 	}
 	lines := strings.Split(text, "\n")
 	i := slices.IndexFunc(lines, func(l string) bool { return strings.HasPrefix(l, "DOMAIN") })
@@ -99,9 +111,9 @@ func TestBundledRack4(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, key := range []string{`"failureDomain":"rack"`, `"controlPlanes":3`, `"quorum":2`, `"atRisk":["4"]`,
-		`{"domain":"4","machines":20,"controlPlanes":["10.0.4.12","10.0.4.14"],"workers":{`, `"quorumLost":true,"workersLeft":`,
-		`"belowMinimum":`, `"recovery":{"steps":`} {
+	for _, key := range []string{`"failureDomain":"rack"`, `"basis":"current","controlPlanes":3`, `"quorum":2`, `"atRisk":["4"]`,
+		`{"domain":"4","machines":20,"controlPlanes":["10.0.4.12","10.0.4.14"],"workers":{`, `"quorumLost":true,"quorumLostNow":true,"workersLeft":`,
+		`"belowMinimum":`, `"recovery":{"steps":3,"result":"no-quorum","planned":"settled"}`} {
 		if !strings.Contains(string(js), key) {
 			t.Errorf("JSON lacks %s:\n%s", key, js)
 		}
@@ -131,6 +143,33 @@ func names(r *Report) []string {
 		out = append(out, d.Domain)
 	}
 	return out
+}
+
+// expected is the recovery the report is to give a domain, made
+// independently of the report: on the cluster the input's plan settles
+// on (the input's cluster when the plan is refused or does not settle),
+// the domain's loss as the generator plans it, and no-quorum when the
+// domain holds more than floor((N-1)/2) of that cluster's N control
+// planes.
+func expected(in generator.Input, key failuredomain.Key, domain string) Recovery {
+	if p, err := generator.MakePlan(in, false, generator.DefaultMaxSteps); err == nil && p.Result == generator.PlanSettled {
+		in.Current = p.Cluster
+	}
+	rc := reference(in, key, domain)
+	if held, n := controlPlanesIn(in, key, domain); held > (n-1)/2 {
+		rc = Recovery{Steps: rc.Steps, Result: NoQuorum, Planned: rc.Result, Error: rc.Error}
+	}
+	return rc
+}
+
+// nodeDomain is the domain of a node: its machine's, or its labels'.
+func nodeDomain(in generator.Input, key failuredomain.Key, n *cluster.Node) string {
+	for _, m := range in.Machines {
+		if m.Address() == n.Address {
+			return key.Of(m)
+		}
+	}
+	return key.OfNode(n)
 }
 
 // reference is the recovery of a domain as the generator plans it, made
@@ -300,13 +339,19 @@ func TestRecoveryIsThePlan(t *testing.T) {
 			}
 			return
 		}
-		cen := failuredomain.ControlPlanes(w.key, in.Machines, in.Current)
+		now := in
+		basis := checkBasis(t, in, r)
+		in.Current = basis.Current
 		for _, d := range r.Domains {
-			if want := reference(in, w.key, d.Domain); d.Recovery != want {
+			if want := expected(now, w.key, d.Domain); d.Recovery != want {
 				t.Fatalf("domain %s: recovery %+v, the generator's plan %+v", d.Domain, d.Recovery, want)
 			}
-			if d.QuorumLost != failuredomain.BreaksQuorum(cen.Held(d.Domain), cen.ControlPlanes) || len(d.ControlPlanes) != cen.Held(d.Domain) {
-				t.Fatalf("domain %s: %d control planes, quorum lost %v; the census says %d of %d", d.Domain, len(d.ControlPlanes), d.QuorumLost, cen.Held(d.Domain), cen.ControlPlanes)
+			held, n := controlPlanesIn(in, w.key, d.Domain)
+			if d.QuorumLost != (held > (n-1)/2) || len(d.ControlPlanes) != held {
+				t.Fatalf("domain %s: %d control planes, quorum lost %v; the cluster has %d of %d", d.Domain, len(d.ControlPlanes), d.QuorumLost, held, n)
+			}
+			if heldNow, nNow := controlPlanesIn(now, w.key, d.Domain); d.QuorumLostNow != (heldNow > (nNow-1)/2) {
+				t.Fatalf("domain %s: quorum lost now %v; the cluster now has %d of %d", d.Domain, d.QuorumLostNow, heldNow, nNow)
 			}
 			left := 0
 			for _, n := range in.Current.Nodes {
@@ -321,6 +366,43 @@ func TestRecoveryIsThePlan(t *testing.T) {
 			}
 		}
 	})
+}
+
+// checkBasis checks the report's basis against the input's own plan,
+// and returns the input with the cluster the report is to be made on.
+func checkBasis(t *rapid.T, in generator.Input, r *Report) generator.Input {
+	p, err := generator.MakePlan(in, false, generator.DefaultMaxSteps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := BasisCurrent
+	if p.Result == generator.PlanSettled && len(p.Steps) > 0 {
+		want, in.Current = BasisPendingPlanSettled, p.Cluster
+	}
+	refused := p.Result == generator.PlanRefused
+	if r.Basis != want || r.PendingSteps != len(p.Steps) || (r.PendingRefused != nil) != refused ||
+		r.PendingMaxSteps != (p.Result == generator.PlanMaxSteps) {
+		t.Fatalf("basis %q, %d pending steps, refused %+v, max-steps %v; the plan: %s after %d steps",
+			r.Basis, r.PendingSteps, r.PendingRefused, r.PendingMaxSteps, p.Result, len(p.Steps))
+	}
+	if refused && r.PendingRefused.Message != p.Err.Error() {
+		t.Fatalf("pending refused %+v, the plan's error %v", r.PendingRefused, p.Err)
+	}
+	return in
+}
+
+// controlPlanesIn counts the control planes of in.Current, and those in
+// domain.
+func controlPlanesIn(in generator.Input, key failuredomain.Key, domain string) (held, n int) {
+	for _, node := range in.Current.Nodes {
+		if node.ControlPlane {
+			n++
+			if nodeDomain(in, key, node) == domain {
+				held++
+			}
+		}
+	}
+	return held, n
 }
 
 // dataCenter is a synthetic data center of racks racks of 40 machines
