@@ -158,6 +158,9 @@ func Of(in generator.Input, key failuredomain.Key) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
+	if pending.Result == generator.PlanRefused && len(pending.Steps) == 0 && errors.Is(pending.Err, generator.ErrTooManyNonExistent) {
+		x.fixed = &Recovery{Result: generator.PlanRefused, Error: pending.Err.Error()}
+	}
 	cen := now
 	if r.Basis == BasisPendingPlanSettled {
 		cen = failuredomain.ControlPlanes(key, in.Machines, in.Current)
@@ -229,10 +232,21 @@ type index struct {
 	// retaints: the domains with a worker whose state taint rule 8 would
 	// change to unreachable.
 	retaints map[string]bool
+	// badControlPlane: a control plane rule 5 may want to replace (its
+	// machine gone or not HEALTHY, UPDATING or UNINITIALIZED, or its node
+	// tainted in Kubernetes), had it something to replace it with.
+	badControlPlane bool
 	// shared says whether a loss that takes no control plane can be
 	// summed up from the index (sharedRecovery) rather than planned: when
 	// the input's plan is settled at once.
 	shared bool
+	// fixed, when not nil, is every domain's recovery: the input's plan
+	// is refused at its first tick by rule 1 (too many control planes
+	// whose machines are gone), which reads which machines exist and
+	// which nodes reboot, never a state, and runs before every other
+	// rule; a loss changes states only, so every loss's plan is refused
+	// at its first tick the same way.
+	fixed *Recovery
 }
 
 // newIndex looks at in once. settled: in's plan is settled at once. now
@@ -299,6 +313,8 @@ func (x *index) addNode(n *cluster.Node, byAddr map[string]int) {
 	d := x.domain(name)
 	if n.ControlPlane {
 		d.ControlPlanes = append(d.ControlPlanes, n.Address)
+		x.badControlPlane = x.badControlPlane || m == nil || len(x.in.NodeTaints[n.Address]) > 0 ||
+			!slices.Contains([]machine.State{machine.StateHealthy, machine.StateUpdating, machine.StateUninitialized}, m.Status.State)
 		return
 	}
 	x.workers++
@@ -341,8 +357,13 @@ func (x *index) recoveries() []Recovery {
 // recoveryOf is the plan the daemon would make with every machine of the
 // domain UNREACHABLE.
 func (x *index) recoveryOf(name string) Recovery {
+	if x.fixed != nil {
+		return *x.fixed
+	}
 	if x.shared && len(x.domains[name].ControlPlanes) == 0 {
-		return x.sharedRecovery(name)
+		if rec, ok := x.sharedRecovery(name); ok {
+			return rec
+		}
 	}
 	return x.plan(name)
 }
@@ -357,9 +378,11 @@ func (x *index) recoveryOf(name string) Recovery {
 //   - rule 5 had no replacement for a bad control plane: no candidate, and
 //     no promotable worker or too few workers; the loss adds no candidate,
 //     and the workers rule 6 may add are no candidates for it either (a
-//     HEALTHY untainted machine the placement admits would have been one),
-//     and a promotion needed a worker count the settled cluster did not
-//     have with rule 6 idle;
+//     HEALTHY untainted machine the placement admits would have been one);
+//     but the worker rule 6 adds comes beside the domain's lost workers,
+//     which stay nodes, so after it the workers may be enough for a
+//     promotion: with a bad control plane and rule 6, the loss is planned
+//     (ok false);
 //   - rule 6 (count model) applies when the HEALTHY workers left fall
 //     below minimum-workers, workers are under maximum-workers and a
 //     candidate is left outside the domain; the rate model's rule 6 has no
@@ -375,7 +398,7 @@ func (x *index) recoveryOf(name string) Recovery {
 //
 // So the plan is one step, or none, and settles. TestRecoveryIsThePlan
 // compares it with the plans the generator makes.
-func (x *index) sharedRecovery(name string) Recovery {
+func (x *index) sharedRecovery(name string) (Recovery, bool) {
 	c := x.in.Constraints
 	rule6 := false
 	if !c.RateModel() {
@@ -383,11 +406,14 @@ func (x *index) sharedRecovery(name string) Recovery {
 		atMax := c.MaximumWorkers > 0 && x.workers >= c.MaximumWorkers
 		rule6 = left < c.MinimumWorkers && !atMax && x.candidatesTotal-x.candidates[name] > 0
 	}
+	if rule6 && x.badControlPlane {
+		return Recovery{}, false
+	}
 	steps := 0
 	if rule6 || x.retaints[name] {
 		steps = 1
 	}
-	return Recovery{Steps: steps, Result: generator.PlanSettled}
+	return Recovery{Steps: steps, Result: generator.PlanSettled}, true
 }
 
 // plan runs the generator's plan on the input with the domain's machines

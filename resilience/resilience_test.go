@@ -288,6 +288,56 @@ func (w *world) input(t *rapid.T) generator.Input {
 	return in
 }
 
+// drawInput is an input on w: its first cluster after some machines
+// changed, settled or not, with some machines gone from sabakan, nodes
+// rebooting and Kubernetes taints; false when w has no first cluster.
+func (w *world) drawInput(t *rapid.T) (generator.Input, bool) {
+	in := w.input(t)
+	first, err := generator.Generate(in)
+	if err != nil {
+		return in, false
+	}
+	cur := first.Cluster
+	// Some machines change; the cluster follows, to its end or not.
+	for range rapid.IntRange(0, 4).Draw(t, "events") {
+		i := rapid.IntRange(0, len(w.ms)-1).Draw(t, "target")
+		m := *w.ms[i]
+		m.Status.State = rapid.SampledFrom(states).Draw(t, "new state")
+		m.Status.Duration = float64(rapid.SampledFrom([]int{0, 1000}).Draw(t, "duration"))
+		w.ms = slices.Clone(w.ms)
+		w.ms[i] = &m
+	}
+	in = w.input(t)
+	in.Current = cur
+	if rapid.Bool().Draw(t, "settle") {
+		if p, err := generator.MakePlan(in, false, 50); err == nil {
+			in.Current = p.Cluster
+		}
+	}
+	// Some machines may leave sabakan: their nodes are non-existent,
+	// and too many control planes among them refuse the plan.
+	if rapid.IntRange(0, 3).Draw(t, "leave") == 0 {
+		in.Machines = slices.DeleteFunc(slices.Clone(in.Machines), func(*machine.Machine) bool {
+			return rapid.IntRange(0, 2).Draw(t, "gone") == 0
+		})
+	}
+	in.Rebooting = map[string]bool{}
+	in.NodeTaints = map[string][]cluster.Taint{}
+	for _, n := range in.Current.Nodes {
+		if rapid.IntRange(0, 9).Draw(t, "reboot") == 0 {
+			in.Rebooting[n.Address] = true
+		}
+	}
+	// Kubernetes may know a machine that is not a node yet: a
+	// tainted one is a worker candidate but no control-plane one.
+	for _, m := range in.Machines {
+		if rapid.IntRange(0, 6).Draw(t, "taint") == 0 {
+			in.NodeTaints[m.Address()] = []cluster.Taint{{Key: "example.com/broken", Effect: "NoSchedule"}}
+		}
+	}
+	return in, true
+}
+
 // TestRecoveryIsThePlan: on random data centers and clusters, every
 // domain's recovery in the report is exactly the plan the generator makes
 // with the domain's machines UNREACHABLE (the shared summary of a loss
@@ -296,41 +346,9 @@ func (w *world) input(t *rapid.T) generator.Input {
 func TestRecoveryIsThePlan(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		w := drawWorld(t)
-		in := w.input(t)
-		first, err := generator.Generate(in)
-		if err != nil {
+		in, ok := w.drawInput(t)
+		if !ok {
 			return
-		}
-		cur := first.Cluster
-		// Some machines change; the cluster follows, to its end or not.
-		for range rapid.IntRange(0, 4).Draw(t, "events") {
-			i := rapid.IntRange(0, len(w.ms)-1).Draw(t, "target")
-			m := *w.ms[i]
-			m.Status.State = rapid.SampledFrom(states).Draw(t, "new state")
-			m.Status.Duration = float64(rapid.SampledFrom([]int{0, 1000}).Draw(t, "duration"))
-			w.ms = slices.Clone(w.ms)
-			w.ms[i] = &m
-		}
-		in = w.input(t)
-		in.Current = cur
-		if rapid.Bool().Draw(t, "settle") {
-			if p, err := generator.MakePlan(in, false, 50); err == nil {
-				in.Current = p.Cluster
-			}
-		}
-		in.Rebooting = map[string]bool{}
-		in.NodeTaints = map[string][]cluster.Taint{}
-		for _, n := range in.Current.Nodes {
-			if rapid.IntRange(0, 9).Draw(t, "reboot") == 0 {
-				in.Rebooting[n.Address] = true
-			}
-		}
-		// Kubernetes may know a machine that is not a node yet: a
-		// tainted one is a worker candidate but no control-plane one.
-		for _, m := range in.Machines {
-			if rapid.IntRange(0, 6).Draw(t, "taint") == 0 {
-				in.NodeTaints[m.Address()] = []cluster.Taint{{Key: "example.com/broken", Effect: "NoSchedule"}}
-			}
 		}
 		r, err := Of(in, w.key)
 		if err != nil {
@@ -403,41 +421,4 @@ func controlPlanesIn(in generator.Input, key failuredomain.Key, domain string) (
 		}
 	}
 	return held, n
-}
-
-// dataCenter is a synthetic data center of racks racks of 40 machines
-// and its first cluster in the count model (minimum-workers half the
-// machines) or the rate model (80%).
-func dataCenter(b testing.TB, racks int, rate bool) generator.Input {
-	b.Helper()
-	in := benchInput(b, racks, rate)
-	res, err := generator.Generate(in)
-	if err != nil {
-		b.Fatal(err)
-	}
-	in.Current = res.Cluster
-	return in
-}
-
-// BenchmarkReport is the whole report at 2,000 and 20,000 machines, in
-// process: the input is read once, the report made from it.
-func BenchmarkReport(b *testing.B) {
-	for _, racks := range []int{50, 500} {
-		for _, rate := range []bool{false, true} {
-			model := "count"
-			if rate {
-				model = "rate"
-			}
-			b.Run(fmt.Sprintf("machines=%d/%s", racks*40, model), func(b *testing.B) {
-				in := dataCenter(b, racks, rate)
-				b.ReportAllocs()
-				for b.Loop() {
-					r, err := Of(in, failuredomain.Rack())
-					if err != nil || len(r.Domains) != racks {
-						b.Fatal(err, len(r.Domains))
-					}
-				}
-			})
-		}
-	}
 }
