@@ -67,8 +67,11 @@ type Report struct {
 	Domains []Domain `json:"domains"`
 	// AtRisk names the domains whose loss breaks etcd's quorum.
 	AtRisk []string `json:"atRisk"`
-	// Warnings are the words for each domain at risk.
-	Warnings []string `json:"warnings,omitempty"`
+	// Warnings are the words for each domain at risk. WarningsNow, on a
+	// report made on the cluster a pending plan settles on, are those of
+	// the cluster as it is now.
+	Warnings    []string `json:"warnings,omitempty"`
+	WarningsNow []string `json:"warningsNow,omitempty"`
 
 	key failuredomain.Key
 }
@@ -164,6 +167,7 @@ func Of(in generator.Input, key failuredomain.Key) (*Report, error) {
 	cen := now
 	if r.Basis == BasisPendingPlanSettled {
 		cen = failuredomain.ControlPlanes(key, in.Machines, in.Current)
+		r.WarningsNow = now.Warnings()
 	}
 	r.ControlPlanes, r.Quorum = cen.ControlPlanes, cen.Quorum()
 	r.Warnings = cen.Warnings()

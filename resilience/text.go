@@ -29,6 +29,9 @@ func (r *Report) Text() []byte {
 	for _, w := range r.Warnings {
 		fmt.Fprintf(&b, "at risk: %s\n", w)
 	}
+	for _, w := range r.WarningsNow {
+		fmt.Fprintf(&b, "at risk now, until the pending plan is applied: %s\n", w)
+	}
 	if len(r.AtRisk) == 0 {
 		fmt.Fprintf(&b, "at risk: none (no %s holds more than %s)\n", r.FailureDomain, plural(failuredomain.Limit(r.ControlPlanes), "control plane"))
 	}
@@ -59,6 +62,9 @@ func (r *Report) basisText() string {
 	switch {
 	case r.Basis == BasisPendingPlanSettled:
 		return fmt.Sprintf("the cluster has a pending plan of %s: each domain's loss is planned on the cluster it settles on", plural(r.PendingSteps, "step"))
+	case r.PendingRefused != nil && r.PendingSteps == 0:
+		return fmt.Sprintf("the cluster's plan is refused at its first step (%s: %s): each domain's loss is planned on the cluster as it is now",
+			r.PendingRefused.Reason, r.PendingRefused.Message)
 	case r.PendingRefused != nil:
 		return fmt.Sprintf("the cluster has a pending plan that is refused after %s (%s: %s): each domain's loss is planned on the cluster as it is now",
 			plural(r.PendingSteps, "step"), r.PendingRefused.Reason, r.PendingRefused.Message)

@@ -1,0 +1,161 @@
+package resilience
+
+import (
+	"encoding/json"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/ckegen/ckegen/constraints"
+	"github.com/ckegen/ckegen/failuredomain"
+	"github.com/ckegen/ckegen/generator"
+	"github.com/ckegen/ckegen/machine"
+	"github.com/ckegen/ckegen/reason"
+)
+
+// rate is the bundled data center in the rate model
+// (examples/constraints-rate.json): its plan is pending (one step adds
+// every HEALTHY machine a worker template takes), and the control planes
+// stay where they are, two of three in rack 4.
+func rate(t *testing.T) generator.Input {
+	t.Helper()
+	in := bundled(t, "")
+	r := 80
+	in.Constraints = constraints.Constraints{ControlPlaneCount: 3, MinimumWorkersRate: &r}
+	return in
+}
+
+// TestNoQuorumNeverSettled: in both models, losing rack 4 (two of the
+// three control planes) reads no-quorum, with the steps the planner
+// would make and how its plan ends, never settled; losing rack 11 (one
+// control plane) or rack 0 (none) still reads the planner's end. The text
+// says that CKE can apply none of the steps.
+func TestNoQuorumNeverSettled(t *testing.T) {
+	for _, tc := range []struct {
+		model string
+		in    generator.Input
+		words string
+	}{
+		{"count", bundled(t, ""), "no quorum: CKE can apply none of the 3 steps the planner would make until enough of its control planes return"},
+		{"rate", rate(t), "no quorum: CKE cannot apply the 1 step the planner would make until enough of its control planes return"},
+	} {
+		r, err := Of(tc.in, failuredomain.Rack())
+		if err != nil {
+			t.Fatal(err)
+		}
+		four, _ := r.Lookup("4")
+		want := expected(tc.in, failuredomain.Rack(), "4")
+		if four.Recovery.Result != NoQuorum || four.Recovery.Planned != generator.PlanSettled || four.Recovery != want || four.Recovery.Steps == 0 {
+			t.Errorf("%s model: rack 4 %+v, want no-quorum after the planner's %+v", tc.model, four.Recovery, reference(tc.in, failuredomain.Rack(), "4"))
+		}
+		for _, kept := range []string{"11", "0"} {
+			d, _ := r.Lookup(kept)
+			if d.QuorumLost || d.Recovery.Result != generator.PlanSettled {
+				t.Errorf("%s model: rack %s, whose loss keeps the quorum: %+v", tc.model, kept, d.Recovery)
+			}
+		}
+		if text := string(r.Text()); !strings.Contains(text, "  "+tc.words+"\n") || strings.Contains(rowOf(text, "rack 4 "), "settled") {
+			t.Errorf("%s model: rack 4's row does not say %q:\n%s", tc.model, tc.words, text)
+		}
+	}
+}
+
+// rowOf is the table's row that begins with prefix.
+func rowOf(text, prefix string) string {
+	for l := range strings.SplitSeq(text, "\n") {
+		if strings.HasPrefix(l, prefix) {
+			return l
+		}
+	}
+	return ""
+}
+
+// TestPendingPlanBasis: with spread: quorum, the bundled cluster has a
+// plan of one step pending (a control plane moves out of rack 4); the
+// report is made on the cluster it settles on and says so, first: rack 4
+// keeps the quorum there, loses it now.
+func TestPendingPlanBasis(t *testing.T) {
+	in := bundled(t, "../examples/policy-spread.yml")
+	r, err := Of(in, failuredomain.Rack())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Basis != BasisPendingPlanSettled || r.PendingSteps != 1 || r.PendingRefused != nil || len(r.AtRisk) != 0 {
+		t.Fatalf("basis %q, %d pending steps, refused %v, at risk %v", r.Basis, r.PendingSteps, r.PendingRefused, r.AtRisk)
+	}
+	four, _ := r.Lookup("4")
+	five, _ := r.Lookup("5")
+	if four.QuorumLost || !four.QuorumLostNow || !slices.Equal(four.ControlPlanes, []string{"10.0.4.12"}) {
+		t.Errorf("rack 4 on the settled cluster: %+v", four)
+	}
+	if five.QuorumLost || five.QuorumLostNow || !slices.Equal(five.ControlPlanes, []string{"10.0.5.7"}) {
+		t.Errorf("rack 5 on the settled cluster: %+v", five)
+	}
+	for _, d := range r.Domains {
+		if want := expected(in, failuredomain.Rack(), d.Domain); d.Recovery != want {
+			t.Errorf("rack %s: recovery %+v, the generator's plan on the settled cluster %+v", d.Domain, d.Recovery, want)
+		}
+	}
+	text := string(r.Text())
+	lines := strings.Split(text, "\n")
+	if lines[0] != "the cluster has a pending plan of 1 step: each domain's loss is planned on the cluster it settles on" ||
+		lines[1] != "failure domain: rack; 3 control planes, quorum 2; count model, minimum-workers 20" ||
+		!strings.Contains(text, "\nat risk now, until the pending plan is applied: rack 4 holds 2 of 3 control planes: losing it breaks etcd's quorum\n") ||
+		!strings.Contains(rowOf(text, "rack 4 "), "  kept (LOST now)  ") {
+		t.Errorf("text:\n%s", text)
+	}
+	js, _ := json.Marshal(r)
+	for _, key := range []string{`"basis":"pending-plan-settled","pendingSteps":1,`, `"domain":"4",`, `"quorumLost":false,"quorumLostNow":true,`} {
+		if !strings.Contains(string(js), key) {
+			t.Errorf("JSON lacks %s:\n%s", key, js)
+		}
+	}
+}
+
+// TestRefusedPendingPlan: a plan that is refused leaves the report on the
+// cluster as it is, with the refusal's reason code and message, first in
+// the text: rule 1's (the machines of rack 4's two control planes gone
+// from sabakan), which every loss's plan shares, and a count of workers
+// no inventory meets.
+func TestRefusedPendingPlan(t *testing.T) {
+	gone := bundled(t, "")
+	gone.Machines = slices.DeleteFunc(slices.Clone(gone.Machines), func(m *machine.Machine) bool {
+		return m.Spec.Serial == "S000092" || m.Spec.Serial == "S000094"
+	})
+	short := bundled(t, "")
+	short.Constraints.MinimumWorkers, short.Constraints.MaximumWorkers = 300, 0
+	for _, tc := range []struct {
+		in     generator.Input
+		reason string
+	}{{gone, reason.TooManyNonExistent}, {short, reason.NotEnoughMachines}} {
+		p, err := generator.MakePlan(tc.in, false, generator.DefaultMaxSteps)
+		if err != nil || p.Result != generator.PlanRefused {
+			t.Fatalf("setup: the plan is %v, %v", p, err)
+		}
+		r, err := Of(tc.in, failuredomain.Rack())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Basis != BasisCurrent || r.PendingRefused == nil || *r.PendingRefused != (Refusal{Reason: tc.reason, Message: p.Err.Error()}) || r.PendingSteps != len(p.Steps) {
+			t.Fatalf("basis %q, refused %+v, %d steps; the plan: %v after %d steps", r.Basis, r.PendingRefused, r.PendingSteps, p.Err, len(p.Steps))
+		}
+		four, _ := r.Lookup("4")
+		if !four.QuorumLost || !four.QuorumLostNow || four.Recovery.Result != NoQuorum {
+			t.Errorf("rack 4 on the current cluster: %+v", four)
+		}
+		for _, d := range r.Domains {
+			if want := expected(tc.in, failuredomain.Rack(), d.Domain); d.Recovery != want {
+				t.Errorf("%s: rack %s: recovery %+v, the generator's plan %+v", tc.reason, d.Domain, d.Recovery, want)
+			}
+		}
+		first, _, _ := strings.Cut(string(r.Text()), "\n")
+		if want := "the cluster's plan is refused at its first step (" + tc.reason + ": " + p.Err.Error() +
+			"): each domain's loss is planned on the cluster as it is now"; first != want {
+			t.Errorf("first line %q, want %q", first, want)
+		}
+		js, _ := json.Marshal(r)
+		if want := `"basis":"current","pendingRefused":{"reason":"` + tc.reason + `","message":`; !strings.Contains(string(js), want) {
+			t.Errorf("JSON lacks %s:\n%s", want, js)
+		}
+	}
+}
