@@ -2,15 +2,18 @@ package resilience
 
 import (
 	"encoding/json"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/ckegen/ckegen/cluster"
 	"github.com/ckegen/ckegen/constraints"
 	"github.com/ckegen/ckegen/failuredomain"
 	"github.com/ckegen/ckegen/generator"
 	"github.com/ckegen/ckegen/machine"
 	"github.com/ckegen/ckegen/reason"
+	"github.com/ckegen/ckegen/template"
 )
 
 // rate is the bundled data center in the rate model
@@ -157,5 +160,60 @@ func TestRefusedPendingPlan(t *testing.T) {
 		if want := `"basis":"current","pendingRefused":{"reason":"` + tc.reason + `","message":`; !strings.Contains(string(js), want) {
 			t.Errorf("JSON lacks %s:\n%s", want, js)
 		}
+	}
+}
+
+// TestLossBesideBadControlPlane: a control plane is bad (tainted in
+// Kubernetes, of a role no worker template takes) and nothing can
+// replace it, with the workers at minimum-workers. Losing the power feed
+// b, which holds one HEALTHY worker and no control plane, makes rule 6
+// add a worker beside the lost one, which stays a node; the workers are
+// then enough for rule 5 to promote one: two steps, as the planner makes
+// them, not the one a summary without planning would say.
+func TestLossBesideBadControlPlane(t *testing.T) {
+	w := &world{c: constraints.Constraints{ControlPlaneCount: 3, MinimumWorkers: 3}, key: failuredomain.ByLabel("feed")}
+	var err error
+	if w.tmpl, err = template.Parse([]byte(worldTemplate)); err != nil {
+		t.Fatal(err)
+	}
+	roles := []string{"cs", "cs", "cs", "boot", "boot", "cs", "cs", "cs"}
+	for i, role := range roles {
+		m := mach(fmt.Sprintf("s%03d", i+1), 0, i+1, role, machine.StateHealthy, 300)
+		feed := "a"
+		if i == 5 {
+			feed = "b"
+		}
+		m.Spec.Labels = []machine.Label{{Name: "feed", Value: feed}}
+		w.ms = append(w.ms, m)
+	}
+	in := w.input(nil)
+	in.Current = &cluster.Cluster{Name: "t", ServiceSubnet: "10.68.0.0/16"}
+	for i, cp := range []bool{true, true, false, true, false, false, false} {
+		if i == 4 {
+			continue // a boot server that is no node
+		}
+		in.Current.Nodes = append(in.Current.Nodes, &cluster.Node{Address: w.ms[i].Address(), User: "u", ControlPlane: cp})
+	}
+	// Every machine but s007 is tainted in Kubernetes: no control-plane
+	// candidate; the nodes of s001, s002, s003 and s006 reboot.
+	in.NodeTaints, in.Rebooting = map[string][]cluster.Taint{}, map[string]bool{}
+	for i, m := range w.ms {
+		if i != 6 {
+			in.NodeTaints[m.Address()] = []cluster.Taint{{Key: "example.com/broken", Effect: "NoSchedule"}}
+		}
+		if i == 0 || i == 1 || i == 2 || i == 5 {
+			in.Rebooting[m.Address()] = true
+		}
+	}
+	if p, err := generator.MakePlan(in, false, generator.DefaultMaxSteps); err != nil || len(p.Steps) != 0 {
+		t.Fatalf("setup: the plan is %+v, %v; want settled at once", p, err)
+	}
+	r, err := Of(in, w.key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := r.Lookup("b")
+	if want := reference(in, w.key, "b"); b.Recovery != want || want.Steps != 2 {
+		t.Errorf("feed b: recovery %+v, the generator's plan %+v (want 2 steps)", b.Recovery, want)
 	}
 }

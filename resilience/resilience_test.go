@@ -111,6 +111,9 @@ func TestBundledRack4(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if n := strings.Count(string(js), `"quorumLostNow":`); n != len(r.Domains) {
+		t.Errorf("quorumLostNow in %d of %d domains:\n%s", n, len(r.Domains), js)
+	}
 	for _, key := range []string{`"failureDomain":"rack"`, `"basis":"current","controlPlanes":3`, `"quorum":2`, `"atRisk":["4"]`,
 		`{"domain":"4","machines":20,"controlPlanes":["10.0.4.12","10.0.4.14"],"workers":{`, `"quorumLost":true,"quorumLostNow":true,"workersLeft":`,
 		`"belowMinimum":`, `"recovery":{"steps":3,"result":"no-quorum","planned":"settled"}`} {
