@@ -29,11 +29,11 @@ func (r *Report) Text() []byte {
 	for _, w := range r.Warnings {
 		fmt.Fprintf(&b, "at risk: %s\n", w)
 	}
-	for _, w := range r.WarningsNow {
-		fmt.Fprintf(&b, "at risk now, until the pending plan is applied: %s\n", w)
-	}
 	if len(r.AtRisk) == 0 {
 		fmt.Fprintf(&b, "at risk: none (no %s holds more than %s)\n", r.FailureDomain, plural(failuredomain.Limit(r.ControlPlanes), "control plane"))
+	}
+	for _, w := range r.WarningsNow {
+		fmt.Fprintf(&b, "at risk now, until the pending plan is applied: %s\n", w)
 	}
 	b.WriteByte('\n')
 	tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
