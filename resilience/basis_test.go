@@ -151,7 +151,11 @@ func TestRefusedPendingPlan(t *testing.T) {
 				t.Errorf("%s: rack %s: recovery %+v, the generator's plan %+v", tc.reason, d.Domain, d.Recovery, want)
 			}
 		}
-		first, _, _ := strings.Cut(string(r.Text()), "\n")
+		text := string(r.Text())
+		first, _, _ := strings.Cut(text, "\n")
+		if tc.reason == reason.TooManyNonExistent && !strings.HasSuffix(rowOf(text, "rack 0 "), "  0 steps, refused as the cluster's plan is") {
+			t.Errorf("rack 0's row does not say its plan is refused as the cluster's:\n%s", text)
+		}
 		if want := "the cluster's plan is refused at its first step (" + tc.reason + ": " + p.Err.Error() +
 			"): each domain's loss is planned on the cluster as it is now"; first != want {
 			t.Errorf("first line %q, want %q", first, want)

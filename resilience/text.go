@@ -50,7 +50,7 @@ func (r *Report) Text() []byte {
 	})
 	for _, d := range order {
 		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\n", r.key.Describe(d.Domain), d.Machines, list(d.ControlPlanes), workersText(d.Workers),
-			quorumText(&d), r.leftText(&d), recoveryText(d.Recovery))
+			quorumText(&d), r.leftText(&d), r.recoveryText(d.Recovery))
 	}
 	_ = tw.Flush()
 	return b.Bytes()
@@ -138,14 +138,20 @@ func workersText(ws map[string]int) string {
 	return strings.Join(parts, ", ")
 }
 
-func recoveryText(rc Recovery) string {
+// recoveryText is a recovery's steps and end, with its refusal: in a
+// word when it is the input's own plan's, which the first line gives.
+func (r *Report) recoveryText(rc Recovery) string {
 	var s string
 	if rc.Result == NoQuorum {
 		s = noQuorumText(rc)
 	} else {
 		s = plural(rc.Steps, "step") + ", " + rc.Result
 	}
-	if rc.Error != "" {
+	switch {
+	case rc.Error == "":
+	case r.PendingRefused != nil && rc.Error == r.PendingRefused.Message:
+		s += " as the cluster's plan is"
+	default:
 		s += ": " + rc.Error
 	}
 	return s
