@@ -46,6 +46,19 @@ func (r *Report) setBasis(p *generator.Plan) bool {
 	return true
 }
 
+// everyLoss is every domain's recovery when the input's plan p tells it
+// without planning, nil otherwise: when p is refused at its first tick by
+// rule 1 (too many control planes whose machines are gone). That rule
+// reads which machines exist and which nodes reboot, never a state, and
+// runs before every other rule; a loss changes states only, so every
+// loss's plan is refused at its first tick the same way.
+func everyLoss(p *generator.Plan) *Recovery {
+	if p.Result != generator.PlanRefused || len(p.Steps) > 0 || !errors.Is(p.Err, generator.ErrTooManyNonExistent) {
+		return nil
+	}
+	return &Recovery{Result: generator.PlanRefused, Error: p.Err.Error()}
+}
+
 // reasonOf is the reason code the daemon records for a refused tick.
 func reasonOf(err error) string {
 	switch {

@@ -161,9 +161,7 @@ func Of(in generator.Input, key failuredomain.Key) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	if pending.Result == generator.PlanRefused && len(pending.Steps) == 0 && errors.Is(pending.Err, generator.ErrTooManyNonExistent) {
-		x.fixed = &Recovery{Result: generator.PlanRefused, Error: pending.Err.Error()}
-	}
+	x.fixed = everyLoss(pending)
 	cen := now
 	if r.Basis == BasisPendingPlanSettled {
 		cen = failuredomain.ControlPlanes(key, in.Machines, in.Current)
@@ -244,12 +242,7 @@ type index struct {
 	// summed up from the index (sharedRecovery) rather than planned: when
 	// the input's plan is settled at once.
 	shared bool
-	// fixed, when not nil, is every domain's recovery: the input's plan
-	// is refused at its first tick by rule 1 (too many control planes
-	// whose machines are gone), which reads which machines exist and
-	// which nodes reboot, never a state, and runs before every other
-	// rule; a loss changes states only, so every loss's plan is refused
-	// at its first tick the same way.
+	// fixed, when not nil, is every domain's recovery (everyLoss).
 	fixed *Recovery
 }
 
