@@ -19,6 +19,12 @@ const (
 	BasisPendingPlanSettled = "pending-plan-settled"
 )
 
+// PendingMaxSteps is how far the input's own plan is followed to find the
+// cluster it settles on: further than a plan shows (generator.DefaultMaxSteps),
+// since some rules make one change a tick (a RETIRED worker each) and a
+// rack's retirement takes a step per machine.
+const PendingMaxSteps = 10 * generator.DefaultMaxSteps
+
 // Refusal is why a plan is refused: the tick's reason code (as the
 // daemon's status records it) and its message.
 type Refusal struct {
@@ -47,13 +53,19 @@ func (r *Report) setBasis(p *generator.Plan) bool {
 }
 
 // everyLoss is every domain's recovery when the input's plan p tells it
-// without planning, nil otherwise: when p is refused at its first tick by
-// rule 1 (too many control planes whose machines are gone). That rule
-// reads which machines exist and which nodes reboot, never a state, and
-// runs before every other rule; a loss changes states only, so every
-// loss's plan is refused at its first tick the same way.
+// without planning, nil otherwise:
+//   - when p is refused at its first tick by rule 1 (too many control
+//     planes whose machines are gone). That rule reads which machines
+//     exist and which nodes reboot, never a state, and runs before every
+//     other rule; a loss changes states only, so every loss's plan is
+//     refused at its first tick the same way;
+//   - when p does not settle: NotPlanned (planning every domain would
+//     take up to generator.DefaultMaxSteps ticks each).
 func everyLoss(p *generator.Plan) *Recovery {
-	if p.Result != generator.PlanRefused || len(p.Steps) > 0 || !errors.Is(p.Err, generator.ErrTooManyNonExistent) {
+	switch {
+	case p.Result == generator.PlanMaxSteps:
+		return &Recovery{Result: NotPlanned}
+	case p.Result != generator.PlanRefused || len(p.Steps) > 0 || !errors.Is(p.Err, generator.ErrTooManyNonExistent):
 		return nil
 	}
 	return &Recovery{Result: generator.PlanRefused, Error: p.Err.Error()}

@@ -221,3 +221,46 @@ func TestLossBesideBadControlPlane(t *testing.T) {
 		t.Errorf("feed b: recovery %+v, the generator's plan %+v (want 2 steps)", b.Recovery, want)
 	}
 }
+
+// TestUnsettledPendingPlan: a pending plan that does not settle within
+// the steps the report follows it (rack 4 retiring takes 3; the report
+// follows 2 here) leaves the report on the cluster as it is, says so
+// first, and plans no domain's loss.
+func TestUnsettledPendingPlan(t *testing.T) {
+	in := bundled(t, "")
+	in.Machines = slices.Clone(in.Machines)
+	for i, m := range in.Machines {
+		if m.Spec.Rack == 4 {
+			c := *m
+			c.Status = machine.Status{State: machine.StateRetiring}
+			in.Machines[i] = &c
+		}
+	}
+	if p, err := generator.MakePlan(in, false, generator.DefaultMaxSteps); err != nil || p.Result != generator.PlanSettled || len(p.Steps) != 3 {
+		t.Fatalf("setup: the plan is %+v, %v; want settled after 3 steps", p, err)
+	}
+	r, err := of(in, failuredomain.Rack(), 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Basis != BasisCurrent || !r.PendingMaxSteps || r.PendingSteps != 2 || r.PendingRefused != nil {
+		t.Fatalf("basis %q, max-steps %v, %d steps, refused %v", r.Basis, r.PendingMaxSteps, r.PendingSteps, r.PendingRefused)
+	}
+	for _, d := range r.Domains {
+		want := Recovery{Result: NotPlanned}
+		if d.Domain == "4" {
+			want = Recovery{Result: NoQuorum, Planned: NotPlanned}
+		}
+		if d.Recovery != want {
+			t.Errorf("rack %s: recovery %+v, want %+v", d.Domain, d.Recovery, want)
+		}
+	}
+	text := string(r.Text())
+	if first, _, _ := strings.Cut(text, "\n"); first != "the cluster has a pending plan that does not settle within 2 steps: the report is on the cluster as it is now, and no domain's loss is planned" ||
+		!strings.HasSuffix(rowOf(text, "rack 0 "), "  not planned: the cluster's own plan does not settle") {
+		t.Errorf("text:\n%s", text)
+	}
+	if js, _ := json.Marshal(r); !strings.Contains(string(js), `"basis":"current","pendingSteps":2,"pendingMaxSteps":true,`) {
+		t.Errorf("JSON:\n%s", js)
+	}
+}

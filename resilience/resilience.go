@@ -29,6 +29,7 @@ import (
 	"github.com/ckegen/ckegen/generator"
 	"github.com/ckegen/ckegen/labels"
 	"github.com/ckegen/ckegen/machine"
+	"github.com/ckegen/ckegen/policy"
 	"github.com/ckegen/ckegen/taints"
 )
 
@@ -46,7 +47,7 @@ type Report struct {
 	// input's pending plan settles on). PendingSteps are that plan's
 	// steps (before the refusal, or the maximum); PendingRefused says why
 	// it is refused, PendingMaxSteps that it does not settle within
-	// generator.DefaultMaxSteps steps.
+	// PendingMaxSteps steps.
 	Basis           string   `json:"basis"`
 	PendingSteps    int      `json:"pendingSteps,omitempty"`
 	PendingRefused  *Refusal `json:"pendingRefused,omitempty"`
@@ -107,7 +108,8 @@ type Domain struct {
 }
 
 // Recovery sums up a plan: its steps and how it ends
-// (generator.PlanSettled, PlanRefused, PlanMaxSteps), with the refusal.
+// (generator.PlanSettled, PlanRefused, PlanMaxSteps, or NotPlanned), with
+// the refusal.
 // When the loss breaks etcd's quorum, Result is NoQuorum whatever the
 // planner's end, which Planned then says: CKE applies nothing while etcd
 // has no quorum.
@@ -123,6 +125,12 @@ type Recovery struct {
 // planes return.
 const NoQuorum = "no-quorum"
 
+// NotPlanned is the Result of a domain's loss that is not planned because
+// the input's own plan does not settle within PendingMaxSteps steps: each
+// loss's plan would redo that work first, up to
+// generator.DefaultMaxSteps ticks a domain.
+const NotPlanned = "not-planned"
+
 // Key is the failure domain the report was made with.
 func (r *Report) Key() failuredomain.Key { return r.key }
 
@@ -130,11 +138,18 @@ func (r *Report) Key() failuredomain.Key { return r.key }
 // Generate would make from in) by failure domain key. The input's own plan
 // is made first: when it settles after some steps, the report is on the
 // cluster it settles on (Basis); when it is refused or does not settle,
-// on the cluster as it is. Every plan looks ahead at most
-// generator.DefaultMaxSteps steps. It fails only when the input cannot
-// be planned at all (as generator.MakePlan), or when there is no current
+// on the cluster as it is. The input's plan looks ahead at most
+// PendingMaxSteps steps, a domain's loss's at most
+// generator.DefaultMaxSteps. It fails only when the input cannot be
+// planned at all (as generator.MakePlan), or when there is no current
 // cluster and Generate fails.
 func Of(in generator.Input, key failuredomain.Key) (*Report, error) {
+	return of(in, key, PendingMaxSteps)
+}
+
+// of is Of with the input's own plan looking ahead at most pendingMax
+// steps.
+func of(in generator.Input, key failuredomain.Key, pendingMax int) (*Report, error) {
 	r := &Report{FailureDomain: key.Name(), key: key, Model: in.Constraints.Model(), Machines: len(in.Machines)}
 	if in.Constraints.RateModel() {
 		r.MinimumWorkersRate = in.Constraints.MinimumWorkersRate
@@ -148,7 +163,7 @@ func Of(in generator.Input, key failuredomain.Key) (*Report, error) {
 		}
 		in.Current, r.Generated = res.Cluster, true
 	}
-	pending, err := generator.MakePlan(in, false, generator.DefaultMaxSteps)
+	pending, err := generator.MakePlan(in, false, pendingMax)
 	if err != nil {
 		return nil, err
 	}
@@ -167,6 +182,7 @@ func Of(in generator.Input, key failuredomain.Key) (*Report, error) {
 		cen = failuredomain.ControlPlanes(key, in.Machines, in.Current)
 		r.WarningsNow = now.Warnings()
 	}
+	x.spreadAtRisk = in.Policy.Placement(policy.Key(&in.Template.ControlPlane)).SpreadQuorum() && len(cen.AtRisk()) > 0
 	r.ControlPlanes, r.Quorum = cen.ControlPlanes, cen.Quorum()
 	r.Warnings = cen.Warnings()
 	r.AtRisk = []string{}
@@ -238,6 +254,10 @@ type index struct {
 	// machine gone or not HEALTHY, UPDATING or UNINITIALIZED, or its node
 	// tainted in Kubernetes), had it something to replace it with.
 	badControlPlane bool
+	// spreadAtRisk: the policy spreads the control planes with spread:
+	// quorum, and a domain holds too many of them, which rule 10 would
+	// move had it a worker to promote.
+	spreadAtRisk bool
 	// shared says whether a loss that takes no control plane can be
 	// summed up from the index (sharedRecovery) rather than planned: when
 	// the input's plan is settled at once.
@@ -379,7 +399,8 @@ func (x *index) recoveryOf(name string) Recovery {
 //     but the worker rule 6 adds comes beside the domain's lost workers,
 //     which stay nodes, so after it the workers may be enough for a
 //     promotion: with a bad control plane and rule 6, the loss is planned
-//     (ok false);
+//     (ok false), and so with rule 10 (spread: quorum) and a domain
+//     holding too many control planes, for the same reason;
 //   - rule 6 (count model) applies when the HEALTHY workers left fall
 //     below minimum-workers, workers are under maximum-workers and a
 //     candidate is left outside the domain; the rate model's rule 6 has no
@@ -403,7 +424,7 @@ func (x *index) sharedRecovery(name string) (Recovery, bool) {
 		atMax := c.MaximumWorkers > 0 && x.workers >= c.MaximumWorkers
 		rule6 = left < c.MinimumWorkers && !atMax && x.candidatesTotal-x.candidates[name] > 0
 	}
-	if rule6 && x.badControlPlane {
+	if rule6 && (x.badControlPlane || x.spreadAtRisk) {
 		return Recovery{}, false
 	}
 	steps := 0

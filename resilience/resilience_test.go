@@ -155,10 +155,14 @@ func names(r *Report) []string {
 // domain holds more than floor((N-1)/2) of that cluster's N control
 // planes.
 func expected(in generator.Input, key failuredomain.Key, domain string) Recovery {
-	if p, err := generator.MakePlan(in, false, generator.DefaultMaxSteps); err == nil && p.Result == generator.PlanSettled {
+	p, err := generator.MakePlan(in, false, PendingMaxSteps)
+	if err == nil && p.Result == generator.PlanSettled {
 		in.Current = p.Cluster
 	}
 	rc := reference(in, key, domain)
+	if err == nil && p.Result == generator.PlanMaxSteps {
+		rc = Recovery{Result: NotPlanned}
+	}
 	if held, n := controlPlanesIn(in, key, domain); held > (n-1)/2 {
 		rc = Recovery{Steps: rc.Steps, Result: NoQuorum, Planned: rc.Result, Error: rc.Error}
 	}
@@ -392,7 +396,7 @@ func TestRecoveryIsThePlan(t *testing.T) {
 // checkBasis checks the report's basis against the input's own plan,
 // and returns the input with the cluster the report is to be made on.
 func checkBasis(t *rapid.T, in generator.Input, r *Report) generator.Input {
-	p, err := generator.MakePlan(in, false, generator.DefaultMaxSteps)
+	p, err := generator.MakePlan(in, false, PendingMaxSteps)
 	if err != nil {
 		t.Fatal(err)
 	}

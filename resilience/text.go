@@ -69,7 +69,7 @@ func (r *Report) basisText() string {
 		return fmt.Sprintf("the cluster has a pending plan that is refused after %s (%s: %s): each domain's loss is planned on the cluster as it is now",
 			plural(r.PendingSteps, "step"), r.PendingRefused.Reason, r.PendingRefused.Message)
 	case r.PendingMaxSteps:
-		return fmt.Sprintf("the cluster has a pending plan that does not settle within %s: each domain's loss is planned on the cluster as it is now",
+		return fmt.Sprintf("the cluster has a pending plan that does not settle within %s: the report is on the cluster as it is now, and no domain's loss is planned",
 			plural(r.PendingSteps, "step"))
 	}
 	return ""
@@ -142,9 +142,12 @@ func workersText(ws map[string]int) string {
 // word when it is the input's own plan's, which the first line gives.
 func (r *Report) recoveryText(rc Recovery) string {
 	var s string
-	if rc.Result == NoQuorum {
+	switch rc.Result {
+	case NoQuorum:
 		s = noQuorumText(rc)
-	} else {
+	case NotPlanned:
+		s = "not planned: the cluster's own plan does not settle"
+	default:
 		s = plural(rc.Steps, "step") + ", " + rc.Result
 	}
 	switch {
@@ -161,10 +164,12 @@ func (r *Report) recoveryText(rc Recovery) string {
 // the plan would end (a refusal's message follows it).
 func noQuorumText(rc Recovery) string {
 	var s string
-	switch rc.Steps {
-	case 0:
+	switch {
+	case rc.Planned == NotPlanned:
+		return "no quorum: CKE can apply nothing until enough of its control planes return; not planned: the cluster's own plan does not settle"
+	case rc.Steps == 0:
 		s = "no quorum: CKE can apply nothing until enough of its control planes return"
-	case 1:
+	case rc.Steps == 1:
 		s = "no quorum: CKE cannot apply the 1 step the planner would make until enough of its control planes return"
 	default:
 		s = fmt.Sprintf("no quorum: CKE can apply none of the %d steps the planner would make until enough of its control planes return", rc.Steps)
