@@ -13,6 +13,12 @@
 // it has been RETIRED longer than that, and the quiet time would hold the
 // daemon's writes until every machine has been still as long.
 //
+// A rehearsal changes the inventory where sabakan would change it, before
+// the query: a machine assumed into a state the query leaves out (the
+// default query leaves out RETIRED machines) leaves the answer, as it
+// would leave sabakan's, and the rehearsal says so (Inventory online,
+// Apply on a machines file).
+//
 // It is pure: it edits a copy of a machine list and says how many machines
 // each assumption matched.
 package assume
@@ -155,65 +161,166 @@ func (a *Assumption) matches(m *machine.Machine) bool {
 	}
 }
 
-// Match is what an assumption did: the machines it matched.
+// Match is what an assumption did: the machines it matched, and how
+// many of them the query leaves out of its answer once they have the
+// state, and why.
 type Match struct {
 	Assume   string `json:"assume"`
 	Machines int    `json:"machines"`
+	// LeftOut of the Machines are not in the query's answer with the
+	// assumed state: Why says which condition leaves them out.
+	LeftOut int    `json:"leftOut,omitempty"`
+	Why     string `json:"leftOutBecause,omitempty"`
 }
 
-// String is the line that says it: "assume rack=4:RETIRING: 20 machines".
+// String is the line that says it: "assume rack=4:RETIRING: 20
+// machines", and "assume S000092:RETIRED: 1 machine left out of the
+// query's answer (the default query leaves out RETIRED machines)".
 func (m Match) String() string {
-	n := strconv.Itoa(m.Machines) + " machines"
-	if m.Machines == 1 {
-		n = "1 machine"
+	s := "assume " + m.Assume + ": " + plural(m.Machines)
+	switch {
+	case m.LeftOut == 0:
+		return s
+	case m.LeftOut < m.Machines:
+		s += ", " + strconv.Itoa(m.LeftOut) + " of them"
 	}
-	return "assume " + m.Assume + ": " + n
+	return s + " left out of the query's answer (" + m.Why + ")"
+}
+
+func plural(n int) string {
+	if n == 1 {
+		return "1 machine"
+	}
+	return strconv.Itoa(n) + " machines"
+}
+
+// Query is the part of the query that reads states (sabakan.StateFilter):
+// whether a machine in a state is in its answer, and why not.
+type Query interface {
+	Keeps(st machine.State) bool
+	Why(st machine.State) string
+}
+
+// Inventory rehearses the assumptions on sabakan's inventory: ms is what
+// sabakan holds (its answer to the query without the conditions on
+// states), q the query's conditions on states. It returns the answer the
+// query would give once sabakan has the assumed states (ms edited, then
+// q applied to every machine, in order), and how many machines each
+// assumption matched and how many of them q leaves out. The machines of
+// ms are left as they are. An assumption that matches no machine is an
+// error that names it.
+func Inventory(ms []machine.Machine, as []Assumption, q Query) ([]machine.Machine, []Match, error) {
+	matches := newMatches(as)
+	out := make([]machine.Machine, 0, len(ms))
+	var hit []int
+	for i := range ms {
+		m, h := edit(&ms[i], as, hit[:0])
+		hit = h
+		count(matches, hit)
+		if q.Keeps(m.Status.State) {
+			out = append(out, *m)
+			continue
+		}
+		leave(matches, hit, q.Why(m.Status.State))
+	}
+	if err := unmatched(as, matches); err != nil {
+		return nil, nil, err
+	}
+	return out, matches, nil
 }
 
 // Apply returns ms as if each assumption held, in order (a machine that
-// several name takes the last one's state), and how many machines each
-// matched. The machines keep their places in the list (the policy's
-// metric values are found by place); a changed machine is a copy, ms and
-// its machines are left as they are. An assumption that matches no
-// machine is an error that names it.
-func Apply(ms []*machine.Machine, as []Assumption) ([]*machine.Machine, []Match, error) {
+// several name takes the last one's state), and what each matched. ms is
+// taken as the query's answer as it is (a machines file, which may hold
+// machines the query would not answer); a machine an assumption names
+// and q leaves out with its assumed state leaves the answer, as it would
+// leave sabakan's (nil q: none leaves). The other machines keep their
+// order; a changed machine is a copy, ms and its machines are left as
+// they are. An assumption that matches no machine is an error that names
+// it.
+func Apply(ms []*machine.Machine, as []Assumption, q Query) ([]*machine.Machine, []Match, error) {
+	matches := newMatches(as)
+	if len(as) == 0 {
+		return ms, matches, nil
+	}
+	out := make([]*machine.Machine, 0, len(ms))
+	var hit []int
+	for _, m := range ms {
+		c, h := edit(m, as, hit[:0])
+		hit = h
+		count(matches, hit)
+		if len(hit) > 0 && q != nil && !q.Keeps(c.Status.State) {
+			leave(matches, hit, q.Why(c.Status.State))
+			continue
+		}
+		out = append(out, c)
+	}
+	if err := unmatched(as, matches); err != nil {
+		return nil, nil, err
+	}
+	return out, matches, nil
+}
+
+func newMatches(as []Assumption) []Match {
 	matches := make([]Match, len(as))
 	for i := range as {
 		matches[i].Assume = as[i].Text
 	}
-	if len(as) == 0 {
-		return ms, matches, nil
-	}
-	out := make([]*machine.Machine, len(ms))
-	copy(out, ms)
-	for i, m := range ms {
-		var c *machine.Machine
-		for j := range as {
-			a := &as[j]
-			if !a.matches(m) {
-				continue
-			}
-			matches[j].Machines++
-			if c == nil {
-				cp := *m
-				c = &cp
-			}
-			switch {
-			case a.For != nil:
-				c.Status.Duration = a.For.Seconds()
-			case c.Status.State != a.State:
-				c.Status.Duration = 0
-			}
-			c.Status.State = a.State
+	return matches
+}
+
+// edit returns m as the assumptions make it: m itself when none names
+// it, else a copy with the last one's state. hit gets the indices of
+// the assumptions that name it.
+func edit(m *machine.Machine, as []Assumption, hit []int) (*machine.Machine, []int) {
+	var c *machine.Machine
+	for j := range as {
+		a := &as[j]
+		if !a.matches(m) {
+			continue
 		}
-		if c != nil {
-			out[i] = c
+		hit = append(hit, j)
+		if c == nil {
+			cp := *m
+			c = &cp
 		}
+		switch {
+		case a.For != nil:
+			c.Status.Duration = a.For.Seconds()
+		case c.Status.State != a.State:
+			c.Status.Duration = 0
+		}
+		c.Status.State = a.State
 	}
+	if c == nil {
+		return m, hit
+	}
+	return c, hit
+}
+
+// count counts a machine the assumptions of hit name.
+func count(matches []Match, hit []int) {
+	for _, j := range hit {
+		matches[j].Machines++
+	}
+}
+
+// leave counts a machine the assumptions of hit name and the query
+// leaves out, why.
+func leave(matches []Match, hit []int, why string) {
+	for _, j := range hit {
+		matches[j].LeftOut++
+		matches[j].Why = why
+	}
+}
+
+// unmatched is the error of the first assumption that matched no
+// machine.
+func unmatched(as []Assumption, matches []Match) error {
 	for j, mt := range matches {
 		if mt.Machines == 0 {
-			return nil, nil, fmt.Errorf("%s: no machine has %s", as[j].Text, as[j].which.description)
+			return fmt.Errorf("%s: no machine has %s", as[j].Text, as[j].which.description)
 		}
 	}
-	return out, matches, nil
+	return nil
 }

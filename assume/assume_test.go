@@ -1,11 +1,14 @@
 package assume
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/ckegen/ckegen/generator"
 	"github.com/ckegen/ckegen/machine"
+	"github.com/ckegen/ckegen/sabakan"
 )
 
 func inventory() []*machine.Machine {
@@ -58,7 +61,7 @@ func TestApply(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%v: %v", tc.assume, err)
 		}
-		out, matches, err := Apply(in, as)
+		out, matches, err := Apply(in, as, nil)
 		if err != nil {
 			t.Fatalf("%v: %v", tc.assume, err)
 		}
@@ -76,7 +79,7 @@ func TestApply(t *testing.T) {
 	}
 
 	as, _ := ParseAll([]string{"rack=4:RETIRING"})
-	out, m, _ := Apply(inventory(), as)
+	out, m, _ := Apply(inventory(), as, nil)
 	if out[0].Status.Duration != 0 || out[1].Status.Duration != 700 {
 		t.Errorf("durations %v, %v: want 0 for S1 (its state changed) and 700 for S2 (already RETIRING)", out[0].Status.Duration, out[1].Status.Duration)
 	}
@@ -84,7 +87,7 @@ func TestApply(t *testing.T) {
 		t.Errorf("match line %q", m[0].String())
 	}
 	as, _ = ParseAll([]string{"rack=4:retired@1h"})
-	out, _, _ = Apply(inventory(), as)
+	out, _, _ = Apply(inventory(), as, nil)
 	if out[0].Status.Duration != 3600 || out[1].Status.Duration != 3600 || out[0].Status.State != machine.StateRetired {
 		t.Errorf("@1h: %+v %+v", out[0].Status, out[1].Status)
 	}
@@ -106,7 +109,7 @@ func TestRefused(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", tc.assume, err)
 		}
-		if _, _, err := Apply(inventory(), as); err == nil || err.Error() != tc.want {
+		if _, _, err := Apply(inventory(), as, nil); err == nil || err.Error() != tc.want {
 			t.Errorf("%s: %v, want %q", tc.assume, err, tc.want)
 		}
 	}
@@ -122,5 +125,118 @@ func TestRefused(t *testing.T) {
 		if _, err := ParseAll([]string{tc.assume}); err == nil || !strings.HasPrefix(err.Error(), tc.want) {
 			t.Errorf("%s: %v, want %q", tc.assume, err, tc.want)
 		}
+	}
+}
+
+// defaultQuery is the default query's conditions on states.
+func defaultQuery() Query {
+	_, f := sabakan.Variables{}.WithoutStates()
+	return f
+}
+
+// TestApplyLeavesOut: on a machines file, a machine assumed RETIRED
+// leaves the answer as it leaves the default query's, and the match says
+// so; a machine the file holds RETIRED, and no assumption names, stays
+// (the file is the answer as it is).
+func TestApplyLeavesOut(t *testing.T) {
+	in := append(inventory(), &machine.Machine{Spec: machine.Spec{Serial: "S5", Rack: 4, IPv4: []string{"10.0.4.5"}},
+		Status: machine.Status{State: machine.StateRetired}})
+	as, _ := ParseAll([]string{"S1:RETIRED", "rack=4:RETIRING"})
+	as = append(as[1:], as[0]) // rack=4 first, S1 last: S1 ends RETIRED
+	out, m, err := Apply(in, as, defaultQuery())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := states(out); got != "S2=RETIRING S3=HEALTHY S4=HEALTHY S5=RETIRING" {
+		t.Errorf("states %s, want S1 left out and S5 made RETIRING", got)
+	}
+	as, _ = ParseAll([]string{"S1:RETIRED"})
+	out, m, err = Apply(in, as, defaultQuery())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := states(out); got != "S2=RETIRING S3=HEALTHY S4=HEALTHY S5=RETIRED" {
+		t.Errorf("states %s, want S1 left out, S5 kept", got)
+	}
+	want := "assume S1:RETIRED: 1 machine left out of the query's answer (the default query leaves out RETIRED machines)"
+	if m[0].String() != want || m[0].LeftOut != 1 || m[0].Machines != 1 {
+		t.Errorf("match %+v %q, want %q", m[0], m[0].String(), want)
+	}
+}
+
+// TestInventory: online, the assumptions edit what sabakan holds, then
+// the query's states apply to every machine: one already RETIRED is left
+// out as sabakan leaves it, one assumed back out of RETIRED comes in, and
+// the counts say how many of a rack the query leaves out.
+func TestInventory(t *testing.T) {
+	var held []machine.Machine
+	for _, m := range inventory() {
+		held = append(held, *m)
+	}
+	held = append(held, machine.Machine{Spec: machine.Spec{Serial: "S5", Rack: 4, IPv4: []string{"10.0.4.5"}},
+		Status: machine.Status{State: machine.StateRetired}})
+	answer := func(ms []machine.Machine) string {
+		var s []string
+		for _, m := range ms {
+			s = append(s, m.Spec.Serial+"="+string(m.Status.State))
+		}
+		return strings.Join(s, " ")
+	}
+	for _, tc := range []struct {
+		assume []string
+		want   string
+		lines  []string
+	}{
+		{[]string{"S3:UNREACHABLE"}, "S1=HEALTHY S2=RETIRING S3=UNREACHABLE S4=HEALTHY", []string{"assume S3:UNREACHABLE: 1 machine"}},
+		{[]string{"rack=4:RETIRED"}, "S3=HEALTHY S4=HEALTHY",
+			[]string{"assume rack=4:RETIRED: 3 machines left out of the query's answer (the default query leaves out RETIRED machines)"}},
+		{[]string{"rack=4:UNINITIALIZED", "S1:RETIRED"}, "S2=UNINITIALIZED S3=HEALTHY S4=HEALTHY S5=UNINITIALIZED",
+			[]string{"assume rack=4:UNINITIALIZED: 3 machines, 1 of them left out of the query's answer (the default query leaves out RETIRED machines)",
+				"assume S1:RETIRED: 1 machine left out of the query's answer (the default query leaves out RETIRED machines)"}},
+	} {
+		as, err := ParseAll(tc.assume)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, m, err := Inventory(held, as, defaultQuery())
+		if err != nil {
+			t.Fatalf("%v: %v", tc.assume, err)
+		}
+		if got := answer(out); got != tc.want {
+			t.Errorf("%v: answer %s, want %s", tc.assume, got, tc.want)
+		}
+		for i, line := range tc.lines {
+			if m[i].String() != line {
+				t.Errorf("%v: line %q, want %q", tc.assume, m[i].String(), line)
+			}
+		}
+	}
+	if got := answer(held); got != "S1=HEALTHY S2=RETIRING S3=HEALTHY S4=HEALTHY S5=RETIRED" {
+		t.Errorf("the inventory changed: %s", got)
+	}
+	as, _ := ParseAll([]string{"rack=99:RETIRED"})
+	if _, _, err := Inventory(held, as, defaultQuery()); err == nil || err.Error() != "rack=99:RETIRED: no machine has rack 99" {
+		t.Errorf("no match: %v", err)
+	}
+}
+
+// TestAvoid: a plan refused because assumptions took control planes out
+// of the answer says the order that would not be, naming them and how
+// to rehearse it; another refusal, or no machine left out, says nothing.
+func TestAvoid(t *testing.T) {
+	as, _ := ParseAll([]string{"rack=4:RETIRED", "S3:UNREACHABLE"})
+	matches := []Match{{Assume: "rack=4:RETIRED", Machines: 2, LeftOut: 2, Why: "x"}, {Assume: "S3:UNREACHABLE", Machines: 1}}
+	refused := fmt.Errorf("%w: 2 of 3", generator.ErrTooManyNonExistent)
+	want := "to avoid it, set rack=4 RETIRING first and wait until ckegen has replaced them (one per tick), then RETIRED: " +
+		"RETIRING keeps the machines in the query's answer while ckegen moves the control planes away (rehearse it with --assume rack=4:retiring)"
+	if got := Avoid(as, matches, refused); got != want {
+		t.Errorf("Avoid: %q, want %q", got, want)
+	}
+	if got := Avoid(as, matches, fmt.Errorf("%w: x", generator.ErrNotEnoughMachines)); got != "" {
+		t.Errorf("another refusal: %q", got)
+	}
+	matches[0].LeftOut = 0
+	if got := Avoid(as, matches, refused); got != "" {
+		t.Errorf("nothing left out: %q", got)
 	}
 }

@@ -117,6 +117,12 @@ type Ask struct {
 	// Options are how the decision will be made: the gather reads the
 	// inventory only when the rungs before it let the tick go on.
 	Options Options
+	// Rehearse, when not nil, rehearses a change of sabakan's inventory
+	// (a view's --assume): sabakan is asked with the variables'
+	// conditions on states left out, and Rehearse makes of what it holds
+	// the answer the query would give once it changed, applying states
+	// itself. A tick sets none.
+	Rehearse func(held []machine.Machine, states sabakan.StateFilter) ([]machine.Machine, error)
 }
 
 // Gather reads what one decision is made from, as the leader holding
@@ -162,7 +168,7 @@ func (gr *Gatherer) Gather(ctx context.Context, leaderKey string, a Ask) *Gather
 	}
 	g.Warnings = append(g.Warnings, s.Warnings...)
 	g.Asked = true
-	if g.Failure = gr.query(ctx, g); g.Failure != nil {
+	if g.Failure = gr.query(ctx, g, a.Rehearse); g.Failure != nil {
 		return g
 	}
 	if g.Failure = gr.fetchMetrics(ctx, g); g.Failure != nil {
@@ -201,20 +207,29 @@ func settingsID(snap *storage.Snapshot) string {
 // query asks sabakan for the machines of the user's variables and
 // sanitizes them, keeping the roles of every machine returned (for the
 // generator's typo guard) and a warning for each machine ignored or
-// changed.
-func (gr *Gatherer) query(ctx context.Context, g *Gathered) *Error {
+// changed; with rehearse, the answer is the rehearsal's (Ask.Rehearse).
+func (gr *Gatherer) query(ctx context.Context, g *Gathered, rehearse func([]machine.Machine, sabakan.StateFilter) ([]machine.Machine, error)) *Error {
 	client, err := gr.sabakan.For(g.Settings.URL)
 	if err != nil {
 		return Fail(reason.QueryError, err)
 	}
+	vars, states := g.Settings.Variables, sabakan.StateFilter{}
+	if rehearse != nil {
+		vars, states = vars.WithoutStates()
+	}
 	start := time.Now() // elapsed time, for the metrics
-	raw, err := client.SearchMachines(ctx, g.Settings.Variables)
+	raw, err := client.SearchMachines(ctx, vars)
 	g.QueryTime = time.Since(start)
 	switch {
 	case errors.Is(err, sabakan.ErrUnreachable):
 		return Fail(reason.SabakanUnreachable, err)
 	case err != nil:
 		return Fail(reason.QueryError, err)
+	}
+	if rehearse != nil {
+		if raw, err = rehearse(raw, states); err != nil {
+			return Fail(reason.QueryError, err)
+		}
 	}
 	var warnings []string
 	g.Machines, g.Roles, warnings = intake.Sanitize(raw)

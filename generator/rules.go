@@ -72,6 +72,13 @@ func (s *state) regenerate() error {
 	return nil
 }
 
+// TooManyNonExistentWayOut is what to do when rule 1 refuses: the way
+// back into sabakan's answer while the machines still run, CKE's own
+// recovery when they do not (docs/alerts.md).
+const TooManyNonExistentWayOut = "if their machines still run, bring them back into sabakan's answer " +
+	"(a RETIRED machine: set it UNINITIALIZED, then RETIRING) and ckegen replaces them one per tick; " +
+	"if they do not, etcd has lost those members: recover it as CKE documents (docs/alerts.md)"
+
 // Rule 1: remove nodes whose machines are gone (docs/design.md 6.2.1).
 func (s *state) removeNonExistentNodes() (bool, error) {
 	var gone []*member
@@ -88,8 +95,8 @@ func (s *state) removeNonExistentNodes() (bool, error) {
 		return false, nil
 	}
 	if goneCPs > 0 && 2*goneCPs >= s.cpCount {
-		return false, fmt.Errorf("%w: %d of %d control planes are not in sabakan; removing them would break etcd's quorum: fix the cluster by hand",
-			ErrTooManyNonExistent, goneCPs, s.cpCount)
+		return false, fmt.Errorf("%w: %d of %d control planes are not in sabakan; removing them would break etcd's quorum: %s",
+			ErrTooManyNonExistent, goneCPs, s.cpCount, TooManyNonExistentWayOut)
 	}
 	for _, mb := range gone {
 		action := ActionRemoveNonExistentWorker

@@ -3,11 +3,13 @@ package liveview
 import (
 	"context"
 	"errors"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
 
 	"github.com/ckegen/ckegen/assume"
+	"github.com/ckegen/ckegen/decision"
 	"github.com/ckegen/ckegen/generator"
 	"github.com/ckegen/ckegen/internal/testutil/sitetest"
 	"github.com/ckegen/ckegen/machine"
@@ -61,4 +63,61 @@ func tainted(p *generator.Plan, addr string) bool {
 		}
 	}
 	return false
+}
+
+// TestRehearseThroughTheQuery: a rehearsal answers as the query would
+// once sabakan has the state. The cluster's only control plane assumed
+// RETIRED leaves the default query's answer: the plan is refused with
+// TOO_MANY_NONEXISTENT_CONTROL_PLANES, as it is once the machine is made
+// RETIRING then RETIRED in the compatible server, and the match says the
+// query leaves it out. With variables whose notHaving keeps RETIRED
+// machines, the same rehearsal keeps it and plans a step, again as the
+// decision on the changed inventory does.
+func TestRehearseThroughTheQuery(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	must(t, sitetest.StoreOf(f.st).SetTemplate(ctx, []byte(sitetest.Template)))
+	r := f.reader(Options{})
+	serial := ""
+	for _, m := range f.store.Search(nil, nil) {
+		if m.Spec.IPv4[0] == "10.0.0.2" {
+			serial = m.Spec.Serial
+		}
+	}
+	as, err := assume.ParseAll([]string{serial + ":RETIRED"})
+	must(t, err)
+	outcome := func(d *decision.Decision) string {
+		if d.Plan.Result == generator.PlanRefused {
+			return "refused: " + d.Plan.Err.Error()
+		}
+		if len(d.Plan.Steps) == 0 {
+			return d.Plan.Result
+		}
+		return d.Plan.Steps[0].Op + fmt.Sprint(d.Plan.Steps[0].Changes)
+	}
+	for _, vars := range []string{"", `{"notHaving": {"roles": ["boot"]}}`} {
+		if vars != "" {
+			must(t, sitetest.StoreOf(f.st).SetQueryVariables(ctx, []byte(vars)))
+		}
+		rehearsed, matches, err := r.Rehearse(ctx, Preview{Assume: as})
+		must(t, err)
+		for _, st := range []machine.State{machine.StateRetiring, machine.StateRetired} {
+			_, err := f.store.SetState(serial, st)
+			must(t, err)
+		}
+		real, err := r.Decide(ctx, Preview{})
+		must(t, err)
+		if got, want := outcome(rehearsed), outcome(real); got != want {
+			t.Errorf("variables %q: rehearsed %s; with the machine RETIRED in sabakan %s", vars, got, want)
+		}
+		refused := strings.Contains(outcome(real), generator.ErrTooManyNonExistent.Error())
+		if refused != (vars == "") || (matches[0].LeftOut == 1) != (vars == "") {
+			t.Errorf("variables %q: outcome %s, match %+v", vars, outcome(real), matches[0])
+		}
+		// Back as it was, by sabakan's own way back.
+		for _, st := range []machine.State{machine.StateUninitialized, machine.StateHealthy} {
+			_, err := f.store.SetState(serial, st)
+			must(t, err)
+		}
+	}
 }

@@ -3,14 +3,16 @@ package liveview
 import (
 	"context"
 	"errors"
-	"github.com/ckegen/ckegen/decision"
 	"time"
 
 	"github.com/ckegen/ckegen/assume"
+	"github.com/ckegen/ckegen/decision"
 	"github.com/ckegen/ckegen/generator"
 	"github.com/ckegen/ckegen/intake"
+	"github.com/ckegen/ckegen/machine"
 	"github.com/ckegen/ckegen/planreport"
 	"github.com/ckegen/ckegen/reason"
+	"github.com/ckegen/ckegen/sabakan"
 	"github.com/ckegen/ckegen/storage"
 )
 
@@ -32,7 +34,8 @@ type Preview struct {
 	// Assume rehearses a change of the inventory before it happens
 	// (ckegenctl sabakan plan --assume, docs/failure-domains.md): the
 	// decision is made on sabakan's machines as if each assumption held.
-	// It edits what the view gathered, never what a tick gathers.
+	// It edits sabakan's inventory before the query's conditions on
+	// states (decision.Ask.Rehearse), never what a tick gathers.
 	Assume []assume.Assumption
 }
 
@@ -55,8 +58,9 @@ func (r *Reader) Decide(ctx context.Context, p Preview) (*decision.Decision, err
 }
 
 // Rehearse is Decide, with what each of p.Assume matched: how many
-// machines of sabakan's answer. An assumption that matches no machine is
-// an error that names it (assume.Apply).
+// machines of sabakan's inventory, and how many of them the query leaves
+// out once they have the assumed state. An assumption that matches no
+// machine is an error that names it (assume.Inventory).
 func (r *Reader) Rehearse(ctx context.Context, p Preview) (*decision.Decision, []assume.Match, error) {
 	mctx, cancel := context.WithTimeout(ctx, r.opts.EtcdTimeout)
 	mem, err := decision.ReadMemory(mctx, r.st)
@@ -69,40 +73,35 @@ func (r *Reader) Rehearse(ctx context.Context, p Preview) (*decision.Decision, [
 	case err != nil:
 		return nil, nil, &EtcdError{err}
 	}
-	max := p.MaxSteps
-	if max == 0 {
-		max = generator.DefaultMaxSteps
-	}
-	o := mem.Leader.Options(max)
-	o.Ungated = !p.SettingsOnly
-	if p.RetireWait != 0 {
-		o.RetireWait = p.RetireWait
-	}
-	if o.RetireWait == 0 {
-		o.RetireWait = generator.DefaultRetireWait
-	}
-	if o.CKEStatusMaxAge == 0 {
-		o.CKEStatusMaxAge = decision.DefaultCKEStatusMaxAge
-	}
+	o := p.options(mem)
 	kube := p.Kubernetes
 	if kube == nil {
 		kube = mem.View()
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	g := r.gatherer().Gather(ctx, "", decision.Ask{WhatIf: p.WhatIf, Kubernetes: kube, SettingsOnly: p.SettingsOnly, Options: o})
+	ask := decision.Ask{WhatIf: p.WhatIf, Kubernetes: kube, SettingsOnly: p.SettingsOnly, Options: o}
 	var matches []assume.Match
-	if len(p.Assume) > 0 && g.Machines != nil {
-		// The machines keep their places: the policy's metric values
-		// are found by place.
-		if g.Machines, matches, err = assume.Apply(g.Machines, p.Assume); err != nil {
-			return nil, nil, &AssumeError{err}
+	if len(p.Assume) > 0 {
+		// The assumptions change sabakan's inventory before the query's
+		// conditions on states, as sabakan would once told.
+		ask.Rehearse = func(held []machine.Machine, states sabakan.StateFilter) ([]machine.Machine, error) {
+			answer, m, err := assume.Inventory(held, p.Assume, states)
+			if err != nil {
+				return nil, &AssumeError{err}
+			}
+			matches = m
+			return answer, nil
 		}
 	}
+	g := r.gatherer().Gather(ctx, "", ask)
 	d := decision.Decide(g, mem, o)
+	var ae *AssumeError
 	switch {
 	case g.Settings == nil:
 		return nil, nil, &EtcdError{g.Failure}
+	case g.Failure != nil && errors.As(g.Failure.Err, &ae):
+		return nil, nil, ae
 	case p.SettingsOnly:
 		return d, matches, nil
 	case d.Plan != nil:
@@ -118,8 +117,28 @@ func (r *Reader) Rehearse(ctx context.Context, p Preview) (*decision.Decision, [
 	return nil, nil, errors.New(d.Message)
 }
 
+// options are the leader's options, from its memory, as p changes them.
+func (p *Preview) options(mem decision.Memory) decision.Options {
+	max := p.MaxSteps
+	if max == 0 {
+		max = generator.DefaultMaxSteps
+	}
+	o := mem.Leader.Options(max)
+	o.Ungated = !p.SettingsOnly
+	if p.RetireWait != 0 {
+		o.RetireWait = p.RetireWait
+	}
+	if o.RetireWait == 0 {
+		o.RetireWait = generator.DefaultRetireWait
+	}
+	if o.CKEStatusMaxAge == 0 {
+		o.CKEStatusMaxAge = decision.DefaultCKEStatusMaxAge
+	}
+	return o
+}
+
 // AssumeError is an assumption of Preview.Assume that matches no machine
-// of sabakan's answer.
+// of sabakan's inventory.
 type AssumeError struct{ Err error }
 
 func (e *AssumeError) Error() string { return e.Err.Error() }

@@ -299,6 +299,9 @@ func (d *Document) Text() []byte {
 		b.WriteString(d.View)
 		b.WriteString("\n\n")
 	}
+	// A warning is listed once, where it first appears: the generator
+	// gives it again at every tick while its cause holds.
+	seen := map[string]bool{}
 	for i, s := range d.Steps {
 		fmt.Fprintf(&b, "step %d: %s\n", i+1, s.Op)
 		if len(s.Changes) == 0 {
@@ -311,17 +314,13 @@ func (d *Document) Text() []byte {
 			}
 			writeChange(&b, t.Change)
 		}
-		for _, w := range s.Warnings {
-			fmt.Fprintf(&b, "  warning: %s\n", w)
-		}
+		writeWarnings(&b, "  ", s.Warnings, seen)
 		b.WriteByte('\n')
 	}
 	b.WriteString("plan: ")
 	b.WriteString(d.ending())
 	b.WriteByte('\n')
-	for _, w := range d.Warnings {
-		fmt.Fprintf(&b, "warning: %s\n", w)
-	}
+	writeWarnings(&b, "", d.Warnings, seen)
 	if line := ModelLine(d.Model, d.Rate); line != "" {
 		b.WriteString(line)
 		b.WriteByte('\n')
@@ -347,6 +346,17 @@ func (d *Document) Text() []byte {
 		b.WriteByte('\n')
 	}
 	return b.Bytes()
+}
+
+// writeWarnings writes the warnings of ws not in seen, each on a line
+// after indent, and adds them to seen.
+func writeWarnings(b *bytes.Buffer, indent string, ws []string, seen map[string]bool) {
+	for _, w := range ws {
+		if !seen[w] {
+			seen[w] = true
+			fmt.Fprintf(b, "%swarning: %s\n", indent, w)
+		}
+	}
 }
 
 func writeChange(b *bytes.Buffer, c Change) {

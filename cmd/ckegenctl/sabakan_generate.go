@@ -19,7 +19,9 @@ import (
 	"github.com/ckegen/ckegen/generator"
 	"github.com/ckegen/ckegen/intake"
 	"github.com/ckegen/ckegen/internal/usage"
+	"github.com/ckegen/ckegen/machine"
 	"github.com/ckegen/ckegen/planreport"
+	"github.com/ckegen/ckegen/sabakan"
 )
 
 type generateOptions struct {
@@ -93,10 +95,15 @@ WHICH names had that state: a serial, an IPv4 address, rack=N or LABEL=VALUE
 (a sabakan label), and a state in either case (rack=4:retiring). A machine
 whose state changes has had it for 0 s, as sabakan reports it right after the
 change; STATE@DURATION says how long instead (rack=4:RETIRED@1h, past the
-retire wait). Stderr begins with one line per --assume and the machines it
-matched ("assume rack=4:RETIRING: 20 machines"; in the --explain json object,
-"assumed"); with --plan -o text, stdout begins with them. A WHICH that matches
-no machine, or a STATE that is not one, is refused and nothing is printed on
+retire wait). The machines file is taken as sabakan's answer as it is, but a
+machine assumed into a state the default query leaves out (RETIRED) leaves
+it, as it would leave sabakan's answer. Stderr begins with one line per
+--assume and the machines it matched ("assume rack=4:RETIRING: 20 machines";
+"assume S000092:RETIRED: 1 machine left out of the query's answer (...)"; in
+the --explain json object, "assumed" with "leftOut"), then, when control
+planes leaving the answer at once are refused, the order that would not be;
+with --plan -o text, stdout begins with them. A WHICH that matches no
+machine, or a STATE that is not one, is refused and nothing is printed on
 stdout.`,
 		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -152,7 +159,8 @@ func (o *generateOptions) run(stdout, stderr io.Writer) error {
 	r := o.generate()
 	nothing := errors.Is(r.err, generator.ErrNothingToDo)
 	if o.explain != "json" {
-		writeAssumed(stderr, o.assumed)
+		as, _ := assume.ParseAll(o.assume) // parsed by load already
+		writeRehearsal(stderr, as, o.assumed, r.err)
 	}
 	switch o.explain {
 	case "json":
@@ -214,6 +222,16 @@ func (o *inputFlags) checkAssume() error {
 func writeAssumed(w io.Writer, ms []assume.Match) {
 	for _, m := range ms {
 		fmt.Fprintln(w, m.String())
+	}
+}
+
+// writeRehearsal is writeAssumed, then, when the rehearsal was refused
+// for a reason the order of the change avoids, a line that says that
+// order (assume.Avoid).
+func writeRehearsal(w io.Writer, as []assume.Assumption, ms []assume.Match, refused error) {
+	writeAssumed(w, ms)
+	if s := assume.Avoid(as, ms, refused); s != "" {
+		fmt.Fprintf(w, "note: %s\n", s)
 	}
 }
 
@@ -357,10 +375,43 @@ func (o *inputFlags) load() (generator.Input, []string, error) {
 	if err != nil {
 		return generator.Input{}, nil, usage.Errorf("--assume %v", err)
 	}
-	if in.Machines, o.assumed, err = assume.Apply(in.Machines, as); err != nil {
+	// The machines file is the query's answer as it is; a machine assumed
+	// into a state the default query leaves out (RETIRED) leaves it, as
+	// it would leave sabakan's answer.
+	_, states := sabakan.Variables{}.WithoutStates()
+	kept, matches, err := assume.Apply(in.Machines, as, states)
+	if err != nil {
 		return generator.Input{}, nil, fmt.Errorf("--assume %w", err)
 	}
+	if len(kept) < len(in.Machines) && in.InventoryRoles != nil {
+		in.InventoryRoles = rolesLeft(in.InventoryRoles, in.Machines, kept)
+	}
+	in.Machines, o.assumed = kept, matches
 	return in, warnings, nil
+}
+
+// rolesLeft are the roles of the inventory once the machines of all that
+// are not in kept have left: a role whose every machine left is gone
+// from the answer, as from sabakan's (the generator's guard against a
+// template role that matches no machine reads them).
+func rolesLeft(roles []string, all, kept []*machine.Machine) []string {
+	still := make(map[string]bool, len(roles))
+	for _, m := range kept {
+		still[m.Spec.Role] = true
+	}
+	gone := map[string]bool{}
+	for _, m := range all {
+		if !still[m.Spec.Role] {
+			gone[m.Spec.Role] = true
+		}
+	}
+	out := make([]string, 0, len(roles))
+	for _, r := range roles {
+		if !gone[r] {
+			out = append(out, r)
+		}
+	}
+	return out
 }
 
 // fileFlag is the source of a file flag; the zero source when the flag

@@ -153,3 +153,94 @@ func TestAssumeRefused(t *testing.T) {
 		}
 	}
 }
+
+// withoutMachines writes the bundled machines file without the machines
+// that match, as the default query answers once they are RETIRED, and
+// returns its path.
+func withoutMachines(t *testing.T, match func(m *machine.Machine) bool) string {
+	t.Helper()
+	data, err := os.ReadFile("../../examples/machines.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ms, kept []machine.Machine
+	if err := json.Unmarshal(data, &ms); err != nil {
+		t.Fatal(err)
+	}
+	for i := range ms {
+		if !match(&ms[i]) {
+			kept = append(kept, ms[i])
+		}
+	}
+	out, _ := json.MarshalIndent(kept, "", "  ")
+	p := filepath.Join(t.TempDir(), "machines.json")
+	if err := os.WriteFile(p, out, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// TestAssumeRetiredLeavesTheAnswer: offline, rack 4's two control planes
+// assumed RETIRED leave the input as they leave the default query's
+// answer: generate (one step, and --plan in text and JSON) and
+// resilience answer as on a machines file without them, the plan is
+// refused with TOO_MANY_NONEXISTENT_CONTROL_PLANES, and the output says
+// that the query leaves them out and in which order the change would not
+// be refused. The same machines assumed RETIRING stay, and the plan
+// replaces them.
+func TestAssumeRetiredLeavesTheAnswer(t *testing.T) {
+	cps := func(m *machine.Machine) bool { return m.Spec.Serial == "S000092" || m.Spec.Serial == "S000094" }
+	without := withoutMachines(t, cps)
+	assumed := []string{"--assume", "S000092:RETIRED", "--assume", "S000094:RETIRED"}
+	left := "assume S000092:RETIRED: 1 machine left out of the query's answer (the default query leaves out RETIRED machines)\n" +
+		"assume S000094:RETIRED: 1 machine left out of the query's answer (the default query leaves out RETIRED machines)\n"
+	avoid := "note: to avoid it, set S000092, S000094 RETIRING first and wait until ckegen has replaced them (one per tick), then RETIRED"
+	current := []string{"--current", "../../examples/cluster-rack4.yml"}
+	for _, args := range [][]string{
+		exampleArgs(current...),
+		exampleArgs(append(current, "--plan")...),
+		exampleArgs(append(current, "--plan", "-o", "json")...),
+		resilienceArgs(current...),
+	} {
+		out, errOut, code := runCLI(t, append(args, assumed...)...)
+		wantOut, wantErr, wantCode := runCLI(t, withMachines(args, without)...)
+		if code != wantCode {
+			t.Fatalf("%v: exit %d, without the machines %d: %s", args, code, wantCode, errOut)
+		}
+		said := errOut
+		if strings.HasPrefix(out, "assume ") {
+			said = out
+		}
+		if !strings.HasPrefix(said, left) {
+			t.Errorf("%v: does not say the query leaves them out:\nstdout %.400s\nstderr %.400s", args, out, errOut)
+		}
+		refused := strings.Contains(out+errOut, "too many non-existent control plane nodes: 2 of 3")
+		if args[1] == "generate" && (!refused || !strings.Contains(said, avoid)) {
+			t.Errorf("%v: not refused, or without the order that avoids it:\nstdout %.600s\nstderr %.600s", args, out, errOut)
+		}
+		if got := dropAdvice(dropAssumed(out)); got != wantOut || dropAdvice(dropAssumed(errOut)) != wantErr {
+			t.Errorf("%v: differs from the answer without the machines:\nstdout\n%.1500s\nwant\n%.1500s\nstderr %q want %q", args, got, wantOut, errOut, wantErr)
+		}
+	}
+	out, errOut, _ := runCLI(t, append(exampleArgs("--current", "../../examples/cluster-rack4.yml", "--explain", "json"), assumed...)...)
+	if !strings.Contains(errOut, `"assumed":[{"assume":"S000092:RETIRED","machines":1,"leftOut":1,"leftOutBecause":"the default query leaves out RETIRED machines"}`) || out != "" {
+		t.Errorf("--explain json: stdout %q, stderr %s", out, errOut)
+	}
+	out, _, _ = runCLI(t, exampleArgs("--current", "../../examples/cluster-rack4.yml", "--plan", "--assume", "S000092:RETIRING", "--assume", "S000094:retiring")...)
+	if !strings.Contains(out, "step 1: replace control plane") || strings.Contains(out, "left out") || strings.Contains(out, "avoid") {
+		t.Errorf("RETIRING:\n%s", out)
+	}
+}
+
+// dropAdvice removes the line that says which order avoids a refusal,
+// and the blank line that then begins s.
+func dropAdvice(s string) string {
+	lines := strings.Split(s, "\n")
+	out := lines[:0]
+	for _, l := range lines {
+		if !strings.HasPrefix(l, "note: to avoid it") {
+			out = append(out, l)
+		}
+	}
+	return strings.TrimPrefix(strings.Join(out, "\n"), "\n")
+}

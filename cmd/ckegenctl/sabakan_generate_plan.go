@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/ckegen/ckegen/assume"
 	"github.com/ckegen/ckegen/generator"
 	"github.com/ckegen/ckegen/internal/usage"
 	"github.com/ckegen/ckegen/planreport"
@@ -47,14 +48,15 @@ func (o *generateOptions) runPlan(cmd *cobra.Command) error {
 	d.SetModel(in.Constraints, len(in.Machines))
 	// What was assumed begins the text; a JSON or YAML document stays the
 	// plan's own, and stderr says it.
+	as, _ := assume.ParseAll(o.assume) // parsed by load already
 	if o.output == "text" && len(o.assumed) > 0 {
 		var b bytes.Buffer
-		writeAssumed(&b, o.assumed)
+		writeRehearsal(&b, as, o.assumed, p.Err)
 		b.WriteByte('\n')
 		b.Write(d.Text())
 		_, err := cmd.OutOrStdout().Write(b.Bytes())
 		return err
 	}
-	writeAssumed(cmd.ErrOrStderr(), o.assumed)
+	writeRehearsal(cmd.ErrOrStderr(), as, o.assumed, p.Err)
 	return planreport.Write(cmd.OutOrStdout(), d, o.output)
 }

@@ -64,15 +64,20 @@ taints. What keeps the leader from following the plan now (a switch, the owner,
 CKE's pace, the quiet time, the trigger, the circuit breaker) is noted on
 standard error.
 
---assume WHICH:STATE (repeatable) plans as if sabakan said the machines WHICH
-names had that state: a serial, an IPv4 address, rack=N or LABEL=VALUE (a
+--assume WHICH:STATE (repeatable) plans as if sabakan held that state for the
+machines WHICH names: a serial, an IPv4 address, rack=N or LABEL=VALUE (a
 sabakan label), and a state in either case (rack=4:retiring); STATE@DURATION
-says how long they have had it (see sabakan generate --help). Only this plan
-sees it: nothing is written to sabakan. The text says what was assumed, one
-line per --assume with the machines it matched, after the Kubernetes view
-line; with -o json or yaml the plan document is the same as without, and
-those lines go to standard error. A WHICH that matches no machine is refused
-and nothing is printed on stdout.
+says how long they have had it (see sabakan generate --help). sabakan is
+asked without the query variables' conditions on states, the assumptions
+change what it holds, then the states are applied as sabakan applies them:
+a machine assumed RETIRED leaves the default query's answer, as it would.
+Only this plan sees it: nothing is written to sabakan. The text says what
+was assumed, one line per --assume with the machines it matched (and how
+many of them the query leaves out), after the Kubernetes view line, and,
+when the plan is refused because control planes left the answer at once,
+the order that would not be; with -o json or yaml the plan document is the
+same as without, and those lines go to standard error. A WHICH that matches
+no machine is refused and nothing is printed on stdout.
 
 --template, --constraints, --variables and --policy replace the stored
 settings: what would happen if they were set. With a placement policy (stored
@@ -198,12 +203,13 @@ func (o *planOptions) plan(e *env, w intake.WhatIf, stdout, stderr io.Writer) er
 	// What was assumed follows the view's line in the text; a JSON or
 	// YAML document stays the plan's own, and stderr says it (as
 	// sabakan generate --plan does).
+	as, _ := assume.ParseAll(o.assume) // parsed by decide already
 	if o.output == "text" && len(assumed) > 0 {
 		var b strings.Builder
-		writeAssumed(&b, assumed)
+		writeRehearsal(&b, as, assumed, d.Plan.Err)
 		doc.View += "\n" + strings.TrimSuffix(b.String(), "\n")
 	} else {
-		writeAssumed(stderr, assumed)
+		writeRehearsal(stderr, as, assumed, d.Plan.Err)
 	}
 	return planreport.Write(stdout, doc, o.output)
 }
