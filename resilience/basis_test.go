@@ -264,3 +264,43 @@ func TestUnsettledPendingPlan(t *testing.T) {
 		t.Errorf("JSON:\n%s", js)
 	}
 }
+
+// TestLossBesideStuckSpread: with spread: quorum, rack 1 holds two of the
+// three control planes and nothing can move one (no candidate elsewhere;
+// the workers at minimum-workers, none to promote). Losing rack 0, which
+// holds one HEALTHY worker, makes rule 6 add a worker beside the lost one;
+// the workers are then enough for rule 10 to promote one out of rack 1:
+// two steps, as the planner makes them.
+func TestLossBesideStuckSpread(t *testing.T) {
+	w := &world{c: constraints.Constraints{ControlPlaneCount: 3, MinimumWorkers: 3}, pol: "placements: {control-plane: {spread: quorum}}\n"}
+	var err error
+	if w.tmpl, err = template.Parse([]byte(worldTemplate)); err != nil {
+		t.Fatal(err)
+	}
+	for i, rack := range []int{1, 1, 2, 0, 3, 3, 1} {
+		role := "cs"
+		if i < 2 {
+			role = "boot" // rack 1's control planes cannot be demoted to workers
+		}
+		w.ms = append(w.ms, mach(fmt.Sprintf("s%03d", i+1), rack, i+1, role, machine.StateHealthy, 300))
+	}
+	in := w.input(nil)
+	in.Current = &cluster.Cluster{Name: "t", ServiceSubnet: "10.68.0.0/16"}
+	for i, cp := range []bool{true, true, true, false, false, false} {
+		in.Current.Nodes = append(in.Current.Nodes, &cluster.Node{Address: w.ms[i].Address(), User: "u", ControlPlane: cp})
+	}
+	// s007, in rack 1, is tainted in Kubernetes: a worker candidate, no
+	// control-plane one.
+	in.NodeTaints = map[string][]cluster.Taint{w.ms[6].Address(): {{Key: "example.com/broken", Effect: "NoSchedule"}}}
+	if p, err := generator.MakePlan(in, false, generator.DefaultMaxSteps); err != nil || len(p.Steps) != 0 {
+		t.Fatalf("setup: the plan is %+v, %v; want settled at once", p, err)
+	}
+	r, err := Of(in, failuredomain.Rack())
+	if err != nil {
+		t.Fatal(err)
+	}
+	zero, _ := r.Lookup("0")
+	if want := reference(in, failuredomain.Rack(), "0"); zero.Recovery != want || want.Steps != 2 {
+		t.Errorf("rack 0: recovery %+v, the generator's plan %+v (want 2 steps)", zero.Recovery, want)
+	}
+}
