@@ -290,7 +290,8 @@ func newIndex(in generator.Input, key failuredomain.Key, settled bool, now failu
 	slices.SortFunc(x.names, key.Compare)
 
 	x.shared = settled
-	if x.shared {
+	// Rule 6's candidates count in the count model only (sharedRecovery).
+	if x.shared && !in.Constraints.RateModel() {
 		cands, err := generator.WorkerCandidates(in)
 		if err != nil {
 			return nil, err
