@@ -6,12 +6,14 @@
 //
 // It is pure, as the generator is: a report is a function of a
 // generator.Input, whether the input comes from files (ckegenctl's
-// offline command) or from etcd and sabakan. A data center has hundreds
-// of racks and most of them hold no control plane, so the plans are not
-// all made from scratch: the domains whose loss only takes workers get
-// their plan from one shared look at the input (see recoveryOf), and only
-// the domains that hold control planes, or an input whose own plan is not
-// settled, run the generator once per domain.
+// offline command) or from etcd and sabakan. The input's own plan is made
+// once; when it is not settled at once, the report is made on the cluster
+// it settles on (basis.go). A data center has hundreds of racks and most
+// of them hold no control plane, so the plans are not all made from
+// scratch: the domains whose loss only takes workers get their plan from
+// one shared look at that settled cluster (see recoveryOf), and only the
+// domains that hold control planes, or every domain when the input's plan
+// does not settle, run the generator once per domain.
 package resilience
 
 import (
@@ -27,6 +29,7 @@ import (
 	"github.com/ckegen/ckegen/generator"
 	"github.com/ckegen/ckegen/labels"
 	"github.com/ckegen/ckegen/machine"
+	"github.com/ckegen/ckegen/policy"
 	"github.com/ckegen/ckegen/taints"
 )
 
@@ -38,6 +41,17 @@ type Report struct {
 	// Generated: the cluster is the one Generate would make (there was no
 	// current cluster).
 	Generated bool `json:"generated,omitempty"`
+	// Basis is the cluster the report is made on: BasisCurrent (the
+	// input's cluster, or Generate's, whose plan is settled, refused or
+	// does not settle) or BasisPendingPlanSettled (the cluster the
+	// input's pending plan settles on). PendingSteps are that plan's
+	// steps (before the refusal, or the maximum); PendingRefused says why
+	// it is refused, PendingMaxSteps that it does not settle within
+	// PendingMaxSteps steps.
+	Basis           string   `json:"basis"`
+	PendingSteps    int      `json:"pendingSteps,omitempty"`
+	PendingRefused  *Refusal `json:"pendingRefused,omitempty"`
+	PendingMaxSteps bool     `json:"pendingMaxSteps,omitempty"`
 	// ControlPlanes is the cluster's number of control planes, Quorum the
 	// number of etcd members that keep its quorum.
 	ControlPlanes int `json:"controlPlanes"`
@@ -54,8 +68,11 @@ type Report struct {
 	Domains []Domain `json:"domains"`
 	// AtRisk names the domains whose loss breaks etcd's quorum.
 	AtRisk []string `json:"atRisk"`
-	// Warnings are the words for each domain at risk.
-	Warnings []string `json:"warnings,omitempty"`
+	// Warnings are the words for each domain at risk. WarningsNow, on a
+	// report made on the cluster a pending plan settles on, are those of
+	// the cluster as it is now.
+	Warnings    []string `json:"warnings,omitempty"`
+	WarningsNow []string `json:"warningsNow,omitempty"`
 
 	key failuredomain.Key
 }
@@ -70,8 +87,12 @@ type Domain struct {
 	ControlPlanes []string `json:"controlPlanes"`
 	// Workers counts its workers by the machine's role.
 	Workers map[string]int `json:"workers"`
-	// QuorumLost: losing it breaks etcd's quorum.
-	QuorumLost bool `json:"quorumLost"`
+	// QuorumLost: losing it breaks etcd's quorum. QuorumLostNow: losing
+	// it would break the quorum of the cluster as it is now (the same as
+	// QuorumLost unless the report is on the cluster a pending plan
+	// settles on, which may take time to reach).
+	QuorumLost    bool `json:"quorumLost"`
+	QuorumLostNow bool `json:"quorumLostNow"`
 	// WorkersLeft is the number of HEALTHY workers outside it.
 	WorkersLeft int `json:"workersLeft"`
 	// WorkersLeftPercent is, in the rate model, WorkersLeft against the
@@ -87,22 +108,48 @@ type Domain struct {
 }
 
 // Recovery sums up a plan: its steps and how it ends
-// (generator.PlanSettled, PlanRefused, PlanMaxSteps), with the refusal.
+// (generator.PlanSettled, PlanRefused, PlanMaxSteps, or NotPlanned), with
+// the refusal.
+// When the loss breaks etcd's quorum, Result is NoQuorum whatever the
+// planner's end, which Planned then says: CKE applies nothing while etcd
+// has no quorum.
 type Recovery struct {
-	Steps  int    `json:"steps"`
-	Result string `json:"result"`
-	Error  string `json:"error,omitempty"`
+	Steps   int    `json:"steps"`
+	Result  string `json:"result"`
+	Planned string `json:"planned,omitempty"`
+	Error   string `json:"error,omitempty"`
 }
+
+// NoQuorum is the Result of a domain whose loss breaks etcd's quorum:
+// none of the plan's steps can be applied until enough of the control
+// planes return.
+const NoQuorum = "no-quorum"
+
+// NotPlanned is the Result of a domain's loss that is not planned because
+// the input's own plan does not settle within PendingMaxSteps steps: each
+// loss's plan would redo that work first, up to
+// generator.DefaultMaxSteps ticks a domain.
+const NotPlanned = "not-planned"
 
 // Key is the failure domain the report was made with.
 func (r *Report) Key() failuredomain.Key { return r.key }
 
 // Of makes the report of in (in.Current, or without one the cluster
-// Generate would make from in) by failure domain key. Every plan looks
-// ahead at most generator.DefaultMaxSteps steps. It fails only when the
-// input cannot be planned at all (as generator.MakePlan), or when there is
-// no current cluster and Generate fails.
+// Generate would make from in) by failure domain key. The input's own plan
+// is made first: when it settles after some steps, the report is on the
+// cluster it settles on (Basis); when it is refused or does not settle,
+// on the cluster as it is. The input's plan looks ahead at most
+// PendingMaxSteps steps, a domain's loss's at most
+// generator.DefaultMaxSteps. It fails only when the input cannot be
+// planned at all (as generator.MakePlan), or when there is no current
+// cluster and Generate fails.
 func Of(in generator.Input, key failuredomain.Key) (*Report, error) {
+	return of(in, key, PendingMaxSteps)
+}
+
+// of is Of with the input's own plan looking ahead at most pendingMax
+// steps.
+func of(in generator.Input, key failuredomain.Key, pendingMax int) (*Report, error) {
 	r := &Report{FailureDomain: key.Name(), key: key, Model: in.Constraints.Model(), Machines: len(in.Machines)}
 	if in.Constraints.RateModel() {
 		r.MinimumWorkersRate = in.Constraints.MinimumWorkersRate
@@ -116,11 +163,26 @@ func Of(in generator.Input, key failuredomain.Key) (*Report, error) {
 		}
 		in.Current, r.Generated = res.Cluster, true
 	}
-	x, err := newIndex(in, key)
+	pending, err := generator.MakePlan(in, false, pendingMax)
 	if err != nil {
 		return nil, err
 	}
-	cen := failuredomain.ControlPlanes(key, in.Machines, in.Current)
+	now := failuredomain.ControlPlanes(key, in.Machines, in.Current)
+	settled := r.setBasis(pending)
+	if r.Basis == BasisPendingPlanSettled {
+		in.Current = pending.Cluster
+	}
+	x, err := newIndex(in, key, settled, now)
+	if err != nil {
+		return nil, err
+	}
+	x.fixed = everyLoss(pending)
+	cen := now
+	if r.Basis == BasisPendingPlanSettled {
+		cen = failuredomain.ControlPlanes(key, in.Machines, in.Current)
+		r.WarningsNow = now.Warnings()
+	}
+	x.spreadAtRisk = in.Policy.Placement(policy.Key(&in.Template.ControlPlane)).SpreadQuorum() && len(cen.AtRisk()) > 0
 	r.ControlPlanes, r.Quorum = cen.ControlPlanes, cen.Quorum()
 	r.Warnings = cen.Warnings()
 	r.AtRisk = []string{}
@@ -131,26 +193,43 @@ func Of(in generator.Input, key failuredomain.Key) (*Report, error) {
 	for i, name := range x.names {
 		d := x.domains[name]
 		d.QuorumLost = failuredomain.BreaksQuorum(len(d.ControlPlanes), cen.ControlPlanes)
-		d.WorkersLeft = x.healthyWorkers - x.healthyIn[name]
-		if rate := in.Constraints.MinimumWorkersRate; rate != nil {
-			p := 0.0
-			if len(in.Machines) > 0 {
-				p = float64(d.WorkersLeft) * 100 / float64(len(in.Machines))
-			}
-			d.WorkersLeftPercent = &p
-			d.BelowMinimum = p < float64(*rate)
-		} else {
-			d.BelowMinimum = d.WorkersLeft < in.Constraints.MinimumWorkers
-		}
+		d.QuorumLostNow = failuredomain.BreaksQuorum(now.Held(name), now.ControlPlanes)
+		r.workersLeft(x, d)
 		d.Recovery = recoveries[i]
+		if d.QuorumLost {
+			d.Recovery = noQuorum(d.Recovery)
+		}
 		r.Domains = append(r.Domains, *d)
 	}
 	return r, nil
 }
 
+// workersLeft sets the HEALTHY workers left outside d and whether they
+// fall below the constraints.
+func (r *Report) workersLeft(x *index, d *Domain) {
+	d.WorkersLeft = x.healthyWorkers - x.healthyIn[d.Domain]
+	c := x.in.Constraints
+	if rate := c.MinimumWorkersRate; rate != nil {
+		p := 0.0
+		if len(x.in.Machines) > 0 {
+			p = float64(d.WorkersLeft) * 100 / float64(len(x.in.Machines))
+		}
+		d.WorkersLeftPercent = &p
+		d.BelowMinimum = p < float64(*rate)
+		return
+	}
+	d.BelowMinimum = d.WorkersLeft < c.MinimumWorkers
+}
+
+// noQuorum is the recovery of a domain whose loss breaks etcd's quorum:
+// the planner's steps and end, none of which CKE can apply.
+func noQuorum(rec Recovery) Recovery {
+	rec.Planned, rec.Result = rec.Result, NoQuorum
+	return rec
+}
+
 // index is the input looked at once: each machine's domain, each domain's
-// nodes, the plan of the input as it is, and where rule 6 could add a
-// worker.
+// nodes, and where rule 6 could add a worker.
 type index struct {
 	in  generator.Input
 	key failuredomain.Key
@@ -171,75 +250,48 @@ type index struct {
 	// retaints: the domains with a worker whose state taint rule 8 would
 	// change to unreachable.
 	retaints map[string]bool
-	// base is the plan of the input as it is; shared says whether a loss
-	// that takes no control plane can be summed up from the index
-	// (sharedRecovery) rather than planned: when the base plan is settled
-	// at once.
-	base   *generator.Plan
+	// badControlPlane: a control plane rule 5 may want to replace (its
+	// machine gone or not HEALTHY, UPDATING or UNINITIALIZED, or its node
+	// tainted in Kubernetes), had it something to replace it with.
+	badControlPlane bool
+	// spreadAtRisk: the policy spreads the control planes with spread:
+	// quorum, and a domain holds too many of them, which rule 10 would
+	// move had it a worker to promote.
+	spreadAtRisk bool
+	// shared says whether a loss that takes no control plane can be
+	// summed up from the index (sharedRecovery) rather than planned: when
+	// the input's plan is settled at once.
 	shared bool
+	// fixed, when not nil, is every domain's recovery (everyLoss).
+	fixed *Recovery
 }
 
-func newIndex(in generator.Input, key failuredomain.Key) (*index, error) {
+// newIndex looks at in once. settled: in's plan is settled at once. now
+// is the census of the cluster as it is now, whose domains are the
+// report's too (a domain may hold a control plane now and nothing once
+// a pending plan has settled).
+func newIndex(in generator.Input, key failuredomain.Key, settled bool, now failuredomain.Census) (*index, error) {
 	x := &index{in: in, key: key, domains: map[string]*Domain{}, healthyIn: map[string]int{},
 		candidates: map[string]int{}, retaints: map[string]bool{}}
-	domain := func(name string) *Domain {
-		d, ok := x.domains[name]
-		if !ok {
-			d = &Domain{Domain: name, ControlPlanes: []string{}, Workers: map[string]int{}}
-			x.domains[name] = d
-			x.names = append(x.names, name)
-		}
-		return d
-	}
 	byAddr := make(map[string]int, len(in.Machines))
 	x.machineDomain = make([]string, len(in.Machines))
 	for i, m := range in.Machines {
 		name := key.Of(m)
 		x.machineDomain[i] = name
-		domain(name).Machines++
+		x.domain(name).Machines++
 		byAddr[m.Address()] = i
 	}
 	for _, n := range in.Current.Nodes {
-		i, ok := byAddr[n.Address]
-		var m *machine.Machine
-		name := ""
-		if ok {
-			m, name = in.Machines[i], x.machineDomain[i]
-		} else {
-			name = key.OfNode(n)
-		}
-		d := domain(name)
-		if n.ControlPlane {
-			d.ControlPlanes = append(d.ControlPlanes, n.Address)
-			continue
-		}
-		x.workers++
-		role := n.Labels[labels.Role]
-		if m != nil {
-			role = m.Spec.Role
-		}
-		d.Workers[role]++
-		if m == nil {
-			continue
-		}
-		if m.Status.State == machine.StateHealthy {
-			x.healthyWorkers++
-			x.healthyIn[name]++
-		}
-		if !in.Rebooting[n.Address] && in.Template.WorkerFor(m.Spec.Role) != nil &&
-			!taints.StateTaintsEqual(n.Taints, []cluster.Taint{*taints.ForState(machine.StateUnreachable, false)}) {
-			x.retaints[name] = true
-		}
+		x.addNode(n, byAddr)
+	}
+	for _, d := range now.Domains {
+		x.domain(d.Name)
 	}
 	slices.SortFunc(x.names, key.Compare)
 
-	base, err := generator.MakePlan(in, false, generator.DefaultMaxSteps)
-	if err != nil {
-		return nil, err
-	}
-	x.base = base
-	x.shared = base.Result == generator.PlanSettled && len(base.Steps) == 0
-	if x.shared {
+	x.shared = settled
+	// Rule 6's candidates count in the count model only (sharedRecovery).
+	if x.shared && !in.Constraints.RateModel() {
 		cands, err := generator.WorkerCandidates(in)
 		if err != nil {
 			return nil, err
@@ -252,6 +304,54 @@ func newIndex(in generator.Input, key failuredomain.Key) (*index, error) {
 		}
 	}
 	return x, nil
+}
+
+// domain is the report's entry of a domain, added when new.
+func (x *index) domain(name string) *Domain {
+	d, ok := x.domains[name]
+	if !ok {
+		d = &Domain{Domain: name, ControlPlanes: []string{}, Workers: map[string]int{}}
+		x.domains[name] = d
+		x.names = append(x.names, name)
+	}
+	return d
+}
+
+// addNode counts a node of the cluster in its domain (its machine's, by
+// byAddr, or the one its labels name).
+func (x *index) addNode(n *cluster.Node, byAddr map[string]int) {
+	i, ok := byAddr[n.Address]
+	var m *machine.Machine
+	name := ""
+	if ok {
+		m, name = x.in.Machines[i], x.machineDomain[i]
+	} else {
+		name = x.key.OfNode(n)
+	}
+	d := x.domain(name)
+	if n.ControlPlane {
+		d.ControlPlanes = append(d.ControlPlanes, n.Address)
+		x.badControlPlane = x.badControlPlane || m == nil || len(x.in.NodeTaints[n.Address]) > 0 ||
+			!slices.Contains([]machine.State{machine.StateHealthy, machine.StateUpdating, machine.StateUninitialized}, m.Status.State)
+		return
+	}
+	x.workers++
+	role := n.Labels[labels.Role]
+	if m != nil {
+		role = m.Spec.Role
+	}
+	d.Workers[role]++
+	if m == nil {
+		return
+	}
+	if m.Status.State == machine.StateHealthy {
+		x.healthyWorkers++
+		x.healthyIn[name]++
+	}
+	if !x.in.Rebooting[n.Address] && x.in.Template.WorkerFor(m.Spec.Role) != nil &&
+		!taints.StateTaintsEqual(n.Taints, []cluster.Taint{*taints.ForState(machine.StateUnreachable, false)}) {
+		x.retaints[name] = true
+	}
 }
 
 // recoveries are the domains' recoveries, in the order of x.names. The
@@ -275,8 +375,13 @@ func (x *index) recoveries() []Recovery {
 // recoveryOf is the plan the daemon would make with every machine of the
 // domain UNREACHABLE.
 func (x *index) recoveryOf(name string) Recovery {
+	if x.fixed != nil {
+		return *x.fixed
+	}
 	if x.shared && len(x.domains[name].ControlPlanes) == 0 {
-		return x.sharedRecovery(name)
+		if rec, ok := x.sharedRecovery(name); ok {
+			return rec
+		}
 	}
 	return x.plan(name)
 }
@@ -291,9 +396,12 @@ func (x *index) recoveryOf(name string) Recovery {
 //   - rule 5 had no replacement for a bad control plane: no candidate, and
 //     no promotable worker or too few workers; the loss adds no candidate,
 //     and the workers rule 6 may add are no candidates for it either (a
-//     HEALTHY untainted machine the placement admits would have been one),
-//     and a promotion needed a worker count the settled cluster did not
-//     have with rule 6 idle;
+//     HEALTHY untainted machine the placement admits would have been one);
+//     but the worker rule 6 adds comes beside the domain's lost workers,
+//     which stay nodes, so after it the workers may be enough for a
+//     promotion: with a bad control plane and rule 6, the loss is planned
+//     (ok false), and so with rule 10 (spread: quorum) and a domain
+//     holding too many control planes, for the same reason;
 //   - rule 6 (count model) applies when the HEALTHY workers left fall
 //     below minimum-workers, workers are under maximum-workers and a
 //     candidate is left outside the domain; the rate model's rule 6 has no
@@ -309,7 +417,7 @@ func (x *index) recoveryOf(name string) Recovery {
 //
 // So the plan is one step, or none, and settles. TestRecoveryIsThePlan
 // compares it with the plans the generator makes.
-func (x *index) sharedRecovery(name string) Recovery {
+func (x *index) sharedRecovery(name string) (Recovery, bool) {
 	c := x.in.Constraints
 	rule6 := false
 	if !c.RateModel() {
@@ -317,11 +425,14 @@ func (x *index) sharedRecovery(name string) Recovery {
 		atMax := c.MaximumWorkers > 0 && x.workers >= c.MaximumWorkers
 		rule6 = left < c.MinimumWorkers && !atMax && x.candidatesTotal-x.candidates[name] > 0
 	}
+	if rule6 && (x.badControlPlane || x.spreadAtRisk) {
+		return Recovery{}, false
+	}
 	steps := 0
 	if rule6 || x.retaints[name] {
 		steps = 1
 	}
-	return Recovery{Steps: steps, Result: generator.PlanSettled}
+	return Recovery{Steps: steps, Result: generator.PlanSettled}, true
 }
 
 // plan runs the generator's plan on the input with the domain's machines

@@ -9,13 +9,19 @@ import (
 	"text/tabwriter"
 
 	"github.com/ckegen/ckegen/failuredomain"
+	"github.com/ckegen/ckegen/generator"
 )
 
-// Text is the report for people: a line on the cluster, a line for each
-// domain at risk, then a table of the domains, those at risk first, the
-// others in the key's order.
+// Text is the report for people: a line on the cluster it is made on
+// when the input has a pending plan, a line on the cluster, a line for
+// each domain at risk, then a table of the domains, those at risk first,
+// the others in the key's order.
 func (r *Report) Text() []byte {
 	var b bytes.Buffer
+	if s := r.basisText(); s != "" {
+		b.WriteString(s)
+		b.WriteByte('\n')
+	}
 	fmt.Fprintf(&b, "failure domain: %s; %s, quorum %d; %s\n", r.FailureDomain, plural(r.ControlPlanes, "control plane"), r.Quorum, r.modelText())
 	if r.Generated {
 		b.WriteString("cluster: the one Generate would make (no current cluster)\n")
@@ -25,6 +31,9 @@ func (r *Report) Text() []byte {
 	}
 	if len(r.AtRisk) == 0 {
 		fmt.Fprintf(&b, "at risk: none (no %s holds more than %s)\n", r.FailureDomain, plural(failuredomain.Limit(r.ControlPlanes), "control plane"))
+	}
+	for _, w := range r.WarningsNow {
+		fmt.Fprintf(&b, "at risk now, until the pending plan is applied: %s\n", w)
 	}
 	b.WriteByte('\n')
 	tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
@@ -40,15 +49,40 @@ func (r *Report) Text() []byte {
 		return 1
 	})
 	for _, d := range order {
-		quorum := "kept"
-		if d.QuorumLost {
-			quorum = "LOST"
-		}
 		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\n", r.key.Describe(d.Domain), d.Machines, list(d.ControlPlanes), workersText(d.Workers),
-			quorum, r.leftText(&d), recoveryText(d.Recovery))
+			quorumText(&d), r.leftText(&d), r.recoveryText(d.Recovery))
 	}
 	_ = tw.Flush()
 	return b.Bytes()
+}
+
+// basisText is the line that says which cluster the report is made on,
+// when the input's plan is not settled at once ("" when it is).
+func (r *Report) basisText() string {
+	switch {
+	case r.Basis == BasisPendingPlanSettled:
+		return fmt.Sprintf("the cluster has a pending plan of %s: each domain's loss is planned on the cluster it settles on", plural(r.PendingSteps, "step"))
+	case r.PendingRefused != nil && r.PendingSteps == 0:
+		return fmt.Sprintf("the cluster's plan is refused at its first step (%s: %s): each domain's loss is planned on the cluster as it is now",
+			r.PendingRefused.Reason, r.PendingRefused.Message)
+	case r.PendingRefused != nil:
+		return fmt.Sprintf("the cluster has a pending plan that is refused after %s (%s: %s): each domain's loss is planned on the cluster as it is now",
+			plural(r.PendingSteps, "step"), r.PendingRefused.Reason, r.PendingRefused.Message)
+	case r.PendingMaxSteps:
+		return fmt.Sprintf("the cluster has a pending plan that does not settle within %s: the report is on the cluster as it is now, and no domain's loss is planned",
+			plural(r.PendingSteps, "step"))
+	}
+	return ""
+}
+
+// quorumText is whether losing d keeps etcd's quorum, and what it does to
+// the cluster as it is now when that differs.
+func quorumText(d *Domain) string {
+	s := map[bool]string{false: "kept", true: "LOST"}
+	if d.QuorumLost == d.QuorumLostNow {
+		return s[d.QuorumLost]
+	}
+	return s[d.QuorumLost] + " (" + s[d.QuorumLostNow] + " now)"
 }
 
 func (r *Report) modelText() string {
@@ -104,10 +138,44 @@ func workersText(ws map[string]int) string {
 	return strings.Join(parts, ", ")
 }
 
-func recoveryText(rc Recovery) string {
-	s := plural(rc.Steps, "step") + ", " + rc.Result
-	if rc.Error != "" {
+// recoveryText is a recovery's steps and end, with its refusal: in a
+// word when it is the input's own plan's, which the first line gives.
+func (r *Report) recoveryText(rc Recovery) string {
+	var s string
+	switch rc.Result {
+	case NoQuorum:
+		s = noQuorumText(rc)
+	case NotPlanned:
+		s = "not planned: the cluster's own plan does not settle"
+	default:
+		s = plural(rc.Steps, "step") + ", " + rc.Result
+	}
+	switch {
+	case rc.Error == "":
+	case r.PendingRefused != nil && rc.Error == r.PendingRefused.Message:
+		s += " as the cluster's plan is"
+	default:
 		s += ": " + rc.Error
+	}
+	return s
+}
+
+// noQuorumText says that none of the plan's steps can be applied, and how
+// the plan would end (a refusal's message follows it).
+func noQuorumText(rc Recovery) string {
+	var s string
+	switch {
+	case rc.Planned == NotPlanned:
+		return "no quorum: CKE can apply nothing until enough of its control planes return; not planned: the cluster's own plan does not settle"
+	case rc.Steps == 0:
+		s = "no quorum: CKE can apply nothing until enough of its control planes return"
+	case rc.Steps == 1:
+		s = "no quorum: CKE cannot apply the 1 step the planner would make until enough of its control planes return"
+	default:
+		s = fmt.Sprintf("no quorum: CKE can apply none of the %d steps the planner would make until enough of its control planes return", rc.Steps)
+	}
+	if rc.Planned != "" && rc.Planned != generator.PlanSettled {
+		s += "; the plan then ends " + rc.Planned
 	}
 	return s
 }

@@ -39,7 +39,15 @@ it would do: its control planes and workers, whether etcd keeps its quorum
 (the domain holds more than floor((N-1)/2) of the N control planes: it does
 not), the HEALTHY workers left against minimum-workers or
 minimum-workers-rate, and the plan the daemon would make if every machine of
-the domain became UNREACHABLE.
+the domain became UNREACHABLE. A loss that breaks etcd's quorum recovers as
+no-quorum, never settled: CKE can apply none of the plan's steps until enough
+control planes return.
+
+When the input's own plan is pending, the report is made on the cluster it
+settles on, and its first line says so ("basis": "pending-plan-settled" and
+"pendingSteps" in JSON; "quorumLostNow" is each domain's quorum on the cluster
+as it is now). When that plan is refused, or does not settle, the report is
+made on the cluster as it is, with the refusal's reason ("pendingRefused").
 
 The failure domain is sabakan's rack, or the label the placement policy's
 failureDomain names.
