@@ -203,7 +203,24 @@ func Decide(g *Gathered, mem Memory, o Options) *Decision {
 	}
 	d.count(in)
 	d.keepPlan(in, step, settled)
+	if o.RegenerateOnly && step == nil {
+		d.planWarnings()
+	}
 	return d
+}
+
+// planWarnings adds the warnings of the plan's first tick to a decision
+// that made no tick's decision of its own (held, or Regenerate alone
+// with nothing to do): the warnings in force are those of the tick the
+// leader would make.
+func (d *Decision) planWarnings() {
+	switch p := d.Plan; {
+	case p == nil:
+	case len(p.Steps) > 0:
+		d.Warnings = append(d.Warnings, p.Steps[0].Warnings...)
+	default:
+		d.Warnings = append(d.Warnings, p.Warnings...)
+	}
 }
 
 // climbSettings climbs the ladder's rungs decided from the settings
@@ -379,12 +396,7 @@ func (d *Decision) planning(in generator.Input, overLimit string) *Decision {
 		return d.fail(Fail(reason.GenerationError, fmt.Errorf("plan: %w", err)))
 	}
 	d.Plan = p
-	// No decision was made: the plan's first tick has its warnings.
-	if len(p.Steps) > 0 {
-		d.Warnings = append(d.Warnings, p.Steps[0].Warnings...)
-	} else {
-		d.Warnings = append(d.Warnings, p.Warnings...)
-	}
+	d.planWarnings()
 	d.Result, d.Reason = reason.Planning, d.Hold.Reason
 	msg := d.Hold.Message
 	if overLimit != "" {
