@@ -44,7 +44,10 @@ func status(d *decision.Decision, o Outcome, last storage.Status, leader string,
 	if written {
 		st.LastOp, st.LastChanges, st.LastChangeCount = d.Step.Op, statusChanges(d.Step.Changes), len(d.Step.Changes)
 	}
-	st.Warnings = boundWarnings(slices.Concat(d.Warnings, o.Warnings))
+	// The host's auto-repair is noted after the tick (NoteRepair): kept
+	// until it notes otherwise.
+	st.Repair = last.Repair
+	st.Warnings = boundWarnings(slices.Concat(repairWarnings(last.Repair), d.Warnings, o.Warnings))
 	st.Kubernetes = d.Kubernetes
 	if st.Mode == decision.ModeInsideCKE {
 		// The operator has CKE's ckecli: its commands in its words.
