@@ -1,6 +1,7 @@
 package decision
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"time"
@@ -76,9 +77,13 @@ type Decision struct {
 	// past: what holds the leader's tick now.
 	Gated []Hold
 	// Step is the change the tick writes (nil: none), and Data its
-	// cluster as written.
-	Step *generator.Result
-	Data []byte
+	// cluster as written. Unchanged: the step leaves the cluster as it
+	// is (a Regenerate that renders every node as before): its write
+	// records the template revision the cluster is now built from, and
+	// is no op (no history entry, no last op).
+	Step      *generator.Result
+	Data      []byte
+	Unchanged bool
 	// Plan is the plan from the cluster as read: the ticks the leader
 	// would make if nothing else changed, Step first when there is one;
 	// nil when none was computed.
@@ -381,6 +386,10 @@ func (d *Decision) check(step *generator.Result) error {
 		return Fail(reason.InvalidCluster, fmt.Errorf("the generated cluster would be refused by CKE: %w", err))
 	}
 	d.Data = data
+	if cur := d.Gathered.Settings.Current; len(step.Changes) == 0 && cur != nil {
+		was, err := cur.AppendJSON(nil)
+		d.Unchanged = err == nil && bytes.Equal(was, data)
+	}
 	return nil
 }
 
