@@ -46,8 +46,8 @@ func status(d *decision.Decision, o Outcome, last storage.Status, leader string,
 	}
 	// The host's auto-repair is noted after the tick (NoteRepair): kept
 	// until it notes otherwise.
-	st.Repair = last.Repair
-	st.Warnings = boundWarnings(slices.Concat(repairWarnings(last.Repair), d.Warnings, o.Warnings))
+	st.Repair = carriedRepair(d, last)
+	st.Warnings = boundWarnings(slices.Concat(repairWarnings(st.Repair), d.Warnings, o.Warnings))
 	st.Kubernetes = d.Kubernetes
 	if st.Mode == decision.ModeInsideCKE {
 		// The operator has CKE's ckecli: its commands in its words.

@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"slices"
 
+	"github.com/ckegen/ckegen/decision"
 	"github.com/ckegen/ckegen/storage"
 )
 
@@ -57,8 +58,18 @@ func repairWarning(r *storage.RepairStatus) string {
 	return r.Message
 }
 
+// carriedRepair is what a tick's status keeps of the host's auto-repair
+// from the last status: inside CKE's server, where the host notes it;
+// nothing elsewhere (ckegen's daemons run no auto-repair).
+func carriedRepair(d *decision.Decision, last storage.Status) *storage.RepairStatus {
+	if d.Options.Mode != decision.ModeInsideCKE {
+		return nil
+	}
+	return last.Repair
+}
+
 // repairWarnings are the warnings a status carries of the host's
-// auto-repair, as the last status had them.
+// auto-repair.
 func repairWarnings(r *storage.RepairStatus) []string {
 	if r == nil {
 		return nil

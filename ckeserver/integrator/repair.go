@@ -28,6 +28,10 @@ import (
 // queue and registers every non-healthy machine again at every call.
 // Given the stored queue too, CKE's repairer leaves a machine already
 // queued alone, as it does while an API server answers.
+//
+// CKE queues nothing while the machines to queue do not all fit under
+// maximum-repair-queue-entries: ckegen's status then says which machines
+// wait and why (fullQueue), until they are queued.
 func (ig *Integrator) repair(ctx context.Context, status *cke.ClusterStatus) {
 	lg := ig.cfg.Log.With("what", "auto-repair")
 	waiting, err := ig.autoRepair(ctx, status, lg)
@@ -37,7 +41,7 @@ func (ig *Integrator) repair(ctx context.Context, status *cke.ClusterStatus) {
 	if err != nil {
 		// What waits is not known this time: the status keeps what it
 		// said.
-		lg.Warn(err.Error())
+		lg.Warn("auto-repair did not run", "error", err)
 		return
 	}
 	st, changed, err := ig.step.NoteRepair(ctx, waiting)
