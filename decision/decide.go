@@ -1,6 +1,7 @@
 package decision
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"time"
@@ -76,9 +77,13 @@ type Decision struct {
 	// past: what holds the leader's tick now.
 	Gated []Hold
 	// Step is the change the tick writes (nil: none), and Data its
-	// cluster as written.
-	Step *generator.Result
-	Data []byte
+	// cluster as written. Unchanged: the step leaves the cluster as it
+	// is (a Regenerate that renders every node as before): its write
+	// records the template revision the cluster is now built from, and
+	// is no op (no history entry, no last op).
+	Step      *generator.Result
+	Data      []byte
+	Unchanged bool
 	// Plan is the plan from the cluster as read: the ticks the leader
 	// would make if nothing else changed, Step first when there is one;
 	// nil when none was computed.
@@ -203,7 +208,24 @@ func Decide(g *Gathered, mem Memory, o Options) *Decision {
 	}
 	d.count(in)
 	d.keepPlan(in, step, settled)
+	if o.RegenerateOnly && step == nil {
+		d.planWarnings()
+	}
 	return d
+}
+
+// planWarnings adds the warnings of the plan's first tick to a decision
+// that made no tick's decision of its own (held, or Regenerate alone
+// with nothing to do): the warnings in force are those of the tick the
+// leader would make.
+func (d *Decision) planWarnings() {
+	switch p := d.Plan; {
+	case p == nil:
+	case len(p.Steps) > 0:
+		d.Warnings = append(d.Warnings, p.Steps[0].Warnings...)
+	default:
+		d.Warnings = append(d.Warnings, p.Warnings...)
+	}
 }
 
 // climbSettings climbs the ladder's rungs decided from the settings
@@ -364,6 +386,10 @@ func (d *Decision) check(step *generator.Result) error {
 		return Fail(reason.InvalidCluster, fmt.Errorf("the generated cluster would be refused by CKE: %w", err))
 	}
 	d.Data = data
+	if cur := d.Gathered.Settings.Current; len(step.Changes) == 0 && cur != nil {
+		was, err := cur.AppendJSON(nil)
+		d.Unchanged = err == nil && bytes.Equal(was, data)
+	}
 	return nil
 }
 
@@ -379,12 +405,7 @@ func (d *Decision) planning(in generator.Input, overLimit string) *Decision {
 		return d.fail(Fail(reason.GenerationError, fmt.Errorf("plan: %w", err)))
 	}
 	d.Plan = p
-	// No decision was made: the plan's first tick has its warnings.
-	if len(p.Steps) > 0 {
-		d.Warnings = append(d.Warnings, p.Steps[0].Warnings...)
-	} else {
-		d.Warnings = append(d.Warnings, p.Warnings...)
-	}
+	d.planWarnings()
 	d.Result, d.Reason = reason.Planning, d.Hold.Reason
 	msg := d.Hold.Message
 	if overLimit != "" {

@@ -116,7 +116,7 @@ func TestQuorumAtRisk(t *testing.T) {
 		g := e.leaderGauges()
 		return strings.Contains(g, "ckegen_failure_domains_at_risk 1") && strings.Contains(g, `ckegen_failure_domain_control_planes{domain="4"} 2`)
 	})
-	if m := e.mustCtl("sabakan", "map", "--color", "never", "--width", "200"); !strings.Contains(m, "  4! ") || !strings.Contains(m, "\nquorum at risk (!): "+words+"\n") {
+	if m := e.mustCtl("sabakan", "map", "--color", "never", "--width", "200"); !strings.Contains(m, "  4# ") || !strings.Contains(m, "\nquorum at risk (#): "+words+"\n") {
 		t.Errorf("map:\n%s", m)
 	}
 
@@ -173,7 +173,7 @@ func TestQuorumAtRisk(t *testing.T) {
 	if table := e.mustCtl("sabakan", "status"); strings.Contains(table, "AT RISK") {
 		t.Errorf("status table after the move:\n%s", table)
 	}
-	if m := e.mustCtl("sabakan", "map", "--color", "never", "--width", "200"); strings.Contains(m, "!  ") || strings.Contains(m, "quorum at risk") {
+	if m := e.mustCtl("sabakan", "map", "--color", "never", "--width", "200"); strings.Contains(m, "#  ") || strings.Contains(m, "quorum at risk") {
 		t.Errorf("map after the move:\n%s", m)
 	}
 	if g := e.leaderGauges(); !strings.Contains(g, `ckegen_failure_domain_control_planes{domain="4"} 1`) {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/ckegen/ckegen/cluster"
 	"github.com/ckegen/ckegen/failuredomain"
+	"github.com/ckegen/ckegen/generator"
 	"github.com/ckegen/ckegen/machine"
 )
 
@@ -39,7 +40,7 @@ func keyOf(k failuredomain.Key) *failuredomain.Key { return &k }
 
 // TestMapMarksDomainsAtRisk: by rack, rack 4 (two of three control
 // planes) is marked, in JSON (the map's quorumAtRisk with the words, the
-// rack's) and in text (its number marked !, red in colour, and a line
+// rack's) and in text (its number marked #, red in colour, and a line
 // under the map); rack 11 is not. By power feed, feed a holds the control
 // planes of racks 4 and 11, and both are marked. Without a failure domain,
 // nothing is.
@@ -68,10 +69,11 @@ func TestMapMarksDomainsAtRisk(t *testing.T) {
 	if err := m.WriteText(&color, TextOptions{Width: 100, Color: true}); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.HasPrefix(plain.String(), "rack  4! 11\n") || !strings.Contains(plain.String(), "\nquorum at risk (!): "+words+"\n") {
+	if !strings.HasPrefix(plain.String(), "rack  4# 11\n") || !strings.Contains(plain.String(), "\nquorum at risk (#): "+words+"\n") ||
+		!strings.Contains(plain.String(), " # rack whose loss breaks etcd's quorum\n") {
 		t.Errorf("text:\n%s", plain.String())
 	}
-	if !strings.HasPrefix(color.String(), "rack  \x1b[1;31m4\x1b[0m! 11\n") {
+	if !strings.HasPrefix(color.String(), "rack  \x1b[1;31m4\x1b[0m# 11\n") {
 		t.Errorf("colour: %q", color.String())
 	}
 
@@ -80,7 +82,7 @@ func TestMapMarksDomainsAtRisk(t *testing.T) {
 	if err := m.WriteText(&narrow, TextOptions{Width: 30}); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(narrow.String(), "\nquorum at risk (!): rack 4\n  holds 2 of 3 control\n") {
+	if !strings.Contains(narrow.String(), "\nquorum at risk (#): rack 4\n  holds 2 of 3 control\n") {
 		t.Errorf("narrow:\n%s", narrow.String())
 	}
 
@@ -93,8 +95,8 @@ func TestMapMarksDomainsAtRisk(t *testing.T) {
 	if err := feed.WriteText(&plain, TextOptions{Width: 200}); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.HasPrefix(plain.String(), "rack  4! 11!\n") ||
-		!strings.Contains(plain.String(), "\nquorum at risk (! over racks 4, 11): power-feed a holds 2 of 3 control planes: losing it breaks etcd's quorum\n") {
+	if !strings.HasPrefix(plain.String(), "rack  4# 11#\n") ||
+		!strings.Contains(plain.String(), "\nquorum at risk (# over racks 4, 11): power-feed a holds 2 of 3 control planes: losing it breaks etcd's quorum\n") {
 		t.Errorf("by power feed:\n%s", plain.String())
 	}
 
@@ -108,5 +110,24 @@ func TestMapMarksDomainsAtRisk(t *testing.T) {
 	spread.Current.Nodes = append(spread.Current.Nodes, node("10.0.9.9", true)) // its machine gone: a domain of its own
 	if m := Build(spread); m.FailureDomain != "rack" || m.QuorumAtRisk != nil || m.Racks[0].QuorumAtRisk != nil {
 		t.Errorf("no domain at risk: %+v", m.QuorumAtRisk)
+	}
+}
+
+// TestMarksDistinct: the mark of a rack at risk is none of the marks and
+// symbols of a cell, so that a map says one thing with each.
+func TestMarksDistinct(t *testing.T) {
+	cellMarks := map[byte]string{}
+	for _, k := range []Kind{KindControlPlane, KindWorker, KindUnused, KindUnusable} {
+		cellMarks[k.Symbol()] = "the symbol of " + string(k)
+	}
+	for _, c := range []Cell{{Kind: KindWorker, Rebooting: true}, {Kind: KindWorker, Why: "UNHEALTHY"}} {
+		cellMarks[c.Marker()] = "a cell's mark"
+	}
+	for _, a := range []string{generator.ActionAddWorker, generator.ActionPromoteWorker, generator.ActionDemoteControlPlane,
+		generator.ActionRerender, generator.ActionRemoveUnmatchedWorker} {
+		cellMarks[ChangeMarker(a)] = "the mark of " + a
+	}
+	if what, ok := cellMarks[riskMarker]; ok {
+		t.Errorf("a rack at risk is marked %c, as is %s", riskMarker, what)
 	}
 }

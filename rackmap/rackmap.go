@@ -544,10 +544,15 @@ func (c *Cell) Marker() byte {
 		return '~'
 	}
 	if c.Kind.Member() && c.Why != "" {
-		return '!'
+		return troubleMarker
 	}
 	return ' '
 }
+
+// troubleMarker marks a node whose machine is not HEALTHY or not
+// returned by the query.
+const troubleMarker = '!'
+
 
 // Symbol is the character of a kind: C, w, . or -.
 func (k Kind) Symbol() byte {

@@ -91,7 +91,7 @@ func (m *Map) WriteText(w io.Writer, o TextOptions) error {
 	}
 	bw.WriteByte('\n')
 	m.writeSummary(t, width)
-	writeLegend(t, width)
+	writeLegend(t, width, len(m.QuorumAtRisk) > 0)
 	return bw.Flush()
 }
 
@@ -152,7 +152,7 @@ func (t *textWriter) value(s string) {
 	t.line.WriteByte(' ')
 }
 
-// rackHeader writes a rack's number, marked ! (and red, in colour) when
+// rackHeader writes a rack's number, marked # (and red, in colour) when
 // the rack holds control planes of a failure domain whose loss breaks
 // etcd's quorum.
 func (t *textWriter) rackHeader(r *Rack) {
@@ -169,9 +169,10 @@ func (t *textWriter) rackHeader(r *Rack) {
 	t.line.WriteByte(riskMarker)
 }
 
-// riskMarker marks a rack at risk; riskColor colours its number.
+// riskMarker marks a rack at risk, a mark of its own (the cells' are
+// troubleMarker, '~' and the next step's); riskColor colours its number.
 const (
-	riskMarker = '!'
+	riskMarker = '#'
 	riskColor  = "1;31"
 )
 
@@ -336,8 +337,8 @@ func (m *Map) writeSummary(t *textWriter, width int) {
 	}
 }
 
-// riskMark says where a domain at risk is marked: " (!)" when it is the
-// rack marked, " (! over racks 4, 11)" when its control planes are in
+// riskMark says where a domain at risk is marked: " (#)" when it is the
+// rack marked, " (# over racks 4, 11)" when its control planes are in
 // those racks, "" when none of them is a machine of the map.
 func (m *Map) riskMark(d DomainAtRisk) string {
 	switch {
@@ -392,9 +393,15 @@ func byRole(counts map[string]int, roles []string) string {
 	return " (" + strings.Join(parts, ", ") + ")"
 }
 
-func writeLegend(t *textWriter, width int) {
+// writeLegend says what the cells and marks mean; atRisk: a rack is
+// marked at risk.
+func writeLegend(t *textWriter, width int, atRisk bool) {
 	t.wrapped("cells: ", []string{"C control plane", "w worker", ". unused candidate", "- not usable"}, "  ", width, "       ")
-	t.wrapped("marks: ", []string{"~ rebooting", "! node on a machine not HEALTHY or filtered out"}, "  ", width, "       ")
+	marks := []string{"~ rebooting", string(troubleMarker) + " node on a machine not HEALTHY or filtered out"}
+	if atRisk {
+		marks = append(marks, string(riskMarker)+" rack whose loss breaks etcd's quorum")
+	}
+	t.wrapped("marks: ", marks, "  ", width, "       ")
 	t.wrapped("next:  ", []string{"+ added", "^ promoted", "v demoted", "x removed", "* re-rendered"}, "  ", width, "       ")
 	if !t.color {
 		return

@@ -350,7 +350,7 @@ func (c *Client) classify(ctx context.Context, err error) error {
 	case errors.Is(err, errMalformed):
 		return &classified{ErrQuery, prefix + clip.Value(err.Error())}
 	case errors.As(err, &tr):
-		return &classified{ErrUnreachable, prefix + tr.Error()}
+		return &classified{ErrUnreachable, prefix + Plain(tr.err)}
 	}
 	// The answer came and could not be decoded: bad JSON, a wrong type, a
 	// date that does not parse, a body cut short.

@@ -72,7 +72,34 @@ type Status struct {
 	// last tick that queried sabakan left the cluster
 	// (docs/failure-domains.md); nil before.
 	Domains *FailureDomains `json:"domains,omitempty"`
+	// Repair is, inside CKE's server, why CKE's sabakan-triggered
+	// auto-repair leaves machines waiting for a repair queue entry
+	// (docs/inside-cke.md); nil while none waits.
+	Repair *RepairStatus `json:"repair,omitempty"`
 	ChangeStatus
+}
+
+// RepairStatus says which machines auto-repair would queue for repair
+// and why they wait: the repair queue holds Entries of Maximum
+// (maximum-repair-queue-entries), Stale of them for machines sabakan no
+// longer reports non-healthy and Repeated a second entry of a machine.
+// WaitingCount machines wait, the first MaxChanges of them in Waiting.
+// Message says it in words, and is a warning of the status too.
+type RepairStatus struct {
+	Entries      int             `json:"entries"`
+	Maximum      int             `json:"maximum"`
+	Stale        int             `json:"stale"`
+	Repeated     int             `json:"repeated"`
+	WaitingCount int             `json:"waitingCount"`
+	Waiting      []RepairWaiting `json:"waiting"`
+	Message      string          `json:"message"`
+}
+
+// RepairWaiting is a machine waiting for a repair queue entry.
+type RepairWaiting struct {
+	Address string `json:"address"`
+	Serial  string `json:"serial"`
+	State   string `json:"state"`
 }
 
 // InventoryFigures count a tick's machines by state and the cluster's

@@ -52,7 +52,7 @@ func (s *Step) act(ctx context.Context, leaderKey string, d *decision.Decision) 
 			return o
 		}
 		o.Revision, clusterRev = rev, rev
-		if err := s.cfg.Storage.AddHistory(ctx, leaderKey, historyEntry(d, rev)); err != nil {
+		if err := s.addHistory(ctx, leaderKey, d, rev); err != nil {
 			// The cluster is written: a history that could not be
 			// recorded is logged, not a failed tick.
 			s.log.Error("history not recorded", "error", err)
@@ -60,6 +60,16 @@ func (s *Step) act(ctx context.Context, leaderKey string, d *decision.Decision) 
 	}
 	s.keepPlan(ctx, leaderKey, d, clusterRev, &o)
 	return o
+}
+
+// addHistory records the decision's step, written at etcd revision rev,
+// in the history; a step that leaves the cluster as it is (it records the
+// template revision alone) is no op to keep.
+func (s *Step) addHistory(ctx context.Context, leaderKey string, d *decision.Decision, rev int64) error {
+	if d.Unchanged {
+		return nil
+	}
+	return s.cfg.Storage.AddHistory(ctx, leaderKey, historyEntry(d, rev))
 }
 
 // write stores the decision's cluster with the template revision it was

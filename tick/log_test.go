@@ -5,6 +5,8 @@ import (
 	"log/slog"
 	"strings"
 	"testing"
+
+	"github.com/ckegen/ckegen/decision"
 )
 
 // TestLogSaysWhatChanged: the log tells what changed, not every tick.
@@ -66,5 +68,79 @@ func TestLogSaysWhatChanged(t *testing.T) {
 	d.run(ctx, leader)
 	if n := count(`level=INFO msg="tick recovered" failed_with=SABAKAN_UNREACHABLE result=ok`); n != 1 {
 		t.Errorf("the recovery logged %d times, want once:\n%s", n, logs.String())
+	}
+}
+
+// TestFailedTickOneLine: a tick that cannot reach sabakan logs one line,
+// naming the reason and sabakan's URL, with what went wrong in plain
+// words and without the request and addresses Go's errors wrap around it.
+func TestFailedTickOneLine(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	leader := f.lead(t)
+	var logs lockedBuffer
+	d := f.step("d", func(c *testConfig) { c.Log = slog.New(slog.NewTextHandler(&logs, nil)) })
+	d.run(ctx, leader)
+	const url = "http://127.0.0.1:1/graphql"
+	must(t, f.st.SetURL(ctx, url))
+	for range 2 {
+		before := len(logs.String())
+		d.run(ctx, leader)
+		lines := strings.Split(strings.TrimSpace(logs.String()[before:]), "\n")
+		want := `reason=SABAKAN_UNREACHABLE error="sabakan at ` + url + `: connection refused"`
+		if len(lines) != 1 || !strings.Contains(lines[0], want) {
+			t.Errorf("a failed tick logged %d lines, want one with %s:\n%s", len(lines), want, strings.Join(lines, "\n"))
+		}
+		for _, raw := range []string{`Post \"`, "dial tcp"} {
+			if strings.Contains(lines[0], raw) {
+				t.Errorf("a failed tick's log has Go's wrapped error text %q:\n%s", raw, lines[0])
+			}
+		}
+	}
+}
+
+// TestRestartLogsNothingNew: a process that starts into the state the
+// last one left logs no warning again and no "cleared": for ckegen's
+// daemon (a new leadership, a tick) and inside CKE's server (Init's
+// Regenerate, then a tick). A warning that did change is told.
+func TestRestartLogsNothingNew(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	// A warning of the settings, and one of the generator.
+	c, _ := f.st.GetConstraints(ctx)
+	c.ControlPlaneCount = 4
+	must(t, f.st.SetConstraints(ctx, c))
+	typo := `{"name":"t","nodes":[{"user":"u","control_plane":true},` +
+		`{"user":"u","labels":{"cke.cybozu.com/role":"compute"}},` +
+		`{"user":"u","labels":{"cke.cybozu.com/role":"gpuu"}}],"service_subnet":"10.68.0.0/16",` + testOptions + `}`
+	must(t, f.st.SetTemplate(ctx, []byte(typo)))
+	for _, inside := range []bool{false, true} {
+		mode := ""
+		if inside {
+			mode = decision.ModeInsideCKE
+		}
+		first := f.step("d", func(c *testConfig) { c.Mode = mode })
+		leader, end := f.leadSession(t, "first")
+		first.run(ctx, leader)
+		first.run(ctx, leader)
+		end()
+		if w := first.Status().Warnings; len(w) != 2 {
+			t.Fatalf("no warning: the test's inputs are not what it means")
+		}
+		var logs lockedBuffer
+		again := f.step("d", func(c *testConfig) {
+			c.Mode = mode
+			c.Log = slog.New(slog.NewTextHandler(&logs, nil))
+		})
+		leader, end = f.leadSession(t, "again")
+		if inside {
+			again.Regenerate(ctx, leader, nil)
+		}
+		again.run(ctx, leader)
+		again.run(ctx, leader)
+		if strings.Contains(logs.String(), "tick warning") {
+			t.Errorf("inside CKE %v: a restart into the same state logged:\n%s", inside, logs.String())
+		}
+		end()
 	}
 }

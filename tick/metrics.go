@@ -150,6 +150,8 @@ var (
 		"The Unix time of the leader's last tick (inside CKE's server: the last time CKE's server called ckegen).", nil, nil)
 	descRunTime = prometheus.NewDesc("ckegen_integration_timestamp_seconds",
 		"The Unix time of the leader's last tick that ran the integration (not held back by CKE's pace, disabled or waiting); exported while the integration is ckegen's.", nil, nil)
+	descRepairWaiting = prometheus.NewDesc("ckegen_auto_repair_waiting_machines",
+		"Inside CKE's server, the number of machines CKE's sabakan-triggered auto-repair would queue for repair that wait because the repair queue is at maximum-repair-queue-entries.", nil, nil)
 	descInterval = prometheus.NewDesc("ckegen_tick_interval_seconds",
 		"The pace the leader's host runs ticks at (ckegen's --interval, or CKE's server's): a tick older than three of them means its host stopped calling.", nil, nil)
 )
@@ -162,7 +164,7 @@ func (l *lastTick) Describe(ch chan<- *prometheus.Desc) {
 		}
 	}
 	for _, d := range []*prometheus.Desc{descMachines, descIntolerable, descPlacement, descDomainsAtRisk, descDomainControlPlanes, descModel, descRate, descMinimumRate,
-		descWarnings, descPending, descQuiet, descHeld, descWaiting, descFailing, descTickTime, descRunTime, descInterval} {
+		descWarnings, descPending, descQuiet, descHeld, descWaiting, descFailing, descTickTime, descRunTime, descInterval, descRepairWaiting} {
 		ch <- d
 	}
 }
@@ -181,6 +183,13 @@ func (l *lastTick) Collect(ch chan<- prometheus.Metric) {
 	gauge(descTickTime, unix(st.Time))
 	if st.Interval > 0 {
 		gauge(descInterval, time.Duration(st.Interval).Seconds())
+	}
+	if st.Mode == decision.ModeInsideCKE {
+		waiting := 0
+		if st.Repair != nil {
+			waiting = st.Repair.WaitingCount
+		}
+		gauge(descRepairWaiting, float64(waiting))
 	}
 	switch st.Result {
 	case reason.Held:

@@ -41,10 +41,13 @@ func status(d *decision.Decision, o Outcome, last storage.Status, leader string,
 	case reason.OK, reason.Planning:
 		st.LastSuccess = d.At
 	}
-	if written {
+	if written && !d.Unchanged {
 		st.LastOp, st.LastChanges, st.LastChangeCount = d.Step.Op, statusChanges(d.Step.Changes), len(d.Step.Changes)
 	}
-	st.Warnings = boundWarnings(slices.Concat(d.Warnings, o.Warnings))
+	// The host's auto-repair is noted after the tick (NoteRepair): kept
+	// until it notes otherwise.
+	st.Repair = carriedRepair(d, last)
+	st.Warnings = boundWarnings(slices.Concat(repairWarnings(st.Repair), d.Warnings, o.Warnings))
 	st.Kubernetes = d.Kubernetes
 	if st.Mode == decision.ModeInsideCKE {
 		// The operator has CKE's ckecli: its commands in its words.
@@ -227,7 +230,8 @@ func logState(st storage.Status) string {
 // nothing per tick. It returns what the log has said now.
 func logTick(log *slog.Logger, d *decision.Decision, o Outcome, st storage.Status, was decision.Logged) decision.Logged {
 	now := decision.Logged{State: logState(st), Warnings: was.Warnings}
-	if d.Step != nil && o.Err == nil {
+	op := d.Step != nil && o.Err == nil && !d.Unchanged
+	if op {
 		// A write is an event: the state after it is not "nothing to
 		// do" yet.
 		now.State += " wrote"
@@ -256,7 +260,7 @@ func logTick(log *slog.Logger, d *decision.Decision, o Outcome, st storage.Statu
 	case wasFailing:
 		log.Info("tick recovered", "failed_with", strings.TrimPrefix(was.State, reason.Failing+" "), "result", st.Result)
 	}
-	if d.Step != nil && o.Err == nil {
+	if op {
 		log.Info("cluster updated", "op", d.Step.Op, "changes", changeSummary(d.Step.Changes), "nodes", len(d.Step.Cluster.Nodes))
 	}
 	if now.State == was.State || st.Result == reason.Failing {
@@ -276,7 +280,7 @@ func logTick(log *slog.Logger, d *decision.Decision, o Outcome, st storage.Statu
 	case reason.Waiting:
 		log.Info("waiting for the settings", "reason", st.Reason, "why", st.Message)
 	case reason.OK:
-		if d.Step == nil {
+		if !op {
 			nodes := 0
 			if c := d.Gathered.Settings.Current; c != nil {
 				nodes = len(c.Nodes)

@@ -187,7 +187,7 @@ func (s *Step) run(ctx context.Context, leaderKey string, kube decision.Kubernet
 	}
 	d := decision.Decide(g, s.memory, o)
 	out := s.act(ctx, leaderKey, d)
-	res := Result{Decision: d, Err: failure(d, out), Warnings: len(d.Warnings) + len(out.Warnings)}
+	res := Result{Decision: d, Err: failure(d, out), Warnings: len(repairWarnings(carriedRepair(d, s.memory.Last))) + len(d.Warnings) + len(out.Warnings)}
 	res.Duration = time.Since(start)
 	if res.Err != nil && errors.Is(ctx.Err(), context.Canceled) {
 		// Cut short by shutdown or the end of leadership: not a failure

@@ -3,9 +3,16 @@ package integrator
 import (
 	"context"
 	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
 
 	"github.com/cybozu-go/cke"
 	ckesabakan "github.com/cybozu-go/cke/sabakan"
+
+	"github.com/ckegen/ckegen/reason"
+	"github.com/ckegen/ckegen/sabakan"
+	"github.com/ckegen/ckegen/storage"
 )
 
 // repair is CKE v1.35.4's sabakan-triggered auto-repair, with CKE's own
@@ -21,49 +28,185 @@ import (
 // queue and registers every non-healthy machine again at every call.
 // Given the stored queue too, CKE's repairer leaves a machine already
 // queued alone, as it does while an API server answers.
+//
+// CKE queues nothing while the machines to queue do not all fit under
+// maximum-repair-queue-entries: ckegen's status then says which machines
+// wait and why (fullQueue), until they are queued.
 func (ig *Integrator) repair(ctx context.Context, status *cke.ClusterStatus) {
 	lg := ig.cfg.Log.With("what", "auto-repair")
-	disabled, err := ig.cke.IsAutoRepairDisabled(ctx)
-	if err != nil {
-		lg.Warn("auto-repair switch not read", "error", err)
+	waiting, err := ig.autoRepair(ctx, status, lg)
+	if errors.Is(err, errSaid) {
 		return
 	}
-	if disabled {
+	if err != nil {
+		// What waits is not known this time: the status keeps what it
+		// said.
+		lg.Warn("auto-repair did not run", "error", err)
 		return
+	}
+	st, changed, err := ig.step.NoteRepair(ctx, waiting)
+	if err != nil {
+		lg.Warn("auto-repair's state not recorded in ckegen's status", "error", err)
+		return
+	}
+	if changed {
+		ig.metrics.Amend(st)
+	}
+}
+
+// errSaid: auto-repair did not run, for a reason the tick's log said.
+var errSaid = errors.New("said by the tick")
+
+// autoRepair registers the entries CKE's repairer returns, and returns
+// what waits (nil: nothing; an error: not known).
+func (ig *Integrator) autoRepair(ctx context.Context, status *cke.ClusterStatus, lg *slog.Logger) (*storage.RepairStatus, error) {
+	disabled, err := ig.cke.IsAutoRepairDisabled(ctx)
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("auto-repair switch not read: %w", err)
+	case disabled:
+		return nil, nil
 	}
 	machines, err := ckesabakan.QueryNonHealthy(ctx, ig.cke)
-	if err != nil {
-		if !errors.Is(err, cke.ErrNotFound) {
-			lg.Warn("sabakan not queried for non-healthy machines", "error", err)
-		}
-		return
+	switch {
+	case errors.Is(err, cke.ErrNotFound):
+		return nil, nil // no URL yet: ckegen's status says so
+	case err != nil && ig.step.Last().Reason == reason.SabakanUnreachable:
+		// The tick's log line said so already: one line a tick.
+		return nil, errSaid
+	case err != nil:
+		return nil, fmt.Errorf("sabakan not queried for non-healthy machines: %s", sabakan.Plain(err))
 	}
 	stored, err := ig.cke.GetRepairsEntries(ctx)
 	if err != nil {
-		lg.Warn("repair queue not read", "error", err)
-		return
+		return nil, fmt.Errorf("repair queue not read: %w", err)
 	}
 	reboots, err := ig.cke.GetRebootsEntries(ctx)
 	if err != nil {
-		lg.Warn("reboot queue not read", "error", err)
-		return
+		return nil, fmt.Errorf("reboot queue not read: %w", err)
 	}
 	constraints, err := ig.cke.GetConstraints(ctx)
 	switch {
 	case errors.Is(err, cke.ErrNotFound):
 		constraints = cke.DefaultConstraints()
 	case err != nil:
-		lg.Warn("constraints not read", "error", err)
-		return
+		return nil, fmt.Errorf("constraints not read: %w", err)
 	}
-	entries := ckesabakan.Repairer(machines, queued(status.RepairQueue.Entries, stored), cke.DedupRebootQueueEntries(reboots), status.NodeStatuses, constraints)
+	queue, reboots := queued(status.RepairQueue.Entries, stored), cke.DedupRebootQueueEntries(reboots)
+	entries := ckesabakan.Repairer(machines, queue, reboots, status.NodeStatuses, constraints)
 	for _, e := range entries {
 		if err := ig.cke.RegisterRepairsEntry(ctx, e); err != nil {
-			lg.Warn("repair entry not registered", "address", e.Address, "error", err)
-			return
+			return nil, fmt.Errorf("repair entry for %s not registered: %w", e.Address, err)
 		}
 		lg.Info("repair entry registered", "address", e.Address, "operation", e.Operation)
 	}
+	if len(entries) > 0 {
+		return nil, nil
+	}
+	return fullQueue(machines, queue, waitingMachines(machines, queue, reboots, status.NodeStatuses, constraints), constraints.MaximumRepairs), nil
+}
+
+// waitingMachines are the machines CKE's repairer would queue but for
+// maximum-repair-queue-entries: each non-healthy machine with an
+// address, unless an entry of the queue has that address, or it is
+// UNREACHABLE for less than wait-seconds-to-repair-rebooting while it is
+// rebooting or is no node of the cluster (CKE's
+// docs/sabakan-triggered-repair.md). TestRepairQueueFull checks it
+// against CKE's repairer: once the queue has room, CKE's repairer
+// queues these machines and no other.
+func waitingMachines(machines []ckesabakan.Machine, queue []*cke.RepairQueueEntry, reboots []*cke.RebootQueueEntry,
+	nodes map[string]*cke.NodeStatus, c *cke.Constraints) []ckesabakan.Machine {
+	inQueue := make(map[string]bool, len(queue))
+	for _, e := range queue {
+		inQueue[e.Address] = true
+	}
+	rebooting := make(map[string]bool, len(reboots))
+	for _, e := range reboots {
+		if e.Status == cke.RebootStatusRebooting {
+			rebooting[e.Node] = true
+		}
+	}
+	var out []ckesabakan.Machine
+	for _, m := range machines {
+		if len(m.Spec.IPv4) == 0 || inQueue[m.Spec.IPv4[0]] {
+			continue
+		}
+		addr := m.Spec.IPv4[0]
+		_, node := nodes[addr]
+		young := m.Status.State == ckesabakan.StateUnreachable && m.Status.Duration < float64(c.RepairRebootingSeconds)
+		if young && (rebooting[addr] || !node) {
+			continue
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+// fullQueue is what the status says when machines wait for an entry
+// while the queue holds too many to add them all (nil: none waits).
+func fullQueue(machines []ckesabakan.Machine, queue []*cke.RepairQueueEntry, waiting []ckesabakan.Machine, maximum int) *storage.RepairStatus {
+	if len(waiting) == 0 || len(queue)+len(waiting) <= maximum {
+		return nil
+	}
+	nonHealthy := make(map[string]bool, len(machines))
+	for _, m := range machines {
+		if len(m.Spec.IPv4) > 0 {
+			nonHealthy[m.Spec.IPv4[0]] = true
+		}
+	}
+	r := &storage.RepairStatus{Entries: len(queue), Maximum: maximum, WaitingCount: len(waiting)}
+	seen := make(map[string]bool, len(queue))
+	for _, e := range queue {
+		switch {
+		case seen[e.Address]:
+			r.Repeated++
+		case !nonHealthy[e.Address]:
+			r.Stale++
+		}
+		seen[e.Address] = true
+	}
+	for _, m := range waiting[:min(len(waiting), storage.MaxChanges)] {
+		r.Waiting = append(r.Waiting, storage.RepairWaiting{Address: m.Spec.IPv4[0], Serial: m.Spec.Serial, State: string(m.Status.State)})
+	}
+	r.Message = repairMessage(r)
+	return r
+}
+
+// repairMessage says in words why the machines of r wait, and what to do.
+func repairMessage(r *storage.RepairStatus) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "auto-repair: the repair queue holds %d of %d entries (maximum-repair-queue-entries)", r.Entries, r.Maximum)
+	var of []string
+	if r.Stale > 0 {
+		of = append(of, fmt.Sprintf("%d of them for machines sabakan no longer reports non-healthy", r.Stale))
+	}
+	if r.Repeated > 0 {
+		of = append(of, fmt.Sprintf("%d a second entry for a machine queued already", r.Repeated))
+	}
+	if len(of) > 0 {
+		b.WriteString(", " + strings.Join(of, " and "))
+	}
+	fmt.Fprintf(&b, "; %s wait for an entry, as CKE queues none while they would not all fit:", plural(r.WaitingCount, "machine", "machines"))
+	for i, w := range r.Waiting {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, " %s (%s)", w.Address, w.State)
+	}
+	if more := r.WaitingCount - len(r.Waiting); more > 0 {
+		fmt.Fprintf(&b, " and %d more", more)
+	}
+	b.WriteString(". Delete the entries no longer needed (ckecli repair-queue list, then ckecli repair-queue delete INDEX; " +
+		"ckecli repair-queue delete-finished deletes the finished ones) or raise maximum-repair-queue-entries (ckecli constraints set)")
+	return b.String()
+}
+
+// plural is "1 machine", "2 machines".
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
 }
 
 // queued is the repair queue as the status saw it, then the entries stored

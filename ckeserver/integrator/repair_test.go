@@ -2,14 +2,19 @@ package integrator
 
 import (
 	"context"
+	"log/slog"
 	"slices"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/cybozu-go/cke"
 	ckesabakan "github.com/cybozu-go/cke/sabakan"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/ckegen/ckegen/constraints"
 	"github.com/ckegen/ckegen/machine"
+	"github.com/ckegen/ckegen/sabakan"
 )
 
 // queuedPairs are the address and operation of each entry of CKE's repair
@@ -133,6 +138,154 @@ func TestQueued(t *testing.T) {
 	} {
 		if got := pairs(queued(c.seen, c.stored)); !slices.Equal(got, c.want) {
 			t.Errorf("queued(%v, %v) = %v, want %v", pairs(c.seen), pairs(c.stored), got, c.want)
+		}
+	}
+}
+
+// TestRepairQueueFull: entries left in CKE's repair queue by CKE's own
+// server (a machine that is HEALTHY again, and its duplicate) fill
+// maximum-repair-queue-entries; two machines that turn UNHEALTHY then
+// get no entry, from CKE's repairer as from ckegen's. ckegen's status
+// says which machines wait and why, ckegen_auto_repair_waiting_machines
+// counts them, and the log says it once. Once the stale entries are
+// deleted, CKE's repairer queues exactly the machines the status named,
+// and the status and the gauge say nothing waits.
+func TestRepairQueueFull(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t, constraints.Constraints{ControlPlaneCount: 3, MinimumWorkers: 5, MaximumRepairQueueEntries: ptr(4)})
+	var logs strings.Builder
+	reg := prometheus.NewRegistry()
+	ig, err := New(Config{Client: f.cke, Name: "cke-1", Registerer: reg, Sabakan: sabakan.Options{Timeout: 5 * time.Second, Retries: -1},
+		Now: func() time.Time { return testNow }, Log: slog.New(slog.NewTextHandler(&logs, nil))})
+	must(t, err)
+	must(t, ig.Do(ctx, f.leader, nil))
+	c, _, err := f.st.GetCluster(ctx)
+	must(t, err)
+	var all []string
+	for _, n := range c.Nodes {
+		all = append(all, n.Address)
+	}
+	set := func(s machine.State, addrs ...string) {
+		t.Helper()
+		for _, a := range addrs {
+			_, err := f.site.Store.SetState(serialOf(t, f, a), s)
+			must(t, err)
+		}
+	}
+	// CKE's own server, without an API server, queues each of two
+	// machines twice; they turn HEALTHY again, and two others UNHEALTHY.
+	status := clusterStatus(all, nil)
+	status.Kubernetes = cke.KubernetesClusterStatus{}
+	must(t, f.st.SetDisabled(ctx, true)) // the repairers alone
+	set(machine.StateUnhealthy, all[1], all[2])
+	ckes := ckesabakan.NewIntegrator(f.cke)
+	must(t, ckes.Do(ctx, f.leader, status))
+	must(t, ckes.Do(ctx, f.leader, status))
+	set(machine.StateHealthy, all[1], all[2])
+	set(machine.StateUnhealthy, all[3], all[6])
+	stale := queuedPairs(t, f)
+	if want := []string{all[1] + " unhealthy", all[2] + " unhealthy"}; len(stale) != 4 || !slices.Equal(sorted(stale), sorted(append(want, want...))) {
+		t.Fatalf("CKE's integrator left %v, want %v twice: the test's inputs are not what it means", stale, want)
+	}
+	// With an API server, CKE's integrator sees the queue full: it
+	// queues nothing.
+	withAPI := clusterStatus(all, nil)
+	withAPI.RepairQueue.Entries = repairEntries(t, f.cke)
+	must(t, ckes.Do(ctx, f.leader, withAPI))
+	if got := queuedPairs(t, f); !slices.Equal(got, stale) {
+		t.Fatalf("CKE's integrator queued %v with a full queue: the test's inputs are not what it means", got)
+	}
+
+	waitingGauge := func() float64 {
+		t.Helper()
+		mfs, err := reg.Gather()
+		must(t, err)
+		for _, mf := range mfs {
+			if mf.GetName() == "ckegen_auto_repair_waiting_machines" {
+				return mf.GetMetric()[0].GetGauge().GetValue()
+			}
+		}
+		t.Fatal("no ckegen_auto_repair_waiting_machines")
+		return 0
+	}
+	for range 2 {
+		must(t, ig.Do(ctx, f.leader, status))
+	}
+	if got := queuedPairs(t, f); !slices.Equal(got, stale) {
+		t.Errorf("ckegen's integrator queued %v with a full queue, want %v", got, stale)
+	}
+	st := f.status(t)
+	r := st.Repair
+	var waiting []string
+	if r != nil {
+		for _, w := range r.Waiting {
+			waiting = append(waiting, w.Address+" "+w.State)
+		}
+	}
+	if want := []string{all[3] + " UNHEALTHY", all[6] + " UNHEALTHY"}; r == nil || r.Entries != 4 || r.Maximum != 4 || r.Stale != 2 || r.Repeated != 2 ||
+		r.WaitingCount != 2 || !slices.Equal(sorted(waiting), sorted(want)) {
+		t.Fatalf("the status's repair: %+v, want 4 of 4 entries, 2 stale, 2 repeated, %v waiting", r, want)
+	}
+	words := "auto-repair: the repair queue holds 4 of 4 entries (maximum-repair-queue-entries), 2 of them for machines sabakan no longer reports non-healthy" +
+		" and 2 a second entry for a machine queued already; 2 machines wait for an entry"
+	if !strings.HasPrefix(r.Message, words) || !strings.Contains(r.Message, all[3]+" (UNHEALTHY)") || !strings.Contains(r.Message, "ckecli repair-queue delete INDEX") ||
+		!slices.Contains(st.Warnings, r.Message) {
+		t.Errorf("the status says %q (warnings %q), want it to begin %q, name the machines and ckecli's command, and be a warning", r.Message, st.Warnings, words)
+	}
+	if got := waitingGauge(); got != 2 {
+		t.Errorf("ckegen_auto_repair_waiting_machines %v, want 2", got)
+	}
+	if n := strings.Count(logs.String(), `msg="tick warning" warning="auto-repair: the repair queue holds 4 of 4`); n != 1 {
+		t.Errorf("the full queue logged %d times over 2 calls, want once:\n%s", n, logs.String())
+	}
+
+	// The stale entries deleted (ckecli repair-queue delete INDEX):
+	// exactly the machines the status named are queued.
+	queue := cke.Storage{Client: f.cke}
+	for _, e := range repairEntries(t, f.cke) {
+		must(t, queue.DeleteRepairsEntry(ctx, f.leader, e.Index))
+	}
+	must(t, ig.Do(ctx, f.leader, status))
+	if got, want := queuedPairs(t, f), []string{all[3] + " unhealthy", all[6] + " unhealthy"}; !slices.Equal(sorted(got), sorted(want)) {
+		t.Errorf("with room in the queue, the queue is %v, want the machines the status named, %v", got, want)
+	}
+	if st := f.status(t); st.Repair != nil || slices.Contains(st.Warnings, r.Message) {
+		t.Errorf("with room in the queue, the status still says %+v (warnings %q)", st.Repair, st.Warnings)
+	}
+	if got := waitingGauge(); got != 0 {
+		t.Errorf("ckegen_auto_repair_waiting_machines %v with room in the queue, want 0", got)
+	}
+	if n := strings.Count(logs.String(), `msg="tick warning cleared" warning="auto-repair: the repair queue holds 4 of 4`); n != 1 {
+		t.Errorf("the end of the full queue logged %d times, want once:\n%s", n, logs.String())
+	}
+}
+
+// TestSabakanDownOneLine: inside CKE's server, a call while sabakan does
+// not answer logs one line: the tick's, naming the reason and the URL in
+// plain words; auto-repair, which finds sabakan down too, adds none.
+func TestSabakanDownOneLine(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t, constraints.Constraints{ControlPlaneCount: 3, MinimumWorkers: 5})
+	var logs strings.Builder
+	ig, err := New(Config{Client: f.cke, Name: "cke-1", Sabakan: sabakan.Options{Timeout: 5 * time.Second, Retries: -1},
+		Now: func() time.Time { return testNow }, Log: slog.New(slog.NewTextHandler(&logs, nil))})
+	must(t, err)
+	must(t, ig.Do(ctx, f.leader, nil))
+	c, _, err := f.st.GetCluster(ctx)
+	must(t, err)
+	var all []string
+	for _, n := range c.Nodes {
+		all = append(all, n.Address)
+	}
+	const url = "http://127.0.0.1:1/graphql"
+	must(t, f.st.SetURL(ctx, url))
+	for range 2 {
+		before := logs.Len()
+		must(t, ig.Do(ctx, f.leader, clusterStatus(all, nil)))
+		lines := strings.Split(strings.TrimSpace(logs.String()[before:]), "\n")
+		want := `reason=SABAKAN_UNREACHABLE error="sabakan at ` + url + `: connection refused"`
+		if len(lines) != 1 || !strings.Contains(lines[0], want) {
+			t.Errorf("a call with sabakan down logged %d lines, want one with %s:\n%s", len(lines), want, strings.Join(lines, "\n"))
 		}
 	}
 }

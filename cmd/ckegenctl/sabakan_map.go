@@ -54,7 +54,7 @@ Online (the default) it reads the cluster, template, reboot queue and
 constraints from etcd and queries sabakan, read only, with the stored URL and
 query variables. Online it also marks, by the stored placement policy's
 failure domain (the rack without a policy), each rack that holds control
-planes of a domain whose loss breaks etcd's quorum: its number followed by !,
+planes of a domain whose loss breaks etcd's quorum: its number followed by #,
 and a line "quorum at risk" under the map (-o json: "failureDomain",
 "quorumAtRisk").
 

@@ -138,8 +138,8 @@ func TestMapOnline(t *testing.T) {
 	}
 	// Boot servers (index 1) are left out by the default query: "-".
 	// Rack 1 holds the only control plane: losing it loses etcd's
-	// quorum (!).
-	wantGrid := "rack      0  1! 2\n        1 -  -  -\n        2 .  C  .\n        3 .  .  w~\n        4 .  .  .\nC storage 0  1  0\nw compute 0  0  1\n"
+	// quorum (#).
+	wantGrid := "rack      0  1# 2\n        1 -  -  -\n        2 .  C  .\n        3 .  .  w~\n        4 .  .  .\nC storage 0  1  0\nw compute 0  0  1\n"
 	if !strings.HasPrefix(stdout.String(), wantGrid) || stderr.String() != "note: no template is set: unused machines of every role are shown as candidates\n" {
 		t.Errorf("map:\n%s\nstderr:\n%s\nwant the grid:\n%s", stdout.String(), stderr.String(), wantGrid)
 	}

@@ -34,11 +34,18 @@ func domainRows(tw io.Writer, fd *storage.FailureDomains) {
 	for _, d := range fd.Domains {
 		where = append(where, fmt.Sprintf("%d in %s", len(d.ControlPlanes), key.Describe(d.Domain)))
 	}
-	line := fmt.Sprintf("%d of %s", fd.Quorum, plural(fd.ControlPlanes, "control plane", "control planes"))
+	line := quorumWords(fd.Quorum, fd.ControlPlanes)
 	if len(where) > 0 {
 		line += "; by " + fd.FailureDomain + ": " + strings.Join(where, ", ")
 	}
 	fmt.Fprintf(tw, "QUORUM\t%s\n", line)
+}
+
+// quorumWords say what the quorum is: how many control planes must be
+// up for etcd to keep working (not how many are up).
+func quorumWords(quorum, controlPlanes int) string {
+	up := plural(quorum, "control plane is", "control planes are")
+	return fmt.Sprintf("quorum %d of %d: etcd keeps working while %s up", quorum, controlPlanes, up)
 }
 
 // notInDomainRows are the warnings that domainRows does not say: the

@@ -24,7 +24,7 @@ func TestStatusTableDomains(t *testing.T) {
 	}
 	want := "RESULT        ok\n" +
 		"AT RISK       " + words + "\n" +
-		"QUORUM        2 of 3 control planes; by rack: 2 in rack 4, 1 in rack 11\n" +
+		"QUORUM        quorum 2 of 3: etcd keeps working while 2 control planes are up; by rack: 2 in rack 4, 1 in rack 11\n" +
 		"WARNINGS      another warning\n" +
 		"SINCE         -\n"
 	if !strings.HasPrefix(b.String(), want) || strings.Count(b.String(), words) != 1 {
@@ -39,7 +39,7 @@ func TestStatusTableDomains(t *testing.T) {
 	if err := statusTable(&b, st); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(b.String(), "QUORUM        2 of 3 control planes; by power-feed: 2 in power-feed a, 1 in machine S1 (no power-feed label)\n") ||
+	if !strings.Contains(b.String(), "QUORUM        quorum 2 of 3: etcd keeps working while 2 control planes are up; by power-feed: 2 in power-feed a, 1 in machine S1 (no power-feed label)\n") ||
 		strings.Contains(b.String(), "WARNINGS") {
 		t.Errorf("by power feed:\n%s", b.String())
 	}
@@ -50,5 +50,22 @@ func TestStatusTableDomains(t *testing.T) {
 	}
 	if strings.Contains(b.String(), "AT RISK") || strings.Contains(b.String(), "QUORUM") {
 		t.Errorf("no domains:\n%s", b.String())
+	}
+}
+
+// TestQuorumWords: the QUORUM row says what the quorum is, how many
+// control planes must stay up, not how many are up.
+func TestQuorumWords(t *testing.T) {
+	for _, c := range []struct {
+		quorum, cps int
+		want        string
+	}{
+		{2, 3, "quorum 2 of 3: etcd keeps working while 2 control planes are up"},
+		{3, 5, "quorum 3 of 5: etcd keeps working while 3 control planes are up"},
+		{1, 1, "quorum 1 of 1: etcd keeps working while 1 control plane is up"},
+	} {
+		if got := quorumWords(c.quorum, c.cps); got != c.want {
+			t.Errorf("quorumWords(%d, %d) = %q, want %q", c.quorum, c.cps, got, c.want)
+		}
 	}
 }
