@@ -108,6 +108,10 @@ func leaderOf(ctx context.Context, st storage.Storage, l storage.Leaders, e *sto
 	if p, ok := l.Presences[e.Lease]; ok {
 		ld.Presence = &p
 	}
+	if e.Lease == 0 {
+		// A key put by hand, of no session: no lease to age it by.
+		return ld, nil
+	}
 	left, granted, err := st.LeaseLeft(ctx, e.Lease)
 	if err != nil {
 		return nil, err
@@ -184,6 +188,9 @@ func build(p *storage.Presence) string {
 // TTL-left ago, and when its record was written.
 func (l *Leader) evidence() string {
 	left, ttl := time.Duration(l.LeaseLeft), time.Duration(l.LeaseTTL)
+	if ttl == 0 {
+		return "its election key has no lease: put by hand, not by a server's session"
+	}
 	s := fmt.Sprintf("its election key's lease was renewed at most %s ago and expires in %s unless renewed", max(ttl-left, 0), left)
 	if l.Presence != nil && !l.Presence.Since.IsZero() {
 		s += ", running since " + stamp(l.Presence.Since)
