@@ -116,6 +116,10 @@ func leaderOf(ctx context.Context, st storage.Storage, l storage.Leaders, e *sto
 	if err != nil {
 		return nil, err
 	}
+	if granted == 0 {
+		// The lease expired since the keys were read: its key is gone.
+		return nil, nil
+	}
 	ld.LeaseLeft, ld.LeaseTTL = storage.Duration(left), storage.Duration(granted)
 	return ld, nil
 }
