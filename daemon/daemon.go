@@ -133,6 +133,9 @@ func (d *Daemon) term(ctx context.Context) error {
 		return fmt.Errorf("etcd session: %w", err)
 	}
 	defer sess.Close()
+	if err := d.announce(ctx, sess); err != nil {
+		return err
+	}
 	elec := concurrency.NewElection(sess, d.cfg.Storage.Key(storage.KeyCKEGenLeader))
 	d.log.Info("campaigning for leadership", "name", d.cfg.Name)
 	if err := campaign(ctx, sess, elec, d.cfg.Name); err != nil {

@@ -2,13 +2,16 @@ package daemon
 
 import (
 	"context"
+	"fmt"
 	"github.com/ckegen/ckegen/decision"
 	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.etcd.io/etcd/client/v3/concurrency"
 
+	"github.com/ckegen/ckegen/internal/version"
 	"github.com/ckegen/ckegen/storage"
 )
 
@@ -77,6 +80,20 @@ func (m *leaderMetrics) setMode(mode string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.mode = mode
+}
+
+// announce records the daemon, its name and build, under its session's
+// lease, which names its election key too: whoever reads ckegen's
+// election finds its version there, and the record goes with the
+// session (storage.Presence).
+func (d *Daemon) announce(ctx context.Context, sess *concurrency.Session) error {
+	v := version.Current()
+	p := storage.Presence{Name: d.cfg.Name, Kind: storage.PresenceDaemon, Version: v.Version, Commit: v.Commit,
+		CKEVersion: v.CKEVersion, Since: d.cfg.Now().UTC()}
+	if err := d.cfg.Storage.PutPresence(ctx, sess.Lease(), p); err != nil {
+		return fmt.Errorf("recording the daemon's presence: %w", err)
+	}
+	return nil
 }
 
 // modeCheckEvery is how often a daemon that does not lead looks for a CKE

@@ -151,7 +151,7 @@ func ckePace(st *intake.CKEStatus, now time.Time, maxAge time.Duration) *Hold {
 		return &Hold{RungPace, reason.CKENotReady, "CKE's server has written no status yet: ckegen waits for it to reach phase completed"}
 	}
 	age := now.Sub(st.Timestamp).Truncate(time.Second)
-	if !isCKEPhase(st.Phase) {
+	if !IsCKEPhase(st.Phase) {
 		phase := st.Phase
 		if phase == "" {
 			phase = "(none)"
@@ -164,7 +164,9 @@ func ckePace(st *intake.CKEStatus, now time.Time, maxAge time.Duration) *Hold {
 	return nil
 }
 
-func isCKEPhase(p string) bool {
+// IsCKEPhase reports whether CKE's phase p is one in which its server
+// runs its integration (ckePhases).
+func IsCKEPhase(p string) bool {
 	for _, q := range ckePhases {
 		if p == q {
 			return true

@@ -21,12 +21,13 @@ import (
 const silentIntervals = 3
 
 // Silence says, at now, that the host of the step stopped calling it
-// ("": it calls at its pace): inside CKE's server, when the last tick is
-// older than three of CKE's intervals, with CKE's phase from its status
-// key (nil: not read); beside a CKE server, when the daemon holds for
-// CKE's pace and has not run the integration for as long; and for any
-// host whose last tick is that old.
-func Silence(st storage.Status, cke *intake.CKEStatus, now time.Time) string {
+// ("": it calls at its pace), and cause, why (package actor says it from
+// who leads now): inside CKE's server, when the last tick is older than
+// three of CKE's intervals, with CKE's phase from its status key (nil:
+// not read); beside a CKE server, when the daemon holds for CKE's pace
+// and has not run the integration for as long; and for any host whose
+// last tick is that old.
+func Silence(st storage.Status, cke *intake.CKEStatus, cause string, now time.Time) string {
 	interval := time.Duration(st.Interval)
 	if interval <= 0 || st.Time.IsZero() {
 		return ""
@@ -43,11 +44,11 @@ func Silence(st storage.Status, cke *intake.CKEStatus, now time.Time) string {
 	case now.Sub(st.Time) <= limit:
 		return ""
 	case st.Mode == ModeInsideCKE:
-		return fmt.Sprintf("CKE's server has not called ckegen since %s (%s, more than three of its intervals of %s); CKE's phase is %s; CKE runs its integration only when it has no operations",
-			stamp(st.Time), ago(st.Time, now), interval, phase)
+		return fmt.Sprintf("CKE's server has not called ckegen since %s (%s, more than three of its intervals of %s); CKE's phase is %s; why: %s",
+			stamp(st.Time), ago(st.Time, now), interval, phase, cause)
 	}
-	return fmt.Sprintf("no tick since %s (%s, more than three intervals of %s): is a ckegen daemon leading? (ckegenctl leader)",
-		stamp(st.Time), ago(st.Time, now), interval)
+	return fmt.Sprintf("no tick since %s (%s, more than three intervals of %s); why: %s",
+		stamp(st.Time), ago(st.Time, now), interval, cause)
 }
 
 func stamp(t time.Time) string { return t.UTC().Format(time.RFC3339) }

@@ -27,9 +27,9 @@ func TestSilence(t *testing.T) {
 	}{
 		{"inside, at its pace", inside, at.Add(3 * time.Minute), ""},
 		{"inside, silent", inside, at.Add(3*time.Minute + time.Second),
-			"CKE's server has not called ckegen since 2026-01-01T00:00:00Z (3m1s ago, more than three of its intervals of 1m0s); CKE's phase is upgrade-aborted (written 0s ago)"},
+			"CKE's server has not called ckegen since 2026-01-01T00:00:00Z (3m1s ago, more than three of its intervals of 1m0s); CKE's phase is upgrade-aborted (written 0s ago); why: the cause"},
 		{"a daemon, silent", storage.Status{Result: reason.OK, Time: at, Interval: minute, Mode: ModeStandalone}, at.Add(time.Hour),
-			"no tick since 2026-01-01T00:00:00Z (1h0m0s ago, more than three intervals of 1m0s)"},
+			"no tick since 2026-01-01T00:00:00Z (1h0m0s ago, more than three intervals of 1m0s); why: the cause"},
 		{"beside, waiting for CKE's pace", storage.Status{Result: reason.Held, Reason: reason.CKENotReady, Time: at.Add(10 * time.Minute),
 			LastRun: at, Interval: minute, Mode: ModeBesideCKE}, at.Add(10 * time.Minute),
 			"ckegen has not run the integration since 2026-01-01T00:00:00Z (10m0s ago): CKE's server is in phase upgrade-aborted"},
@@ -37,12 +37,12 @@ func TestSilence(t *testing.T) {
 			LastRun: at, Interval: minute, Mode: ModeBesideCKE}, at.Add(2 * time.Minute), ""},
 		{"no interval recorded", storage.Status{Result: reason.OK, Time: at}, at.Add(time.Hour), ""},
 	} {
-		got := Silence(c.st, cke, c.now)
+		got := Silence(c.st, cke, "the cause", c.now)
 		if (c.want == "") != (got == "") || !strings.HasPrefix(got, c.want) {
 			t.Errorf("%s: %q, want %q", c.name, got, c.want)
 		}
 	}
-	if got := Silence(inside, nil, at.Add(time.Hour)); !strings.Contains(got, "CKE's phase is not known (no status key)") {
+	if got := Silence(inside, nil, "the cause", at.Add(time.Hour)); !strings.Contains(got, "CKE's phase is not known (no status key)") {
 		t.Errorf("without CKE's status: %q", got)
 	}
 }

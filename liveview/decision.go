@@ -5,6 +5,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/ckegen/ckegen/actor"
 	"github.com/ckegen/ckegen/assume"
 	"github.com/ckegen/ckegen/decision"
 	"github.com/ckegen/ckegen/generator"
@@ -204,16 +205,18 @@ func StoredNextStep(ctx context.Context, st storage.Storage) (*NextStep, error) 
 }
 
 // Status is the last tick's status as the views show it: the record,
-// and Notes on what the record cannot say of itself at the time it is
-// shown (decision.Silence: that its host stopped calling ckegen).
+// who acts now (package actor: the record cannot say it of itself), and
+// Notes on what the record cannot say of itself at the time it is shown
+// (decision.Silence: that its host stopped calling ckegen, and why).
 type Status struct {
 	storage.Status
-	Notes []string `json:"notes,omitempty"`
+	Acting *actor.Report `json:"acting,omitempty"`
+	Notes  []string      `json:"notes,omitempty"`
 }
 
-// ReadStatus reads the last tick's status and CKE's status key, and
-// notes at now what the status cannot say of itself. A status never
-// recorded is storage.ErrNotFound.
+// ReadStatus reads the last tick's status, CKE's status key and who
+// acts, and notes at now what the status cannot say of itself. A status
+// never recorded is storage.ErrNotFound.
 func ReadStatus(ctx context.Context, st storage.Storage, now time.Time) (Status, error) {
 	s, err := st.GetStatus(ctx)
 	if err != nil {
@@ -223,8 +226,12 @@ func ReadStatus(ctx context.Context, st storage.Storage, now time.Time) (Status,
 	if err != nil {
 		return Status{}, err
 	}
-	v := Status{Status: s}
-	if n := decision.Silence(s, own.Own.CKEStatus, now); n != "" {
+	who, err := actor.Read(ctx, st, own.Own, now)
+	if err != nil {
+		return Status{}, err
+	}
+	v := Status{Status: s, Acting: &who}
+	if n := decision.Silence(s, own.Own.CKEStatus, who.Cause(own.Own.CKEStatus), now); n != "" {
 		v.Notes = append(v.Notes, n)
 	}
 	return v, nil

@@ -19,6 +19,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/ckegen/ckegen/actor"
 	"github.com/ckegen/ckegen/generator"
 	"github.com/ckegen/ckegen/intake"
 	"github.com/ckegen/ckegen/machine"
@@ -112,6 +113,8 @@ type View struct {
 	// (decision.Silence: "" while it calls at its pace).
 	Status  *storage.Status
 	Silence string
+	// Acting is who leads now, read with the status (nil without one).
+	Acting *actor.Report
 	// History holds the last entries, newest first.
 	History []storage.HistoryEntry
 	// NextStep is the pending plan's next step; nil when there is none.
@@ -132,7 +135,7 @@ func (r *Reader) View(ctx context.Context) (*View, error) {
 	case err != nil:
 		return nil, &EtcdError{fmt.Errorf("status: %w", err)}
 	default:
-		s.Status, s.Silence = &v.Status, strings.Join(v.Notes, "; ")
+		s.Status, s.Silence, s.Acting = &v.Status, strings.Join(v.Notes, "; "), v.Acting
 	}
 	h, err := r.st.History(ectx)
 	if err != nil {

@@ -1,4 +1,5 @@
-// Package web is the daemon's page at /: the rack map as SVG (one element
+// Package web is ckegen's page (at / of its daemon, at /ckegen/ of CKE's
+// server with ckegen inside): the rack map as SVG (one element
 // per machine, with a tooltip), the last tick's status, the pending plan
 // and the last history entries. It is rendered on the server with
 // html/template and reloads itself; there is no script.
@@ -17,6 +18,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ckegen/ckegen/actor"
 	"github.com/ckegen/ckegen/constraints"
 	"github.com/ckegen/ckegen/liveview"
 	"github.com/ckegen/ckegen/machine"
@@ -150,6 +152,8 @@ type page struct {
 	Cluster string
 
 	Status *storage.Status
+	// Acting says who leads now (nil: not read, with no status).
+	Acting *actor.Report
 	// Silence says that the status's host stopped calling ckegen.
 	Silence  string
 	History  []storage.HistoryEntry
@@ -234,6 +238,7 @@ func newPage(s *liveview.View, refresh time.Duration) *page {
 		Time:     s.Time,
 		Cluster:  s.ClusterName,
 		Status:   s.Status,
+		Acting:   s.Acting,
 		Silence:  s.Silence,
 		History:  s.History,
 		NextStep: s.NextStep,

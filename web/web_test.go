@@ -122,7 +122,7 @@ func TestMapPageSections(t *testing.T) {
 		`<span class="err">failing</span> <code>NOT_ENOUGH_MACHINES</code>`,
 		`<td>need 5 workers, 3 candidates</td>`,
 		`<tr><th>failures in a row</th><td>4</td></tr>`,
-		`<tr><th>leader</th><td>daemon-1</td></tr>`,
+		`<tr><th>last tick's leader</th><td>daemon-1 <span class="muted">`,
 		`<tr><th>kubernetes</th><td>2 nodes, 1 with a taint control planes do not tolerate</td></tr>`,
 		`<tr><th>placement control-plane</th><td>observed group <code>any</code>; nodes: dedicated 0, any 1, in no group 0</td></tr>`,
 		`Next step: <b>increase worker</b>, 1 change; 3 steps pending`,
@@ -287,7 +287,7 @@ func TestMapPageTickWarnings(t *testing.T) {
 	must(t, f.st.PutStatus(ctx, leader, storage.Status{Result: "ok", Leader: "daemon-1", Warnings: warnings[:1], LastOp: "taint nodes", LastChangeCount: 1}, nil))
 	body := get(t, f.handler(nil), http.MethodGet, "/").Body.String()
 	box := `<h2 id="status">Status</h2>
-<div id="tick-warnings" class="warnbox" role="alert"><b>1 warning from the last tick</b>: the daemon went on, but these need fixing.
+<div id="tick-warnings" class="warnbox" role="alert"><b>1 warning from the last tick</b>: ckegen went on, but these need fixing.
 <ul><li>template role &#34;gpuu&#34; matches no machine; inventory roles: compute, gpu, storage</li></ul></div>
 <table>`
 	if !strings.Contains(body, box) {
@@ -365,5 +365,50 @@ func TestMapPageSilence(t *testing.T) {
 	must(t, f.st.PutStatus(ctx, leader, st, nil))
 	if body := get(t, f.handler(nil), http.MethodGet, "/").Body.String(); strings.Contains(body, `id="silence"`) {
 		t.Error("a fresh status has the silence box")
+	}
+}
+
+// TestPageSaysWhoLeads: the page names who leads now beside the last
+// tick's leader (with its age), and the box of a status whose host
+// stopped calling names its cause: a CKE server of no record, then no
+// server at all.
+func TestPageSaysWhoLeads(t *testing.T) {
+	f := newPageFixture(t)
+	ctx := context.Background()
+	leader := f.st.Key(storage.KeyLeader + "1")
+	old := time.Now().Add(-time.Hour)
+	st := storage.Status{Result: "ok", Time: old, LastRun: old, Mode: "inside-cke", Interval: storage.Duration(time.Minute), Leader: "cke-1"}
+	must(t, f.st.PutStatus(ctx, leader, st, nil))
+	body := get(t, f.handler(nil), http.MethodGet, "/").Body.String()
+	for _, want := range []string{
+		`<tr><th>last tick's leader</th><td>cke-1 <span class="muted">1h ago</span>`,
+		`<tr id="leads-now"><th>leads now</th><td>CKE&#39;s server daemon-1 leads; whether ckegen runs inside is not known`,
+		`why: CKE&#39;s server daemon-1 leads; whether ckegen runs inside is not known`,
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("the page lacks %q:\n%s", want, body)
+		}
+	}
+	_, err := f.st.Client.Delete(ctx, leader)
+	must(t, err)
+	body = get(t, f.handler(nil), http.MethodGet, "/").Body.String()
+	for _, want := range []string{
+		`<tr id="leads-now"><th>leads now</th><td>nothing leads: no key under leader/ nor sabakan/ckegen/leader/`,
+		`why: no server leads: nothing under leader/ nor sabakan/ckegen/leader/`,
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("with no server, the page lacks %q:\n%s", want, body)
+		}
+	}
+	if strings.Contains(body, "CKE runs its integration only when it has no operations") {
+		t.Error("the box gives the one cause for every case")
+	}
+}
+
+// TestPageWording: the page speaks of ckegen or CKE's server, never of
+// "the daemon": inside CKE's server there is none.
+func TestPageWording(t *testing.T) {
+	if strings.Contains(strings.ToLower(pageHTML), "daemon") {
+		t.Errorf("page.html speaks of a daemon:\n%s", pageHTML)
 	}
 }

@@ -14,7 +14,7 @@ package integrator
 import (
 	"context"
 	"errors"
-	"github.com/ckegen/ckegen/decision"
+	"fmt"
 	"log/slog"
 	"sync"
 	"time"
@@ -26,6 +26,8 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/ckegen/ckegen/cluster"
+	"github.com/ckegen/ckegen/decision"
+	"github.com/ckegen/ckegen/internal/version"
 	"github.com/ckegen/ckegen/reason"
 	"github.com/ckegen/ckegen/sabakan"
 	"github.com/ckegen/ckegen/storage"
@@ -123,6 +125,22 @@ func New(cfg Config) (*Integrator, error) {
 		}
 	}
 	return ig, nil
+}
+
+// Announce records, under the lease of CKE's server's session (the one
+// it campaigns with, which names its election key under leader/), that
+// this server runs ckegen: its name as CKE's election has it (the host
+// name), ckegen's version and commit, and the CKE release it is built
+// on. The record goes when the session does: whoever reads CKE's
+// election then knows whether its leader runs ckegen (package actor).
+func (ig *Integrator) Announce(ctx context.Context, lease clientv3.LeaseID) error {
+	v := version.Current()
+	p := storage.Presence{Name: ig.cfg.Name, Kind: storage.PresenceInsideCKE, Version: v.Version, Commit: v.Commit,
+		CKEVersion: v.CKEVersion, Since: ig.cfg.Now().UTC()}
+	if err := ig.st.PutPresence(ctx, lease, p); err != nil {
+		return fmt.Errorf("recording that this server runs ckegen: %w", err)
+	}
+	return nil
 }
 
 // StartWatch wakes CKE's loop when a ckegen setting changes, and when

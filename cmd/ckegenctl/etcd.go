@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"io"
 	"time"
 
 	"github.com/ckegen/ckegen/internal/etcdclient"
@@ -20,6 +21,9 @@ const defaultConfigFile = etcdclient.DefaultFile
 type env struct {
 	etcd    *etcdclient.Flags
 	timeout time.Duration
+	// stderr is where warnSkew warns; skewChecked: it did, once a run.
+	stderr      func() io.Writer
+	skewChecked bool
 }
 
 // withStorage connects to etcd and runs f within --timeout. When etcd does
@@ -46,7 +50,11 @@ func (e *env) withStorage(f func(ctx context.Context, st storage.Storage) error)
 	if err := cli.WaitReady(ctx); err != nil {
 		return err
 	}
-	err = f(ctx, storage.New(cli.Client, cfg.Prefix))
+	st := storage.New(cli.Client, cfg.Prefix)
+	if e.stderr != nil {
+		e.warnSkew(ctx, st, e.stderr())
+	}
+	err = f(ctx, st)
 	if err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
 		return cli.NoAnswer(e.timeout, "--timeout", err)
 	}

@@ -24,6 +24,7 @@ func newRootCmd(configFile string) *cobra.Command {
 	}
 	f := cmd.PersistentFlags()
 	e := &env{etcd: etcdclient.Register(f, etcdclient.Options{DefaultFile: configFile, Unconfigured: "http://127.0.0.1:2379, where ckegen runs its embedded etcd by default", Aliases: true})}
+	e.stderr = cmd.ErrOrStderr
 	f.DurationVar(&e.timeout, "timeout", 10*time.Second, "time limit of the etcd connection and operations")
 	cmd.AddCommand(newSabakanCmd(e), newConstraintsCmd(e), newClusterCmd(e), newLeaderCmd(e))
 	cmd.InitDefaultCompletionCmd()

@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/ckegen/ckegen/actor"
 	"github.com/ckegen/ckegen/intake"
 	"github.com/ckegen/ckegen/storage"
 )
@@ -76,10 +78,14 @@ func warnBothWrite(ctx context.Context, e *env, st storage.Storage, o intake.Own
 	if !o.OwnedByCKEGen() || o.CKEDisabled {
 		return nil
 	}
-	who, err := whoWrites(ctx, e, st)
+	leads, err := actor.Read(ctx, st, o, time.Now())
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(w, "warning: %s\n", who)
+	writes, err := whoWrites(ctx, e, st, leads)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "warning: %s\n", writes)
 	return nil
 }

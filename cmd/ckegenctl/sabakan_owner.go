@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/ckegen/ckegen/decision"
 	"io"
 	"strconv"
 	"strings"
@@ -14,6 +13,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/ckegen/ckegen/actor"
+	"github.com/ckegen/ckegen/decision"
 	"github.com/ckegen/ckegen/intake"
 	"github.com/ckegen/ckegen/liveview"
 	"github.com/ckegen/ckegen/reason"
@@ -331,7 +332,11 @@ type ownerReport struct {
 	// Mode is the mode ckegen's last tick ran in ("" before any tick):
 	// inside CKE's server, ckegen is CKE's integration whatever the owner.
 	Mode string `json:"mode,omitempty"`
-	// Writer says which integration writes the cluster by the rules of docs/beside-cke.md.
+	// Acting is who leads now, by the elections and the records of
+	// presence (package actor), with how old that evidence is.
+	Acting actor.Report `json:"acting"`
+	// Writer says which integration writes the cluster by the rules of
+	// docs/beside-cke.md, given who leads now.
 	Writer string `json:"writer"`
 }
 
@@ -340,13 +345,40 @@ type ownerReport struct {
 const insideWriter = "ckegen, as CKE's server's own sabakan integration (inside CKE: no takeover; CKE's sabakan/disabled is the switch)"
 
 // whoWrites says who writes the cluster now, from the leader's decision
-// on the settings alone.
-func whoWrites(ctx context.Context, e *env, st storage.Storage) (string, error) {
+// on the settings alone and who leads now.
+func whoWrites(ctx context.Context, e *env, st storage.Storage, who actor.Report) (string, error) {
 	d, err := liveview.NewReader(st, liveview.Options{EtcdTimeout: e.timeout}).Decide(ctx, liveview.Preview{SettingsOnly: true})
 	if err != nil {
 		return "", err
 	}
-	return writer(d), nil
+	return writerNow(d, who), nil
+}
+
+// writerNow says who writes the cluster: the leader's decision says it
+// for the mode the leader last ran in (its memory), and who leads now
+// says whether that leader is still there. A CKE server that keeps no
+// record of ckegen may be CKE's own binary or a cke built from an older
+// ckegen: who writes is then not known.
+func writerNow(d *decision.Decision, who actor.Report) string {
+	o := d.Gathered.Settings.Own
+	inside := d.Mode == decision.ModeInsideCKE
+	switch {
+	case who.Kind == actor.Nobody:
+		return fmt.Sprintf("none now: nothing leads (nothing under %s nor %s); once a server leads, by the settings: %s", storage.KeyLeader, storage.KeyCKEGenLeader, writer(d))
+	case who.Kind == actor.CKEWithoutCKEGen:
+		return "none: " + who.Says
+	case who.Kind == actor.CKENotKnown && inside:
+		if o.CKEDisabled {
+			return fmt.Sprintf("none: CKE's %s is true, whatever CKE's server %s runs", storage.KeySabakanDisabled, who.CKE.Name)
+		}
+		return fmt.Sprintf("not known: CKE's server %s leads and keeps no record of ckegen: its own integration if it is CKE's own binary, "+
+			"ckegen inside it if it is a cke built from an older ckegen", who.CKE.Name)
+	case who.Kind == actor.InsideCKE:
+		return insideWriter
+	case who.Kind == actor.Daemon && inside:
+		return fmt.Sprintf("ckegen's daemon %s, by its first tick (the last leader ran inside CKE's server)", who.CKEGen.Name)
+	}
+	return writer(d)
 }
 
 // writer says who writes the cluster, from the leader's decision on
@@ -407,12 +439,16 @@ integration writes the cluster by those keys.`,
 				if err != nil {
 					return err
 				}
-				w, err := whoWrites(ctx, e, st)
+				who, err := actor.Read(ctx, st, o, time.Now())
+				if err != nil {
+					return err
+				}
+				w, err := whoWrites(ctx, e, st, who)
 				if err != nil {
 					return err
 				}
 				r = ownerReport{Owner: o.Owner, OwnerSet: o.OwnerRev != 0, CKEDisabled: o.CKEDisabled, CKEGenDisabled: o.CKEGenDisabled,
-					CKEServer: o.CKEServer, CKEStatus: o.CKEStatus, Writer: w}
+					CKEServer: o.CKEServer, CKEStatus: o.CKEStatus, Acting: who, Writer: w}
 				if r.CKELeader, err = st.CKELeader(ctx); err != nil && !errors.Is(err, storage.ErrNotFound) {
 					return err
 				}
@@ -476,15 +512,16 @@ func ownerTable(w io.Writer, r ownerReport) error {
 		fmt.Fprintf(tw, "CKE STATUS\tnone (no %s key)\n", storage.KeyCKEStatus)
 	}
 	switch {
-	case r.Mode == decision.ModeInsideCKE:
-		fmt.Fprintln(tw, "CKEGEN LEADER\tnone: ckegen runs inside CKE's server, which leads")
 	case r.CKEGenLeader != "":
 		fmt.Fprintf(tw, "CKEGEN LEADER\t%s (%s)\n", r.CKEGenLeader, storage.KeyCKEGenLeader)
+	case r.Acting.Kind == actor.InsideCKE:
+		fmt.Fprintln(tw, "CKEGEN LEADER\tnone: ckegen runs inside CKE's server, which leads")
 	default:
 		fmt.Fprintf(tw, "CKEGEN LEADER\tnone (nothing under %s)\n", storage.KeyCKEGenLeader)
 	}
-	if r.Mode != "" {
-		fmt.Fprintf(tw, "MODE\t%s\n", modeLine(storage.Status{Mode: r.Mode, Owner: r.Owner}))
+	fmt.Fprintf(tw, "LEADS NOW\t%s\n", r.Acting.Says)
+	if m := modeNow(storage.Status{Mode: r.Mode, Owner: r.Owner}, r.Acting); m != "" {
+		fmt.Fprintf(tw, "MODE\t%s\n", m)
 	}
 	fmt.Fprintf(tw, "WRITES CLUSTER\t%s\n", r.Writer)
 	return tw.Flush()

@@ -16,9 +16,11 @@ import (
 	"github.com/spf13/cobra"
 	"sigs.k8s.io/yaml"
 
+	"github.com/ckegen/ckegen/actor"
 	"github.com/ckegen/ckegen/constraints"
 	"github.com/ckegen/ckegen/generator"
 	"github.com/ckegen/ckegen/intake"
+	"github.com/ckegen/ckegen/internal/version"
 	"github.com/ckegen/ckegen/liveview"
 	"github.com/ckegen/ckegen/planreport"
 	"github.com/ckegen/ckegen/storage"
@@ -42,7 +44,7 @@ func newSabakanStatusCmd(e *env) *cobra.Command {
 					return absent(err, absentStatus)
 				}
 				if output == "table" {
-					return statusTable(cmd.OutOrStdout(), v.Status, v.Notes...)
+					return liveStatusTable(cmd.OutOrStdout(), v.Status, v.Acting, v.Notes...)
 				}
 				return printData(cmd.OutOrStdout(), v, output)
 			})
@@ -117,8 +119,49 @@ func modeLine(s storage.Status) string {
 	return "standalone: ckegen writes cluster.yml; no CKE server seen"
 }
 
+// modeNow is the MODE a view of now shows: the mode of the last tick
+// (last) when who leads now agrees with it, else the mode of who leads
+// now ("" when neither is known). A mode is never taken from a tick whose
+// host no longer leads: CKE's own binary leading after a cke with ckegen
+// inside is not "inside CKE".
+func modeNow(last storage.Status, who actor.Report) string {
+	switch {
+	case agrees(last.Mode, who.Kind):
+		return modeLine(last)
+	case who.Kind == actor.InsideCKE || who.Kind == actor.CKEWithoutCKEGen:
+		return modeLine(storage.Status{Mode: decision.ModeInsideCKE})
+	case who.Kind == actor.Daemon && who.CKE != nil:
+		return modeLine(storage.Status{Mode: decision.ModeBesideCKE, Owner: last.Owner})
+	case who.Kind == actor.Daemon:
+		return modeLine(storage.Status{Mode: decision.ModeStandalone, Owner: last.Owner})
+	case who.Kind == actor.CKENotKnown:
+		return "not known: " + who.Says
+	case who.Kind == actor.Nobody:
+		return "none: nothing leads"
+	}
+	return ""
+}
+
+// agrees reports whether a tick of mode can be the work of who leads.
+func agrees(mode string, k actor.Kind) bool {
+	switch mode {
+	case decision.ModeInsideCKE:
+		return k == actor.InsideCKE || k == actor.CKEWithoutCKEGen
+	case decision.ModeStandalone, decision.ModeBesideCKE:
+		return k == actor.Daemon
+	}
+	return false
+}
+
 // statusTable writes the status s for people, notes first.
 func statusTable(w io.Writer, s storage.Status, notes ...string) error {
+	return liveStatusTable(w, s, nil, notes...)
+}
+
+// liveStatusTable is statusTable, with who leads now when it was read
+// (who: nil when not): the last tick's leader then says how old it is,
+// and LEADS NOW who leads, with ckegen's version where it keeps a record.
+func liveStatusTable(w io.Writer, s storage.Status, who *actor.Report, notes ...string) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	for _, n := range notes {
 		fmt.Fprintf(tw, "NOTE\t%s\n", n)
@@ -136,10 +179,7 @@ func statusTable(w io.Writer, s storage.Status, notes ...string) error {
 	fmt.Fprintf(tw, "LAST TICK\t%s\n", ts(s.Time))
 	fmt.Fprintf(tw, "FAILURES\t%d\n", s.ConsecutiveFailures)
 	fmt.Fprintf(tw, "LAST SUCCESS\t%s\n", ts(s.LastSuccess))
-	fmt.Fprintf(tw, "LEADER\t%s\n", s.Leader)
-	if s.Mode != "" {
-		fmt.Fprintf(tw, "MODE\t%s\n", modeLine(s))
-	}
+	leaderRows(tw, s, who)
 	if m := modelLine(s); m != "" {
 		fmt.Fprintf(tw, "MODEL\t%s\n", m)
 	}
@@ -164,6 +204,39 @@ func statusTable(w io.Writer, s storage.Status, notes ...string) error {
 		return err
 	}
 	return placementsTable(w, s.Placements)
+}
+
+// leaderRows say who led the last tick and its mode, and with who, who
+// leads now and which version of ckegen, as the elections and the records
+// of presence say.
+func leaderRows(tw io.Writer, s storage.Status, who *actor.Report) {
+	if who == nil {
+		fmt.Fprintf(tw, "LEADER\t%s\n", s.Leader)
+		if s.Mode != "" {
+			fmt.Fprintf(tw, "MODE\t%s\n", modeLine(s))
+		}
+		return
+	}
+	fmt.Fprintf(tw, "LEADER\t%s (the last tick's, %s)\n", s.Leader, since(s.Time, who.Time))
+	fmt.Fprintf(tw, "LEADS NOW\t%s\n", who.Says)
+	if v, name := who.Version(); v != "" {
+		fmt.Fprintf(tw, "VERSION\tckegen %s on %s; this ckegenctl is %s\n", v, name, version.String())
+	}
+	if s.Mode == "" {
+		// A status of a build that recorded no mode.
+		return
+	}
+	if m := modeNow(s, *who); m != "" {
+		fmt.Fprintf(tw, "MODE\t%s\n", m)
+	}
+}
+
+// since says how long ago t was at now.
+func since(t, now time.Time) string {
+	if t.IsZero() {
+		return "no time recorded"
+	}
+	return max(now.Sub(t), 0).Truncate(time.Second).String() + " ago"
 }
 
 // maxShownWarnings bounds the warnings the status table lists; -o json

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"github.com/ckegen/ckegen/decision"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -235,3 +236,15 @@ func TestStatusSaysCKEStoppedCalling(t *testing.T) {
 		t.Errorf("a fresh status has a note:\n%s", out)
 	}
 }
+
+// liveRows replaces, in a status table, what depends on the time it is
+// read at: the age of the last tick and the evidence of who leads.
+func liveRows(out string) string {
+	out = lastTickAge.ReplaceAllString(out, "(the last tick's, AGE)")
+	return evidence.ReplaceAllString(out, "(EVIDENCE)")
+}
+
+var (
+	lastTickAge = regexp.MustCompile(`\(the last tick's, [^)]*\)`)
+	evidence    = regexp.MustCompile(`\(its election key's lease [^)]*\)`)
+)

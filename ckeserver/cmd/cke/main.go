@@ -216,6 +216,13 @@ func run(d durations) error {
 			session.Close()
 		}
 	}()
+	// Known in etcd for as long as the session lives, before it campaigns.
+	actx, cancel := context.WithTimeout(context.Background(), timeout)
+	err = ig.Announce(actx, session.Lease())
+	cancel()
+	if err != nil {
+		return err
+	}
 	controller := server.NewController(session, ig, &server.Config{
 		Interval: d.interval, CertsGCInterval: d.certsGC, MaxConcurrentUpdates: *flgMaxConcurrentUpdates,
 	})

@@ -95,11 +95,25 @@ func refOf(word, dir string, top, keys map[string]bool) (ref, bool) {
 // is a directory too.
 func etcdKeys(t *testing.T, root string) map[string]bool {
 	t.Helper()
-	f, err := parser.ParseFile(token.NewFileSet(), filepath.Join(root, "storage", "storage.go"), nil, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
 	keys := map[string]bool{}
+	// The keys are declared in storage.go, and where a file of storage
+	// keeps records of its own (presence.go).
+	for _, name := range []string{"storage.go", "presence.go"} {
+		f, err := parser.ParseFile(token.NewFileSet(), filepath.Join(root, "storage", name), nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		addKeys(t, f, keys)
+	}
+	if len(keys) < 15 {
+		t.Fatalf("only %d etcd keys found in storage/", len(keys))
+	}
+	return keys
+}
+
+// addKeys adds the values of f's Key constants to keys.
+func addKeys(t *testing.T, f *ast.File, keys map[string]bool) {
+	t.Helper()
 	for _, d := range f.Decls {
 		g, ok := d.(*ast.GenDecl)
 		if !ok || g.Tok != token.CONST {
@@ -121,10 +135,6 @@ func etcdKeys(t *testing.T, root string) map[string]bool {
 			}
 		}
 	}
-	if len(keys) < 15 {
-		t.Fatalf("only %d etcd keys found in storage/storage.go", len(keys))
-	}
-	return keys
 }
 
 // declared are the names a package declares at its top level, and

@@ -43,6 +43,8 @@ var forbidden = map[string][]string{
 	// step that writes it, nor the loop.
 	"liveview": {"daemon", "tick"},
 	"web":      {"daemon", "tick"},
+	// Who acts is read, never decided: no step, no host, no view.
+	"actor": {"tick", "daemon", "liveview", "web", "cmd/ckegen", "cmd/ckegenctl"},
 }
 
 // TestLayers: no package depends on a package of a layer above it.
