@@ -270,7 +270,7 @@ func weightAddedOnce(t *testing.T, maxUnhealthy string) {
 	if code != 0 || !strings.Contains(out, "labels cke.cybozu.com/weight added") {
 		t.Errorf("ckegenctl sabakan status: exit %d, stderr %q, stdout\n%s", code, errOut, out)
 	}
-	t.Logf("the first write after the upgrade: %s, %d workers, %d re-rendered with the weight", e.Op, workers, added)
+	t.Logf("the first write after the upgrade: %s, %d workers, %d re-rendered with the weight; the status:\n%s", e.Op, workers, added, out)
 
 	writes := len(h)
 	if r := step.Run(ctx, leader, nil); failed(r) {
