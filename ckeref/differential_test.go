@@ -57,6 +57,10 @@ func TestDifferential(t *testing.T) {
 		worlds, st.ticks, time.Since(start).Round(time.Millisecond), st.same, st.ticks-st.same)
 	t.Logf("ckegen operations: %s", countsText(st.ops))
 	t.Logf("differences by class (ticks):\n%s", classesText(st.classes))
+	t.Logf("nodes compared with a template's weight label, the same in both: %d", st.weighted)
+	if st.ticks >= 200 && st.weighted == 0 {
+		t.Errorf("no node with a weight label was compared: the worlds' templates must have weights")
+	}
 	if st.ticks-st.same > st.ticks/2 {
 		t.Errorf("more than half of the ticks differ: the worlds are too far from what the comparison can check")
 	}
@@ -76,8 +80,10 @@ func envInt(t *testing.T, name string, def int) int {
 
 type stats struct {
 	ticks, same int
-	classes     map[string]int
-	ops         map[string]int
+	// weighted counts the nodes compared that carry a template's weight.
+	weighted int
+	classes  map[string]int
+	ops      map[string]int
 }
 
 func countsText(m map[string]int) string {
@@ -118,6 +124,7 @@ func runWorld(t *testing.T, seed uint64, ticks int, st *stats) bool {
 			return false
 		}
 		st.ticks++
+		st.weighted += tk.weighted
 		if len(classes) == 0 {
 			st.same++
 		}
@@ -161,6 +168,8 @@ type tick struct {
 	// its own validation refused the cluster; ckeNodes are CKE's nodes.
 	ckeCPs, ckeWs set
 	ckeNodes      map[string]*cke.Node
+	// weighted counts the nodes compareNode found equal with a weight label.
+	weighted int
 }
 
 type set map[string]bool
@@ -1302,9 +1311,9 @@ func (tk *tick) oneCPPerTick(gCPs set) ([]string, error) {
 // compareNode compares the rendering of one node: user, taints, labels and
 // annotations, with the one rendering difference of docs/models.md taken
 // out: ckegen renders no node-role.kubernetes.io/ label for the empty
-// role. Every other label is CKE's, key for key (no
-// failure-domain.beta.kubernetes.io/zone, which CKE v1.35.4 does not
-// render).
+// role. Every other label is CKE's, key for key (a template's weight
+// included; no failure-domain.beta.kubernetes.io/zone, which CKE v1.35.4
+// does not render).
 func (tk *tick) compareNode(g *cluster.Node, c *cke.Node) error {
 	if g.User != c.User {
 		return fmt.Errorf("user: ckegen %q, CKE %q", g.User, c.User)
@@ -1329,6 +1338,9 @@ func (tk *tick) compareNode(g *cluster.Node, c *cke.Node) error {
 	}
 	if !maps.Equal(g.Annotations, c.Annotations) {
 		return fmt.Errorf("annotations: ckegen %v, CKE %v", sortedMap(g.Annotations), sortedMap(c.Annotations))
+	}
+	if _, ok := gl[labels.Weight]; ok {
+		tk.weighted++
 	}
 	return nil
 }

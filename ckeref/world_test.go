@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/ckegen/ckegen/cluster"
@@ -159,9 +160,11 @@ type tmplDoc struct {
 	Sabakan       map[string]string `json:"sabakan,omitempty"`
 }
 
-// drawTemplate makes a template without weights: a control plane with or
-// without a role, then one worker template without a role, or one or more
-// with distinct roles (sometimes a role no machine has: a typo).
+// drawTemplate makes a template: a control plane with or without a role,
+// then one worker template without a role, or one or more with distinct
+// roles (sometimes a role no machine has: a typo). Most worker templates
+// have a weight (drawWeight): it means nothing in the rate model, and
+// both generators copy it onto the template's nodes.
 func (w *world) drawTemplate() string {
 	rng := w.rng
 	roles := []string{"cs", "ss", "gpu", "boot"}
@@ -175,7 +178,9 @@ func (w *world) drawTemplate() string {
 	}
 	d.Nodes = append(d.Nodes, cp)
 	if rng.IntN(3) == 0 {
-		d.Nodes = append(d.Nodes, tmplNode{User: "w", Labels: map[string]string{"example.com/kind": "worker"}})
+		n := tmplNode{User: "w", Labels: map[string]string{"example.com/kind": "worker"}}
+		w.maybeWeight(n.Labels)
+		d.Nodes = append(d.Nodes, n)
 	} else {
 		k := 1 + rng.IntN(3)
 		perm := rng.Perm(len(roles))
@@ -185,6 +190,7 @@ func (w *world) drawTemplate() string {
 				r += "x" // a misspelt role: rule 2's typo guard
 			}
 			n := tmplNode{User: "w-" + r, Labels: map[string]string{"cke.cybozu.com/role": r}}
+			w.maybeWeight(n.Labels)
 			if rng.IntN(3) == 0 {
 				n.Taints = []cluster.Taint{{Key: "example.com/dedicated", Value: r, Effect: "NoSchedule"}}
 			}
@@ -202,6 +208,37 @@ func (w *world) drawTemplate() string {
 		panic(err)
 	}
 	return string(data)
+}
+
+// maybeWeight gives a worker template's labels a weight, two times in
+// three.
+func (w *world) maybeWeight(labels map[string]string) {
+	if w.rng.IntN(3) > 0 {
+		labels["cke.cybozu.com/weight"] = w.drawWeight()
+	}
+}
+
+// drawWeight draws a weight among those both CKE and ckegen accept and
+// CKE renders: a decimal > 0 that is a Kubernetes label value (digits,
+// with a fraction of one to three digits or none, leading and trailing
+// zeros included: "6.0", "0.5", "007", "12").
+func (w *world) drawWeight() string {
+	rng := w.rng
+	for {
+		s := strconv.Itoa(rng.IntN(13))
+		if rng.IntN(6) == 0 {
+			s = "0" + s
+		}
+		if rng.IntN(2) == 0 {
+			s += "."
+			for range 1 + rng.IntN(3) {
+				s += strconv.Itoa(rng.IntN(10))
+			}
+		}
+		if f, err := strconv.ParseFloat(s, 64); err == nil && f > 0 {
+			return s
+		}
+	}
 }
 
 // machinesJSON is the inventory as sabakan's GraphQL answer.

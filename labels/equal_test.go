@@ -127,11 +127,11 @@ func TestEqualAgreesWithRender(t *testing.T) {
 }
 
 // TestEqualRefusesOtherKeys: Equal is false for a rendering with one label
-// replaced by a key Render does not write there (a weight, a control
-// plane's labels on a worker, another role's or an empty role's node-role
-// label, a sabakan label the machine does not have, a label the template
-// does not have), or with an annotation missing: the count of keys hides
-// no check.
+// replaced by a key Render does not write there (a weight the template
+// does not have, a control plane's labels on a worker, another role's or
+// an empty role's node-role label, a sabakan label the machine does not
+// have, a label the template does not have), or with an annotation
+// missing: the count of keys hides no check.
 func TestEqualRefusesOtherKeys(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		m, tm, cp := drawMachine(t), drawTemplate(t), rapid.Bool().Draw(t, "cp")
@@ -140,7 +140,7 @@ func TestEqualRefusesOtherKeys(t *testing.T) {
 		}
 		ls, as := Render(m, tm, cp)
 		others := []struct{ k, v string }{
-			{Weight, tm.Labels[Weight]}, {Master, "true"}, {ControlPlane, "true"},
+			{Weight, "1"}, {Master, "true"}, {ControlPlane, "true"},
 			{NodeRoleBase, "true"}, {NodeRoleBase + "other", "true"},
 			{SabakanPrefix + "absent", ""}, {"example.com/c", "v"},
 		}

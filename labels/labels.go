@@ -109,8 +109,9 @@ type Template struct {
 
 // Render returns the labels and annotations of the node for machine m made
 // from template t, in docs/design.md section 2's order (later wins on equal keys):
-// sabakan labels, the template's labels except the weight, the machine's
-// fields, and for control planes the node-role labels.
+// sabakan labels, the template's labels (the weight included, as CKE copies
+// every one), the machine's fields, and for control planes the node-role
+// labels.
 //
 // Dates are rendered in the UTC offset sabakan returned them with (docs/design.md
 // 1.5), as CKE does: 2031-08-01T05:00:00+09:00 gives the retire month
@@ -122,11 +123,7 @@ func Render(m *machine.Machine, t Template, controlPlane bool) (map[string]strin
 	for _, l := range spec.Labels {
 		ls[SabakanPrefix+l.Name] = l.Value
 	}
-	for k, v := range t.Labels {
-		if k != Weight {
-			ls[k] = v
-		}
-	}
+	maps.Copy(ls, t.Labels)
 	registered := FormatDate(spec.RegisterDate)
 	retires := FormatDate(spec.RetireDate)
 	rack := strconv.Itoa(spec.Rack)
@@ -223,9 +220,6 @@ func repeatsName(ls []machine.Label) bool {
 // Equal checks the length of the labels against it.
 func labelCount(spec *machine.Spec, t Template, controlPlane bool) int {
 	n := len(spec.Labels) + len(t.Labels) + 7
-	if _, ok := t.Labels[Weight]; ok {
-		n--
-	}
 	if _, ok := t.Labels[Role]; ok {
 		n-- // overwritten by the machine's role
 	}
@@ -296,15 +290,13 @@ func labelsMatch(ls map[string]string, spec *machine.Spec, t Template, controlPl
 
 // otherLabelMatches reports whether Render gives label k, none of the
 // machine's fields, the value v: a sabakan label, the node-role label of
-// the machine's role, or a template's label other than the weight.
+// the machine's role, or a template's label (the weight included).
 func otherLabelMatches(k, v string, spec *machine.Spec, t Template) bool {
 	switch {
 	case strings.HasPrefix(k, SabakanPrefix):
 		return hasLabel(spec.Labels, k[len(SabakanPrefix):], v)
 	case strings.HasPrefix(k, NodeRoleBase):
 		return spec.Role != "" && k[len(NodeRoleBase):] == spec.Role && v == "true"
-	case k == Weight:
-		return false
 	}
 	tv, found := t.Labels[k]
 	return found && tv == v

@@ -1,6 +1,7 @@
 package labels
 
 import (
+	"maps"
 	"strings"
 	"testing"
 	"time"
@@ -26,6 +27,7 @@ func TestRender(t *testing.T) {
 		"sabakan.cke.cybozu.com/product":        "R630",
 		"sabakan.cke.cybozu.com/datacenter":     "ty3",
 		"example.com/a":                         "b",
+		"cke.cybozu.com/weight":                 "2.0", // copied as CKE does
 		"cke.cybozu.com/rack":                   "3",
 		"cke.cybozu.com/index-in-rack":          "7",
 		"cke.cybozu.com/role":                   "compute",
@@ -93,6 +95,38 @@ func TestRenderWorkerWithoutRole(t *testing.T) {
 	}
 	if v, ok := ls[Role]; !ok || v != "" {
 		t.Errorf("role label = %q, %v; want present and empty", v, ok)
+	}
+}
+
+// TestRenderWeight: the weight is a template label like any other on the
+// node, as CKE's code renders it (a site moving between CKE's integration
+// and ckegen sees no label change): rendered with its value as written,
+// and a node written without it (by an earlier ckegen) is not what Render
+// gives, so the next write adds it.
+func TestRenderWeight(t *testing.T) {
+	m := &machine.Machine{Spec: machine.Spec{Serial: "s", Rack: 1, Role: "cs"}}
+	for _, w := range []string{"6.0", "0.5", "1", "10"} {
+		tm := Template{Labels: map[string]string{Role: "cs", Weight: w}}
+		ls, as := Render(m, tm, false)
+		if ls[Weight] != w {
+			t.Errorf("weight %q: rendered %s=%q", w, Weight, ls[Weight])
+		}
+		if !Equal(ls, as, m, tm, false) {
+			t.Errorf("weight %q: Equal refuses Render's own labels", w)
+		}
+		if v, ok := (Node{Machine: m, Template: tm}).Label(Weight); !ok || v != w {
+			t.Errorf("weight %q: Node.Label = %q, %v", w, v, ok)
+		}
+		old := maps.Clone(ls)
+		delete(old, Weight)
+		if Equal(old, as, m, tm, false) {
+			t.Errorf("weight %q: Equal accepts a node without the weight label", w)
+		}
+	}
+	// Without a weight in the template, none on the node.
+	ls, _ := Render(m, Template{Labels: map[string]string{Role: "cs"}}, false)
+	if v, ok := ls[Weight]; ok {
+		t.Errorf("no weight in the template, rendered %s=%q", Weight, v)
 	}
 }
 

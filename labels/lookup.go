@@ -54,10 +54,8 @@ func (n Node) Label(key string) (string, bool) {
 	if spec.Role != "" && strings.HasPrefix(key, NodeRoleBase) && key[len(NodeRoleBase):] == spec.Role {
 		return "true", true
 	}
-	if key != Weight {
-		if v, ok := n.Template.Labels[key]; ok {
-			return v, true
-		}
+	if v, ok := n.Template.Labels[key]; ok {
+		return v, true
 	}
 	if name, ok := strings.CutPrefix(key, SabakanPrefix); ok {
 		// The last of repeated names wins, as in Render.

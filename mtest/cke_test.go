@@ -442,6 +442,18 @@ func compareTakeover(t *testing.T, before, after rawCluster, retainted ...string
 	return diffs
 }
 
+// weighted is the number of workers of c whose labels hold the weight
+// of their template (all three of the bundled template's have one).
+func weighted(c rawCluster) int {
+	n := 0
+	for _, addr := range c.set(false) {
+		if w, ok := c.labels(addr)["cke.cybozu.com/weight"].(string); ok && w != "" {
+			n++
+		}
+	}
+	return n
+}
+
 // sameLabels checks that every node of both before and after has the same
 // labels in both, whatever else changed (membership, taints): the first
 // write after a move changes no label of any node. It fails when the two
@@ -504,7 +516,8 @@ func (e *env) firstWriteAfter(n int) rawCluster {
 // status key), hold while CKE's own integration is enabled again, survive
 // a SIGKILL of their leader without touching CKE's election, and hold
 // again after handback. CKE's server validates every cluster ckegen
-// writes.
+// writes. The template has weights, which both CKE's code and ckegen copy
+// onto the workers: neither the takeover nor the handback changes a label.
 func TestBesideCKE(t *testing.T) {
 	bin, cli := cketest.Binaries(t)
 	storyStart := time.Now()
@@ -531,7 +544,10 @@ func TestBesideCKE(t *testing.T) {
 	k.mustCkecli("sabakan", "set-url", "http://"+e.sabAddr)
 	k.mustCkecli("constraints", "set", "control-plane-count", "3")
 	k.mustCkecli("constraints", "set", "minimum-workers-rate", "80")
-	k.mustCkecli("sabakan", "set-template", "../examples/template-rate.yml")
+	// The bundled template has weights (6.0, 3.0, 1.0): meaningless in the
+	// rate model, but CKE's code copies them onto every worker, and a move
+	// either way must change no label.
+	k.mustCkecli("sabakan", "set-template", "../examples/template.yml")
 	var cons map[string]any
 	if err := json.Unmarshal([]byte(k.mustCkecli("constraints", "show")), &cons); err != nil {
 		t.Fatal(err)
@@ -564,6 +580,9 @@ func TestBesideCKE(t *testing.T) {
 	machines := len(e.machines) - 12
 	if cps, ws := first.set(true), first.set(false); len(cps) != 3 || len(ws) != machines-3 {
 		t.Fatalf("CKE's first cluster: %d control planes, %d workers; want 3 and every other HEALTHY machine, %d", len(cps), len(ws), machines-3)
+	}
+	if n := weighted(first); n != machines-3 {
+		t.Fatalf("CKE's first cluster: %d of %d workers carry the template's weight label; CKE copies it onto every one", n, machines-3)
 	}
 	e.eventually("CKE's server to validate the cluster", 15*time.Second, func() bool { return k.validated() > 0 })
 	ckeKeys := e.electionKeys("/cke/leader/")
@@ -745,6 +764,9 @@ func TestBesideCKE(t *testing.T) {
 	// label of any node changes.
 	tainted := e.firstWriteAfter(writes)
 	diffs := compareTakeover(t, after, tainted, addr1)
+	if n, w := weighted(tainted), len(tainted.set(false)); n != w {
+		t.Errorf("ckegen's first write after takeover: %d of %d workers carry the weight label", n, w)
+	}
 	if tainted.stateTaint(addr1) != "unreachable:NoSchedule" {
 		t.Errorf("ckegen's first write after takeover does not taint %s: %q", addr1, tainted.stateTaint(addr1))
 	}
@@ -814,6 +836,9 @@ func TestBesideCKE(t *testing.T) {
 	}
 	ckeWrite := e.firstWriteAfter(writes)
 	diffs = compareTakeover(t, handedBack, ckeWrite, workers[2])
+	if n, w := weighted(ckeWrite), len(ckeWrite.set(false)); n != w {
+		t.Errorf("CKE's first write after handback: %d of %d workers carry the weight label", n, w)
+	}
 	if ckeWrite.stateTaint(workers[2]) != "unreachable:NoSchedule" {
 		t.Errorf("CKE's first write after handback does not taint %s: %q", workers[2], ckeWrite.stateTaint(workers[2]))
 	}

@@ -188,6 +188,9 @@ func (t *Template) WorkersHaveRoles() bool {
 
 var decimal = regexp.MustCompile(`^([0-9]+(\.[0-9]*)?|\.[0-9]+)$`)
 
+// parseWeight reads a worker template's weight: a finite decimal > 0 that
+// is also a valid Kubernetes label value, since the weight is rendered on
+// every node of its template as CKE renders it (docs/design.md 2).
 func parseWeight(s string) (float64, error) {
 	if !decimal.MatchString(s) {
 		return 0, fmt.Errorf("must be a decimal number > 0, got %q", s)
@@ -196,7 +199,33 @@ func parseWeight(s string) (float64, error) {
 	if err != nil || math.IsInf(f, 0) || f <= 0 {
 		return 0, fmt.Errorf("must be a finite decimal number > 0, got %q", s)
 	}
+	if err := weightAsLabel(s, f); err != nil {
+		return 0, err
+	}
 	return f, nil
+}
+
+// maxLabelValue is the length Kubernetes allows a label value.
+const maxLabelValue = 63
+
+// weightAsLabel refuses a weight that is a number but not a label value
+// Kubernetes accepts (".5", "1."), saying why and what to write instead:
+// the same number written as a label value.
+func weightAsLabel(s string, f float64) error {
+	if labels.ValidateValue(s) == nil {
+		return nil
+	}
+	rule := "it must begin and end with a digit"
+	if len(s) > maxLabelValue {
+		rule = fmt.Sprintf("it must be at most %d characters", maxLabelValue)
+	}
+	alt := strconv.FormatFloat(f, 'f', -1, 64)
+	instead := fmt.Sprintf("write %q, the same weight", alt)
+	if labels.ValidateValue(alt) != nil {
+		instead = fmt.Sprintf("write it in at most %d characters", maxLabelValue)
+	}
+	return fmt.Errorf("%q is not a valid Kubernetes label value (%s): the weight is copied onto every node of this template, "+
+		"as CKE copies it, and Kubernetes would refuse that node label; %s", s, rule, instead)
 }
 
 type validator struct {
@@ -239,7 +268,7 @@ func (v *validator) node(i int, n *cluster.Node) {
 			continue
 		}
 		if k == labels.Weight {
-			continue // checked as a number
+			continue // checked as a number and a label value (parseWeight)
 		}
 		if err := labels.ValidateValue(val); err != nil {
 			v.errorf("%s: label %q: invalid value %q: %v", p, k, val, err)

@@ -19,7 +19,7 @@ nodes:
 - user: cybozu
   labels: {cke.cybozu.com/role: compute, cke.cybozu.com/weight: "6.0"}
 - user: cybozu
-  labels: {cke.cybozu.com/role: storage, cke.cybozu.com/weight: ".5"}
+  labels: {cke.cybozu.com/role: storage, cke.cybozu.com/weight: "0.5"}
 service_subnet: 10.68.0.0/16
 `
 
@@ -82,6 +82,16 @@ func TestValidationRules(t *testing.T) {
 		{"rule 4: negative weight", "name: a\nnodes:\n" + cp + "- {user: u, labels: {cke.cybozu.com/weight: '-1'}}\n" + tail, []string{`nodes[1]: label "cke.cybozu.com/weight": must be a decimal number > 0, got "-1"`}},
 		{"rule 4: zero weight", "name: a\nnodes:\n" + cp + "- {user: u, labels: {cke.cybozu.com/weight: '0.0'}}\n" + tail, []string{`nodes[1]: label "cke.cybozu.com/weight": must be a finite decimal number > 0, got "0.0"`}},
 		{"rule 4: not a decimal", "name: a\nnodes:\n" + cp + "- {user: u, labels: {cke.cybozu.com/weight: 'NaN'}}\n" + tail, []string{`got "NaN"`}},
+		{"rule 4: not a decimal (word)", "name: a\nnodes:\n" + cp + "- {user: u, labels: {cke.cybozu.com/weight: abc}}\n" + tail, []string{`nodes[1]: label "cke.cybozu.com/weight": must be a decimal number > 0, got "abc"`}},
+		{"rule 4: weight not a label value (leading point)", "name: a\nnodes:\n" + cp + "- {user: u, labels: {cke.cybozu.com/weight: '.5'}}\n" + tail,
+			[]string{`nodes[1]: label "cke.cybozu.com/weight": ".5" is not a valid Kubernetes label value (it must begin and end with a digit): ` +
+				`the weight is copied onto every node of this template, as CKE copies it, and Kubernetes would refuse that node label; write "0.5", the same weight`}},
+		{"rule 4: weight not a label value (trailing point)", "name: a\nnodes:\n" + cp + "- {user: u, labels: {cke.cybozu.com/weight: '1.'}}\n" + tail,
+			[]string{`nodes[1]: label "cke.cybozu.com/weight": "1." is not a valid Kubernetes label value (it must begin and end with a digit): `, `write "1", the same weight`}},
+		{"rule 4: weight not a label value (too long)", "name: a\nnodes:\n" + cp + "- {user: u, labels: {cke.cybozu.com/weight: '1." + strings.Repeat("0", 63) + "'}}\n" + tail,
+			[]string{`(it must be at most 63 characters)`, `write "1", the same weight`}},
+		{"rule 4: weight not a label value (too long, long number)", "name: a\nnodes:\n" + cp + "- {user: u, labels: {cke.cybozu.com/weight: '" + strings.Repeat("9", 64) + "'}}\n" + tail,
+			[]string{`(it must be at most 63 characters)`, `write it in at most 63 characters`}},
 		{"rule 4: exponent", "name: a\nnodes:\n" + cp + "- {user: u, labels: {cke.cybozu.com/weight: '1e400'}}\n" + tail, []string{`got "1e400"`}},
 		{"rule 5: label key", "name: a\nnodes:\n" + cp + "- {user: u, labels: {'bad key': v}}\n" + tail, []string{`nodes[1]: label "bad key": invalid key`}},
 		{"rule 5: label value", "name: a\nnodes:\n" + cp + "- {user: u, labels: {k: 'bad value'}}\n" + tail, []string{`nodes[1]: label "k": invalid value "bad value"`}},
@@ -389,5 +399,38 @@ func TestTemplateAsCKEStoresIt(t *testing.T) {
 	}
 	if tmpl.SpareNodeTaintKey != "" {
 		t.Errorf("SpareNodeTaintKey = %q, want none", tmpl.SpareNodeTaintKey)
+	}
+}
+
+// TestWeightLabelValues: a weight that is a decimal > 0 and a valid
+// Kubernetes label value is accepted with its value; one that is a number
+// but not a label value (rendered on every node of its template, it
+// would be refused by Kubernetes) is refused, naming the node and the
+// label, with the same number written as a label value.
+func TestWeightLabelValues(t *testing.T) {
+	doc := func(w string) string {
+		return "name: a\nnodes:\n- {user: u, control_plane: true}\n- {user: u, labels: {cke.cybozu.com/weight: '" + w + "'}}\nservice_subnet: 10.0.0.0/24\n"
+	}
+	for w, want := range map[string]float64{"1": 1, "0.5": 0.5, "6.0": 6, "10": 10, "007": 7, "1.50": 1.5, "2." + strings.Repeat("5", 61): 2.5555555555555554} {
+		tmpl, err := Parse([]byte(doc(w)))
+		if err != nil {
+			t.Errorf("weight %q: %v", w, err)
+			continue
+		}
+		if got := tmpl.Workers[0].Weight; got != want {
+			t.Errorf("weight %q: %v, want %v", w, got, want)
+		}
+	}
+	for w, instead := range map[string]string{".5": `write "0.5"`, "1.": `write "1"`, ".25": `write "0.25"`, "10.": `write "10"`, ".": "must be a decimal number > 0"} {
+		_, err := Parse([]byte(doc(w)))
+		if err == nil {
+			t.Errorf("weight %q accepted", w)
+			continue
+		}
+		for _, s := range []string{`template nodes[1]: label "cke.cybozu.com/weight": `, instead} {
+			if !strings.Contains(err.Error(), s) {
+				t.Errorf("weight %q: %q does not say %q", w, err, s)
+			}
+		}
 	}
 }

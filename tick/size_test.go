@@ -93,8 +93,8 @@ func bundledTemplate(t testing.TB) *template.Template {
 // cluster of every HEALTHY machine with the bundled template and three
 // sabakan labels per machine. TestClusterSize keeps them true.
 const (
-	sizeBytesPerNodeLow, sizeBytesPerNodeHigh = 670, 690
-	sizeFitLow, sizeFitHigh                   = 2_280, 2_340
+	sizeBytesPerNodeLow, sizeBytesPerNodeHigh = 700, 720
+	sizeFitLow, sizeFitHigh                   = 2_180, 2_250
 )
 
 // TestClusterSize measures, in both models, at how many machines the
