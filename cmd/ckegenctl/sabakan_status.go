@@ -197,7 +197,7 @@ func liveStatusTable(w io.Writer, s storage.Status, who *actor.Report, notes ...
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	if err := changesTable(w, s.LastChanges); err != nil {
+	if err := changesTable(w, s.LastChanges, s.LastChangeCount); err != nil {
 		return err
 	}
 	if err := pendingTable(w, s.Pending); err != nil {
@@ -309,7 +309,11 @@ func placementsTable(w io.Writer, ps []storage.PlacementStatus) error {
 	return tw.Flush()
 }
 
-func changesTable(w io.Writer, cs []storage.Change) error {
+// changesTable lists the changes a status kept: the first
+// storage.MaxChanges of the count made, and a line that says how many
+// more were made than kept, since a group of re-renders counts only the
+// kept ones.
+func changesTable(w io.Writer, cs []storage.Change, count int) error {
 	if len(cs) == 0 {
 		return nil
 	}
@@ -328,7 +332,18 @@ func changesTable(w io.Writer, cs []storage.Change) error {
 		}
 		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\n", c.Action, c.Address, c.Serial, score, c.Reason)
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if more := count - len(cs); more > 0 {
+		word := "changes"
+		if more == 1 {
+			word = "change"
+		}
+		_, err := fmt.Fprintf(w, "  (%d more %s not listed: only the first %d of the step's %d changes are kept)\n", more, word, len(cs), count)
+		return err
+	}
+	return nil
 }
 
 func historyTable(w io.Writer, h []storage.HistoryEntry) error {

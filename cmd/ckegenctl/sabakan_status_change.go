@@ -60,5 +60,5 @@ func pendingTable(w io.Writer, p *storage.PlanSummary) error {
 	if p.Steps == 0 {
 		return nil
 	}
-	return changesTable(w, p.NextChanges)
+	return changesTable(w, p.NextChanges, p.NextChangeCount)
 }

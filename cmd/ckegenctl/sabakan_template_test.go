@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -269,6 +270,14 @@ func weightAddedOnce(t *testing.T, maxUnhealthy string) {
 	out, errOut, code = runCLIWithConfig(t, noConfig, "--etcd-endpoints", site.EtcdURL, "sabakan", "status")
 	if code != 0 || !strings.Contains(out, "labels cke.cybozu.com/weight added") {
 		t.Errorf("ckegenctl sabakan status: exit %d, stderr %q, stdout\n%s", code, errOut, out)
+	}
+	// A group of re-renders counts the changes kept; the status says how
+	// many more were made than kept, so that it is not read as the whole.
+	if more := workers - storage.MaxChanges; more > 0 {
+		want := fmt.Sprintf("(%d more changes not listed: only the first %d of the step's %d changes are kept)", more, storage.MaxChanges, workers)
+		if !strings.Contains(out, want) {
+			t.Errorf("ckegenctl sabakan status does not say %q:\n%s", want, out)
+		}
 	}
 	t.Logf("the first write after the upgrade: %s, %d workers, %d re-rendered with the weight; the status:\n%s", e.Op, workers, added, out)
 
