@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/ckegen/ckegen/internal/strictjson"
@@ -114,9 +113,6 @@ func (m *Memory) recall(v storage.Value) error {
 	}
 	return nil
 }
-
-// sameWarnings reports whether a and b hold the same warnings.
-func sameWarnings(a, b []string) bool { return slices.Equal(a, b) }
 
 // ReadMemory reads the memory the leader stored with its last status
 // (none: an empty memory), for a view that decides as the leader does.

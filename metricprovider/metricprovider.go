@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
-	"strings"
 
 	"golang.org/x/sync/errgroup"
 
@@ -204,14 +203,4 @@ func fetchStatic(prov *policy.ProviderSpec, name string, col int, vals *policy.V
 			vals.Set(row, col, float64(v))
 		}
 	}
-}
-
-// String summarizes a stat for logs.
-func (s Stat) String() string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "metric %s from %s: %d samples, %d matched a machine", s.Metric, s.Provider, s.Samples, s.Matched)
-	if len(s.Warnings) > 0 {
-		fmt.Fprintf(&b, "; warnings: %s", strings.Join(s.Warnings, "; "))
-	}
-	return b.String()
 }

@@ -296,3 +296,13 @@ func TestPrometheusURLRedacted(t *testing.T) {
 		t.Fatalf("error %v: want the password masked", err)
 	}
 }
+
+// String summarizes a stat for logs.
+func (s Stat) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "metric %s from %s: %d samples, %d matched a machine", s.Metric, s.Provider, s.Samples, s.Matched)
+	if len(s.Warnings) > 0 {
+		fmt.Fprintf(&b, "; warnings: %s", strings.Join(s.Warnings, "; "))
+	}
+	return b.String()
+}

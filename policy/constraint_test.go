@@ -291,3 +291,12 @@ func BenchmarkInList(b *testing.B) {
 		})
 	}
 }
+
+// LabelMap is a node's labels as a map.
+type LabelMap map[string]string
+
+// Label returns the label's value and whether it is set.
+func (m LabelMap) Label(key string) (string, bool) {
+	v, ok := m[key]
+	return v, ok
+}

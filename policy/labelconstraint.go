@@ -7,21 +7,11 @@ import (
 )
 
 // Labels is how constraints read the labels a machine would have as a
-// node of the placement's template (docs/design.md 2, all steps). A caller that has
-// the labels as a map passes LabelMap(m); one that computes them on
-// demand implements Label without building a map. Policy.LabelKeys lists
-// every key the constraints read.
+// node of the placement's template (docs/design.md 2, all steps): the
+// caller computes them on demand, without building a map. Policy.LabelKeys
+// lists every key the constraints read.
 type Labels interface {
 	Label(key string) (value string, ok bool)
-}
-
-// LabelMap is a node's labels as a map.
-type LabelMap map[string]string
-
-// Label returns the label's value and whether it is set.
-func (m LabelMap) Label(key string) (string, bool) {
-	v, ok := m[key]
-	return v, ok
 }
 
 // LabelOp is the operator of a label constraint.

@@ -553,7 +553,6 @@ func (c *Cell) Marker() byte {
 // returned by the query.
 const troubleMarker = '!'
 
-
 // Symbol is the character of a kind: C, w, . or -.
 func (k Kind) Symbol() byte {
 	switch k {

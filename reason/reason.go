@@ -146,34 +146,6 @@ func ResultOf(code string) string {
 	return ""
 }
 
-// Allows reports whether a tick may record code under result: its own
-// result or one of its Also.
-func Allows(code, result string) bool {
-	c := find(code)
-	if c == nil {
-		return false
-	}
-	if c.Result == result {
-		return true
-	}
-	for _, a := range c.Also {
-		if a.Result == result {
-			return true
-		}
-	}
-	return false
-}
-
-// Results says the results of c as the documents do: "failing", or
-// "failing, or planning when quiet time or the trigger held the tick".
-func (c Code) Results() string {
-	s := c.Result
-	for _, a := range c.Also {
-		s += ", or " + a.Result + " when " + a.When
-	}
-	return s
-}
-
 func find(code string) *Code {
 	for i := range Codes {
 		if Codes[i].Code == code {

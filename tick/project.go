@@ -297,14 +297,6 @@ func changeSummary(cs []generator.Change) []string {
 	return planreport.Summarize(cs)
 }
 
-// plural is "1 step", "2 steps".
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return "1 " + one
-	}
-	return fmt.Sprintf("%d %s", n, many)
-}
-
 // nextMemory is the memory m becomes after a decision d acted on with o, which recorded
 // st.
 func nextMemory(m decision.Memory, d *decision.Decision, o Outcome, st storage.Status) decision.Memory {

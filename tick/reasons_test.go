@@ -36,7 +36,7 @@ func TestMain(m *testing.M) {
 	recorded.Lock()
 	var bad []string
 	for p := range recorded.pairs {
-		if !reason.Allows(p[0], p[1]) {
+		if !allows(p[0], p[1]) {
 			bad = append(bad, fmt.Sprintf("%s recorded under %s", p[0], p[1]))
 		}
 	}
@@ -49,4 +49,23 @@ func TestMain(m *testing.M) {
 		code = 1
 	}
 	os.Exit(code)
+}
+
+// allows reports whether reason.Codes lets a tick record code under
+// result: its own result or one of its Also.
+func allows(code, result string) bool {
+	for _, c := range reason.Codes {
+		if c.Code != code {
+			continue
+		}
+		if c.Result == result {
+			return true
+		}
+		for _, a := range c.Also {
+			if a.Result == result {
+				return true
+			}
+		}
+	}
+	return false
 }

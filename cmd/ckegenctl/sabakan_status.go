@@ -153,11 +153,6 @@ func agrees(mode string, k actor.Kind) bool {
 	return false
 }
 
-// statusTable writes the status s for people, notes first.
-func statusTable(w io.Writer, s storage.Status, notes ...string) error {
-	return liveStatusTable(w, s, nil, notes...)
-}
-
 // liveStatusTable is statusTable, with who leads now when it was read
 // (who: nil when not): the last tick's leader then says how old it is,
 // and LEADS NOW who leads, with ckegen's version where it keeps a record.

@@ -4,12 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/ckegen/ckegen/decision"
+	"io"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/ckegen/ckegen/decision"
 	"github.com/ckegen/ckegen/generator"
 	"github.com/ckegen/ckegen/intake"
 	"github.com/ckegen/ckegen/storage"
@@ -248,3 +249,8 @@ var (
 	lastTickAge = regexp.MustCompile(`\(the last tick's, [^)]*\)`)
 	evidence    = regexp.MustCompile(`\(its election key's lease [^)]*\)`)
 )
+
+// statusTable writes the status s for people, notes first.
+func statusTable(w io.Writer, s storage.Status, notes ...string) error {
+	return liveStatusTable(w, s, nil, notes...)
+}
