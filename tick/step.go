@@ -110,15 +110,12 @@ type Result struct {
 	// Decision is the tick's decision (nil: the tick was cut short
 	// before it decided anything worth showing).
 	Decision *decision.Decision
-	// Status is the status the tick recorded in sabakan/status (zero:
-	// none; see Recorded).
+	// Status is the tick's status, as recorded in sabakan/status when
+	// etcd took it (zero: the tick was cut short).
 	Status storage.Status
 	// Err is the tick's failure (an *Error with its reason code), nil
 	// when it ran, held back or was disabled.
 	Err error
-	// Recorded: the status was stored. A tick cut short by the end of
-	// its context records nothing.
-	Recorded bool
 	// Warnings counts the tick's warnings (the status keeps the first
 	// storage.MaxWarnings).
 	Warnings int
@@ -207,47 +204,59 @@ func (s *Step) run(ctx context.Context, leaderKey string, kube decision.Kubernet
 		return res
 	}
 	s.yielded = false
-	st := status(d, out, s.memory.Last, s.cfg.Name, storage.Duration(s.cfg.Interval))
-	res.Status = st
-	mem := nextMemory(s.memory, d, out, st)
-	mem.Logged = logTick(s.log, d, out, st, s.memory.Logged)
-	var backoff time.Duration
-	res.Next, backoff = s.after(d, res.Err, s.memory)
-	mem.Backoff = storage.Duration(backoff)
-	s.memory = mem
+	prev := s.memory
+	s.conclude(d, out, &res, prev, prev.Logged)
 	if etcdHung(res.Err) {
 		// The status would wait for the same etcd.
 		return res
 	}
-	data, merr := mem.Marshal()
+	if e := s.record(ctx, leaderKey, res.Err); e != nil {
+		// The status write found etcd in a state the tick had not: that
+		// is the tick's outcome, for its status (kept in memory, as etcd
+		// took none), its log and its next run.
+		out.Err = e
+		s.conclude(d, out, &res, prev, s.memory.Logged)
+	}
+	return res
+}
+
+// conclude makes the tick's status, memory and next run from its
+// decision and outcome, from the memory prev it started with, and logs
+// what changed since logged.
+func (s *Step) conclude(d *decision.Decision, out Outcome, res *Result, prev decision.Memory, logged decision.Logged) {
+	res.Err = failure(d, out)
+	st := status(d, out, prev.Last, s.cfg.Name, storage.Duration(s.cfg.Interval))
+	mem := nextMemory(prev, d, out, st)
+	mem.Logged = logTick(s.log, d, out, st, logged)
+	var backoff time.Duration
+	res.Next, backoff = s.after(d, res.Err, prev)
+	mem.Backoff = storage.Duration(backoff)
+	res.Status, s.memory = st, mem
+}
+
+// record stores the tick's status and memory. It returns the failure the
+// write found where the tick (which failed with err, or not) had none of
+// its kind: etcd stopped answering after the tick's reads (the host ends
+// the term now, not at the next tick's first read), or etcd is full,
+// which a tick that wrote nothing finds only here.
+func (s *Step) record(ctx context.Context, leaderKey string, err error) *Error {
+	data, merr := s.memory.Marshal()
 	if merr != nil {
 		s.log.Warn("memory not kept", "error", merr)
 		data = nil
 	}
-	if perr := s.cfg.Storage.PutStatus(ctx, leaderKey, st, data); perr != nil && ctx.Err() == nil {
-		s.log.Warn("status not recorded", "error", perr)
-		switch {
-		case res.Err == nil && errors.Is(perr, context.DeadlineExceeded):
-			// etcd stopped answering after the tick's reads: the host
-			// ends the term now, not at the next tick's first read.
-			res.Err = decision.Fail(reason.EtcdError, fmt.Errorf("status not recorded: %w", perr))
-		case storage.NoSpace(perr) && ReasonOf(res.Err) != reason.EtcdNoSpace:
-			// A tick that wrote nothing finds etcd full only here: what
-			// its host shows (the metrics, /health) says so, though no
-			// status could be stored.
-			e := etcdFailure(perr)
-			res.Err = e
-			res.Status.Result, res.Status.Reason, res.Status.Message = reason.Failing, e.Reason, e.Err.Error()
-			res.Status.ConsecutiveFailures = s.memory.Last.ConsecutiveFailures
-			if st.Result != reason.Failing {
-				res.Status.ConsecutiveFailures++
-			}
-			s.memory.Last = res.Status
-		}
-		return res
+	perr := s.cfg.Storage.PutStatus(ctx, leaderKey, s.memory.Last, data)
+	if perr == nil || ctx.Err() != nil {
+		return nil
 	}
-	res.Recorded = true
-	return res
+	s.log.Warn("status not recorded", "error", perr)
+	switch {
+	case err == nil && errors.Is(perr, context.DeadlineExceeded):
+		return decision.Fail(reason.EtcdError, fmt.Errorf("status not recorded: %w", perr))
+	case storage.NoSpace(perr) && ReasonOf(err) != reason.EtcdNoSpace:
+		return etcdFailure(perr)
+	}
+	return nil
 }
 
 // failure is the tick's failure: the decision's, or the write's.
