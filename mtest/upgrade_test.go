@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"path/filepath"
 	"reflect"
@@ -18,7 +19,9 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/ckegen/ckegen/internal/testutil/buildcache/programs"
+	"github.com/ckegen/ckegen/internal/testutil/cketest"
 	"github.com/ckegen/ckegen/internal/testutil/needed"
+	"github.com/ckegen/ckegen/internal/testutil/vaulttest"
 )
 
 // previousDaemons is the previous release's ckegen and ckegenctl, built
@@ -164,16 +167,7 @@ func (e *env) handover(statuses *statusLog, from, to upgradeDaemon, worker int) 
 	e.sameMembership(from.name+" to "+to.name, before, writes)
 
 	// It follows sabakan: a worker UNREACHABLE is tainted.
-	var healthy []string
-	for _, a := range before.set(false) {
-		if before.stateTaint(a) == "" {
-			healthy = append(healthy, a)
-		}
-	}
-	if len(healthy) <= worker {
-		t.Fatalf("%d workers without a state taint, want more than %d", len(healthy), worker)
-	}
-	w := healthy[worker]
+	w := healthyWorker(t, before, worker)
 	changed := time.Now()
 	e.setState(serialOf(before, w), "unreachable")
 	e.eventually(to.name+" to taint the UNREACHABLE worker", 30*time.Second, func() bool {
@@ -188,6 +182,22 @@ func (e *env) handover(statuses *statusLog, from, to upgradeDaemon, worker int) 
 	e.stillLeads(to.name, time.Second)
 	statuses.allOK(t, stopAt)
 	e.historyNamesChanges(to.name, before, writes)
+}
+
+// healthyWorker is the nth worker of c, in address order, with no state
+// taint.
+func healthyWorker(t *testing.T, c rawCluster, n int) string {
+	t.Helper()
+	var healthy []string
+	for _, a := range c.set(false) {
+		if c.stateTaint(a) == "" {
+			healthy = append(healthy, a)
+		}
+	}
+	if len(healthy) <= n {
+		t.Fatalf("%d workers without a state taint, want more than %d", len(healthy), n)
+	}
+	return healthy[n]
 }
 
 func intervalDuration() time.Duration {
@@ -373,4 +383,157 @@ func (l *statusLog) allOK(t *testing.T, since time.Time) {
 	if n == 0 {
 		t.Errorf("no status written since %s", since.Format(time.RFC3339Nano))
 	}
+}
+
+// previousInside is the previous release's cke, CKE's server with ckegen
+// inside, built from its commit's ckeserver/ once per machine.
+var previousInside = needed.Program{
+	What:      "the previous release's cke (CKE's server with ckegen inside), built from its commit in " + programs.PreviousRecord,
+	Build:     programs.PreviousInside,
+	Otherwise: "fetch the repository's history (git fetch --unshallow) so that the commit is in it, and make github.com/cybozu-go/cke " + cketest.Version + " downloadable",
+}
+
+// upgradeFollowInside bounds the time from a change in sabakan to the
+// cluster write inside CKE's server: its next loop (--interval 1s), which
+// reads the nodes' status first.
+const upgradeFollowInside = 10 * time.Second
+
+// TestRollingUpgradeInsideCKE: TestRollingUpgrade with two builds of cke,
+// CKE's server with ckegen inside: the previous release's and this
+// tree's, on one etcd with a Vault set up by CKE's own ckecli, as a site
+// upgrades its CKE servers one at a time and rolls back (docs/install.md,
+// "Upgrade", "Inside CKE"). The server that leads after the other (CKE's
+// election) ticks with no failure, writes no change of membership,
+// follows an UNREACHABLE worker, and lists in the history every node each
+// of its writes changes.
+func TestRollingUpgradeInsideCKE(t *testing.T) {
+	oldBin := previousInside.Path(t)
+	prev := previous(t)
+	newBin := cketest.Inside(t)
+	_, cli := cketest.Binaries(t)
+	v := vaulttest.Start(t)
+	e := newEnv(t, withoutDaemons())
+	old := newVaultSite(e, v, "the previous release's", "cke-old", oldBin, cli, "/cke/", e.sabAddr)
+	cur := newVaultSite(e, v, "this tree's", "cke-new", newBin, cli, "/cke/", e.sabAddr)
+	old.configure(sshKey(t, e.dir))
+	statuses := watchStatuses(t, e)
+
+	start := time.Now()
+	old.start()
+	e.eventually("the first cluster", 60*time.Second, e.hasCluster)
+	old.waitPhase("upgrade-aborted", start, 60*time.Second)
+	e.waitInsideLeader(old, start, 60*time.Second)
+	cur.start()
+	var oldVersion, newVersion string
+	e.eventually("both servers to answer /ckegen/version", 30*time.Second, func() bool {
+		oldVersion, newVersion = old.ckegenVersion(), cur.ckegenVersion()
+		return oldVersion != "" && newVersion != ""
+	})
+	if oldVersion != prev.Version || newVersion == oldVersion {
+		t.Fatalf("versions: the previous release's cke answers %q (want %q), this tree's %q: they must differ", oldVersion, prev.Version, newVersion)
+	}
+	t.Logf("previous release's cke %s, this tree's %s", oldVersion, newVersion)
+	e.stillLeadsInside(old, cur, 3*time.Second)
+
+	// Upgrade, then rollback: the previous release's cke starts again.
+	e.handoverInside(statuses, old, cur, 0)
+	back := newVaultSite(e, v, "the previous release's, again", "cke-old-again", oldBin, cli, "/cke/", e.sabAddr)
+	back.start()
+	e.eventually("the previous release's cke to serve again", 30*time.Second, func() bool { return back.ckegenVersion() == prev.Version })
+	e.stillLeadsInside(cur, back, 3*time.Second)
+	e.handoverInside(statuses, cur, back, 1)
+	e.rec.check()
+}
+
+// ckegenVersion is the ckegen version the server's /ckegen/version
+// answers; "" while it does not answer.
+func (s *vaultSite) ckegenVersion() string {
+	resp, err := http.Get("http://" + s.httpAddr() + "/ckegen/version")
+	if err != nil {
+		return ""
+	}
+	defer resp.Body.Close()
+	var v struct{ Version string }
+	if resp.StatusCode != http.StatusOK || json.NewDecoder(resp.Body).Decode(&v) != nil {
+		return ""
+	}
+	return v.Version
+}
+
+// leadsCKE reports whether the server leads CKE's election, as its
+// cke_leader series says: the servers campaign with the same host name
+// here, so the election's key does not tell them apart.
+func (s *vaultSite) leadsCKE() bool {
+	resp, err := http.Get("http://" + s.httpAddr() + "/metrics")
+	if err != nil {
+		return false
+	}
+	defer resp.Body.Close()
+	var b strings.Builder
+	if _, err := io.Copy(&b, resp.Body); err != nil {
+		return false
+	}
+	return strings.Contains("\n"+b.String(), "\ncke_leader 1\n")
+}
+
+// waitInsideLeader waits for s to lead CKE's election and for a
+// successful tick of ckegen's inside it that began after since.
+func (e *env) waitInsideLeader(s *vaultSite, since time.Time, timeout time.Duration) time.Duration {
+	e.t.Helper()
+	e.eventually(s.label+" cke to lead and ckegen to tick inside it", timeout, func() bool {
+		if !s.leadsCKE() {
+			return false
+		}
+		st, err := e.status()
+		return err == nil && st.Mode == "inside-cke" && st.Result == "ok" && st.Time.After(since)
+	})
+	return time.Since(since)
+}
+
+// stillLeadsInside checks for d that leader leads CKE's election, the
+// other does not, and ckegen's ticks succeed.
+func (e *env) stillLeadsInside(leader, other *vaultSite, d time.Duration) {
+	e.t.Helper()
+	for end := time.Now().Add(d); time.Now().Before(end); time.Sleep(200 * time.Millisecond) {
+		if !leader.leadsCKE() || other.leadsCKE() {
+			e.t.Fatalf("%s cke does not lead alone (leads: %t; %s: %t)", leader.label, leader.leadsCKE(), other.label, other.leadsCKE())
+		}
+		if st, err := e.status(); err != nil || st.Result != "ok" || st.ConsecutiveFailures != 0 {
+			e.t.Fatalf("ckegen's status while %s cke leads: %+v %v", leader.label, st, err)
+		}
+	}
+}
+
+// handoverInside is handover with CKE's servers: from stops with SIGTERM,
+// as systemctl restart does, and to leads after it.
+func (e *env) handoverInside(statuses *statusLog, from, to *vaultSite, worker int) {
+	t := e.t
+	t.Helper()
+	before := e.rawCluster()
+	writes := e.rec.count()
+	stopAt := time.Now()
+	from.server.stop(syscall.SIGTERM)
+	took := e.waitInsideLeader(to, stopAt, 60*time.Second)
+	t.Logf("%s cke stopped, %s led and ckegen ticked ok inside it %s later", from.label, to.label, took.Round(10*time.Millisecond))
+	e.waitTick("another tick inside "+to.label+" cke", time.Now(), 30*time.Second)
+	statuses.allOK(t, stopAt)
+	e.sameMembership(from.label+" to "+to.label, before, writes)
+
+	w := healthyWorker(t, before, worker)
+	changed := time.Now()
+	e.setState(serialOf(before, w), "unreachable")
+	e.eventually(to.label+" cke to taint the UNREACHABLE worker", 60*time.Second, func() bool {
+		return e.rawCluster().stateTaint(w) == "unreachable:NoSchedule"
+	})
+	if d := time.Since(changed); d > upgradeFollowInside {
+		t.Errorf("%s cke tainted the UNREACHABLE worker %s after %s (limit %s)", to.label, w, d.Round(10*time.Millisecond), upgradeFollowInside)
+	} else {
+		t.Logf("%s cke tainted the UNREACHABLE worker %s %s after the change", to.label, w, d.Round(10*time.Millisecond))
+	}
+	e.waitTick("two more ticks inside "+to.label+" cke", time.Now().Add(time.Second), 30*time.Second)
+	if !to.leadsCKE() {
+		t.Errorf("%s cke no longer leads", to.label)
+	}
+	statuses.allOK(t, stopAt)
+	e.historyNamesChanges(to.label+" cke", before, writes)
 }
