@@ -275,10 +275,15 @@ func (e *env) historyNamesChanges(leader string, before rawCluster, writes int) 
 			for _, ch := range entry.Changes {
 				listed[ch.Address] = true
 			}
+			missing := false
 			for _, a := range changed {
 				if !listed[a] {
+					missing = true
 					t.Errorf("%s's history entry of revision %d (%s) does not list %s, which its write changed (changed: %v; listed: %v)", leader, rev, entry.Op, a, changed, entry.Changes)
 				}
+			}
+			if missing {
+				break
 			}
 			t.Logf("%s's write at revision %d (%s): changed %v, all listed in its history entry", leader, rev, entry.Op, changed)
 		}
