@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os/exec"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -85,6 +86,8 @@ func TestRollingUpgrade(t *testing.T) {
 
 	// Upgrade: the previous release's leader stops, this tree's leads.
 	e.handover(statuses, old, cur, 0)
+	// The previous release's CLI reads what this tree's daemon stored.
+	e.previousCtlReads(filepath.Join(oldDir, "ckegenctl"), cur.name)
 	// Rollback: the previous release starts again and follows; this
 	// tree's stops, and the previous release leads.
 	back := e.startDaemon("ckegen-old-again", oldBin)
@@ -92,6 +95,38 @@ func TestRollingUpgrade(t *testing.T) {
 	e.stillLeads(cur.name, 2*time.Second)
 	e.handover(statuses, cur, back, 1)
 	e.rec.check()
+	e.checkHistory()
+}
+
+// previousCtlReads runs the previous release's ckegenctl: its sabakan
+// status names leader with a successful tick, and its history reads
+// every entry this tree's ckegenctl reads.
+func (e *env) previousCtlReads(ctl, leader string) {
+	t := e.t
+	t.Helper()
+	run := func(args ...string) string {
+		c, cancel := context.WithTimeout(e.ctx, 30*time.Second)
+		defer cancel()
+		out, err := exec.CommandContext(c, ctl, append([]string{"--endpoints", strings.Join(e.clients, ",")}, args...)...).Output()
+		if err != nil {
+			t.Fatalf("the previous release's ckegenctl %v: %v", args, err)
+		}
+		return string(out)
+	}
+	var st status
+	if err := json.Unmarshal([]byte(run("sabakan", "status", "-o", "json")), &st); err != nil || st.Leader != leader || st.Result != "ok" {
+		t.Errorf("the previous release's ckegenctl reads the status as %+v (%v), want %s's successful tick", st, err, leader)
+	}
+	var oldH, newH []historyEntry
+	if err := json.Unmarshal([]byte(run("sabakan", "history", "-o", "json")), &oldH); err != nil {
+		t.Fatalf("the previous release's ckegenctl reads the history: %v", err)
+	}
+	if err := json.Unmarshal([]byte(e.mustCtl("sabakan", "history", "-o", "json")), &newH); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(oldH, newH) {
+		t.Errorf("the previous release's ckegenctl reads %d history entries, this tree's %d, not the same", len(oldH), len(newH))
+	}
 }
 
 // upgradeDaemon is one daemon of the test, with its name and address.
