@@ -41,3 +41,14 @@ func TestParsePrevious(t *testing.T) {
 		}
 	}
 }
+
+// TestPreviousSourceMissingCommit: a commit the repository lacks (a
+// shallow clone) is an error that says so and how to have it, before
+// anything is built.
+func TestPreviousSourceMissingCommit(t *testing.T) {
+	t.Setenv(EnvPreviousCache, t.TempDir())
+	_, err := PreviousSource(Previous{Commit: strings.Repeat("0", 40), Version: "v0.0.0-0000000"})
+	if err == nil || !strings.Contains(err.Error(), "is not in the repository's history") || !strings.Contains(err.Error(), "git fetch --unshallow") {
+		t.Errorf("error %v, want one naming the missing commit and git fetch --unshallow", err)
+	}
+}
