@@ -453,8 +453,8 @@ func TestRollingUpgradeInsideCKE(t *testing.T) {
 	_, cli := cketest.Binaries(t)
 	v := vaulttest.Start(t)
 	e := newEnv(t, withoutDaemons())
-	old := newVaultSite(e, v, "the previous release's", "cke-old", oldBin, cli, "/cke/", e.sabAddr)
-	cur := newVaultSite(e, v, "this tree's", "cke-new", newBin, cli, "/cke/", e.sabAddr)
+	old := newVaultSite(e, v, "the previous release's cke", "cke-old", oldBin, cli, "/cke/", e.sabAddr)
+	cur := newVaultSite(e, v, "this tree's cke", "cke-new", newBin, cli, "/cke/", e.sabAddr)
 	old.configure(sshKey(t, e.dir))
 	statuses := watchStatuses(t, e)
 
@@ -477,7 +477,7 @@ func TestRollingUpgradeInsideCKE(t *testing.T) {
 
 	// Upgrade, then rollback: the previous release's cke starts again.
 	e.handoverInside(statuses, old, cur, 0)
-	back := newVaultSite(e, v, "the previous release's, again", "cke-old-again", oldBin, cli, "/cke/", e.sabAddr)
+	back := newVaultSite(e, v, "the previous release's cke, started again", "cke-old-again", oldBin, cli, "/cke/", e.sabAddr)
 	back.start()
 	e.eventually("the previous release's cke to serve again", 30*time.Second, func() bool { return back.ckegenVersion() == prev.Version })
 	e.stillLeadsInside(cur, back, 3*time.Second)
@@ -520,7 +520,7 @@ func (s *vaultSite) leadsCKE() bool {
 // successful tick of ckegen's inside it that began after since.
 func (e *env) waitInsideLeader(s *vaultSite, since time.Time, timeout time.Duration) time.Duration {
 	e.t.Helper()
-	e.eventually(s.label+" cke to lead and ckegen to tick inside it", timeout, func() bool {
+	e.eventually(s.label+" to lead and ckegen to tick inside it", timeout, func() bool {
 		if !s.leadsCKE() {
 			return false
 		}
@@ -536,10 +536,10 @@ func (e *env) stillLeadsInside(leader, other *vaultSite, d time.Duration) {
 	e.t.Helper()
 	for end := time.Now().Add(d); time.Now().Before(end); time.Sleep(200 * time.Millisecond) {
 		if !leader.leadsCKE() || other.leadsCKE() {
-			e.t.Fatalf("%s cke does not lead alone (leads: %t; %s: %t)", leader.label, leader.leadsCKE(), other.label, other.leadsCKE())
+			e.t.Fatalf("%s does not lead alone (leads: %t; %s: %t)", leader.label, leader.leadsCKE(), other.label, other.leadsCKE())
 		}
 		if st, err := e.status(); err != nil || st.Result != "ok" || st.ConsecutiveFailures != 0 {
-			e.t.Fatalf("ckegen's status while %s cke leads: %+v %v", leader.label, st, err)
+			e.t.Fatalf("ckegen's status while %s leads: %+v %v", leader.label, st, err)
 		}
 	}
 }
@@ -554,26 +554,26 @@ func (e *env) handoverInside(statuses *statusLog, from, to *vaultSite, worker in
 	stopAt := time.Now()
 	from.server.stop(syscall.SIGTERM)
 	took := e.waitInsideLeader(to, stopAt, 60*time.Second)
-	t.Logf("%s cke stopped, %s led and ckegen ticked ok inside it %s later", from.label, to.label, took.Round(10*time.Millisecond))
-	e.waitTick("another tick inside "+to.label+" cke", time.Now(), 30*time.Second)
+	t.Logf("%s stopped, %s led and ckegen ticked ok inside it %s later", from.label, to.label, took.Round(10*time.Millisecond))
+	e.waitTick("another tick inside "+to.label, time.Now(), 30*time.Second)
 	statuses.allOK(t, stopAt)
 	e.sameMembership(from.label+" to "+to.label, before, writes)
 
 	w := healthyWorker(t, before, worker)
 	changed := time.Now()
 	e.setState(serialOf(before, w), "unreachable")
-	e.eventually(to.label+" cke to taint the UNREACHABLE worker", 60*time.Second, func() bool {
+	e.eventually(to.label+" to taint the UNREACHABLE worker", 60*time.Second, func() bool {
 		return e.rawCluster().stateTaint(w) == "unreachable:NoSchedule"
 	})
 	if d := time.Since(changed); d > upgradeFollowInside {
-		t.Errorf("%s cke tainted the UNREACHABLE worker %s after %s (limit %s)", to.label, w, d.Round(10*time.Millisecond), upgradeFollowInside)
+		t.Errorf("%s tainted the UNREACHABLE worker %s after %s (limit %s)", to.label, w, d.Round(10*time.Millisecond), upgradeFollowInside)
 	} else {
-		t.Logf("%s cke tainted the UNREACHABLE worker %s %s after the change", to.label, w, d.Round(10*time.Millisecond))
+		t.Logf("%s tainted the UNREACHABLE worker %s %s after the change", to.label, w, d.Round(10*time.Millisecond))
 	}
-	e.waitTick("two more ticks inside "+to.label+" cke", time.Now().Add(time.Second), 30*time.Second)
+	e.waitTick("two more ticks inside "+to.label, time.Now().Add(time.Second), 30*time.Second)
 	if !to.leadsCKE() {
-		t.Errorf("%s cke no longer leads", to.label)
+		t.Errorf("%s no longer leads", to.label)
 	}
 	statuses.allOK(t, stopAt)
-	e.historyNamesChanges(to.label+" cke", before, writes)
+	e.historyNamesChanges(to.label, before, writes)
 }
