@@ -11,11 +11,14 @@
 //   - OpenBao's bao, a Vault (internal/testutil/vaulttest), for mtest's
 //     TestInsideCKEVault: built from the source archive beside the
 //     repository, ../shared/openbao;
+//   - the previous release's ckegen, ckegenctl and cke, built from its
+//     commit (mtest/testdata/previous-release), for mtest's rolling
+//     upgrade and rollback;
 //   - the container image's static binaries, built as make image builds
 //     them (CGO_ENABLED=0, -trimpath: nothing shared with the other
 //     builds), so that deploy's TestImage builds them from a warm cache.
 //
-// The first four (internal/testutil/buildcache/programs) are kept in the
+// The first six (internal/testutil/buildcache/programs) are kept in the
 // user cache and reused while their inputs do not change; the last warms
 // Go's build cache. It imports nothing heavy, so that it starts within
 // seconds on a cold build cache. Each has its own time
@@ -88,6 +91,14 @@ func steps() []step {
 		what: "OpenBao " + programs.OpenBaoVersion + "'s bao, the tests' Vault", cold: "about 20 minutes",
 		prepare: programs.OpenBao,
 		without: "mtest's TestInsideCKEVault and vaulttest's tests skip; set " + programs.EnvOpenBao + " to a built bao, or lay OpenBao's source archive beside the repository (../shared/openbao)",
+	}, {
+		what: "the previous release's ckegen and ckegenctl (" + programs.PreviousRecord + ")", cold: "a minute or two",
+		prepare: programs.PreviousDaemons,
+		without: "mtest's TestRollingUpgrade skips; fetch the repository's history (git fetch --unshallow) so that the previous release's commit is in it",
+	}, {
+		what: "the previous release's cke (CKE's server with ckegen inside, " + programs.PreviousRecord + ")", cold: "several minutes; a minute or two once the tree's cke is built",
+		prepare: programs.PreviousInside,
+		without: "mtest's TestRollingUpgradeInsideCKE skips; fetch the repository's history (git fetch --unshallow), and make github.com/cybozu-go/cke " + programs.CKEVersion + " downloadable",
 	}, {
 		what: "the container image's static binaries", cold: "a few minutes",
 		prepare: buildImageBinaries,
