@@ -474,15 +474,34 @@ func TestRollingUpgradeInsideCKE(t *testing.T) {
 	}
 	t.Logf("previous release's cke %s, this tree's %s", oldVersion, newVersion)
 	e.stillLeadsInside(old, cur, 3*time.Second)
+	// The previous release keeps no record of itself: who leads is said
+	// as not known, never as CKE's own integration.
+	e.ownerSays("the previous release's cke leads", "whether ckegen runs inside is not known")
 
 	// Upgrade, then rollback: the previous release's cke starts again.
 	e.handoverInside(statuses, old, cur, 0)
+	e.ownerSays("this tree's cke leads", "leads with ckegen "+newVersion+" (")
 	back := newVaultSite(e, v, "the previous release's cke, started again", "cke-old-again", oldBin, cli, "/cke/", e.sabAddr)
 	back.start()
 	e.eventually("the previous release's cke to serve again", 30*time.Second, func() bool { return back.ckegenVersion() == prev.Version })
 	e.stillLeadsInside(cur, back, 3*time.Second)
 	e.handoverInside(statuses, cur, back, 1)
+	e.ownerSays("the previous release's cke leads again", "whether ckegen runs inside is not known")
 	e.rec.check()
+}
+
+// ownerSays waits until this tree's `ckegenctl sabakan owner` says want
+// of who leads now.
+func (e *env) ownerSays(when, want string) {
+	e.t.Helper()
+	var out string
+	var err error
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		if out, err = e.ctl("sabakan", "owner"); strings.Contains(out, want) {
+			return
+		}
+	}
+	e.t.Errorf("%s: ckegenctl sabakan owner does not say %q (%v):\n%s", when, want, err, out)
 }
 
 // ckegenVersion is the ckegen version the server's /ckegen/version
