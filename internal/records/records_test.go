@@ -338,9 +338,9 @@ func TestWalkFindsLostFields(t *testing.T) {
 	old := []byte(`{"result":"ok","n":1,"changes":[{"address":"10.0.0.1"}],"since":"x"}`)
 	for today, want := range map[string][]string{
 		`{"result":"ok","n":1,"changes":[{"address":"10.0.0.1"}],"since":"x","added":true}`: nil,
-		`{"result":"ok","n":1,"changes":[{"address":"10.0.0.1"}]}`:                           {".since"},
-		`{"result":"ok","n":"1","changes":[{"address":"10.0.0.1"}],"since":"x"}`:             {".n"},
-		`{"result":"ok","n":1,"changes":[{"addr":"10.0.0.1"}],"since":"x"}`:                  {".changes[0].address"},
+		`{"result":"ok","n":1,"changes":[{"address":"10.0.0.1"}]}`:                          {".since"},
+		`{"result":"ok","n":"1","changes":[{"address":"10.0.0.1"}],"since":"x"}`:            {".n"},
+		`{"result":"ok","n":1,"changes":[{"addr":"10.0.0.1"}],"since":"x"}`:                 {".changes[0].address"},
 	} {
 		var got []string
 		for _, l := range lostFields(t, old, []byte(today)) {
