@@ -233,10 +233,11 @@ image:
 # commit and VERSION give the same bytes. A release is made of a clean
 # tree: what is not committed would be in no commit.
 # The tools (nfpm, cyclonedx-gomod) are pinned in tools/go.mod, a module of
-# their own, and built into TOOLS_BIN; none is in a shipped binary.
+# their own, and built into TOOLS_BIN, in the user's cache (a bin/ in the
+# repository is what make build writes); none is in a shipped binary.
 DIST ?= $(CURDIR)/dist
 RELEASE_ARCHES ?= amd64 arm64
-TOOLS_BIN ?= $(CURDIR)/bin/tools
+TOOLS_BIN ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/ckegen/release-tools
 SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null)
 RELEASE_ENV = VERSION="$(VERSION)" REVISION="$(REVISION)" LDFLAGS="$(LDFLAGS)" \
 	SOURCE_DATE_EPOCH="$(SOURCE_DATE_EPOCH)" CKE_VERSION="$(CKE_VERSION)" GO="$(GO)" \
