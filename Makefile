@@ -32,7 +32,8 @@ policy-example:
 # build within go test's time limit. The tests' JSON goes through
 # internal/testutil/testsummary: a line per package, every failure in
 # full, and at the end every skipped test with its reason ("SKIPPED: ...")
-# and the counts.
+# and the counts. Then make release-check: a release for this machine's
+# architecture, built twice and checked (below).
 # The conformance test of sabakan/schema.graphql compares it with sabakan's
 # own schema: ../shared/sabakan/schema.graphqls where that file exists, or
 # SABAKAN_UPSTREAM_SCHEMA; without either it skips, and says so here.
