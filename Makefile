@@ -1,7 +1,7 @@
 # Targets mirror the README. CI runs .ci/run, which calls `make test`.
 GO ?= go
 
-.PHONY: demo generate-example policy-example test test-generated test-prepare test-ckeref test-ckeserver bench bench-ckeref generate fmt fuzz build image bump-cke
+.PHONY: demo generate-example policy-example test test-generated test-prepare test-ckeref test-ckeserver bench bench-ckeref generate fmt fuzz build image bump-cke release release-check release-tools
 
 # Run the main job end to end: the compatible server with the bundled data
 # center, the daemon with an embedded etcd, ckegenctl as the operator.
@@ -32,7 +32,8 @@ policy-example:
 # build within go test's time limit. The tests' JSON goes through
 # internal/testutil/testsummary: a line per package, every failure in
 # full, and at the end every skipped test with its reason ("SKIPPED: ...")
-# and the counts.
+# and the counts. Then make release-check: a release for this machine's
+# architecture, built twice and checked (below).
 # The conformance test of sabakan/schema.graphql compares it with sabakan's
 # own schema: ../shared/sabakan/schema.graphqls where that file exists, or
 # SABAKAN_UPSTREAM_SCHEMA; without either it skips, and says so here.
@@ -62,6 +63,7 @@ test: test-generated test-prepare
 		"$(GO) test -json -race -count=1 -timeout $(TEST_TIMEOUT_MTEST) $(TEST_PACKAGES_MTEST)" \
 		"$(TEST_CKEREF)" \
 		"$(TEST_CKESERVER)"
+	@$(MAKE) --no-print-directory release-check
 
 # Generated code (sabakan/generated.go, fakesabakan/internal/graph/) must
 # be what `go generate ./...` makes of the schemas, the operations,
@@ -222,3 +224,57 @@ image:
 	$(CONTAINER_ENGINE) build --file Containerfile --build-arg VERSION="$(VERSION)" \
 		--build-arg LICENSE="$(IMAGE_LICENSE)" --tag "$(IMAGE)" "$(IMAGE_STAGE)"
 	@echo "image: $(IMAGE) ($(VERSION), commit $(REVISION))"
+
+# A release (RELEASE.md, docs/install.md): make release VERSION=v0.1.0
+# writes DIST (dist/): for each of RELEASE_ARCHES a .tar.gz with ckegen,
+# ckegenctl, cke, the LICENSE and the README, named after the CKE release
+# cke is built on; a .deb (deploy/nfpm.yaml); a CycloneDX SBOM per binary;
+# the image as an OCI archive; then SHA256SUMS. deploy/release.sh makes
+# each; every time stamp is the commit's (SOURCE_DATE_EPOCH), so the same
+# commit and VERSION give the same bytes. A release is made of a clean
+# tree: what is not committed would be in no commit.
+# The tools (nfpm, cyclonedx-gomod) are pinned in tools/go.mod, a module of
+# their own, and built into TOOLS_BIN, in the user's cache (a bin/ in the
+# repository is what make build writes); none is in a shipped binary.
+DIST ?= $(CURDIR)/dist
+RELEASE_ARCHES ?= amd64 arm64
+TOOLS_BIN ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/ckegen/release-tools
+SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null)
+RELEASE_ENV = VERSION="$(VERSION)" REVISION="$(REVISION)" LDFLAGS="$(LDFLAGS)" \
+	SOURCE_DATE_EPOCH="$(SOURCE_DATE_EPOCH)" CKE_VERSION="$(CKE_VERSION)" GO="$(GO)" \
+	NFPM="$(TOOLS_BIN)/nfpm" CYCLONEDX_GOMOD="$(TOOLS_BIN)/cyclonedx-gomod" \
+	CONTAINER_ENGINE="$(CONTAINER_ENGINE)" CA_BUNDLE="$(CA_BUNDLE)" IMAGE_LICENSE="$(IMAGE_LICENSE)" $(CKEREF_ENV)
+
+release-tools:
+	cd tools && $(GO) build -trimpath -o "$(TOOLS_BIN)/" \
+		github.com/goreleaser/nfpm/v2/cmd/nfpm github.com/CycloneDX/cyclonedx-gomod/cmd/cyclonedx-gomod
+
+release: release-tools
+	@case "$(origin VERSION)" in "command line"|environment) ;; \
+		*) echo "release: name the release: make release VERSION=v0.1.0" >&2; exit 2;; esac
+	@echo "$(VERSION)" | grep -Eqx 'v0\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)' || \
+		{ echo "release: VERSION=$(VERSION) is not v0.MINOR.PATCH (RELEASE.md, Versions)" >&2; exit 2; }
+	@test -z "$$(git status --porcelain)" || \
+		{ echo "release: the tree has changes that are not committed (git status): commit them, a release is made of a commit" >&2; exit 1; }
+	@test -n "$(CONTAINER_ENGINE)" || { echo "release: neither podman nor docker is installed (apt-get install podman)" >&2; exit 1; }
+	rm -rf "$(DIST)" && mkdir -p "$(DIST)"
+	@set -e; for arch in $(RELEASE_ARCHES); do \
+		echo "release: linux/$$arch"; \
+		$(RELEASE_ENV) DIST="$(DIST)" deploy/release.sh binaries $$arch "$(DIST)/.bin/$$arch"; \
+		$(RELEASE_ENV) DIST="$(DIST)" deploy/release.sh package $$arch "$(DIST)/.bin/$$arch"; \
+		$(RELEASE_ENV) DIST="$(DIST)" deploy/release.sh image $$arch "$(DIST)/.bin/$$arch"; \
+	done
+	rm -rf "$(DIST)/.bin"
+	$(RELEASE_ENV) DIST="$(DIST)" deploy/release.sh sums
+	cd "$(DIST)" && sha256sum -c --quiet SHA256SUMS && ls -l
+	@echo "release: $(VERSION) (commit $(REVISION), cke on CKE $(CKE_VERSION)) in $(DIST)"
+
+# What make test checks of a release, for this machine's architecture
+# alone (make release builds the others): the three binaries built twice,
+# ckegen and ckegenctl the second time with an empty Go build cache, and
+# the same bytes both times; then the archive, the .deb (lintian, dpkg-deb,
+# systemd-analyze) and the SBOMs of the first, checked by deploy/'s
+# release tests (go test -tags releasecheck). No image: TestImage builds
+# it. Nothing is installed.
+release-check: release-tools
+	@$(RELEASE_ENV) deploy/release.sh check $$($(GO) env GOARCH)
