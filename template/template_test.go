@@ -434,9 +434,3 @@ func TestWeightLabelValues(t *testing.T) {
 		}
 	}
 }
-
-// New validates c as a template (docs/design.md 1.2, rules 1-7). Every violation is
-// reported, each naming the node index and field.
-func New(c *cluster.Cluster) (*Template, error) {
-	return validate(c, nil)
-}
