@@ -3,6 +3,9 @@ package daemon
 import (
 	"context"
 	"errors"
+	"os"
+	"regexp"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -120,4 +123,30 @@ func runwayEnd(t *testing.T, d *Daemon) float64 {
 		v = m.GetGauge().GetValue()
 	}
 	return v
+}
+
+// TestRunwayMetricDocumented: the daemon's own series are named in its
+// document, as the step's are (tick.TestMetricsDocumented).
+func TestRunwayMetricDocumented(t *testing.T) {
+	doc, err := os.ReadFile("../docs/daemon.md")
+	must(t, err)
+	ch := make(chan *prometheus.Desc, 10)
+	newLeaderMetrics().Describe(ch)
+	newForecaster(storage.Storage{}, time.Now, nil).Describe(ch)
+	close(ch)
+	name := regexp.MustCompile(`fqName: "([a-z_]+)"`)
+	n := 0
+	for d := range ch {
+		m := name.FindStringSubmatch(d.String())
+		if m == nil {
+			t.Fatalf("no name in %s", d)
+		}
+		n++
+		if !strings.Contains(string(doc), "`"+m[1]+"`") {
+			t.Errorf("docs/daemon.md does not name the series %s: add it under HTTP", m[1])
+		}
+	}
+	if n != 4 {
+		t.Errorf("%d series described, want 4", n)
+	}
 }
