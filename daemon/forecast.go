@@ -170,7 +170,7 @@ func (f *forecaster) make(d *decision.Decision, key string) (storage.ForecastSum
 // events.
 func summaryOf(fc *forecast.Forecast, at time.Time, key string) storage.ForecastSummary {
 	s := storage.ForecastSummary{At: at, Until: fc.Until.UTC(), Input: key, RunwayUntil: fc.Runway.Until,
-		RunwayReason: fc.Runway.Reason, RunwayMessage: fc.Runway.Message, Events: []storage.ForecastEvent{}}
+		RunwayReason: fc.Runway.Reason, RunwayMessage: fc.Runway.Message, End: runwayEnd(fc), Events: []storage.ForecastEvent{}}
 	for k := range fc.Events[:min(ForecastEvents, len(fc.Events))] {
 		ev := &fc.Events[k]
 		s.Events = append(s.Events, storage.ForecastEvent{Date: ev.Date, Retiring: ev.Retiring, Retired: ev.Retired,
@@ -179,14 +179,17 @@ func summaryOf(fc *forecast.Forecast, at time.Time, key string) storage.Forecast
 	return s
 }
 
-// RunwayEnd is the first day the cluster no longer meets its
-// constraints by s (the day after its runway's last), or the forecast's
-// end when nothing fails before it.
-func RunwayEnd(s storage.ForecastSummary) time.Time {
-	if t, err := time.Parse(time.DateOnly, s.RunwayUntil); err == nil {
-		return t.AddDate(0, 0, 1)
+// runwayEnd is the first day the cluster no longer meets its
+// constraints by fc (its failing event's date, the day after its
+// runway's last), or the forecast's end when nothing fails before it.
+func runwayEnd(fc *forecast.Forecast) time.Time {
+	for k := range fc.Events {
+		if fc.Events[k].Fails() {
+			t, _ := time.Parse(time.DateOnly, fc.Events[k].Date)
+			return t
+		}
 	}
-	return s.Until
+	return fc.Until.UTC()
 }
 
 // inputKey identifies what a forecast is made from: the settings'
@@ -225,5 +228,5 @@ func (f *forecaster) Collect(ch chan<- prometheus.Metric) {
 	if s == nil {
 		return
 	}
-	ch <- prometheus.MustNewConstMetric(f.end, prometheus.GaugeValue, float64(RunwayEnd(*s).Unix()))
+	ch <- prometheus.MustNewConstMetric(f.end, prometheus.GaugeValue, float64(s.End.Unix()))
 }

@@ -91,7 +91,7 @@ func TestForecastRecompute(t *testing.T) {
 		t.Fatalf("after the retire dates changed: %+v", second)
 	}
 	end := time.Date(2027, 2, 1, 0, 0, 0, 0, time.UTC)
-	if got := runwayEnd(t, d); got != float64(end.Unix()) {
+	if got := gaugeOf(t, d); got != float64(end.Unix()) {
 		t.Errorf("ckegen_runway_end_timestamp_seconds = %v, want %v (2027-02-01)", got, end.Unix())
 	}
 	quietTicks(t, f, d, 5, rev, "unchanged ticks after a forecast")
@@ -110,8 +110,8 @@ func TestForecastRecompute(t *testing.T) {
 	}
 }
 
-// runwayEnd is d's ckegen_runway_end_timestamp_seconds (-1: none).
-func runwayEnd(t *testing.T, d *Daemon) float64 {
+// gaugeOf is d's ckegen_runway_end_timestamp_seconds (-1: none).
+func gaugeOf(t *testing.T, d *Daemon) float64 {
 	t.Helper()
 	ch := make(chan prometheus.Metric, 4)
 	d.forecast.Collect(ch)

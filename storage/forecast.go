@@ -28,6 +28,9 @@ type ForecastSummary struct {
 	RunwayUntil   string `json:"runwayUntil,omitempty"`
 	RunwayReason  string `json:"runwayReason"`
 	RunwayMessage string `json:"runwayMessage"`
+	// End is the first day the cluster no longer meets its constraints
+	// (the day after RunwayUntil), or Until when nothing fails before.
+	End time.Time `json:"end"`
 	// Events are the first events of the forecast.
 	Events []ForecastEvent `json:"events"`
 }
