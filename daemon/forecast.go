@@ -59,13 +59,15 @@ func newForecaster(st storage.Storage, now func() time.Time, log interface {
 			"The first day the cluster no longer meets its constraints as the machines retire, if nothing is bought (the forecast's end when nothing fails before it), as the leader's last forecast says.", nil, nil)}
 }
 
-// offer hands the forecaster a tick's decision; it never blocks. A
-// decision made without sabakan's answer, or before a cluster is stored
-// (whose forecast would only plan the cluster's generation), is none to
-// forecast from.
+// offer hands the forecaster a tick's decision; it never blocks. Only a
+// decision on sabakan's answer that found a cluster stored and wrote no
+// step is one to forecast from: the forecast starts from the cluster the
+// daemon settled on, not one it is still changing (nor, before any
+// cluster, from the cluster's generation), so that its memo keeps what
+// the settled cluster gives.
 func (f *forecaster) offer(res tick.Result) {
 	d := res.Decision
-	if d == nil || d.Gathered == nil || d.Gathered.Settings == nil || !d.Gathered.Asked || !d.Gathered.HasCluster ||
+	if d == nil || d.Step != nil || d.Gathered == nil || d.Gathered.Settings == nil || !d.Gathered.Asked || !d.Gathered.HasCluster ||
 		d.Gathered.Machines == nil || d.Gathered.Failure != nil {
 		return
 	}
