@@ -48,6 +48,12 @@ type forecaster struct {
 	// term of leadership); made counts the forecasts this daemon made.
 	stored *storage.ForecastSummary
 	made   int
+	// tried is the key of the last input this term forecast, triedAt
+	// when: a forecast that failed, or whose summary could not be
+	// stored, is not tried again for the same input, nor sooner than
+	// every.
+	tried   string
+	triedAt time.Time
 }
 
 func newForecaster(st storage.Storage, now func() time.Time, log interface {
@@ -110,14 +116,17 @@ func (f *forecaster) once(ctx context.Context, leaderKey string) time.Duration {
 	}
 	key := inputKey(d.Gathered)
 	last := f.summary(ctx)
-	if last != nil && last.Input == key {
+	if last != nil && last.Input == key || key == f.tried {
 		return 0
 	}
-	if last != nil {
-		if wait := last.At.Add(f.every).Sub(f.now()); wait > 0 {
-			return wait
-		}
+	since := f.triedAt
+	if last != nil && last.At.After(since) {
+		since = last.At
 	}
+	if wait := since.Add(f.every).Sub(f.now()); !since.IsZero() && wait > 0 {
+		return wait
+	}
+	f.tried, f.triedAt = key, f.now()
 	sum, err := f.make(d, key)
 	if err != nil {
 		f.log.Warn("forecast failed", "error", err)
@@ -218,7 +227,7 @@ func inputKey(g *decision.Gathered) string {
 func (f *forecaster) forget() {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.stored, f.offered = nil, nil
+	f.stored, f.offered, f.tried, f.triedAt = nil, nil, "", time.Time{}
 }
 
 // Describe implements prometheus.Collector.

@@ -108,6 +108,10 @@ func TestForecastRecompute(t *testing.T) {
 	if third.Input == second.Input || third.RunwayUntil != "2027-01-31" {
 		t.Fatalf("after the settings changed: %+v", third)
 	}
+
+	// Not leading any more: the gauge is the next leader's.
+	cancel()
+	waitFor(t, "the gauge to go with the leadership", func() bool { return gaugeOf(t, d) == -1 })
 }
 
 // gaugeOf is d's ckegen_runway_end_timestamp_seconds (-1: none).
