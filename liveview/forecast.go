@@ -20,7 +20,7 @@ type Runway struct {
 }
 
 // NoForecast is what the views say when no forecast is stored.
-const NoForecast = "no forecast stored yet: the leading ckegen daemon makes one after its first tick that reads sabakan"
+const NoForecast = "no forecast stored yet: the leading ckegen daemon stores one once the cluster is settled (CKE's server with ckegen inside makes none: run ckegenctl sabakan forecast)"
 
 // ReadRunway reads the stored forecast at now; none stored is no error.
 func ReadRunway(ctx context.Context, st storage.Storage, now time.Time) (Runway, error) {
