@@ -13,6 +13,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
+	"github.com/ckegen/ckegen/decision"
+	"github.com/ckegen/ckegen/internal/testutil/dcgen"
+	"github.com/ckegen/ckegen/machine"
 	"github.com/ckegen/ckegen/storage"
 )
 
@@ -152,5 +155,21 @@ func TestRunwayMetricDocumented(t *testing.T) {
 	}
 	if n != 4 {
 		t.Errorf("%d series described, want 4", n)
+	}
+}
+
+// BenchmarkInputKey is what the forecaster does, outside the tick, at
+// each tick's offer: the key of 20,000 machines.
+func BenchmarkInputKey(b *testing.B) {
+	o := dcgen.Default(testNow)
+	o.Racks, o.PerRack = 100, 200
+	ms := dcgen.Machines(o)
+	g := &decision.Gathered{SettingsID: "s", Machines: make([]*machine.Machine, len(ms))}
+	for i := range ms {
+		g.Machines[i] = &ms[i]
+	}
+	b.ResetTimer()
+	for range b.N {
+		_ = inputKey(g)
 	}
 }
