@@ -67,6 +67,8 @@ type Daemon struct {
 	step    *tick.Step
 	metrics *tick.Metrics
 	leader  *leaderMetrics
+	// forecast is the leader's forecast, made beside the ticks.
+	forecast *forecaster
 
 	mu      sync.Mutex
 	status  storage.Status
@@ -98,7 +100,8 @@ func New(cfg Config) *Daemon {
 		step: tick.New(tick.Config{Storage: cfg.Storage, Name: cfg.Name, RetireWait: cfg.RetireWait,
 			CKEStatusMaxAge: cfg.CKEStatusMaxAge, MaxClusterBytes: cfg.MaxClusterBytes, Sabakan: cfg.Sabakan,
 			Interval: cfg.Interval, MinBackoff: cfg.MinBackoff, Now: cfg.Now, Log: cfg.Log})}
-	cfg.Registry.MustRegister(d.leader, d.metrics)
+	d.forecast = newForecaster(cfg.Storage, cfg.Now, cfg.Log)
+	cfg.Registry.MustRegister(d.leader, d.metrics, d.forecast)
 	return d
 }
 
@@ -199,8 +202,8 @@ func (d *Daemon) Leading() bool {
 	return d.leading
 }
 
-// lead runs, in one group, the session watch, the settings watch and the
-// ticker; the first to fail ends the term.
+// lead runs, in one group, the session watch, the settings watch, the
+// ticker and the forecast; the first to fail ends the term.
 func (d *Daemon) lead(ctx context.Context, sess *concurrency.Session, leaderKey string) error {
 	g, ctx := errgroup.WithContext(ctx)
 	trigger := make(chan struct{}, 1)
@@ -214,6 +217,7 @@ func (d *Daemon) lead(ctx context.Context, sess *concurrency.Session, leaderKey 
 	})
 	g.Go(func() error { return tick.WatchSettings(ctx, d.cfg.Storage, trigger) })
 	g.Go(func() error { return d.tickLoop(ctx, leaderKey, trigger) })
+	g.Go(func() error { return d.forecast.run(ctx, leaderKey) })
 	return g.Wait()
 }
 
@@ -249,6 +253,7 @@ func (d *Daemon) tickLoop(ctx context.Context, leaderKey string, trigger <-chan 
 // runOnce is one tick, with its metrics.
 func (d *Daemon) runOnce(ctx context.Context, leaderKey string) tick.Result {
 	res := d.step.Run(ctx, leaderKey, d.cfg.Kubernetes)
+	d.forecast.offer(res)
 	if res.Status.Time.IsZero() {
 		return res // cut short: nothing to show
 	}

@@ -193,3 +193,10 @@ func plural(n int, thing string) string {
 	}
 	return thousands(n) + " " + thing + "s"
 }
+
+// PlanText is what the event's plan does, in the words of the text's
+// PLAN column.
+func (ev *Event) PlanText() string { return planText(ev) }
+
+// Fails reports whether the runway ends at this event.
+func (ev *Event) Fails() bool { return ev.failure != "" }

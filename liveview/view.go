@@ -121,6 +121,8 @@ type View struct {
 	NextStep *NextStep
 	// Notes are things the map could not take into account.
 	Notes []string
+	// Runway is the leader's last forecast.
+	Runway Runway
 }
 
 // View reads everything the page shows. It fails only when etcd does
@@ -140,6 +142,9 @@ func (r *Reader) View(ctx context.Context) (*View, error) {
 	h, err := r.st.History(ectx)
 	if err != nil {
 		return nil, &EtcdError{fmt.Errorf("history: %w", err)}
+	}
+	if s.Runway, err = ReadRunway(ectx, r.st, s.Time); err != nil {
+		return nil, &EtcdError{fmt.Errorf("forecast: %w", err)}
 	}
 	h = h[max(0, len(h)-r.opts.HistoryLimit):]
 	slices.Reverse(h)

@@ -113,6 +113,15 @@ func TestMapPageInBrowser(t *testing.T) {
 		}
 		return cps == 3 && tainted
 	})
+	// The leader forecasts after its first tick.
+	var runway storage.ForecastSummary
+	for runway.At.IsZero() {
+		runway, err = st.GetForecast(ctx)
+		if err != nil && !errors.Is(err, storage.ErrNotFound) || ctx.Err() != nil {
+			t.Fatalf("no forecast stored: %v (%v)", err, ctx.Err())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 	// The page is compared with the cluster: nothing may change it now.
 	if err := stopDaemon(); err != nil {
 		t.Fatalf("daemon: %v", err)
@@ -139,6 +148,8 @@ func TestMapPageInBrowser(t *testing.T) {
 	// The map's width against the page's, its height against the window's.
 	layout := eval[[]float64](t, bctx, `(() => { const r = document.querySelector("#rackmap").getBoundingClientRect();
 		return [r.width, document.body.clientWidth, r.height, window.innerHeight] })()`)
+	runwayText := eval[string](t, bctx, `document.querySelector("#runway-line").innerText`)
+	runwayEvents := eval[[]string](t, bctx, `Array.from(document.querySelectorAll("#runway-events > li")).map(e => e.innerText)`)
 	shot, err := chromedp.Run(bctx, chromedp.FullScreenshot(100))
 	if err != nil {
 		t.Fatalf("chromium: screenshot: %v", err)
@@ -193,6 +204,15 @@ func TestMapPageInBrowser(t *testing.T) {
 	must(t, err)
 	if historyRows != len(hist) || len(hist) < 2 || !strings.HasPrefix(historyFirst, hist[len(hist)-1].Op+"\t") {
 		t.Errorf("history: %d rows, the newest %q; etcd has %d entries, the newest %+v", historyRows, historyFirst, len(hist), hist[len(hist)-1])
+	}
+	// The runway panel: the stored forecast's answer, its age at the
+	// page's time, and its first events.
+	if want := runway.RunwayMessage + " (forecast made 2m ago, " + runway.At.Format(time.RFC3339) + ")"; runwayText != want {
+		t.Errorf("runway panel: %q, want %q", runwayText, want)
+	}
+	if len(runwayEvents) != len(runway.Events) || len(runwayEvents) == 0 || len(runwayEvents) > 3 ||
+		!strings.HasPrefix(runwayEvents[0], runway.Events[0].Date+": ") {
+		t.Errorf("runway events on the page %q, stored %+v", runwayEvents, runway.Events)
 	}
 	checkScreenshot(t, shot)
 	if *screenshot != "" {

@@ -160,6 +160,8 @@ type page struct {
 	NextStep *liveview.NextStep
 	// NextChanges are the first maxNextChanges of the next step's.
 	NextChanges []rackmapChange
+	// Runway is the leader's last forecast, as stored.
+	Runway liveview.Runway
 
 	MapErr  string
 	Notes   []string
@@ -243,6 +245,7 @@ func newPage(s *liveview.View, refresh time.Duration) *page {
 		History:  s.History,
 		NextStep: s.NextStep,
 		Notes:    s.Notes,
+		Runway:   s.Runway,
 	}
 	if s.Status != nil {
 		w := s.Status.Warnings

@@ -2,6 +2,7 @@ package web
 
 import (
 	"context"
+	"html"
 	"io"
 	"log/slog"
 	"net/http"
@@ -129,6 +130,7 @@ func TestMapPageSections(t *testing.T) {
 		`<tr><td>add-worker</td><td><code>10.0.2.4</code></td><td>S000014</td><td>highest score</td></tr>`,
 		`<td>new</td><td class="num">2</td><td>generate <code>10.0.0.2</code>, generate <code>10.0.1.4</code></td>`,
 		`15 machines in 3 racks: 1 control plane`,
+		`<p id="runway-line" class="muted">` + html.EscapeString(liveview.NoForecast) + `</p>`,
 	} {
 		if !strings.Contains(body, want) {
 			t.Errorf("the page lacks %q", want)

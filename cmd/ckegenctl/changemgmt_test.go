@@ -18,6 +18,7 @@ import (
 	"github.com/ckegen/ckegen/internal/testutil/dcgen"
 	"github.com/ckegen/ckegen/internal/testutil/etcdtest"
 	"github.com/ckegen/ckegen/internal/testutil/sitetest"
+	"github.com/ckegen/ckegen/liveview"
 	"github.com/ckegen/ckegen/machine"
 	"github.com/ckegen/ckegen/planreport"
 	"github.com/ckegen/ckegen/storage"
@@ -517,7 +518,8 @@ func TestStatusShowsChangeManagement(t *testing.T) {
 		"LEADS NOW     ckegen's daemon host-1 (of a version not known) leads (EVIDENCE); no CKE server leads (nothing under leader/)\nTRIGGER       schedule\nQUIET TIME    10m0s: 4m10s left\n" +
 		"LAST MOVED    10.0.1.2 (serial s12) UNREACHABLE for 5m50s\nUNHEALTHY     1 of 8 nodes (max-unhealthy 25%: 2)\n" +
 		"PENDING       2 steps (settled)\nNEXT STEP     increase worker (1 change)\n" +
-		"  ACTION      ADDRESS   SERIAL  SCORE  REASON\n  add-worker  10.0.3.4  s34     990    4 workers, want 5\n"
+		"  ACTION      ADDRESS   SERIAL  SCORE  REASON\n  add-worker  10.0.3.4  s34     990    4 workers, want 5\n" +
+		"\nRUNWAY  " + liveview.NoForecast + "\n"
 	noDefault := filepath.Join(t.TempDir(), "no-default.yml")
 	out, errOut, code := runCLIWithConfig(t, noDefault, "--endpoints", url, "sabakan", "status")
 	if out = liveRows(out); code != 0 || out != want {

@@ -5,10 +5,12 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"go.etcd.io/etcd/client/v3/concurrency"
 
 	"github.com/ckegen/ckegen/internal/testutil/etcdtest"
+	"github.com/ckegen/ckegen/liveview"
 	"github.com/ckegen/ckegen/storage"
 )
 
@@ -156,13 +158,29 @@ func TestEtcdCommands(t *testing.T) {
 		{[]string{"leader"}, "host-1\n"},
 		{[]string{"cluster", "get"}, "name: demo\nnodes:\n- address: 10.0.0.1\n  control_plane: true\n  user: cybozu\nservice_subnet: 10.68.0.0/16\n"},
 		{[]string{"sabakan", "status"}, "RESULT        ok\nSINCE         -\nLAST TICK     -\nFAILURES      0\nLAST SUCCESS  -\nLEADER        host-1 (the last tick's, AGE)\n" +
-			"LEADS NOW     ckegen's daemon host-1 (of a version not known) leads (EVIDENCE); no CKE server leads (nothing under leader/)\nLAST OP       new (1 change)\n  ACTION    ADDRESS   SERIAL  SCORE  REASON\n  generate  10.0.0.1  s1      1003   control plane\n"},
+			"LEADS NOW     ckegen's daemon host-1 (of a version not known) leads (EVIDENCE); no CKE server leads (nothing under leader/)\nLAST OP       new (1 change)\n  ACTION    ADDRESS   SERIAL  SCORE  REASON\n  generate  10.0.0.1  s1      1003   control plane\n" +
+			"\nRUNWAY  " + liveview.NoForecast + "\n"},
 		{[]string{"sabakan", "history"}, "TIME  OP   CHANGES  TEMPLATE REV  CLUSTER REV\n-     new  1        7             99\n"},
 	} {
 		out, errOut, code := runCLI(t, append(base, st.args...)...)
 		if out = liveRows(out); code != 0 || out != st.want {
 			t.Errorf("%v: exit %d stdout\n%q\nwant\n%q\nstderr %q", st.args, code, out, st.want, errOut)
 		}
+	}
+	// The leader's forecast, with its age.
+	at := time.Now().Add(-3 * time.Hour).UTC().Truncate(time.Second)
+	if err := s.PutForecast(ctx, elec.Key(), storage.ForecastSummary{At: at, RunwayUntil: "2027-01-31", RunwayReason: "WORKERS_BELOW_NEED",
+		RunwayMessage: "the cluster meets its constraints until 2027-01-31; on 2027-02-01, 20 machines retire and 0 workers remain (needed 5)",
+		Events: []storage.ForecastEvent{{Date: "2026-12-01", Workers: 12, Plan: "nothing to do"},
+			{Date: "2027-02-01", Retiring: 20, Plan: "REFUSED NOT_ENOUGH_MACHINES", Fails: true}}}); err != nil {
+		t.Fatal(err)
+	}
+	out, _, _ := runCLI(t, append(base, "sabakan", "status")...)
+	want := "\nRUNWAY      the cluster meets its constraints until 2027-01-31; on 2027-02-01, 20 machines retire and 0 workers remain (needed 5) (forecast made 3h ago, " + at.Format(time.RFC3339) + ")\n" +
+		"NEXT EVENT  2026-12-01: 0 retiring, 0 retired, 12 workers; nothing to do\n" +
+		"NEXT EVENT  2027-02-01: 20 retiring, 0 retired, 0 workers; REFUSED NOT_ENOUGH_MACHINES; the runway ends here\n"
+	if !strings.HasSuffix(out, want) {
+		t.Errorf("status with a forecast:\n%s\nwant it to end with\n%s", out, want)
 	}
 	if out, _, _ := runCLI(t, append(base, "sabakan", "status", "-o", "json")...); !strings.Contains(out, `"lastOp": "new"`) {
 		t.Errorf("status -o json: %s", out)

@@ -44,7 +44,10 @@ func newSabakanStatusCmd(e *env) *cobra.Command {
 					return absent(err, absentStatus)
 				}
 				if output == "table" {
-					return liveStatusTable(cmd.OutOrStdout(), v.Status, v.Acting, v.Notes...)
+					if err := liveStatusTable(cmd.OutOrStdout(), v.Status, v.Acting, v.Notes...); err != nil {
+						return err
+					}
+					return runwayRows(ctx, cmd.OutOrStdout(), st)
 				}
 				return printData(cmd.OutOrStdout(), v, output)
 			})
@@ -355,6 +358,21 @@ func historyTable(w io.Writer, h []storage.HistoryEntry) error {
 			fmt.Fprintf(tw, "\t%s", cmp.Or(e.ReleasedBy, "-"))
 		}
 		fmt.Fprintln(tw)
+	}
+	return tw.Flush()
+}
+
+// runwayRows say the leader's last forecast: its runway and age, and
+// its next events (liveview.Runway), or that none is stored.
+func runwayRows(ctx context.Context, w io.Writer, st storage.Storage) error {
+	r, err := liveview.ReadRunway(ctx, st, time.Now())
+	if err != nil {
+		return fmt.Errorf("reading the stored forecast: %w", err)
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "\nRUNWAY\t%s\n", r.Line())
+	for _, ev := range r.Events() {
+		fmt.Fprintf(tw, "NEXT EVENT\t%s\n", ev)
 	}
 	return tw.Flush()
 }
