@@ -14,7 +14,6 @@ import (
 	"github.com/ckegen/ckegen/assume"
 	"github.com/ckegen/ckegen/forecast"
 	"github.com/ckegen/ckegen/generator"
-	"github.com/ckegen/ckegen/intake"
 	"github.com/ckegen/ckegen/internal/usage"
 	"github.com/ckegen/ckegen/sabakan"
 )
@@ -215,22 +214,11 @@ func (o *forecastOptions) run(cmd *cobra.Command, fo forecastFlags) error {
 	return o.forecast(cmd, in, fo, states, warnings, o.assumed)
 }
 
-// runOnline is the online form: the leader's input, gathered and
-// rehearsed as sabakan plan gathers it (liveview.Reader.Rehearse), then
+// runOnline is the online form: the leader's input (decideOnline), then
 // the forecast; a machine leaves sabakan's answer when the stored query
 // variables leave out its new state.
 func (o *forecastOptions) runOnline(e *env, cmd *cobra.Command, fo forecastFlags) error {
-	for _, name := range []string{"template", "constraints", "current", "now", "k8s-nodes", "policy", "rebooting"} {
-		if cmd.Flags().Changed(name) {
-			return usage.Errorf("--%s needs --machines (online, the settings and the cluster come from etcd, the machines from sabakan)", name)
-		}
-	}
-	live := o.live
-	live.maxSteps, live.assume = generator.DefaultMaxSteps, o.assume
-	if cmd.Flags().Changed("retire-wait") {
-		live.retireWait = o.retireWait
-	}
-	d, assumed, err := live.decide(e, intake.WhatIf{})
+	d, assumed, err := decideOnline(e, cmd, &o.inputFlags, o.live)
 	if err != nil {
 		return err
 	}

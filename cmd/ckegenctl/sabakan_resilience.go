@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ckegen/ckegen/assume"
+	"github.com/ckegen/ckegen/decision"
 	"github.com/ckegen/ckegen/generator"
 	"github.com/ckegen/ckegen/intake"
 	"github.com/ckegen/ckegen/internal/usage"
@@ -129,21 +130,10 @@ func (o *resilienceOptions) run(cmd *cobra.Command) error {
 	return writeResilience(cmd.OutOrStdout(), r, "", o.assumed, o.output)
 }
 
-// runOnline is the online form: the leader's input, gathered and decided
-// as sabakan plan does (liveview.Reader.Rehearse), with the --assume
-// rehearsals made on sabakan's answer, then the report on that input.
+// runOnline is the online form: the leader's input (decideOnline), then
+// the report on that input.
 func (o *resilienceOptions) runOnline(e *env, cmd *cobra.Command) error {
-	for _, name := range []string{"template", "constraints", "current", "now", "k8s-nodes", "policy", "rebooting"} {
-		if cmd.Flags().Changed(name) {
-			return usage.Errorf("--%s needs --machines (online, the settings and the cluster come from etcd, the machines from sabakan)", name)
-		}
-	}
-	live := o.live
-	live.maxSteps, live.assume = generator.DefaultMaxSteps, o.assume
-	if cmd.Flags().Changed("retire-wait") {
-		live.retireWait = o.retireWait
-	}
-	d, assumed, err := live.decide(e, intake.WhatIf{})
+	d, assumed, err := decideOnline(e, cmd, &o.inputFlags, o.live)
 	if err != nil {
 		return err
 	}
@@ -156,6 +146,24 @@ func (o *resilienceOptions) runOnline(e *env, cmd *cobra.Command) error {
 		fmt.Fprintf(cmd.ErrOrStderr(), "warning: %s\n", w)
 	}
 	return writeResilience(cmd.OutOrStdout(), r, d.Gathered.Kubernetes.Describe(d.At), assumed, o.output)
+}
+
+// decideOnline is the online input of a what-if (resilience, forecast):
+// the leader's, gathered and decided as sabakan plan does
+// (liveview.Reader.Rehearse), with the --assume rehearsals made on
+// sabakan's inventory before the query. The offline input's flags are
+// refused: online, the settings and the cluster come from etcd.
+func decideOnline(e *env, cmd *cobra.Command, in *inputFlags, live planOptions) (*decision.Decision, []assume.Match, error) {
+	for _, name := range []string{"template", "constraints", "current", "now", "k8s-nodes", "policy", "rebooting"} {
+		if cmd.Flags().Changed(name) {
+			return nil, nil, usage.Errorf("--%s needs --machines (online, the settings and the cluster come from etcd, the machines from sabakan)", name)
+		}
+	}
+	live.maxSteps, live.assume = generator.DefaultMaxSteps, in.assume
+	if cmd.Flags().Changed("retire-wait") {
+		live.retireWait = in.retireWait
+	}
+	return live.decide(e, intake.WhatIf{})
 }
 
 // writeResilience writes a report in format (text or json), saying first
