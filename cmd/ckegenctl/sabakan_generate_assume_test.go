@@ -226,6 +226,11 @@ func TestAssumeRetiredLeavesTheAnswer(t *testing.T) {
 	if !strings.Contains(errOut, `"assumed":[{"assume":"S000092:RETIRED","machines":1,"leftOut":1,"leftOutBecause":"the default query leaves out RETIRED machines"}`) || out != "" {
 		t.Errorf("--explain json: stdout %q, stderr %s", out, errOut)
 	}
+	// Workers left out make no refusal: no order to avoid is said.
+	out, errOut, _ = runCLI(t, exampleArgs("--current", "../../examples/cluster-rack4.yml", "--plan", "--assume", "rack=7:RETIRED")...)
+	if !strings.Contains(out+errOut, "left out of the query's answer") || strings.Contains(out+errOut, "to avoid it") {
+		t.Errorf("rack=7:RETIRED:\nstdout %.600s\nstderr %.600s", out, errOut)
+	}
 	out, _, _ = runCLI(t, exampleArgs("--current", "../../examples/cluster-rack4.yml", "--plan", "--assume", "S000092:RETIRING", "--assume", "S000094:retiring")...)
 	if !strings.Contains(out, "step 1: replace control plane") || strings.Contains(out, "left out") || strings.Contains(out, "avoid") {
 		t.Errorf("RETIRING:\n%s", out)
