@@ -8,10 +8,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/ckegen/ckegen/decision"
 	"log/slog"
 	"sync"
 	"time"
+
+	"github.com/ckegen/ckegen/decision"
+	"github.com/ckegen/ckegen/kubenodes"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"go.etcd.io/etcd/client/v3/concurrency"
@@ -41,9 +43,9 @@ type Config struct {
 	MaxClusterBytes int
 	Sabakan         sabakan.Options
 	// Kubernetes is the view of the Kubernetes Nodes, read once per tick
-	// (docs/design.md 6.4; decision.APIView with --kubeconfig); nil: no
+	// (docs/design.md 6.4; kubenodes.APIView with --kubeconfig); nil: no
 	// Kubernetes access, the generator sees no taints.
-	Kubernetes decision.Kubernetes
+	Kubernetes kubenodes.Kubernetes
 	Now        func() time.Time
 	Log        *slog.Logger
 	// Registry receives the daemon's metrics and is what /metrics serves;

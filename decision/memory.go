@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/ckegen/ckegen/internal/strictjson"
+	"github.com/ckegen/ckegen/kubenodes"
 	"github.com/ckegen/ckegen/storage"
 )
 
@@ -49,7 +50,7 @@ type Memory struct {
 	Settings string           `json:"settings,omitempty"`
 	// Kubernetes is the view of the Nodes the leader last decided with
 	// (nil: none), which views that decide as the leader does take.
-	Kubernetes *View `json:"kubernetes,omitempty"`
+	Kubernetes *kubenodes.View `json:"kubernetes,omitempty"`
 	// Leader is how the leader decides: what views need to decide as it
 	// does.
 	Leader Leader `json:"leader,omitzero"`
@@ -133,7 +134,7 @@ func ReadMemory(ctx context.Context, st storage.Storage) (Memory, error) {
 
 // View is the Kubernetes view the leader last decided with, as a view
 // that decides as it does takes it (nil: the leader has none).
-func (m Memory) View() Kubernetes {
+func (m Memory) View() kubenodes.Kubernetes {
 	if m.Kubernetes == nil {
 		return nil
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/ckegen/ckegen/decision"
 	"github.com/ckegen/ckegen/generator"
 	"github.com/ckegen/ckegen/intake"
+	"github.com/ckegen/ckegen/kubenodes"
 	"github.com/ckegen/ckegen/machine"
 	"github.com/ckegen/ckegen/planreport"
 	"github.com/ckegen/ckegen/reason"
@@ -24,7 +25,7 @@ type Preview struct {
 	WhatIf intake.WhatIf
 	// Kubernetes is the view of the Nodes to decide with (--kubeconfig);
 	// nil: the one the leader last decided with, from its memory.
-	Kubernetes decision.Kubernetes
+	Kubernetes kubenodes.Kubernetes
 	// RetireWait replaces the leader's retire wait when not 0.
 	RetireWait time.Duration
 	// MaxSteps bounds the plan (generator.DefaultMaxSteps when 0).

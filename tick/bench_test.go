@@ -3,7 +3,6 @@ package tick
 import (
 	"context"
 	"fmt"
-	"github.com/ckegen/ckegen/decision"
 	"io"
 	"log/slog"
 	"os"
@@ -36,7 +35,7 @@ const benchLimit = 64 << 20
 // none, as without --kubeconfig).
 type tickBench struct {
 	d      *Step
-	kube   decision.Kubernetes
+	kube   kubenodes.Kubernetes
 	st     sitetest.Store
 	store  *fakesabakan.Store
 	leader string
@@ -46,7 +45,7 @@ type tickBench struct {
 	queries  int
 }
 
-func newTickBench(b *testing.B, n, workers int, nodes decision.Kubernetes) *tickBench {
+func newTickBench(b *testing.B, n, workers int, nodes kubenodes.Kubernetes) *tickBench {
 	b.Helper()
 	tmpl, err := os.ReadFile("../examples/template.yml")
 	if err != nil {
@@ -260,14 +259,14 @@ func BenchmarkTick10000Kubernetes(b *testing.B) {
 		}
 	})
 	benchTicks(b, func(b *testing.B) *tickBench {
-		tb := newTickBench(b, tick10000Machines, tick10000Workers, decision.APIView(r, func() time.Time { return testNow }))
+		tb := newTickBench(b, tick10000Machines, tick10000Workers, kubenodes.APIView(r, func() time.Time { return testNow }))
 		tb.settle(b)
 		st, err := tb.st.GetStatus(context.Background())
 		if err != nil {
 			b.Fatal(err)
 		}
 		if k := st.Kubernetes; k == nil || !k.Read || k.Nodes != len(nodes) || k.Intolerable != (len(nodes)+9)/10 {
-			b.Fatalf("the tick read %+v from decision.Kubernetes, want %d Nodes, %d intolerable", k, len(nodes), (len(nodes)+9)/10)
+			b.Fatalf("the tick read %+v from kubenodes.Kubernetes, want %d Nodes, %d intolerable", k, len(nodes), (len(nodes)+9)/10)
 		}
 		return tb
 	})

@@ -19,9 +19,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/ckegen/ckegen/decision"
 	"log/slog"
 	"time"
+
+	"github.com/ckegen/ckegen/decision"
+	"github.com/ckegen/ckegen/kubenodes"
 
 	"github.com/ckegen/ckegen/generator"
 	"github.com/ckegen/ckegen/reason"
@@ -147,7 +149,7 @@ func ReasonOf(err error) string { return decision.ReasonOf(err) }
 // kube is what the host knows of Kubernetes (nil: nothing). A tick cut
 // short by the end of ctx (shutdown, the end of leadership) records
 // nothing.
-func (s *Step) Run(ctx context.Context, leaderKey string, kube decision.Kubernetes) Result {
+func (s *Step) Run(ctx context.Context, leaderKey string, kube kubenodes.Kubernetes) Result {
 	return s.run(ctx, leaderKey, kube, false)
 }
 
@@ -155,7 +157,7 @@ func (s *Step) Run(ctx context.Context, leaderKey string, kube decision.Kubernet
 // re-rendered with the template when the template changed since the
 // cluster was built, and nothing to do otherwise. It is what CKE's server
 // asks of its integrator when it becomes leader (Init).
-func (s *Step) Regenerate(ctx context.Context, leaderKey string, kube decision.Kubernetes) Result {
+func (s *Step) Regenerate(ctx context.Context, leaderKey string, kube kubenodes.Kubernetes) Result {
 	return s.run(ctx, leaderKey, kube, true)
 }
 
@@ -167,7 +169,7 @@ func (s *Step) Options(leaderKey string, regenerateOnly bool) decision.Options {
 		MaxSteps: generator.DefaultMaxSteps, Pending: true, RegenerateOnly: regenerateOnly}
 }
 
-func (s *Step) run(ctx context.Context, leaderKey string, kube decision.Kubernetes, regenerateOnly bool) Result {
+func (s *Step) run(ctx context.Context, leaderKey string, kube kubenodes.Kubernetes, regenerateOnly bool) Result {
 	start := time.Now() // elapsed time, for the metrics: not the step's clock
 	if leaderKey != s.term {
 		// A new leadership: its memory is the last leader's, read with

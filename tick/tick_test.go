@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"github.com/ckegen/ckegen/decision"
 	"io"
 	"log/slog"
 	"net/http"
@@ -22,6 +21,7 @@ import (
 	"github.com/ckegen/ckegen/generator"
 	"github.com/ckegen/ckegen/internal/embedded"
 	"github.com/ckegen/ckegen/internal/testutil/sitetest"
+	"github.com/ckegen/ckegen/kubenodes"
 	"github.com/ckegen/ckegen/machine"
 	"github.com/ckegen/ckegen/reason"
 	"github.com/ckegen/ckegen/sabakan"
@@ -72,7 +72,7 @@ func must(t *testing.T, err error) {
 // tick.
 type testConfig struct {
 	Config
-	Kubernetes decision.Kubernetes
+	Kubernetes kubenodes.Kubernetes
 }
 
 // testStep is a step as a host runs it: with the Kubernetes view the
@@ -80,7 +80,7 @@ type testConfig struct {
 // /metrics serves them.
 type testStep struct {
 	*Step
-	kube    decision.Kubernetes
+	kube    kubenodes.Kubernetes
 	metrics *Metrics
 	reg     *prometheus.Registry
 	// status is the status of the last tick, as a host keeps it.

@@ -28,6 +28,7 @@ import (
 	"github.com/ckegen/ckegen/cluster"
 	"github.com/ckegen/ckegen/decision"
 	"github.com/ckegen/ckegen/internal/version"
+	"github.com/ckegen/ckegen/kubenodes"
 	"github.com/ckegen/ckegen/reason"
 	"github.com/ckegen/ckegen/sabakan"
 	"github.com/ckegen/ckegen/storage"
@@ -189,7 +190,7 @@ func (ig *Integrator) StartWatch(ctx context.Context, ch chan<- struct{}) error 
 // Init does what CKE's own integrator does for a new leader: the cluster
 // re-rendered when the template changed since it was built.
 func (ig *Integrator) Init(ctx context.Context, leaderKey string) error {
-	r := ig.step.Regenerate(ctx, leaderKey, decision.View{Source: SourceStatus, Why: "CKE's server gives no cluster status to Init"})
+	r := ig.step.Regenerate(ctx, leaderKey, kubenodes.View{Source: SourceStatus, Why: "CKE's server gives no cluster status to Init"})
 	ig.after(ctx, r)
 	return fatal(r)
 }
@@ -256,12 +257,12 @@ const SourceStatus = "CKE's cluster status"
 // kubernetesOf is what a cluster status says of the Kubernetes Nodes at
 // now: not known without a status or while no API server is ready (CKE's
 // status then has no Node at all, which is not "no taints").
-func kubernetesOf(status *cke.ClusterStatus, now time.Time) decision.View {
+func kubernetesOf(status *cke.ClusterStatus, now time.Time) kubenodes.View {
 	switch {
 	case status == nil:
-		return decision.View{Source: SourceStatus, Why: "CKE's server has no cluster status: no cluster yet, or --debug-sabakan"}
+		return kubenodes.View{Source: SourceStatus, Why: "CKE's server has no cluster status: no cluster yet, or --debug-sabakan"}
 	case !status.Kubernetes.IsControlPlaneReady:
-		return decision.View{Source: SourceStatus, Why: "no API server of the cluster is ready"}
+		return kubenodes.View{Source: SourceStatus, Why: "no API server of the cluster is ready"}
 	}
 	all := make(map[string][]cluster.Taint, len(status.Kubernetes.Nodes))
 	for _, n := range status.Kubernetes.Nodes {
@@ -271,5 +272,5 @@ func kubernetesOf(status *cke.ClusterStatus, now time.Time) decision.View {
 		}
 		all[n.Name] = taints
 	}
-	return decision.ViewOf(SourceStatus, now, all)
+	return kubenodes.ViewOf(SourceStatus, now, all)
 }

@@ -7,7 +7,6 @@ package main
 import (
 	"errors"
 	"fmt"
-	"github.com/ckegen/ckegen/decision"
 	"io/fs"
 	"log/slog"
 	"net"
@@ -224,7 +223,7 @@ func (o *options) check() error {
 
 // nodes returns the Kubernetes Node reader of --kubeconfig, nil without
 // it.
-func (o *options) nodes() (decision.Kubernetes, error) {
+func (o *options) nodes() (kubenodes.Kubernetes, error) {
 	if o.kubeTimeout <= 0 {
 		return nil, usage.Errorf("--kubernetes-timeout: must be positive, got %s", o.kubeTimeout)
 	}
@@ -232,7 +231,7 @@ func (o *options) nodes() (decision.Kubernetes, error) {
 	if r == nil || err != nil {
 		return nil, err
 	}
-	return decision.APIView(r, nil), nil
+	return kubenodes.APIView(r, nil), nil
 }
 
 func (o *options) sabakanOptions() sabakan.Options {
@@ -241,7 +240,7 @@ func (o *options) sabakanOptions() sabakan.Options {
 
 // daemonConfig is the daemon's configuration from the flags, with a
 // registry that also has Go's and the process's collectors.
-func (o *options) daemonConfig(st storage.Storage, nodes decision.Kubernetes, lg *slog.Logger) daemon.Config {
+func (o *options) daemonConfig(st storage.Storage, nodes kubenodes.Kubernetes, lg *slog.Logger) daemon.Config {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return daemon.Config{

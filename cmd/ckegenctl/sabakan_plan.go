@@ -4,11 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/ckegen/ckegen/decision"
 	"io"
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/ckegen/ckegen/decision"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -237,7 +238,7 @@ func (o *planOptions) decide(e *env, w intake.WhatIf) (*decision.Decision, []ass
 	}
 	p := liveview.Preview{WhatIf: w, RetireWait: o.retireWait, MaxSteps: o.maxSteps, Assume: as}
 	if nodes != nil {
-		p.Kubernetes = decision.APIView(nodes, nil)
+		p.Kubernetes = kubenodes.APIView(nodes, nil)
 	}
 	var d *decision.Decision
 	var matches []assume.Match
