@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/ckegen/ckegen/decision"
+	"github.com/ckegen/ckegen/intake"
 	"github.com/ckegen/ckegen/kubenodes"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -217,7 +218,7 @@ func (d *Daemon) lead(ctx context.Context, sess *concurrency.Session, leaderKey 
 			return nil
 		}
 	})
-	g.Go(func() error { return tick.WatchSettings(ctx, d.cfg.Storage, trigger) })
+	g.Go(func() error { return intake.Watch(ctx, d.cfg.Storage, trigger) })
 	g.Go(func() error { return d.tickLoop(ctx, leaderKey, trigger) })
 	g.Go(func() error { return d.forecast.run(ctx, leaderKey) })
 	return g.Wait()

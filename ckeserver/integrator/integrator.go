@@ -27,6 +27,7 @@ import (
 
 	"github.com/ckegen/ckegen/cluster"
 	"github.com/ckegen/ckegen/decision"
+	"github.com/ckegen/ckegen/intake"
 	"github.com/ckegen/ckegen/internal/version"
 	"github.com/ckegen/ckegen/kubenodes"
 	"github.com/ckegen/ckegen/reason"
@@ -156,7 +157,7 @@ func (ig *Integrator) StartWatch(ctx context.Context, ch chan<- struct{}) error 
 		ig.metrics.Clear()
 	}()
 	errc := make(chan error, 1)
-	go func() { errc <- tick.WatchSettings(ctx, ig.st, ch) }()
+	go func() { errc <- intake.Watch(ctx, ig.st, ch) }()
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	for {

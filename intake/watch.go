@@ -1,4 +1,4 @@
-package tick
+package intake
 
 import (
 	"context"
@@ -8,16 +8,15 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"golang.org/x/sync/errgroup"
 
-	"github.com/ckegen/ckegen/intake"
 	"github.com/ckegen/ckegen/storage"
 )
 
-// WatchSettings sends on wake, without blocking, each time a setting
-// whose row in intake.Table wakes the leader changes (its key, or a key
+// Watch sends on wake, without blocking, each time a setting
+// whose row in Table wakes the leader changes (its key, or a key
 // under its prefix); it returns when ctx ends, or with an error when the
 // watch fails. Every host of the step runs it while it leads.
-func WatchSettings(ctx context.Context, st storage.Storage, wake chan<- struct{}) error {
-	return watch(ctx, st, intake.Watched(), intake.WatchedPrefixes(), wake)
+func Watch(ctx context.Context, st storage.Storage, wake chan<- struct{}) error {
+	return watch(ctx, st, Watched(), WatchedPrefixes(), wake)
 }
 
 // watch sends on wake, without blocking, each time one of keys, or a key

@@ -1,11 +1,10 @@
-package tick
+package intake
 
 import (
 	"context"
 	"testing"
 	"time"
 
-	"github.com/ckegen/ckegen/intake"
 	"github.com/ckegen/ckegen/internal/testutil/etcdtest"
 	"github.com/ckegen/ckegen/storage"
 )
@@ -59,18 +58,18 @@ func stillAfter(t *testing.T, st storage.Storage, wake <-chan struct{}, keys ...
 	}
 }
 
-// TestWatchSettings: a change of the key of every row that wakes the
+// TestWatch: a change of the key of every row that wakes the
 // leader wakes it; a change of a row that does not (the cluster, the
 // reboot queue), of what the tick writes itself (the status, the
 // memory, the plan, the history), or of a key beside a watched one does
 // not.
-func TestWatchSettings(t *testing.T) {
+func TestWatch(t *testing.T) {
 	st := storage.New(etcdtest.Client(t), "")
-	wake := watcher(t, func(ctx context.Context, wake chan<- struct{}) error { return WatchSettings(ctx, st, wake) })
+	wake := watcher(t, func(ctx context.Context, wake chan<- struct{}) error { return Watch(ctx, st, wake) })
 	quiet := []string{storage.KeySabakanStatus, storage.KeyCKEGenMemory, storage.KeySabakanPlan, storage.KeySabakanHistory + "1",
 		storage.KeyCKEStatus, storage.KeyLeader + "x", storage.KeySabakanURL + "/x", "sabakan/unknown"}
 	waking := 0
-	for _, row := range intake.Table {
+	for _, row := range Table {
 		switch {
 		case row.Wakes && row.Key != "":
 			wakes(t, st, wake, row.Key)
