@@ -7,8 +7,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/ckegen/ckegen/decision"
 	"time"
+
+	"github.com/ckegen/ckegen/decision"
 
 	"github.com/ckegen/ckegen/planreport"
 	"github.com/ckegen/ckegen/reason"

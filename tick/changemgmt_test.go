@@ -3,7 +3,6 @@ package tick
 import (
 	"context"
 	"errors"
-	"github.com/ckegen/ckegen/decision"
 	"net/http"
 	"slices"
 	"strconv"
@@ -11,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/ckegen/ckegen/decision"
 
 	"github.com/google/go-cmp/cmp"
 

@@ -2,10 +2,11 @@ package tick
 
 import (
 	"fmt"
-	"github.com/ckegen/ckegen/decision"
 	"log/slog"
 	"slices"
 	"strings"
+
+	"github.com/ckegen/ckegen/decision"
 
 	"github.com/ckegen/ckegen/cluster"
 	"github.com/ckegen/ckegen/generator"
@@ -42,7 +43,7 @@ func status(d *decision.Decision, o Outcome, last storage.Status, leader string,
 		st.LastSuccess = d.At
 	}
 	if written && !d.Unchanged {
-		st.LastOp, st.LastChanges, st.LastChangeCount = d.Step.Op, statusChanges(d.Step.Changes), len(d.Step.Changes)
+		st.LastOp, st.LastChanges, st.LastChangeCount = d.Step.Op, planreport.StoredChanges(d.Step.Changes), len(d.Step.Changes)
 	}
 	// The host's auto-repair is noted after the tick (NoteRepair): kept
 	// until it notes otherwise.
@@ -120,7 +121,7 @@ func modelStatus(st *storage.Status, last storage.Status, d *decision.Decision, 
 	switch {
 	case !c.RateModel():
 	case d.Gathered.Machines != nil:
-		st.WorkerRate = statusRate(generator.RateOf(clusterAfter(d, written), len(d.Gathered.Machines), c))
+		st.WorkerRate = planreport.Rate(generator.RateOf(clusterAfter(d, written), len(d.Gathered.Machines), c))
 	case last.WorkerRate != nil:
 		r := *last.WorkerRate
 		r.Minimum = *c.MinimumWorkersRate
@@ -192,7 +193,7 @@ func planSummary(p *generator.Plan) *storage.PlanSummary {
 	}
 	if len(p.Steps) > 0 {
 		next := p.Steps[0]
-		s.NextOp, s.NextChanges, s.NextChangeCount = next.Op, statusChanges(next.Changes), len(next.Changes)
+		s.NextOp, s.NextChanges, s.NextChangeCount = next.Op, planreport.StoredChanges(next.Changes), len(next.Changes)
 	}
 	return s
 }
@@ -203,7 +204,7 @@ func historyEntry(d *decision.Decision, rev int64) storage.HistoryEntry {
 	return storage.HistoryEntry{
 		Time:             d.At.UTC(),
 		Op:               d.Step.Op,
-		Changes:          statusChanges(d.Step.Changes),
+		Changes:          planreport.StoredChanges(d.Step.Changes),
 		ChangeCount:      len(d.Step.Changes),
 		TemplateRevision: d.Gathered.Settings.TemplateRevision,
 		ClusterRevision:  rev,
@@ -333,4 +334,19 @@ func nextMemory(m decision.Memory, d *decision.Decision, o Outcome, st storage.S
 		}
 	}
 	return m
+}
+
+// domainsStatus is what the status says of the failure domains of
+// decision d acted on with o: the decision's count when it was made and
+// the tick wrote what it decided; the last status's when the tick did
+// not get to read the inventory or its write failed; nothing while the
+// integration does not run.
+func domainsStatus(d *decision.Decision, o Outcome, last *storage.FailureDomains) *storage.FailureDomains {
+	switch {
+	case d.Idle():
+		return nil
+	case d.Domains == nil || o.Err != nil:
+		return last
+	}
+	return planreport.Domains(d.Domains)
 }

@@ -2,9 +2,10 @@ package tick
 
 import (
 	"errors"
-	"github.com/ckegen/ckegen/decision"
 	"testing"
 	"time"
+
+	"github.com/ckegen/ckegen/decision"
 
 	"github.com/ckegen/ckegen/reason"
 	"github.com/ckegen/ckegen/storage"
