@@ -134,7 +134,7 @@ func TestMembers(t *testing.T) {
 		{"`tick.Generic.T`", "1: `tick.Generic.T` names Generic.T in tick, but Generic is not a type there"},
 		{"`tick.Nope.X`", "1: "},
 		{"`tick/nope.go`", "1: `tick/nope.go` names tick/nope.go, which is not in the repository"},
-		{"```go\n// two lines\nvar s tick.Step.nope\n```", "3: "},
+		{"`Step.Run`\n\n```go\n// the fence begins at line 3\nvar s tick.Step.nope\n```", "5: "},
 	}
 	for _, c := range fail {
 		ch := &checker{fsys: repo, top: top, keys: keys, decls: d}
