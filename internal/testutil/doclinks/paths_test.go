@@ -295,15 +295,18 @@ func addKeys(t *testing.T, f *ast.File, keys map[string]bool) {
 //     package of the repository, tests included, gives a type. A
 //     lower-case first part is not read without a package: `status.state`,
 //     `server.Integrator` are a key of a record and CKE's package, not
-//     types status and server of the repository. A name several packages
+//     types status and server of the repository; nor is a first part no
+//     package gives a type (CKE's `Server.Run`). A name several packages
 //     give a type is right when any of them has the member.
 //
 // A member is a field (an embedded one by its type's name) or method,
-// an interface's method, or one promoted from an embedded type of the
-// repository; a type that embeds one from outside the repository accepts
-// any member. Only the first member is checked (`Decision.Plan.Ops`
-// checks Plan). A file that moved, or a name that was renamed, fails
-// with the document's line and what to do.
+// an interface's method, one promoted from an embedded type of the
+// repository, or one of the type an alias is of (a defined type, type
+// T U: U's fields and promoted members, not U's methods); a type that
+// embeds or is made from one outside the repository accepts any member.
+// Only the first member is checked (`Decision.Plan.Ops` checks Plan). A
+// file that moved, or a name that was renamed, fails with the document's
+// line and what to do.
 func TestPaths(t *testing.T) {
 	root := "../../.."
 	c := repoChecker(t, root)
