@@ -1,6 +1,7 @@
 package doclinks
 
 import (
+	"io/fs"
 	"strings"
 	"testing"
 	"testing/fstest"
@@ -84,19 +85,7 @@ func TestDaemonProcess(t *testing.T) {}
 // is, and what is not Go at all, and fails each name of a member a type
 // lacks, at its line.
 func TestMembers(t *testing.T) {
-	d, err := readDecls(repo)
-	if err != nil {
-		t.Fatal(err)
-	}
-	top := map[string]bool{}
-	entries, err := repo.ReadDir(".")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, e := range entries {
-		top[e.Name()] = true
-	}
-	keys := map[string]bool{"storage/status": true}
+	newChecker := repoOf(t, repo, map[string]bool{"storage/status": true})
 	pass := []string{
 		"`Step.Run` and `Step.after`, `(*Step).Run`, `Step.Run(ctx,`",
 		"`Memory.next` and `Memory.Due()`",
@@ -114,8 +103,7 @@ func TestMembers(t *testing.T) {
 		"```go\nvar s tick.Step\ns.Run()\n```",
 	}
 	for _, doc := range pass {
-		c := &checker{fsys: repo, top: top, keys: keys, decls: d}
-		if got := c.check(doc); len(got) > 0 {
+		if got := newChecker().check(doc); len(got) > 0 {
 			t.Errorf("check(%q) = %q, want nothing", doc, got)
 		}
 	}
@@ -137,10 +125,28 @@ func TestMembers(t *testing.T) {
 		{"`Step.Run`\n\n```go\n// the fence begins at line 3\nvar s tick.Step.nope\n```", "5: "},
 	}
 	for _, c := range fail {
-		ch := &checker{fsys: repo, top: top, keys: keys, decls: d}
-		got := ch.check(c.doc)
+		got := newChecker().check(c.doc)
 		if len(got) != 1 || !strings.HasPrefix(got[0], c.want) {
 			t.Errorf("check(%q) = %q, want one problem that begins %q", c.doc, got, c.want)
 		}
 	}
+}
+
+// repoOf returns a function that makes a new checker of the repository
+// fsys, whose etcd keys are keys.
+func repoOf(t *testing.T, fsys fs.ReadDirFS, keys map[string]bool) func() *checker {
+	t.Helper()
+	d, err := readDecls(fsys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	entries, err := fsys.ReadDir(".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	top := map[string]bool{}
+	for _, e := range entries {
+		top[e.Name()] = true
+	}
+	return func() *checker { return &checker{fsys: fsys, top: top, keys: keys, decls: d} }
 }
