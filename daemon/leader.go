@@ -3,9 +3,10 @@ package daemon
 import (
 	"context"
 	"fmt"
-	"github.com/ckegen/ckegen/decision"
 	"sync"
 	"time"
+
+	"github.com/ckegen/ckegen/decision"
 
 	"github.com/prometheus/client_golang/prometheus"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -120,7 +121,7 @@ func (d *Daemon) watchMode(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			return
-		case <-time.After(min(modeCheckEvery, d.cfg.Interval)):
+		case <-time.After(min(modeCheckEvery, time.Duration(d.cfg.Interval))):
 		}
 	}
 }

@@ -38,6 +38,8 @@ type Gathered struct {
 	Refused  *intake.Refusal
 	// HasCluster: a cluster is stored.
 	HasCluster bool
+	// PastGates and RegenerateOnly are what was asked (Ask).
+	PastGates, RegenerateOnly bool
 	// Stored is the memory stored with the last status, when the gather
 	// was asked for it (the first tick of a leadership, and views that
 	// decide as the leader does); StoredErr why it could not be used.
@@ -113,9 +115,19 @@ type Ask struct {
 	Kubernetes kubenodes.Kubernetes
 	// SettingsOnly: stop after the settings (a view of who writes).
 	SettingsOnly bool
-	// Options are how the decision will be made: the gather reads the
-	// inventory only when the rungs before it let the tick go on.
-	Options Options
+	// Config is how the decision will be made: the gather reads the
+	// inventory only when the rungs before it let the tick go on, or
+	// PastGates asks it to go past the rungs a view can see beyond (a
+	// switch, the owner, CKE's pace, a refused switch or change
+	// setting), as if the integration ran: the plan a takeover, an
+	// enable or a fix would start (Decision.Gated says what holds the
+	// leader).
+	Config    Config
+	PastGates bool
+	// RegenerateOnly: the host asks for Regenerate alone, when the
+	// template changed (what CKE's server asks of its integrator when it
+	// becomes leader).
+	RegenerateOnly bool
 	// Rehearse, when not nil, rehearses a change of sabakan's inventory
 	// (a view's --assume): sabakan is asked with the variables'
 	// conditions on states left out, and Rehearse makes of what it holds
@@ -130,7 +142,7 @@ type Ask struct {
 // where the decision needs no more: a switch, the owner, CKE's pace or a
 // missing setting decides the tick before sabakan is asked.
 func (gr *Gatherer) Gather(ctx context.Context, leaderKey string, a Ask) *Gathered {
-	g := &Gathered{Now: gr.now(), HostView: a.Kubernetes != nil}
+	g := &Gathered{Now: gr.now(), HostView: a.Kubernetes != nil, PastGates: a.PastGates, RegenerateOnly: a.RegenerateOnly}
 	req := gr.settings.Request(leaderKey)
 	if a.Memory {
 		req.Keys = append(req.Keys, storage.KeyCKEGenMemory)
@@ -162,7 +174,7 @@ func (gr *Gatherer) Gather(ctx context.Context, leaderKey string, a Ask) *Gather
 			break
 		}
 	}
-	if a.SettingsOnly || newDecision(g, a.Options).climbSettings() {
+	if a.SettingsOnly || newDecision(g, a.Config).climbSettings() {
 		return g
 	}
 	g.Warnings = append(g.Warnings, s.Warnings...)

@@ -175,11 +175,6 @@ func IsCKEPhase(p string) bool {
 	return false
 }
 
-// DefaultCKEStatusMaxAge is how old CKE's status may be for ckegen to
-// write beside a CKE server, unless the daemon is told otherwise
-// (docs/beside-cke.md).
-const DefaultCKEStatusMaxAge = 10 * time.Minute
-
 // TriggerHeld is what a tick held by the trigger says.
 const TriggerHeld = "the trigger is planning: ckegenctl sabakan trigger schedule applies the plan"
 

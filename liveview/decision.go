@@ -75,14 +75,14 @@ func (r *Reader) Rehearse(ctx context.Context, p Preview) (*decision.Decision, [
 	case err != nil:
 		return nil, nil, &EtcdError{err}
 	}
-	o := p.options(mem)
+	o := p.config(mem)
 	kube := p.Kubernetes
 	if kube == nil {
 		kube = mem.View()
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	ask := decision.Ask{WhatIf: p.WhatIf, Kubernetes: kube, SettingsOnly: p.SettingsOnly, Options: o}
+	ask := decision.Ask{WhatIf: p.WhatIf, Kubernetes: kube, SettingsOnly: p.SettingsOnly, Config: o, PastGates: !p.SettingsOnly}
 	var matches []assume.Match
 	if len(p.Assume) > 0 {
 		// The assumptions change sabakan's inventory before the query's
@@ -119,24 +119,15 @@ func (r *Reader) Rehearse(ctx context.Context, p Preview) (*decision.Decision, [
 	return nil, nil, errors.New(d.Message)
 }
 
-// options are the leader's options, from its memory, as p changes them.
-func (p *Preview) options(mem decision.Memory) decision.Options {
-	max := p.MaxSteps
-	if max == 0 {
-		max = generator.DefaultMaxSteps
-	}
-	o := mem.Leader.Options(max)
-	o.Ungated = !p.SettingsOnly
+// config is the leader's configuration, from its memory, as p changes
+// it.
+func (p *Preview) config(mem decision.Memory) decision.Config {
+	c := mem.Leader
+	c.MaxSteps = p.MaxSteps
 	if p.RetireWait != 0 {
-		o.RetireWait = p.RetireWait
+		c.RetireWait = storage.Duration(p.RetireWait)
 	}
-	if o.RetireWait == 0 {
-		o.RetireWait = generator.DefaultRetireWait
-	}
-	if o.CKEStatusMaxAge == 0 {
-		o.CKEStatusMaxAge = decision.DefaultCKEStatusMaxAge
-	}
-	return o
+	return c.WithDefaults()
 }
 
 // AssumeError is an assumption of Preview.Assume that matches no machine

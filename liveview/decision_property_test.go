@@ -59,7 +59,7 @@ func TestPlanIsTheTick(t *testing.T) {
 			must(t, store.SetMaxUnhealthy(ctx, intake.MaxUnhealthy{Value: rapid.IntRange(0, 3).Draw(rt, "limit")}))
 		}
 		view := kubenodes.ViewOf("a test's view", now, nil)
-		step := tick.New(tick.Config{Storage: st, Name: "d", RetireWait: time.Minute, Now: func() time.Time { return now },
+		step := tick.New(st, decision.Config{Name: "d", RetireWait: storage.Duration(time.Minute), Now: func() time.Time { return now },
 			Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
 		step.Run(ctx, leader, view)
 

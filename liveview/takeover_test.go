@@ -12,11 +12,13 @@ import (
 	"time"
 
 	"github.com/ckegen/ckegen/cluster"
+	"github.com/ckegen/ckegen/decision"
 	"github.com/ckegen/ckegen/generator"
 	"github.com/ckegen/ckegen/internal/testutil/sitetest"
 	"github.com/ckegen/ckegen/labels"
 	"github.com/ckegen/ckegen/machine"
 	"github.com/ckegen/ckegen/planreport"
+	"github.com/ckegen/ckegen/storage"
 	"github.com/ckegen/ckegen/tick"
 )
 
@@ -32,7 +34,7 @@ func TestTakeoverTellsEveryChange(t *testing.T) {
 	st, store := site.Storage, sitetest.StoreOf(site.Storage)
 	ctx := context.Background()
 	leader := site.Lead(t, "d", 0)
-	step := tick.New(tick.Config{Storage: st, Name: "d", RetireWait: time.Minute, Now: func() time.Time { return now },
+	step := tick.New(st, decision.Config{Name: "d", RetireWait: storage.Duration(time.Minute), Now: func() time.Time { return now },
 		Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	step.Run(ctx, leader, nil)
 

@@ -14,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
 
+	"github.com/ckegen/ckegen/decision"
 	"github.com/ckegen/ckegen/fakesabakan"
 	"github.com/ckegen/ckegen/internal/testutil/dcgen"
 	"github.com/ckegen/ckegen/internal/testutil/kubetest"
@@ -60,8 +61,8 @@ func newTickBench(b *testing.B, n, workers int, nodes kubenodes.Kubernetes) *tic
 		DataCenter: func(o *dcgen.Options) { o.Racks, o.PerRack, o.BootPerRack = n/40, 40, 0 },
 		Template:   string(tmplJSON), StoreURL: true, Constraints: sitetest.Counts(3, workers),
 	})
-	d := New(Config{
-		Storage: s.Storage, Name: "bench", RetireWait: time.Minute, MaxClusterBytes: benchLimit,
+	d := New(s.Storage, decision.Config{
+		Name: "bench", RetireWait: storage.Duration(time.Minute), MaxClusterBytes: benchLimit,
 		Sabakan: sabakan.Options{Timeout: time.Minute, Retries: -1, MaxBodyBytes: 1 << 30},
 		Now:     func() time.Time { return testNow },
 		Log:     slog.New(slog.NewTextHandler(io.Discard, nil)),

@@ -304,7 +304,7 @@ func nextMemory(m decision.Memory, d *decision.Decision, o Outcome, st storage.S
 	m.Last = st
 	m.Trigger, m.Release = st.Trigger, st.Release
 	m.QuietHeld = st.Result == reason.Planning && st.Reason == reason.QuietTime
-	m.Leader = decision.LeaderOf(d.Options)
+	m.Leader = d.Config
 	if g := d.Gathered; g.Settings != nil {
 		m.Settings = g.SettingsID
 	}

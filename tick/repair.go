@@ -37,7 +37,7 @@ func (s *Step) NoteRepair(ctx context.Context, r *storage.RepairStatus) (storage
 	if err != nil {
 		return last, false, err
 	}
-	if err := s.cfg.Storage.PutStatus(ctx, s.term, st, data); err != nil {
+	if err := s.st.PutStatus(ctx, s.term, st, data); err != nil {
 		return last, false, err
 	}
 	s.memory = mem
@@ -62,7 +62,7 @@ func repairWarning(r *storage.RepairStatus) string {
 // from the last status: inside CKE's server, where the host notes it;
 // nothing elsewhere (ckegen's daemons run no auto-repair).
 func carriedRepair(d *decision.Decision, last storage.Status) *storage.RepairStatus {
-	if d.Options.Mode != decision.ModeInsideCKE {
+	if d.Config.Mode != decision.ModeInsideCKE {
 		return nil
 	}
 	return last.Repair

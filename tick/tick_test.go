@@ -17,6 +17,7 @@ import (
 	"go.etcd.io/etcd/client/v3/concurrency"
 
 	"github.com/ckegen/ckegen/cluster"
+	"github.com/ckegen/ckegen/decision"
 	"github.com/ckegen/ckegen/fakesabakan"
 	"github.com/ckegen/ckegen/generator"
 	"github.com/ckegen/ckegen/internal/embedded"
@@ -71,7 +72,8 @@ func must(t *testing.T, err error) {
 // testConfig is a step's configuration and what its host gives each
 // tick.
 type testConfig struct {
-	Config
+	decision.Config
+	Storage    storage.Storage
 	Kubernetes kubenodes.Kubernetes
 }
 
@@ -92,8 +94,8 @@ func (d *testStep) Status() storage.Status { return d.status }
 
 // step is a step of the site named name; mod changes its configuration.
 func (f *fixture) step(name string, mod func(*testConfig)) *testStep {
-	cfg := testConfig{Config: Config{
-		Storage: f.st.Storage, Name: name, RetireWait: time.Minute,
+	cfg := testConfig{Storage: f.st.Storage, Config: decision.Config{
+		Name: name, RetireWait: storage.Duration(time.Minute),
 		Sabakan: sabakan.Options{Timeout: time.Second, Retries: -1},
 		Now:     func() time.Time { return testNow },
 		Log:     slog.New(slog.NewTextHandler(io.Discard, nil)),
@@ -101,7 +103,7 @@ func (f *fixture) step(name string, mod func(*testConfig)) *testStep {
 	if mod != nil {
 		mod(&cfg)
 	}
-	d := &testStep{Step: New(cfg.Config), kube: cfg.Kubernetes, metrics: NewMetrics(MetricsOptions{CKENames: true}), reg: prometheus.NewRegistry()}
+	d := &testStep{Step: New(cfg.Storage, cfg.Config), kube: cfg.Kubernetes, metrics: NewMetrics(MetricsOptions{CKENames: true}), reg: prometheus.NewRegistry()}
 	d.reg.MustRegister(d.metrics)
 	return d
 }

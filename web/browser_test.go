@@ -24,6 +24,7 @@ import (
 	"github.com/ckegen/ckegen/cluster"
 	"github.com/ckegen/ckegen/constraints"
 	"github.com/ckegen/ckegen/daemon"
+	"github.com/ckegen/ckegen/decision"
 	"github.com/ckegen/ckegen/generator"
 	"github.com/ckegen/ckegen/internal/testutil/dcgen"
 	"github.com/ckegen/ckegen/internal/testutil/sitetest"
@@ -417,12 +418,12 @@ func exampleTemplate(t *testing.T, edit func(yml string) string) string {
 // runDaemon runs a daemon on the site, ticking every 100 ms on the clock
 // stopped at now, until stop is called or the test ends.
 func runDaemon(t *testing.T, ctx context.Context, site *sitetest.Site, name string, now time.Time) (stop func() error) {
-	d := daemon.New(daemon.Config{
-		Storage: site.Storage, Name: name, Interval: 100 * time.Millisecond, SessionTTL: 2 * time.Second,
-		MinBackoff: 20 * time.Millisecond, RetireWait: time.Minute,
+	d := daemon.New(daemon.Config{Storage: site.Storage, SessionTTL: 2 * time.Second, Config: decision.Config{
+		Name: name, Interval: storage.Duration(100 * time.Millisecond),
+		MinBackoff: storage.Duration(20 * time.Millisecond), RetireWait: storage.Duration(time.Minute),
 		Sabakan: sabakan.Options{Timeout: 5 * time.Second, Retries: -1},
 		Now:     func() time.Time { return now }, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
-	})
+	}})
 	return sitetest.Go(t, ctx, d.Run)
 }
 

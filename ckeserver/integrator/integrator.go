@@ -15,7 +15,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"sync"
 	"time"
 
@@ -31,42 +30,27 @@ import (
 	"github.com/ckegen/ckegen/internal/version"
 	"github.com/ckegen/ckegen/kubenodes"
 	"github.com/ckegen/ckegen/reason"
-	"github.com/ckegen/ckegen/sabakan"
 	"github.com/ckegen/ckegen/storage"
 	"github.com/ckegen/ckegen/tick"
 )
 
-// Config of the integrator.
+// Config of the integrator: the step's configuration (its mode is
+// decision.ModeInsideCKE; its Interval is CKE's server's --interval, the
+// pace it calls Do at when it has nothing else to do: the status says
+// when CKE's server has not called for three of them; after a failure
+// the step runs again after MinBackoff, doubling up to Interval, and
+// StartWatch wakes CKE's loop then, sooner than its interval), and the
+// integrator's own.
 type Config struct {
+	decision.Config
 	// Client is CKE's etcd client, namespaced by CKE's prefix
 	// (etcdutil.NewClient), as CKE's server has it.
 	Client *clientv3.Client
-	// Name is the leader's name ckegen's status shows.
-	Name string
-	// RetireWait is how long a worker stays RETIRED before it leaves
-	// (CKE's server runs its integrator with 5 s under --debug-sabakan).
-	RetireWait time.Duration
-	// Interval is CKE's server's --interval, the pace it calls Do at
-	// when it has nothing else to do: the status says when CKE's server
-	// has not called for three of them. After a failure the step runs
-	// again after MinBackoff, doubling up to Interval: StartWatch wakes
-	// CKE's loop then, sooner than its interval.
-	Interval, MinBackoff time.Duration
-	Sabakan              sabakan.Options
 	// Registerer receives ckegen's own series (ckegen_*); CKE's /metrics
 	// handler gathers prometheus.DefaultGatherer. CKE's cke_sabakan_*
 	// series are CKE's: the integrator feeds them.
 	Registerer prometheus.Registerer
-	Now        func() time.Time
-	Log        *slog.Logger
 }
-
-// Defaults.
-const (
-	DefaultRetireWait = 300 * time.Second // CKE's own
-	DefaultMinBackoff = tick.DefaultMinBackoff
-	DefaultInterval   = time.Minute // CKE's --interval default
-)
 
 // Integrator is ckegen's step as CKE's server.Integrator.
 type Integrator struct {
@@ -95,28 +79,14 @@ func New(cfg Config) (*Integrator, error) {
 	if cfg.Client == nil {
 		return nil, errors.New("integrator: no etcd client")
 	}
-	if cfg.RetireWait <= 0 {
-		cfg.RetireWait = DefaultRetireWait
-	}
-	if cfg.MinBackoff <= 0 {
-		cfg.MinBackoff = DefaultMinBackoff
-	}
-	if cfg.Interval <= 0 {
-		cfg.Interval = DefaultInterval
-	}
-	if cfg.Now == nil {
-		cfg.Now = time.Now
-	}
-	if cfg.Log == nil {
-		cfg.Log = slog.Default()
-	}
+	cfg.Mode = decision.ModeInsideCKE
+	cfg.Config = cfg.Config.WithDefaults()
 	// CKE's client is namespaced by its prefix: the keys need none.
 	st := storage.Storage{Client: cfg.Client}
 	ig := &Integrator{cfg: cfg, st: st, cke: cke.Storage{Client: cfg.Client},
 		metrics: tick.NewMetrics(tick.MetricsOptions{CKENames: false}),
-		step: tick.New(tick.Config{Storage: st, Name: cfg.Name, Mode: decision.ModeInsideCKE, RetireWait: cfg.RetireWait,
-			Interval: cfg.Interval, MinBackoff: cfg.MinBackoff, Sabakan: cfg.Sabakan, Now: cfg.Now, Log: cfg.Log}),
-		rearm: make(chan struct{}, 1),
+		step:    tick.New(st, cfg.Config),
+		rearm:   make(chan struct{}, 1),
 		leading: prometheus.NewGauge(prometheus.GaugeOpts{Name: "ckegen_leader",
 			Help: "True (=1) while this process leads and runs ckegen: inside CKE's server, while that server leads."})}
 	if cfg.Registerer != nil {
@@ -241,7 +211,7 @@ func (ig *Integrator) after(_ context.Context, r tick.Result) {
 	}
 	ig.mu.Lock()
 	ig.due = time.Time{}
-	if r.Next < ig.cfg.Interval {
+	if r.Next < time.Duration(ig.cfg.Interval) {
 		ig.due = now.Add(r.Next)
 	}
 	ig.mu.Unlock()

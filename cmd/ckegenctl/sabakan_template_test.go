@@ -16,6 +16,7 @@ import (
 
 	"github.com/ckegen/ckegen/cluster"
 	"github.com/ckegen/ckegen/constraints"
+	"github.com/ckegen/ckegen/decision"
 	"github.com/ckegen/ckegen/generator"
 	"github.com/ckegen/ckegen/intake"
 	"github.com/ckegen/ckegen/internal/testutil/etcdtest"
@@ -127,7 +128,7 @@ func TestStoredWeightNoLabelFailsTick(t *testing.T) {
 		t.Fatal(err)
 	}
 	leader := site.Lead(t, "d", 0)
-	step := tick.New(tick.Config{Storage: site.Storage, Name: "d", RetireWait: time.Minute, Now: func() time.Time { return now },
+	step := tick.New(site.Storage, decision.Config{Name: "d", RetireWait: storage.Duration(time.Minute), Now: func() time.Time { return now },
 		Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	r := step.Run(ctx, leader, nil)
 	if tick.ReasonOf(r.Err) != reason.InvalidTemplate {
@@ -181,7 +182,7 @@ func weightAddedOnce(t *testing.T, maxUnhealthy string) {
 	}
 	must(t, store.SetMaxUnhealthy(ctx, limit))
 	leader := site.Lead(t, "d", 0)
-	step := tick.New(tick.Config{Storage: st, Name: "d", RetireWait: time.Minute, Now: func() time.Time { return now },
+	step := tick.New(st, decision.Config{Name: "d", RetireWait: storage.Duration(time.Minute), Now: func() time.Time { return now },
 		Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if r := step.Run(ctx, leader, nil); r.Err != nil {
 		t.Fatal(r.Err)

@@ -29,6 +29,7 @@ import (
 	"go.etcd.io/etcd/client/v3/concurrency"
 
 	"github.com/ckegen/ckegen/ckeserver/integrator"
+	"github.com/ckegen/ckegen/decision"
 	"github.com/ckegen/ckegen/internal/etcdclient"
 	"github.com/ckegen/ckegen/internal/listen"
 	"github.com/ckegen/ckegen/internal/logbridge"
@@ -185,11 +186,11 @@ func run(d durations) error {
 	if err != nil {
 		return fmt.Errorf("host name: %w", err)
 	}
-	icfg := integrator.Config{Client: etcd, Name: name, Interval: d.interval, Registerer: prometheus.DefaultRegisterer, Log: lg}
+	icfg := integrator.Config{Client: etcd, Registerer: prometheus.DefaultRegisterer, Config: decision.Config{Name: name, Interval: storage.Duration(d.interval), Log: lg}}
 	if *flgDebugSabakan {
 		// As CKE's server: its integrator alone, retired workers leaving
 		// after 5 s.
-		icfg.RetireWait = 5 * time.Second
+		icfg.RetireWait = storage.Duration(5 * time.Second)
 		ig, err := integrator.New(icfg)
 		if err != nil {
 			return err
