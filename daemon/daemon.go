@@ -223,7 +223,7 @@ func (d *Daemon) tickLoop(ctx context.Context, leaderKey string, trigger <-chan 
 
 // runOnce is one tick, with its metrics.
 func (d *Daemon) runOnce(ctx context.Context, leaderKey string) tick.Result {
-	res := d.step.Run(ctx, leaderKey, d.cfg.Kubernetes)
+	res := d.step.Run(ctx, leaderKey, d.cfg.Kubernetes, nil)
 	d.forecast.offer(res)
 	if res.Status.Time.IsZero() {
 		return res // cut short: nothing to show

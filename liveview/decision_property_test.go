@@ -61,7 +61,7 @@ func TestPlanIsTheTick(t *testing.T) {
 		view := kubenodes.ViewOf("a test's view", now, nil)
 		step := tick.New(st, decision.Config{Name: "d", RetireWait: storage.Duration(time.Minute), Now: func() time.Time { return now },
 			Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
-		step.Run(ctx, leader, view)
+		step.Run(ctx, leader, view, nil)
 
 		for i := range rapid.IntRange(1, 5).Draw(rt, "ticks") {
 			given := false
@@ -95,7 +95,7 @@ func TestPlanIsTheTick(t *testing.T) {
 				view = kubenodes.ViewOf("a test's view", now, map[string][]cluster.Taint{
 					n.Address: {{Key: "example.com/broken", Effect: "NoSchedule"}}})
 				must(t, store.SetTrigger(ctx, intake.TriggerPlanning))
-				step.Run(ctx, leader, view)
+				step.Run(ctx, leader, view, nil)
 				must(t, store.SetTrigger(ctx, intake.TriggerSchedule))
 			}
 			p := Preview{}
@@ -106,7 +106,7 @@ func TestPlanIsTheTick(t *testing.T) {
 			if err != nil {
 				rt.Fatalf("the view's decision: %v", err)
 			}
-			r := step.Run(ctx, leader, view)
+			r := step.Run(ctx, leader, view, nil)
 			if r.Decision == nil {
 				rt.Fatalf("the tick was cut short: %v", r.Err)
 			}

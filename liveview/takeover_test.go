@@ -36,7 +36,7 @@ func TestTakeoverTellsEveryChange(t *testing.T) {
 	leader := site.Lead(t, "d", 0)
 	step := tick.New(st, decision.Config{Name: "d", RetireWait: storage.Duration(time.Minute), Now: func() time.Time { return now },
 		Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	step.Run(ctx, leader, nil)
+	step.Run(ctx, leader, nil, nil)
 
 	// The cluster as an integration wrote it that renders no retire-year.
 	c, rev, err := store.GetCluster(ctx)
@@ -91,7 +91,7 @@ func TestTakeoverTellsEveryChange(t *testing.T) {
 		t.Errorf("the summary: re-labelled %d, re-tainted %d, added %d, want %d, 1 and 1", s.Relabelled.Nodes, s.Retainted.Nodes, s.Added.Nodes, len(c.Nodes))
 	}
 
-	r := step.Run(ctx, leader, nil)
+	r := step.Run(ctx, leader, nil, nil)
 	if r.Err != nil || r.Decision.Step == nil {
 		t.Fatalf("the first write after the takeover: %v", r.Err)
 	}

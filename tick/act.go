@@ -33,6 +33,10 @@ type Outcome struct {
 	// Warnings are what acting adds to the decision's: a plan that could
 	// not be stored.
 	Warnings []string
+	// Repair is what the host's auto-repair left waiting (nil: nothing),
+	// when RepairKnown: it ran after the step was acted on (Repair).
+	Repair      *storage.RepairStatus
+	RepairKnown bool
 }
 
 // act writes what d decided as the leader holding leaderKey: the step,

@@ -74,7 +74,7 @@ func newTickBench(b *testing.B, n, workers int, nodes kubenodes.Kubernetes) *tic
 // cluster.
 func (tb *tickBench) tick(b *testing.B, wantWrite bool) {
 	before := tb.clusterRev(b)
-	r := tb.d.Run(context.Background(), tb.leader, tb.kube)
+	r := tb.d.Run(context.Background(), tb.leader, tb.kube, nil)
 	if r.Err != nil {
 		b.Fatal(r.Err)
 	}
@@ -123,7 +123,7 @@ func (tb *tickBench) settle(b *testing.B) {
 	b.Helper()
 	for range 10 {
 		before := tb.clusterRev(b)
-		if err := tb.d.Run(context.Background(), tb.leader, tb.kube).Err; err != nil {
+		if err := tb.d.Run(context.Background(), tb.leader, tb.kube, nil).Err; err != nil {
 			b.Fatal(err)
 		}
 		if tb.clusterRev(b) == before {

@@ -45,9 +45,7 @@ func status(d *decision.Decision, o Outcome, last storage.Status, leader string,
 	if written && !d.Unchanged {
 		st.LastOp, st.LastChanges, st.LastChangeCount = d.Step.Op, planreport.StoredChanges(d.Step.Changes), len(d.Step.Changes)
 	}
-	// The host's auto-repair is noted after the tick (NoteRepair): kept
-	// until it notes otherwise.
-	st.Repair = carriedRepair(d, last)
+	st.Repair = repairStatus(d, o, last)
 	st.Warnings = boundWarnings(slices.Concat(repairWarnings(st.Repair), d.Warnings, o.Warnings))
 	st.Kubernetes = d.Kubernetes
 	if st.Mode == decision.ModeInsideCKE {

@@ -94,11 +94,11 @@ func ReasonOf(err error) string { return decision.ReasonOf(err) }
 
 // Run does one tick as the leader holding leaderKey: it gathers, decides,
 // acts on the decision, and records the status with the step's memory.
-// kube is what the host knows of Kubernetes (nil: nothing). A tick cut
-// short by the end of ctx (shutdown, the end of leadership) records
-// nothing.
-func (s *Step) Run(ctx context.Context, leaderKey string, kube kubenodes.Kubernetes) Result {
-	return s.run(ctx, leaderKey, kube, false)
+// kube is what the host knows of Kubernetes (nil: nothing), repair its
+// auto-repair (nil: none). A tick cut short by the end of ctx (shutdown,
+// the end of leadership) records nothing.
+func (s *Step) Run(ctx context.Context, leaderKey string, kube kubenodes.Kubernetes, repair Repair) Result {
+	return s.run(ctx, leaderKey, kube, repair, false)
 }
 
 // Regenerate is Run whose decision is Regenerate alone: the cluster
@@ -106,7 +106,7 @@ func (s *Step) Run(ctx context.Context, leaderKey string, kube kubenodes.Kuberne
 // cluster was built, and nothing to do otherwise. It is what CKE's server
 // asks of its integrator when it becomes leader (Init).
 func (s *Step) Regenerate(ctx context.Context, leaderKey string, kube kubenodes.Kubernetes) Result {
-	return s.run(ctx, leaderKey, kube, true)
+	return s.run(ctx, leaderKey, kube, nil, true)
 }
 
 // Config is the step's configuration, for a tick as the leader holding
@@ -117,7 +117,7 @@ func (s *Step) Config(leaderKey string) decision.Config {
 	return c
 }
 
-func (s *Step) run(ctx context.Context, leaderKey string, kube kubenodes.Kubernetes, regenerateOnly bool) Result {
+func (s *Step) run(ctx context.Context, leaderKey string, kube kubenodes.Kubernetes, repair Repair, regenerateOnly bool) Result {
 	start := time.Now() // elapsed time, for the metrics: not the step's clock
 	if leaderKey != s.term {
 		// A new leadership: its memory is the last leader's, read with
@@ -134,7 +134,10 @@ func (s *Step) run(ctx context.Context, leaderKey string, kube kubenodes.Kuberne
 	}
 	d := decision.Decide(g, s.memory, o)
 	out := s.act(ctx, leaderKey, d)
-	res := Result{Decision: d, Err: failure(d, out), Warnings: len(repairWarnings(carriedRepair(d, s.memory.Last))) + len(d.Warnings) + len(out.Warnings)}
+	if repair != nil && ctx.Err() == nil && ReasonOf(failure(d, out)) != reason.LostLeadership {
+		out.Repair, out.RepairKnown = repair(ctx)
+	}
+	res := Result{Decision: d, Err: failure(d, out), Warnings: len(repairWarnings(repairStatus(d, out, s.memory.Last))) + len(d.Warnings) + len(out.Warnings)}
 	res.Duration = time.Since(start)
 	if res.Err != nil && errors.Is(ctx.Err(), context.Canceled) {
 		// Cut short by shutdown or the end of leadership: not a failure

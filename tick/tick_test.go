@@ -83,6 +83,7 @@ type testConfig struct {
 type testStep struct {
 	*Step
 	kube    kubenodes.Kubernetes
+	repair  Repair
 	metrics *Metrics
 	reg     *prometheus.Registry
 	// status is the status of the last tick, as a host keeps it.
@@ -115,7 +116,7 @@ func (d *testStep) runOnce(ctx context.Context, leaderKey string) error {
 
 // run runs a tick as a host does: the metrics observe its result.
 func (d *testStep) run(ctx context.Context, leaderKey string) Result {
-	r := d.Run(ctx, leaderKey, d.kube)
+	r := d.Run(ctx, leaderKey, d.kube, d.repair)
 	if !r.Status.Time.IsZero() {
 		d.metrics.Observe(d.cfg.Now().UTC(), r)
 		d.status = r.Status

@@ -167,16 +167,17 @@ func (ig *Integrator) Init(ctx context.Context, leaderKey string) error {
 }
 
 // Do runs one tick of ckegen's step, with what status says of
-// Kubernetes, then CKE's sabakan-triggered auto-repair. status is nil
+// Kubernetes and CKE's sabakan-triggered auto-repair after its write. status is nil
 // when no cluster exists yet (and under --debug-sabakan).
 func (ig *Integrator) Do(ctx context.Context, leaderKey string, status *cke.ClusterStatus) error {
-	r := ig.step.Run(ctx, leaderKey, kubernetesOf(status, ig.cfg.Now()))
+	var repair tick.Repair
+	if status != nil {
+		repair = func(ctx context.Context) (*storage.RepairStatus, bool) { return ig.repair(ctx, status) }
+	}
+	r := ig.step.Run(ctx, leaderKey, kubernetesOf(status, ig.cfg.Now()), repair)
 	ig.after(ctx, r)
 	if err := fatal(r); err != nil {
 		return err
-	}
-	if status != nil {
-		ig.repair(ctx, status)
 	}
 	return nil
 }

@@ -31,27 +31,21 @@ import (
 //
 // CKE queues nothing while the machines to queue do not all fit under
 // maximum-repair-queue-entries: ckegen's status then says which machines
-// wait and why (fullQueue), until they are queued.
-func (ig *Integrator) repair(ctx context.Context, status *cke.ClusterStatus) {
+// wait and why (fullQueue), until they are queued. It reports what
+// waits, and whether that is known (tick.Repair).
+func (ig *Integrator) repair(ctx context.Context, status *cke.ClusterStatus) (*storage.RepairStatus, bool) {
 	lg := ig.cfg.Log.With("what", "auto-repair")
 	waiting, err := ig.autoRepair(ctx, status, lg)
 	if errors.Is(err, errSaid) {
-		return
+		return nil, false
 	}
 	if err != nil {
 		// What waits is not known this time: the status keeps what it
 		// said.
 		lg.Warn("auto-repair did not run", "error", err)
-		return
+		return nil, false
 	}
-	st, changed, err := ig.step.NoteRepair(ctx, waiting)
-	if err != nil {
-		lg.Warn("auto-repair's state not recorded in ckegen's status", "error", err)
-		return
-	}
-	if changed {
-		ig.metrics.Amend(st)
-	}
+	return waiting, true
 }
 
 // errSaid: auto-repair did not run, for a reason the tick's log said.
