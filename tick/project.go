@@ -227,7 +227,7 @@ func logState(st storage.Status) string {
 // planning, held, disabled, waiting) once, when it begins; each warning
 // when it appears and when it clears. A settled integration logs
 // nothing per tick. It returns what the log has said now.
-func logTick(log *slog.Logger, d *decision.Decision, o Outcome, st storage.Status, was decision.Logged) decision.Logged {
+func logTick(log *slog.Logger, d *decision.Decision, o Outcome, st storage.Status, was decision.Logged, lastRepair *storage.RepairStatus) decision.Logged {
 	now := decision.Logged{State: logState(st), Warnings: was.Warnings}
 	op := d.Step != nil && o.Err == nil && !d.Unchanged
 	if op {
@@ -235,20 +235,17 @@ func logTick(log *slog.Logger, d *decision.Decision, o Outcome, st storage.Statu
 		// do" yet.
 		now.State += " wrote"
 	}
-	if !d.Idle() && d.Quiet != nil {
+	switch {
+	case !d.Idle() && d.Quiet != nil:
 		// The tick got as far as every warning: those that appeared and
 		// those that cleared are told.
 		now.Warnings = st.Warnings
-		for _, w := range st.Warnings {
-			if !slices.Contains(was.Warnings, w) {
-				log.Warn("tick warning", "warning", w)
-			}
-		}
-		for _, w := range was.Warnings {
-			if !slices.Contains(st.Warnings, w) {
-				log.Info("tick warning cleared", "warning", w)
-			}
-		}
+		tellWarnings(log, was.Warnings, st.Warnings)
+	case o.RepairKnown:
+		// Only the host's auto-repair is known anew.
+		old, cur := repairWarnings(lastRepair), repairWarnings(st.Repair)
+		tellWarnings(log, old, cur)
+		now.Warnings = append(slices.DeleteFunc(slices.Clone(was.Warnings), func(w string) bool { return slices.Contains(old, w) }), cur...)
 	}
 	wasFailing := strings.HasPrefix(was.State, reason.Failing+" ")
 	switch {
@@ -288,6 +285,21 @@ func logTick(log *slog.Logger, d *decision.Decision, o Outcome, st storage.Statu
 		}
 	}
 	return now
+}
+
+// tellWarnings logs the warnings of now that were not in was, and
+// those of was that are not in now.
+func tellWarnings(log *slog.Logger, was, now []string) {
+	for _, w := range now {
+		if !slices.Contains(was, w) {
+			log.Warn("tick warning", "warning", w)
+		}
+	}
+	for _, w := range was {
+		if !slices.Contains(now, w) {
+			log.Info("tick warning cleared", "warning", w)
+		}
+	}
 }
 
 // changeSummary is a step's changes for a log line: each action and

@@ -11,9 +11,10 @@ import (
 // sabakan-triggered auto-repair after its integration (docs/inside-cke.md).
 // The step runs it after acting on its decision and before it makes its
 // status, so that what it leaves waiting (nil: nothing) is part of that
-// status, a warning of it. known false: it did not run, and the status
-// keeps what the last one said.
-type Repair func(ctx context.Context) (waiting *storage.RepairStatus, known bool)
+// status, a warning of it. failed is the reason code of the tick's
+// failure ("": none). known false: it did not run, and the status keeps
+// what the last one said.
+type Repair func(ctx context.Context, failed string) (waiting *storage.RepairStatus, known bool)
 
 // repairStatus is what a tick's status says of the host's auto-repair:
 // what it said now, else, inside CKE's server, what the last status said;
@@ -36,6 +37,3 @@ func repairWarnings(r *storage.RepairStatus) []string {
 	}
 	return []string{r.Message}
 }
-
-// Last is the last status the step recorded (zero: none).
-func (s *Step) Last() storage.Status { return s.memory.Last }

@@ -22,7 +22,7 @@ func TestRepairInStatus(t *testing.T) {
 	d := f.step("d", func(c *testConfig) { c.Mode = decision.ModeInsideCKE })
 	r := &storage.RepairStatus{Entries: 2, Maximum: 2, WaitingCount: 1, Message: "auto-repair: 1 machine waits"}
 	ran := 0
-	d.repair = func(context.Context) (*storage.RepairStatus, bool) { ran++; return r, true }
+	d.repair = func(context.Context, string) (*storage.RepairStatus, bool) { ran++; return r, true }
 	res := d.run(ctx, leader)
 	has := func(st storage.Status) bool {
 		return st.Repair != nil && st.Repair.WaitingCount == 1 && slices.Contains(st.Warnings, r.Message)
@@ -33,7 +33,7 @@ func TestRepairInStatus(t *testing.T) {
 	if got := series(scrape(t, d), "ckegen_auto_repair_waiting_machines"); !slices.Equal(got, []string{"ckegen_auto_repair_waiting_machines 1"}) {
 		t.Errorf("gauge %q, want 1", got)
 	}
-	d.repair = func(context.Context) (*storage.RepairStatus, bool) { return nil, false }
+	d.repair = func(context.Context, string) (*storage.RepairStatus, bool) { return nil, false }
 	d.run(ctx, leader)
 	if !has(f.status(t)) {
 		t.Errorf("the next tick, auto-repair not run: status %+v %q, want it kept", f.status(t).Repair, f.status(t).Warnings)
@@ -41,7 +41,7 @@ func TestRepairInStatus(t *testing.T) {
 	if got := series(scrape(t, d), "ckegen_auto_repair_waiting_machines"); !slices.Equal(got, []string{"ckegen_auto_repair_waiting_machines 1"}) {
 		t.Errorf("gauge after the next tick %q, want 1", got)
 	}
-	d.repair = func(context.Context) (*storage.RepairStatus, bool) { return nil, true }
+	d.repair = func(context.Context, string) (*storage.RepairStatus, bool) { return nil, true }
 	d.run(ctx, leader)
 	if st := f.status(t); st.Repair != nil || slices.Contains(st.Warnings, r.Message) {
 		t.Errorf("nothing waits any more, and the status says %+v %q", st.Repair, st.Warnings)

@@ -134,8 +134,8 @@ func (s *Step) run(ctx context.Context, leaderKey string, kube kubenodes.Kuberne
 	}
 	d := decision.Decide(g, s.memory, o)
 	out := s.act(ctx, leaderKey, d)
-	if repair != nil && ctx.Err() == nil && ReasonOf(failure(d, out)) != reason.LostLeadership {
-		out.Repair, out.RepairKnown = repair(ctx)
+	if failed := ReasonOf(failure(d, out)); repair != nil && ctx.Err() == nil && failed != reason.LostLeadership {
+		out.Repair, out.RepairKnown = repair(ctx, failed)
 	}
 	res := Result{Decision: d, Err: failure(d, out), Warnings: len(repairWarnings(repairStatus(d, out, s.memory.Last))) + len(d.Warnings) + len(out.Warnings)}
 	res.Duration = time.Since(start)
@@ -180,7 +180,7 @@ func (s *Step) conclude(d *decision.Decision, out Outcome, res *Result, prev dec
 	res.Err = failure(d, out)
 	st := status(d, out, prev.Last, s.cfg.Name, s.cfg.Interval)
 	mem := nextMemory(prev, d, out, st)
-	mem.Logged = logTick(s.log, d, out, st, logged)
+	mem.Logged = logTick(s.log, d, out, st, logged, prev.Last.Repair)
 	var backoff time.Duration
 	res.Next, backoff = s.after(d, res.Err, prev)
 	mem.Backoff = storage.Duration(backoff)

@@ -172,7 +172,9 @@ func (ig *Integrator) Init(ctx context.Context, leaderKey string) error {
 func (ig *Integrator) Do(ctx context.Context, leaderKey string, status *cke.ClusterStatus) error {
 	var repair tick.Repair
 	if status != nil {
-		repair = func(ctx context.Context) (*storage.RepairStatus, bool) { return ig.repair(ctx, status) }
+		repair = func(ctx context.Context, failed string) (*storage.RepairStatus, bool) {
+			return ig.repair(ctx, status, failed)
+		}
 	}
 	r := ig.step.Run(ctx, leaderKey, kubernetesOf(status, ig.cfg.Now()), repair)
 	ig.after(ctx, r)
