@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/ckegen/ckegen/decision"
+	"github.com/ckegen/ckegen/intake"
 
 	"github.com/prometheus/client_golang/prometheus"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -111,11 +112,7 @@ func (d *Daemon) watchMode(ctx context.Context) {
 			resp, err := st.Client.Get(cctx, st.Key(storage.KeyLeader), clientv3.WithPrefix(), clientv3.WithCountOnly())
 			cancel()
 			if err == nil {
-				mode := decision.ModeStandalone
-				if resp.Count > 0 {
-					mode = decision.ModeBesideCKE
-				}
-				d.leader.setMode(mode)
+				d.leader.setMode(decision.ModeOf("", intake.Ownership{CKEServer: resp.Count > 0}))
 			}
 		}
 		select {

@@ -102,10 +102,17 @@ func (d *Decision) Idle() bool {
 // or refused (failing); then, with the inventory, the quiet time and the
 // trigger (planning: nothing written, the plan kept), the circuit
 // breaker (state taints only); then the generator's step and the plan
-// from the cluster as read.
-func Decide(g *Gathered, mem Memory, o Config) *Decision {
-	d := newDecision(g, o)
-	if d.climbSettings() {
+// from the cluster as read. The rungs decided from the settings alone
+// were climbed once, by the gather (Gathered.climbed); the configuration
+// is the one the gather was asked with (Ask.Config).
+func Decide(g *Gathered, mem Memory) *Decision {
+	if g.climbed == nil {
+		// The gather stopped before the settings were read.
+		return newDecision(g).fail(g.Failure)
+	}
+	climbed := *g.climbed
+	d, o := &climbed, g.Config
+	if g.settled {
 		return d
 	}
 	s := g.Settings
@@ -198,14 +205,11 @@ func (d *Decision) planWarnings() {
 // alone, before sabakan is asked: a failure to read etcd, a switch or
 // the owner refused, the gate (disabled, held), a missing setting
 // (waiting), a refused one (failing). It reports whether one of them
-// decided the tick. Gather stops where it decides.
+// decided the tick. Gather climbs them, once, and stops where they
+// decide.
 func (d *Decision) climbSettings() bool {
 	g, o := d.Gathered, d.Config
 	s := g.Settings
-	if s == nil {
-		d.fail(g.Failure)
-		return true
-	}
 	ref := g.Refused
 	switch {
 	case ref != nil && intake.RowOf(ref.Setting).Kind == intake.Switch && !g.PastGates:
@@ -249,10 +253,10 @@ func (d *Decision) gated(r Rung, ref *intake.Refusal) {
 	d.Gated = append(d.Gated, Hold{Rung: r, Reason: ref.Reason, Message: ref.Explain()})
 }
 
-func newDecision(g *Gathered, o Config) *Decision {
-	d := &Decision{At: g.Now, Config: o, Gathered: g}
+func newDecision(g *Gathered) *Decision {
+	d := &Decision{At: g.Now, Config: g.Config, Gathered: g}
 	if s := g.Settings; s != nil && (g.Refused == nil || intake.RowOf(g.Refused.Setting).Kind != intake.Switch) {
-		d.Mode, d.Owner = modeOf(o.Mode, s.Own), s.Own.Owner
+		d.Mode, d.Owner = ModeOf(g.Config.Mode, s.Own), s.Own.Owner
 	}
 	return d
 }

@@ -38,8 +38,14 @@ type Gathered struct {
 	Refused  *intake.Refusal
 	// HasCluster: a cluster is stored.
 	HasCluster bool
-	// PastGates and RegenerateOnly are what was asked (Ask).
+	// Config, PastGates and RegenerateOnly are what was asked (Ask).
+	Config                    Config
 	PastGates, RegenerateOnly bool
+	// climbed is the decision as the rungs decided from the settings
+	// alone left it, climbed once (nil: the settings were not read), and
+	// settled whether one of them decided the tick.
+	climbed *Decision
+	settled bool
 	// Stored is the memory stored with the last status, when the gather
 	// was asked for it (the first tick of a leadership, and views that
 	// decide as the leader does); StoredErr why it could not be used.
@@ -142,7 +148,7 @@ type Ask struct {
 // where the decision needs no more: a switch, the owner, CKE's pace or a
 // missing setting decides the tick before sabakan is asked.
 func (gr *Gatherer) Gather(ctx context.Context, leaderKey string, a Ask) *Gathered {
-	g := &Gathered{Now: gr.now(), HostView: a.Kubernetes != nil, PastGates: a.PastGates, RegenerateOnly: a.RegenerateOnly}
+	g := &Gathered{Now: gr.now(), Config: a.Config, HostView: a.Kubernetes != nil, PastGates: a.PastGates, RegenerateOnly: a.RegenerateOnly}
 	req := gr.settings.Request(leaderKey)
 	if a.Memory {
 		req.Keys = append(req.Keys, storage.KeyCKEGenMemory)
@@ -174,7 +180,8 @@ func (gr *Gatherer) Gather(ctx context.Context, leaderKey string, a Ask) *Gather
 			break
 		}
 	}
-	if a.SettingsOnly || newDecision(g, a.Config).climbSettings() {
+	g.climbed = newDecision(g)
+	if g.settled = g.climbed.climbSettings(); g.settled || a.SettingsOnly {
 		return g
 	}
 	g.Warnings = append(g.Warnings, s.Warnings...)

@@ -97,7 +97,7 @@ func (r *Reader) Rehearse(ctx context.Context, p Preview) (*decision.Decision, [
 		}
 	}
 	g := r.gatherer().Gather(ctx, "", ask)
-	d := decision.Decide(g, mem, o)
+	d := decision.Decide(g, mem)
 	var ae *AssumeError
 	switch {
 	case g.Settings == nil:

@@ -132,7 +132,7 @@ func (s *Step) run(ctx context.Context, leaderKey string, kube kubenodes.Kuberne
 		}
 		s.memory, s.recall = *g.Stored, false
 	}
-	d := decision.Decide(g, s.memory, o)
+	d := decision.Decide(g, s.memory)
 	out := s.act(ctx, leaderKey, d)
 	if failed := ReasonOf(failure(d, out)); repair != nil && ctx.Err() == nil && failed != reason.LostLeadership {
 		out.Repair, out.RepairKnown = repair(ctx, failed)

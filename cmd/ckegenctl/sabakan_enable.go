@@ -57,11 +57,7 @@ func newSabakanIsEnabledCmd(e *env) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			disabled := o.CKEDisabled
-			if o.OwnedByCKEGen() {
-				disabled = o.CKEGenDisabled
-			}
-			if _, err := fmt.Fprintln(cmd.OutOrStdout(), !disabled); err != nil {
+			if _, err := fmt.Fprintln(cmd.OutOrStdout(), !o.Disabled()); err != nil {
 				return err
 			}
 			fmt.Fprintf(cmd.ErrOrStderr(), "read: %s\n", switchNote(o))
