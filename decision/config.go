@@ -36,8 +36,8 @@ type Config struct {
 	// to Interval.
 	Interval   storage.Duration `json:"interval,omitempty"`
 	MinBackoff storage.Duration `json:"minBackoff,omitempty"`
-	// MaxSteps bounds the plan: its steps after the cluster as the
-	// decision leaves it.
+	// MaxSteps bounds the plan: its steps from the cluster as read, the
+	// step the tick writes first.
 	MaxSteps int `json:"-"`
 	// Sabakan configures the sabakan client (timeout, TLS).
 	Sabakan sabakan.Options `json:"-"`

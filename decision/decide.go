@@ -408,9 +408,6 @@ func (d *Decision) keepPlan(in generator.Input, step *generator.Result, settled 
 	var err error
 	max := d.Config.MaxSteps
 	if step != nil {
-		max++
-	}
-	if step != nil {
 		p, err = generator.Continue(in, step, max)
 	} else {
 		p, err = generator.MakePlan(in, d.Gathered.Settings.TemplateChanged(), max)

@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/ckegen/ckegen/decision"
+	"github.com/ckegen/ckegen/generator"
 	"github.com/ckegen/ckegen/kubenodes"
 
 	"github.com/ckegen/ckegen/reason"
@@ -51,6 +52,11 @@ type Step struct {
 // New returns a step writing st, configured by cfg (its zero fields
 // take their defaults).
 func New(st storage.Storage, cfg decision.Config) *Step {
+	if cfg.MaxSteps == 0 {
+		// The plan the status keeps pending is the plan after the step
+		// the tick writes: generator.DefaultMaxSteps of them.
+		cfg.MaxSteps = generator.DefaultMaxSteps + 1
+	}
 	cfg = cfg.WithDefaults()
 	return &Step{st: st, cfg: cfg, log: cfg.Log, gather: decision.NewGatherer(st, cfg.Sabakan, cfg.Now)}
 }
