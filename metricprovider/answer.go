@@ -1,0 +1,290 @@
+package metricprovider
+
+import (
+	"bytes"
+	"io"
+	"strconv"
+
+	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/ckegen/ckegen/internal/strictjson"
+)
+
+// answer is what ckegen reads of an answer of the HTTP API:
+// {"status", "errorType", "error", "warnings", "data": {"resultType",
+// "result"}}; other members are skipped.
+type answer struct {
+	status, errorType, errMsg string
+	warnings                  []string
+	resultType                string
+	// result is data.result as written, for readVector.
+	result []byte
+}
+
+// Paths of the answer's members and of a sample's, for errors.
+var (
+	pathData   = strictjson.Path{}.Key("data")
+	pathResult = pathData.Key("result")
+	pathMetric = strictjson.Path{}.Key("metric")
+	pathValue  = strictjson.Path{}.Key("value")
+)
+
+// decodeOptions read the answer as encoding/json would (invalid UTF-8 in
+// a string as U+FFFD); a name given twice in an object is refused.
+var decodeOptions = jsontext.AllowInvalidUTF8(true)
+
+// reader reads JSON from src, which the decoder reads in place (a
+// bytes.Buffer): the text it returns may point into src.
+type reader struct {
+	dec *jsontext.Decoder
+	src []byte
+}
+
+func newReader(src []byte) reader {
+	return reader{dec: jsontext.NewDecoder(bytes.NewBuffer(src), decodeOptions), src: src}
+}
+
+// readAnswer checks body whole, exactly one JSON value, and reads its
+// envelope; data.result is kept as written, checked but not read. An
+// error is a *strictjson.Error: where, and in JSON's words.
+func readAnswer(body []byte) (answer, error) {
+	var a answer
+	r := newReader(body)
+	err := r.object(nil, func(name []byte) error {
+		switch p := (strictjson.Path{}); string(name) {
+		case "status":
+			return r.str(p.Key("status"), &a.status)
+		case "errorType":
+			return r.str(p.Key("errorType"), &a.errorType)
+		case "error":
+			return r.str(p.Key("error"), &a.errMsg)
+		case "warnings":
+			return r.strs(p.Key("warnings"), &a.warnings)
+		case "data":
+			return r.object(pathData, func(name []byte) error {
+				switch string(name) {
+				case "resultType":
+					return r.str(pathData.Key("resultType"), &a.resultType)
+				case "result":
+					v, err := r.dec.ReadValue()
+					a.result = bytes.Clone(v)
+					return err
+				}
+				return r.dec.SkipValue()
+			})
+		}
+		return r.dec.SkipValue()
+	})
+	if err == nil {
+		if _, err = r.dec.ReadToken(); err == io.EOF {
+			return a, nil
+		}
+	}
+	return a, inputError(body, err)
+}
+
+// inputError turns err, about body, into a *strictjson.Error: what keeps
+// body from being one JSON value comes first, wherever it is.
+func inputError(body []byte, err error) error {
+	if serr := strictjson.Check(body); serr != nil {
+		return serr
+	}
+	return strictjson.Place(err, body)
+}
+
+// object reads an object at p (null reads as an empty one), calling member
+// with each name, before its value, which member must read.
+func (r reader) object(p strictjson.Path, member func(name []byte) error) error {
+	switch r.dec.PeekKind() {
+	case 'n':
+		return r.dec.SkipValue()
+	case '{':
+	default:
+		return r.wrongKind(p, "an object")
+	}
+	if _, err := r.dec.ReadToken(); err != nil {
+		return err
+	}
+	for r.dec.PeekKind() == '"' {
+		name, err := r.text(nil)
+		if err != nil {
+			return err
+		}
+		if err := member(name); err != nil {
+			return err
+		}
+	}
+	_, err := r.dec.ReadToken()
+	return err
+}
+
+// text reads a string at p (or an object's name), unquoted; without
+// escapes, it points into src.
+func (r reader) text(p strictjson.Path) ([]byte, error) {
+	if r.dec.PeekKind() != '"' {
+		return nil, r.wrongKind(p, "a string")
+	}
+	v, err := r.dec.ReadValue()
+	if err != nil {
+		return nil, err
+	}
+	if bytes.IndexByte(v, '\\') < 0 {
+		return v[1 : len(v)-1], nil
+	}
+	out, _ := jsontext.AppendUnquote(nil, v) // invalid UTF-8 as U+FFFD
+	return out, nil
+}
+
+// str reads a string at p, or null as "".
+func (r reader) str(p strictjson.Path, s *string) error {
+	if r.dec.PeekKind() == 'n' {
+		return r.dec.SkipValue()
+	}
+	v, err := r.text(p)
+	*s = string(v)
+	return err
+}
+
+// strs reads an array of strings at p, or null as none.
+func (r reader) strs(p strictjson.Path, out *[]string) error {
+	switch r.dec.PeekKind() {
+	case 'n':
+		return r.dec.SkipValue()
+	case '[':
+	default:
+		return r.wrongKind(p, "an array of strings")
+	}
+	if _, err := r.dec.ReadToken(); err != nil {
+		return err
+	}
+	for i := 0; r.dec.PeekKind() != ']'; i++ {
+		var s string
+		if err := r.str(p.Index(i), &s); err != nil {
+			return err
+		}
+		*out = append(*out, s)
+	}
+	_, err := r.dec.ReadToken()
+	return err
+}
+
+// wrongKind is the error of the value next, at p, that is not what is
+// wanted there; inputError places it.
+func (r reader) wrongKind(p strictjson.Path, want string) error {
+	v, err := r.dec.ReadValue()
+	if err != nil {
+		return err
+	}
+	return strictjson.WrongKind(p, want, v)
+}
+
+// readVector reads the samples of an instant vector, data.result of body
+// (an answer readAnswer has checked whole):
+// [{"metric": {LABELS}, "value": [TIME, "VALUE"]}, ...]; null reads as no
+// samples.
+func readVector(body, result []byte) ([]vectorSample, error) {
+	r := newReader(result)
+	switch r.dec.PeekKind() {
+	case 'n':
+		return nil, nil
+	case '[':
+	default:
+		return nil, inputError(body, r.wrongKind(pathResult, "an array of objects"))
+	}
+	if _, err := r.dec.ReadToken(); err != nil {
+		return nil, inputError(body, err)
+	}
+	var samples []vectorSample
+	for i := 0; r.dec.PeekKind() != ']'; i++ {
+		samples = append(samples, vectorSample{})
+		if err := r.sample(&samples[i]); err != nil {
+			return nil, inputError(body, strictjson.Within(err, pathResult.Index(i)))
+		}
+	}
+	return samples, nil
+}
+
+// sample reads one sample; null reads as a sample without labels or
+// value, which no machine has. Its errors' paths start at the sample.
+func (r reader) sample(s *vectorSample) error {
+	return r.object(nil, func(name []byte) error {
+		switch string(name) {
+		case "metric":
+			return r.labels(pathMetric, &s.Metric)
+		case "value":
+			return r.value(pathValue, &s.Value)
+		}
+		return r.dec.SkipValue()
+	})
+}
+
+// labels reads a label set at p, keeping the labels that name a machine
+// (names compared exactly: "Serial" is not "serial").
+func (r reader) labels(p strictjson.Path, l *sampleLabels) error {
+	if r.dec.PeekKind() != '{' {
+		return r.wrongKind(p, "an object of labels")
+	}
+	start := int(r.dec.InputOffset())
+	err := r.object(p, func(name []byte) error {
+		var dst *string
+		switch string(name) {
+		case LabelSerial:
+			dst = &l.Serial
+		case LabelAddress:
+			dst = &l.Address
+		case LabelInstance:
+			dst = &l.Instance
+		}
+		if r.dec.PeekKind() != '"' {
+			return r.wrongKind(p.Key(string(name)), "a string")
+		}
+		v, err := r.text(nil)
+		if dst != nil {
+			*dst = string(v)
+		}
+		return err
+	})
+	// The labels as written: after the name's colon, up to the '}'.
+	l.text = bytes.TrimLeft(r.src[start:r.dec.InputOffset()], " \t\r\n:")
+	return err
+}
+
+// value reads [TIME, "VALUE"] at p.
+func (r reader) value(p strictjson.Path, sv *sampleValue) error {
+	if r.dec.PeekKind() != '[' {
+		return r.wrongKind(p, `[time, "value"]`)
+	}
+	if _, err := r.dec.ReadToken(); err != nil {
+		return err
+	}
+	if r.dec.PeekKind() == ']' {
+		return strictjson.Invalidf(p, `want [time, "value"]`)
+	}
+	if err := r.dec.SkipValue(); err != nil {
+		return err
+	}
+	switch r.dec.PeekKind() {
+	case ']':
+		return strictjson.Invalidf(p, `want [time, "value"]`)
+	case '"':
+	default:
+		return r.wrongKind(p.Index(1), "a string")
+	}
+	raw, err := r.text(nil)
+	if err != nil {
+		return err
+	}
+	// Prometheus writes values as Go does: 27, 1.5e+10, NaN, +Inf, -Inf.
+	v, err := strconv.ParseFloat(string(raw), 64)
+	if err != nil {
+		return strictjson.Invalidf(p.Index(1), "not a number: %q", raw)
+	}
+	if r.dec.PeekKind() != ']' {
+		return strictjson.Invalidf(p, `want [time, "value"]`)
+	}
+	if _, err := r.dec.ReadToken(); err != nil {
+		return err
+	}
+	sv.v, sv.ok = v, true
+	return nil
+}

@@ -1,0 +1,102 @@
+package metricprovider
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestReadAnswer: the answer is checked whole before anything of it is
+// used, members are found in any order, and each problem is named where
+// it is, in JSON's words.
+func TestReadAnswer(t *testing.T) {
+	for _, tc := range []struct {
+		name, body, err string
+	}{
+		{"result before resultType, status last", `{"data":{"result":[],"resultType":"vector"},"warnings":["w"],"status":"success"}`, ""},
+		{"nulls", `{"status":null,"warnings":null,"data":null}`, ""},
+		{"trailing data", `{"status":"success"} x`, "line 1, column 22: trailing data after the JSON value"},
+		{"syntax after the result", `{"data":{"result":[]},"status":}`, "line 1, column 32: invalid character '}' at start of value"},
+		{"a name given twice", `{"status":"success","status":"error"}`, `line 1, column 21: duplicate key "status" (first at line 1, column 2)`},
+		{"not an object", `[]`, "line 1, column 1: want an object, got an array"},
+		{"warnings of the wrong kind", `{"warnings":[1]}`, "line 1, column 14: warnings[0]: want a string, got the number 1"},
+		{"data of the wrong kind", `{"data":"x"}`, `line 1, column 9: data: want an object, got the string "x"`},
+		{"empty", ``, "no JSON value"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := readAnswer([]byte(tc.body))
+			if got := errText(err); got != tc.err {
+				t.Errorf("readAnswer(%s): %q, want %q", tc.body, got, tc.err)
+			}
+		})
+	}
+	a, err := readAnswer([]byte(`{"data":{"result":[1, 2],"resultType":"vector"},"warnings":["w1","w\u0032"],"errorType":"e","error":"m","status":"success","more":{"x":[]}}`))
+	if err != nil || a.status != "success" || a.resultType != "vector" || a.errorType != "e" || a.errMsg != "m" ||
+		strings.Join(a.warnings, ",") != "w1,w2" || string(a.result) != "[1, 2]" {
+		t.Errorf("readAnswer = %+v, %v", a, err)
+	}
+}
+
+// TestReadVector: the labels that name a machine, compared exactly and
+// unescaped; the value; and each problem of a sample, named where it is
+// in the whole answer.
+func TestReadVector(t *testing.T) {
+	body := `{"status":"success","data":{"resultType":"vector","result":[
+ {"metric":{"Serial":"no","job":"x","serial":"S\u0031","address":"10.0.0.1","instance":"h:1"},"value":[1, "1.5"]},
+ {"histogram":[1,{}],"metric":{}},
+ null]}}`
+	a, err := readAnswer([]byte(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := readVector([]byte(body), a.result)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s) != 3 {
+		t.Fatalf("%d samples, want 3", len(s))
+	}
+	l := s[0].Metric
+	if l.Serial != "S1" || l.Address != "10.0.0.1" || l.Instance != "h:1" || s[0].Value.v != 1.5 || !s[0].Value.ok {
+		t.Errorf("sample 0: %+v", s[0])
+	}
+	if !strings.HasPrefix(l.String(), `{"Serial":"no"`) || !strings.HasSuffix(l.String(), `"h:1"}`) {
+		t.Errorf("labels as written: %s", l)
+	}
+	if s[1].Value.ok || s[1].Metric.String() != "{}" || s[2].Value.ok || s[2].Metric.Serial != "" {
+		t.Errorf("samples without a value: %+v", s[1:])
+	}
+
+	for _, tc := range []struct{ sample, err string }{
+		{`{"metric":[]}`, "line 1, column 127: data.result[1].metric: want an object of labels, got an array"},
+		{`{"metric":{"serial":1}}`, "line 1, column 137: data.result[1].metric.serial: want a string, got the number 1"},
+		{`{"value":{}}`, `line 1, column 126: data.result[1].value: want [time, "value"], got an object`},
+		{`{"value":[]}`, `line 1, column 126: data.result[1].value: want [time, "value"]`},
+		{`{"value":[1]}`, `line 1, column 126: data.result[1].value: want [time, "value"]`},
+		{`{"value":[1,2]}`, `line 1, column 129: data.result[1].value[1]: want a string, got the number 2`},
+		{`{"value":[1,"x"]}`, `line 1, column 129: data.result[1].value[1]: not a number: "x"`},
+		{`{"value":[1,"2",3]}`, `line 1, column 126: data.result[1].value: want [time, "value"]`},
+	} {
+		body := promResponse([]string{sample(`"serial":"S1"`, "1"), tc.sample})
+		a, err := readAnswer([]byte(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = readVector([]byte(body), a.result)
+		if got := errText(err); got != tc.err {
+			t.Errorf("sample %s: %q, want %q", tc.sample, got, tc.err)
+		}
+	}
+	if s, err := readVector(nil, []byte("null")); s != nil || err != nil {
+		t.Errorf("null: %v, %v", s, err)
+	}
+	if _, err := readVector([]byte(sample("", "NaN")), []byte(`[`+sample("", "NaN")+`]`)); err != nil {
+		t.Errorf("NaN: %v", err)
+	}
+}
+
+func errText(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}
