@@ -1,4 +1,4 @@
-package metricprovider
+package intake
 
 import (
 	"context"
@@ -14,9 +14,9 @@ import (
 	promv1 "github.com/prometheus/client_golang/api/prometheus/v1"
 )
 
-// MaxResponseBytes bounds a Prometheus answer: a query that selects far
+// maxPrometheusAnswer bounds a Prometheus answer: a query that selects far
 // more series than machines fails instead of exhausting memory.
-const MaxResponseBytes = 256 << 20
+const maxPrometheusAnswer = 256 << 20
 
 // The Prometheus HTTP API client (the official client's api.Client) of
 // each URL, kept so that connections are reused from tick to tick.
@@ -33,7 +33,7 @@ func prometheusClient(address string) (api.Client, error) {
 	}
 	c, err := api.NewClient(api.Config{
 		Address:      address,
-		RoundTripper: limitTransport{next: api.DefaultRoundTripper, max: MaxResponseBytes},
+		RoundTripper: limitTransport{next: api.DefaultRoundTripper, max: maxPrometheusAnswer},
 	})
 	if err != nil {
 		return nil, err
@@ -81,7 +81,7 @@ func queryPrometheus(ctx context.Context, address, query string, timeout time.Du
 	}
 	if a.resultType != "vector" {
 		return nil, a.warnings, fmt.Errorf("returned a %s, want an instant vector with a %s, %s or %s label per sample",
-			a.resultType, LabelSerial, LabelAddress, LabelInstance)
+			a.resultType, promLabelSerial, promLabelAddress, promLabelInstance)
 	}
 	samples, err := readVector(body, a.result)
 	if err != nil {
@@ -145,7 +145,7 @@ type limitedBody struct {
 
 func (b *limitedBody) Read(p []byte) (int, error) {
 	if b.left <= 0 {
-		return 0, fmt.Errorf("answer larger than %d bytes", MaxResponseBytes)
+		return 0, fmt.Errorf("answer larger than %d bytes", maxPrometheusAnswer)
 	}
 	if int64(len(p)) > b.left {
 		p = p[:b.left]

@@ -1,4 +1,4 @@
-package metricprovider
+package intake
 
 import (
 	"bytes"
@@ -10,10 +10,10 @@ import (
 	"github.com/ckegen/ckegen/internal/strictjson"
 )
 
-// answer is what ckegen reads of an answer of the HTTP API:
+// promAnswer is what ckegen reads of an answer of the HTTP API:
 // {"status", "errorType", "error", "warnings", "data": {"resultType",
 // "result"}}; other members are skipped.
-type answer struct {
+type promAnswer struct {
 	status, errorType, errMsg string
 	warnings                  []string
 	resultType                string
@@ -33,23 +33,23 @@ var (
 // a string as U+FFFD); a name given twice in an object is refused.
 var decodeOptions = jsontext.AllowInvalidUTF8(true)
 
-// reader reads JSON from src, which the decoder reads in place (a
+// answerReader reads JSON from src, which the decoder reads in place (a
 // bytes.Buffer): the text it returns may point into src.
-type reader struct {
+type answerReader struct {
 	dec *jsontext.Decoder
 	src []byte
 }
 
-func newReader(src []byte) reader {
-	return reader{dec: jsontext.NewDecoder(bytes.NewBuffer(src), decodeOptions), src: src}
+func newAnswerReader(src []byte) answerReader {
+	return answerReader{dec: jsontext.NewDecoder(bytes.NewBuffer(src), decodeOptions), src: src}
 }
 
 // readAnswer checks body whole, exactly one JSON value, and reads its
 // envelope; data.result is kept as written, checked but not read. An
 // error is a *strictjson.Error: where, and in JSON's words.
-func readAnswer(body []byte) (answer, error) {
-	var a answer
-	r := newReader(body)
+func readAnswer(body []byte) (promAnswer, error) {
+	var a promAnswer
+	r := newAnswerReader(body)
 	err := r.object(nil, func(name []byte) error {
 		switch p := (strictjson.Path{}); string(name) {
 		case "status":
@@ -94,7 +94,7 @@ func inputError(body []byte, err error) error {
 
 // object reads an object at p (null reads as an empty one), calling member
 // with each name, before its value, which member must read.
-func (r reader) object(p strictjson.Path, member func(name []byte) error) error {
+func (r answerReader) object(p strictjson.Path, member func(name []byte) error) error {
 	switch r.dec.PeekKind() {
 	case 'n':
 		return r.dec.SkipValue()
@@ -120,7 +120,7 @@ func (r reader) object(p strictjson.Path, member func(name []byte) error) error 
 
 // text reads a string at p (or an object's name), unquoted; without
 // escapes, it points into src.
-func (r reader) text(p strictjson.Path) ([]byte, error) {
+func (r answerReader) text(p strictjson.Path) ([]byte, error) {
 	if r.dec.PeekKind() != '"' {
 		return nil, r.wrongKind(p, "a string")
 	}
@@ -136,7 +136,7 @@ func (r reader) text(p strictjson.Path) ([]byte, error) {
 }
 
 // str reads a string at p, or null as "".
-func (r reader) str(p strictjson.Path, s *string) error {
+func (r answerReader) str(p strictjson.Path, s *string) error {
 	if r.dec.PeekKind() == 'n' {
 		return r.dec.SkipValue()
 	}
@@ -146,7 +146,7 @@ func (r reader) str(p strictjson.Path, s *string) error {
 }
 
 // strs reads an array of strings at p, or null as none.
-func (r reader) strs(p strictjson.Path, out *[]string) error {
+func (r answerReader) strs(p strictjson.Path, out *[]string) error {
 	switch r.dec.PeekKind() {
 	case 'n':
 		return r.dec.SkipValue()
@@ -170,7 +170,7 @@ func (r reader) strs(p strictjson.Path, out *[]string) error {
 
 // wrongKind is the error of the value next, at p, that is not what is
 // wanted there; inputError places it.
-func (r reader) wrongKind(p strictjson.Path, want string) error {
+func (r answerReader) wrongKind(p strictjson.Path, want string) error {
 	v, err := r.dec.ReadValue()
 	if err != nil {
 		return err
@@ -183,7 +183,7 @@ func (r reader) wrongKind(p strictjson.Path, want string) error {
 // [{"metric": {LABELS}, "value": [TIME, "VALUE"]}, ...]; null reads as no
 // samples.
 func readVector(body, result []byte) ([]vectorSample, error) {
-	r := newReader(result)
+	r := newAnswerReader(result)
 	switch r.dec.PeekKind() {
 	case 'n':
 		return nil, nil
@@ -206,7 +206,7 @@ func readVector(body, result []byte) ([]vectorSample, error) {
 
 // sample reads one sample; null reads as a sample without labels or
 // value, which no machine has. Its errors' paths start at the sample.
-func (r reader) sample(s *vectorSample) error {
+func (r answerReader) sample(s *vectorSample) error {
 	return r.object(nil, func(name []byte) error {
 		switch string(name) {
 		case "metric":
@@ -220,7 +220,7 @@ func (r reader) sample(s *vectorSample) error {
 
 // labels reads a label set at p, keeping the labels that name a machine
 // (names compared exactly: "Serial" is not "serial").
-func (r reader) labels(p strictjson.Path, l *sampleLabels) error {
+func (r answerReader) labels(p strictjson.Path, l *sampleLabels) error {
 	if r.dec.PeekKind() != '{' {
 		return r.wrongKind(p, "an object of labels")
 	}
@@ -228,11 +228,11 @@ func (r reader) labels(p strictjson.Path, l *sampleLabels) error {
 	err := r.object(p, func(name []byte) error {
 		var dst *string
 		switch string(name) {
-		case LabelSerial:
+		case promLabelSerial:
 			dst = &l.Serial
-		case LabelAddress:
+		case promLabelAddress:
 			dst = &l.Address
-		case LabelInstance:
+		case promLabelInstance:
 			dst = &l.Instance
 		}
 		if r.dec.PeekKind() != '"' {
@@ -250,7 +250,7 @@ func (r reader) labels(p strictjson.Path, l *sampleLabels) error {
 }
 
 // value reads [TIME, "VALUE"] at p.
-func (r reader) value(p strictjson.Path, sv *sampleValue) error {
+func (r answerReader) value(p strictjson.Path, sv *sampleValue) error {
 	if r.dec.PeekKind() != '[' {
 		return r.wrongKind(p, `[time, "value"]`)
 	}
