@@ -70,24 +70,24 @@ func queryPrometheus(ctx context.Context, address, query string, timeout time.Du
 		return nil, nil, err
 	}
 	a, err := readAnswer(body)
-	if resp.StatusCode/100 != 2 || a.status == "error" {
-		if err != nil || a.status != "error" {
+	if resp.StatusCode/100 != 2 || a.Status == "error" {
+		if err != nil || a.Status != "error" {
 			return nil, nil, &promv1.Error{Type: promv1.ErrServer, Msg: fmt.Sprintf("HTTP %s", resp.Status), Detail: snippet(body)}
 		}
-		return nil, a.warnings, &promv1.Error{Type: promv1.ErrorType(a.errorType), Msg: a.errMsg}
+		return nil, a.Warnings, &promv1.Error{Type: promv1.ErrorType(a.ErrorType), Msg: a.Error}
 	}
 	if err != nil {
 		return nil, nil, &promv1.Error{Type: promv1.ErrBadResponse, Msg: "not an answer of the Prometheus HTTP API: " + err.Error(), Detail: snippet(body)}
 	}
-	if a.resultType != "vector" {
-		return nil, a.warnings, fmt.Errorf("returned a %s, want an instant vector with a %s, %s or %s label per sample",
-			a.resultType, promLabelSerial, promLabelAddress, promLabelInstance)
+	if a.Data.ResultType != "vector" {
+		return nil, a.Warnings, fmt.Errorf("returned a %s, want an instant vector with a %s, %s or %s label per sample",
+			a.Data.ResultType, promLabelSerial, promLabelAddress, promLabelInstance)
 	}
-	samples, err := readVector(body, a.result)
+	samples, err := readVector(body, a.Data.Result)
 	if err != nil {
-		return nil, a.warnings, &promv1.Error{Type: promv1.ErrBadResponse, Msg: "reading the vector: " + err.Error()}
+		return nil, a.Warnings, &promv1.Error{Type: promv1.ErrBadResponse, Msg: "reading the vector: " + err.Error()}
 	}
-	return samples, a.warnings, nil
+	return samples, a.Warnings, nil
 }
 
 func snippet(body []byte) string {

@@ -2,7 +2,6 @@ package intake
 
 import (
 	"bytes"
-	"io"
 	"strconv"
 
 	"github.com/go-json-experiment/json/jsontext"
@@ -10,28 +9,36 @@ import (
 	"github.com/ckegen/ckegen/internal/strictjson"
 )
 
-// promAnswer is what ckegen reads of an answer of the HTTP API:
-// {"status", "errorType", "error", "warnings", "data": {"resultType",
-// "result"}}; other members are skipped.
+// promAnswer is what ckegen reads of an answer of the HTTP API; other
+// members are skipped.
 type promAnswer struct {
-	status, errorType, errMsg string
-	warnings                  []string
-	resultType                string
-	// result is data.result as written, for readVector.
-	result []byte
+	Status    string   `json:"status"`
+	ErrorType string   `json:"errorType"`
+	Error     string   `json:"error"`
+	Warnings  []string `json:"warnings"`
+	Data      struct {
+		ResultType string `json:"resultType"`
+		// Result is kept as written, for readVector.
+		Result jsontext.Value `json:"result"`
+	} `json:"data"`
 }
 
-// Paths of the answer's members and of a sample's, for errors.
+// readAnswer checks body whole, exactly one JSON value without a name
+// given twice, and reads its envelope, names matched exactly; data.result
+// is checked but not read. An error is a *strictjson.Error: where, and in
+// JSON's words.
+func readAnswer(body []byte) (promAnswer, error) {
+	var a promAnswer
+	err := strictjson.UnmarshalIgnoringUnknown(body, &a)
+	return a, err
+}
+
+// Paths of the result and of a sample's members, for errors.
 var (
-	pathData   = strictjson.Path{}.Key("data")
-	pathResult = pathData.Key("result")
+	pathResult = strictjson.Path{}.Key("data").Key("result")
 	pathMetric = strictjson.Path{}.Key("metric")
 	pathValue  = strictjson.Path{}.Key("value")
 )
-
-// decodeOptions read the answer as encoding/json would (invalid UTF-8 in
-// a string as U+FFFD); a name given twice in an object is refused.
-var decodeOptions = jsontext.AllowInvalidUTF8(true)
 
 // answerReader reads JSON from src, which the decoder reads in place (a
 // bytes.Buffer): the text it returns may point into src.
@@ -41,54 +48,12 @@ type answerReader struct {
 }
 
 func newAnswerReader(src []byte) answerReader {
-	return answerReader{dec: jsontext.NewDecoder(bytes.NewBuffer(src), decodeOptions), src: src}
+	// Invalid UTF-8 in a string reads as U+FFFD, as strictjson reads it.
+	return answerReader{dec: jsontext.NewDecoder(bytes.NewBuffer(src), jsontext.AllowInvalidUTF8(true)), src: src}
 }
 
-// readAnswer checks body whole, exactly one JSON value, and reads its
-// envelope; data.result is kept as written, checked but not read. An
-// error is a *strictjson.Error: where, and in JSON's words.
-func readAnswer(body []byte) (promAnswer, error) {
-	var a promAnswer
-	r := newAnswerReader(body)
-	err := r.object(nil, func(name []byte) error {
-		switch p := (strictjson.Path{}); string(name) {
-		case "status":
-			return r.str(p.Key("status"), &a.status)
-		case "errorType":
-			return r.str(p.Key("errorType"), &a.errorType)
-		case "error":
-			return r.str(p.Key("error"), &a.errMsg)
-		case "warnings":
-			return r.strs(p.Key("warnings"), &a.warnings)
-		case "data":
-			return r.object(pathData, func(name []byte) error {
-				switch string(name) {
-				case "resultType":
-					return r.str(pathData.Key("resultType"), &a.resultType)
-				case "result":
-					v, err := r.dec.ReadValue()
-					a.result = bytes.Clone(v)
-					return err
-				}
-				return r.dec.SkipValue()
-			})
-		}
-		return r.dec.SkipValue()
-	})
-	if err == nil {
-		if _, err = r.dec.ReadToken(); err == io.EOF {
-			return a, nil
-		}
-	}
-	return a, inputError(body, err)
-}
-
-// inputError turns err, about body, into a *strictjson.Error: what keeps
-// body from being one JSON value comes first, wherever it is.
+// inputError places err, about body, a checked answer.
 func inputError(body []byte, err error) error {
-	if serr := strictjson.Check(body); serr != nil {
-		return serr
-	}
 	return strictjson.Place(err, body)
 }
 
@@ -133,39 +98,6 @@ func (r answerReader) text(p strictjson.Path) ([]byte, error) {
 	}
 	out, _ := jsontext.AppendUnquote(nil, v) // invalid UTF-8 as U+FFFD
 	return out, nil
-}
-
-// str reads a string at p, or null as "".
-func (r answerReader) str(p strictjson.Path, s *string) error {
-	if r.dec.PeekKind() == 'n' {
-		return r.dec.SkipValue()
-	}
-	v, err := r.text(p)
-	*s = string(v)
-	return err
-}
-
-// strs reads an array of strings at p, or null as none.
-func (r answerReader) strs(p strictjson.Path, out *[]string) error {
-	switch r.dec.PeekKind() {
-	case 'n':
-		return r.dec.SkipValue()
-	case '[':
-	default:
-		return r.wrongKind(p, "an array of strings")
-	}
-	if _, err := r.dec.ReadToken(); err != nil {
-		return err
-	}
-	for i := 0; r.dec.PeekKind() != ']'; i++ {
-		var s string
-		if err := r.str(p.Index(i), &s); err != nil {
-			return err
-		}
-		*out = append(*out, s)
-	}
-	_, err := r.dec.ReadToken()
-	return err
 }
 
 // wrongKind is the error of the value next, at p, that is not what is

@@ -30,8 +30,8 @@ func TestReadAnswer(t *testing.T) {
 		})
 	}
 	a, err := readAnswer([]byte(`{"data":{"result":[1, 2],"resultType":"vector"},"warnings":["w1","w\u0032"],"errorType":"e","error":"m","status":"success","more":{"x":[]}}`))
-	if err != nil || a.status != "success" || a.resultType != "vector" || a.errorType != "e" || a.errMsg != "m" ||
-		strings.Join(a.warnings, ",") != "w1,w2" || string(a.result) != "[1, 2]" {
+	if err != nil || a.Status != "success" || a.Data.ResultType != "vector" || a.ErrorType != "e" || a.Error != "m" ||
+		strings.Join(a.Warnings, ",") != "w1,w2" || string(a.Data.Result) != "[1, 2]" {
 		t.Errorf("readAnswer = %+v, %v", a, err)
 	}
 }
@@ -48,7 +48,7 @@ func TestReadVector(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := readVector([]byte(body), a.result)
+	s, err := readVector([]byte(body), a.Data.Result)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,7 +81,7 @@ func TestReadVector(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		_, err = readVector([]byte(body), a.result)
+		_, err = readVector([]byte(body), a.Data.Result)
 		if got := errText(err); got != tc.err {
 			t.Errorf("sample %s: %q, want %q", tc.sample, got, tc.err)
 		}
