@@ -6,6 +6,7 @@ import (
 
 	"github.com/go-json-experiment/json/jsontext"
 
+	"github.com/ckegen/ckegen/internal/clip"
 	"github.com/ckegen/ckegen/internal/strictjson"
 )
 
@@ -52,11 +53,6 @@ func newAnswerReader(src []byte) answerReader {
 	return answerReader{dec: jsontext.NewDecoder(bytes.NewBuffer(src), jsontext.AllowInvalidUTF8(true)), src: src}
 }
 
-// inputError places err, about body, a checked answer.
-func inputError(body []byte, err error) error {
-	return strictjson.Place(err, body)
-}
-
 // object reads an object at p (null reads as an empty one), calling member
 // with each name, before its value, which member must read.
 func (r answerReader) object(p strictjson.Path, member func(name []byte) error) error {
@@ -71,7 +67,7 @@ func (r answerReader) object(p strictjson.Path, member func(name []byte) error) 
 		return err
 	}
 	for r.dec.PeekKind() == '"' {
-		name, err := r.text(nil)
+		name, err := r.text()
 		if err != nil {
 			return err
 		}
@@ -83,12 +79,9 @@ func (r answerReader) object(p strictjson.Path, member func(name []byte) error) 
 	return err
 }
 
-// text reads a string at p (or an object's name), unquoted; without
-// escapes, it points into src.
-func (r answerReader) text(p strictjson.Path) ([]byte, error) {
-	if r.dec.PeekKind() != '"' {
-		return nil, r.wrongKind(p, "a string")
-	}
+// text reads the string next (a value or an object's name), unquoted;
+// without escapes, it points into src.
+func (r answerReader) text() ([]byte, error) {
 	v, err := r.dec.ReadValue()
 	if err != nil {
 		return nil, err
@@ -101,7 +94,7 @@ func (r answerReader) text(p strictjson.Path) ([]byte, error) {
 }
 
 // wrongKind is the error of the value next, at p, that is not what is
-// wanted there; inputError places it.
+// wanted there, for strictjson.Place.
 func (r answerReader) wrongKind(p strictjson.Path, want string) error {
 	v, err := r.dec.ReadValue()
 	if err != nil {
@@ -121,16 +114,16 @@ func readVector(body, result []byte) ([]vectorSample, error) {
 		return nil, nil
 	case '[':
 	default:
-		return nil, inputError(body, r.wrongKind(pathResult, "an array of objects"))
+		return nil, strictjson.Place(r.wrongKind(pathResult, "an array of objects"), body)
 	}
 	if _, err := r.dec.ReadToken(); err != nil {
-		return nil, inputError(body, err)
+		return nil, err // not after readAnswer's check
 	}
 	var samples []vectorSample
 	for i := 0; r.dec.PeekKind() != ']'; i++ {
 		samples = append(samples, vectorSample{})
 		if err := r.sample(&samples[i]); err != nil {
-			return nil, inputError(body, strictjson.Within(err, pathResult.Index(i)))
+			return nil, strictjson.Place(strictjson.Within(err, pathResult.Index(i)), body)
 		}
 	}
 	return samples, nil
@@ -170,7 +163,7 @@ func (r answerReader) labels(p strictjson.Path, l *sampleLabels) error {
 		if r.dec.PeekKind() != '"' {
 			return r.wrongKind(p.Key(string(name)), "a string")
 		}
-		v, err := r.text(nil)
+		v, err := r.text()
 		if dst != nil {
 			*dst = string(v)
 		}
@@ -202,14 +195,14 @@ func (r answerReader) value(p strictjson.Path, sv *sampleValue) error {
 	default:
 		return r.wrongKind(p.Index(1), "a string")
 	}
-	raw, err := r.text(nil)
+	raw, err := r.text()
 	if err != nil {
 		return err
 	}
 	// Prometheus writes values as Go does: 27, 1.5e+10, NaN, +Inf, -Inf.
 	v, err := strconv.ParseFloat(string(raw), 64)
 	if err != nil {
-		return strictjson.Invalidf(p.Index(1), "not a number: %q", raw)
+		return strictjson.Invalidf(p.Index(1), "not a number: %q", clip.Value(string(raw)))
 	}
 	if r.dec.PeekKind() != ']' {
 		return strictjson.Invalidf(p, `want [time, "value"]`)

@@ -75,6 +75,7 @@ func TestReadVector(t *testing.T) {
 		{`{"value":[1,2]}`, `line 1, column 129: data.result[1].value[1]: want a string, got the number 2`},
 		{`{"value":[1,"x"]}`, `line 1, column 129: data.result[1].value[1]: not a number: "x"`},
 		{`{"value":[1,"2",3]}`, `line 1, column 126: data.result[1].value: want [time, "value"]`},
+		{`{"value":[1,"` + strings.Repeat("x", 2000) + `"]}`, `line 1, column 129: data.result[1].value[1]: not a number: "` + strings.Repeat("x", 1024) + `…(976 bytes more)"`},
 	} {
 		body := promResponse([]string{sample(`"serial":"S1"`, "1"), tc.sample})
 		a, err := readAnswer([]byte(body))
