@@ -1,8 +1,13 @@
 package intake
 
 import (
+	"encoding/json"
+	"fmt"
+	"strconv"
 	"strings"
 	"testing"
+
+	"pgregory.net/rapid"
 )
 
 // TestReadAnswer: the answer is checked whole before anything of it is
@@ -100,4 +105,78 @@ func errText(err error) string {
 		return ""
 	}
 	return err.Error()
+}
+
+// TestReadVectorMatchesEncodingJSON: on answers of random samples (label
+// names that differ from the machine labels only in case, strings with
+// escapes and invalid UTF-8, values of every form, members in any order),
+// the reader keeps what encoding/json reads of the same answer.
+func TestReadVectorMatchesEncodingJSON(t *testing.T) {
+	names := []string{"serial", "address", "instance", "Serial", "job", "séri\u00e9", "a\"b"}
+	values := []string{"1", "-2.5", "1e300", "NaN", "+Inf", "-Inf", "0x10", "x"}
+	rapid.Check(t, func(t *rapid.T) {
+		var samples []string
+		for i := range rapid.IntRange(0, 5).Draw(t, "samples") {
+			labels := map[string]string{}
+			for range rapid.IntRange(0, 4).Draw(t, "labels") {
+				labels[rapid.SampledFrom(names).Draw(t, "name")] = rapid.String().Draw(t, "value") + "\xff"[:rapid.IntRange(0, 1).Draw(t, "bad")]
+			}
+			metric, err := json.Marshal(labels)
+			if err != nil {
+				t.Fatal(err)
+			}
+			value := fmt.Sprintf(`[%d, %q]`, i, rapid.SampledFrom(values).Draw(t, "v"))
+			if rapid.Bool().Draw(t, "value first") {
+				samples = append(samples, fmt.Sprintf(`{"value": %s, "metric": %s}`, value, metric))
+			} else {
+				samples = append(samples, fmt.Sprintf(`{"metric": %s, "value": %s}`, metric, value))
+			}
+		}
+		body := []byte(promResponse(samples))
+		a, err := readAnswer(body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := readVector(body, a.Data.Result)
+		var want struct {
+			Data struct {
+				Result []struct {
+					Metric json.RawMessage
+					Value  [2]json.RawMessage
+				}
+			}
+		}
+		if jerr := json.Unmarshal(body, &want); jerr != nil {
+			t.Fatal(jerr)
+		}
+		for i, w := range want.Data.Result {
+			var labels map[string]string
+			var v string
+			if json.Unmarshal(w.Metric, &labels) != nil || json.Unmarshal(w.Value[1], &v) != nil {
+				t.Fatalf("sample %d does not decode", i)
+			}
+			f, ferr := strconv.ParseFloat(v, 64)
+			if ferr != nil {
+				// The first value that is not a number is the error.
+				if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("data.result[%d].value[1]: not a number", i)) {
+					t.Fatalf("value %q: error %v", v, err)
+				}
+				return
+			}
+			if err != nil {
+				continue // about a later sample
+			}
+			g := got[i]
+			if g.Metric.Serial != labels["serial"] || g.Metric.Address != labels["address"] || g.Metric.Instance != labels["instance"] ||
+				g.Metric.String() != string(w.Metric) || !same(g.Value.v, f) || !g.Value.ok {
+				t.Fatalf("sample %d: read %+v (%s), encoding/json %q %v", i, g, g.Metric, labels, f)
+			}
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != len(want.Data.Result) {
+			t.Fatalf("%d samples, want %d", len(got), len(want.Data.Result))
+		}
+	})
 }
