@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/ckegen/ckegen/ckevalidate"
 	"github.com/ckegen/ckegen/constraints"
 	"github.com/ckegen/ckegen/failuredomain"
 	"github.com/ckegen/ckegen/generator"
@@ -352,7 +351,7 @@ func (d *Decision) check(step *generator.Result) error {
 	if size := len(data) + o.WriteOverhead; o.MaxClusterBytes > 0 && size > o.MaxClusterBytes {
 		return Fail(reason.ClusterTooLarge, tooLarge(len(data), size, len(step.Cluster.Nodes), o.MaxClusterBytes, d.Gathered.Settings.Constraints))
 	}
-	if err := ckevalidate.Cluster(step.Cluster); err != nil {
+	if err := step.Cluster.Validate(); err != nil {
 		return Fail(reason.InvalidCluster, fmt.Errorf("the generated cluster would be refused by CKE: %w", err))
 	}
 	d.Data = data

@@ -18,11 +18,11 @@ var forbidden = map[string][]string{
 	// The reason codes are the bottom of every layer.
 	"reason": {"storage", "intake", "generator", "tick", "daemon"},
 	// The generator is pure: no I/O edge, nothing above it.
-	"generator": {"storage", "sabakan", "metricprovider", "kubenodes", "intake", "daemon", "liveview"},
+	"generator": {"storage", "sabakan", "kubenodes", "intake", "daemon", "liveview"},
 	// The resilience report is as pure as the generator it runs.
-	"resilience": {"storage", "sabakan", "metricprovider", "kubenodes", "intake", "tick", "daemon", "liveview", "planreport"},
+	"resilience": {"storage", "sabakan", "kubenodes", "intake", "tick", "daemon", "liveview", "planreport"},
 	// So is the forecast.
-	"forecast": {"storage", "sabakan", "metricprovider", "kubenodes", "intake", "tick", "daemon", "liveview", "planreport"},
+	"forecast": {"storage", "sabakan", "kubenodes", "intake", "tick", "daemon", "liveview", "planreport"},
 	// The input path reads settings for the step and the views; it is
 	// not one of them.
 	"intake": {"tick", "daemon", "liveview", "web", "rackmap", "planreport"},
@@ -36,7 +36,7 @@ var forbidden = map[string][]string{
 	"template":      {"storage", "sabakan", "generator"},
 	"constraints":   {"storage", "sabakan", "generator"},
 	"machine":       {"storage", "sabakan", "generator"},
-	"policy":        {"storage", "sabakan", "generator", "metricprovider"},
+	"policy":        {"storage", "sabakan", "generator", "intake"},
 	"failuredomain": {"storage", "sabakan", "generator", "policy"},
 	"assume":        {"storage", "sabakan", "generator", "intake"},
 	// The views never write the cluster: they link the decision, not the

@@ -1,4 +1,4 @@
-package metricprovider
+package intake
 
 import (
 	"context"
@@ -42,7 +42,7 @@ func mach(serial, addr string) *machine.Machine {
 }
 
 // value returns a fetched value, or NaN.
-func value(v *policy.Values, serial, metric string) float64 {
+func metricValue(v *policy.Values, serial, metric string) float64 {
 	col, ok := slices.BinarySearch(v.Metrics(), metric)
 	if !ok {
 		return math.NaN()
@@ -61,7 +61,7 @@ func TestStatic(t *testing.T) {
 		              "lab2": {"type": "static", "values": {"S2": {"power": 0.5}}}},
 		"placements": {"control-plane": {"metrics": [{"name": "temp", "weight": 10}]}}}`)
 	machines := []*machine.Machine{mach("S1", "10.0.0.1"), mach("S2", "10.0.0.2"), mach("S3", "10.0.0.3")}
-	vals, stats, err := Fetch(context.Background(), p, machines)
+	vals, stats, err := fetchMetrics(context.Background(), p, machines)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +73,7 @@ func TestStatic(t *testing.T) {
 		// power comes from lab2: lab's value for it is not used
 		{"S1", "power", math.NaN()}, {"S2", "power", 0.5},
 	} {
-		if got := value(vals, tc.serial, tc.metric); !same(got, tc.want) {
+		if got := metricValue(vals, tc.serial, tc.metric); !same(got, tc.want) {
 			t.Errorf("%s %s = %v, want %v", tc.serial, tc.metric, got, tc.want)
 		}
 	}
@@ -114,9 +114,9 @@ func TestPrometheusTimeout(t *testing.T) {
 	p := load(t, `{"metrics": {"temp": {"provider": "prom", "query": "temp", "max": 1}},
 		"providers": {"prom": {"type": "prometheus", "url": "`+srv.URL+`", "timeout": "200ms"}}}`)
 	start := time.Now()
-	_, _, err := Fetch(context.Background(), p, []*machine.Machine{mach("S1", "10.0.0.1")})
-	if !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), "no answer within 200ms") {
-		t.Fatalf("error %v, want ErrUnavailable naming the timeout", err)
+	_, _, err := fetchMetrics(context.Background(), p, []*machine.Machine{mach("S1", "10.0.0.1")})
+	if !errors.Is(err, ErrMetricsUnavailable) || !strings.Contains(err.Error(), "no answer within 200ms") {
+		t.Fatalf("error %v, want ErrMetricsUnavailable naming the timeout", err)
 	}
 	if d := time.Since(start); d > 5*time.Second {
 		t.Errorf("the timeout took %s", d)
@@ -151,13 +151,13 @@ func TestPrometheusMatching(t *testing.T) {
 		mach("S1", "10.0.0.1"), mach("S2", "10.0.0.2"), mach("S3", "10.0.0.3"), mach("S4", "10.0.0.4"),
 		mach("S5", "10.0.0.5"), mach("S6", "10.0.0.6"), mach("S7", "10.0.0.7"), mach("S8", "10.0.0.8"), mach("S9", ""),
 	}
-	vals, stats, err := Fetch(context.Background(), p, machines)
+	vals, stats, err := fetchMetrics(context.Background(), p, machines)
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := map[string]float64{"S1": 1, "S2": 2, "S3": 3, "S4": 4, "S5": 5, "S6": math.NaN(), "S7": math.NaN(), "S8": math.Inf(1), "S9": math.NaN()}
 	for serial, w := range want {
-		if got := value(vals, serial, "m"); !same(got, w) {
+		if got := metricValue(vals, serial, "m"); !same(got, w) {
 			t.Errorf("%s = %v, want %v", serial, got, w)
 		}
 	}
@@ -200,9 +200,9 @@ func TestPrometheusBadAnswers(t *testing.T) {
 			defer srv.Close()
 			p := load(t, `{"metrics": {"m": {"provider": "prom", "query": "m", "max": 1}},
 				"providers": {"prom": {"type": "prometheus", "url": "`+srv.URL+`"}}}`)
-			_, _, err := Fetch(context.Background(), p, []*machine.Machine{mach("S1", "10.0.0.1")})
-			if !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), tc.msg) {
-				t.Errorf("error %v, want ErrUnavailable containing %q", err, tc.msg)
+			_, _, err := fetchMetrics(context.Background(), p, []*machine.Machine{mach("S1", "10.0.0.1")})
+			if !errors.Is(err, ErrMetricsUnavailable) || !strings.Contains(err.Error(), tc.msg) {
+				t.Errorf("error %v, want ErrMetricsUnavailable containing %q", err, tc.msg)
 			}
 			if !strings.HasPrefix(fmt.Sprint(err), "metrics unavailable: metric m from provider prom: "+srv.URL) {
 				t.Errorf("error %q does not name the metric, provider and URL", err)
@@ -220,7 +220,7 @@ func TestEveryFailureReported(t *testing.T) {
 	defer srv.Close()
 	p := load(t, `{"metrics": {"b": {"provider": "prom", "query": "b", "max": 1}, "a": {"provider": "prom", "query": "a", "max": 1}},
 		"providers": {"prom": {"type": "prometheus", "url": "`+srv.URL+`"}}}`)
-	_, _, err := Fetch(context.Background(), p, nil)
+	_, _, err := fetchMetrics(context.Background(), p, nil)
 	lines := strings.Split(fmt.Sprint(err), "\n")
 	if len(lines) != 2 || !strings.Contains(lines[0], "metric a ") || !strings.Contains(lines[1], "metric b ") {
 		t.Errorf("error %q, want one line per metric, a then b", err)
@@ -255,8 +255,8 @@ func BenchmarkFetchPrometheus20000(b *testing.B) {
 			b.SetBytes(int64(len(body)))
 			b.ReportAllocs()
 			for b.Loop() {
-				vals, stats, err := Fetch(context.Background(), p, machines)
-				if err != nil || stats[0].Matched != n || value(vals, "S00007", "temp") != 22 {
+				vals, stats, err := fetchMetrics(context.Background(), p, machines)
+				if err != nil || stats[0].Matched != n || metricValue(vals, "S00007", "temp") != 22 {
 					b.Fatalf("err %v, stat %s", err, stats[0])
 				}
 			}
@@ -267,7 +267,7 @@ func BenchmarkFetchPrometheus20000(b *testing.B) {
 // TestWarnings: Prometheus' warnings and a metric no machine has a value
 // of are warnings; a metric with values and no warning is not.
 func TestWarnings(t *testing.T) {
-	got := Warnings([]Stat{
+	got := metricWarnings([]MetricStat{
 		{Metric: "temp", Provider: "prom", Samples: 3, Matched: 2, Warnings: []string{"partial"}},
 		{Metric: "power", Provider: "lab", Samples: 4, Matched: 0},
 		{Metric: "fans", Provider: "lab", Samples: 2, Matched: 2},
@@ -279,7 +279,7 @@ func TestWarnings(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Errorf("Warnings = %q, want %q", got, want)
 	}
-	if got := Warnings([]Stat{{Metric: "power", Provider: "lab"}}, 0); got != nil {
+	if got := metricWarnings([]MetricStat{{Metric: "power", Provider: "lab"}}, 0); got != nil {
 		t.Errorf("without machines: %q", got)
 	}
 }
@@ -291,14 +291,14 @@ func TestPrometheusURLRedacted(t *testing.T) {
 	u := strings.Replace(srv.URL, "http://", "http://admin:s3cret@", 1)
 	p := load(t, `{"metrics": {"temp": {"provider": "prom", "query": "temp", "max": 1}},
 		"providers": {"prom": {"type": "prometheus", "url": "`+u+`", "timeout": "2s"}}}`)
-	_, _, err := Fetch(context.Background(), p, []*machine.Machine{mach("S1", "10.0.0.1")})
+	_, _, err := fetchMetrics(context.Background(), p, []*machine.Machine{mach("S1", "10.0.0.1")})
 	if err == nil || strings.Contains(err.Error(), "s3cret") || !strings.Contains(err.Error(), "admin:xxxxx@") {
 		t.Fatalf("error %v: want the password masked", err)
 	}
 }
 
 // String summarizes a stat for logs.
-func (s Stat) String() string {
+func (s MetricStat) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "metric %s from %s: %d samples, %d matched a machine", s.Metric, s.Provider, s.Samples, s.Matched)
 	if len(s.Warnings) > 0 {

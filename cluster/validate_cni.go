@@ -1,4 +1,4 @@
-package ckevalidate
+package cluster
 
 import (
 	"encoding/json"

@@ -1,4 +1,4 @@
-package ckevalidate
+package cluster
 
 import (
 	"encoding/json"
@@ -8,8 +8,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-
-	"github.com/ckegen/ckegen/cluster"
 )
 
 // The rules one by one, each with a cluster that breaks it and nothing
@@ -17,15 +15,15 @@ import (
 // module (ckeref/validate_test.go) compares the verdicts with CKE's own
 // code.
 
-func base() *cluster.Cluster {
-	return &cluster.Cluster{
+func base() *Cluster {
+	return &Cluster{
 		Name:          "test",
 		ServiceSubnet: "10.68.0.0/16",
-		Nodes: []*cluster.Node{{
+		Nodes: []*Node{{
 			Address: "10.0.0.1", User: "cybozu", ControlPlane: true,
 			Labels:      map[string]string{"cke.cybozu.com/role": "cs", "topology.kubernetes.io/zone": "rack1"},
 			Annotations: map[string]string{"cke.cybozu.com/serial": "abc"},
-			Taints:      []cluster.Taint{{Key: "cke.cybozu.com/state", Value: "unreachable", Effect: "NoSchedule"}},
+			Taints:      []Taint{{Key: "cke.cybozu.com/state", Value: "unreachable", Effect: "NoSchedule"}},
 		}, {
 			Address: "fd00::2", User: "cybozu",
 		}},
@@ -33,26 +31,26 @@ func base() *cluster.Cluster {
 	}
 }
 
-func withNode0(f func(n *cluster.Node)) func(c *cluster.Cluster) {
-	return func(c *cluster.Cluster) { f(c.Nodes[0]) }
+func withNode0(f func(n *Node)) func(c *Cluster) {
+	return func(c *Cluster) { f(c.Nodes[0]) }
 }
 
-func withOptions(js string) func(c *cluster.Cluster) {
-	return func(c *cluster.Cluster) { c.Options = json.RawMessage(js) }
+func withOptions(js string) func(c *Cluster) {
+	return func(c *Cluster) { c.Options = json.RawMessage(js) }
 }
 
 // withKubelet sets options: the required cri_endpoint, then fields (which
 // may close the kubelet object and open others).
-func withKubelet(fields string) func(c *cluster.Cluster) {
+func withKubelet(fields string) func(c *Cluster) {
 	return withOptions(`{"kubelet":{"cri_endpoint":"/x",` + fields + `}}`)
 }
 
-func withConfig(component, apiVersion, kind, fields string) func(c *cluster.Cluster) {
+func withConfig(component, apiVersion, kind, fields string) func(c *Cluster) {
 	return withOptions(fmt.Sprintf(`{"kubelet":{"cri_endpoint":"/x"},%q:{"config":{"apiVersion":%q,"kind":%q%s}}}`,
 		component, apiVersion, kind, fields))
 }
 
-func withCNI(name, content string) func(c *cluster.Cluster) {
+func withCNI(name, content string) func(c *Cluster) {
 	f, _ := json.Marshal(map[string]string{"name": name, "content": content})
 	return withKubelet(`"cni_conf_file":` + string(f))
 }
@@ -66,71 +64,71 @@ const (
 func TestClusterRefuses(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
-		edit  func(c *cluster.Cluster)
-		field string // the *Error's Field
+		edit  func(c *Cluster)
+		field string // the *ValidationError's Field
 		rule  string // in its Rule
 	}{
-		{"name", func(c *cluster.Cluster) { c.Name = "" }, "name", "Required value"},
-		{"service_subnet", func(c *cluster.Cluster) { c.ServiceSubnet = "10.68.0.0" }, "service_subnet", "CIDR"},
-		{"service_subnet empty", func(c *cluster.Cluster) { c.ServiceSubnet = "" }, "service_subnet", "CIDR"},
-		{"null node", func(c *cluster.Cluster) { c.Nodes[1] = nil }, "nodes[1]", "null"},
-		{"address", withNode0(func(n *cluster.Node) { n.Address = "10.0.0.256" }), "nodes[0].address", "must be an IP address"},
-		{"address empty", withNode0(func(n *cluster.Node) { n.Address = "" }), "nodes[0].address", "must be an IP address"},
-		{"user", withNode0(func(n *cluster.Node) { n.User = "" }), "nodes[0].user", "Required value"},
-		{"label key", withNode0(func(n *cluster.Node) { n.Labels["a b"] = "x" }), "nodes[0].labels", `Invalid value: "a b": name part must consist of`},
-		{"label value", withNode0(func(n *cluster.Node) { n.Labels["app"] = strings.Repeat("v", 64) }), "nodes[0].labels", "must be no more than 63"},
-		{"annotation key", withNode0(func(n *cluster.Node) { n.Annotations["a/b/c"] = "" }), "nodes[0].annotations", `Invalid value: "a/b/c"`},
-		{"annotation size", withNode0(func(n *cluster.Node) { n.Annotations["big"] = strings.Repeat("x", 256*1024) }), "nodes[0].annotations", "Too long"},
-		{"annotation size one over", withNode0(func(n *cluster.Node) {
+		{"name", func(c *Cluster) { c.Name = "" }, "name", "Required value"},
+		{"service_subnet", func(c *Cluster) { c.ServiceSubnet = "10.68.0.0" }, "service_subnet", "CIDR"},
+		{"service_subnet empty", func(c *Cluster) { c.ServiceSubnet = "" }, "service_subnet", "CIDR"},
+		{"null node", func(c *Cluster) { c.Nodes[1] = nil }, "nodes[1]", "null"},
+		{"address", withNode0(func(n *Node) { n.Address = "10.0.0.256" }), "nodes[0].address", "must be an IP address"},
+		{"address empty", withNode0(func(n *Node) { n.Address = "" }), "nodes[0].address", "must be an IP address"},
+		{"user", withNode0(func(n *Node) { n.User = "" }), "nodes[0].user", "Required value"},
+		{"label key", withNode0(func(n *Node) { n.Labels["a b"] = "x" }), "nodes[0].labels", `Invalid value: "a b": name part must consist of`},
+		{"label value", withNode0(func(n *Node) { n.Labels["app"] = strings.Repeat("v", 64) }), "nodes[0].labels", "must be no more than 63"},
+		{"annotation key", withNode0(func(n *Node) { n.Annotations["a/b/c"] = "" }), "nodes[0].annotations", `Invalid value: "a/b/c"`},
+		{"annotation size", withNode0(func(n *Node) { n.Annotations["big"] = strings.Repeat("x", 256*1024) }), "nodes[0].annotations", "Too long"},
+		{"annotation size one over", withNode0(func(n *Node) {
 			n.Annotations["big"] = strings.Repeat("x", 256*1024-len("big")-len("cke.cybozu.com/serial")-len("abc")+1)
 		}), "nodes[0].annotations", "Too long"},
-		{"annotation size as written", withNode0(func(n *cluster.Node) { n.Annotations["raw"] = strings.Repeat("\xff", 90000) }), "nodes[0].annotations", "Too long"},
-		{"taint key", withNode0(func(n *cluster.Node) { n.Taints[0].Key = "-x" }), "nodes[0].taints[0].key", "name part"},
-		{"taint value", withNode0(func(n *cluster.Node) { n.Taints[0].Value = "a b" }), "nodes[0].taints[0].value", "a valid label"},
-		{"taint effect", withNode0(func(n *cluster.Node) { n.Taints[0].Effect = "noschedule" }), "nodes[0].taints[0].effect", `Unsupported value: "noschedule"`},
-		{"taint effect empty", withNode0(func(n *cluster.Node) { n.Taints[0].Effect = "" }), "nodes[0].taints[0].effect", `Unsupported value: ""`},
-		{"duplicate address", func(c *cluster.Cluster) { c.Nodes[1].Address = "10.0.0.1" }, "nodes[1].address", "duplicate"},
-		{"toleration", func(c *cluster.Cluster) { c.ControlPlaneTolerations = []string{"ok", "a b"} }, "control_plane_tolerations[1]", "name part"},
-		{"dns server", func(c *cluster.Cluster) { c.DNSServers = []string{"8.8.8.8", "x"} }, "dns_servers[1]", "must be an IP address"},
-		{"dns service", func(c *cluster.Cluster) { c.DNSService = "dns" }, "dns_service", "namespace/name"},
+		{"annotation size as written", withNode0(func(n *Node) { n.Annotations["raw"] = strings.Repeat("\xff", 90000) }), "nodes[0].annotations", "Too long"},
+		{"taint key", withNode0(func(n *Node) { n.Taints[0].Key = "-x" }), "nodes[0].taints[0].key", "name part"},
+		{"taint value", withNode0(func(n *Node) { n.Taints[0].Value = "a b" }), "nodes[0].taints[0].value", "a valid label"},
+		{"taint effect", withNode0(func(n *Node) { n.Taints[0].Effect = "noschedule" }), "nodes[0].taints[0].effect", `Unsupported value: "noschedule"`},
+		{"taint effect empty", withNode0(func(n *Node) { n.Taints[0].Effect = "" }), "nodes[0].taints[0].effect", `Unsupported value: ""`},
+		{"duplicate address", func(c *Cluster) { c.Nodes[1].Address = "10.0.0.1" }, "nodes[1].address", "duplicate"},
+		{"toleration", func(c *Cluster) { c.ControlPlaneTolerations = []string{"ok", "a b"} }, "control_plane_tolerations[1]", "name part"},
+		{"dns server", func(c *Cluster) { c.DNSServers = []string{"8.8.8.8", "x"} }, "dns_servers[1]", "must be an IP address"},
+		{"dns service", func(c *Cluster) { c.DNSService = "dns" }, "dns_service", "namespace/name"},
 
-		{"reboot decoding", func(c *cluster.Cluster) { c.Reboot = json.RawMessage(`{"reboot_command":"reboot"}`) }, "reboot.reboot_command", "must be a list, not a string"},
-		{"reboot not an object", func(c *cluster.Cluster) { c.Reboot = json.RawMessage(`[]`) }, "reboot", "must be an object"},
-		{"reboot eviction_timeout_seconds", func(c *cluster.Cluster) { c.Reboot = json.RawMessage(`{"eviction_timeout_seconds":0}`) }, "reboot.eviction_timeout_seconds", "positive"},
-		{"reboot command_timeout_seconds", func(c *cluster.Cluster) { c.Reboot = json.RawMessage(`{"command_timeout_seconds":-1}`) }, "reboot.command_timeout_seconds", "negative"},
-		{"reboot command_retries", func(c *cluster.Cluster) { c.Reboot = json.RawMessage(`{"command_retries":-1}`) }, "reboot.command_retries", "negative"},
-		{"reboot command_interval", func(c *cluster.Cluster) { c.Reboot = json.RawMessage(`{"command_interval":-1}`) }, "reboot.command_interval", "negative"},
-		{"reboot evict_retries", func(c *cluster.Cluster) { c.Reboot = json.RawMessage(`{"evict_retries":-1}`) }, "reboot.evict_retries", "negative"},
-		{"reboot evict_interval", func(c *cluster.Cluster) { c.Reboot = json.RawMessage(`{"evict_interval":-1}`) }, "reboot.evict_interval", "negative"},
-		{"reboot max_concurrent_reboots", func(c *cluster.Cluster) { c.Reboot = json.RawMessage(`{"max_concurrent_reboots":0}`) }, "reboot.max_concurrent_reboots", "positive"},
-		{"reboot protected_namespaces", func(c *cluster.Cluster) {
+		{"reboot decoding", func(c *Cluster) { c.Reboot = json.RawMessage(`{"reboot_command":"reboot"}`) }, "reboot.reboot_command", "must be a list, not a string"},
+		{"reboot not an object", func(c *Cluster) { c.Reboot = json.RawMessage(`[]`) }, "reboot", "must be an object"},
+		{"reboot eviction_timeout_seconds", func(c *Cluster) { c.Reboot = json.RawMessage(`{"eviction_timeout_seconds":0}`) }, "reboot.eviction_timeout_seconds", "positive"},
+		{"reboot command_timeout_seconds", func(c *Cluster) { c.Reboot = json.RawMessage(`{"command_timeout_seconds":-1}`) }, "reboot.command_timeout_seconds", "negative"},
+		{"reboot command_retries", func(c *Cluster) { c.Reboot = json.RawMessage(`{"command_retries":-1}`) }, "reboot.command_retries", "negative"},
+		{"reboot command_interval", func(c *Cluster) { c.Reboot = json.RawMessage(`{"command_interval":-1}`) }, "reboot.command_interval", "negative"},
+		{"reboot evict_retries", func(c *Cluster) { c.Reboot = json.RawMessage(`{"evict_retries":-1}`) }, "reboot.evict_retries", "negative"},
+		{"reboot evict_interval", func(c *Cluster) { c.Reboot = json.RawMessage(`{"evict_interval":-1}`) }, "reboot.evict_interval", "negative"},
+		{"reboot max_concurrent_reboots", func(c *Cluster) { c.Reboot = json.RawMessage(`{"max_concurrent_reboots":0}`) }, "reboot.max_concurrent_reboots", "positive"},
+		{"reboot protected_namespaces", func(c *Cluster) {
 			c.Reboot = json.RawMessage(`{"protected_namespaces":{"matchExpressions":[{"key":"a","operator":"Equals"}]}}`)
 		}, "reboot.protected_namespaces", "invalid label selector"},
-		{"reboot protected_job_pods", func(c *cluster.Cluster) {
+		{"reboot protected_job_pods", func(c *Cluster) {
 			c.Reboot = json.RawMessage(`{"protected_job_pods":{"matchLabels":{"a":"x y"}}}`)
 		}, "reboot.protected_job_pods", "invalid label selector"},
-		{"repair max_concurrent_repairs", func(c *cluster.Cluster) { c.Repair = json.RawMessage(`{"max_concurrent_repairs":0}`) }, "repair.max_concurrent_repairs", "positive"},
-		{"repair evict_retries", func(c *cluster.Cluster) { c.Repair = json.RawMessage(`{"evict_retries":-1}`) }, "repair.evict_retries", "negative"},
-		{"repair evict_interval", func(c *cluster.Cluster) { c.Repair = json.RawMessage(`{"evict_interval":-1}`) }, "repair.evict_interval", "negative"},
-		{"repair eviction_timeout_seconds", func(c *cluster.Cluster) { c.Repair = json.RawMessage(`{"eviction_timeout_seconds":0}`) }, "repair.eviction_timeout_seconds", "positive"},
-		{"repair protected_namespaces", func(c *cluster.Cluster) {
+		{"repair max_concurrent_repairs", func(c *Cluster) { c.Repair = json.RawMessage(`{"max_concurrent_repairs":0}`) }, "repair.max_concurrent_repairs", "positive"},
+		{"repair evict_retries", func(c *Cluster) { c.Repair = json.RawMessage(`{"evict_retries":-1}`) }, "repair.evict_retries", "negative"},
+		{"repair evict_interval", func(c *Cluster) { c.Repair = json.RawMessage(`{"evict_interval":-1}`) }, "repair.evict_interval", "negative"},
+		{"repair eviction_timeout_seconds", func(c *Cluster) { c.Repair = json.RawMessage(`{"eviction_timeout_seconds":0}`) }, "repair.eviction_timeout_seconds", "positive"},
+		{"repair protected_namespaces", func(c *Cluster) {
 			c.Repair = json.RawMessage(`{"protected_namespaces":{"matchExpressions":[{"key":"a","operator":"In"}]}}`)
 		}, "repair.protected_namespaces", "invalid label selector"},
-		{"repair protected_job_pods", func(c *cluster.Cluster) {
+		{"repair protected_job_pods", func(c *Cluster) {
 			c.Repair = json.RawMessage(`{"protected_job_pods":{"matchLabels":{"a b":"x"}}}`)
 		}, "repair.protected_job_pods", "invalid label selector"},
-		{"repair decoding", func(c *cluster.Cluster) {
+		{"repair decoding", func(c *Cluster) {
 			c.Repair = json.RawMessage(`{"repair_procedures":[{"repair_operations":[{"repair_steps":[{"need_drain":"yes"}]}]}]}`)
 		}, "repair.repair_procedures.repair_operations.repair_steps.need_drain", "true or false"},
-		{"sabakan decoding", func(c *cluster.Cluster) { c.Sabakan = json.RawMessage(`{"spare_node_taint_key":5}`) }, "sabakan.spare_node_taint_key", "must be a string"},
-		{"mapping version", func(c *cluster.Cluster) {
+		{"sabakan decoding", func(c *Cluster) { c.Sabakan = json.RawMessage(`{"spare_node_taint_key":5}`) }, "sabakan.spare_node_taint_key", "must be a string"},
+		{"mapping version", func(c *Cluster) {
 			c.TrustedRESTMappings = json.RawMessage(`[{"kind":"Foo","resource":"foos"}]`)
 		}, "trusted_rest_mappings[0].version", "Required"},
-		{"mapping kind", func(c *cluster.Cluster) {
+		{"mapping kind", func(c *Cluster) {
 			c.TrustedRESTMappings = json.RawMessage(`[{"version":"v1","resource":"foos"}]`)
 		}, "trusted_rest_mappings[0].kind", "Required"},
-		{"mapping resource", func(c *cluster.Cluster) { c.TrustedRESTMappings = json.RawMessage(`[{"version":"v1","kind":"Foo"}]`) }, "trusted_rest_mappings[0].resource", "Required"},
-		{"mapping twice", func(c *cluster.Cluster) {
+		{"mapping resource", func(c *Cluster) { c.TrustedRESTMappings = json.RawMessage(`[{"version":"v1","kind":"Foo"}]`) }, "trusted_rest_mappings[0].resource", "Required"},
+		{"mapping twice", func(c *Cluster) {
 			c.TrustedRESTMappings = json.RawMessage(`[{"version":"v1","kind":"Foo","resource":"a"},{"version":"v1","kind":"Foo","resource":"b"}]`)
 		}, "trusted_rest_mappings[1]", "trusted_rest_mappings[0]"},
 
@@ -153,7 +151,7 @@ func TestClusterRefuses(t *testing.T) {
 		{"kubelet config embedded field", withConfig("kube-scheduler", schedulerV, "KubeSchedulerConfiguration", `,"enableProfiling":"yes"`), "options.kube-scheduler.config.enableProfiling", "true or false"},
 		{"kubelet clusterDomain", withConfig("kubelet", kubeletV, "KubeletConfiguration", `,"clusterDomain":"Cluster.Local"`), "options.kubelet.config.clusterDomain", "RFC 1123"},
 		{"cri_endpoint", withOptions(`{"kubelet":{}}`), "options.kubelet.cri_endpoint", "Required"},
-		{"no options", func(c *cluster.Cluster) { c.Options = nil }, "options.kubelet.cri_endpoint", "Required"},
+		{"no options", func(c *Cluster) { c.Options = nil }, "options.kubelet.cri_endpoint", "Required"},
 		{"cni name required", withCNI("", `{"type":"bridge"}`), "options.kubelet.cni_conf_file.name", "Required"},
 		{"cni name characters", withCNI("a b.conf", `{"type":"bridge"}`), "options.kubelet.cni_conf_file.name", "letters, digits"},
 		{"cni plugin type", withCNI("10-net.conf", `{"name":"x"}`), "options.kubelet.cni_conf_file.content", `"type"`},
@@ -193,10 +191,10 @@ func TestClusterRefuses(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			c := base()
 			tc.edit(c)
-			err := Cluster(c)
-			var e *Error
+			err := c.Validate()
+			var e *ValidationError
 			if !errors.As(err, &e) {
-				t.Fatalf("got %v, want an *Error", err)
+				t.Fatalf("got %v, want an *ValidationError", err)
 			}
 			if e.Field != tc.field || !strings.Contains(e.Rule, tc.rule) {
 				t.Errorf("got %v\nwant field %s, rule containing %q", err, tc.field, tc.rule)
@@ -220,31 +218,31 @@ var goType = regexp.MustCompile(`\b[a-z]+\.[A-Z]\w*\b|\b[A-Z]\w*\.[a-z]\w*\b|\[\
 func TestClusterAccepts(t *testing.T) {
 	for _, tc := range []struct {
 		name string
-		edit func(c *cluster.Cluster)
+		edit func(c *Cluster)
 	}{
-		{"the base", func(*cluster.Cluster) {}},
-		{"no nodes", func(c *cluster.Cluster) { c.Nodes = nil }},
-		{"IPv6 subnet and odd addresses", func(c *cluster.Cluster) {
+		{"the base", func(*Cluster) {}},
+		{"no nodes", func(c *Cluster) { c.Nodes = nil }},
+		{"IPv6 subnet and odd addresses", func(c *Cluster) {
 			c.ServiceSubnet = "fd00:10::/108"
 			c.Nodes[0].Address, c.Nodes[1].Address = "fd00::2", "fd00:0::2" // not the same string
 		}},
-		{"longest label parts", withNode0(func(n *cluster.Node) {
+		{"longest label parts", withNode0(func(n *Node) {
 			n.Labels[strings.Repeat("a.", 126)+"a/"+strings.Repeat("n", 63)] = strings.Repeat("v", 63)
 			n.Labels["empty"] = ""
 		})},
-		{"annotation keys ignore case", withNode0(func(n *cluster.Node) { n.Annotations["Example.COM/Foo"] = "any\nthing" })},
-		{"annotations at the limit", withNode0(func(n *cluster.Node) {
+		{"annotation keys ignore case", withNode0(func(n *Node) { n.Annotations["Example.COM/Foo"] = "any\nthing" })},
+		{"annotations at the limit", withNode0(func(n *Node) {
 			n.Annotations["big"] = strings.Repeat("x", 256*1024-len("big")-len("cke.cybozu.com/serial")-len("abc"))
 		})},
-		{"taint effects", withNode0(func(n *cluster.Node) {
-			n.Taints = []cluster.Taint{{Key: "a", Effect: "NoExecute"}, {Key: "b", Value: "v", Effect: "PreferNoSchedule"}}
+		{"taint effects", withNode0(func(n *Node) {
+			n.Taints = []Taint{{Key: "a", Effect: "NoExecute"}, {Key: "b", Value: "v", Effect: "PreferNoSchedule"}}
 		})},
-		{"dns", func(c *cluster.Cluster) { c.DNSServers, c.DNSService = []string{"8.8.8.8", "fd00::53"}, "/" }},
-		{"reboot and repair at their bounds", func(c *cluster.Cluster) {
+		{"dns", func(c *Cluster) { c.DNSServers, c.DNSService = []string{"8.8.8.8", "fd00::53"}, "/" }},
+		{"reboot and repair at their bounds", func(c *Cluster) {
 			c.Reboot = json.RawMessage(`{"eviction_timeout_seconds":1,"max_concurrent_reboots":1,"command_timeout_seconds":0,"command_retries":0,"command_interval":0,"evict_retries":0,"evict_interval":0,"protected_namespaces":{}}`)
 			c.Repair = json.RawMessage(`{"max_concurrent_repairs":1,"eviction_timeout_seconds":1,"evict_retries":0,"evict_interval":0,"repair_procedures":[{"repair_operations":[{"command_timeout_seconds":-1}]}]}`)
 		}},
-		{"null and unknown fields", func(c *cluster.Cluster) {
+		{"null and unknown fields", func(c *Cluster) {
 			c.Reboot, c.Sabakan = json.RawMessage(`null`), json.RawMessage(`{"other":[1]}`)
 		}},
 		{"keys in other case", withOptions(`{"KUBELET":{"Cri_Endpoint":"/x"}}`)},
@@ -260,7 +258,7 @@ func TestClusterAccepts(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			c := base()
 			tc.edit(c)
-			if err := Cluster(c); err != nil {
+			if err := c.Validate(); err != nil {
 				t.Error(err)
 			}
 		})
@@ -275,24 +273,24 @@ func TestClusterFirstError(t *testing.T) {
 		for _, k := range []string{"z z", "b b", "y y", "a a", "c c"} {
 			c.Nodes[0].Labels[k] = "x"
 		}
-		if err := Cluster(c); err == nil || !strings.Contains(err.Error(), `"a a"`) {
+		if err := c.Validate(); err == nil || !strings.Contains(err.Error(), `"a a"`) {
 			t.Fatalf("got %v, want the error of \"a a\"", err)
 		}
 	}
-	if err := Cluster(nil); err == nil {
+	if err := (*Cluster)(nil).Validate(); err == nil {
 		t.Error("a nil cluster is accepted")
 	}
 }
 
-// benchCluster is a cluster of n nodes like the ones ckegen generates: the
+// validateBenchCluster is a cluster of n nodes like the ones ckegen generates: the
 // labels and annotations a node is rendered with, one unique label value per node (the
 // worst case for the cache), a taint on every twentieth.
-func benchCluster(n int) *cluster.Cluster {
+func validateBenchCluster(n int) *Cluster {
 	c := base()
 	c.Nodes = nil
 	for i := range n {
 		rack := strconv.Itoa(i / 20)
-		node := &cluster.Node{
+		node := &Node{
 			Address: fmt.Sprintf("10.%d.%d.%d", i>>16, (i>>8)&255, i&255), User: "cybozu", ControlPlane: i < 5,
 			Labels: map[string]string{
 				"cke.cybozu.com/index-in-rack":           strconv.Itoa(i%20 + 1),
@@ -313,26 +311,26 @@ func benchCluster(n int) *cluster.Cluster {
 			},
 		}
 		if i%20 == 7 {
-			node.Taints = []cluster.Taint{{Key: "cke.cybozu.com/state", Value: "unreachable", Effect: "NoSchedule"}}
+			node.Taints = []Taint{{Key: "cke.cybozu.com/state", Value: "unreachable", Effect: "NoSchedule"}}
 		}
 		c.Nodes = append(c.Nodes, node)
 	}
 	return c
 }
 
-func TestBenchCluster(t *testing.T) {
-	if err := Cluster(benchCluster(1000)); err != nil {
+func TestValidateBenchCluster(t *testing.T) {
+	if err := validateBenchCluster(1000).Validate(); err != nil {
 		t.Fatal(err)
 	}
 }
 
-func BenchmarkCluster(b *testing.B) {
+func BenchmarkValidate(b *testing.B) {
 	for _, n := range []int{10000, 20000} {
-		c := benchCluster(n)
+		c := validateBenchCluster(n)
 		b.Run(fmt.Sprintf("nodes=%d", n), func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				if err := Cluster(c); err != nil {
+				if err := c.Validate(); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -340,11 +338,11 @@ func BenchmarkCluster(b *testing.B) {
 	}
 }
 
-// BenchmarkClusterJSON is the daemon's json.Marshal of the same clusters
+// BenchmarkValidateClusterJSON is the daemon's json.Marshal of the same clusters
 // before each write, for scale.
-func BenchmarkClusterJSON(b *testing.B) {
+func BenchmarkValidateClusterJSON(b *testing.B) {
 	for _, n := range []int{10000, 20000} {
-		c := benchCluster(n)
+		c := validateBenchCluster(n)
 		b.Run(fmt.Sprintf("nodes=%d", n), func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {

@@ -2,7 +2,7 @@
 // CKE decodes a cluster's options.kubelet.config, options.kube-scheduler.config
 // and options.kube-proxy.config into (KubeletConfiguration v1beta1,
 // KubeSchedulerConfiguration v1, KubeProxyConfiguration v1alpha1), so that
-// ckevalidate can decode them exactly as CKE does without ckegen's module
+// Cluster.Validate can decode them exactly as CKE does without ckegen's module
 // requiring k8s.io/kubelet, k8s.io/kube-scheduler, k8s.io/kube-proxy and
 // k8s.io/component-base.
 //

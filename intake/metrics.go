@@ -1,8 +1,9 @@
-// Package metricprovider fetches the values of a placement policy's
-// metrics for the machines of one tick (docs/design.md 12.3): from Prometheus, with
-// one instant query per metric through the HTTP API, or from the values a
-// static provider lists by serial.
-package metricprovider
+package intake
+
+// The values of a placement policy's metrics for the machines of one tick
+// (docs/design.md 12.3): from Prometheus, with one instant query per
+// metric through the HTTP API, or from the values a static provider lists
+// by serial.
 
 import (
 	"context"
@@ -18,25 +19,25 @@ import (
 	"github.com/ckegen/ckegen/policy"
 )
 
-// ErrUnavailable marks every failure to get a metric: a provider that
+// ErrMetricsUnavailable marks every failure to get a metric: a provider that
 // does not answer, answers too late, refuses the query, or answers with
 // something that cannot be read as one value per machine. The daemon
 // reports it as METRICS_UNAVAILABLE; compare with errors.Is.
-var ErrUnavailable = errors.New("metrics unavailable")
+var ErrMetricsUnavailable = errors.New("metrics unavailable")
 
 // The labels that tie a Prometheus sample to a machine, in order of
 // precedence: the first one a sample has decides.
 const (
-	LabelSerial   = "serial"
-	LabelAddress  = "address"
-	LabelInstance = "instance"
+	promLabelSerial   = "serial"
+	promLabelAddress  = "address"
+	promLabelInstance = "instance"
 )
 
-// maxParallel bounds the queries in flight at once.
-const maxParallel = 4
+// maxMetricQueries bounds the queries in flight at once.
+const maxMetricQueries = 4
 
-// Stat says what one metric's fetch found, for logs.
-type Stat struct {
+// MetricStat says what one metric's fetch found, for logs.
+type MetricStat struct {
 	Metric   string
 	Provider string
 	// Samples is the number of samples or static values read; Matched of
@@ -46,28 +47,28 @@ type Stat struct {
 	Warnings []string
 }
 
-// Fetch gets every metric of the policy for the machines, once: the
+// fetchMetrics gets every metric of the policy for the machines, once: the
 // returned table has one row per machine, in the order given (Values.Row,
 // or Values.Lookup by serial). A machine no sample names has no value.
 // Metrics are fetched in parallel; every failure is reported, in the
-// order of the metrics' names, and wraps ErrUnavailable.
-func Fetch(ctx context.Context, p *policy.Policy, machines []*machine.Machine) (*policy.Values, []Stat, error) {
+// order of the metrics' names, and wraps ErrMetricsUnavailable.
+func fetchMetrics(ctx context.Context, p *policy.Policy, machines []*machine.Machine) (*policy.Values, []MetricStat, error) {
 	serials := make([]string, len(machines))
 	for i := range machines {
 		serials[i] = machines[i].Spec.Serial
 	}
 	vals := p.NewValues(serials)
 	names := p.Metrics()
-	stats := make([]Stat, len(names))
+	stats := make([]MetricStat, len(names))
 	errs := make([]error, len(names))
 	idx := newMachineIndex(vals, machines)
 	doc := p.Document()
 	var g errgroup.Group
-	g.SetLimit(maxParallel)
+	g.SetLimit(maxMetricQueries)
 	for col, name := range names {
 		m := doc.Metrics[name]
 		prov := doc.Providers[m.Provider]
-		stats[col] = Stat{Metric: name, Provider: m.Provider}
+		stats[col] = MetricStat{Metric: name, Provider: m.Provider}
 		// Each metric writes its own column only.
 		g.Go(func() error {
 			var err error
@@ -80,7 +81,7 @@ func Fetch(ctx context.Context, p *policy.Policy, machines []*machine.Machine) (
 				err = fmt.Errorf("unknown provider type %q", prov.Type)
 			}
 			if err != nil {
-				errs[col] = fmt.Errorf("%w: metric %s from provider %s: %w", ErrUnavailable, name, m.Provider, err)
+				errs[col] = fmt.Errorf("%w: metric %s from provider %s: %w", ErrMetricsUnavailable, name, m.Provider, err)
 			}
 			return nil
 		})
@@ -92,10 +93,10 @@ func Fetch(ctx context.Context, p *policy.Policy, machines []*machine.Machine) (
 	return vals, stats, nil
 }
 
-// Warnings are what a fetch found worth an operator's eye: what
+// metricWarnings are what a fetch found worth an operator's eye: what
 // Prometheus warned about, and each metric of which no machine (of the
-// machines given to Fetch) has a value.
-func Warnings(stats []Stat, machines int) []string {
+// machines given to fetchMetrics) has a value.
+func metricWarnings(stats []MetricStat, machines int) []string {
 	var out []string
 	for _, st := range stats {
 		for _, w := range st.Warnings {
@@ -156,7 +157,7 @@ func (idx *machineIndex) row(vals *policy.Values, labels *sampleLabels) (int, bo
 }
 
 func fetchPrometheus(ctx context.Context, prov *policy.ProviderSpec, m *policy.MetricSpec, col int,
-	vals *policy.Values, idx *machineIndex, st *Stat) error {
+	vals *policy.Values, idx *machineIndex, st *MetricStat) error {
 	timeout := prov.TimeoutOrDefault()
 	qctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -182,7 +183,7 @@ func fetchPrometheus(ctx context.Context, prov *policy.ProviderSpec, m *policy.M
 		}
 		if prev := seen[row]; prev != 0 {
 			return fmt.Errorf("%s: query %q returned two samples for one machine, %s and %s: aggregate it to one sample per machine (e.g. max by (%s) (...))",
-				redact.URL(prov.URL), m.Query, samples[prev-1].Metric, s.Metric, LabelSerial)
+				redact.URL(prov.URL), m.Query, samples[prev-1].Metric, s.Metric, promLabelSerial)
 		}
 		seen[row] = i + 1
 		st.Matched++
@@ -191,7 +192,7 @@ func fetchPrometheus(ctx context.Context, prov *policy.ProviderSpec, m *policy.M
 	return nil
 }
 
-func fetchStatic(prov *policy.ProviderSpec, name string, col int, vals *policy.Values, st *Stat) {
+func fetchStatic(prov *policy.ProviderSpec, name string, col int, vals *policy.Values, st *MetricStat) {
 	for serial, byMetric := range prov.Values {
 		v, ok := byMetric[name]
 		if !ok {

@@ -1,4 +1,4 @@
-package ckevalidate
+package cluster
 
 import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -102,7 +102,7 @@ func checkSettings(path *field.Path, bounds []bound, sels []selector) error {
 	for _, s := range sels {
 		// A nil selector selects nothing and is valid.
 		if _, err := metav1.LabelSelectorAsSelector(s.sel); err != nil {
-			return &Error{Field: path.Child(s.name).String(), Rule: "invalid label selector: " + err.Error()}
+			return &ValidationError{Field: path.Child(s.name).String(), Rule: "invalid label selector: " + err.Error()}
 		}
 	}
 	return nil

@@ -1,4 +1,4 @@
-package metricprovider
+package intake
 
 import (
 	"context"
@@ -71,7 +71,7 @@ func TestPrometheusServer(t *testing.T) {
 	// Wait for the first scrapes of both jobs.
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		_, stats, err := Fetch(context.Background(), p, machines)
+		_, stats, err := fetchMetrics(context.Background(), p, machines)
 		if err == nil && stats[0].Samples == 3 && stats[2].Samples == 2 && stats[3].Samples == 2 {
 			break
 		}
@@ -80,7 +80,7 @@ func TestPrometheusServer(t *testing.T) {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	vals, stats, err := Fetch(context.Background(), p, machines)
+	vals, stats, err := fetchMetrics(context.Background(), p, machines)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,7 +97,7 @@ func TestPrometheusServer(t *testing.T) {
 		{"LOCAL", map[string]float64{"inlet": nan, "inlet_raw": nan, "power": nan, "load": nan}},
 	} {
 		for metric, w := range tc.want {
-			if got := value(vals, tc.serial, metric); !same(got, w) {
+			if got := metricValue(vals, tc.serial, metric); !same(got, w) {
 				t.Errorf("%s %s = %v, want %v", tc.serial, metric, got, w)
 			}
 		}
@@ -125,17 +125,17 @@ func TestPrometheusServer(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			bad := load(t, policyDoc(`"m": {"provider": "prom", "query": "`+strings.ReplaceAll(tc.query, `"`, `\"`)+`", "max": 1}`))
-			_, _, err := Fetch(context.Background(), bad, machines)
-			if !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), tc.msg) {
-				t.Errorf("error %v, want ErrUnavailable containing %q", err, tc.msg)
+			_, _, err := fetchMetrics(context.Background(), bad, machines)
+			if !errors.Is(err, ErrMetricsUnavailable) || !strings.Contains(err.Error(), tc.msg) {
+				t.Errorf("error %v, want ErrMetricsUnavailable containing %q", err, tc.msg)
 			}
 		})
 	}
 
 	prom.Stop()
-	_, _, err = Fetch(context.Background(), p, machines)
-	if !errors.Is(err, ErrUnavailable) {
-		t.Fatalf("Prometheus down: error %v, want ErrUnavailable", err)
+	_, _, err = fetchMetrics(context.Background(), p, machines)
+	if !errors.Is(err, ErrMetricsUnavailable) {
+		t.Fatalf("Prometheus down: error %v, want ErrMetricsUnavailable", err)
 	}
 	u, _ := url.Parse(promURL)
 	if !strings.Contains(err.Error(), u.Host) || !strings.Contains(err.Error(), "connection refused") {

@@ -1,4 +1,4 @@
-package ckevalidate
+package cluster
 
 import (
 	"bytes"
@@ -17,7 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/yaml"
 
-	"github.com/ckegen/ckegen/ckevalidate/internal/kubeconfig"
+	"github.com/ckegen/ckegen/cluster/internal/kubeconfig"
 	"github.com/ckegen/ckegen/internal/strictjson"
 	"github.com/ckegen/ckegen/internal/strictjson/yamlpos"
 )
@@ -102,13 +102,13 @@ func configError(where string, b []byte, err error) error {
 	case err == nil:
 		return nil
 	case runtime.IsMissingKind(err):
-		return &Error{Field: where, Rule: want}
+		return &ValidationError{Field: where, Rule: want}
 	}
 	if t := bytes.TrimLeft(b, " \t\r\n"); len(t) == 0 || t[0] != '{' {
 		// encoding/json's words name the Go map it wanted.
-		return &Error{Field: where, Rule: want + ", not " + strictjson.What(b)}
+		return &ValidationError{Field: where, Rule: want + ", not " + strictjson.What(b)}
 	}
-	return &Error{Field: where, Rule: want + ": " + err.Error()}
+	return &ValidationError{Field: where, Rule: want + ": " + err.Error()}
 }
 
 // The component configuration versions CKE v1.35.4 takes, and only those.
@@ -130,14 +130,14 @@ var proxyModes = []string{"userspace", "iptables", "ipvs"}
 // configuration type (into, a mirror of it).
 func decodeConfig(where string, u *unstructured.Unstructured, apiVersion, kind string, into any) error {
 	if v := u.GetAPIVersion(); v != apiVersion {
-		return &Error{Field: where + ".apiVersion", Rule: fmt.Sprintf("must be %q (CKE v1.35.4 takes no other), not %q", apiVersion, v)}
+		return &ValidationError{Field: where + ".apiVersion", Rule: fmt.Sprintf("must be %q (CKE v1.35.4 takes no other), not %q", apiVersion, v)}
 	}
 	if k := u.GetKind(); k != kind {
-		return &Error{Field: where + ".kind", Rule: fmt.Sprintf("must be %q, not %q", kind, k)}
+		return &ValidationError{Field: where + ".kind", Rule: fmt.Sprintf("must be %q, not %q", kind, k)}
 	}
 	data, err := json.Marshal(u)
 	if err != nil {
-		return &Error{Field: where, Rule: err.Error()}
+		return &ValidationError{Field: where, Rule: err.Error()}
 	}
 	err = json.Unmarshal(data, into)
 	var te *json.UnmarshalTypeError
@@ -145,9 +145,9 @@ func decodeConfig(where string, u *unstructured.Unstructured, apiVersion, kind s
 	case err == nil:
 		return nil
 	case errors.As(err, &te) && te.Field != "":
-		return &Error{Field: where + "." + jsonPath(reflect.TypeOf(into), te.Field), Rule: fmt.Sprintf("must be %s, not %s (in %s)", jsonKind(te.Type), article(te.Value), kind)}
+		return &ValidationError{Field: where + "." + jsonPath(reflect.TypeOf(into), te.Field), Rule: fmt.Sprintf("must be %s, not %s (in %s)", jsonKind(te.Type), article(te.Value), kind)}
 	}
-	return &Error{Field: where, Rule: fmt.Sprintf("does not decode as %s: %v", kind, strings.TrimPrefix(err.Error(), "json: "))}
+	return &ValidationError{Field: where, Rule: fmt.Sprintf("does not decode as %s: %v", kind, strings.TrimPrefix(err.Error(), "json: "))}
 }
 
 func (o *options) check() error {
@@ -206,7 +206,7 @@ func (o *options) check() error {
 	if p := o.APIServer.AuditLogPolicy; p != "" {
 		var policy map[string]any
 		if err := yaml.Unmarshal([]byte(p), &policy); err != nil {
-			return &Error{Field: api.Child("audit_log_policy").String(), Rule: notMapping([]byte(p))}
+			return &ValidationError{Field: api.Child("audit_log_policy").String(), Rule: notMapping([]byte(p))}
 		}
 	}
 
@@ -261,7 +261,7 @@ func checkCNIConfFile(p *field.Path, name, content string) error {
 		err = cniPluginConf([]byte(content))
 	}
 	if err != nil {
-		return &Error{Field: p.Child("content").String(), Rule: err.Error()}
+		return &ValidationError{Field: p.Child("content").String(), Rule: err.Error()}
 	}
 	return nil
 }

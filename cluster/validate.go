@@ -1,12 +1,14 @@
-// Package ckevalidate checks a cluster against what CKE v1.35.4 accepts in
+package cluster
+
+// Validate checks a cluster against what CKE v1.35.4 accepts in
 // its etcd key `cluster`, so that ckegen never writes a cluster that CKE's
 // server refuses ("invalid cluster configuration" in its log, nothing
 // applied) or cannot even read.
 //
 // CKE's server reads the key with encoding/json into its own cke.Cluster
-// and then runs Cluster.Validate(false). Cluster checks both, in the same
-// order, on the JSON that ckegen writes for c (json.Marshal of the
-// cluster.Cluster):
+// and then runs Cluster.Validate(false). Validate checks both, in the
+// same order, on the JSON that ckegen writes for c (json.Marshal of the
+// Cluster):
 //
 // Decoding (before any rule): the fields ckegen carries as raw JSON
 // (reboot, repair, sabakan, trusted_rest_mappings, options) must decode
@@ -75,10 +77,9 @@
 //   - paths are absolute as on Linux, where CKE's servers run, and CKE's
 //     integers are Go ints, 64 bits on the platforms both run on.
 //
-// One difference from checking the cluster.Cluster's strings as they are:
+// One difference from checking the Cluster's strings as they are:
 // ckegen's JSON turns each byte of invalid UTF-8 into U+FFFD (three
 // bytes), which is what CKE then reads; the annotation size counts that.
-package ckevalidate
 
 import (
 	"encoding/json"
@@ -96,13 +97,11 @@ import (
 	v1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
-
-	"github.com/ckegen/ckegen/cluster"
 )
 
-// Error is a rule of CKE's that a cluster breaks: the first one, in the
-// order CKE checks them.
-type Error struct {
+// ValidationError is a rule of CKE's that a cluster breaks: the first one,
+// in the order CKE checks them.
+type ValidationError struct {
 	// Field is where, in cluster.yml's names: "name", "nodes[3].labels",
 	// "nodes[3].taints[0].effect", "options.kubelet.cri_endpoint",
 	// "reboot" (the whole object, for a decoding error).
@@ -111,28 +110,29 @@ type Error struct {
 	Rule string
 }
 
-func (e *Error) Error() string {
+func (e *ValidationError) Error() string {
 	return "CKE's validation: " + e.Field + ": " + e.Rule
 }
 
-// fieldError turns one of apimachinery's field errors into an *Error.
-func fieldError(fe *field.Error) *Error {
-	return &Error{Field: fe.Field, Rule: fe.ErrorBody()}
+// fieldError turns one of apimachinery's field errors into a
+// *ValidationError.
+func fieldError(fe *field.Error) *ValidationError {
+	return &ValidationError{Field: fe.Field, Rule: fe.ErrorBody()}
 }
 
-func invalid(path *field.Path, value any, rule string) *Error {
+func invalid(path *field.Path, value any, rule string) *ValidationError {
 	return fieldError(field.Invalid(path, value, rule))
 }
 
-// Cluster returns nil when CKE v1.35.4 accepts c as its `cluster` key,
-// written as ckegen writes it (json.Marshal), and otherwise an *Error that
-// names the first rule c breaks and where.
+// Validate returns nil when CKE v1.35.4 accepts c as its `cluster` key,
+// written as ckegen writes it (json.Marshal), and otherwise a
+// *ValidationError that names the first rule c breaks and where.
 //
 // It takes time linear in the size of the cluster: each distinct label key,
 // label value and annotation key is checked once.
-func Cluster(c *cluster.Cluster) error {
+func (c *Cluster) Validate() error {
 	if c == nil {
-		return &Error{Field: "cluster", Rule: "no cluster"}
+		return &ValidationError{Field: "cluster", Rule: "no cluster"}
 	}
 	o, err := decodeOpaque(c)
 	if err != nil {
@@ -181,7 +181,7 @@ type checker struct {
 	annKeys   map[string]struct{}
 }
 
-func checkNodes(nodes []*cluster.Node) error {
+func checkNodes(nodes []*Node) error {
 	ch := &checker{
 		qualified: make(map[string]struct{}),
 		values:    make(map[string]struct{}),
@@ -191,7 +191,7 @@ func checkNodes(nodes []*cluster.Node) error {
 	for i, n := range nodes {
 		if n == nil {
 			// CKE's Validate dereferences it: its server would crash.
-			return &Error{Field: fmt.Sprintf("nodes[%d]", i), Rule: "null instead of a node"}
+			return &ValidationError{Field: fmt.Sprintf("nodes[%d]", i), Rule: "null instead of a node"}
 		}
 		if net.ParseIP(n.Address) == nil {
 			return invalid(nodePath(i).Child("address"), n.Address, "must be an IP address")
@@ -334,7 +334,7 @@ type opaque struct {
 
 // decodeOpaque decodes c's raw JSON fields into types of the shape of
 // CKE's, in the order ckegen writes them.
-func decodeOpaque(c *cluster.Cluster) (*opaque, error) {
+func decodeOpaque(c *Cluster) (*opaque, error) {
 	o := new(opaque)
 	for _, f := range []struct {
 		name string
@@ -358,18 +358,18 @@ func decodeOpaque(c *cluster.Cluster) (*opaque, error) {
 }
 
 // decodeInto decodes raw into v with encoding/json, as CKE does, and turns
-// its errors into an *Error under the field name.
+// its errors into an *ValidationError under the field name.
 func decodeInto(name string, raw []byte, v any) error {
 	if !json.Valid(raw) {
 		// json.Marshal refuses it: ckegen could not even write it.
 		err := json.Unmarshal(raw, new(any))
-		return &Error{Field: name, Rule: fmt.Sprintf("not valid JSON: %v", err)}
+		return &ValidationError{Field: name, Rule: fmt.Sprintf("not valid JSON: %v", err)}
 	}
 	err := json.Unmarshal(raw, v)
 	if err == nil {
 		return nil
 	}
-	var e *Error
+	var e *ValidationError
 	if errors.As(err, &e) {
 		return e
 	}
@@ -379,9 +379,9 @@ func decodeInto(name string, raw []byte, v any) error {
 		if f := jsonPath(reflect.TypeOf(v), te.Field); f != "" {
 			where += "." + f
 		}
-		return &Error{Field: where, Rule: fmt.Sprintf("must be %s, not %s", jsonKind(te.Type), article(te.Value))}
+		return &ValidationError{Field: where, Rule: fmt.Sprintf("must be %s, not %s", jsonKind(te.Type), article(te.Value))}
 	}
-	return &Error{Field: name, Rule: strings.TrimPrefix(err.Error(), "json: ")}
+	return &ValidationError{Field: name, Rule: strings.TrimPrefix(err.Error(), "json: ")}
 }
 
 // jsonPath removes from the path of a decoding error (te.Field) the names of
@@ -480,7 +480,7 @@ func checkMappings(ms []restMapping) error {
 		}
 		key := [3]string{m.Group, m.Version, m.Kind}
 		if j, dup := seen[key]; dup {
-			return &Error{Field: path.String(), Rule: fmt.Sprintf("the same group, version and kind as trusted_rest_mappings[%d] (%s/%s/%s)", j, m.Group, m.Version, m.Kind)}
+			return &ValidationError{Field: path.String(), Rule: fmt.Sprintf("the same group, version and kind as trusted_rest_mappings[%d] (%s/%s/%s)", j, m.Group, m.Version, m.Kind)}
 		}
 		seen[key] = i
 	}
