@@ -5,7 +5,6 @@ import (
 	"errors"
 	"time"
 
-	"github.com/ckegen/ckegen/actor"
 	"github.com/ckegen/ckegen/assume"
 	"github.com/ckegen/ckegen/decision"
 	"github.com/ckegen/ckegen/generator"
@@ -210,8 +209,8 @@ func StoredNextStep(ctx context.Context, st storage.Storage) (*NextStep, error) 
 // (decision.Silence: that its host stopped calling ckegen, and why).
 type Status struct {
 	storage.Status
-	Acting *actor.Report `json:"acting,omitempty"`
-	Notes  []string      `json:"notes,omitempty"`
+	Acting *Actor   `json:"acting,omitempty"`
+	Notes  []string `json:"notes,omitempty"`
 }
 
 // ReadStatus reads the last tick's status, CKE's status key and who
@@ -226,7 +225,7 @@ func ReadStatus(ctx context.Context, st storage.Storage, now time.Time) (Status,
 	if err != nil {
 		return Status{}, err
 	}
-	who, err := actor.Read(ctx, st, own.Own, now)
+	who, err := ReadActor(ctx, st, own.Own, now)
 	if err != nil {
 		return Status{}, err
 	}

@@ -1,4 +1,4 @@
-package web
+package liveview
 
 import (
 	"context"
@@ -17,9 +17,7 @@ import (
 	"github.com/ckegen/ckegen/intake"
 	"github.com/ckegen/ckegen/internal/testutil/dcgen"
 	"github.com/ckegen/ckegen/internal/testutil/sitetest"
-	"github.com/ckegen/ckegen/liveview"
 	"github.com/ckegen/ckegen/machine"
-	"github.com/ckegen/ckegen/rackmap"
 	"github.com/ckegen/ckegen/sabakan"
 	"github.com/ckegen/ckegen/storage"
 )
@@ -62,12 +60,12 @@ func newPageFixture(t *testing.T) *pageFixture {
 	return &pageFixture{st: st, sabakan: s.Server}
 }
 
-func (f *pageFixture) handler(pending *liveview.NextStep) http.Handler {
-	o := liveview.Options{Sabakan: sabakan.Options{Timeout: 2 * time.Second, Retries: -1}, EtcdTimeout: time.Second}
+func (f *pageFixture) handler(pending *NextStep) http.Handler {
+	o := Options{Sabakan: sabakan.Options{Timeout: 2 * time.Second, Retries: -1}, EtcdTimeout: time.Second}
 	if pending != nil {
-		o.NextStep = func(context.Context, storage.Storage) (*liveview.NextStep, error) { return pending, nil }
+		o.NextStep = func(context.Context, storage.Storage) (*NextStep, error) { return pending, nil }
 	}
-	return NewHandler(liveview.NewReader(f.st, o), Options{Refresh: 15 * time.Second, Log: quietLog})
+	return NewHandler(NewReader(f.st, o), PageOptions{Refresh: 15 * time.Second, Log: quietLog})
 }
 
 func get(t *testing.T, h http.Handler, method, path string) *httptest.ResponseRecorder {
@@ -84,7 +82,7 @@ var rectRE = regexp.MustCompile(`<rect x="\d+" y="\d+" class="([^"]*)"><title>([
 // a refresh.
 func TestMapPageSections(t *testing.T) {
 	f := newPageFixture(t)
-	h := f.handler(&liveview.NextStep{Op: generator.OpIncreaseWorker, Steps: 3,
+	h := f.handler(&NextStep{Op: generator.OpIncreaseWorker, Steps: 3,
 		Changes: []generator.Change{{Action: generator.ActionAddWorker, Address: "10.0.2.4", Serial: "S000014", Reason: "highest score"}}})
 	rec := get(t, h, http.MethodGet, "/")
 	body := rec.Body.String()
@@ -130,7 +128,7 @@ func TestMapPageSections(t *testing.T) {
 		`<tr><td>add-worker</td><td><code>10.0.2.4</code></td><td>S000014</td><td>highest score</td></tr>`,
 		`<td>new</td><td class="num">2</td><td>generate <code>10.0.0.2</code>, generate <code>10.0.1.4</code></td>`,
 		`15 machines in 3 racks: 1 control plane`,
-		`<p id="runway-line" class="muted">` + html.EscapeString(liveview.NoForecast) + `</p>`,
+		`<p id="runway-line" class="muted">` + html.EscapeString(NoForecast) + `</p>`,
 	} {
 		if !strings.Contains(body, want) {
 			t.Errorf("the page lacks %q", want)
@@ -184,9 +182,9 @@ func TestMapPageEscapes(t *testing.T) {
 	evil := `<script>alert(1)</script>`
 	ms := []machine.Machine{{Spec: machine.Spec{Serial: `S"1` + evil, Rack: 0, IndexInRack: 1, Role: evil, IPv4: []string{"10.0.0.1"}},
 		Status: machine.Status{State: machine.StateHealthy}}}
-	src := &builtSource{in: rackmap.Input{Machines: ms, Next: []generator.Change{{Action: evil, Address: "10.0.0.1"}}},
-		s: liveview.View{ClusterName: evil, Notes: []string{evil}, NextStep: &liveview.NextStep{Op: evil, Changes: []generator.Change{{Action: evil, Address: evil}}}}}
-	body := get(t, NewHandler(src, Options{Log: quietLog}), http.MethodGet, "/").Body.String()
+	src := &builtSource{in: MapInput{Machines: ms, Next: []generator.Change{{Action: evil, Address: "10.0.0.1"}}},
+		s: View{ClusterName: evil, Notes: []string{evil}, NextStep: &NextStep{Op: evil, Changes: []generator.Change{{Action: evil, Address: evil}}}}}
+	body := get(t, NewHandler(src, PageOptions{Log: quietLog}), http.MethodGet, "/").Body.String()
 	if strings.Contains(body, "<script>") {
 		t.Errorf("unescaped inventory text:\n%s", body)
 	}
@@ -204,7 +202,7 @@ func TestMapPageSize20000(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds a 20,000-machine data center")
 	}
-	rec := get(t, NewHandler(bigSource(t, 500, 40), Options{Log: quietLog}), http.MethodGet, "/")
+	rec := get(t, NewHandler(bigSource(t, 500, 40), PageOptions{Log: quietLog}), http.MethodGet, "/")
 	if rec.Code != http.StatusOK {
 		t.Fatalf("status %d", rec.Code)
 	}

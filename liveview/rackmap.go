@@ -3,11 +3,11 @@
 // not usable, with its state, whether it is rebooting, and what the next
 // step of the generator would do to it.
 //
-// Build turns a snapshot (machines, the current cluster, the rebooting set
+// BuildMap turns a snapshot (machines, the current cluster, the rebooting set
 // and the changes to highlight) into a Map; Text renders a Map for a
-// terminal and the Map itself marshals to JSON. Build is pure: no I/O, no
+// terminal and the Map itself marshals to JSON. BuildMap is pure: no I/O, no
 // clock.
-package rackmap
+package liveview
 
 import (
 	"cmp"
@@ -56,8 +56,8 @@ func (k Kind) NodeRole() string {
 	return "none"
 }
 
-// Input is the snapshot a map is drawn from.
-type Input struct {
+// MapInput is the snapshot a map is drawn from.
+type MapInput struct {
 	// Machines are the machines to draw: online, every machine sabakan
 	// has (a query without conditions); offline, the machines file.
 	Machines []machine.Machine
@@ -188,7 +188,7 @@ type Map struct {
 	// FailureDomain is what a failure domain is ("rack", or a label's
 	// name), and QuorumAtRisk the domains whose loss breaks etcd's
 	// quorum in the current cluster, in the domain's order; both left out
-	// when the failure domain is not known (Input.FailureDomain).
+	// when the failure domain is not known (MapInput.FailureDomain).
 	FailureDomain string         `json:"failureDomain,omitempty"`
 	QuorumAtRisk  []DomainAtRisk `json:"quorumAtRisk,omitempty"`
 }
@@ -245,9 +245,9 @@ func sortedKeys(c map[string]int) []string {
 	return out
 }
 
-// Build draws the map. It never fails: machines the daemon would ignore
+// BuildMap draws the map. It never fails: machines the daemon would ignore
 // are drawn as unusable, with a warning.
-func Build(in Input) *Map {
+func BuildMap(in MapInput) *Map {
 	// The machines the daemon would work with: the selected ones, after
 	// the same sanitizing as a tick.
 	kept, warnings := machine.Sanitize(selectedMachines(in), labels.ValidateSabakanLabel)
@@ -304,13 +304,13 @@ func (m *Map) markDomains(cen failuredomain.Census) {
 }
 
 // selects reports whether the daemon's query returns the machine serial.
-func (in *Input) selects(serial string) bool {
+func (in *MapInput) selects(serial string) bool {
 	return in.Selected == nil || in.Selected[serial]
 }
 
 // selectedMachines are the machines the daemon's query returns, in the
 // order of in.Machines, before sanitizing.
-func selectedMachines(in Input) []machine.Machine {
+func selectedMachines(in MapInput) []machine.Machine {
 	if in.Selected == nil {
 		return in.Machines
 	}
@@ -340,7 +340,7 @@ func newCells(ms []machine.Machine) (cells []Cell, racks []int) {
 // seenEntries says whether the daemon works with each entry of
 // in.Machines: selected, kept by Sanitize, and the first entry of its
 // serial (Sanitize keeps that one).
-func seenEntries(in Input, kept []*machine.Machine) []bool {
+func seenEntries(in MapInput, kept []*machine.Machine) []bool {
 	keptSerials := make(map[string]bool, len(kept))
 	for _, m := range kept {
 		keptSerials[m.Spec.Serial] = true
@@ -406,7 +406,7 @@ func nodesByAddress(c *cluster.Cluster) map[string]*cluster.Node {
 // classifyCells says what each cell is to the cluster. Only the entry an
 // address joins carries that address's node, change and reboot: another
 // entry of the same address is drawn as if no node had it.
-func classifyCells(in Input, cells []Cell, seen []bool, byAddr map[string]int, changes map[string]string) {
+func classifyCells(in MapInput, cells []Cell, seen []bool, byAddr map[string]int, changes map[string]string) {
 	nodes := nodesByAddress(in.Current)
 	for i := range cells {
 		c := &cells[i]
@@ -422,7 +422,7 @@ func classifyCells(in Input, cells []Cell, seen []bool, byAddr map[string]int, c
 
 // whyIgnored says why the daemon would not use the cell's machine whatever
 // the cluster: not selected, a bad entry, or not HEALTHY; "" when it would.
-func whyIgnored(in Input, c *Cell, seen bool) string {
+func whyIgnored(in MapInput, c *Cell, seen bool) string {
 	switch {
 	case !in.selects(c.Serial):
 		return "not returned by the query variables"
@@ -469,7 +469,7 @@ func nodeKind(n *cluster.Node) Kind {
 // setModel says the model of the workers in force and, with a cluster,
 // the rate of its workers over the machines the daemon works with;
 // nothing when the constraints are not known.
-func (m *Map) setModel(in Input, machines int) {
+func (m *Map) setModel(in MapInput, machines int) {
 	c := in.Constraints
 	if c == nil {
 		return
@@ -482,7 +482,7 @@ func (m *Map) setModel(in Input, machines int) {
 
 // orphans are the nodes whose address is no machine's, in the cluster's
 // order.
-func orphans(in Input, byAddr map[string]int, changes map[string]string) []Orphan {
+func orphans(in MapInput, byAddr map[string]int, changes map[string]string) []Orphan {
 	out := []Orphan{}
 	if in.Current == nil {
 		return out

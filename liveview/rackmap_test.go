@@ -1,4 +1,4 @@
-package rackmap
+package liveview
 
 import (
 	"bytes"
@@ -8,7 +8,6 @@ import (
 	"regexp"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -19,8 +18,6 @@ import (
 	"github.com/ckegen/ckegen/machine"
 	"github.com/ckegen/ckegen/template"
 )
-
-var testNow = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
 // mc builds a machine: serial, address ("" for none), rack, index, role,
 // state.
@@ -97,7 +94,7 @@ func TestMapBuildCells(t *testing.T) {
 			selected[m.Spec.Serial] = true
 		}
 	}
-	in := Input{
+	in := MapInput{
 		Machines: ms,
 		Selected: selected,
 		Current: &cluster.Cluster{Name: "c", Nodes: []*cluster.Node{
@@ -113,7 +110,7 @@ func TestMapBuildCells(t *testing.T) {
 			{Action: generator.ActionRemoveBadCP, Address: "10.0.0.2", Serial: "sick-worker"},
 		},
 	}
-	m := Build(in)
+	m := BuildMap(in)
 	want := map[string]Cell{
 		"cp":               {Serial: "cp", Address: "10.0.0.1", Index: 1, Role: "cs", State: "HEALTHY", Kind: KindControlPlane},
 		"sick-worker":      {Serial: "sick-worker", Address: "10.0.0.2", Index: 2, Role: "ss", State: "UNREACHABLE", Kind: KindWorker, Why: "state UNREACHABLE", Change: "change-taint"},
@@ -165,13 +162,13 @@ func TestMapBuildCells(t *testing.T) {
 		t.Fatal(err)
 	}
 	in.Constraints = &rate
-	mr := Build(in)
+	mr := BuildMap(in)
 	if want := (&generator.WorkerRate{Workers: 4, Machines: 10, Percent: 30, Minimum: 80}); mr.Model != "rate" || !cmp.Equal(mr.Rate, want) {
 		t.Errorf("rate model: model %q, rate %+v, want rate %+v", mr.Model, mr.Rate, want)
 	}
 	count := constraints.Default()
 	in.Constraints = &count
-	if mc := Build(in); mc.Model != "count" || mc.Rate != nil || mc.ModelText() != "model: count" {
+	if mc := BuildMap(in); mc.Model != "count" || mc.Rate != nil || mc.ModelText() != "model: count" {
 		t.Errorf("count model: model %q, rate %+v, text %q", mc.Model, mc.Rate, mc.ModelText())
 	}
 	in.Constraints = nil
@@ -179,7 +176,7 @@ func TestMapBuildCells(t *testing.T) {
 	// Without a template every role is a candidate; without Selected every
 	// machine is queried.
 	in.Template, in.Selected = nil, nil
-	got := cellsBySerial(Build(in))
+	got := cellsBySerial(BuildMap(in))
 	if c := got["boot"]; c.Kind != KindUnused {
 		t.Errorf("boot without a template: %+v, want an unused candidate", c)
 	}
@@ -192,7 +189,7 @@ func TestMapBuildCells(t *testing.T) {
 // node's, even listed first and with a node, a change and a reboot of the
 // empty address: that node is an orphan.
 func TestMapBuildNoAddressJoinsNothing(t *testing.T) {
-	m := Build(Input{
+	m := BuildMap(MapInput{
 		Machines:  []machine.Machine{mc("no-address", "", 0, 1, "cs", machine.StateHealthy)},
 		Current:   &cluster.Cluster{Name: "c", Nodes: []*cluster.Node{node("", false)}},
 		Rebooting: map[string]bool{"": true},
@@ -218,8 +215,8 @@ func TestMapBuildOrderAndDeterminism(t *testing.T) {
 	o.Racks, o.PerRack = 5, 6
 	ms := dcgen.Machines(o)
 	ms = append(ms, mc("Z-extra", "10.0.3.99", 3, 2, "compute", machine.StateHealthy)) // index 2 twice in rack 3
-	in := Input{Machines: ms, Current: &cluster.Cluster{Nodes: []*cluster.Node{node("10.0.0.2", true), node("10.0.1.3", false)}}}
-	want, err := json.Marshal(Build(in))
+	in := MapInput{Machines: ms, Current: &cluster.Cluster{Nodes: []*cluster.Node{node("10.0.0.2", true), node("10.0.1.3", false)}}}
+	want, err := json.Marshal(BuildMap(in))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -227,7 +224,7 @@ func TestMapBuildOrderAndDeterminism(t *testing.T) {
 	for range 5 {
 		shuffled := append([]machine.Machine(nil), ms...)
 		rng.Shuffle(len(shuffled), func(i, j int) { shuffled[i], shuffled[j] = shuffled[j], shuffled[i] })
-		m := Build(Input{Machines: shuffled, Current: in.Current})
+		m := BuildMap(MapInput{Machines: shuffled, Current: in.Current})
 		got, err := json.Marshal(m)
 		if err != nil {
 			t.Fatal(err)
@@ -252,7 +249,7 @@ func TestMapBuildOrderAndDeterminism(t *testing.T) {
 // TestMapBands: racks whose machines share an index share a row; a rack
 // with two machines of one index takes two rows.
 func TestMapBands(t *testing.T) {
-	m := Build(Input{Machines: []machine.Machine{
+	m := BuildMap(MapInput{Machines: []machine.Machine{
 		mc("a1", "10.0.0.1", 0, 1, "", machine.StateHealthy),
 		mc("a3", "10.0.0.3", 0, 3, "", machine.StateHealthy),
 		mc("b2", "10.0.1.2", 1, 2, "", machine.StateHealthy),
@@ -287,9 +284,9 @@ func TestMapTextWraps(t *testing.T) {
 	o := dcgen.Default(testNow)
 	o.Racks, o.PerRack, o.UnhealthyPct = 30, 8, 20
 	ms := dcgen.Machines(o)
-	in := Input{Machines: ms, Current: &cluster.Cluster{Nodes: []*cluster.Node{node("10.0.0.2", true), node("10.0.12.3", false)}},
+	in := MapInput{Machines: ms, Current: &cluster.Cluster{Nodes: []*cluster.Node{node("10.0.0.2", true), node("10.0.12.3", false)}},
 		Rebooting: map[string]bool{"10.0.12.3": true}, Next: []generator.Change{{Action: "add-worker", Address: "10.0.29.5"}}}
-	m := Build(in)
+	m := BuildMap(in)
 	for width := 10; width <= 200; width += 7 {
 		var plain, color bytes.Buffer
 		if err := m.WriteText(&plain, TextOptions{Width: width}); err != nil {
@@ -329,7 +326,7 @@ func TestMapTextWraps(t *testing.T) {
 // TestMapTextEmpty: no machines is said, not drawn as nothing.
 func TestMapTextEmpty(t *testing.T) {
 	var b bytes.Buffer
-	if err := Build(Input{}).WriteText(&b, TextOptions{}); err != nil {
+	if err := BuildMap(MapInput{}).WriteText(&b, TextOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.HasPrefix(b.String(), "no machines\n") || !strings.Contains(b.String(), "0 machines in 0 racks") {
@@ -368,12 +365,12 @@ func BenchmarkMapBuild20000(b *testing.B) {
 	in := bigInput(b)
 	b.ReportAllocs()
 	for b.Loop() {
-		Build(in)
+		BuildMap(in)
 	}
 }
 
 func BenchmarkMapText20000(b *testing.B) {
-	m := Build(bigInput(b))
+	m := BuildMap(bigInput(b))
 	var buf bytes.Buffer
 	b.ReportAllocs()
 	for b.Loop() {
@@ -386,7 +383,7 @@ func BenchmarkMapText20000(b *testing.B) {
 }
 
 // bigInput: 500 racks of 40 machines, every other one a node.
-func bigInput(tb testing.TB) Input {
+func bigInput(tb testing.TB) MapInput {
 	o := dcgen.Default(testNow)
 	o.Racks, o.PerRack = 500, 40
 	ms := dcgen.Machines(o)
@@ -397,7 +394,7 @@ func bigInput(tb testing.TB) Input {
 	if len(c.Nodes) != 10000 {
 		tb.Fatal(fmt.Sprint("nodes: ", len(c.Nodes)))
 	}
-	return Input{Machines: ms, Current: c}
+	return MapInput{Machines: ms, Current: c}
 }
 
 // TestMapModelText: the terminal map says the model under the summary,
@@ -436,7 +433,7 @@ func TestMapModelText(t *testing.T) {
 		{"unknown", nil, cur, 100, "", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			m := Build(Input{Machines: ms, Current: tc.cur, Constraints: tc.cons})
+			m := BuildMap(MapInput{Machines: ms, Current: tc.cur, Constraints: tc.cons})
 			var b bytes.Buffer
 			if err := m.WriteText(&b, TextOptions{Width: tc.width}); err != nil {
 				t.Fatal(err)

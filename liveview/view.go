@@ -19,11 +19,9 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
-	"github.com/ckegen/ckegen/actor"
 	"github.com/ckegen/ckegen/generator"
 	"github.com/ckegen/ckegen/intake"
 	"github.com/ckegen/ckegen/machine"
-	"github.com/ckegen/ckegen/rackmap"
 	"github.com/ckegen/ckegen/sabakan"
 	"github.com/ckegen/ckegen/storage"
 )
@@ -106,7 +104,7 @@ type View struct {
 	ClusterName string
 	// Map is the rack map; nil when it could not be drawn, with MapErr
 	// saying why (no URL, sabakan unreachable, ...).
-	Map    *rackmap.Map
+	Map    *Map
 	MapErr error
 	// Status is the last tick's result; nil when none was recorded.
 	// Silence says that its host stopped calling the step, when it did
@@ -114,7 +112,7 @@ type View struct {
 	Status  *storage.Status
 	Silence string
 	// Acting is who leads now, read with the status (nil without one).
-	Acting *actor.Report
+	Acting *Actor
 	// History holds the last entries, newest first.
 	History []storage.HistoryEntry
 	// NextStep is the pending plan's next step; nil when there is none.
@@ -171,7 +169,7 @@ func (r *Reader) View(ctx context.Context) (*View, error) {
 	if s.NextStep != nil {
 		in.Next = s.NextStep.Changes
 	}
-	s.Map = rackmap.Build(in)
+	s.Map = BuildMap(in)
 	return s, nil
 }
 
@@ -187,8 +185,8 @@ func (e *EtcdError) Unwrap() error { return e.Err }
 // etcd, and the machines from sabakan (every machine, and which of them
 // the stored query variables select). The notes say what could not be
 // taken into account. Next is left empty.
-func (r *Reader) Input(ctx context.Context) (rackmap.Input, []string, error) {
-	var in rackmap.Input
+func (r *Reader) Input(ctx context.Context) (MapInput, []string, error) {
+	var in MapInput
 	snap, err := r.snapshot(ctx)
 	if err != nil {
 		return in, nil, err

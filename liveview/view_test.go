@@ -19,7 +19,6 @@ import (
 	"github.com/ckegen/ckegen/internal/testutil/etcdtest"
 	"github.com/ckegen/ckegen/internal/testutil/sitetest"
 	"github.com/ckegen/ckegen/machine"
-	"github.com/ckegen/ckegen/rackmap"
 	"github.com/ckegen/ckegen/sabakan"
 	"github.com/ckegen/ckegen/storage"
 )
@@ -81,8 +80,8 @@ func must(t *testing.T, err error) {
 	}
 }
 
-func cells(m *rackmap.Map) map[string]rackmap.Cell {
-	out := map[string]rackmap.Cell{}
+func cells(m *Map) map[string]Cell {
+	out := map[string]Cell{}
 	for _, r := range m.Racks {
 		for _, c := range r.Cells {
 			out[c.Address] = c
@@ -115,15 +114,15 @@ func TestMapSnapshotInput(t *testing.T) {
 	}
 	c := cells(s.Map)
 	for addr, want := range map[string]struct {
-		kind      rackmap.Kind
+		kind      Kind
 		why       string
 		rebooting bool
 	}{
-		"10.0.0.1": {rackmap.KindUnusable, "not returned by the query variables", false}, // boot: the default query skips it
-		"10.0.1.2": {rackmap.KindUnusable, "not returned by the query variables", false}, // RETIRED: likewise
-		"10.0.0.2": {rackmap.KindControlPlane, "", false},
-		"10.0.1.3": {rackmap.KindWorker, "", true},
-		"10.0.2.4": {rackmap.KindUnused, "", false},
+		"10.0.0.1": {KindUnusable, "not returned by the query variables", false}, // boot: the default query skips it
+		"10.0.1.2": {KindUnusable, "not returned by the query variables", false}, // RETIRED: likewise
+		"10.0.0.2": {KindControlPlane, "", false},
+		"10.0.1.3": {KindWorker, "", true},
+		"10.0.2.4": {KindUnused, "", false},
 	} {
 		got := c[addr]
 		if got.Kind != want.kind || got.Why != want.why || got.Rebooting != want.rebooting {

@@ -12,9 +12,9 @@ import (
 	"github.com/ckegen/ckegen/constraints"
 	"github.com/ckegen/ckegen/generator"
 	"github.com/ckegen/ckegen/internal/testutil/sitetest"
+	"github.com/ckegen/ckegen/liveview"
 	"github.com/ckegen/ckegen/machine"
 	"github.com/ckegen/ckegen/planreport"
-	"github.com/ckegen/ckegen/rackmap"
 	"github.com/ckegen/ckegen/storage"
 )
 
@@ -147,13 +147,13 @@ service_subnet: 10.68.0.0/16
 	if _, err := f.st.PutCluster(ctx, campaignAs(t, f.st, "host-1"), data, 0, tmplRev); err != nil {
 		t.Fatal(err)
 	}
-	mapJSON := func() *rackmap.Map {
+	mapJSON := func() *liveview.Map {
 		t.Helper()
 		out, errOut, code := f.run("sabakan", "map", "-o", "json")
 		if code != 0 {
 			t.Fatalf("map: exit %d, %s", code, errOut)
 		}
-		var m rackmap.Map
+		var m liveview.Map
 		if err := json.Unmarshal([]byte(out), &m); err != nil {
 			t.Fatal(err)
 		}

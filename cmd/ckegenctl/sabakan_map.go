@@ -15,7 +15,6 @@ import (
 	"github.com/ckegen/ckegen/internal/strictjson"
 	"github.com/ckegen/ckegen/internal/usage"
 	"github.com/ckegen/ckegen/liveview"
-	"github.com/ckegen/ckegen/rackmap"
 	"github.com/ckegen/ckegen/sabakan"
 	"github.com/ckegen/ckegen/storage"
 )
@@ -118,7 +117,7 @@ func (o *mapOptions) run(e *env, stdout, stderr io.Writer) error {
 		}
 	}
 
-	var in rackmap.Input
+	var in liveview.MapInput
 	var notes []string
 	var err error
 	if o.machines != "" {
@@ -133,7 +132,7 @@ func (o *mapOptions) run(e *env, stdout, stderr io.Writer) error {
 		// --next replaces the stored plan's next step.
 		in.Next = next
 	}
-	m := rackmap.Build(in)
+	m := liveview.BuildMap(in)
 	for _, n := range notes {
 		fmt.Fprintf(stderr, "note: %s\n", n)
 	}
@@ -149,7 +148,7 @@ func (o *mapOptions) run(e *env, stdout, stderr io.Writer) error {
 		return err
 	}
 	tty := isTerminal(stdout)
-	opts := rackmap.TextOptions{Width: o.width, Color: o.color == "always" || (o.color == "auto" && tty && colorWanted())}
+	opts := liveview.TextOptions{Width: o.width, Color: o.color == "always" || (o.color == "auto" && tty && colorWanted())}
 	if opts.Width == 0 && tty {
 		if w, _, err := term.GetSize(int(stdout.(*os.File).Fd())); err == nil {
 			opts.Width = w
@@ -159,7 +158,7 @@ func (o *mapOptions) run(e *env, stdout, stderr io.Writer) error {
 }
 
 // offlineInput reads the files of the map; only --machines is required.
-func (o *mapOptions) offlineInput() (rackmap.Input, error) {
+func (o *mapOptions) offlineInput() (liveview.MapInput, error) {
 	s, raw, err := intake.ReadFiles(intake.Files{
 		Template:      fileFlag("--template", o.template),
 		Machines:      fileFlag("--machines", o.machines),
@@ -169,9 +168,9 @@ func (o *mapOptions) offlineInput() (rackmap.Input, error) {
 		RebootingFlag: "--rebooting",
 	})
 	if err != nil {
-		return rackmap.Input{}, err
+		return liveview.MapInput{}, err
 	}
-	in := rackmap.Input{Machines: raw, Current: s.Current, Template: s.Template, Rebooting: s.Rebooting}
+	in := liveview.MapInput{Machines: raw, Current: s.Current, Template: s.Template, Rebooting: s.Rebooting}
 	if s.ConstraintsStored {
 		in.Constraints = &s.Constraints
 	}
@@ -180,7 +179,7 @@ func (o *mapOptions) offlineInput() (rackmap.Input, error) {
 
 // onlineInput reads etcd (within --timeout) and queries sabakan (within
 // --sabakan-timeout per request); an error says which one failed.
-func (o *mapOptions) onlineInput(e *env) (in rackmap.Input, notes []string, err error) {
+func (o *mapOptions) onlineInput(e *env) (in liveview.MapInput, notes []string, err error) {
 	err = e.withStorage(func(ctx context.Context, st storage.Storage) error {
 		// The reader bounds its etcd reads by --timeout and each sabakan
 		// request by --sabakan-timeout, so a slow sabakan is not reported

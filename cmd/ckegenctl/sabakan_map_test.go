@@ -19,7 +19,7 @@ import (
 	"github.com/ckegen/ckegen/internal/testutil/etcdtest"
 	"github.com/ckegen/ckegen/internal/testutil/goldentest"
 	"github.com/ckegen/ckegen/internal/testutil/sitetest"
-	"github.com/ckegen/ckegen/rackmap"
+	"github.com/ckegen/ckegen/liveview"
 	"github.com/ckegen/ckegen/storage"
 )
 
@@ -148,7 +148,7 @@ func TestMapOnline(t *testing.T) {
 	if code := run(append(base, "-o", "json"), strings.NewReader(""), &stdout, &stderr); code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr.String())
 	}
-	var m rackmap.Map
+	var m liveview.Map
 	if err := json.Unmarshal(stdout.Bytes(), &m); err != nil {
 		t.Fatal(err)
 	}
