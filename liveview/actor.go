@@ -1,4 +1,4 @@
-// Package actor says who acts on the cluster now: which server leads
+// Who acts: ReadActor says who acts on the cluster now: which server leads
 // CKE's election and ckegen's, and whether ckegen runs in CKE's, from
 // the election keys and the records of presence every process of ckegen
 // keeps (storage.Presence), never from flags, settings or the mode of
@@ -10,6 +10,7 @@
 // key of a process that died goes when its lease expires: the lease's
 // time left bounds how stale the evidence can be) and the time its
 // record of presence was written (when that process started).
+
 package liveview
 
 import (

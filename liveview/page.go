@@ -1,8 +1,9 @@
-// Package web is ckegen's page (at / of its daemon, at /ckegen/ of CKE's
+// The page is ckegen's page (at / of its daemon, at /ckegen/ of CKE's
 // server with ckegen inside): the rack map as SVG (one element
 // per machine, with a tooltip), the last tick's status, the pending plan
 // and the last history entries. It is rendered on the server with
 // html/template and reloads itself; there is no script.
+
 package liveview
 
 import (

@@ -11,9 +11,8 @@ import (
 
 	"github.com/ckegen/ckegen/constraints"
 	"github.com/ckegen/ckegen/generator"
+	"github.com/ckegen/ckegen/intake"
 	"github.com/ckegen/ckegen/internal/testutil/dcgen"
-	"github.com/ckegen/ckegen/labels"
-	"github.com/ckegen/ckegen/machine"
 	"github.com/ckegen/ckegen/storage"
 	"github.com/ckegen/ckegen/template"
 )
@@ -52,14 +51,14 @@ func bigSource(tb testing.TB, racks, perRack int) *builtSource {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	kept, _ := machine.Sanitize(ms, labels.ValidateSabakanLabel)
+	kept, _, _ := intake.Sanitize(ms)
 	cons := constraints.Default()
 	cons.ControlPlaneCount, cons.MinimumWorkers = 5, len(ms)/2
 	res, err := generator.Generate(generator.Input{Template: tmpl, Constraints: cons, Machines: kept, Now: benchNow})
 	if err != nil {
 		tb.Fatal(err)
 	}
-	in := MapInput{Machines: ms, Current: res.Cluster, Template: tmpl,
+	in := MapInput{Machines: kept, Context: ms, LeftOut: leftOutOnline, Current: res.Cluster, Template: tmpl,
 		Rebooting: map[string]bool{res.Cluster.Nodes[7].Address: true}}
 	st := &storage.Status{Result: "ok", Since: benchNow.Add(-time.Hour), Time: benchNow, LastSuccess: benchNow, LastOp: res.Op, LastChangeCount: len(res.Changes), Leader: "host-1"}
 	var hist []storage.HistoryEntry

@@ -16,6 +16,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -302,7 +303,12 @@ func TestRateModelPageInBrowser(t *testing.T) {
 	wantRate := fmt.Sprintf("workers %.1f%% ((%d workers - 1) / %d machines), minimum-workers-rate 80%%",
 		float64(workers-1)/float64(len(queried))*100, workers, len(queried))
 
-	page := httptest.NewServer(NewHandler(NewReader(st, Options{Now: func() time.Time { return now }}), PageOptions{Log: slog.New(slog.NewTextHandler(io.Discard, nil))}))
+	// A clock that moves a second at each reading, and a CacheTTL of 1ns:
+	// every load decides anew (the constraints change).
+	var ticks atomic.Int64
+	clock := func() time.Time { return now.Add(time.Duration(ticks.Add(1)) * time.Second) }
+	page := httptest.NewServer(NewHandler(NewReader(st, Options{Now: clock, CacheTTL: time.Nanosecond}),
+		PageOptions{Log: slog.New(slog.NewTextHandler(io.Discard, nil))}))
 	t.Cleanup(page.Close)
 	bctx := browser(t, ctx, chrome)
 	load := func() (model, text string, visible bool) {

@@ -33,7 +33,12 @@ func riskInput(key *failuredomain.Key) MapInput {
 		ms[i].Spec.Labels = []machine.Label{{Name: "power-feed", Value: feed}}
 	}
 	c := &cluster.Cluster{Nodes: []*cluster.Node{node("10.0.4.1", true), node("10.0.4.2", true), node("10.0.11.1", true), node("10.0.11.2", false)}}
-	return MapInput{Machines: ms, Current: c, FailureDomain: key}
+	in := rawIn(ms, MapInput{Current: c})
+	if key != nil {
+		cen := failuredomain.ControlPlanes(*key, in.Machines, c)
+		in.Domains = &cen
+	}
+	return in
 }
 
 func keyOf(k failuredomain.Key) *failuredomain.Key { return &k }
@@ -108,6 +113,8 @@ func TestMapMarksDomainsAtRisk(t *testing.T) {
 	spread := riskInput(keyOf(failuredomain.Rack()))
 	spread.Current.Nodes[1] = node("10.0.4.2", false)
 	spread.Current.Nodes = append(spread.Current.Nodes, node("10.0.9.9", true)) // its machine gone: a domain of its own
+	cen := failuredomain.ControlPlanes(failuredomain.Rack(), spread.Machines, spread.Current)
+	spread.Domains = &cen
 	if m := BuildMap(spread); m.FailureDomain != "rack" || m.QuorumAtRisk != nil || m.Racks[0].QuorumAtRisk != nil {
 		t.Errorf("no domain at risk: %+v", m.QuorumAtRisk)
 	}

@@ -374,7 +374,7 @@ func run(o *options) error {
 	// etcd and queries sabakan read-only, with a short cache.
 	mux := d.Handler()
 	st := storage.New(cli.Client, cfg.Prefix)
-	mux.Handle("/", liveview.NewHandler(liveview.NewReader(st, liveview.Options{Sabakan: o.sabakanOptions(), NextStep: liveview.StoredNextStep}), liveview.PageOptions{Log: lg}))
+	mux.Handle("/", liveview.NewHandler(liveview.NewReader(st, liveview.Options{Sabakan: o.sabakanOptions()}), liveview.PageOptions{Log: lg}))
 
 	well.Go(d.Run)
 	s := &well.HTTPServer{

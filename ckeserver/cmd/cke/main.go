@@ -264,7 +264,7 @@ func wait() error {
 func ckegenHandler(etcd *clientv3.Client, lg *slog.Logger) http.Handler {
 	st := storage.Storage{Client: etcd}
 	mux := http.NewServeMux()
-	mux.Handle("/", liveview.NewHandler(liveview.NewReader(st, liveview.Options{NextStep: liveview.StoredNextStep}), liveview.PageOptions{Log: lg}))
+	mux.Handle("/", liveview.NewHandler(liveview.NewReader(st, liveview.Options{}), liveview.PageOptions{Log: lg}))
 	mux.HandleFunc("GET /version", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, version.Current(), nil)
 	})
