@@ -14,12 +14,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/ckegen/ckegen/decision"
 	"slices"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/ckegen/ckegen/decision"
 	"github.com/ckegen/ckegen/generator"
 	"github.com/ckegen/ckegen/sabakan"
 	"github.com/ckegen/ckegen/storage"
