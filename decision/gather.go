@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"time"
 
+	"golang.org/x/sync/errgroup"
+
 	"github.com/ckegen/ckegen/generator"
 	"github.com/ckegen/ckegen/intake"
 	"github.com/ckegen/ckegen/kubenodes"
@@ -62,6 +64,10 @@ type Gathered struct {
 	Asked    bool
 	Machines []*machine.Machine
 	Roles    []string
+	// Context is every machine sabakan has, raw, when the gather was
+	// asked for it (Ask.Context): for drawing the data center around the
+	// answer, never an input of Decide.
+	Context []machine.Machine
 	// Metrics are the policy's metric values (nil: none).
 	Metrics *policy.Values
 	// Kubernetes is the view of the Nodes the decision uses (nil: the
@@ -140,6 +146,9 @@ type Ask struct {
 	// the answer the query would give once it changed, applying states
 	// itself. A tick sets none.
 	Rehearse func(held []machine.Machine, states sabakan.StateFilter) ([]machine.Machine, error)
+	// Context: fetch every machine of sabakan too, beside the query, into
+	// Gathered.Context (a map draws the racks around the answer).
+	Context bool
 }
 
 // Gather reads what one decision is made from, as the leader holding
@@ -186,7 +195,7 @@ func (gr *Gatherer) Gather(ctx context.Context, leaderKey string, a Ask) *Gather
 	}
 	g.Warnings = append(g.Warnings, s.Warnings...)
 	g.Asked = true
-	if g.Failure = gr.query(ctx, g, a.Rehearse); g.Failure != nil {
+	if g.Failure = gr.query(ctx, g, a); g.Failure != nil {
 		return g
 	}
 	if g.Failure = gr.fetchMetrics(ctx, g); g.Failure != nil {
@@ -225,19 +234,26 @@ func settingsID(snap *storage.Snapshot) string {
 // query asks sabakan for the machines of the user's variables and
 // sanitizes them, keeping the roles of every machine returned (for the
 // generator's typo guard) and a warning for each machine ignored or
-// changed; with rehearse, the answer is the rehearsal's (Ask.Rehearse).
-func (gr *Gatherer) query(ctx context.Context, g *Gathered, rehearse func([]machine.Machine, sabakan.StateFilter) ([]machine.Machine, error)) *Error {
+// changed; with rehearse, the answer is the rehearsal's (Ask.Rehearse);
+// with Ask.Context, every machine too, in parallel.
+func (gr *Gatherer) query(ctx context.Context, g *Gathered, a Ask) *Error {
 	client, err := gr.sabakan.For(g.Settings.URL)
 	if err != nil {
 		return Fail(reason.QueryError, err)
 	}
-	vars, states := g.Settings.Variables, sabakan.StateFilter{}
+	vars, states, rehearse := g.Settings.Variables, sabakan.StateFilter{}, a.Rehearse
 	if rehearse != nil {
 		vars, states = vars.WithoutStates()
+	}
+	var all errgroup.Group
+	if a.Context {
+		every := sabakan.Variables{Having: &sabakan.MachineParams{}, NotHaving: &sabakan.MachineParams{}}
+		all.Go(func() (err error) { g.Context, err = client.SearchMachines(ctx, every); return err })
 	}
 	start := time.Now() // elapsed time, for the metrics
 	raw, err := client.SearchMachines(ctx, vars)
 	g.QueryTime = time.Since(start)
+	err = errors.Join(err, all.Wait())
 	switch {
 	case errors.Is(err, sabakan.ErrUnreachable):
 		return Fail(reason.SabakanUnreachable, err)

@@ -104,7 +104,7 @@ func New(cfg Config) (*Integrator, error) {
 // this server runs ckegen: its name as CKE's election has it (the host
 // name), ckegen's version and commit, and the CKE release it is built
 // on. The record goes when the session does: whoever reads CKE's
-// election then knows whether its leader runs ckegen (package actor).
+// election then knows whether its leader runs ckegen (liveview.ReadActor).
 func (ig *Integrator) Announce(ctx context.Context, lease clientv3.LeaseID) error {
 	v := version.Current()
 	p := storage.Presence{Name: ig.cfg.Name, Kind: storage.PresenceInsideCKE, Version: v.Version, Commit: v.Commit,

@@ -38,7 +38,6 @@ import (
 	"github.com/ckegen/ckegen/liveview"
 	"github.com/ckegen/ckegen/sabakan"
 	"github.com/ckegen/ckegen/storage"
-	"github.com/ckegen/ckegen/web"
 )
 
 // defaultConfig is CKE's configuration file, read when it exists and
@@ -376,7 +375,7 @@ func run(o *options) error {
 	// etcd and queries sabakan read-only, with a short cache.
 	mux := d.Handler()
 	st := storage.New(cli.Client, cfg.Prefix)
-	mux.Handle("/", web.NewHandler(liveview.NewReader(st, liveview.Options{Sabakan: o.sabakanOptions(), NextStep: liveview.StoredNextStep}), web.Options{Log: lg}))
+	mux.Handle("/", liveview.NewHandler(liveview.NewReader(st, liveview.Options{Sabakan: o.sabakanOptions()}), liveview.PageOptions{Log: lg}))
 
 	well.Go(d.Run)
 	s := &well.HTTPServer{

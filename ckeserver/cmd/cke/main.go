@@ -40,7 +40,6 @@ import (
 	"github.com/ckegen/ckegen/internal/version"
 	"github.com/ckegen/ckegen/liveview"
 	"github.com/ckegen/ckegen/storage"
-	"github.com/ckegen/ckegen/web"
 )
 
 // CKE's server's flags, with CKE's names and defaults; cybozu-go/well adds
@@ -266,7 +265,7 @@ func wait() error {
 func ckegenHandler(etcd *clientv3.Client, lg *slog.Logger) http.Handler {
 	st := storage.Storage{Client: etcd}
 	mux := http.NewServeMux()
-	mux.Handle("/", web.NewHandler(liveview.NewReader(st, liveview.Options{NextStep: liveview.StoredNextStep}), web.Options{Log: lg}))
+	mux.Handle("/", liveview.NewHandler(liveview.NewReader(st, liveview.Options{}), liveview.PageOptions{Log: lg}))
 	mux.HandleFunc("GET /version", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, version.Current(), nil)
 	})

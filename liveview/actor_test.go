@@ -1,4 +1,4 @@
-package actor
+package liveview
 
 import (
 	"context"
@@ -47,20 +47,20 @@ func inside(version string) *storage.Presence {
 	return &storage.Presence{Kind: storage.PresenceInsideCKE, Version: version, Commit: "abc", CKEVersion: "v1.35.4", Since: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
 }
 
-func daemon(version string) *storage.Presence {
+func daemonPresence(version string) *storage.Presence {
 	return &storage.Presence{Kind: storage.PresenceDaemon, Version: version, Commit: "def", CKEVersion: "v1.35.4", Since: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
 }
 
-func read(t *testing.T, st storage.Storage, own intake.Ownership) Report {
+func read(t *testing.T, st storage.Storage, own intake.Ownership) Actor {
 	t.Helper()
-	r, err := Read(context.Background(), st, own, time.Now())
+	r, err := ReadActor(context.Background(), st, own, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
 	return r
 }
 
-func check(t *testing.T, what string, r Report, kind Kind, says ...string) {
+func check(t *testing.T, what string, r Actor, kind ActorKind, says ...string) {
 	t.Helper()
 	if r.Kind != kind {
 		t.Errorf("%s: kind %s, want %s (%s)", what, r.Kind, kind, r.Says)
@@ -118,7 +118,7 @@ func TestWhoActs(t *testing.T) {
 
 	// A daemon leads: beside the server, it acts when the server leaves
 	// the integration to it.
-	start(t, st, storage.KeyCKEGenLeader, "gen-1", daemon("v0.2.1"))
+	start(t, st, storage.KeyCKEGenLeader, "gen-1", daemonPresence("v0.2.1"))
 	check(t, "a daemon beside ckegen inside", read(t, st, yielding), Daemon,
 		"ckegen's daemon gen-1 (v0.2.1 (commit def, for CKE v1.35.4)) leads", "beside CKE's server cke-2 with ckegen v0.2.0")
 	check(t, "ckegen inside integrating beside a daemon", read(t, st, intake.Ownership{}), InsideCKE, "cke-2")

@@ -1,4 +1,4 @@
-package rackmap
+package liveview
 
 import (
 	"bytes"
@@ -16,7 +16,7 @@ import (
 // riskInput: racks 4 and 11 of three machines, two control planes in rack
 // 4 and one in rack 11; machine d1 (rack 4) and e1 (rack 11) are on power
 // feed a, the others on b.
-func riskInput(key *failuredomain.Key) Input {
+func riskInput(key *failuredomain.Key) MapInput {
 	ms := []machine.Machine{
 		mc("d1", "10.0.4.1", 4, 1, "cs", machine.StateHealthy),
 		mc("d2", "10.0.4.2", 4, 2, "cs", machine.StateHealthy),
@@ -33,7 +33,12 @@ func riskInput(key *failuredomain.Key) Input {
 		ms[i].Spec.Labels = []machine.Label{{Name: "power-feed", Value: feed}}
 	}
 	c := &cluster.Cluster{Nodes: []*cluster.Node{node("10.0.4.1", true), node("10.0.4.2", true), node("10.0.11.1", true), node("10.0.11.2", false)}}
-	return Input{Machines: ms, Current: c, FailureDomain: key}
+	in := rawIn(ms, MapInput{Current: c})
+	if key != nil {
+		cen := failuredomain.ControlPlanes(*key, in.Machines, c)
+		in.Domains = &cen
+	}
+	return in
 }
 
 func keyOf(k failuredomain.Key) *failuredomain.Key { return &k }
@@ -45,7 +50,7 @@ func keyOf(k failuredomain.Key) *failuredomain.Key { return &k }
 // planes of racks 4 and 11, and both are marked. Without a failure domain,
 // nothing is.
 func TestMapMarksDomainsAtRisk(t *testing.T) {
-	m := Build(riskInput(keyOf(failuredomain.Rack())))
+	m := BuildMap(riskInput(keyOf(failuredomain.Rack())))
 	words := "rack 4 holds 2 of 3 control planes: losing it breaks etcd's quorum"
 	if m.FailureDomain != "rack" || len(m.QuorumAtRisk) != 1 || m.QuorumAtRisk[0].Domain != "4" || m.QuorumAtRisk[0].Words != words ||
 		!slices.Equal(m.QuorumAtRisk[0].Racks, []int{4}) || !slices.Equal(m.QuorumAtRisk[0].ControlPlanes, []string{"10.0.4.1", "10.0.4.2"}) {
@@ -86,7 +91,7 @@ func TestMapMarksDomainsAtRisk(t *testing.T) {
 		t.Errorf("narrow:\n%s", narrow.String())
 	}
 
-	feed := Build(riskInput(keyOf(failuredomain.ByLabel("power-feed"))))
+	feed := BuildMap(riskInput(keyOf(failuredomain.ByLabel("power-feed"))))
 	if feed.FailureDomain != "power-feed" || len(feed.QuorumAtRisk) != 1 || feed.QuorumAtRisk[0].Domain != "a" ||
 		!slices.Equal(feed.QuorumAtRisk[0].Racks, []int{4, 11}) || !slices.Equal(feed.Racks[1].QuorumAtRisk, []string{"a"}) {
 		t.Errorf("by power feed: %+v", feed.QuorumAtRisk)
@@ -100,7 +105,7 @@ func TestMapMarksDomainsAtRisk(t *testing.T) {
 		t.Errorf("by power feed:\n%s", plain.String())
 	}
 
-	none := Build(riskInput(nil))
+	none := BuildMap(riskInput(nil))
 	data, _ = json.Marshal(none)
 	if none.FailureDomain != "" || none.QuorumAtRisk != nil || strings.Contains(string(data), "quorumAtRisk") || strings.Contains(string(data), "failureDomain") {
 		t.Errorf("no failure domain: %s", data)
@@ -108,7 +113,9 @@ func TestMapMarksDomainsAtRisk(t *testing.T) {
 	spread := riskInput(keyOf(failuredomain.Rack()))
 	spread.Current.Nodes[1] = node("10.0.4.2", false)
 	spread.Current.Nodes = append(spread.Current.Nodes, node("10.0.9.9", true)) // its machine gone: a domain of its own
-	if m := Build(spread); m.FailureDomain != "rack" || m.QuorumAtRisk != nil || m.Racks[0].QuorumAtRisk != nil {
+	cen := failuredomain.ControlPlanes(failuredomain.Rack(), spread.Machines, spread.Current)
+	spread.Domains = &cen
+	if m := BuildMap(spread); m.FailureDomain != "rack" || m.QuorumAtRisk != nil || m.Racks[0].QuorumAtRisk != nil {
 		t.Errorf("no domain at risk: %+v", m.QuorumAtRisk)
 	}
 }

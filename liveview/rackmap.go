@@ -1,13 +1,14 @@
-// Package rackmap draws the data center as racks of machines: for each
+// The rack map draws the data center as racks of machines: for each
 // machine, whether it is a control plane, a worker, an unused candidate or
 // not usable, with its state, whether it is rebooting, and what the next
 // step of the generator would do to it.
 //
-// Build turns a snapshot (machines, the current cluster, the rebooting set
-// and the changes to highlight) into a Map; Text renders a Map for a
-// terminal and the Map itself marshals to JSON. Build is pure: no I/O, no
-// clock.
-package rackmap
+// BuildMap turns what a decision says (the machines, the cluster, the
+// rebooting set, the next step to highlight, the model and the failure
+// domains) into a Map; WriteText renders a Map for a terminal and the Map
+// itself marshals to JSON. BuildMap is pure: no I/O, no clock.
+
+package liveview
 
 import (
 	"cmp"
@@ -16,10 +17,8 @@ import (
 	"strings"
 
 	"github.com/ckegen/ckegen/cluster"
-	"github.com/ckegen/ckegen/constraints"
 	"github.com/ckegen/ckegen/failuredomain"
 	"github.com/ckegen/ckegen/generator"
-	"github.com/ckegen/ckegen/labels"
 	"github.com/ckegen/ckegen/machine"
 	"github.com/ckegen/ckegen/template"
 )
@@ -56,14 +55,22 @@ func (k Kind) NodeRole() string {
 	return "none"
 }
 
-// Input is the snapshot a map is drawn from.
-type Input struct {
-	// Machines are the machines to draw: online, every machine sabakan
-	// has (a query without conditions); offline, the machines file.
-	Machines []machine.Machine
-	// Selected holds the serials the daemon's query returns (the stored
-	// query variables); nil means every machine of Machines.
-	Selected map[string]bool
+// MapInput is what a map is drawn from: the machines the daemon works
+// with and the data center around them, the cluster, and what a decision
+// says of it. It says; BuildMap counts nothing of its own.
+type MapInput struct {
+	// Machines are the machines the daemon works with, sanitized: online,
+	// the decision's (sabakan's answer to the stored query variables);
+	// offline, the machines file's.
+	Machines []*machine.Machine
+	// Context are the data center's machines, raw, drawn around Machines:
+	// online, every machine sabakan has; offline, the machines file. One
+	// whose serial is not among Machines is drawn as not usable, LeftOut
+	// saying why.
+	Context []machine.Machine
+	LeftOut string
+	// Warnings are about machines the daemon ignores or changes.
+	Warnings []string
 	// Current is the cluster; nil when there is none yet.
 	Current *cluster.Cluster
 	// Template, when given, decides which roles can be used: an unused
@@ -73,14 +80,13 @@ type Input struct {
 	Rebooting map[string]bool
 	// Next are the changes of the next step, to highlight.
 	Next []generator.Change
-	// Constraints are the constraints in force; nil when they are not
-	// known (offline without a constraints file, or stored ones that do
-	// not parse): the map then does not say the model of the workers.
-	Constraints *constraints.Constraints
-	// FailureDomain is what a failure domain is (the policy's, sabakan's
-	// rack without one); nil when it is not known: the map then does not
-	// mark the domains whose loss breaks etcd's quorum.
-	FailureDomain *failuredomain.Key
+	// Model is the model of the workers in force ("": not known), and
+	// Rate its figure, in the rate model (nil: none).
+	Model string
+	Rate  *generator.WorkerRate
+	// Domains are the control planes by failure domain, as the decision
+	// counted them; nil: the domains at risk are not marked.
+	Domains *failuredomain.Census
 }
 
 // Cell is one machine.
@@ -180,15 +186,17 @@ type Map struct {
 	// or RateModel); "" (and left out of JSON) when the constraints are
 	// not known.
 	Model string `json:"model,omitempty"`
-	// Rate is, in the rate model, the current cluster's figure: (workers
+	// Rate is, in the rate model, the figure of the cluster as the next
+	// tick leaves it (online; offline, the current cluster's): (workers
 	// - 1) / machines * 100 against minimum-workers-rate, machines being
 	// those the daemon's query returns after sanitizing, as rule 7 counts
-	// them. nil in the count model and without a cluster.
+	// them. nil in the count model.
 	Rate *generator.WorkerRate `json:"rate,omitempty"`
 	// FailureDomain is what a failure domain is ("rack", or a label's
 	// name), and QuorumAtRisk the domains whose loss breaks etcd's
-	// quorum in the current cluster, in the domain's order; both left out
-	// when the failure domain is not known (Input.FailureDomain).
+	// quorum in the cluster as the next tick leaves it (the decision's
+	// count), in the domain's order; both left out when the decision did
+	// not count them (MapInput.Domains).
 	FailureDomain string         `json:"failureDomain,omitempty"`
 	QuorumAtRisk  []DomainAtRisk `json:"quorumAtRisk,omitempty"`
 }
@@ -245,26 +253,23 @@ func sortedKeys(c map[string]int) []string {
 	return out
 }
 
-// Build draws the map. It never fails: machines the daemon would ignore
-// are drawn as unusable, with a warning.
-func Build(in Input) *Map {
-	// The machines the daemon would work with: the selected ones, after
-	// the same sanitizing as a tick.
-	kept, warnings := machine.Sanitize(selectedMachines(in), labels.ValidateSabakanLabel)
-	cells, racks := newCells(in.Machines)
-	seen := seenEntries(in, kept)
+// BuildMap draws the map. It never fails: machines the daemon ignores
+// are drawn as unusable, with LeftOut as why.
+func BuildMap(in MapInput) *Map {
+	ms, seen := drawn(in)
+	cells, racks := newCells(ms)
 	byAddr := joinedEntries(cells, seen)
 	changes, next := highlights(in.Next)
 	classifyCells(in, cells, seen, byAddr, changes)
 
-	m := &Map{Totals: newCounts(), Orphans: orphans(in, byAddr, changes), Next: next, Warnings: warnings}
+	m := &Map{Totals: newCounts(), Orphans: orphans(in, byAddr, changes), Next: next, Warnings: in.Warnings,
+		Model: in.Model, Rate: in.Rate}
 	if m.Warnings == nil {
 		m.Warnings = []string{}
 	}
-	m.setModel(in, len(kept))
 	m.addRacks(cells, racks)
-	if in.FailureDomain != nil {
-		m.markDomains(failuredomain.ControlPlanes(*in.FailureDomain, kept, in.Current))
+	if in.Domains != nil {
+		m.markDomains(*in.Domains)
 	}
 	return m
 }
@@ -277,10 +282,11 @@ func (m *Map) markDomains(cen failuredomain.Census) {
 	if len(risk) == 0 {
 		return
 	}
-	rackOf := map[string]int{} // the control planes' racks, by address
+	rackOf := map[string]int{} // the racks of the domains' control planes, by address
 	for i := range m.Racks {
 		for _, c := range m.Racks[i].Cells {
-			if c.Kind == KindControlPlane {
+			// A control plane now, or a machine the next step makes one.
+			if c.Kind == KindControlPlane || c.Change != "" {
 				rackOf[c.Address] = i
 			}
 		}
@@ -303,57 +309,43 @@ func (m *Map) markDomains(cen failuredomain.Census) {
 	}
 }
 
-// selects reports whether the daemon's query returns the machine serial.
-func (in *Input) selects(serial string) bool {
-	return in.Selected == nil || in.Selected[serial]
-}
-
-// selectedMachines are the machines the daemon's query returns, in the
-// order of in.Machines, before sanitizing.
-func selectedMachines(in Input) []machine.Machine {
-	if in.Selected == nil {
-		return in.Machines
+// drawn are the machines to draw, and whether the daemon works with
+// each: Machines first, then the machines of Context but the first entry
+// of each serial among them (Machines hold it, sanitized; another entry
+// of the same serial is drawn as left out).
+func drawn(in MapInput) ([]*machine.Machine, []bool) {
+	ms := make([]*machine.Machine, 0, max(len(in.Machines), len(in.Context)))
+	kept := make(map[string]bool, len(in.Machines))
+	for _, m := range in.Machines {
+		ms = append(ms, m)
+		kept[m.Spec.Serial] = true
 	}
-	sel := make([]machine.Machine, 0, len(in.Selected))
-	for i := range in.Machines {
-		if in.Selected[in.Machines[i].Spec.Serial] {
-			sel = append(sel, in.Machines[i])
+	seen := make([]bool, len(ms), cap(ms))
+	for i := range seen {
+		seen[i] = true
+	}
+	for i := range in.Context {
+		serial := in.Context[i].Spec.Serial
+		if kept[serial] {
+			kept[serial] = false // its first entry: drawn from Machines
+			continue
 		}
+		ms, seen = append(ms, &in.Context[i]), append(seen, false)
 	}
-	return sel
+	return ms, seen
 }
 
 // newCells are the cells of the machines, with what the inventory says
 // (serial, address, index, role, state) and not yet what they are to the
 // cluster; racks holds each cell's rack number.
-func newCells(ms []machine.Machine) (cells []Cell, racks []int) {
+func newCells(ms []*machine.Machine) (cells []Cell, racks []int) {
 	cells = make([]Cell, len(ms))
 	racks = make([]int, len(ms))
-	for i := range ms {
-		m := &ms[i]
+	for i, m := range ms {
 		cells[i] = Cell{Serial: m.Spec.Serial, Address: m.Address(), Index: m.Spec.IndexInRack, Role: m.Spec.Role, State: m.Status.State}
 		racks[i] = m.Spec.Rack
 	}
 	return cells, racks
-}
-
-// seenEntries says whether the daemon works with each entry of
-// in.Machines: selected, kept by Sanitize, and the first entry of its
-// serial (Sanitize keeps that one).
-func seenEntries(in Input, kept []*machine.Machine) []bool {
-	keptSerials := make(map[string]bool, len(kept))
-	for _, m := range kept {
-		keptSerials[m.Spec.Serial] = true
-	}
-	seen := make([]bool, len(in.Machines))
-	firstOfSerial := make(map[string]bool, len(in.Machines))
-	for i := range in.Machines {
-		serial := in.Machines[i].Spec.Serial
-		first := !firstOfSerial[serial]
-		firstOfSerial[serial] = true
-		seen[i] = first && in.selects(serial) && keptSerials[serial]
-	}
-	return seen
 }
 
 // joinedEntries maps each address to the entry a node of that address
@@ -406,7 +398,7 @@ func nodesByAddress(c *cluster.Cluster) map[string]*cluster.Node {
 // classifyCells says what each cell is to the cluster. Only the entry an
 // address joins carries that address's node, change and reboot: another
 // entry of the same address is drawn as if no node had it.
-func classifyCells(in Input, cells []Cell, seen []bool, byAddr map[string]int, changes map[string]string) {
+func classifyCells(in MapInput, cells []Cell, seen []bool, byAddr map[string]int, changes map[string]string) {
 	nodes := nodesByAddress(in.Current)
 	for i := range cells {
 		c := &cells[i]
@@ -422,12 +414,12 @@ func classifyCells(in Input, cells []Cell, seen []bool, byAddr map[string]int, c
 
 // whyIgnored says why the daemon would not use the cell's machine whatever
 // the cluster: not selected, a bad entry, or not HEALTHY; "" when it would.
-func whyIgnored(in Input, c *Cell, seen bool) string {
+func whyIgnored(in MapInput, c *Cell, seen bool) string {
 	switch {
-	case !in.selects(c.Serial):
-		return "not returned by the query variables"
+	case !seen && in.LeftOut == "":
+		return "not among the machines the daemon works with"
 	case !seen:
-		return "ignored as a bad inventory entry (see warnings)"
+		return in.LeftOut
 	case c.State != machine.StateHealthy:
 		return "state " + string(c.State)
 	}
@@ -466,23 +458,9 @@ func nodeKind(n *cluster.Node) Kind {
 	return KindWorker
 }
 
-// setModel says the model of the workers in force and, with a cluster,
-// the rate of its workers over the machines the daemon works with;
-// nothing when the constraints are not known.
-func (m *Map) setModel(in Input, machines int) {
-	c := in.Constraints
-	if c == nil {
-		return
-	}
-	m.Model = c.Model()
-	if in.Current != nil {
-		m.Rate = generator.RateOf(in.Current, machines, *c)
-	}
-}
-
 // orphans are the nodes whose address is no machine's, in the cluster's
 // order.
-func orphans(in Input, byAddr map[string]int, changes map[string]string) []Orphan {
+func orphans(in MapInput, byAddr map[string]int, changes map[string]string) []Orphan {
 	out := []Orphan{}
 	if in.Current == nil {
 		return out

@@ -1,4 +1,4 @@
-package actor
+package liveview
 
 import (
 	"fmt"
@@ -17,7 +17,7 @@ import (
 // status key, under its lease, only once its infrastructure is set up:
 // Vault); CKE has operations to run, in a phase named; or a leader that
 // should call and does not.
-func (r Report) Cause(cke *intake.CKEStatus) string {
+func (r Actor) Cause(cke *intake.CKEStatus) string {
 	switch r.Kind {
 	case Nobody:
 		return fmt.Sprintf("no server leads: nothing under %s nor %s", storage.KeyLeader, storage.KeyCKEGenLeader)
@@ -36,9 +36,9 @@ func (r Report) Cause(cke *intake.CKEStatus) string {
 		return fmt.Sprintf("CKE's server %s leads; its status key cannot be read", l.Name)
 	case !decision.IsCKEPhase(cke.Phase):
 		return fmt.Sprintf("CKE has operations to run: its server %s is in phase %s (written %s), and calls ckegen only when it has none",
-			l.Name, or(cke.Phase, "(none)"), ago(cke.Timestamp, r.Time))
+			l.Name, or(cke.Phase, "(none)"), agoAt(cke.Timestamp, r.Time))
 	}
-	return fmt.Sprintf("CKE's server %s is in phase %s (written %s), in which it calls ckegen, yet it has not: see its log", l.Name, cke.Phase, ago(cke.Timestamp, r.Time))
+	return fmt.Sprintf("CKE's server %s is in phase %s (written %s), in which it calls ckegen, yet it has not: see its log", l.Name, cke.Phase, agoAt(cke.Timestamp, r.Time))
 }
 
 func or(s, alt string) string {
@@ -48,7 +48,7 @@ func or(s, alt string) string {
 	return s
 }
 
-func ago(t, now time.Time) string {
+func agoAt(t, now time.Time) string {
 	if t.IsZero() {
 		return "at no time recorded"
 	}

@@ -1,4 +1,4 @@
-package rackmap
+package liveview
 
 import (
 	"bufio"

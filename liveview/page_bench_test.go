@@ -1,4 +1,4 @@
-package web
+package liveview
 
 import (
 	"context"
@@ -11,11 +11,8 @@ import (
 
 	"github.com/ckegen/ckegen/constraints"
 	"github.com/ckegen/ckegen/generator"
+	"github.com/ckegen/ckegen/intake"
 	"github.com/ckegen/ckegen/internal/testutil/dcgen"
-	"github.com/ckegen/ckegen/labels"
-	"github.com/ckegen/ckegen/liveview"
-	"github.com/ckegen/ckegen/machine"
-	"github.com/ckegen/ckegen/rackmap"
 	"github.com/ckegen/ckegen/storage"
 	"github.com/ckegen/ckegen/template"
 )
@@ -29,17 +26,17 @@ const benchTemplate = `{"name":"big","nodes":[
  {"user":"u","labels":{"cke.cybozu.com/role":"gpu"}}],"service_subnet":"10.68.0.0/16"}`
 
 // builtSource draws the map of a fixed input on every call, as
-// liveview.Reader does with sabakan's cached answer: the page is rendered
+// Reader does with sabakan's cached answer: the page is rendered
 // from data made by the real generator and rackmap, without etcd or
 // sabakan.
 type builtSource struct {
-	s  liveview.View
-	in rackmap.Input
+	s  View
+	in MapInput
 }
 
-func (b *builtSource) View(context.Context) (*liveview.View, error) {
+func (b *builtSource) View(context.Context) (*View, error) {
 	s := b.s
-	s.Map = rackmap.Build(b.in)
+	s.Map = BuildMap(b.in)
 	return &s, nil
 }
 
@@ -54,14 +51,14 @@ func bigSource(tb testing.TB, racks, perRack int) *builtSource {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	kept, _ := machine.Sanitize(ms, labels.ValidateSabakanLabel)
+	kept, _, _ := intake.Sanitize(ms)
 	cons := constraints.Default()
 	cons.ControlPlaneCount, cons.MinimumWorkers = 5, len(ms)/2
 	res, err := generator.Generate(generator.Input{Template: tmpl, Constraints: cons, Machines: kept, Now: benchNow})
 	if err != nil {
 		tb.Fatal(err)
 	}
-	in := rackmap.Input{Machines: ms, Current: res.Cluster, Template: tmpl,
+	in := MapInput{Machines: kept, Context: ms, LeftOut: leftOutOnline, Current: res.Cluster, Template: tmpl,
 		Rebooting: map[string]bool{res.Cluster.Nodes[7].Address: true}}
 	st := &storage.Status{Result: "ok", Since: benchNow.Add(-time.Hour), Time: benchNow, LastSuccess: benchNow, LastOp: res.Op, LastChangeCount: len(res.Changes), Leader: "host-1"}
 	var hist []storage.HistoryEntry
@@ -69,14 +66,14 @@ func bigSource(tb testing.TB, racks, perRack int) *builtSource {
 		hist = append(hist, storage.HistoryEntry{ID: "x", Time: benchNow.Add(-time.Duration(i) * time.Minute), Op: generator.OpIncreaseWorker,
 			Changes: []storage.Change{{Action: generator.ActionAddWorker, Address: "10.0.0.1", Serial: "S1", Reason: "r"}}, ChangeCount: 1})
 	}
-	return &builtSource{in: in, s: liveview.View{Time: benchNow, ClusterName: res.Cluster.Name, Status: st, History: hist[:liveview.DefaultHistoryLimit]}}
+	return &builtSource{in: in, s: View{Time: benchNow, ClusterName: res.Cluster.Name, Status: st, History: hist[:DefaultHistoryLimit]}}
 }
 
 // BenchmarkMapPage20000 serves the page of a 20,000-machine data center
 // (500 racks of 40): the map drawn from sabakan's (cached) answer, the
 // HTML rendered and sent.
 func BenchmarkMapPage20000(b *testing.B) {
-	h := NewHandler(bigSource(b, 500, 40), Options{Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	h := NewHandler(bigSource(b, 500, 40), PageOptions{Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	var size int
 	b.ReportAllocs()
 	for b.Loop() {

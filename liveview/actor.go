@@ -1,4 +1,4 @@
-// Package actor says who acts on the cluster now: which server leads
+// Who acts: ReadActor says who acts on the cluster now: which server leads
 // CKE's election and ckegen's, and whether ckegen runs in CKE's, from
 // the election keys and the records of presence every process of ckegen
 // keeps (storage.Presence), never from flags, settings or the mode of
@@ -10,7 +10,8 @@
 // key of a process that died goes when its lease expires: the lease's
 // time left bounds how stale the evidence can be) and the time its
 // record of presence was written (when that process started).
-package actor
+
+package liveview
 
 import (
 	"context"
@@ -22,28 +23,28 @@ import (
 	"github.com/ckegen/ckegen/storage"
 )
 
-// Kind is who acts.
-type Kind string
+// ActorKind is who acts.
+type ActorKind string
 
 // The kinds.
 const (
 	// Daemon: a ckegen daemon leads ckegen's election (alone or beside
-	// a CKE server; Report.CKE says which).
-	Daemon Kind = "ckegen-daemon"
+	// a CKE server; Actor.CKE says which).
+	Daemon ActorKind = "ckegen-daemon"
 	// InsideCKE: CKE's server with ckegen inside leads, and its ckegen
 	// integrates.
-	InsideCKE Kind = "cke-with-ckegen"
+	InsideCKE ActorKind = "cke-with-ckegen"
 	// CKEWithoutCKEGen: CKE's server leads and runs no ckegen now: the
 	// ckegen inside it is switched off (CKE's sabakan/disabled), or
 	// leaves the integration to ckegen's daemons and none leads.
-	CKEWithoutCKEGen Kind = "cke-without-ckegen"
+	CKEWithoutCKEGen ActorKind = "cke-without-ckegen"
 	// CKENotKnown: CKE's server leads and keeps no record of presence:
 	// CKE's own binary, or a cke built from a ckegen older than the
 	// records. etcd cannot tell which, so whether ckegen runs inside is
 	// not known.
-	CKENotKnown Kind = "cke-not-known"
+	CKENotKnown ActorKind = "cke-not-known"
 	// Nobody: no server leads either election.
-	Nobody Kind = "none"
+	Nobody ActorKind = "none"
 )
 
 // Leader is the holder of one election as read.
@@ -65,9 +66,9 @@ type Leader struct {
 	WroteCKEStatus bool `json:"wroteCKEStatus,omitempty"`
 }
 
-// Report is who acts, as read at Time.
-type Report struct {
-	Kind Kind `json:"kind"`
+// Actor is who acts, as read at Time.
+type Actor struct {
+	Kind ActorKind `json:"kind"`
 	// Says is Kind in words, with the names, versions and evidence.
 	Says string `json:"says"`
 	// CKE leads CKE's election (leader/), CKEGen ckegen's daemons'
@@ -77,23 +78,23 @@ type Report struct {
 	Time   time.Time `json:"time"`
 }
 
-// Read reads who acts at now: both elections, the records of presence
+// ReadActor reads who acts at now: both elections, the records of presence
 // and the leases, with own as the ownership keys were read (the switch
 // and the owner decide whether ckegen inside CKE's server integrates).
-func Read(ctx context.Context, st storage.Storage, own intake.Ownership, now time.Time) (Report, error) {
+func ReadActor(ctx context.Context, st storage.Storage, own intake.Ownership, now time.Time) (Actor, error) {
 	l, err := st.ReadLeaders(ctx)
 	if err != nil {
-		return Report{}, err
+		return Actor{}, err
 	}
-	r := Report{Time: now}
+	r := Actor{Time: now}
 	if r.CKE, err = leaderOf(ctx, st, l, l.CKE); err != nil {
-		return Report{}, err
+		return Actor{}, err
 	}
 	if r.CKE != nil {
 		r.CKE.WroteCKEStatus = l.CKEStatusLease != 0 && l.CKEStatusLease == l.CKE.Lease
 	}
 	if r.CKEGen, err = leaderOf(ctx, st, l, l.CKEGen); err != nil {
-		return Report{}, err
+		return Actor{}, err
 	}
 	r.Kind = kindOf(r, own)
 	r.Says = r.words(own)
@@ -133,7 +134,7 @@ func (l *Leader) inside() bool {
 // kindOf decides who acts: ckegen inside CKE's leading server while it
 // integrates, else a leading daemon of ckegen's, else CKE's server as its
 // record says, else nobody.
-func kindOf(r Report, own intake.Ownership) Kind {
+func kindOf(r Actor, own intake.Ownership) ActorKind {
 	yields := decision.YieldsToDaemons(own, decision.ModeInsideCKE)
 	switch {
 	case r.CKE.inside() && !yields && !own.CKEDisabled:
@@ -149,7 +150,7 @@ func kindOf(r Report, own intake.Ownership) Kind {
 }
 
 // words says r.Kind with the names, the builds and the evidence.
-func (r Report) words(own intake.Ownership) string {
+func (r Actor) words(own intake.Ownership) string {
 	switch r.Kind {
 	case InsideCKE:
 		return fmt.Sprintf("CKE's server %s leads with ckegen %s inside (%s)", r.CKE.Name, build(r.CKE.Presence), r.CKE.evidence())
@@ -170,7 +171,7 @@ func (r Report) words(own intake.Ownership) string {
 }
 
 // besideWords says what of CKE's server stands beside a leading daemon.
-func (r Report) besideWords() string {
+func (r Actor) besideWords() string {
 	switch {
 	case r.CKE == nil:
 		return fmt.Sprintf("no CKE server leads (nothing under %s)", storage.KeyLeader)
@@ -207,7 +208,7 @@ func stamp(t time.Time) string { return t.UTC().Format(time.RFC3339) }
 // Version is the version of ckegen that leads, and where it runs ("":
 // none that keeps a record leads): the leader that acts, or ckegen's
 // daemon, or the CKE server's ckegen inside.
-func (r Report) Version() (version, who string) {
+func (r Actor) Version() (version, who string) {
 	for _, l := range []*Leader{r.active(), r.CKEGen, r.CKE} {
 		if l != nil && l.Presence != nil {
 			return l.Presence.Version, l.Name
@@ -217,7 +218,7 @@ func (r Report) Version() (version, who string) {
 }
 
 // active is the leader of the kind that acts (nil: none).
-func (r Report) active() *Leader {
+func (r Actor) active() *Leader {
 	switch r.Kind {
 	case Daemon:
 		return r.CKEGen

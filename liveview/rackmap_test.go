@@ -1,4 +1,4 @@
-package rackmap
+package liveview
 
 import (
 	"bytes"
@@ -8,19 +8,17 @@ import (
 	"regexp"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/ckegen/ckegen/cluster"
 	"github.com/ckegen/ckegen/constraints"
 	"github.com/ckegen/ckegen/generator"
+	"github.com/ckegen/ckegen/intake"
 	"github.com/ckegen/ckegen/internal/testutil/dcgen"
 	"github.com/ckegen/ckegen/machine"
 	"github.com/ckegen/ckegen/template"
 )
-
-var testNow = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
 // mc builds a machine: serial, address ("" for none), rack, index, role,
 // state.
@@ -38,6 +36,31 @@ func mc(serial, addr string, rack, index int, role string, state machine.State) 
 
 func node(addr string, cp bool) *cluster.Node {
 	return &cluster.Node{Address: addr, User: "u", ControlPlane: cp}
+}
+
+// offline is the map's input of raw machines as a query that returns
+// the selected ones (nil: every one) would make it: sanitized as a tick
+// does, every machine drawn around them.
+func offline(raw []machine.Machine, selected map[string]bool) MapInput {
+	var sel []machine.Machine
+	for _, m := range raw {
+		if selected == nil || selected[m.Spec.Serial] {
+			sel = append(sel, m)
+		}
+	}
+	kept, _, warnings := intake.Sanitize(sel)
+	in := MapInput{Machines: kept, Context: raw, Warnings: warnings, LeftOut: leftOutOnline}
+	if selected == nil {
+		in.LeftOut = "ignored as a bad inventory entry (see warnings)"
+	}
+	return in
+}
+
+// rawIn is in drawn from the raw machines ms, every one selected.
+func rawIn(ms []machine.Machine, in MapInput) MapInput {
+	o := offline(ms, nil)
+	in.Machines, in.Context, in.Warnings, in.LeftOut = o.Machines, o.Context, o.Warnings, o.LeftOut
+	return in
 }
 
 func mustTemplate(t testing.TB, s string) *template.Template {
@@ -97,9 +120,8 @@ func TestMapBuildCells(t *testing.T) {
 			selected[m.Spec.Serial] = true
 		}
 	}
-	in := Input{
-		Machines: ms,
-		Selected: selected,
+	in := offline(ms, selected)
+	in2 := MapInput{
 		Current: &cluster.Cluster{Name: "c", Nodes: []*cluster.Node{
 			node("10.0.0.1", true), node("10.0.0.2", false), node("10.0.1.3", false),
 			node("10.0.2.1", false), node("10.0.2.3", false), node("10.9.9.9", true),
@@ -113,7 +135,8 @@ func TestMapBuildCells(t *testing.T) {
 			{Action: generator.ActionRemoveBadCP, Address: "10.0.0.2", Serial: "sick-worker"},
 		},
 	}
-	m := Build(in)
+	in.Current, in.Template, in.Rebooting, in.Next = in2.Current, in2.Template, in2.Rebooting, in2.Next
+	m := BuildMap(in)
 	want := map[string]Cell{
 		"cp":               {Serial: "cp", Address: "10.0.0.1", Index: 1, Role: "cs", State: "HEALTHY", Kind: KindControlPlane},
 		"sick-worker":      {Serial: "sick-worker", Address: "10.0.0.2", Index: 2, Role: "ss", State: "UNREACHABLE", Kind: KindWorker, Why: "state UNREACHABLE", Change: "change-taint"},
@@ -121,13 +144,13 @@ func TestMapBuildCells(t *testing.T) {
 		"unhealthy":        {Serial: "unhealthy", Address: "10.0.0.4", Index: 4, Role: "cs", State: "UNHEALTHY", Kind: KindUnusable, Why: "state UNHEALTHY"},
 		"boot":             {Serial: "boot", Address: "10.0.0.5", Index: 5, Role: "boot", State: "HEALTHY", Kind: KindUnusable, Why: `role "boot" matches no template`},
 		"rebooting":        {Serial: "rebooting", Address: "10.0.1.1", Index: 1, Role: "cs", State: "HEALTHY", Kind: KindUnusable, Why: "rebooting", Rebooting: true},
-		"filtered":         {Serial: "filtered", Address: "10.0.1.2", Index: 2, Role: "cs", State: "HEALTHY", Kind: KindUnusable, Why: "not returned by the query variables"},
-		"filtered-member":  {Serial: "filtered-member", Address: "10.0.1.3", Index: 3, Role: "cs", State: "HEALTHY", Kind: KindWorker, Why: "not returned by the query variables"},
-		"no-address":       {Serial: "no-address", Index: 4, Role: "cs", State: "HEALTHY", Kind: KindUnusable, Why: "ignored as a bad inventory entry (see warnings)"},
+		"filtered":         {Serial: "filtered", Address: "10.0.1.2", Index: 2, Role: "cs", State: "HEALTHY", Kind: KindUnusable, Why: leftOutOnline},
+		"filtered-member":  {Serial: "filtered-member", Address: "10.0.1.3", Index: 3, Role: "cs", State: "HEALTHY", Kind: KindWorker, Why: leftOutOnline},
+		"no-address":       {Serial: "no-address", Index: 4, Role: "cs", State: "HEALTHY", Kind: KindUnusable, Why: leftOutOnline},
 		"dup":              {Serial: "dup", Address: "10.0.1.5", Index: 5, Role: "cs", State: "HEALTHY", Kind: KindUnused},
-		"dup'":             {Serial: "dup", Address: "10.0.1.6", Index: 6, Role: "cs", State: "HEALTHY", Kind: KindUnusable, Why: "ignored as a bad inventory entry (see warnings)"},
+		"dup'":             {Serial: "dup", Address: "10.0.1.6", Index: 6, Role: "cs", State: "HEALTHY", Kind: KindUnusable, Why: leftOutOnline},
 		"same-addr-a":      {Serial: "same-addr-a", Address: "10.0.2.1", Index: 1, Role: "cs", State: "HEALTHY", Kind: KindWorker},
-		"same-addr-b":      {Serial: "same-addr-b", Address: "10.0.2.1", Index: 2, Role: "cs", State: "HEALTHY", Kind: KindUnusable, Why: "ignored as a bad inventory entry (see warnings)"},
+		"same-addr-b":      {Serial: "same-addr-b", Address: "10.0.2.1", Index: 2, Role: "cs", State: "HEALTHY", Kind: KindUnusable, Why: leftOutOnline},
 		"rebooting-member": {Serial: "rebooting-member", Address: "10.0.2.3", Index: 3, Role: "ss", State: "UNREACHABLE", Kind: KindWorker, Why: "state UNREACHABLE", Rebooting: true},
 		"to-add":           {Serial: "to-add", Address: "10.0.2.4", Index: 4, Role: "ss", State: "HEALTHY", Kind: KindUnused, Change: "add-worker"},
 	}
@@ -164,22 +187,22 @@ func TestMapBuildCells(t *testing.T) {
 	if err := rate.Set(constraints.MinimumWorkersRate, 80); err != nil {
 		t.Fatal(err)
 	}
-	in.Constraints = &rate
-	mr := Build(in)
+	in.Model, in.Rate = rate.Model(), generator.RateAfter(in.Current, nil, len(in.Machines), rate)
+	mr := BuildMap(in)
 	if want := (&generator.WorkerRate{Workers: 4, Machines: 10, Percent: 30, Minimum: 80}); mr.Model != "rate" || !cmp.Equal(mr.Rate, want) {
 		t.Errorf("rate model: model %q, rate %+v, want rate %+v", mr.Model, mr.Rate, want)
 	}
 	count := constraints.Default()
-	in.Constraints = &count
-	if mc := Build(in); mc.Model != "count" || mc.Rate != nil || mc.ModelText() != "model: count" {
+	in.Model, in.Rate = count.Model(), generator.RateAfter(in.Current, nil, len(in.Machines), count)
+	if mc := BuildMap(in); mc.Model != "count" || mc.Rate != nil || mc.ModelText() != "model: count" {
 		t.Errorf("count model: model %q, rate %+v, text %q", mc.Model, mc.Rate, mc.ModelText())
 	}
-	in.Constraints = nil
 
-	// Without a template every role is a candidate; without Selected every
-	// machine is queried.
-	in.Template, in.Selected = nil, nil
-	got := cellsBySerial(Build(in))
+	// Without a template every role is a candidate; a query that selects
+	// every machine leaves none out.
+	all := offline(ms, nil)
+	all.Current = in.Current
+	got := cellsBySerial(BuildMap(all))
 	if c := got["boot"]; c.Kind != KindUnused {
 		t.Errorf("boot without a template: %+v, want an unused candidate", c)
 	}
@@ -192,12 +215,11 @@ func TestMapBuildCells(t *testing.T) {
 // node's, even listed first and with a node, a change and a reboot of the
 // empty address: that node is an orphan.
 func TestMapBuildNoAddressJoinsNothing(t *testing.T) {
-	m := Build(Input{
-		Machines:  []machine.Machine{mc("no-address", "", 0, 1, "cs", machine.StateHealthy)},
+	m := BuildMap(rawIn([]machine.Machine{mc("no-address", "", 0, 1, "cs", machine.StateHealthy)}, MapInput{
 		Current:   &cluster.Cluster{Name: "c", Nodes: []*cluster.Node{node("", false)}},
 		Rebooting: map[string]bool{"": true},
 		Next:      []generator.Change{{Action: generator.ActionRemoveNonExistentWorker, Address: ""}},
-	})
+	}))
 	want := map[string]Cell{
 		"no-address": {Serial: "no-address", Index: 1, Role: "cs", State: "HEALTHY", Kind: KindUnusable, Why: "ignored as a bad inventory entry (see warnings)"},
 	}
@@ -218,8 +240,8 @@ func TestMapBuildOrderAndDeterminism(t *testing.T) {
 	o.Racks, o.PerRack = 5, 6
 	ms := dcgen.Machines(o)
 	ms = append(ms, mc("Z-extra", "10.0.3.99", 3, 2, "compute", machine.StateHealthy)) // index 2 twice in rack 3
-	in := Input{Machines: ms, Current: &cluster.Cluster{Nodes: []*cluster.Node{node("10.0.0.2", true), node("10.0.1.3", false)}}}
-	want, err := json.Marshal(Build(in))
+	in := rawIn(ms, MapInput{Current: &cluster.Cluster{Nodes: []*cluster.Node{node("10.0.0.2", true), node("10.0.1.3", false)}}})
+	want, err := json.Marshal(BuildMap(in))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -227,7 +249,7 @@ func TestMapBuildOrderAndDeterminism(t *testing.T) {
 	for range 5 {
 		shuffled := append([]machine.Machine(nil), ms...)
 		rng.Shuffle(len(shuffled), func(i, j int) { shuffled[i], shuffled[j] = shuffled[j], shuffled[i] })
-		m := Build(Input{Machines: shuffled, Current: in.Current})
+		m := BuildMap(rawIn(shuffled, MapInput{Current: in.Current}))
 		got, err := json.Marshal(m)
 		if err != nil {
 			t.Fatal(err)
@@ -252,14 +274,14 @@ func TestMapBuildOrderAndDeterminism(t *testing.T) {
 // TestMapBands: racks whose machines share an index share a row; a rack
 // with two machines of one index takes two rows.
 func TestMapBands(t *testing.T) {
-	m := Build(Input{Machines: []machine.Machine{
+	m := BuildMap(rawIn([]machine.Machine{
 		mc("a1", "10.0.0.1", 0, 1, "", machine.StateHealthy),
 		mc("a3", "10.0.0.3", 0, 3, "", machine.StateHealthy),
 		mc("b2", "10.0.1.2", 1, 2, "", machine.StateHealthy),
 		mc("b3", "10.0.1.3", 1, 3, "", machine.StateHealthy),
 		mc("b3bis", "10.0.1.4", 1, 3, "", machine.StateHealthy),
 		mc("c7", "10.0.2.7", 2, 7, "", machine.StateHealthy),
-	}})
+	}, MapInput{}))
 	bands := m.Bands(2)
 	if len(bands) != 2 {
 		t.Fatalf("bands: got %d, want 2", len(bands))
@@ -287,9 +309,9 @@ func TestMapTextWraps(t *testing.T) {
 	o := dcgen.Default(testNow)
 	o.Racks, o.PerRack, o.UnhealthyPct = 30, 8, 20
 	ms := dcgen.Machines(o)
-	in := Input{Machines: ms, Current: &cluster.Cluster{Nodes: []*cluster.Node{node("10.0.0.2", true), node("10.0.12.3", false)}},
-		Rebooting: map[string]bool{"10.0.12.3": true}, Next: []generator.Change{{Action: "add-worker", Address: "10.0.29.5"}}}
-	m := Build(in)
+	in := rawIn(ms, MapInput{Current: &cluster.Cluster{Nodes: []*cluster.Node{node("10.0.0.2", true), node("10.0.12.3", false)}},
+		Rebooting: map[string]bool{"10.0.12.3": true}, Next: []generator.Change{{Action: "add-worker", Address: "10.0.29.5"}}})
+	m := BuildMap(in)
 	for width := 10; width <= 200; width += 7 {
 		var plain, color bytes.Buffer
 		if err := m.WriteText(&plain, TextOptions{Width: width}); err != nil {
@@ -329,7 +351,7 @@ func TestMapTextWraps(t *testing.T) {
 // TestMapTextEmpty: no machines is said, not drawn as nothing.
 func TestMapTextEmpty(t *testing.T) {
 	var b bytes.Buffer
-	if err := Build(Input{}).WriteText(&b, TextOptions{}); err != nil {
+	if err := BuildMap(MapInput{}).WriteText(&b, TextOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.HasPrefix(b.String(), "no machines\n") || !strings.Contains(b.String(), "0 machines in 0 racks") {
@@ -368,12 +390,12 @@ func BenchmarkMapBuild20000(b *testing.B) {
 	in := bigInput(b)
 	b.ReportAllocs()
 	for b.Loop() {
-		Build(in)
+		BuildMap(in)
 	}
 }
 
 func BenchmarkMapText20000(b *testing.B) {
-	m := Build(bigInput(b))
+	m := BuildMap(bigInput(b))
 	var buf bytes.Buffer
 	b.ReportAllocs()
 	for b.Loop() {
@@ -386,7 +408,7 @@ func BenchmarkMapText20000(b *testing.B) {
 }
 
 // bigInput: 500 racks of 40 machines, every other one a node.
-func bigInput(tb testing.TB) Input {
+func bigInput(tb testing.TB) MapInput {
 	o := dcgen.Default(testNow)
 	o.Racks, o.PerRack = 500, 40
 	ms := dcgen.Machines(o)
@@ -397,7 +419,7 @@ func bigInput(tb testing.TB) Input {
 	if len(c.Nodes) != 10000 {
 		tb.Fatal(fmt.Sprint("nodes: ", len(c.Nodes)))
 	}
-	return Input{Machines: ms, Current: c}
+	return rawIn(ms, MapInput{Current: c})
 }
 
 // TestMapModelText: the terminal map says the model under the summary,
@@ -436,7 +458,14 @@ func TestMapModelText(t *testing.T) {
 		{"unknown", nil, cur, 100, "", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			m := Build(Input{Machines: ms, Current: tc.cur, Constraints: tc.cons})
+			in := rawIn(ms, MapInput{Current: tc.cur})
+			if c := tc.cons; c != nil {
+				in.Model = c.Model()
+				if tc.cur != nil {
+					in.Rate = generator.RateAfter(tc.cur, nil, len(in.Machines), *c)
+				}
+			}
+			m := BuildMap(in)
 			var b bytes.Buffer
 			if err := m.WriteText(&b, TextOptions{Width: tc.width}); err != nil {
 				t.Fatal(err)

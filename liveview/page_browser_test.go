@@ -1,4 +1,4 @@
-package web
+package liveview
 
 import (
 	"bytes"
@@ -16,6 +16,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -28,14 +29,13 @@ import (
 	"github.com/ckegen/ckegen/generator"
 	"github.com/ckegen/ckegen/internal/testutil/dcgen"
 	"github.com/ckegen/ckegen/internal/testutil/sitetest"
-	"github.com/ckegen/ckegen/liveview"
 	"github.com/ckegen/ckegen/machine"
 	"github.com/ckegen/ckegen/sabakan"
 	"github.com/ckegen/ckegen/storage"
 	"github.com/ckegen/ckegen/template"
 )
 
-var screenshot = flag.String("screenshot", "", "write the browser test's screenshot of the page to this PNG file (relative to the repository root, e.g. docs/rackmap.png)")
+var screenshot = flag.String("screenshot", "", "write the browser test's screenshot of the page to this PNG file (relative to the repository root, e.g. docs/png)")
 
 // chromium finds Debian's chromium (or another Chrome). Without one the
 // test skips, except under CI, where it fails.
@@ -128,7 +128,7 @@ func TestMapPageInBrowser(t *testing.T) {
 		t.Fatalf("daemon: %v", err)
 	}
 
-	page := httptest.NewServer(NewHandler(liveview.NewReader(st, liveview.Options{Now: func() time.Time { return now.Add(2 * time.Minute) }}), Options{Log: quiet}))
+	page := httptest.NewServer(NewHandler(NewReader(st, Options{Now: func() time.Time { return now.Add(2 * time.Minute) }}), PageOptions{Log: quiet}))
 	t.Cleanup(page.Close)
 
 	bctx := browser(t, ctx, chrome)
@@ -304,7 +304,12 @@ func TestRateModelPageInBrowser(t *testing.T) {
 	wantRate := fmt.Sprintf("workers %.1f%% ((%d workers - 1) / %d machines), minimum-workers-rate 80%%",
 		float64(workers-1)/float64(len(queried))*100, workers, len(queried))
 
-	page := httptest.NewServer(NewHandler(liveview.NewReader(st, liveview.Options{Now: func() time.Time { return now }}), Options{Log: slog.New(slog.NewTextHandler(io.Discard, nil))}))
+	// A clock that moves a second at each reading, and a CacheTTL of 1ns:
+	// every load decides anew (the constraints change).
+	var ticks atomic.Int64
+	clock := func() time.Time { return now.Add(time.Duration(ticks.Add(1)) * time.Second) }
+	page := httptest.NewServer(NewHandler(NewReader(st, Options{Now: clock, CacheTTL: time.Nanosecond}),
+		PageOptions{Log: slog.New(slog.NewTextHandler(io.Discard, nil))}))
 	t.Cleanup(page.Close)
 	bctx := browser(t, ctx, chrome)
 	load := func() (model, text string, visible bool) {
@@ -427,13 +432,6 @@ func runDaemon(t *testing.T, ctx context.Context, site *sitetest.Site, name stri
 	return sitetest.Go(t, ctx, d.Run)
 }
 
-func must(t *testing.T, err error) {
-	t.Helper()
-	if err != nil {
-		t.Fatal(err)
-	}
-}
-
 // TestTypoWarningInBrowser: the typo scenario on the page. A daemon works
 // from a template whose gpu worker template says "gpuu", a role no
 // machine has; the generator warns, and the page, loaded in headless
@@ -473,7 +471,7 @@ func TestTypoWarningInBrowser(t *testing.T) {
 		}
 	}
 
-	page := httptest.NewServer(NewHandler(liveview.NewReader(st, liveview.Options{Now: func() time.Time { return now }}), Options{Log: quiet}))
+	page := httptest.NewServer(NewHandler(NewReader(st, Options{Now: func() time.Time { return now }}), PageOptions{Log: quiet}))
 	t.Cleanup(page.Close)
 	bctx := browser(t, ctx, chrome)
 	if err := chromedp.Do(bctx, chromedp.Navigate(page.URL+"/"), chromedp.WaitVisible(chromedp.CSS("#tick-warnings"))); err != nil {
@@ -529,7 +527,7 @@ func TestQuorumAtRiskInBrowser(t *testing.T) {
 		t.Fatalf("status words %q, want %q", words, want)
 	}
 
-	page := httptest.NewServer(NewHandler(liveview.NewReader(st, liveview.Options{Now: func() time.Time { return now }}), Options{Log: slog.New(slog.NewTextHandler(io.Discard, nil))}))
+	page := httptest.NewServer(NewHandler(NewReader(st, Options{Now: func() time.Time { return now }}), PageOptions{Log: slog.New(slog.NewTextHandler(io.Discard, nil))}))
 	t.Cleanup(page.Close)
 	bctx := browser(t, ctx, chrome)
 	if err := chromedp.Do(bctx, chromedp.Navigate(page.URL+"/"), chromedp.WaitVisible(chromedp.CSS("#rackmap"))); err != nil {

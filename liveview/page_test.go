@@ -1,7 +1,8 @@
-package web
+package liveview
 
 import (
 	"context"
+	"fmt"
 	"html"
 	"io"
 	"log/slog"
@@ -13,13 +14,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ckegen/ckegen/constraints"
 	"github.com/ckegen/ckegen/generator"
 	"github.com/ckegen/ckegen/intake"
 	"github.com/ckegen/ckegen/internal/testutil/dcgen"
 	"github.com/ckegen/ckegen/internal/testutil/sitetest"
-	"github.com/ckegen/ckegen/liveview"
 	"github.com/ckegen/ckegen/machine"
-	"github.com/ckegen/ckegen/rackmap"
 	"github.com/ckegen/ckegen/sabakan"
 	"github.com/ckegen/ckegen/storage"
 )
@@ -39,7 +39,7 @@ func newPageFixture(t *testing.T) *pageFixture {
 	s := sitetest.Start(t, sitetest.Options{
 		Now:        now,
 		DataCenter: func(o *dcgen.Options) { o.Racks, o.PerRack, o.UnhealthyPct = 3, 5, 0 },
-		Template:   `{"name":"t","nodes":[{"user":"u","control_plane":true},{"user":"u"}],"service_subnet":"10.68.0.0/16"}`,
+		Template:   `{"name":"t","nodes":[{"user":"u","control_plane":true},{"user":"u"}],"service_subnet":"10.68.0.0/16",` + sitetest.CKEOptions + `}`,
 		StoreURL:   true,
 	})
 	st := s.Storage
@@ -62,12 +62,14 @@ func newPageFixture(t *testing.T) *pageFixture {
 	return &pageFixture{st: st, sabakan: s.Server}
 }
 
-func (f *pageFixture) handler(pending *liveview.NextStep) http.Handler {
-	o := liveview.Options{Sabakan: sabakan.Options{Timeout: 2 * time.Second, Retries: -1}, EtcdTimeout: time.Second}
-	if pending != nil {
-		o.NextStep = func(context.Context, storage.Storage) (*liveview.NextStep, error) { return pending, nil }
-	}
-	return NewHandler(liveview.NewReader(f.st, o), Options{Refresh: 15 * time.Second, Log: quietLog})
+// reader decides anew at every read (a CacheTTL of 1ns): the tests
+// change the settings between two pages.
+func (f *pageFixture) reader() *Reader {
+	return NewReader(f.st, Options{Sabakan: sabakan.Options{Timeout: 2 * time.Second, Retries: -1}, EtcdTimeout: time.Second, CacheTTL: time.Nanosecond})
+}
+
+func (f *pageFixture) handler() http.Handler {
+	return NewHandler(f.reader(), PageOptions{Refresh: 15 * time.Second, Log: quietLog})
 }
 
 func get(t *testing.T, h http.Handler, method, path string) *httptest.ResponseRecorder {
@@ -80,12 +82,18 @@ func get(t *testing.T, h http.Handler, method, path string) *httptest.ResponseRe
 var rectRE = regexp.MustCompile(`<rect x="\d+" y="\d+" class="([^"]*)"><title>([^<]*)</title></rect>`)
 
 // TestMapPageSections: the page has one rect per machine with its tooltip,
-// the status, the pending step (highlighted on the map), the history and
-// a refresh.
+// the status, the next step of the leader's decision (highlighted on the
+// map), the history and a refresh.
 func TestMapPageSections(t *testing.T) {
 	f := newPageFixture(t)
-	h := f.handler(&liveview.NextStep{Op: generator.OpIncreaseWorker, Steps: 3,
-		Changes: []generator.Change{{Action: generator.ActionAddWorker, Address: "10.0.2.4", Serial: "S000014", Reason: "highest score"}}})
+	d, err := f.reader().Decide(context.Background(), Preview{})
+	must(t, err)
+	if d.Plan == nil || len(d.Plan.Steps) == 0 || d.Plan.Steps[0].Changes[0].Action != generator.ActionAddWorker {
+		t.Fatalf("the fixture's plan: %+v, want a first step that adds a worker first", d.Plan)
+	}
+	step := d.Plan.Steps[0]
+	add := step.Changes[0]
+	h := f.handler()
 	rec := get(t, h, http.MethodGet, "/")
 	body := rec.Body.String()
 	if rec.Code != http.StatusOK || rec.Header().Get("Content-Type") != "text/html; charset=utf-8" {
@@ -107,11 +115,23 @@ func TestMapPageSections(t *testing.T) {
 	for _, r := range rects {
 		titles[r[2]] = r[1]
 	}
+	// next is what a rect says of the step's change of addr, if any.
+	next := func(addr, class string) (string, string) {
+		for _, ch := range step.Changes {
+			if ch.Address == addr {
+				return "; next: " + ch.Action, class + " nx"
+			}
+		}
+		return "", class
+	}
+	cpNext, cpClass := next("10.0.0.2", "c")
+	wNext, wClass := next("10.0.1.4", "w unreachable")
 	for title, class := range map[string]string{
-		"S000002 10.0.0.2: HEALTHY, role " + roleOf(t, body, "S000002") + ", control plane, rack 0 #2":                      "c",
-		"S000009 10.0.1.4: UNREACHABLE, role " + roleOf(t, body, "S000009") + ", worker, rack 1 #4":                         "w unreachable",
-		"S000014 10.0.2.4: HEALTHY, role " + roleOf(t, body, "S000014") + ", unused candidate, rack 2 #4; next: add-worker": "u nx",
-		"S000001 10.0.0.1: HEALTHY, role boot, not usable, rack 0 #1; not returned by the query variables":                  "x",
+		"S000002 10.0.0.2: HEALTHY, role " + roleOf(t, body, "S000002") + ", control plane, rack 0 #2" + cpNext: cpClass,
+		"S000009 10.0.1.4: UNREACHABLE, role " + roleOf(t, body, "S000009") + ", worker, rack 1 #4" + wNext:     wClass,
+		fmt.Sprintf("%s %s: HEALTHY, role %s, unused candidate, rack %s #%s; next: %s", add.Serial, add.Address, roleOf(t, body, add.Serial),
+			strings.Split(add.Address, ".")[2], strings.Split(add.Address, ".")[3], add.Action): "u nx",
+		"S000001 10.0.0.1: HEALTHY, role boot, not usable, rack 0 #1; " + leftOutOnline: "x",
 	} {
 		if got, ok := titles[title]; !ok || got != class {
 			t.Errorf("no rect of class %q with tooltip %q (class %q)", class, title, got)
@@ -126,11 +146,12 @@ func TestMapPageSections(t *testing.T) {
 		`<tr><th>last tick's leader</th><td>daemon-1 <span class="muted">`,
 		`<tr><th>kubernetes</th><td>2 nodes, 1 with a taint control planes do not tolerate</td></tr>`,
 		`<tr><th>placement control-plane</th><td>observed group <code>any</code>; nodes: dedicated 0, any 1, in no group 0</td></tr>`,
-		`Next step: <b>increase worker</b>, 1 change; 3 steps pending`,
-		`<tr><td>add-worker</td><td><code>10.0.2.4</code></td><td>S000014</td><td>highest score</td></tr>`,
+		fmt.Sprintf(`Next step: <b>%s</b>, %s; %s pending`, html.EscapeString(step.Op), plural(len(step.Changes), "change", "changes"),
+			plural(len(d.Plan.Steps), "step", "steps")),
+		fmt.Sprintf(`<tr><td>%s</td><td><code>%s</code></td><td>%s</td><td>`, add.Action, add.Address, add.Serial),
 		`<td>new</td><td class="num">2</td><td>generate <code>10.0.0.2</code>, generate <code>10.0.1.4</code></td>`,
 		`15 machines in 3 racks: 1 control plane`,
-		`<p id="runway-line" class="muted">` + html.EscapeString(liveview.NoForecast) + `</p>`,
+		`<p id="runway-line" class="muted">` + html.EscapeString(NoForecast) + `</p>`,
 	} {
 		if !strings.Contains(body, want) {
 			t.Errorf("the page lacks %q", want)
@@ -164,7 +185,7 @@ func roleOf(t *testing.T, body, serial string) string {
 func TestMapPageFailures(t *testing.T) {
 	f := newPageFixture(t)
 	f.sabakan.Close()
-	rec := get(t, f.handler(nil), http.MethodGet, "/")
+	rec := get(t, f.handler(), http.MethodGet, "/")
 	body := rec.Body.String()
 	if rec.Code != http.StatusOK || !strings.Contains(body, `<p class="err">No rack map: sabakan at `) ||
 		!strings.Contains(body, "NOT_ENOUGH_MACHINES") || !strings.Contains(body, "No pending plan.") || strings.Contains(body, "<rect x=") {
@@ -172,7 +193,7 @@ func TestMapPageFailures(t *testing.T) {
 	}
 
 	f.st.Client.Close()
-	rec = get(t, f.handler(nil), http.MethodGet, "/")
+	rec = get(t, f.handler(), http.MethodGet, "/")
 	if rec.Code != http.StatusServiceUnavailable || !strings.Contains(rec.Body.String(), `<p class="err">Cannot read the state: etcd: status: `) ||
 		!strings.Contains(rec.Body.String(), `<meta http-equiv="refresh" content="15">`) {
 		t.Errorf("etcd down: %d\n%s", rec.Code, rec.Body.String())
@@ -184,9 +205,9 @@ func TestMapPageEscapes(t *testing.T) {
 	evil := `<script>alert(1)</script>`
 	ms := []machine.Machine{{Spec: machine.Spec{Serial: `S"1` + evil, Rack: 0, IndexInRack: 1, Role: evil, IPv4: []string{"10.0.0.1"}},
 		Status: machine.Status{State: machine.StateHealthy}}}
-	src := &builtSource{in: rackmap.Input{Machines: ms, Next: []generator.Change{{Action: evil, Address: "10.0.0.1"}}},
-		s: liveview.View{ClusterName: evil, Notes: []string{evil}, NextStep: &liveview.NextStep{Op: evil, Changes: []generator.Change{{Action: evil, Address: evil}}}}}
-	body := get(t, NewHandler(src, Options{Log: quietLog}), http.MethodGet, "/").Body.String()
+	src := &builtSource{in: rawIn(ms, MapInput{Next: []generator.Change{{Action: evil, Address: "10.0.0.1"}}}),
+		s: View{ClusterName: evil, Notes: []string{evil}, NextStep: &NextStep{Op: evil, Changes: []generator.Change{{Action: evil, Address: evil}}}}}
+	body := get(t, NewHandler(src, PageOptions{Log: quietLog}), http.MethodGet, "/").Body.String()
 	if strings.Contains(body, "<script>") {
 		t.Errorf("unescaped inventory text:\n%s", body)
 	}
@@ -204,7 +225,7 @@ func TestMapPageSize20000(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds a 20,000-machine data center")
 	}
-	rec := get(t, NewHandler(bigSource(t, 500, 40), Options{Log: quietLog}), http.MethodGet, "/")
+	rec := get(t, NewHandler(bigSource(t, 500, 40), PageOptions{Log: quietLog}), http.MethodGet, "/")
 	if rec.Code != http.StatusOK {
 		t.Fatalf("status %d", rec.Code)
 	}
@@ -220,34 +241,60 @@ func TestMapPageSize20000(t *testing.T) {
 
 // TestMapPageModel: the page says the model of the stored constraints
 // under the rack summary: the count model (also when none are stored), or
-// the rate model with the stored cluster's figure, (workers - 1) /
-// machines against minimum-workers-rate, and whether a RETIRED worker may
-// leave; invalid constraints show a note and no model.
+// the rate model with the figure of the cluster as the decision's step
+// leaves it, (workers - 1) / machines against minimum-workers-rate, and
+// whether a RETIRED worker may leave; invalid constraints leave no map,
+// and say why.
 func TestMapPageModel(t *testing.T) {
 	f := newPageFixture(t)
 	ctx := context.Background()
-	h := f.handler(nil)
-	// One worker (10.0.1.4); 12 machines: the 15 less the 3 boot servers
-	// the default query leaves out (the UNREACHABLE one counts).
+	h := f.handler()
+	// rateLine is the rate model's line of the decision: the workers of
+	// the cluster as its step leaves it; 12 machines: the 15 less the 3
+	// boot servers the default query leaves out (the UNREACHABLE one
+	// counts).
+	rateLine := func(minimum int) string {
+		d, err := f.reader().Decide(ctx, Preview{})
+		must(t, err)
+		after := d.Gathered.Settings.Current
+		if d.Step != nil {
+			after = d.Step.Cluster
+		}
+		w := 0
+		for _, n := range after.Nodes {
+			if !n.ControlPlane {
+				w++
+			}
+		}
+		r := &generator.WorkerRate{Workers: w, Machines: 12, Percent: constraints.Rate(w, 12), Minimum: minimum}
+		class, verdict := ` class="note"`, ": RETIRED workers stay."
+		if r.CanRemove() {
+			class, verdict = "", ": a RETIRED worker past the retire wait may leave."
+		}
+		return `<p id="model" data-model="rate"` + class + `>Model of the workers: rate: every HEALTHY machine a worker template accepts is a worker; workers ` +
+			html.EscapeString(r.String()) + verdict + `</p>`
+	}
 	for _, tc := range []struct {
 		stored string // "" for none
-		want   string
+		want   func() string
 	}{
-		{"", `<p id="model" data-model="count">Model of the workers: count: minimum-workers and maximum-workers bound the number of workers.</p>`},
-		{`{"control-plane-count":1,"minimum-workers-rate":80}`, `<p id="model" data-model="rate" class="note">Model of the workers: rate: every HEALTHY machine a worker template accepts is a worker; workers 0.0% ((1 worker - 1) / 12 machines), minimum-workers-rate 80%: RETIRED workers stay.</p>`},
-		{`{"control-plane-count":1,"minimum-workers-rate":0}`, `<p id="model" data-model="rate">Model of the workers: rate: every HEALTHY machine a worker template accepts is a worker; workers 0.0% ((1 worker - 1) / 12 machines), minimum-workers-rate 0%: a RETIRED worker past the retire wait may leave.</p>`},
-		{`{"control-plane-count":1,"minimum-workers":3,"maximum-workers":5}`, `<p id="model" data-model="count">Model of the workers: count: `},
-		{`{"minimum-workers":3,"minimum-workers-rate":80}`, `<p class="note">the stored constraints are invalid (`},
+		{"", func() string {
+			return `<p id="model" data-model="count">Model of the workers: count: minimum-workers and maximum-workers bound the number of workers.</p>`
+		}},
+		{`{"control-plane-count":1,"minimum-workers-rate":80}`, func() string { return rateLine(80) }},
+		{`{"control-plane-count":1,"minimum-workers-rate":0}`, func() string { return rateLine(0) }},
+		{`{"control-plane-count":1,"minimum-workers":3,"maximum-workers":5}`, func() string { return `<p id="model" data-model="count">Model of the workers: count: ` }},
+		{`{"minimum-workers":3,"minimum-workers-rate":80}`, func() string { return `<p class="err">No rack map: the stored constraints are invalid` }},
 	} {
 		if tc.stored != "" {
 			_, err := f.st.Client.Put(ctx, f.st.Key(storage.KeyConstraints), tc.stored)
 			must(t, err)
 		}
 		body := get(t, h, http.MethodGet, "/").Body.String()
-		if !strings.Contains(body, tc.want) {
-			t.Errorf("constraints %s: the page lacks\n%s\n%s", tc.stored, tc.want, body)
+		if want := tc.want(); !strings.Contains(body, want) {
+			t.Errorf("constraints %s: the page lacks\n%s\n%s", tc.stored, want, body)
 		}
-		if strings.Contains(tc.want, "invalid") && strings.Contains(body, `id="model"`) {
+		if strings.Contains(tc.stored, `"minimum-workers":3,"minimum-workers-rate"`) && strings.Contains(body, `id="model"`) {
 			t.Errorf("constraints %s (invalid): the page shows a model", tc.stored)
 		}
 	}
@@ -261,7 +308,7 @@ func TestMapPageHeld(t *testing.T) {
 	leader := f.st.Key(storage.KeyLeader + "1")
 	must(t, f.st.PutStatus(ctx, leader, storage.Status{Result: "held", Reason: "OWNED_BY_CKE", Message: "ckegenctl sabakan takeover",
 		Mode: "beside-cke", Owner: intake.OwnerCKE, Leader: "daemon-1"}, nil))
-	body := get(t, f.handler(nil), http.MethodGet, "/").Body.String()
+	body := get(t, f.handler(), http.MethodGet, "/").Body.String()
 	for _, want := range []string{`<span class="note" id="held">held</span> <code>OWNED_BY_CKE</code>`, "<td>beside-cke, owner cke</td>"} {
 		if !strings.Contains(body, want) {
 			t.Errorf("page lacks %q", want)
@@ -287,7 +334,7 @@ func TestMapPageTickWarnings(t *testing.T) {
 	}
 	leader := f.st.Key(storage.KeyLeader + "1")
 	must(t, f.st.PutStatus(ctx, leader, storage.Status{Result: "ok", Leader: "daemon-1", Warnings: warnings[:1], LastOp: "taint nodes", LastChangeCount: 1}, nil))
-	body := get(t, f.handler(nil), http.MethodGet, "/").Body.String()
+	body := get(t, f.handler(), http.MethodGet, "/").Body.String()
 	box := `<h2 id="status">Status</h2>
 <div id="tick-warnings" class="warnbox" role="alert"><b>1 warning from the last tick</b>: ckegen went on, but these need fixing.
 <ul><li>template role &#34;gpuu&#34; matches no machine; inventory roles: compute, gpu, storage</li></ul></div>
@@ -300,14 +347,14 @@ func TestMapPageTickWarnings(t *testing.T) {
 	}
 
 	must(t, f.st.PutStatus(ctx, leader, storage.Status{Result: "ok", Leader: "daemon-1", Warnings: warnings}, nil))
-	body = get(t, f.handler(nil), http.MethodGet, "/").Body.String()
+	body = get(t, f.handler(), http.MethodGet, "/").Body.String()
 	if !strings.Contains(body, "<b>10 warnings from the last tick</b>") || !strings.Contains(body, "<li>warning &lt;8&gt;</li><li>and 2 more (ckegenctl sabakan status -o json lists them all)</li></ul>") ||
 		strings.Contains(body, "warning &lt;9&gt;") {
 		t.Errorf("12 warnings: the box does not list ten and count two more:\n%s", body)
 	}
 
 	must(t, f.st.PutStatus(ctx, leader, storage.Status{Result: "ok", Leader: "daemon-1"}, nil))
-	body = get(t, f.handler(nil), http.MethodGet, "/").Body.String()
+	body = get(t, f.handler(), http.MethodGet, "/").Body.String()
 	if strings.Contains(body, "tick-warnings") {
 		t.Error("a status without warnings shows the box")
 	}
@@ -339,7 +386,7 @@ func TestMapPageNotErrors(t *testing.T) {
 		{"waiting", "NO_TEMPLATE", "note"}, {"planning", "QUIET_TIME", "note"}, {"failing", "SABAKAN_UNREACHABLE", "err"},
 	} {
 		must(t, f.st.PutStatus(ctx, leader, storage.Status{Result: c.result, Reason: c.reason, Leader: "daemon-1"}, nil))
-		body := get(t, f.handler(nil), http.MethodGet, "/").Body.String()
+		body := get(t, f.handler(), http.MethodGet, "/").Body.String()
 		if want := `class="` + c.class + `"`; !strings.Contains(body, want+` id="held">`+c.result) && !strings.Contains(body, want+`>`+c.result) {
 			t.Errorf("%s is not shown with class %s", c.result, c.class)
 		}
@@ -358,14 +405,14 @@ func TestMapPageSilence(t *testing.T) {
 	must(t, f.st.PutStatus(ctx, leader, st, nil))
 	_, err := f.st.Client.Put(ctx, f.st.Key(storage.KeyCKEStatus), `{"phase":"upgrade-aborted","timestamp":"2026-01-01T00:00:00Z"}`)
 	must(t, err)
-	body := get(t, f.handler(nil), http.MethodGet, "/").Body.String()
+	body := get(t, f.handler(), http.MethodGet, "/").Body.String()
 	if !strings.Contains(body, `<div id="silence" class="warnbox" role="alert"><b>Not integrating</b>: CKE&#39;s server has not called ckegen since`) ||
 		!strings.Contains(body, "CKE&#39;s phase is upgrade-aborted") {
 		t.Errorf("the page does not say CKE stopped calling:\n%s", body)
 	}
 	st.Time = time.Now()
 	must(t, f.st.PutStatus(ctx, leader, st, nil))
-	if body := get(t, f.handler(nil), http.MethodGet, "/").Body.String(); strings.Contains(body, `id="silence"`) {
+	if body := get(t, f.handler(), http.MethodGet, "/").Body.String(); strings.Contains(body, `id="silence"`) {
 		t.Error("a fresh status has the silence box")
 	}
 }
@@ -381,7 +428,7 @@ func TestPageSaysWhoLeads(t *testing.T) {
 	old := time.Now().Add(-time.Hour)
 	st := storage.Status{Result: "ok", Time: old, LastRun: old, Mode: "inside-cke", Interval: storage.Duration(time.Minute), Leader: "cke-1"}
 	must(t, f.st.PutStatus(ctx, leader, st, nil))
-	body := get(t, f.handler(nil), http.MethodGet, "/").Body.String()
+	body := get(t, f.handler(), http.MethodGet, "/").Body.String()
 	for _, want := range []string{
 		`<tr><th>last tick's leader</th><td>cke-1 <span class="muted">1h ago</span>`,
 		`<tr id="leads-now"><th>leads now</th><td>CKE&#39;s server daemon-1 leads; whether ckegen runs inside is not known`,
@@ -393,7 +440,7 @@ func TestPageSaysWhoLeads(t *testing.T) {
 	}
 	_, err := f.st.Client.Delete(ctx, leader)
 	must(t, err)
-	body = get(t, f.handler(nil), http.MethodGet, "/").Body.String()
+	body = get(t, f.handler(), http.MethodGet, "/").Body.String()
 	for _, want := range []string{
 		`<tr id="leads-now"><th>leads now</th><td>nothing leads: no key under leader/ nor sabakan/ckegen/leader/`,
 		`why: no server leads: nothing under leader/ nor sabakan/ckegen/leader/`,

@@ -1,4 +1,4 @@
-package rackmap
+package liveview
 
 // Band is a run of racks drawn side by side, the rows shared: racks whose
 // machines have the same index in rack show them on one row.

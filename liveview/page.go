@@ -1,9 +1,10 @@
-// Package web is ckegen's page (at / of its daemon, at /ckegen/ of CKE's
+// The page is ckegen's page (at / of its daemon, at /ckegen/ of CKE's
 // server with ckegen inside): the rack map as SVG (one element
 // per machine, with a tooltip), the last tick's status, the pending plan
 // and the last history entries. It is rendered on the server with
 // html/template and reloads itself; there is no script.
-package web
+
+package liveview
 
 import (
 	"bytes"
@@ -18,21 +19,18 @@ import (
 	"strings"
 	"time"
 
-	"github.com/ckegen/ckegen/actor"
 	"github.com/ckegen/ckegen/constraints"
-	"github.com/ckegen/ckegen/liveview"
 	"github.com/ckegen/ckegen/machine"
-	"github.com/ckegen/ckegen/rackmap"
 	"github.com/ckegen/ckegen/storage"
 )
 
-// Source reads what the page shows; *liveview.Reader is one.
+// Source reads what the page shows; *Reader is one.
 type Source interface {
-	View(ctx context.Context) (*liveview.View, error)
+	View(ctx context.Context) (*View, error)
 }
 
-// Options configure the handler. Zero fields take their defaults.
-type Options struct {
+// PageOptions configure the handler. Zero fields take their defaults.
+type PageOptions struct {
 	// Refresh is how often the page reloads itself.
 	Refresh time.Duration
 	// Timeout bounds reading a snapshot.
@@ -40,19 +38,19 @@ type Options struct {
 	Log     *slog.Logger
 }
 
-// Defaults of Options.
+// Defaults of PageOptions.
 const (
-	DefaultRefresh = 30 * time.Second
-	DefaultTimeout = 20 * time.Second
+	DefaultPageRefresh = 30 * time.Second
+	DefaultPageTimeout = 20 * time.Second
 )
 
 // NewHandler returns the handler of the page; mount it at "/".
-func NewHandler(src Source, o Options) http.Handler {
+func NewHandler(src Source, o PageOptions) http.Handler {
 	if o.Refresh <= 0 {
-		o.Refresh = DefaultRefresh
+		o.Refresh = DefaultPageRefresh
 	}
 	if o.Timeout <= 0 {
-		o.Timeout = DefaultTimeout
+		o.Timeout = DefaultPageTimeout
 	}
 	if o.Log == nil {
 		o.Log = slog.Default()
@@ -62,7 +60,7 @@ func NewHandler(src Source, o Options) http.Handler {
 
 type handler struct {
 	src  Source
-	opts Options
+	opts PageOptions
 }
 
 //go:embed page.html
@@ -153,19 +151,19 @@ type page struct {
 
 	Status *storage.Status
 	// Acting says who leads now (nil: not read, with no status).
-	Acting *actor.Report
+	Acting *Actor
 	// Silence says that the status's host stopped calling ckegen.
 	Silence  string
 	History  []storage.HistoryEntry
-	NextStep *liveview.NextStep
+	NextStep *NextStep
 	// NextChanges are the first maxNextChanges of the next step's.
 	NextChanges []rackmapChange
 	// Runway is the leader's last forecast, as stored.
-	Runway liveview.Runway
+	Runway Runway
 
 	MapErr  string
 	Notes   []string
-	Map     *rackmap.Map
+	Map     *Map
 	Summary string
 	// Model is the model of the workers in force ("" when the constraints
 	// could not be read), ModelText what it means, with the rate model's
@@ -187,7 +185,7 @@ type page struct {
 // maxNextChanges bounds the changes of the next step listed.
 const maxNextChanges = 100
 
-type rackmapChange = rackmap.HighlightedChange
+type rackmapChange = HighlightedChange
 
 type svg struct {
 	// Width and Height are the drawing's; the page shows it as wide as the
@@ -227,14 +225,14 @@ type svgRisk struct {
 
 type rackRow struct {
 	Number  int
-	Counts  rackmap.Counts
+	Counts  Counts
 	Workers []int // by Roles
 	CPs     []int // by CPRoles
 	TotalCP int
 	TotalW  int
 }
 
-func newPage(s *liveview.View, refresh time.Duration) *page {
+func newPage(s *View, refresh time.Duration) *page {
 	p := &page{
 		Refresh:  int(refresh.Seconds()),
 		Time:     s.Time,
@@ -288,7 +286,7 @@ func newPage(s *liveview.View, refresh time.Duration) *page {
 // modelText says what the model in force means and, in the rate model
 // with a cluster, its figure and what it allows now; below reports that
 // the figure keeps RETIRED workers in the cluster.
-func modelText(m *rackmap.Map) (text string, below bool) {
+func modelText(m *Map) (text string, below bool) {
 	switch m.Model {
 	case constraints.CountModel:
 		return "count: minimum-workers and maximum-workers bound the number of workers", false
@@ -311,7 +309,7 @@ func modelText(m *rackmap.Map) (text string, below bool) {
 // per rack (numbered above), one row per index in rack (numbered on the
 // left). Few racks get wider columns, up to maxPitchX, so that the
 // drawing is wide rather than tall.
-func drawSVG(m *rackmap.Map) svg {
+func drawSVG(m *Map) svg {
 	var out svg
 	out.Cells = make([]svgCell, 0, m.Totals.Machines)
 	out.Labels = make([]svgLabel, 0, len(m.Racks))
@@ -359,16 +357,16 @@ func drawSVG(m *rackmap.Map) svg {
 	return out
 }
 
-var kindClass = map[rackmap.Kind]string{
-	rackmap.KindControlPlane: "c",
-	rackmap.KindWorker:       "w",
-	rackmap.KindUnused:       "u",
-	rackmap.KindUnusable:     "x",
+var kindClass = map[Kind]string{
+	KindControlPlane: "c",
+	KindWorker:       "w",
+	KindUnused:       "u",
+	KindUnusable:     "x",
 }
 
 // cellClass: the kind, the state when it is not HEALTHY, rb when
 // rebooting, nx when the next step changes it.
-func cellClass(c *rackmap.Cell) string {
+func cellClass(c *Cell) string {
 	cls := kindClass[c.Kind]
 	if c.State != machine.StateHealthy && c.State.Valid() {
 		cls += " " + strings.ToLower(string(c.State))
@@ -382,7 +380,7 @@ func cellClass(c *rackmap.Cell) string {
 	return cls
 }
 
-func cellTitle(rack int, c *rackmap.Cell) string {
+func cellTitle(rack int, c *Cell) string {
 	var b strings.Builder
 	b.Grow(96)
 	b.WriteString(c.Serial)
@@ -398,9 +396,9 @@ func cellTitle(rack int, c *rackmap.Cell) string {
 	}
 	b.WriteString(", ")
 	switch c.Kind {
-	case rackmap.KindUnused:
+	case KindUnused:
 		b.WriteString("unused candidate")
-	case rackmap.KindUnusable:
+	case KindUnusable:
 		b.WriteString("not usable")
 	default:
 		b.WriteString(c.Kind.NodeRole())
@@ -425,7 +423,7 @@ func cellTitle(rack int, c *rackmap.Cell) string {
 	return b.String()
 }
 
-func rackTitle(r *rackmap.Rack) string {
+func rackTitle(r *Rack) string {
 	c := r.Counts
 	var roles []string
 	for _, role := range sortedRoles(c.Workers) {
@@ -441,7 +439,7 @@ func rackTitle(r *rackmap.Rack) string {
 
 // riskTitle says what a rack at risk risks: the words of each failure
 // domain at risk whose control planes it holds.
-func riskTitle(r *rackmap.Rack, words map[string]string) string {
+func riskTitle(r *Rack, words map[string]string) string {
 	ws := make([]string, 0, len(r.QuorumAtRisk))
 	for _, d := range r.QuorumAtRisk {
 		ws = append(ws, words[d])
@@ -450,13 +448,6 @@ func riskTitle(r *rackmap.Rack, words map[string]string) string {
 }
 
 // plural is "1 worker", "2 workers".
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return "1 " + one
-	}
-	return strconv.Itoa(n) + " " + many
-}
-
 func sortedRoles(m map[string]int) []string {
 	out := make([]string, 0, len(m))
 	for k, v := range m {
