@@ -75,8 +75,12 @@ type Decision struct {
 	Placed     bool
 	Placements []storage.PlacementStatus
 	// Domains are the control planes of the cluster as the tick leaves
-	// it by failure domain (nil: the inventory was not read).
+	// it by failure domain (nil: the inventory was not read), and Rate
+	// its worker rate in the rate model (nil: the count model, or the
+	// inventory was not read), counting the machines the tick gave the
+	// generator, as rule 7 does.
 	Domains *failuredomain.Census
+	Rate    *generator.WorkerRate
 	// Constraints are the valid constraints in force (nil: not read),
 	// from ConstraintsSource.
 	Constraints       *constraints.Constraints

@@ -40,17 +40,6 @@ func RateOf(c *cluster.Cluster, machines int, cons constraints.Constraints) *Wor
 	}
 }
 
-// RateAfter is the worker rate of the cluster as a tick leaves it: the
-// cluster of step, the change the tick writes (nil: none), else current;
-// machines are those the tick gave the generator, as rule 7 counts them.
-// nil in the count model. The status and the views say it from here.
-func RateAfter(current *cluster.Cluster, step *Result, machines int, cons constraints.Constraints) *WorkerRate {
-	if step != nil {
-		current = step.Cluster
-	}
-	return RateOf(current, machines, cons)
-}
-
 // CanRemove reports whether a RETIRED worker may leave now.
 func (r *WorkerRate) CanRemove() bool {
 	return r.Machines > 0 && r.Percent >= float64(r.Minimum)

@@ -187,13 +187,13 @@ func TestMapBuildCells(t *testing.T) {
 	if err := rate.Set(constraints.MinimumWorkersRate, 80); err != nil {
 		t.Fatal(err)
 	}
-	in.Model, in.Rate = rate.Model(), generator.RateAfter(in.Current, nil, len(in.Machines), rate)
+	in.Model, in.Rate = rate.Model(), generator.RateOf(in.Current, len(in.Machines), rate)
 	mr := BuildMap(in)
 	if want := (&generator.WorkerRate{Workers: 4, Machines: 10, Percent: 30, Minimum: 80}); mr.Model != "rate" || !cmp.Equal(mr.Rate, want) {
 		t.Errorf("rate model: model %q, rate %+v, want rate %+v", mr.Model, mr.Rate, want)
 	}
 	count := constraints.Default()
-	in.Model, in.Rate = count.Model(), generator.RateAfter(in.Current, nil, len(in.Machines), count)
+	in.Model, in.Rate = count.Model(), generator.RateOf(in.Current, len(in.Machines), count)
 	if mc := BuildMap(in); mc.Model != "count" || mc.Rate != nil || mc.ModelText() != "model: count" {
 		t.Errorf("count model: model %q, rate %+v, text %q", mc.Model, mc.Rate, mc.ModelText())
 	}
@@ -462,7 +462,7 @@ func TestMapModelText(t *testing.T) {
 			if c := tc.cons; c != nil {
 				in.Model = c.Model()
 				if tc.cur != nil {
-					in.Rate = generator.RateAfter(tc.cur, nil, len(in.Machines), *c)
+					in.Rate = generator.RateOf(tc.cur, len(in.Machines), *c)
 				}
 			}
 			m := BuildMap(in)

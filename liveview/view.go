@@ -202,7 +202,7 @@ func mapInput(d *decision.Decision) (MapInput, error) {
 		in.Next = p.Steps[0].Changes
 	}
 	if c := d.Constraints; c != nil {
-		in.Model, in.Rate = c.Model(), generator.RateAfter(s.Current, d.Step, len(g.Machines), *c)
+		in.Model, in.Rate = c.Model(), d.Rate
 	}
 	return in, nil
 }

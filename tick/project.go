@@ -106,8 +106,9 @@ func clusterAfter(d *decision.Decision, written bool) *cluster.Cluster {
 // modelStatus completes a status with the constraints model in force
 // and, in the rate model, the worker rate of the cluster as the tick
 // leaves it (docs/models.md), counting the machines the tick gave the
-// generator, as rule 7 does. A tick that did not get to query sabakan
-// keeps the last rate, against the minimum-workers-rate now in force; one
+// generator, as rule 7 does (Decision.Rate). A tick that did not get to
+// query sabakan or to write its step keeps the last rate, against the
+// minimum-workers-rate now in force; one
 // that did not read valid constraints (or a disabled integration) says
 // nothing of either.
 func modelStatus(st *storage.Status, last storage.Status, d *decision.Decision, written bool) {
@@ -118,8 +119,8 @@ func modelStatus(st *storage.Status, last storage.Status, d *decision.Decision, 
 	st.Model, st.ConstraintsSource = c.Model(), d.ConstraintsSource
 	switch {
 	case !c.RateModel():
-	case d.Gathered.Machines != nil:
-		st.WorkerRate = planreport.Rate(generator.RateOf(clusterAfter(d, written), len(d.Gathered.Machines), c))
+	case d.Rate != nil && (written || d.Step == nil):
+		st.WorkerRate = planreport.Rate(d.Rate)
 	case last.WorkerRate != nil:
 		r := *last.WorkerRate
 		r.Minimum = *c.MinimumWorkersRate

@@ -179,7 +179,7 @@ func (o *mapOptions) offlineInput() (liveview.MapInput, error) {
 	if c := s.Constraints; s.ConstraintsStored {
 		in.Model = c.Model()
 		if s.Current != nil {
-			in.Rate = generator.RateAfter(s.Current, nil, len(kept), c)
+			in.Rate = generator.RateOf(s.Current, len(kept), c)
 		}
 	}
 	return in, nil

@@ -27,7 +27,7 @@ var viewsForbidden = map[string][]string{
 	// Counting the control planes by failure domain: only Decide does.
 	module + "failuredomain": {"ControlPlanes", "Limit", "Quorum", "BreaksQuorum"},
 	// The worker rate: only of the decision's cluster after its step
-	// (generator.RateAfter, as the status says it).
+	// (Decision.Rate, as the status says it).
 	module + "generator": {"RateOf"},
 }
 
