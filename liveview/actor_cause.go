@@ -10,7 +10,7 @@ import (
 )
 
 // Cause says why ckegen's step is not being run, for the note of a
-// status whose host stopped calling it (decision.Silence), from who acts
+// status whose host stopped calling it (Silence), from who acts
 // and CKE's status key (nil: absent): nothing leads; CKE's server leads
 // and runs no ckegen, or keeps no record of it; CKE's server leads with
 // ckegen inside but has not reached its operations since (it writes its

@@ -198,7 +198,7 @@ func Document(d *decision.Decision) *planreport.Document {
 // Status is the last tick's status as the views show it: the record,
 // who acts now (package actor: the record cannot say it of itself), and
 // Notes on what the record cannot say of itself at the time it is shown
-// (decision.Silence: that its host stopped calling ckegen, and why).
+// (Silence: that its host stopped calling ckegen, and why).
 type Status struct {
 	storage.Status
 	Acting *Actor   `json:"acting,omitempty"`
@@ -222,7 +222,7 @@ func ReadStatus(ctx context.Context, st storage.Storage, now time.Time) (Status,
 		return Status{}, err
 	}
 	v := Status{Status: s, Acting: &who}
-	if n := decision.Silence(s, own.Own.CKEStatus, who.Cause(own.Own.CKEStatus), now); n != "" {
+	if n := Silence(s, own.Own.CKEStatus, who.Cause(own.Own.CKEStatus), now); n != "" {
 		v.Notes = append(v.Notes, n)
 	}
 	return v, nil

@@ -103,7 +103,7 @@ type View struct {
 	MapErr error
 	// Status is the last tick's result; nil when none was recorded.
 	// Silence says that its host stopped calling the step, when it did
-	// (decision.Silence: "" while it calls at its pace).
+	// (Silence: "" while it calls at its pace).
 	Status  *storage.Status
 	Silence string
 	// Acting is who leads now, read with the status (nil without one).

@@ -37,7 +37,7 @@ func newSabakanStatusCmd(e *env) *cobra.Command {
 			}
 			return e.withStorage(func(ctx context.Context, st storage.Storage) error {
 				// With what the status cannot say of itself: that its
-				// host stopped calling (decision.Silence), with CKE's phase.
+				// host stopped calling (liveview.Silence), with CKE's phase.
 				v, err := liveview.ReadStatus(ctx, st, time.Now())
 				if err != nil {
 					return absent(err, absentStatus)

@@ -1,10 +1,11 @@
-package decision
+package liveview
 
 import (
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/ckegen/ckegen/decision"
 	"github.com/ckegen/ckegen/intake"
 	"github.com/ckegen/ckegen/reason"
 	"github.com/ckegen/ckegen/storage"
@@ -18,7 +19,7 @@ func TestSilence(t *testing.T) {
 	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	minute := storage.Duration(time.Minute)
 	cke := &intake.CKEStatus{Phase: "upgrade-aborted", Timestamp: at.Add(4 * time.Minute)}
-	inside := storage.Status{Result: reason.OK, Time: at, LastRun: at, Interval: minute, Mode: ModeInsideCKE}
+	inside := storage.Status{Result: reason.OK, Time: at, LastRun: at, Interval: minute, Mode: decision.ModeInsideCKE}
 	for _, c := range []struct {
 		name string
 		st   storage.Status
@@ -28,13 +29,13 @@ func TestSilence(t *testing.T) {
 		{"inside, at its pace", inside, at.Add(3 * time.Minute), ""},
 		{"inside, silent", inside, at.Add(3*time.Minute + time.Second),
 			"CKE's server has not called ckegen since 2026-01-01T00:00:00Z (3m1s ago, more than three of its intervals of 1m0s); CKE's phase is upgrade-aborted (written 0s ago); why: the cause"},
-		{"a daemon, silent", storage.Status{Result: reason.OK, Time: at, Interval: minute, Mode: ModeStandalone}, at.Add(time.Hour),
+		{"a daemon, silent", storage.Status{Result: reason.OK, Time: at, Interval: minute, Mode: decision.ModeStandalone}, at.Add(time.Hour),
 			"no tick since 2026-01-01T00:00:00Z (1h0m0s ago, more than three intervals of 1m0s); why: the cause"},
 		{"beside, waiting for CKE's pace", storage.Status{Result: reason.Held, Reason: reason.CKENotReady, Time: at.Add(10 * time.Minute),
-			LastRun: at, Interval: minute, Mode: ModeBesideCKE}, at.Add(10 * time.Minute),
+			LastRun: at, Interval: minute, Mode: decision.ModeBesideCKE}, at.Add(10 * time.Minute),
 			"ckegen has not run the integration since 2026-01-01T00:00:00Z (10m0s ago): CKE's server is in phase upgrade-aborted"},
 		{"beside, held a short while", storage.Status{Result: reason.Held, Reason: reason.CKENotReady, Time: at.Add(2 * time.Minute),
-			LastRun: at, Interval: minute, Mode: ModeBesideCKE}, at.Add(2 * time.Minute), ""},
+			LastRun: at, Interval: minute, Mode: decision.ModeBesideCKE}, at.Add(2 * time.Minute), ""},
 		{"no interval recorded", storage.Status{Result: reason.OK, Time: at}, at.Add(time.Hour), ""},
 	} {
 		got := Silence(c.st, cke, "the cause", c.now)

@@ -1,9 +1,11 @@
-package decision
+package liveview
 
 import (
+	"cmp"
 	"fmt"
 	"time"
 
+	"github.com/ckegen/ckegen/decision"
 	"github.com/ckegen/ckegen/intake"
 	"github.com/ckegen/ckegen/reason"
 	"github.com/ckegen/ckegen/storage"
@@ -21,7 +23,7 @@ import (
 const silentIntervals = 3
 
 // Silence says, at now, that the host of the step stopped calling it
-// ("": it calls at its pace), and cause, why (package actor says it from
+// ("": it calls at its pace), and cause, why (Actor.Cause says it from
 // who leads now): inside CKE's server, when the last tick is older than
 // three of CKE's intervals, with CKE's phase from its status key (nil:
 // not read); beside a CKE server, when the daemon holds for CKE's pace
@@ -35,34 +37,26 @@ func Silence(st storage.Status, cke *intake.CKEStatus, cause string, now time.Ti
 	limit := silentIntervals * interval
 	phase := "not known (no status key)"
 	if cke != nil {
-		phase = fmt.Sprintf("%s (written %s)", cmpOr(cke.Phase, "(none)"), ago(cke.Timestamp, now))
+		phase = fmt.Sprintf("%s (written %s)", cmp.Or(cke.Phase, "(none)"), since(cke.Timestamp, now))
 	}
 	switch {
 	case now.Sub(st.Time) <= limit && st.Result == reason.Held && st.Reason == reason.CKENotReady && !st.LastRun.IsZero() && now.Sub(st.LastRun) > limit:
 		return fmt.Sprintf("ckegen has not run the integration since %s (%s): CKE's server is in phase %s; ckegen writes only in phase %s, as CKE runs its own integration only when it has no operations",
-			stamp(st.LastRun), ago(st.LastRun, now), phase, CKEPhases())
+			stamp(st.LastRun), since(st.LastRun, now), phase, decision.CKEPhases())
 	case now.Sub(st.Time) <= limit:
 		return ""
-	case st.Mode == ModeInsideCKE:
+	case st.Mode == decision.ModeInsideCKE:
 		return fmt.Sprintf("CKE's server has not called ckegen since %s (%s, more than three of its intervals of %s); CKE's phase is %s; why: %s",
-			stamp(st.Time), ago(st.Time, now), interval, phase, cause)
+			stamp(st.Time), since(st.Time, now), interval, phase, cause)
 	}
 	return fmt.Sprintf("no tick since %s (%s, more than three intervals of %s); why: %s",
-		stamp(st.Time), ago(st.Time, now), interval, cause)
+		stamp(st.Time), since(st.Time, now), interval, cause)
 }
 
-func stamp(t time.Time) string { return t.UTC().Format(time.RFC3339) }
-
-func ago(t, now time.Time) string {
+// since is how long before now t was ("never" for no time).
+func since(t, now time.Time) string {
 	if t.IsZero() {
 		return "never"
 	}
 	return max(now.Sub(t), 0).Truncate(time.Second).String() + " ago"
-}
-
-func cmpOr(s, or string) string {
-	if s == "" {
-		return or
-	}
-	return s
 }
