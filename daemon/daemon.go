@@ -15,6 +15,7 @@ import (
 	"github.com/ckegen/ckegen/decision"
 	"github.com/ckegen/ckegen/intake"
 	"github.com/ckegen/ckegen/kubenodes"
+	"github.com/ckegen/ckegen/liveview"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"go.etcd.io/etcd/client/v3/concurrency"
@@ -49,7 +50,7 @@ type Daemon struct {
 	cfg     Config
 	log     *slog.Logger
 	step    *tick.Step
-	metrics *tick.Metrics
+	metrics *liveview.Metrics
 	leader  *leaderMetrics
 	// forecast is the leader's forecast, made beside the ticks.
 	forecast *forecaster
@@ -69,7 +70,7 @@ func New(cfg Config) *Daemon {
 		cfg.Registry = prometheus.NewRegistry()
 	}
 	d := &Daemon{cfg: cfg, log: cfg.Log, leader: newLeaderMetrics(),
-		metrics: tick.NewMetrics(tick.MetricsOptions{CKENames: true}),
+		metrics: liveview.NewMetrics(liveview.MetricsOptions{CKENames: true}),
 		step:    tick.New(cfg.Storage, cfg.Config)}
 	d.forecast = newForecaster(cfg.Storage, cfg.Now, cfg.Log)
 	cfg.Registry.MustRegister(d.leader, d.metrics, d.forecast)
@@ -228,7 +229,7 @@ func (d *Daemon) runOnce(ctx context.Context, leaderKey string) tick.Result {
 	if res.Status.Time.IsZero() {
 		return res // cut short: nothing to show
 	}
-	d.metrics.Observe(d.cfg.Now().UTC(), res)
+	d.metrics.Observe(d.cfg.Now().UTC(), liveview.Tick{Decision: res.Decision, Status: res.Status, Failed: res.Err != nil, Warnings: res.Warnings, Duration: res.Duration})
 	d.leader.setMode(res.Status.Mode)
 	d.mu.Lock()
 	d.status = res.Status

@@ -24,10 +24,10 @@ import (
 	"github.com/ckegen/ckegen/internal/embedded"
 	"github.com/ckegen/ckegen/internal/testutil/sitetest"
 	"github.com/ckegen/ckegen/internal/version"
+	"github.com/ckegen/ckegen/liveview"
 	"github.com/ckegen/ckegen/reason"
 	"github.com/ckegen/ckegen/sabakan"
 	"github.com/ckegen/ckegen/storage"
-	"github.com/ckegen/ckegen/tick"
 )
 
 var testNow = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -346,7 +346,7 @@ func TestMetrics(t *testing.T) {
 
 	// Stale roles disappear.
 	d.setLeading(true)
-	d.metrics.Observe(testNow, tick.Result{Status: storage.Status{Time: testNow, Result: reason.OK,
+	d.metrics.Observe(testNow, liveview.Tick{Status: storage.Status{Time: testNow, Result: reason.OK,
 		Inventory: &storage.InventoryFigures{Machines: map[string]int{}, Workers: map[string]int{"new": 1}}}})
 	if got := series(scrape(t, d), "cke_sabakan_workers{"); len(got) != 1 || got[0] != `cke_sabakan_workers{role="new"} 1` {
 		t.Errorf("worker series after the roles changed: %q", got)

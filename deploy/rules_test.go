@@ -2,7 +2,6 @@ package deploy
 
 import (
 	"fmt"
-	"github.com/ckegen/ckegen/decision"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -11,11 +10,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ckegen/ckegen/decision"
+	"github.com/ckegen/ckegen/liveview"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"sigs.k8s.io/yaml"
 
 	"github.com/ckegen/ckegen/intake"
-	"github.com/ckegen/ckegen/tick"
 )
 
 // ruleFile is the part of a Prometheus rule file the tests read.
@@ -170,7 +171,7 @@ var ckeCollectorSeries = []string{"cke_leader", "cke_sabakan_integration_success
 // insideSeries are the names CKE's server with ckegen inside exports:
 // CKE's collector's, ckegen_leader (1 while it leads and runs ckegen), and
 // the step's metrics as the integrator registers them
-// (tick.MetricsOptions{CKENames: false}: CKE's collector has the cke_*
+// (liveview.MetricsOptions{CKENames: false}: CKE's collector has the cke_*
 // names), a histogram with its _sum, _count and _bucket.
 func insideSeries(t *testing.T) map[string]bool {
 	t.Helper()
@@ -179,7 +180,7 @@ func insideSeries(t *testing.T) map[string]bool {
 		names[n] = true
 	}
 	ch := make(chan *prometheus.Desc, 100)
-	go func() { tick.NewMetrics(tick.MetricsOptions{CKENames: false}).Describe(ch); close(ch) }()
+	go func() { liveview.NewMetrics(liveview.MetricsOptions{CKENames: false}).Describe(ch); close(ch) }()
 	fq := regexp.MustCompile(`fqName: "([^"]+)"`)
 	for d := range ch {
 		m := fq.FindStringSubmatch(d.String())

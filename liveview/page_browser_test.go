@@ -1,4 +1,4 @@
-package liveview
+package liveview_test
 
 import (
 	"bytes"
@@ -29,6 +29,7 @@ import (
 	"github.com/ckegen/ckegen/generator"
 	"github.com/ckegen/ckegen/internal/testutil/dcgen"
 	"github.com/ckegen/ckegen/internal/testutil/sitetest"
+	"github.com/ckegen/ckegen/liveview"
 	"github.com/ckegen/ckegen/machine"
 	"github.com/ckegen/ckegen/sabakan"
 	"github.com/ckegen/ckegen/storage"
@@ -128,7 +129,7 @@ func TestMapPageInBrowser(t *testing.T) {
 		t.Fatalf("daemon: %v", err)
 	}
 
-	page := httptest.NewServer(NewHandler(NewReader(st, Options{Now: func() time.Time { return now.Add(2 * time.Minute) }}), PageOptions{Log: quiet}))
+	page := httptest.NewServer(liveview.NewHandler(liveview.NewReader(st, liveview.Options{Now: func() time.Time { return now.Add(2 * time.Minute) }}), liveview.PageOptions{Log: quiet}))
 	t.Cleanup(page.Close)
 
 	bctx := browser(t, ctx, chrome)
@@ -308,8 +309,8 @@ func TestRateModelPageInBrowser(t *testing.T) {
 	// every load decides anew (the constraints change).
 	var ticks atomic.Int64
 	clock := func() time.Time { return now.Add(time.Duration(ticks.Add(1)) * time.Second) }
-	page := httptest.NewServer(NewHandler(NewReader(st, Options{Now: clock, CacheTTL: time.Nanosecond}),
-		PageOptions{Log: slog.New(slog.NewTextHandler(io.Discard, nil))}))
+	page := httptest.NewServer(liveview.NewHandler(liveview.NewReader(st, liveview.Options{Now: clock, CacheTTL: time.Nanosecond}),
+		liveview.PageOptions{Log: slog.New(slog.NewTextHandler(io.Discard, nil))}))
 	t.Cleanup(page.Close)
 	bctx := browser(t, ctx, chrome)
 	load := func() (model, text string, visible bool) {
@@ -367,7 +368,7 @@ func checkScreenshot(t *testing.T, shot []byte) {
 		t.Errorf("screenshot %v has %d colours: blank?", b.Size(), len(colors))
 	}
 	const controlPlaneFill = 0x1e3a8a
-	if n := colors[controlPlaneFill]; n < 3*cellW*cellH {
+	if n := colors[controlPlaneFill]; n < 3*liveview.CellW*liveview.CellH {
 		t.Errorf("screenshot has %d pixels of the control planes' colour #%06x: the map is not drawn", n, controlPlaneFill)
 	}
 	if b.Dx() < 1000 || b.Dy() < 600 {
@@ -435,7 +436,7 @@ func runDaemon(t *testing.T, ctx context.Context, site *sitetest.Site, name stri
 // TestTypoWarningInBrowser: the typo scenario on the page. A daemon works
 // from a template whose gpu worker template says "gpuu", a role no
 // machine has; the generator warns, and the page, loaded in headless
-// chromium, shows the warning in a box under the Status heading, visible
+// chromium, shows the warning in a box under the liveview.Status heading, visible
 // without scrolling.
 func TestTypoWarningInBrowser(t *testing.T) {
 	chrome := chromium(t)
@@ -471,7 +472,7 @@ func TestTypoWarningInBrowser(t *testing.T) {
 		}
 	}
 
-	page := httptest.NewServer(NewHandler(NewReader(st, Options{Now: func() time.Time { return now }}), PageOptions{Log: quiet}))
+	page := httptest.NewServer(liveview.NewHandler(liveview.NewReader(st, liveview.Options{Now: func() time.Time { return now }}), liveview.PageOptions{Log: quiet}))
 	t.Cleanup(page.Close)
 	bctx := browser(t, ctx, chrome)
 	if err := chromedp.Do(bctx, chromedp.Navigate(page.URL+"/"), chromedp.WaitVisible(chromedp.CSS("#tick-warnings"))); err != nil {
@@ -484,7 +485,7 @@ func TestTypoWarningInBrowser(t *testing.T) {
 		t.Errorf("warnings box: %q, want the warning %q", text, want)
 	}
 	if top, bottom, heading, win := box[0], box[1], box[2], box[3]; top < heading || bottom > win {
-		t.Errorf("the warnings box spans %.0f-%.0f px, the Status heading ends at %.0f, the window is %.0f high: want it under the heading, visible without scrolling", top, bottom, heading, win)
+		t.Errorf("the warnings box spans %.0f-%.0f px, the liveview.Status heading ends at %.0f, the window is %.0f high: want it under the heading, visible without scrolling", top, bottom, heading, win)
 	}
 }
 
@@ -527,7 +528,7 @@ func TestQuorumAtRiskInBrowser(t *testing.T) {
 		t.Fatalf("status words %q, want %q", words, want)
 	}
 
-	page := httptest.NewServer(NewHandler(NewReader(st, Options{Now: func() time.Time { return now }}), PageOptions{Log: slog.New(slog.NewTextHandler(io.Discard, nil))}))
+	page := httptest.NewServer(liveview.NewHandler(liveview.NewReader(st, liveview.Options{Now: func() time.Time { return now }}), liveview.PageOptions{Log: slog.New(slog.NewTextHandler(io.Discard, nil))}))
 	t.Cleanup(page.Close)
 	bctx := browser(t, ctx, chrome)
 	if err := chromedp.Do(bctx, chromedp.Navigate(page.URL+"/"), chromedp.WaitVisible(chromedp.CSS("#rackmap"))); err != nil {
@@ -559,5 +560,12 @@ func TestQuorumAtRiskInBrowser(t *testing.T) {
 	}
 	if strings.Count(box, words) != 1 {
 		t.Errorf("warnings box %q: want the words once", box)
+	}
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
 	}
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/ckegen/ckegen/internal/embedded"
 	"github.com/ckegen/ckegen/internal/testutil/sitetest"
 	"github.com/ckegen/ckegen/kubenodes"
+	"github.com/ckegen/ckegen/liveview"
 	"github.com/ckegen/ckegen/machine"
 	"github.com/ckegen/ckegen/reason"
 	"github.com/ckegen/ckegen/sabakan"
@@ -84,7 +85,7 @@ type testStep struct {
 	*Step
 	kube    kubenodes.Kubernetes
 	repair  Repair
-	metrics *Metrics
+	metrics *liveview.Metrics
 	reg     *prometheus.Registry
 	// status is the status of the last tick, as a host keeps it.
 	status storage.Status
@@ -104,7 +105,7 @@ func (f *fixture) step(name string, mod func(*testConfig)) *testStep {
 	if mod != nil {
 		mod(&cfg)
 	}
-	d := &testStep{Step: New(cfg.Storage, cfg.Config), kube: cfg.Kubernetes, metrics: NewMetrics(MetricsOptions{CKENames: true}), reg: prometheus.NewRegistry()}
+	d := &testStep{Step: New(cfg.Storage, cfg.Config), kube: cfg.Kubernetes, metrics: liveview.NewMetrics(liveview.MetricsOptions{CKENames: true}), reg: prometheus.NewRegistry()}
 	d.reg.MustRegister(d.metrics)
 	return d
 }
@@ -118,7 +119,7 @@ func (d *testStep) runOnce(ctx context.Context, leaderKey string) error {
 func (d *testStep) run(ctx context.Context, leaderKey string) Result {
 	r := d.Run(ctx, leaderKey, d.kube, d.repair)
 	if !r.Status.Time.IsZero() {
-		d.metrics.Observe(d.cfg.Now().UTC(), r)
+		d.metrics.Observe(d.cfg.Now().UTC(), liveview.Tick{Decision: r.Decision, Status: r.Status, Failed: r.Err != nil, Warnings: r.Warnings, Duration: r.Duration})
 		d.status = r.Status
 		record(r.Status.Reason, r.Status.Result)
 	}

@@ -29,6 +29,7 @@ import (
 	"github.com/ckegen/ckegen/intake"
 	"github.com/ckegen/ckegen/internal/version"
 	"github.com/ckegen/ckegen/kubenodes"
+	"github.com/ckegen/ckegen/liveview"
 	"github.com/ckegen/ckegen/reason"
 	"github.com/ckegen/ckegen/storage"
 	"github.com/ckegen/ckegen/tick"
@@ -58,7 +59,7 @@ type Integrator struct {
 	st      storage.Storage
 	cke     cke.Storage
 	step    *tick.Step
-	metrics *tick.Metrics
+	metrics *liveview.Metrics
 	// leading is ckegen_leader: 1 while CKE's server leads and runs
 	// ckegen (StartWatch runs for as long as it leads).
 	leading prometheus.Gauge
@@ -84,7 +85,7 @@ func New(cfg Config) (*Integrator, error) {
 	// CKE's client is namespaced by its prefix: the keys need none.
 	st := storage.Storage{Client: cfg.Client}
 	ig := &Integrator{cfg: cfg, st: st, cke: cke.Storage{Client: cfg.Client},
-		metrics: tick.NewMetrics(tick.MetricsOptions{CKENames: false}),
+		metrics: liveview.NewMetrics(liveview.MetricsOptions{CKENames: false}),
 		step:    tick.New(st, cfg.Config),
 		rearm:   make(chan struct{}, 1),
 		leading: prometheus.NewGauge(prometheus.GaugeOpts{Name: "ckegen_leader",
@@ -207,9 +208,10 @@ func (ig *Integrator) after(_ context.Context, r tick.Result) {
 		return
 	}
 	now := ig.cfg.Now().UTC()
-	ig.metrics.Observe(now, r)
+	seen := liveview.Tick{Decision: r.Decision, Status: r.Status, Failed: r.Err != nil, Warnings: r.Warnings, Duration: r.Duration}
+	ig.metrics.Observe(now, seen)
 	if !r.Idle() {
-		ok, byRole, unused := r.Figures()
+		ok, byRole, unused := seen.Figures()
 		metrics.UpdateSabakanIntegration(ok, byRole, unused, now)
 	}
 	ig.mu.Lock()

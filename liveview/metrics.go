@@ -1,4 +1,4 @@
-package tick
+package liveview
 
 import (
 	"maps"
@@ -18,11 +18,11 @@ import (
 
 // Metrics are a step's Prometheus series: three histograms of how long
 // ticks take, and one collector whose every series is a projection of
-// the last tick's Result (its status, which keeps what a tick did not
-// get to know, and its decision). CKE's sabakan integration series come
-// under their CKE names where the host is not CKE's server, which has
-// its own. A host registers it and calls Observe after each tick, Clear
-// when it stops leading.
+// the last tick (its status, which keeps what a tick did not get to
+// know, and its decision). CKE's sabakan integration series come under
+// their CKE names where the host is not CKE's server, which has its own.
+// A host registers it and calls Observe after each tick with what the
+// tick returned (tick.Result), Clear when it stops leading.
 type Metrics struct {
 	tickDuration, queryDuration, metricsDuration prometheus.Histogram
 	last                                         *lastTick
@@ -66,8 +66,19 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 	}
 }
 
-// Observe records a tick's result, observed at now.
-func (m *Metrics) Observe(now time.Time, r Result) {
+// Tick is what the series show of one tick: what tick.Result says.
+type Tick struct {
+	Decision *decision.Decision
+	Status   storage.Status
+	// Failed: the tick failed; Warnings counts its warnings; Duration is
+	// how long it took.
+	Failed   bool
+	Warnings int
+	Duration time.Duration
+}
+
+// Observe records a tick, observed at now.
+func (m *Metrics) Observe(now time.Time, r Tick) {
 	m.tickDuration.Observe(r.Duration.Seconds())
 	if d := r.Decision; d != nil {
 		if g := d.Gathered; g.QueryTime > 0 {
@@ -82,17 +93,17 @@ func (m *Metrics) Observe(now time.Time, r Result) {
 
 // Clear stops the series that only a leader exports, as when leadership
 // ends.
-func (m *Metrics) Clear() { m.last.observe(time.Time{}, Result{}) }
+func (m *Metrics) Clear() { m.last.observe(time.Time{}, Tick{}) }
 
 // Figures are the figures of CKE's sabakan integration series for the
 // last tick: whether it succeeded, the workers by role and the unused
 // machines (nil and 0 when sabakan has not been read). Inside CKE's
 // server the host gives them to CKE's own series.
-func (r Result) Figures() (ok bool, workersByRole map[string]int, unused int) {
+func (r Tick) Figures() (ok bool, workersByRole map[string]int, unused int) {
 	if f := r.Status.Inventory; f != nil {
 		workersByRole, unused = f.Workers, f.Unused
 	}
-	return r.Err == nil, workersByRole, unused
+	return !r.Failed, workersByRole, unused
 }
 
 // lastTick is the collector of the last tick's series. As CKE does, it
@@ -104,10 +115,10 @@ type lastTick struct {
 
 	mu sync.Mutex
 	at time.Time // when the last tick was observed; zero: nothing to export
-	r  Result
+	r  Tick
 }
 
-func (l *lastTick) observe(now time.Time, r Result) {
+func (l *lastTick) observe(now time.Time, r Tick) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.at, l.r = now, r
@@ -211,7 +222,7 @@ func (l *lastTick) Collect(ch chan<- prometheus.Metric) {
 	}
 	gauge(descRunTime, unix(st.LastRun))
 	if l.ckeNames {
-		gauge(descSuccessful, b2f(l.r.Err == nil))
+		gauge(descSuccessful, b2f(!l.r.Failed))
 		gauge(descTimestamp, float64(l.at.Unix()))
 	}
 	if f := st.Inventory; f != nil {
