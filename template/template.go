@@ -105,16 +105,10 @@ func FillDefaults(c *cluster.Cluster) error {
 	return nil
 }
 
-// New validates c as a template (docs/design.md 1.2, rules 1-7), as the
-// differential against CKE (ckeref/, a module of its own) builds its
-// templates. Every violation is reported, each naming the node index and
-// field.
-func New(c *cluster.Cluster) (*Template, error) {
-	return validate(c, nil)
-}
-
-// validate is New; the errors with a path get their line and column in src,
-// the document c was read from, when it is not nil.
+// validate checks c as a template (docs/design.md 1.2, rules 1-7) and
+// reports every violation, each naming the node index and field; the
+// errors with a path get their line and column in src, the document c was
+// read from, when it is not nil.
 func validate(c *cluster.Cluster, src []byte) (*Template, error) {
 	v := &validator{src: src}
 	t := &Template{Cluster: c}
