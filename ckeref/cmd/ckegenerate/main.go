@@ -69,45 +69,21 @@ func run(args []string, stdout, stderr io.Writer) error {
 		now = t
 	}
 
-	data, err := os.ReadFile(*tmplPath)
+	tmpl, err := readTemplate(*tmplPath)
 	if err != nil {
 		return err
 	}
-	tmpl := cke.NewCluster()
-	if err := yaml.Unmarshal(data, tmpl); err != nil {
-		return fmt.Errorf("--template: %w", err)
-	}
-	if err := ckesabakan.ValidateTemplate(tmpl); err != nil {
-		return fmt.Errorf("--template: %w", err)
-	}
-
 	machines, err := readMachines(*machinesPath)
 	if err != nil {
 		return fmt.Errorf("--machines: %w", err)
 	}
-
-	cstr := cke.DefaultConstraints()
-	if *cstrPath != "" {
-		data, err := os.ReadFile(*cstrPath)
-		if err != nil {
-			return err
-		}
-		cstr = new(cke.Constraints)
-		if err := json.Unmarshal(data, cstr); err != nil {
-			return fmt.Errorf("--constraints: %w", err)
-		}
+	cstr, err := readConstraints(*cstrPath)
+	if err != nil {
+		return err
 	}
-
-	var current *cke.Cluster
-	if *currentPath != "" {
-		data, err := os.ReadFile(*currentPath)
-		if err != nil {
-			return err
-		}
-		current = new(cke.Cluster)
-		if err := yaml.Unmarshal(data, current); err != nil {
-			return fmt.Errorf("--current: %w", err)
-		}
+	current, err := readCurrent(*currentPath)
+	if err != nil {
+		return err
 	}
 
 	g := ckesabakan.NewGenerator(tmpl, cstr, machines, nil, now)
@@ -121,8 +97,8 @@ func run(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	if c == nil {
-		fmt.Fprintln(stderr, "nothing to do")
-		return nil
+		_, err := fmt.Fprintln(stderr, "nothing to do")
+		return err
 	}
 	var out []byte
 	if *output == "json" {
@@ -135,6 +111,55 @@ func run(args []string, stdout, stderr io.Writer) error {
 	}
 	_, err = stdout.Write(out)
 	return err
+}
+
+// readTemplate reads the template as CKE's `ckecli sabakan set-template`
+// does.
+func readTemplate(path string) (*cke.Cluster, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	tmpl := cke.NewCluster()
+	if err := yaml.Unmarshal(data, tmpl); err != nil {
+		return nil, fmt.Errorf("--template: %w", err)
+	}
+	if err := ckesabakan.ValidateTemplate(tmpl); err != nil {
+		return nil, fmt.Errorf("--template: %w", err)
+	}
+	return tmpl, nil
+}
+
+// readConstraints reads the constraints; CKE's defaults when path is "".
+func readConstraints(path string) (*cke.Constraints, error) {
+	if path == "" {
+		return cke.DefaultConstraints(), nil
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	cstr := new(cke.Constraints)
+	if err := json.Unmarshal(data, cstr); err != nil {
+		return nil, fmt.Errorf("--constraints: %w", err)
+	}
+	return cstr, nil
+}
+
+// readCurrent reads the current cluster; nil when path is "".
+func readCurrent(path string) (*cke.Cluster, error) {
+	if path == "" {
+		return nil, nil
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	current := new(cke.Cluster)
+	if err := yaml.Unmarshal(data, current); err != nil {
+		return nil, fmt.Errorf("--current: %w", err)
+	}
+	return current, nil
 }
 
 // readMachines reads a JSON array of machines, or a searchMachines answer.
