@@ -236,10 +236,11 @@ func (v *validator) errorf(format string, args ...any) {
 
 // bad reports a problem at a path of the document, placed in src.
 func (v *validator) bad(e *strictjson.Error) {
+	var err error = e
 	if v.src != nil {
-		cluster.Place(e, v.src)
+		err = cluster.Place(e, v.src)
 	}
-	v.errs = append(v.errs, fmt.Errorf("template: %w", e))
+	v.errs = append(v.errs, fmt.Errorf("template: %w", err))
 }
 
 func (v *validator) node(i int, n *cluster.Node) {

@@ -97,7 +97,7 @@ func serve(o options) error {
 			return err
 		}
 		c, err := fakesabakan.ReadIPAMConfig(f)
-		f.Close()
+		_ = f.Close() // read-only, and read
 		if err != nil {
 			return fmt.Errorf("%s: %w", o.ipam, err)
 		}
@@ -130,7 +130,7 @@ func serve(o options) error {
 	if err != nil {
 		return err
 	}
-	var h http.Handler = srv.Handler()
+	h := srv.Handler()
 	if o.faults {
 		h = withFaults(h)
 	}
