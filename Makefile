@@ -116,7 +116,7 @@ check-deadcode:
 		echo "check-deadcode: SKIPPED: github.com/cybozu-go/cke cannot be downloaded here, and without cke the root module's functions only cke calls look dead"; exit 0; \
 	fi; \
 	echo "check-deadcode: deadcode over $(DEADCODE_BINARIES) and ckeserver/cmd/cke"; \
-	cd $(CURDIR)/tools && $(CKEREF_ENV) $(GO) run ./deadcheck -go "$(GO)" -root "$(CURDIR)" -modfile go.mod \
+	cd $(CURDIR)/tools && $(GO) test ./deadcheck && $(CKEREF_ENV) $(GO) run ./deadcheck -go "$(GO)" -root "$(CURDIR)" -modfile go.mod \
 		'.=$(DEADCODE_BINARIES)' 'ckeserver=./cmd/cke'
 
 # What the tests run for real and take minutes to build cold
