@@ -82,14 +82,15 @@ test-generated:
 
 # Lint (.golangci.yml): golangci-lint, pinned in tools/go.mod, a module of
 # its own so that no linter enters the root module's requirements (which
-# ckeserver/ inherits, and with them cke's build). The root module, then
-# ckeserver/ and ckeref/ with CKE from the proxies of test-ckeref; a
-# machine that cannot download CKE lints the root module only and says so
-# (under CI that fails). The first run builds golangci-lint (minutes). A
+# ckeserver/ inherits, and with them cke's build). The root module, the
+# tools' own code, then ckeserver/ and ckeref/ with CKE from the proxies of
+# test-ckeref; a machine that cannot download CKE lints those two not and
+# says so (under CI that fails). The first run builds golangci-lint (minutes). A
 # second golangci-lint on the machine is waited for.
 GOLANGCI_LINT = $(GO) tool -modfile=$(CURDIR)/tools/go.mod golangci-lint
 lint:
 	$(GOLANGCI_LINT) run --allow-serial-runners ./...
+	cd tools && $(GOLANGCI_LINT) run --allow-serial-runners --config $(CURDIR)/.golangci.yml ./deadcheck
 	@for m in ckeserver ckeref; do \
 		if ! (cd $$m && $(CKEREF_ENV) $(GO) mod download); then \
 			if [ "$${CI:-}" = true ]; then echo "lint: $$m: cannot download github.com/cybozu-go/cke" >&2; exit 1; fi; \
