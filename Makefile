@@ -84,7 +84,7 @@ test-generated:
 # its own so that no linter enters the root module's requirements (which
 # ckeserver/ inherits, and with them cke's build). The root module, the
 # tools' own code, then ckeserver/ and ckeref/ with CKE from the proxies of
-# test-ckeref; a machine that cannot download CKE lints those two not and
+# test-ckeref; a machine that cannot download CKE skips those two and
 # says so (under CI that fails). The first run builds golangci-lint (minutes). A
 # second golangci-lint on the machine is waited for.
 GOLANGCI_LINT = $(GO) tool -modfile=$(CURDIR)/tools/go.mod golangci-lint
