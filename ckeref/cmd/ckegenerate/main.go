@@ -42,51 +42,66 @@ func main() {
 	}
 }
 
-func run(args []string, stdout, stderr io.Writer) error {
+// options are the command line's.
+type options struct {
+	tmplPath, machinesPath, cstrPath, currentPath, output string
+	now                                                   time.Time
+}
+
+// parseArgs reads the command line; usage errors go to stderr.
+func parseArgs(args []string, stderr io.Writer) (*options, error) {
 	fs := flag.NewFlagSet("ckegenerate", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	tmplPath := fs.String("template", "", "cluster template file (YAML or JSON)")
-	machinesPath := fs.String("machines", "", "machines file: a JSON array of machines or a searchMachines GraphQL response")
-	cstrPath := fs.String("constraints", "", "constraints file (JSON); CKE's defaults when absent")
-	currentPath := fs.String("current", "", "current cluster.yml (YAML or JSON): Update instead of Generate")
+	o := &options{}
+	fs.StringVar(&o.tmplPath, "template", "", "cluster template file (YAML or JSON)")
+	fs.StringVar(&o.machinesPath, "machines", "", "machines file: a JSON array of machines or a searchMachines GraphQL response")
+	fs.StringVar(&o.cstrPath, "constraints", "", "constraints file (JSON); CKE's defaults when absent")
+	fs.StringVar(&o.currentPath, "current", "", "current cluster.yml (YAML or JSON): Update instead of Generate")
 	nowFlag := fs.String("now", "", "the time of the decision, RFC3339 (default: the current time)")
-	output := fs.String("o", "yaml", "output format: yaml or json")
+	fs.StringVar(&o.output, "o", "yaml", "output format: yaml or json")
 	if err := fs.Parse(args); err != nil {
-		return err
+		return nil, err
 	}
-	if *tmplPath == "" || *machinesPath == "" {
-		return errors.New("--template and --machines are required")
+	if o.tmplPath == "" || o.machinesPath == "" {
+		return nil, errors.New("--template and --machines are required")
 	}
-	if *output != "yaml" && *output != "json" {
-		return fmt.Errorf("-o: must be yaml or json, got %q", *output)
+	if o.output != "yaml" && o.output != "json" {
+		return nil, fmt.Errorf("-o: must be yaml or json, got %q", o.output)
 	}
-	now := time.Now()
+	o.now = time.Now()
 	if *nowFlag != "" {
 		t, err := time.Parse(time.RFC3339, *nowFlag)
 		if err != nil {
-			return fmt.Errorf("--now: %w", err)
+			return nil, fmt.Errorf("--now: %w", err)
 		}
-		now = t
+		o.now = t
 	}
+	return o, nil
+}
 
-	tmpl, err := readTemplate(*tmplPath)
+func run(args []string, stdout, stderr io.Writer) error {
+	o, err := parseArgs(args, stderr)
 	if err != nil {
 		return err
 	}
-	machines, err := readMachines(*machinesPath)
+	tmpl, err := readTemplate(o.tmplPath)
+	if err != nil {
+		return err
+	}
+	machines, err := readMachines(o.machinesPath)
 	if err != nil {
 		return fmt.Errorf("--machines: %w", err)
 	}
-	cstr, err := readConstraints(*cstrPath)
+	cstr, err := readConstraints(o.cstrPath)
 	if err != nil {
 		return err
 	}
-	current, err := readCurrent(*currentPath)
+	current, err := readCurrent(o.currentPath)
 	if err != nil {
 		return err
 	}
 
-	g := ckesabakan.NewGenerator(tmpl, cstr, machines, nil, now)
+	g := ckesabakan.NewGenerator(tmpl, cstr, machines, nil, o.now)
 	var c *cke.Cluster
 	if current == nil {
 		c, err = g.Generate()
@@ -101,7 +116,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	var out []byte
-	if *output == "json" {
+	if o.output == "json" {
 		out, err = json.Marshal(c)
 	} else {
 		out, err = yaml.Marshal(c)
