@@ -30,18 +30,17 @@ import (
 	schedulerv1 "k8s.io/kube-scheduler/config/v1"
 	kubeletv1beta1 "k8s.io/kubelet/config/v1beta1"
 
-	"github.com/ckegen/ckegen/ckevalidate"
 	"github.com/ckegen/ckegen/cluster"
 )
 
 var updateKubeConfig = flag.Bool("update-kubeconfig", false,
-	"rewrite ckevalidate's mirror of the Kubernetes component configurations")
+	"rewrite Cluster.Validate's mirror of the Kubernetes component configurations")
 
-// kubeConfigFile is ckevalidate's mirror of the three component
+// kubeConfigFile is Cluster.Validate's mirror of the three component
 // configurations CKE decodes when it validates options.
-var kubeConfigFile = filepath.Join("..", "ckevalidate", "internal", "kubeconfig", "zz_generated.go")
+var kubeConfigFile = filepath.Join("..", "cluster", "internal", "kubeconfig", "zz_generated.go")
 
-// TestValidateKubeConfigMirror checks that ckevalidate's mirror of the
+// TestValidateKubeConfigMirror checks that Cluster.Validate's mirror of the
 // kubelet, kube-scheduler and kube-proxy configurations (which ckegen's
 // module does not import) is what this module's versions of those types
 // generate; -update-kubeconfig rewrites it.
@@ -313,7 +312,7 @@ func (g *mirrorGen) modules() ([]string, error) {
 	return out, nil
 }
 
-// The differential test of ckevalidate (issue 19, item 6): ckevalidate.Cluster
+// The differential test of Cluster.Validate: cluster.Cluster.Validate
 // and CKE v1.35.4's own decoding and Cluster.Validate(false) must give the
 // same verdict, accept or refuse, on every cluster.
 
@@ -344,14 +343,14 @@ func ckeVerdict(c *cluster.Cluster) (err error) {
 func compareVerdicts(t *testing.T, name string, c *cluster.Cluster) (ckeErr, got error) {
 	t.Helper()
 	ckeErr = ckeVerdict(c)
-	got = ckevalidate.Cluster(c)
-	var e *ckevalidate.Error
+	got = c.Validate()
+	var e *cluster.ValidationError
 	if got != nil && !errors.As(got, &e) {
-		t.Errorf("%s: ckevalidate's error is not a *ckevalidate.Error: %v", name, got)
+		t.Errorf("%s: Validate's error is not a *cluster.ValidationError: %v", name, got)
 	}
 	if (ckeErr == nil) != (got == nil) {
 		data, _ := json.Marshal(c)
-		t.Errorf("%s: different verdicts\n  CKE:         %s\n  ckevalidate: %s\n  cluster: %s",
+		t.Errorf("%s: different verdicts\n  CKE:      %s\n  Validate: %s\n  cluster:  %s",
 			name, verdictText(ckeErr), verdictText(got), shorten(string(data), 4000))
 	}
 	return ckeErr, got

@@ -4,6 +4,8 @@
 // Only the fields ckegen reads are modelled; reboot, repair, sabakan,
 // trusted_rest_mappings and options are carried through untouched as JSON,
 // so that a generated cluster keeps them exactly as the template had them.
+// Cluster.Validate checks a cluster against CKE v1.35.4's own decoding and
+// validation, before ckegen writes it (validate*.go).
 package cluster
 
 import (

@@ -8,57 +8,41 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/ckegen/ckegen/decision"
 	"log/slog"
 	"sync"
 	"time"
+
+	"github.com/ckegen/ckegen/decision"
+	"github.com/ckegen/ckegen/intake"
+	"github.com/ckegen/ckegen/kubenodes"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"go.etcd.io/etcd/client/v3/concurrency"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/ckegen/ckegen/reason"
-	"github.com/ckegen/ckegen/sabakan"
 	"github.com/ckegen/ckegen/storage"
 	"github.com/ckegen/ckegen/tick"
 )
 
-// Config of the daemon.
+// Config of the daemon: the step's configuration (decision.Config) and
+// the daemon's own.
 type Config struct {
+	decision.Config
 	Storage storage.Storage
-	// Name is written to the election key (ckegenctl leader shows it).
-	Name       string
-	Interval   time.Duration
+	// SessionTTL is the leader session's TTL.
 	SessionTTL time.Duration
-	RetireWait time.Duration
-	// MinBackoff is the first retry delay after a failed tick; it doubles
-	// up to Interval.
-	MinBackoff time.Duration
-	// CKEStatusMaxAge is how old CKE's status may be for ckegen to write
-	// beside a CKE server (docs/beside-cke.md).
-	CKEStatusMaxAge time.Duration
-	// MaxClusterBytes is etcd's request size limit (tick.Config).
-	MaxClusterBytes int
-	Sabakan         sabakan.Options
 	// Kubernetes is the view of the Kubernetes Nodes, read once per tick
-	// (docs/design.md 6.4; decision.APIView with --kubeconfig); nil: no
+	// (docs/design.md 6.4; kubenodes.APIView with --kubeconfig); nil: no
 	// Kubernetes access, the generator sees no taints.
-	Kubernetes decision.Kubernetes
-	Now        func() time.Time
-	Log        *slog.Logger
+	Kubernetes kubenodes.Kubernetes
 	// Registry receives the daemon's metrics and is what /metrics serves;
 	// nil: a new one.
 	Registry *prometheus.Registry
 }
 
-// Defaults.
-const (
-	DefaultInterval        = tick.DefaultInterval
-	DefaultSessionTTL      = 60 * time.Second
-	DefaultMinBackoff      = tick.DefaultMinBackoff
-	DefaultMaxClusterBytes = tick.DefaultMaxClusterBytes
-	DefaultCKEStatusMaxAge = decision.DefaultCKEStatusMaxAge
-)
+// DefaultSessionTTL is the leader session's TTL by default.
+const DefaultSessionTTL = 60 * time.Second
 
 // Daemon runs the loop.
 type Daemon struct {
@@ -77,29 +61,16 @@ type Daemon struct {
 
 // New returns a daemon; zero fields of cfg take their defaults.
 func New(cfg Config) *Daemon {
-	if cfg.Interval <= 0 {
-		cfg.Interval = DefaultInterval
-	}
+	cfg.Config = cfg.Config.WithDefaults()
 	if cfg.SessionTTL <= 0 {
 		cfg.SessionTTL = DefaultSessionTTL
-	}
-	if cfg.MinBackoff <= 0 {
-		cfg.MinBackoff = DefaultMinBackoff
-	}
-	if cfg.Now == nil {
-		cfg.Now = time.Now
-	}
-	if cfg.Log == nil {
-		cfg.Log = slog.Default()
 	}
 	if cfg.Registry == nil {
 		cfg.Registry = prometheus.NewRegistry()
 	}
 	d := &Daemon{cfg: cfg, log: cfg.Log, leader: newLeaderMetrics(),
 		metrics: tick.NewMetrics(tick.MetricsOptions{CKENames: true}),
-		step: tick.New(tick.Config{Storage: cfg.Storage, Name: cfg.Name, RetireWait: cfg.RetireWait,
-			CKEStatusMaxAge: cfg.CKEStatusMaxAge, MaxClusterBytes: cfg.MaxClusterBytes, Sabakan: cfg.Sabakan,
-			Interval: cfg.Interval, MinBackoff: cfg.MinBackoff, Now: cfg.Now, Log: cfg.Log})}
+		step:    tick.New(cfg.Storage, cfg.Config)}
 	d.forecast = newForecaster(cfg.Storage, cfg.Now, cfg.Log)
 	cfg.Registry.MustRegister(d.leader, d.metrics, d.forecast)
 	return d
@@ -215,7 +186,7 @@ func (d *Daemon) lead(ctx context.Context, sess *concurrency.Session, leaderKey 
 			return nil
 		}
 	})
-	g.Go(func() error { return tick.WatchSettings(ctx, d.cfg.Storage, trigger) })
+	g.Go(func() error { return intake.Watch(ctx, d.cfg.Storage, trigger) })
 	g.Go(func() error { return d.tickLoop(ctx, leaderKey, trigger) })
 	g.Go(func() error { return d.forecast.run(ctx, leaderKey) })
 	return g.Wait()
@@ -252,7 +223,7 @@ func (d *Daemon) tickLoop(ctx context.Context, leaderKey string, trigger <-chan 
 
 // runOnce is one tick, with its metrics.
 func (d *Daemon) runOnce(ctx context.Context, leaderKey string) tick.Result {
-	res := d.step.Run(ctx, leaderKey, d.cfg.Kubernetes)
+	res := d.step.Run(ctx, leaderKey, d.cfg.Kubernetes, nil)
 	d.forecast.offer(res)
 	if res.Status.Time.IsZero() {
 		return res // cut short: nothing to show

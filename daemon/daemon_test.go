@@ -20,6 +20,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/ckegen/ckegen/cluster"
+	"github.com/ckegen/ckegen/decision"
 	"github.com/ckegen/ckegen/internal/embedded"
 	"github.com/ckegen/ckegen/internal/testutil/sitetest"
 	"github.com/ckegen/ckegen/internal/version"
@@ -67,13 +68,13 @@ func must(t *testing.T, err error) {
 }
 
 func (f *fixture) daemon(name string, mod func(*Config)) *Daemon {
-	cfg := Config{
-		Storage: f.st.Storage, Name: name, Interval: 200 * time.Millisecond, SessionTTL: time.Second,
-		MinBackoff: 20 * time.Millisecond, RetireWait: time.Minute,
+	cfg := Config{Storage: f.st.Storage, SessionTTL: time.Second, Config: decision.Config{
+		Name: name, Interval: storage.Duration(200 * time.Millisecond),
+		MinBackoff: storage.Duration(20 * time.Millisecond), RetireWait: storage.Duration(time.Minute),
 		Sabakan: sabakan.Options{Timeout: time.Second, Retries: -1},
 		Now:     func() time.Time { return testNow },
 		Log:     slog.New(slog.NewTextHandler(io.Discard, nil)),
-	}
+	}}
 	if mod != nil {
 		mod(&cfg)
 	}
@@ -187,7 +188,7 @@ func TestTwoDaemons(t *testing.T) {
 // interval.
 func TestWatchTriggersTick(t *testing.T) {
 	f := newFixture(t)
-	d := f.daemon("d", func(c *Config) { c.Interval = time.Hour })
+	d := f.daemon("d", func(c *Config) { c.Interval = storage.Duration(time.Hour) })
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go func() { _ = d.Run(ctx) }()
@@ -471,7 +472,10 @@ func TestCampaignGivesUpWhenSessionEnds(t *testing.T) {
 func TestSettingsChangeResetsBackoff(t *testing.T) {
 	f := newFixture(t)
 	must(t, f.st.SetURL(context.Background(), "http://127.0.0.1:1/graphql"))
-	d := f.daemon("d", func(c *Config) { c.Interval = time.Hour; c.MinBackoff = 20 * time.Millisecond })
+	d := f.daemon("d", func(c *Config) {
+		c.Interval = storage.Duration(time.Hour)
+		c.MinBackoff = storage.Duration(20 * time.Millisecond)
+	})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	done := make(chan struct{})

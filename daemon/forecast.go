@@ -170,7 +170,7 @@ func (f *forecaster) summary(ctx context.Context) *storage.ForecastSummary {
 // years by month, RETIRING 30 days before the retire date, the need of
 // the count model), as `ckegenctl sabakan forecast` makes it online.
 func (f *forecaster) make(d *decision.Decision, key string) (storage.ForecastSummary, error) {
-	in := d.Gathered.Input(d.Options.RetireWait)
+	in := d.Gathered.Input(time.Duration(d.Config.RetireWait))
 	_, states := d.Gathered.Settings.Variables.WithoutStates()
 	fc, err := forecast.Of(in, forecast.Options{Until: in.Now.AddDate(forecast.DefaultYears, 0, 0),
 		Resolution: forecast.Month, RetireLead: forecast.DefaultRetireLead, Query: states})

@@ -3,9 +3,11 @@ package daemon
 import (
 	"context"
 	"fmt"
-	"github.com/ckegen/ckegen/decision"
 	"sync"
 	"time"
+
+	"github.com/ckegen/ckegen/decision"
+	"github.com/ckegen/ckegen/intake"
 
 	"github.com/prometheus/client_golang/prometheus"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -110,17 +112,13 @@ func (d *Daemon) watchMode(ctx context.Context) {
 			resp, err := st.Client.Get(cctx, st.Key(storage.KeyLeader), clientv3.WithPrefix(), clientv3.WithCountOnly())
 			cancel()
 			if err == nil {
-				mode := decision.ModeStandalone
-				if resp.Count > 0 {
-					mode = decision.ModeBesideCKE
-				}
-				d.leader.setMode(mode)
+				d.leader.setMode(decision.ModeOf("", intake.Ownership{CKEServer: resp.Count > 0}))
 			}
 		}
 		select {
 		case <-ctx.Done():
 			return
-		case <-time.After(min(modeCheckEvery, d.cfg.Interval)):
+		case <-time.After(min(modeCheckEvery, time.Duration(d.cfg.Interval))):
 		}
 	}
 }

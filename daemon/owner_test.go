@@ -2,12 +2,13 @@ package daemon
 
 import (
 	"context"
-	"github.com/ckegen/ckegen/decision"
 	"net/http"
 	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/ckegen/ckegen/decision"
 
 	"github.com/ckegen/ckegen/reason"
 	"github.com/ckegen/ckegen/storage"

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ckegen/ckegen/decision"
 	"github.com/ckegen/ckegen/intake"
 	"github.com/ckegen/ckegen/reason"
 	"github.com/ckegen/ckegen/storage"
@@ -19,7 +20,7 @@ import (
 // placement policy, as well as the settings TestWatchTriggersTick changes.
 
 func (f *fixture) runHourly(t *testing.T) *Daemon {
-	d := f.daemon("d", func(c *Config) { c.Interval = time.Hour })
+	d := f.daemon("d", func(c *Config) { c.Interval = storage.Duration(time.Hour) })
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { _ = d.Run(ctx); close(done) }()
@@ -60,7 +61,7 @@ func TestOwnerChangesWakeTheDaemon(t *testing.T) {
 }
 func TestPolicyWakesTheDaemon(t *testing.T) {
 	f := newFixture(t)
-	d := f.daemon("d", func(c *Config) { c.Interval = time.Hour })
+	d := f.daemon("d", func(c *Config) { c.Interval = storage.Duration(time.Hour) })
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { _ = d.Run(ctx); close(done) }()
@@ -85,7 +86,9 @@ func TestWaitingWakesWithinASecond(t *testing.T) {
 	ctx := context.Background()
 	_, err := f.st.Client.Delete(ctx, f.st.Key(storage.KeySabakanTemplate))
 	must(t, err)
-	d := f.daemon("d", func(c *Config) { c.Interval, c.MinBackoff = time.Hour, DefaultMinBackoff })
+	d := f.daemon("d", func(c *Config) {
+		c.Interval, c.MinBackoff = storage.Duration(time.Hour), storage.Duration(decision.DefaultMinBackoff)
+	})
 	runCtx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() { _ = d.Run(runCtx); close(done) }()

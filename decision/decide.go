@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/ckegen/ckegen/ckevalidate"
 	"github.com/ckegen/ckegen/constraints"
 	"github.com/ckegen/ckegen/failuredomain"
 	"github.com/ckegen/ckegen/generator"
@@ -16,48 +15,14 @@ import (
 	"github.com/ckegen/ckegen/storage"
 )
 
-// Options are how a decision is made: what the step's host configured.
-// A view that decides as the leader does takes them from the leader's
-// memory (Memory.Leader).
-type Options struct {
-	// Mode is ModeInsideCKE for a step run by CKE's server; "" for
-	// ckegen's daemon, whose mode (standalone or beside CKE) each tick
-	// reads from etcd.
-	Mode string
-	// RetireWait is how long a worker stays RETIRED before it leaves.
-	RetireWait time.Duration
-	// CKEStatusMaxAge is how old CKE's status may be for ckegen to write
-	// beside a CKE server (docs/beside-cke.md).
-	CKEStatusMaxAge time.Duration
-	// MaxClusterBytes is etcd's request size limit, and WriteOverhead
-	// what the cluster write's request holds besides the cluster: a
-	// larger cluster is refused with CLUSTER_TOO_LARGE instead of
-	// failing in etcd.
-	MaxClusterBytes int
-	WriteOverhead   int
-	// MaxSteps bounds the plan: its steps from the cluster as read, or,
-	// with Pending, its steps after the one the tick writes.
-	MaxSteps int
-	Pending  bool
-	// RegenerateOnly: the decision is Regenerate alone, when the template
-	// changed (what CKE's server asks of its integrator when it becomes
-	// leader).
-	RegenerateOnly bool
-	// Ungated: decide past the rungs a view can see beyond (a switch, the
-	// owner, CKE's pace, a refused switch or change setting), as if the
-	// integration ran: the plan a takeover, an enable or a fix would
-	// start. What holds the leader is in Decision.Gated.
-	Ungated bool
-}
-
 // Decision is what one tick decides, and every view of it reads: the
 // status, the history entry, the log line, the metrics, the memory, the
 // stored plan, ckegenctl's plan and owner, and the page. Decide makes
 // it; nothing else decides.
 type Decision struct {
-	// At is when it was made; Options how.
-	At      time.Time
-	Options Options
+	// At is when it was made; Config how.
+	At     time.Time
+	Config Config
 	// Mode and Owner are how ckegen runs and which integration owns the
 	// cluster ("" when the settings were not read).
 	Mode, Owner string
@@ -73,7 +38,7 @@ type Decision struct {
 	// breaker, while the quiet time or the trigger holds).
 	Hold *Hold
 	Also []Hold
-	// Gated are the rungs an ungated decision (Options.Ungated) went
+	// Gated are the rungs an ungated decision (Ask.PastGates) went
 	// past: what holds the leader's tick now.
 	Gated []Hold
 	// Step is the change the tick writes (nil: none), and Data its
@@ -110,8 +75,12 @@ type Decision struct {
 	Placed     bool
 	Placements []storage.PlacementStatus
 	// Domains are the control planes of the cluster as the tick leaves
-	// it by failure domain (nil: the inventory was not read).
+	// it by failure domain (nil: the inventory was not read), and Rate
+	// its worker rate in the rate model (nil: the count model, or the
+	// inventory was not read), counting the machines the tick gave the
+	// generator, as rule 7 does.
 	Domains *failuredomain.Census
+	Rate    *generator.WorkerRate
 	// Constraints are the valid constraints in force (nil: not read),
 	// from ConstraintsSource.
 	Constraints       *constraints.Constraints
@@ -136,10 +105,17 @@ func (d *Decision) Idle() bool {
 // or refused (failing); then, with the inventory, the quiet time and the
 // trigger (planning: nothing written, the plan kept), the circuit
 // breaker (state taints only); then the generator's step and the plan
-// from the cluster as read.
-func Decide(g *Gathered, mem Memory, o Options) *Decision {
-	d := newDecision(g, o)
-	if d.climbSettings() {
+// from the cluster as read. The rungs decided from the settings alone
+// were climbed once, by the gather (Gathered.climbed); the configuration
+// is the one the gather was asked with (Ask.Config).
+func Decide(g *Gathered, mem Memory) *Decision {
+	if g.climbed == nil {
+		// The gather stopped before the settings were read.
+		return newDecision(g).fail(g.Failure)
+	}
+	climbed := *g.climbed
+	d, o := &climbed, g.Config
+	if g.settled {
 		return d
 	}
 	s := g.Settings
@@ -158,7 +134,7 @@ func Decide(g *Gathered, mem Memory, o Options) *Decision {
 		d.Message = "sabakan was not asked"
 		return d
 	}
-	in := g.Input(o.RetireWait)
+	in := g.Input(time.Duration(o.RetireWait))
 	defer d.countDomains(in) // on every path from here: the cluster as the decision leaves it
 
 	q := evaluateQuiet(g.Machines, s.QuietTime, mem.Inventory, g.Now)
@@ -208,7 +184,7 @@ func Decide(g *Gathered, mem Memory, o Options) *Decision {
 	}
 	d.count(in)
 	d.keepPlan(in, step, settled)
-	if o.RegenerateOnly && step == nil {
+	if g.RegenerateOnly && step == nil {
 		d.planWarnings()
 	}
 	return d
@@ -232,24 +208,21 @@ func (d *Decision) planWarnings() {
 // alone, before sabakan is asked: a failure to read etcd, a switch or
 // the owner refused, the gate (disabled, held), a missing setting
 // (waiting), a refused one (failing). It reports whether one of them
-// decided the tick. Gather stops where it decides.
+// decided the tick. Gather climbs them, once, and stops where they
+// decide.
 func (d *Decision) climbSettings() bool {
-	g, o := d.Gathered, d.Options
+	g, o := d.Gathered, d.Config
 	s := g.Settings
-	if s == nil {
-		d.fail(g.Failure)
-		return true
-	}
 	ref := g.Refused
 	switch {
-	case ref != nil && intake.RowOf(ref.Setting).Kind == intake.Switch && !o.Ungated:
+	case ref != nil && intake.RowOf(ref.Setting).Kind == intake.Switch && !g.PastGates:
 		d.fail(Fail(ref.Reason, ref))
 		return true
 	case ref != nil && intake.RowOf(ref.Setting).Kind == intake.Switch:
 		// The ownership cannot be read: no gate to climb.
 		d.gated(RungOwner, ref)
 	default:
-		if h := Gate(s.Own, o.Mode, g.HasCluster, g.Now, o.CKEStatusMaxAge); h != nil && o.Ungated {
+		if h := Gate(s.Own, o.Mode, g.HasCluster, g.Now, time.Duration(o.CKEStatusMaxAge)); h != nil && g.PastGates {
 			d.Gated = append(d.Gated, *h)
 		} else if h != nil {
 			d.Hold = h
@@ -268,7 +241,7 @@ func (d *Decision) climbSettings() bool {
 			d.Hold = &Hold{RungSettings, ref.Reason, ref.Error()}
 			d.Result, d.Reason, d.Message = reason.Waiting, ref.Reason, ref.Error()
 			return true
-		case row.Kind == intake.Input || !o.Ungated:
+		case row.Kind == intake.Input || !g.PastGates:
 			d.fail(Fail(ref.Reason, ref))
 			return true
 		default:
@@ -283,10 +256,10 @@ func (d *Decision) gated(r Rung, ref *intake.Refusal) {
 	d.Gated = append(d.Gated, Hold{Rung: r, Reason: ref.Reason, Message: ref.Explain()})
 }
 
-func newDecision(g *Gathered, o Options) *Decision {
-	d := &Decision{At: g.Now, Options: o, Gathered: g}
+func newDecision(g *Gathered) *Decision {
+	d := &Decision{At: g.Now, Config: g.Config, Gathered: g}
 	if s := g.Settings; s != nil && (g.Refused == nil || intake.RowOf(g.Refused.Setting).Kind != intake.Switch) {
-		d.Mode, d.Owner = modeOf(o.Mode, s.Own), s.Own.Owner
+		d.Mode, d.Owner = ModeOf(g.Config.Mode, s.Own), s.Own.Owner
 	}
 	return d
 }
@@ -333,7 +306,7 @@ func (d *Decision) first(in generator.Input) (*generator.Result, []string, error
 	switch {
 	case d.Hold != nil && d.Hold.Rung == RungBreaker:
 		res, err = generator.Taints(in)
-	case !d.Options.RegenerateOnly:
+	case !d.Gathered.RegenerateOnly:
 		res, err = generator.Tick(in, s.TemplateChanged())
 		usual = true
 	case s.Current == nil || !s.TemplateChanged():
@@ -378,11 +351,11 @@ func (d *Decision) check(step *generator.Result) error {
 	if err != nil {
 		return Fail(reason.GenerationError, err)
 	}
-	o := d.Options
+	o := d.Config
 	if size := len(data) + o.WriteOverhead; o.MaxClusterBytes > 0 && size > o.MaxClusterBytes {
 		return Fail(reason.ClusterTooLarge, tooLarge(len(data), size, len(step.Cluster.Nodes), o.MaxClusterBytes, d.Gathered.Settings.Constraints))
 	}
-	if err := ckevalidate.Cluster(step.Cluster); err != nil {
+	if err := step.Cluster.Validate(); err != nil {
 		return Fail(reason.InvalidCluster, fmt.Errorf("the generated cluster would be refused by CKE: %w", err))
 	}
 	d.Data = data
@@ -400,7 +373,7 @@ func (d *Decision) check(step *generator.Result) error {
 func (d *Decision) planning(in generator.Input, overLimit string) *Decision {
 	s := d.Gathered.Settings
 	d.count(in)
-	p, err := generator.MakePlan(in, s.TemplateChanged(), d.Options.MaxSteps)
+	p, err := generator.MakePlan(in, s.TemplateChanged(), d.Config.MaxSteps)
 	if err != nil {
 		return d.fail(Fail(reason.GenerationError, fmt.Errorf("plan: %w", err)))
 	}
@@ -436,10 +409,7 @@ func (d *Decision) keepPlan(in generator.Input, step *generator.Result, settled 
 	}
 	var p *generator.Plan
 	var err error
-	max := d.Options.MaxSteps
-	if d.Options.Pending && step != nil {
-		max++
-	}
+	max := d.Config.MaxSteps
 	if step != nil {
 		p, err = generator.Continue(in, step, max)
 	} else {

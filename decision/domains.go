@@ -15,7 +15,7 @@ import (
 
 // countDomains counts the control planes of the cluster as the decision
 // leaves it (its step's when it writes one, else the cluster it read) by
-// failure domain, and warns of each domain whose loss breaks etcd's
+// failure domain, and its worker rate in the rate model, and warns of each domain whose loss breaks etcd's
 // quorum, once: a warning of the generator that begins with the same
 // words (spread: quorum says why it stays so) says it already. With
 // fewer than 3 control planes every domain that holds one breaks the
@@ -32,6 +32,7 @@ func (d *Decision) countDomains(in generator.Input) {
 	}
 	cen := failuredomain.ControlPlanes(in.Policy.FailureDomain(), in.Machines, c)
 	d.Domains = &cen
+	d.Rate = generator.RateOf(c, len(d.Gathered.Machines), in.Constraints)
 	if cen.Limit() == 0 {
 		return
 	}

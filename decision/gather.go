@@ -5,13 +5,14 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
-	"fmt"
 	"strconv"
 	"time"
 
-	"github.com/ckegen/ckegen/cluster"
+	"golang.org/x/sync/errgroup"
+
 	"github.com/ckegen/ckegen/generator"
 	"github.com/ckegen/ckegen/intake"
+	"github.com/ckegen/ckegen/kubenodes"
 	"github.com/ckegen/ckegen/machine"
 	"github.com/ckegen/ckegen/policy"
 	"github.com/ckegen/ckegen/reason"
@@ -39,6 +40,14 @@ type Gathered struct {
 	Refused  *intake.Refusal
 	// HasCluster: a cluster is stored.
 	HasCluster bool
+	// Config, PastGates and RegenerateOnly are what was asked (Ask).
+	Config                    Config
+	PastGates, RegenerateOnly bool
+	// climbed is the decision as the rungs decided from the settings
+	// alone left it, climbed once (nil: the settings were not read), and
+	// settled whether one of them decided the tick.
+	climbed *Decision
+	settled bool
 	// Stored is the memory stored with the last status, when the gather
 	// was asked for it (the first tick of a leadership, and views that
 	// decide as the leader does); StoredErr why it could not be used.
@@ -55,12 +64,16 @@ type Gathered struct {
 	Asked    bool
 	Machines []*machine.Machine
 	Roles    []string
+	// Context is every machine sabakan has, raw, when the gather was
+	// asked for it (Ask.Context): for drawing the data center around the
+	// answer, never an input of Decide.
+	Context []machine.Machine
 	// Metrics are the policy's metric values (nil: none).
 	Metrics *policy.Values
 	// Kubernetes is the view of the Nodes the decision uses (nil: the
 	// host has none, or the gather did not get to it); HostView: the
 	// host has one.
-	Kubernetes *View
+	Kubernetes *kubenodes.View
 	HostView   bool
 	// Warnings are what the operator should fix although the tick can
 	// go on: settings that work but look wrong, machines left out,
@@ -75,7 +88,7 @@ type Gathered struct {
 // Input is the generator's input of a gather that read the inventory,
 // with retireWait the retire wait in force.
 func (g *Gathered) Input(retireWait time.Duration) generator.Input {
-	return g.Settings.Input(intake.Inventory{Machines: g.Machines, Roles: g.Roles, Metrics: g.Metrics, NodeTaints: g.Kubernetes.taints()},
+	return g.Settings.Input(intake.Inventory{Machines: g.Machines, Roles: g.Roles, Metrics: g.Metrics, NodeTaints: g.Kubernetes.GeneratorTaints()},
 		g.Now, retireWait)
 }
 
@@ -111,18 +124,31 @@ type Ask struct {
 	// WhatIf replaces stored settings (a view's what-if).
 	WhatIf intake.WhatIf
 	// Kubernetes is the host's view of the Nodes (nil: none).
-	Kubernetes Kubernetes
+	Kubernetes kubenodes.Kubernetes
 	// SettingsOnly: stop after the settings (a view of who writes).
 	SettingsOnly bool
-	// Options are how the decision will be made: the gather reads the
-	// inventory only when the rungs before it let the tick go on.
-	Options Options
+	// Config is how the decision will be made: the gather reads the
+	// inventory only when the rungs before it let the tick go on, or
+	// PastGates asks it to go past the rungs a view can see beyond (a
+	// switch, the owner, CKE's pace, a refused switch or change
+	// setting), as if the integration ran: the plan a takeover, an
+	// enable or a fix would start (Decision.Gated says what holds the
+	// leader).
+	Config    Config
+	PastGates bool
+	// RegenerateOnly: the host asks for Regenerate alone, when the
+	// template changed (what CKE's server asks of its integrator when it
+	// becomes leader).
+	RegenerateOnly bool
 	// Rehearse, when not nil, rehearses a change of sabakan's inventory
 	// (a view's --assume): sabakan is asked with the variables'
 	// conditions on states left out, and Rehearse makes of what it holds
 	// the answer the query would give once it changed, applying states
 	// itself. A tick sets none.
 	Rehearse func(held []machine.Machine, states sabakan.StateFilter) ([]machine.Machine, error)
+	// Context: fetch every machine of sabakan too, beside the query, into
+	// Gathered.Context (a map draws the racks around the answer).
+	Context bool
 }
 
 // Gather reads what one decision is made from, as the leader holding
@@ -131,7 +157,7 @@ type Ask struct {
 // where the decision needs no more: a switch, the owner, CKE's pace or a
 // missing setting decides the tick before sabakan is asked.
 func (gr *Gatherer) Gather(ctx context.Context, leaderKey string, a Ask) *Gathered {
-	g := &Gathered{Now: gr.now(), HostView: a.Kubernetes != nil}
+	g := &Gathered{Now: gr.now(), Config: a.Config, HostView: a.Kubernetes != nil, PastGates: a.PastGates, RegenerateOnly: a.RegenerateOnly}
 	req := gr.settings.Request(leaderKey)
 	if a.Memory {
 		req.Keys = append(req.Keys, storage.KeyCKEGenMemory)
@@ -163,12 +189,13 @@ func (gr *Gatherer) Gather(ctx context.Context, leaderKey string, a Ask) *Gather
 			break
 		}
 	}
-	if a.SettingsOnly || newDecision(g, a.Options).climbSettings() {
+	g.climbed = newDecision(g)
+	if g.settled = g.climbed.climbSettings(); g.settled || a.SettingsOnly {
 		return g
 	}
 	g.Warnings = append(g.Warnings, s.Warnings...)
 	g.Asked = true
-	if g.Failure = gr.query(ctx, g, a.Rehearse); g.Failure != nil {
+	if g.Failure = gr.query(ctx, g, a); g.Failure != nil {
 		return g
 	}
 	if g.Failure = gr.fetchMetrics(ctx, g); g.Failure != nil {
@@ -207,19 +234,26 @@ func settingsID(snap *storage.Snapshot) string {
 // query asks sabakan for the machines of the user's variables and
 // sanitizes them, keeping the roles of every machine returned (for the
 // generator's typo guard) and a warning for each machine ignored or
-// changed; with rehearse, the answer is the rehearsal's (Ask.Rehearse).
-func (gr *Gatherer) query(ctx context.Context, g *Gathered, rehearse func([]machine.Machine, sabakan.StateFilter) ([]machine.Machine, error)) *Error {
+// changed; with rehearse, the answer is the rehearsal's (Ask.Rehearse);
+// with Ask.Context, every machine too, in parallel.
+func (gr *Gatherer) query(ctx context.Context, g *Gathered, a Ask) *Error {
 	client, err := gr.sabakan.For(g.Settings.URL)
 	if err != nil {
 		return Fail(reason.QueryError, err)
 	}
-	vars, states := g.Settings.Variables, sabakan.StateFilter{}
+	vars, states, rehearse := g.Settings.Variables, sabakan.StateFilter{}, a.Rehearse
 	if rehearse != nil {
 		vars, states = vars.WithoutStates()
+	}
+	var all errgroup.Group
+	if a.Context {
+		every := sabakan.Variables{Having: &sabakan.MachineParams{}, NotHaving: &sabakan.MachineParams{}}
+		all.Go(func() (err error) { g.Context, err = client.SearchMachines(ctx, every); return err })
 	}
 	start := time.Now() // elapsed time, for the metrics
 	raw, err := client.SearchMachines(ctx, vars)
 	g.QueryTime = time.Since(start)
+	err = errors.Join(err, all.Wait())
 	switch {
 	case errors.Is(err, sabakan.ErrUnreachable):
 		return Fail(reason.SabakanUnreachable, err)
@@ -260,7 +294,7 @@ func (gr *Gatherer) fetchMetrics(ctx context.Context, g *Gathered) *Error {
 // view reads the host's view of the Kubernetes Nodes (section 13). A
 // failure is KUBERNETES_UNREACHABLE: without the Nodes a tick could keep
 // a control plane Kubernetes has given up on, so it decides nothing.
-func (gr *Gatherer) view(ctx context.Context, g *Gathered, k Kubernetes) *Error {
+func (gr *Gatherer) view(ctx context.Context, g *Gathered, k kubenodes.Kubernetes) *Error {
 	if k == nil {
 		return nil
 	}
@@ -273,104 +307,4 @@ func (gr *Gatherer) view(ctx context.Context, g *Gathered, k Kubernetes) *Error 
 	}
 	g.Kubernetes = &v
 	return nil
-}
-
-// Kubernetes is what a host knows of the cluster's Kubernetes Nodes
-// (docs/design.md 13): the daemon reads them from the API server at each
-// tick (--kubeconfig, APIView), CKE's server has them in its cluster
-// status (a View), ckegenctl's plan takes the leader's last view.
-type Kubernetes interface {
-	View(ctx context.Context) (View, error)
-}
-
-// View is a view of the Kubernetes Nodes: where it comes from, when it
-// was read, and the taints of the Nodes that carry any (a Node with none
-// is the same to the generator as a Node not listed). A view that is not
-// Known says Why: CKE's status has no ready API server, say; the
-// generator then sees no taint at all, which the status says.
-type View struct {
-	Source string                     `json:"source"`
-	Known  bool                       `json:"known"`
-	Why    string                     `json:"why,omitempty"`
-	At     time.Time                  `json:"at,omitzero"`
-	Nodes  int                        `json:"nodes"`
-	Taints map[string][]cluster.Taint `json:"taints,omitempty"`
-}
-
-// View implements Kubernetes: a view the host holds already.
-func (v View) View(context.Context) (View, error) { return v, nil }
-
-// ViewOf is the view of the Nodes' taints, all of them, by name, from
-// source at.
-func ViewOf(source string, at time.Time, all map[string][]cluster.Taint) View {
-	v := View{Source: source, Known: true, At: at, Nodes: len(all)}
-	for name, ts := range all {
-		if len(ts) > 0 {
-			if v.Taints == nil {
-				v.Taints = map[string][]cluster.Taint{}
-			}
-			v.Taints[name] = ts
-		}
-	}
-	return v
-}
-
-// taints are what the generator is given of the view: nil when nothing
-// is known.
-func (v *View) taints() map[string][]cluster.Taint {
-	if v == nil || !v.Known {
-		return nil
-	}
-	if v.Taints == nil {
-		// Known, and no Node has a taint: not the same as nothing known
-		// for the status, the same for the generator.
-		return map[string][]cluster.Taint{}
-	}
-	return v.Taints
-}
-
-// NodeLister lists the Nodes' taints by name: *kubenodes.Reader.
-type NodeLister interface {
-	NodeTaints(ctx context.Context) (map[string][]cluster.Taint, error)
-}
-
-// APIView is a view read from the Kubernetes API at each gather, as the
-// daemon reads it with --kubeconfig.
-func APIView(l NodeLister, now func() time.Time) Kubernetes {
-	if now == nil {
-		now = time.Now
-	}
-	return apiView{l, now}
-}
-
-type apiView struct {
-	l   NodeLister
-	now func() time.Time
-}
-
-// SourceAPI is the source of a view read from the Kubernetes API.
-const SourceAPI = "the Kubernetes API (--kubeconfig)"
-
-func (a apiView) View(ctx context.Context) (View, error) {
-	all, err := a.l.NodeTaints(ctx)
-	if err != nil {
-		return View{}, err
-	}
-	return ViewOf(SourceAPI, a.now(), all), nil
-}
-
-// Describe says which view a decision used, and how old it was at now
-// (zero: the view's age is not said), for the first line of a plan.
-func (v *View) Describe(now time.Time) string {
-	switch {
-	case v == nil:
-		return "Kubernetes view: none: made without Node taints (the leader reads no Nodes: no --kubeconfig)"
-	case !v.Known:
-		return fmt.Sprintf("Kubernetes view: %s: not known (%s): made without Node taints", v.Source, v.Why)
-	}
-	age := ""
-	if !now.IsZero() {
-		age = fmt.Sprintf(", read %s ago", max(now.Sub(v.At), 0).Round(time.Second))
-	}
-	return fmt.Sprintf("Kubernetes view: %s%s (%s, %d with taints)", v.Source, age, plural(v.Nodes, "Node", "Nodes"), len(v.Taints))
 }

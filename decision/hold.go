@@ -61,9 +61,9 @@ type Hold struct {
 	Reason, Message string
 }
 
-// modeOf is the mode of a step of mode (ModeInsideCKE, or "" for
+// ModeOf is the mode of a step of mode (ModeInsideCKE, or "" for
 // ckegen's daemon) given the ownership read.
-func modeOf(mode string, own intake.Ownership) string {
+func ModeOf(mode string, own intake.Ownership) string {
 	switch {
 	case mode != "":
 		return mode
@@ -109,7 +109,7 @@ func Gate(own intake.Ownership, mode string, hasCluster bool, now time.Time, max
 			"(sabakan/disabled is not true): both would write the cluster, so ckegen writes nothing; " +
 			"run ckegenctl sabakan takeover to stop CKE's, or ckegenctl sabakan handback to give the integration back"}
 	case own.OwnedByCKEGen():
-		if own.CKEGenDisabled {
+		if own.Disabled() {
 			return disabled
 		}
 	case own.CKEServer:
@@ -119,7 +119,7 @@ func Gate(own intake.Ownership, mode string, hasCluster bool, now time.Time, max
 	case own.HandedBack():
 		return &Hold{RungOwner, reason.OwnedByCKE, "the integration was handed back to CKE (sabakan/owner: cke), so ckegen writes nothing, " +
 			"also while no CKE server holds leader/ (it may be restarting); take over again with ckegenctl sabakan takeover"}
-	case own.CKEDisabled:
+	case own.Disabled():
 		return disabled
 	}
 	if !own.CKEServer || !hasCluster {
@@ -174,11 +174,6 @@ func IsCKEPhase(p string) bool {
 	}
 	return false
 }
-
-// DefaultCKEStatusMaxAge is how old CKE's status may be for ckegen to
-// write beside a CKE server, unless the daemon is told otherwise
-// (docs/beside-cke.md).
-const DefaultCKEStatusMaxAge = 10 * time.Minute
 
 // TriggerHeld is what a tick held by the trigger says.
 const TriggerHeld = "the trigger is planning: ckegenctl sabakan trigger schedule applies the plan"

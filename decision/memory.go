@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/ckegen/ckegen/internal/strictjson"
+	"github.com/ckegen/ckegen/kubenodes"
 	"github.com/ckegen/ckegen/storage"
 )
 
@@ -49,36 +50,13 @@ type Memory struct {
 	Settings string           `json:"settings,omitempty"`
 	// Kubernetes is the view of the Nodes the leader last decided with
 	// (nil: none), which views that decide as the leader does take.
-	Kubernetes *View `json:"kubernetes,omitempty"`
-	// Leader is how the leader decides: what views need to decide as it
-	// does.
-	Leader Leader `json:"leader,omitzero"`
+	Kubernetes *kubenodes.View `json:"kubernetes,omitempty"`
+	// Leader is the leader's configuration, which views that decide as
+	// it does take.
+	Leader Config `json:"leader,omitzero"`
 	// Logged is what the log last said of the integration's state, so
 	// that a state is logged when it begins and ends, not at every tick.
 	Logged Logged `json:"logged,omitzero"`
-}
-
-// Leader is how a leader decides, as its memory keeps it: the
-// Options that come from its host's configuration.
-type Leader struct {
-	Mode            string           `json:"mode,omitempty"`
-	RetireWait      storage.Duration `json:"retireWait,omitempty"`
-	CKEStatusMaxAge storage.Duration `json:"ckeStatusMaxAge,omitempty"`
-	MaxClusterBytes int              `json:"maxClusterBytes,omitempty"`
-	WriteOverhead   int              `json:"writeOverhead,omitempty"`
-}
-
-// LeaderOf is what the memory keeps of o.
-func LeaderOf(o Options) Leader {
-	return Leader{Mode: o.Mode, RetireWait: storage.Duration(o.RetireWait), CKEStatusMaxAge: storage.Duration(o.CKEStatusMaxAge),
-		MaxClusterBytes: o.MaxClusterBytes, WriteOverhead: o.WriteOverhead}
-}
-
-// Options are the options the leader decides with, for a plan of
-// maxSteps steps from the cluster as read.
-func (l Leader) Options(maxSteps int) Options {
-	return Options{Mode: l.Mode, RetireWait: time.Duration(l.RetireWait), CKEStatusMaxAge: time.Duration(l.CKEStatusMaxAge),
-		MaxClusterBytes: l.MaxClusterBytes, WriteOverhead: l.WriteOverhead, MaxSteps: maxSteps}
 }
 
 // Logged is the state the log last told: the tick's state (its result,
@@ -133,7 +111,7 @@ func ReadMemory(ctx context.Context, st storage.Storage) (Memory, error) {
 
 // View is the Kubernetes view the leader last decided with, as a view
 // that decides as it does takes it (nil: the leader has none).
-func (m Memory) View() Kubernetes {
+func (m Memory) View() kubenodes.Kubernetes {
 	if m.Kubernetes == nil {
 		return nil
 	}

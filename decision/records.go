@@ -4,20 +4,9 @@ import (
 	"slices"
 
 	"github.com/ckegen/ckegen/generator"
+	"github.com/ckegen/ckegen/planreport"
 	"github.com/ckegen/ckegen/storage"
 )
-
-// statusGroups is gs as the status keeps them.
-func statusGroups(gs []generator.GroupNodes) []storage.GroupNodes {
-	if gs == nil {
-		return nil
-	}
-	out := make([]storage.GroupNodes, len(gs))
-	for i, g := range gs {
-		out[i] = storage.GroupNodes{Group: g.Group, Nodes: g.Nodes}
-	}
-	return out
-}
 
 // placementStatus is the status of each counted placement: its observed
 // group is the group of the last change of this tick that added a machine
@@ -29,7 +18,7 @@ func placementStatus(observed map[string]string, counts []generator.PlacementNod
 	}
 	out := make([]storage.PlacementStatus, len(counts))
 	for i, c := range counts {
-		ps := storage.PlacementStatus{Placement: c.Placement, Groups: statusGroups(c.Groups)}
+		ps := storage.PlacementStatus{Placement: c.Placement, Groups: planreport.Groups(c.Groups)}
 		for j := len(changes) - 1; j >= 0; j-- {
 			if ch := changes[j]; ch.Placement == c.Placement && ch.Group != "" {
 				ps.ObservedGroup = ch.Group

@@ -119,9 +119,9 @@ type Input struct {
 	// Policy is the placement policy (docs/design.md 12) compiled for Template; nil
 	// for none, which leaves every decision as without a policy.
 	Policy *policy.Policy
-	// Metrics are the policy's metric values of this tick (metricprovider.
-	// Fetch), looked up by serial; nil when there are none: every machine
-	// then has no value.
+	// Metrics are the policy's metric values of this tick
+	// (intake.FetchMetrics), looked up by serial; nil when there are none:
+	// every machine then has no value.
 	Metrics *policy.Values
 }
 

@@ -20,7 +20,9 @@
 //     replacing stored ones;
 //   - FromFiles parses the offline generator's files into Settings;
 //   - Sanitize, FetchMetrics and Settings.Input join the inventory, the
-//     metrics and the taints into a generator.Input.
+//     metrics and the taints into a generator.Input; FetchMetrics asks
+//     Prometheus (prometheus.go, its answer read by prometheus_answer.go)
+//     or reads a static provider's values (metrics.go).
 //
 // A value that is missing or invalid is a *Refusal, which names its reason
 // code (the daemon's status), the setting and where the value came from.

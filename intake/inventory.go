@@ -5,7 +5,6 @@ import (
 
 	"github.com/ckegen/ckegen/labels"
 	"github.com/ckegen/ckegen/machine"
-	"github.com/ckegen/ckegen/metricprovider"
 	"github.com/ckegen/ckegen/policy"
 )
 
@@ -24,13 +23,13 @@ func Sanitize(raw []machine.Machine) (ms []*machine.Machine, roles []string, war
 // without metrics. It returns what each provider did, and the warnings
 // for the operator: what Prometheus warned about, and a metric no machine
 // has a value of.
-func FetchMetrics(ctx context.Context, pol *policy.Policy, ms []*machine.Machine) (*policy.Values, []metricprovider.Stat, []string, error) {
+func FetchMetrics(ctx context.Context, pol *policy.Policy, ms []*machine.Machine) (*policy.Values, []MetricStat, []string, error) {
 	if pol == nil || len(pol.Metrics()) == 0 {
 		return nil, nil, nil, nil
 	}
-	vals, stats, err := metricprovider.Fetch(ctx, pol, ms)
+	vals, stats, err := fetchMetrics(ctx, pol, ms)
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	return vals, stats, metricprovider.Warnings(stats, len(ms)), nil
+	return vals, stats, metricWarnings(stats, len(ms)), nil
 }

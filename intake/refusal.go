@@ -77,8 +77,8 @@ func (r *Refusal) Explain() string {
 }
 
 // Explained is err as ckegenctl says it to a person when err is a *Refusal
-// (Explain, and when canGive ExplainFor), the cause still wrapped; other
-// errors as they are.
+// (Explain, and when canGive ExplainFor), the refusal and its cause still
+// wrapped; other errors as they are.
 func Explained(err error, canGive bool) error {
 	var r *Refusal
 	if !errors.As(err, &r) {
@@ -88,17 +88,17 @@ func Explained(err error, canGive bool) error {
 	if canGive {
 		msg = r.ExplainFor()
 	}
-	return &explained{msg: msg, cause: r.Err}
+	return &explained{msg: msg, ref: r}
 }
 
 // explained is a refusal as ckegenctl says it.
 type explained struct {
-	msg   string
-	cause error
+	msg string
+	ref *Refusal
 }
 
 func (e *explained) Error() string { return e.msg }
-func (e *explained) Unwrap() error { return e.cause }
+func (e *explained) Unwrap() error { return e.ref }
 
 // ExplainFor is Explain for a person who can give the value to ckegenctl
 // instead of storing it (ckegenctl sabakan plan --template ...).

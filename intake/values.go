@@ -75,6 +75,14 @@ func (o Ownership) SwitchKey() string {
 	return storage.KeySabakanDisabled
 }
 
+// Disabled reports whether the switch in force (SwitchKey) is on.
+func (o Ownership) Disabled() bool {
+	if o.OwnedByCKEGen() {
+		return o.CKEGenDisabled
+	}
+	return o.CKEDisabled
+}
+
 // ParseSwitch reads a switch as stored: true or false, exactly.
 func ParseSwitch(data []byte) (bool, error) {
 	switch string(data) {

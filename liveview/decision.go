@@ -5,11 +5,10 @@ import (
 	"errors"
 	"time"
 
-	"github.com/ckegen/ckegen/actor"
 	"github.com/ckegen/ckegen/assume"
 	"github.com/ckegen/ckegen/decision"
-	"github.com/ckegen/ckegen/generator"
 	"github.com/ckegen/ckegen/intake"
+	"github.com/ckegen/ckegen/kubenodes"
 	"github.com/ckegen/ckegen/machine"
 	"github.com/ckegen/ckegen/planreport"
 	"github.com/ckegen/ckegen/reason"
@@ -24,7 +23,7 @@ type Preview struct {
 	WhatIf intake.WhatIf
 	// Kubernetes is the view of the Nodes to decide with (--kubeconfig);
 	// nil: the one the leader last decided with, from its memory.
-	Kubernetes decision.Kubernetes
+	Kubernetes kubenodes.Kubernetes
 	// RetireWait replaces the leader's retire wait when not 0.
 	RetireWait time.Duration
 	// MaxSteps bounds the plan (generator.DefaultMaxSteps when 0).
@@ -38,6 +37,10 @@ type Preview struct {
 	// It edits sabakan's inventory before the query's conditions on
 	// states (decision.Ask.Rehearse), never what a tick gathers.
 	Assume []assume.Assumption
+
+	// drawing: gather every machine of sabakan too (decision.Ask.Context),
+	// for the map.
+	drawing bool
 }
 
 // Decide gathers, reading only, what the leader's next tick reads (the
@@ -63,6 +66,20 @@ func (r *Reader) Decide(ctx context.Context, p Preview) (*decision.Decision, err
 // out once they have the assumed state. An assumption that matches no
 // machine is an error that names it (assume.Inventory).
 func (r *Reader) Rehearse(ctx context.Context, p Preview) (*decision.Decision, []assume.Match, error) {
+	d, matches, err := r.decide(ctx, p)
+	switch {
+	case err != nil:
+		return nil, nil, err
+	case p.SettingsOnly, d.Plan != nil:
+		return d, matches, nil
+	}
+	return nil, nil, whyNot(d, true)
+}
+
+// decide gathers and decides as the leader would (Rehearse); it fails
+// only when etcd does not answer (an *EtcdError) or an assumption matches
+// no machine (an *AssumeError).
+func (r *Reader) decide(ctx context.Context, p Preview) (*decision.Decision, []assume.Match, error) {
 	mctx, cancel := context.WithTimeout(ctx, r.opts.EtcdTimeout)
 	mem, err := decision.ReadMemory(mctx, r.st)
 	cancel()
@@ -74,14 +91,14 @@ func (r *Reader) Rehearse(ctx context.Context, p Preview) (*decision.Decision, [
 	case err != nil:
 		return nil, nil, &EtcdError{err}
 	}
-	o := p.options(mem)
+	o := p.config(mem)
 	kube := p.Kubernetes
 	if kube == nil {
 		kube = mem.View()
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	ask := decision.Ask{WhatIf: p.WhatIf, Kubernetes: kube, SettingsOnly: p.SettingsOnly, Options: o}
+	ask := decision.Ask{WhatIf: p.WhatIf, Kubernetes: kube, SettingsOnly: p.SettingsOnly, Config: o, PastGates: !p.SettingsOnly, Context: p.drawing}
 	var matches []assume.Match
 	if len(p.Assume) > 0 {
 		// The assumptions change sabakan's inventory before the query's
@@ -96,46 +113,42 @@ func (r *Reader) Rehearse(ctx context.Context, p Preview) (*decision.Decision, [
 		}
 	}
 	g := r.gatherer().Gather(ctx, "", ask)
-	d := decision.Decide(g, mem, o)
 	var ae *AssumeError
 	switch {
 	case g.Settings == nil:
 		return nil, nil, &EtcdError{g.Failure}
 	case g.Failure != nil && errors.As(g.Failure.Err, &ae):
 		return nil, nil, ae
-	case p.SettingsOnly:
-		return d, matches, nil
-	case d.Plan != nil:
-		return d, matches, nil
-	case g.Failure != nil:
-		return nil, nil, g.Failure.Err
+	}
+	return decision.Decide(g, mem), matches, nil
+}
+
+// whyNot says why decision d has nothing to show: what the gather could
+// not read, a setting the generator needs that is missing or refused
+// (with the what-if flag that can stand in for it when flags), or the
+// decision's message.
+func whyNot(d *decision.Decision, flags bool) error {
+	g := d.Gathered
+	if g.Failure != nil {
+		return g.Failure.Err
 	}
 	for _, row := range intake.Table {
 		if ref := g.Refusals[row.Setting]; ref != nil && row.Kind == intake.Input {
-			return nil, nil, intake.Explained(ref, true)
+			return intake.Explained(ref, flags)
 		}
 	}
-	return nil, nil, errors.New(d.Message)
+	return errors.New(d.Message)
 }
 
-// options are the leader's options, from its memory, as p changes them.
-func (p *Preview) options(mem decision.Memory) decision.Options {
-	max := p.MaxSteps
-	if max == 0 {
-		max = generator.DefaultMaxSteps
-	}
-	o := mem.Leader.Options(max)
-	o.Ungated = !p.SettingsOnly
+// config is the leader's configuration, from its memory, as p changes
+// it.
+func (p *Preview) config(mem decision.Memory) decision.Config {
+	c := mem.Leader
+	c.MaxSteps = p.MaxSteps
 	if p.RetireWait != 0 {
-		o.RetireWait = p.RetireWait
+		c.RetireWait = storage.Duration(p.RetireWait)
 	}
-	if o.RetireWait == 0 {
-		o.RetireWait = generator.DefaultRetireWait
-	}
-	if o.CKEStatusMaxAge == 0 {
-		o.CKEStatusMaxAge = decision.DefaultCKEStatusMaxAge
-	}
-	return o
+	return c.WithDefaults()
 }
 
 // AssumeError is an assumption of Preview.Assume that matches no machine
@@ -182,36 +195,14 @@ func Document(d *decision.Decision) *planreport.Document {
 	return doc
 }
 
-// StoredNextStep is an Options.NextStep that reads the daemon's stored plan
-// (sabakan/plan): its first step and how many steps it has; nil when there
-// is no plan, it does not parse, or it has no step.
-func StoredNextStep(ctx context.Context, st storage.Storage) (*NextStep, error) {
-	p, err := planreport.ReadStored(ctx, st)
-	switch {
-	case errors.Is(err, storage.ErrNotFound), errors.Is(err, storage.ErrInvalid):
-		// A plan that does not parse is no reason not to draw the rest.
-		return nil, nil
-	case err != nil:
-		return nil, err
-	case len(p.Steps) == 0:
-		return nil, nil
-	}
-	first := p.Steps[0]
-	changes := make([]generator.Change, len(first.Changes))
-	for i, c := range first.Changes {
-		changes[i] = generator.Change{Action: c.Action, Address: c.Address, Serial: c.Serial, Reason: c.Reason}
-	}
-	return &NextStep{Op: first.Op, Changes: changes, Steps: len(p.Steps), ComputedAt: p.ComputedAt}, nil
-}
-
 // Status is the last tick's status as the views show it: the record,
 // who acts now (package actor: the record cannot say it of itself), and
 // Notes on what the record cannot say of itself at the time it is shown
-// (decision.Silence: that its host stopped calling ckegen, and why).
+// (Silence: that its host stopped calling ckegen, and why).
 type Status struct {
 	storage.Status
-	Acting *actor.Report `json:"acting,omitempty"`
-	Notes  []string      `json:"notes,omitempty"`
+	Acting *Actor   `json:"acting,omitempty"`
+	Notes  []string `json:"notes,omitempty"`
 }
 
 // ReadStatus reads the last tick's status, CKE's status key and who
@@ -226,12 +217,12 @@ func ReadStatus(ctx context.Context, st storage.Storage, now time.Time) (Status,
 	if err != nil {
 		return Status{}, err
 	}
-	who, err := actor.Read(ctx, st, own.Own, now)
+	who, err := ReadActor(ctx, st, own.Own, now)
 	if err != nil {
 		return Status{}, err
 	}
 	v := Status{Status: s, Acting: &who}
-	if n := decision.Silence(s, own.Own.CKEStatus, who.Cause(own.Own.CKEStatus), now); n != "" {
+	if n := Silence(s, own.Own.CKEStatus, who.Cause(own.Own.CKEStatus), now); n != "" {
 		v.Notes = append(v.Notes, n)
 	}
 	return v, nil

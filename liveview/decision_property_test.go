@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/ckegen/ckegen/decision"
 	"io"
 	"log/slog"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ckegen/ckegen/decision"
+	"github.com/ckegen/ckegen/kubenodes"
 
 	"github.com/google/go-cmp/cmp"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -56,10 +58,10 @@ func TestPlanIsTheTick(t *testing.T) {
 		if rapid.Bool().Draw(rt, "max-unhealthy") {
 			must(t, store.SetMaxUnhealthy(ctx, intake.MaxUnhealthy{Value: rapid.IntRange(0, 3).Draw(rt, "limit")}))
 		}
-		view := decision.ViewOf("a test's view", now, nil)
-		step := tick.New(tick.Config{Storage: st, Name: "d", RetireWait: time.Minute, Now: func() time.Time { return now },
+		view := kubenodes.ViewOf("a test's view", now, nil)
+		step := tick.New(st, decision.Config{Name: "d", RetireWait: storage.Duration(time.Minute), Now: func() time.Time { return now },
 			Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
-		step.Run(ctx, leader, view)
+		step.Run(ctx, leader, view, nil)
 
 		for i := range rapid.IntRange(1, 5).Draw(rt, "ticks") {
 			given := false
@@ -77,7 +79,7 @@ func TestPlanIsTheTick(t *testing.T) {
 				// Another view of the Nodes: a view of the plan takes it
 				// as --kubeconfig gives it (the leader has not seen it).
 				m := rapid.SampledFrom(machines).Draw(rt, "tainted")
-				view = decision.ViewOf("a test's view", now, map[string][]cluster.Taint{
+				view = kubenodes.ViewOf("a test's view", now, map[string][]cluster.Taint{
 					m.Spec.IPv4[0]: {{Key: "example.com/broken", Effect: "NoSchedule"}}})
 				given = true
 			case 5:
@@ -90,10 +92,10 @@ func TestPlanIsTheTick(t *testing.T) {
 				}
 				must(t, err)
 				n := rapid.SampledFrom(c.Nodes).Draw(rt, "tainted node")
-				view = decision.ViewOf("a test's view", now, map[string][]cluster.Taint{
+				view = kubenodes.ViewOf("a test's view", now, map[string][]cluster.Taint{
 					n.Address: {{Key: "example.com/broken", Effect: "NoSchedule"}}})
 				must(t, store.SetTrigger(ctx, intake.TriggerPlanning))
-				step.Run(ctx, leader, view)
+				step.Run(ctx, leader, view, nil)
 				must(t, store.SetTrigger(ctx, intake.TriggerSchedule))
 			}
 			p := Preview{}
@@ -104,7 +106,7 @@ func TestPlanIsTheTick(t *testing.T) {
 			if err != nil {
 				rt.Fatalf("the view's decision: %v", err)
 			}
-			r := step.Run(ctx, leader, view)
+			r := step.Run(ctx, leader, view, nil)
 			if r.Decision == nil {
 				rt.Fatalf("the tick was cut short: %v", r.Err)
 			}

@@ -12,11 +12,13 @@ import (
 	"time"
 
 	"github.com/ckegen/ckegen/cluster"
+	"github.com/ckegen/ckegen/decision"
 	"github.com/ckegen/ckegen/generator"
 	"github.com/ckegen/ckegen/internal/testutil/sitetest"
 	"github.com/ckegen/ckegen/labels"
 	"github.com/ckegen/ckegen/machine"
 	"github.com/ckegen/ckegen/planreport"
+	"github.com/ckegen/ckegen/storage"
 	"github.com/ckegen/ckegen/tick"
 )
 
@@ -32,9 +34,9 @@ func TestTakeoverTellsEveryChange(t *testing.T) {
 	st, store := site.Storage, sitetest.StoreOf(site.Storage)
 	ctx := context.Background()
 	leader := site.Lead(t, "d", 0)
-	step := tick.New(tick.Config{Storage: st, Name: "d", RetireWait: time.Minute, Now: func() time.Time { return now },
+	step := tick.New(st, decision.Config{Name: "d", RetireWait: storage.Duration(time.Minute), Now: func() time.Time { return now },
 		Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	step.Run(ctx, leader, nil)
+	step.Run(ctx, leader, nil, nil)
 
 	// The cluster as an integration wrote it that renders no retire-year.
 	c, rev, err := store.GetCluster(ctx)
@@ -89,7 +91,7 @@ func TestTakeoverTellsEveryChange(t *testing.T) {
 		t.Errorf("the summary: re-labelled %d, re-tainted %d, added %d, want %d, 1 and 1", s.Relabelled.Nodes, s.Retainted.Nodes, s.Added.Nodes, len(c.Nodes))
 	}
 
-	r := step.Run(ctx, leader, nil)
+	r := step.Run(ctx, leader, nil, nil)
 	if r.Err != nil || r.Decision.Step == nil {
 		t.Fatalf("the first write after the takeover: %v", r.Err)
 	}

@@ -1,29 +1,26 @@
-// Package liveview reads, without writing anything, what the data center
-// and the daemon look like now: the cluster, status and history from etcd,
-// and the machines from sabakan with the stored URL and query variables.
-// `ckegenctl sabakan map` and the daemon's page at / draw from it.
+// Package liveview holds the views of ckegen, which read and never write:
+// the decision the leader would make now (Reader.Decide: ckegenctl's
+// plan, owner, --dry-run), the rack map (`ckegenctl sabakan map`, terminal
+// and JSON), the daemon's page at /, and who acts now. The map and the
+// page show one decision, made as the leader's is (decision.Gatherer and
+// decision.Decide): they query sabakan, read the settings and sanitize
+// machines only through it.
 //
-// sabakan's answer is kept for a short while, so that a page refreshed by
-// many browsers queries sabakan at most once per CacheTTL.
+// The page's decision is kept for a short while, so that a page refreshed
+// by many browsers queries sabakan at most once per CacheTTL.
 package liveview
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/ckegen/ckegen/decision"
 	"slices"
 	"strings"
 	"sync"
 	"time"
 
-	"golang.org/x/sync/errgroup"
-
-	"github.com/ckegen/ckegen/actor"
+	"github.com/ckegen/ckegen/decision"
 	"github.com/ckegen/ckegen/generator"
-	"github.com/ckegen/ckegen/intake"
-	"github.com/ckegen/ckegen/machine"
-	"github.com/ckegen/ckegen/rackmap"
 	"github.com/ckegen/ckegen/sabakan"
 	"github.com/ckegen/ckegen/storage"
 )
@@ -35,7 +32,7 @@ const (
 	DefaultEtcdTimeout  = 10 * time.Second
 )
 
-// NextStep is the next step of a pending plan.
+// NextStep is the next step of the plan the leader would follow now.
 type NextStep struct {
 	Op      string
 	Changes []generator.Change
@@ -48,7 +45,8 @@ type NextStep struct {
 type Options struct {
 	// Sabakan configures the sabakan client (timeout, TLS).
 	Sabakan sabakan.Options
-	// CacheTTL is how long sabakan's answer is reused.
+	// CacheTTL is how long the map's decision (and so sabakan's answer)
+	// is reused.
 	CacheTTL time.Duration
 	// EtcdTimeout bounds the etcd reads of a snapshot (sabakan's requests
 	// have Sabakan.Timeout each).
@@ -57,9 +55,6 @@ type Options struct {
 	HistoryLimit int
 	// Now is the clock (time.Now by default).
 	Now func() time.Time
-	// NextStep returns the pending plan's next step, or nil when there is
-	// none; nil means no plan is read.
-	NextStep func(ctx context.Context, st storage.Storage) (*NextStep, error)
 }
 
 // Reader reads snapshots. It is safe for concurrent use.
@@ -67,19 +62,17 @@ type Reader struct {
 	st   storage.Storage
 	opts Options
 
-	mu       sync.Mutex // held during a read, so concurrent readers share a query
-	cached   *answer
-	sabakan  sabakan.Clients
-	settings intake.Reader
-	gather   *decision.Gatherer
+	mu     sync.Mutex // held during a gather: the gatherer is not safe for concurrent use
+	gather *decision.Gatherer
+
+	drawMu sync.Mutex // held while the map's decision is made, so concurrent readers share it
+	drawn  *drawnDecision
 }
 
-// answer is sabakan's answer to both queries, with what it answered.
-type answer struct {
-	url, vars string
-	at        time.Time
-	all       []machine.Machine
-	selected  map[string]bool
+// drawnDecision is the map's decision and when it was made.
+type drawnDecision struct {
+	d  *decision.Decision
+	at time.Time
 }
 
 // NewReader returns a Reader of the keys of st.
@@ -96,7 +89,7 @@ func NewReader(st storage.Storage, o Options) *Reader {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	return &Reader{st: st, opts: o, sabakan: sabakan.Clients{Options: o.Sabakan}}
+	return &Reader{st: st, opts: o}
 }
 
 // View is what the page shows.
@@ -106,20 +99,21 @@ type View struct {
 	ClusterName string
 	// Map is the rack map; nil when it could not be drawn, with MapErr
 	// saying why (no URL, sabakan unreachable, ...).
-	Map    *rackmap.Map
+	Map    *Map
 	MapErr error
 	// Status is the last tick's result; nil when none was recorded.
 	// Silence says that its host stopped calling the step, when it did
-	// (decision.Silence: "" while it calls at its pace).
+	// (Silence: "" while it calls at its pace).
 	Status  *storage.Status
 	Silence string
 	// Acting is who leads now, read with the status (nil without one).
-	Acting *actor.Report
+	Acting *Actor
 	// History holds the last entries, newest first.
 	History []storage.HistoryEntry
-	// NextStep is the pending plan's next step; nil when there is none.
+	// NextStep is the next step of the plan the leader would follow now
+	// (the map's decision); nil when there is none.
 	NextStep *NextStep
-	// Notes are things the map could not take into account.
+	// Notes are what keeps the leader from following that plan now.
 	Notes []string
 	// Runway is the leader's last forecast.
 	Runway Runway
@@ -149,29 +143,21 @@ func (r *Reader) View(ctx context.Context) (*View, error) {
 	h = h[max(0, len(h)-r.opts.HistoryLimit):]
 	slices.Reverse(h)
 	s.History = h
-	if r.opts.NextStep != nil {
-		if s.NextStep, err = r.opts.NextStep(ectx, r.st); err != nil {
-			return nil, &EtcdError{fmt.Errorf("pending plan: %w", err)}
-		}
-	}
 
-	in, notes, err := r.Input(ctx)
-	s.Notes = notes
-	var etcdErr *EtcdError
-	switch {
-	case errors.As(err, &etcdErr):
+	d, err := r.drawDecision(ctx)
+	if err != nil {
 		return nil, err
-	case err != nil:
+	}
+	s.Notes, s.NextStep = Notes(d), nextStep(d)
+	if c := d.Gathered.Settings.Current; c != nil {
+		s.ClusterName = c.Name
+	}
+	in, err := mapInput(d)
+	if err != nil {
 		s.MapErr = err
 		return s, nil
 	}
-	if in.Current != nil {
-		s.ClusterName = in.Current.Name
-	}
-	if s.NextStep != nil {
-		in.Next = s.NextStep.Changes
-	}
-	s.Map = rackmap.Build(in)
+	s.Map = BuildMap(in)
 	return s, nil
 }
 
@@ -182,113 +168,72 @@ type EtcdError struct{ Err error }
 func (e *EtcdError) Error() string { return "etcd: " + e.Err.Error() }
 func (e *EtcdError) Unwrap() error { return e.Err }
 
-// Input reads what a rack map is drawn from: the cluster, the template,
-// the rebooting nodes and the constraints (the model of the workers) from
-// etcd, and the machines from sabakan (every machine, and which of them
-// the stored query variables select). The notes say what could not be
-// taken into account. Next is left empty.
-func (r *Reader) Input(ctx context.Context) (rackmap.Input, []string, error) {
-	var in rackmap.Input
-	snap, err := r.snapshot(ctx)
+// Input is what the rack map is drawn from: the decision the leader
+// would make now (Decide's), with every machine of sabakan for context,
+// made at most once per CacheTTL. Notes say what keeps the leader from
+// following it now. It is an error when the decision read no machines:
+// etcd, sabakan or a metric provider do not answer, or a setting the
+// generator needs is missing or refused; an etcd failure is an
+// *EtcdError.
+func (r *Reader) Input(ctx context.Context) (MapInput, []string, error) {
+	d, err := r.drawDecision(ctx)
 	if err != nil {
-		return in, nil, err
+		return MapInput{}, nil, err
 	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	s, refused := r.settings.ReadEach(snap, intake.WhatIf{})
-	if ref := refused[intake.SettingCluster]; ref != nil {
-		return in, nil, intake.Explained(ref, false)
-	}
-	in.Current, in.Rebooting = s.Current, s.Rebooting
-
-	var notes []string
-	switch ref := refused[intake.SettingTemplate]; {
-	case ref == nil:
-		in.Template = s.Template
-	case ref.Missing:
-		notes = append(notes, "no template is set: unused machines of every role are shown as candidates")
-	default:
-		notes = append(notes, fmt.Sprintf("the stored template is invalid (%v): unused machines of every role are shown as candidates", ref.Err))
-	}
-	// The constraints say the model of the workers; none stored means the
-	// defaults, the count model's, as for the daemon.
-	if ref := refused[intake.SettingConstraints]; ref != nil {
-		notes = append(notes, fmt.Sprintf("the stored constraints are invalid (%v): the model of the workers is not shown", ref.Err))
-	} else {
-		in.Constraints = &s.Constraints
-	}
-
-	// The failure domain is the placement policy's, as for the tick
-	// (sabakan's rack without a policy).
-	switch ref := refused[intake.SettingPolicy]; {
-	case ref != nil:
-		notes = append(notes, fmt.Sprintf("the stored placement policy is invalid (%v): the failure domains at risk are not marked", ref.Err))
-	case s.Template == nil && snap.Get(storage.KeySabakanPolicy).Exists():
-		notes = append(notes, "the placement policy is read with the template: the failure domains at risk are not marked")
-	default:
-		key := s.Policy.FailureDomain()
-		in.FailureDomain = &key
-	}
-
-	for _, setting := range []intake.Setting{intake.SettingURL, intake.SettingVariables} {
-		if ref := refused[setting]; ref != nil {
-			return in, notes, intake.Explained(ref, false)
-		}
-	}
-	a, err := r.query(ctx, s)
+	in, err := mapInput(d)
 	if err != nil {
-		return in, notes, err
+		return MapInput{}, nil, err
 	}
-	in.Machines, in.Selected = a.all, a.selected
-	return in, notes, nil
+	return in, Notes(d), nil
 }
 
-// snapshot reads the settings in one etcd transaction, bounded by
-// EtcdTimeout.
-func (r *Reader) snapshot(ctx context.Context) (*storage.Snapshot, error) {
-	ectx, cancel := context.WithTimeout(ctx, r.opts.EtcdTimeout)
-	defer cancel()
-	snap, err := r.st.Read(ectx, r.settings.Request(""))
-	if err != nil {
-		return nil, &EtcdError{err}
+// mapInput is what the map of decision d shows: its machines (and every
+// other one around them), its cluster and settings, its next step, its
+// model and worker rate, and its count of the failure domains.
+func mapInput(d *decision.Decision) (MapInput, error) {
+	g := d.Gathered
+	if g.Machines == nil {
+		return MapInput{}, whyNot(d, false)
 	}
-	return snap, nil
+	s := g.Settings
+	in := MapInput{Machines: g.Machines, Context: g.Context, Warnings: g.Warnings, LeftOut: leftOutOnline,
+		Current: s.Current, Template: s.Template, Rebooting: s.Rebooting, Domains: d.Domains}
+	if p := d.Plan; p != nil && len(p.Steps) > 0 {
+		in.Next = p.Steps[0].Changes
+	}
+	if c := d.Constraints; c != nil {
+		in.Model, in.Rate = c.Model(), d.Rate
+	}
+	return in, nil
 }
 
-// query returns sabakan's answer for the URL and variables of s, from
-// the cache when it is fresh; r.mu must be held.
-func (r *Reader) query(ctx context.Context, s *intake.Settings) (*answer, error) {
-	url, vars, varsData := s.URL, s.Variables, s.VariablesData
+// nextStep is the first step of decision d's plan; nil without one.
+func nextStep(d *decision.Decision) *NextStep {
+	p := d.Plan
+	if p == nil || len(p.Steps) == 0 {
+		return nil
+	}
+	return &NextStep{Op: p.Steps[0].Op, Changes: p.Steps[0].Changes, Steps: len(p.Steps), ComputedAt: d.At}
+}
+
+// leftOutOnline says why the map draws a machine of sabakan that is not
+// among the decision's: the query did not return it, or the gather left it
+// out (its warnings say which).
+const leftOutOnline = "not returned by the query variables, or ignored as a bad inventory entry (see warnings)"
+
+// drawDecision is the map's decision: the cached one while it is fresh,
+// else a new one.
+func (r *Reader) drawDecision(ctx context.Context) (*decision.Decision, error) {
+	r.drawMu.Lock()
+	defer r.drawMu.Unlock()
 	now := r.opts.Now()
-	if a := r.cached; a != nil && a.url == url && a.vars == string(varsData) && now.Sub(a.at) < r.opts.CacheTTL && !now.Before(a.at) {
-		return a, nil
+	if c := r.drawn; c != nil && now.Sub(c.at) < r.opts.CacheTTL && !now.Before(c.at) {
+		return c.d, nil
 	}
-	client, err := r.sabakan.For(url)
+	d, _, err := r.decide(ctx, Preview{drawing: true})
 	if err != nil {
 		return nil, err
 	}
-	// Both queries at once: every machine (no condition), and what the
-	// daemon's query returns.
-	everything := sabakan.Variables{Having: &sabakan.MachineParams{}, NotHaving: &sabakan.MachineParams{}}
-	var all, sel []machine.Machine
-	g, gctx := errgroup.WithContext(ctx)
-	g.Go(func() (err error) { all, err = client.SearchMachines(gctx, everything); return err })
-	g.Go(func() (err error) { sel, err = client.SearchMachines(gctx, vars); return err })
-	if err := g.Wait(); err != nil {
-		return nil, err
-	}
-	a := &answer{url: url, vars: string(varsData), at: now, all: all, selected: make(map[string]bool, len(sel))}
-	inAll := make(map[string]bool, len(all))
-	for i := range all {
-		inAll[all[i].Spec.Serial] = true
-	}
-	for i := range sel {
-		a.selected[sel[i].Spec.Serial] = true
-		// A machine registered between the two queries is drawn too.
-		if !inAll[sel[i].Spec.Serial] {
-			a.all = append(a.all, sel[i])
-		}
-	}
-	r.cached = a
-	return a, nil
+	r.drawn = &drawnDecision{d: d, at: now}
+	return d, nil
 }

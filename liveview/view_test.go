@@ -19,7 +19,6 @@ import (
 	"github.com/ckegen/ckegen/internal/testutil/etcdtest"
 	"github.com/ckegen/ckegen/internal/testutil/sitetest"
 	"github.com/ckegen/ckegen/machine"
-	"github.com/ckegen/ckegen/rackmap"
 	"github.com/ckegen/ckegen/sabakan"
 	"github.com/ckegen/ckegen/storage"
 )
@@ -56,7 +55,7 @@ func newFixture(t *testing.T) *fixture {
 				h.ServeHTTP(w, r)
 			})
 		},
-		Template: `{"name":"t","nodes":[{"user":"u","control_plane":true},{"user":"u"}],"service_subnet":"10.68.0.0/16"}`,
+		Template: `{"name":"t","nodes":[{"user":"u","control_plane":true},{"user":"u"}],"service_subnet":"10.68.0.0/16",` + sitetest.CKEOptions + `}`,
 		StoreURL: true,
 	})
 	f.st, f.store, f.sabakan = s.Storage, s.Store, s.Server
@@ -81,8 +80,8 @@ func must(t *testing.T, err error) {
 	}
 }
 
-func cells(m *rackmap.Map) map[string]rackmap.Cell {
-	out := map[string]rackmap.Cell{}
+func cells(m *Map) map[string]Cell {
+	out := map[string]Cell{}
 	for _, r := range m.Racks {
 		for _, c := range r.Cells {
 			out[c.Address] = c
@@ -115,15 +114,15 @@ func TestMapSnapshotInput(t *testing.T) {
 	}
 	c := cells(s.Map)
 	for addr, want := range map[string]struct {
-		kind      rackmap.Kind
+		kind      Kind
 		why       string
 		rebooting bool
 	}{
-		"10.0.0.1": {rackmap.KindUnusable, "not returned by the query variables", false}, // boot: the default query skips it
-		"10.0.1.2": {rackmap.KindUnusable, "not returned by the query variables", false}, // RETIRED: likewise
-		"10.0.0.2": {rackmap.KindControlPlane, "", false},
-		"10.0.1.3": {rackmap.KindWorker, "", true},
-		"10.0.2.4": {rackmap.KindUnused, "", false},
+		"10.0.0.1": {KindUnusable, leftOutOnline, false}, // boot: the default query skips it
+		"10.0.1.2": {KindUnusable, leftOutOnline, false}, // RETIRED: likewise
+		"10.0.0.2": {KindControlPlane, "", false},
+		"10.0.1.3": {KindWorker, "", true},
+		"10.0.2.4": {KindUnused, "", false},
 	} {
 		got := c[addr]
 		if got.Kind != want.kind || got.Why != want.why || got.Rebooting != want.rebooting {
@@ -133,23 +132,26 @@ func TestMapSnapshotInput(t *testing.T) {
 	if len(s.Map.Orphans) != 1 || s.Map.Orphans[0].Address != "10.0.9.9" {
 		t.Errorf("orphans: %+v", s.Map.Orphans)
 	}
-	if s.ClusterName != "t" || s.Status != nil || len(s.History) != 0 || s.NextStep != nil {
+	if s.ClusterName != "t" || s.Status != nil || len(s.History) != 0 {
 		t.Errorf("snapshot: %+v", s)
 	}
 
-	// Variables that select one role: the others are filtered out.
+	// Variables that select one role: the others are filtered out (once
+	// the decision drawn is older than CacheTTL).
 	must(t, sitetest.StoreOf(f.st).SetQueryVariables(ctx, []byte(`{"having": {"roles": ["storage"]}}`)))
+	f.clock.add(DefaultCacheTTL)
 	s, err = r.View(ctx)
 	must(t, err)
 	for _, cell := range cells(s.Map) {
-		if selected := cell.Why != "not returned by the query variables"; selected != (cell.Role == "storage") {
+		if selected := cell.Why != leftOutOnline; selected != (cell.Role == "storage") {
 			t.Errorf("with roles [storage]: %+v", cell)
 		}
 	}
 }
 
 // TestMapSnapshotCache: a page refreshed within CacheTTL does not query
-// sabakan again; new variables, a new URL or an expired answer do.
+// sabakan again, whatever changed: the decision drawn is reused; an
+// expired one is made again.
 func TestMapSnapshotCache(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
@@ -194,8 +196,13 @@ func TestMapSnapshotCache(t *testing.T) {
 	}
 	must(t, sitetest.StoreOf(f.st).SetQueryVariables(ctx, []byte(`{"having": null}`)))
 	snap()
+	if n := f.requests.Load(); n != 4 {
+		t.Errorf("new variables within the TTL: %d requests, want still 4", n)
+	}
+	f.clock.add(10 * time.Second)
+	snap()
 	if n := f.requests.Load(); n != 6 {
-		t.Errorf("after new variables: %d requests, want 6", n)
+		t.Errorf("new variables after the TTL: %d requests, want 6", n)
 	}
 }
 
@@ -230,8 +237,8 @@ func TestMapSnapshotFailures(t *testing.T) {
 		must(t, err)
 		s, err := f.reader(Options{}).View(ctx)
 		must(t, err)
-		if s.MapErr != nil || len(s.Notes) != 1 || !strings.Contains(s.Notes[0], "the stored template is invalid") {
-			t.Errorf("MapErr %v, notes %q", s.MapErr, s.Notes)
+		if s.MapErr == nil || s.Map != nil || !strings.Contains(s.MapErr.Error(), "template") {
+			t.Errorf("MapErr %v, map %v", s.MapErr, s.Map)
 		}
 	})
 	t.Run("sabakan down", func(t *testing.T) {
@@ -259,8 +266,9 @@ func TestMapSnapshotFailures(t *testing.T) {
 	})
 }
 
-// TestMapSnapshotPendingAndHistory: the pending step is highlighted, and
-// the history is the last HistoryLimit entries, newest first.
+// TestMapSnapshotPendingAndHistory: the next step of the leader's
+// decision is the page's pending step, highlighted on the map, and the
+// history is the last HistoryLimit entries, newest first.
 func TestMapSnapshotPendingAndHistory(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
@@ -270,9 +278,9 @@ func TestMapSnapshotPendingAndHistory(t *testing.T) {
 	for i := 1; i <= 4; i++ {
 		must(t, f.st.AddHistory(ctx, sess, storage.HistoryEntry{Op: fmt.Sprintf("op%d", i), ClusterRevision: int64(i)}))
 	}
-	r := f.reader(Options{HistoryLimit: 3, NextStep: func(context.Context, storage.Storage) (*NextStep, error) {
-		return &NextStep{Op: generator.OpIncreaseWorker, Steps: 2, Changes: []generator.Change{{Action: generator.ActionAddWorker, Address: "10.0.2.4"}}}, nil
-	}})
+	r := f.reader(Options{HistoryLimit: 3})
+	d, err := r.Decide(ctx, Preview{})
+	must(t, err)
 	s, err := r.View(ctx)
 	must(t, err)
 	var ops []string
@@ -282,20 +290,27 @@ func TestMapSnapshotPendingAndHistory(t *testing.T) {
 	if strings.Join(ops, ",") != "op4,op3,op2" {
 		t.Errorf("history: %q, want op4,op3,op2", ops)
 	}
-	if c := cells(s.Map)["10.0.2.4"]; c.Change != generator.ActionAddWorker {
-		t.Errorf("pending change not highlighted: %+v", c)
+	first := d.Plan.Steps[0]
+	if s.NextStep == nil || s.NextStep.Op != first.Op || s.NextStep.Steps != len(d.Plan.Steps) || len(s.NextStep.Changes) != len(first.Changes) ||
+		!s.NextStep.ComputedAt.Equal(testNow) {
+		t.Fatalf("pending: %+v, want the decision's first step %+v of %d", s.NextStep, first, len(d.Plan.Steps))
 	}
-	if s.NextStep == nil || s.NextStep.Steps != 2 {
-		t.Errorf("pending: %+v", s.NextStep)
+	for _, ch := range first.Changes {
+		c, ok := cells(s.Map)[ch.Address]
+		if !ok {
+			c = Cell{Change: orphanChange(s.Map, ch.Address)}
+		}
+		if c.Change == "" {
+			t.Errorf("the change %s %s is not highlighted", ch.Action, ch.Address)
+		}
 	}
 }
 
 // TestMapSnapshotModel: the map says the model of the stored constraints
 // (the defaults' count model when none are stored) and, in the rate
-// model, the figure of the stored cluster against the machines the
-// daemon's query returns; the constraints are read at every snapshot,
-// sabakan's cached answer notwithstanding; invalid constraints are a
-// note, and no model is shown.
+// model, the figure of the cluster as the decision's step leaves it
+// against the machines the daemon's query returns; invalid constraints
+// leave no map, and say why.
 func TestMapSnapshotModel(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
@@ -305,29 +320,46 @@ func TestMapSnapshotModel(t *testing.T) {
 	if s.Map == nil || s.Map.Model != "count" || s.Map.Rate != nil || len(s.Notes) != 0 {
 		t.Fatalf("no constraints stored: map %+v, notes %q", s.Map, s.Notes)
 	}
-	requests := f.requests.Load()
-
 	_, err = f.st.Client.Put(ctx, f.st.Key(storage.KeyConstraints), `{"control-plane-count":1,"minimum-workers-rate":80,"maximum-unreachable-nodes-for-reboot":0,"maximum-repair-queue-entries":0,"wait-seconds-to-repair-rebooting":0}`)
 	must(t, err)
+	f.clock.add(DefaultCacheTTL)
 	s, err = r.View(ctx)
 	must(t, err)
-	// Two workers (10.0.1.3 and 10.0.9.9, whose machine is gone); 12
-	// machines: 15 less the 3 boot servers the default query skips.
-	want := &generator.WorkerRate{Workers: 2, Machines: 12, Percent: 8.333, Minimum: 80}
+	d, err := r.Decide(ctx, Preview{})
+	must(t, err)
+	if d.Step == nil {
+		t.Fatal("the decision writes no step: the rate of the cluster after it is not told apart")
+	}
+	// The workers of the cluster after the step; 12 machines: 15 less the
+	// 3 boot servers the default query skips.
+	workers := 0
+	for _, n := range d.Step.Cluster.Nodes {
+		if !n.ControlPlane {
+			workers++
+		}
+	}
+	want := &generator.WorkerRate{Workers: workers, Machines: 12, Percent: 100 * float64(workers-1) / 12, Minimum: 80}
 	if got := s.Map.Rate; s.Map.Model != "rate" || got == nil || got.Workers != want.Workers || got.Machines != want.Machines ||
 		got.Minimum != want.Minimum || math.Abs(got.Percent-want.Percent) > 0.001 {
 		t.Errorf("rate model: model %q, rate %+v, want %+v", s.Map.Model, s.Map.Rate, want)
 	}
-	if got := f.requests.Load(); got != requests {
-		t.Errorf("the constraints changed, and sabakan was asked again (%d requests, then %d)", requests, got)
-	}
 
 	_, err = f.st.Client.Put(ctx, f.st.Key(storage.KeyConstraints), `{"control-plane-count":1,"minimum-workers":2,"minimum-workers-rate":80}`)
 	must(t, err)
+	f.clock.add(DefaultCacheTTL)
 	s, err = r.View(ctx)
 	must(t, err)
-	if s.Map.Model != "" || s.Map.Rate != nil || len(s.Notes) != 1 ||
-		!strings.HasPrefix(s.Notes[0], "the stored constraints are invalid (") || !strings.Contains(s.Notes[0], "minimum-workers-rate cannot be used with minimum-workers") {
-		t.Errorf("both models stored: model %q, rate %+v, notes %q", s.Map.Model, s.Map.Rate, s.Notes)
+	if s.Map != nil || s.MapErr == nil || !strings.Contains(s.MapErr.Error(), "minimum-workers-rate cannot be used with minimum-workers") {
+		t.Errorf("both models stored: map %+v, error %v", s.Map, s.MapErr)
 	}
+}
+
+// orphanChange is the highlighted change of the orphan node at addr.
+func orphanChange(m *Map, addr string) string {
+	for _, o := range m.Orphans {
+		if o.Address == addr {
+			return o.Change
+		}
+	}
+	return ""
 }

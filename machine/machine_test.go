@@ -39,7 +39,7 @@ func TestParseErrors(t *testing.T) {
 		{`{"errors":[{"message":"x"}]}`, "without data.searchMachines"},
 		{`[{"spec":{"serial":""},"status":{"state":"HEALTHY"}}]`, "machines[0]: spec.serial: must not be empty"},
 		{`[{"spec":{"serial":"s9"},"status":{"state":"BROKEN"}}]`, `machines[0] (serial s9): status.state: unknown state "BROKEN"`},
-		{`[{"spec":{"serial":"s9","rack":"1"},"status":{"state":"HEALTHY"}}]`, "machines[0].spec.rack: must be a 64-bit integer, got a string (line 1, column 32)"},
+		{`[{"spec":{"serial":"s9","rack":"1"},"status":{"state":"HEALTHY"}}]`, `machines[0].spec.rack: must be a 64-bit integer, got the string "1" (line 1, column 32)`},
 	}
 	for _, c := range cases {
 		_, err := Parse([]byte(c.doc))
@@ -205,7 +205,7 @@ func TestParseRefusesTrailingData(t *testing.T) {
 	}
 	// Other errors keep their own message.
 	for _, doc := range []string{`[{"spec":{"serial":"s","rack":"1"}}]`, `[{"spec":{"serial":"s","rack":"1"}}] `} {
-		if _, err := Parse([]byte(doc)); err == nil || !strings.Contains(err.Error(), "machines[0].spec.rack: must be a 64-bit integer, got a string (line 1, column 31)") {
+		if _, err := Parse([]byte(doc)); err == nil || !strings.Contains(err.Error(), `machines[0].spec.rack: must be a 64-bit integer, got the string "1" (line 1, column 31)`) {
 			t.Errorf("Parse(%s) = %v, want the type error", doc, err)
 		}
 	}

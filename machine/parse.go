@@ -7,12 +7,11 @@ import (
 	"fmt"
 	"io"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 	"unicode"
-
-	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/ckegen/ckegen/internal/clip"
 	"github.com/ckegen/ckegen/internal/strictjson"
@@ -136,9 +135,9 @@ func (f file) jsonError(t []byte, err error) error {
 	case errors.As(err, &te):
 		path, start, ok := valueAt(t, int(te.Offset)-1)
 		if !ok {
-			return fmt.Errorf("machines: %s, got %s%s", want(te.Type), got(te.Value), f.at(int(te.Offset)))
+			return fmt.Errorf("machines: %s%s", want(te.Type), f.at(int(te.Offset)))
 		}
-		return fmt.Errorf("%s: %s, got %s%s", f.pathName(path), want(te.Type), got(te.Value), f.at(start))
+		return fmt.Errorf("%s: %s, got %s%s", f.pathName(path), want(te.Type), strictjson.What(t[start:]), f.at(start))
 	}
 	// A date that does not parse: time.Time's own error, without an
 	// offset.
@@ -155,22 +154,11 @@ func (f file) jsonError(t []byte, err error) error {
 
 // pathName names a value of the file: machines[3].spec.rack in an array,
 // data.searchMachines[3].spec.rack in a GraphQL response.
-func (f file) pathName(path []step) string {
-	var b strings.Builder
+func (f file) pathName(path strictjson.Path) string {
 	if !f.envelope || len(path) == 0 {
-		b.WriteString("machines")
+		return "machines" + path.String()
 	}
-	for i, s := range path {
-		if s.key == nil {
-			fmt.Fprintf(&b, "[%d]", s.index)
-			continue
-		}
-		if i > 0 || !f.envelope {
-			b.WriteByte('.')
-		}
-		b.WriteString(clip.Value(*s.key))
-	}
-	return b.String()
+	return path.String()
 }
 
 // want says what a value of Go type t is in JSON.
@@ -199,26 +187,6 @@ func want(t reflect.Type) string {
 	return "must be another kind of value"
 }
 
-// got says what a JSON value is, from encoding/json's name for it.
-func got(value string) string {
-	switch value {
-	case "string":
-		return "a string"
-	case "number":
-		return "a number"
-	case "bool":
-		return "true or false"
-	case "object":
-		return "an object"
-	case "array":
-		return "an array"
-	}
-	if n, ok := strings.CutPrefix(value, "number "); ok {
-		return "the number " + clip.Value(n)
-	}
-	return clip.Value(value)
-}
-
 // The date fields of a machine, by where they are in it.
 var dateFields = [][2]string{{"spec", "registerDate"}, {"spec", "retireDate"}, {"status", "timestamp"}}
 
@@ -226,14 +194,14 @@ var dateFields = [][2]string{{"spec", "registerDate"}, {"spec", "retireDate"}, {
 // encoding/json decodes them (the order of the file), that time.Time does
 // not read, and says why: encoding/json returns time.Time's error without
 // saying where.
-func badDate(t []byte, envelope bool) (path []step, start int, msg string, ok bool) {
-	walk(t, func(p []step, s, e int) bool {
+func badDate(t []byte, envelope bool) (path strictjson.Path, start int, msg string, ok bool) {
+	strictjson.Walk(t, func(p strictjson.Path, s, e int) bool {
 		m, in := inList(p, envelope)
-		if !in || len(m) != 3 || m[0].key != nil || m[1].key == nil || m[2].key == nil {
+		if !in || len(m) != 3 || !m[0].IsIndex || m[1].IsIndex || m[2].IsIndex {
 			return false
 		}
 		for _, f := range dateFields {
-			if !strings.EqualFold(*m[1].key, f[0]) || !strings.EqualFold(*m[2].key, f[1]) {
+			if !strings.EqualFold(m[1].Key, f[0]) || !strings.EqualFold(m[2].Key, f[1]) {
 				continue
 			}
 			raw := t[s:e]
@@ -242,7 +210,7 @@ func badDate(t []byte, envelope bool) (path []step, start int, msg string, ok bo
 			}
 			var tm time.Time
 			if err := tm.UnmarshalJSON(raw); err != nil {
-				path, start, msg, ok = append([]step(nil), p...), s, dateError(raw, err), true
+				path, start, msg, ok = slices.Clone(p), s, dateError(raw, err), true
 				return true
 			}
 		}
@@ -254,12 +222,12 @@ func badDate(t []byte, envelope bool) (path []step, start int, msg string, ok bo
 // inList returns path from the list of machines on (from the array, or
 // from data.searchMachines in a GraphQL response, names matched ignoring
 // case as encoding/json matches them), or false for a path outside it.
-func inList(path []step, envelope bool) ([]step, bool) {
+func inList(path strictjson.Path, envelope bool) (strictjson.Path, bool) {
 	if !envelope {
 		return path, true
 	}
-	if len(path) < 2 || path[0].key == nil || !strings.EqualFold(*path[0].key, "data") ||
-		path[1].key == nil || !strings.EqualFold(*path[1].key, "searchMachines") {
+	if len(path) < 2 || path[0].IsIndex || !strings.EqualFold(path[0].Key, "data") ||
+		path[1].IsIndex || !strings.EqualFold(path[1].Key, "searchMachines") {
 		return nil, false
 	}
 	return path[2:], true
@@ -268,7 +236,7 @@ func inList(path []step, envelope bool) ([]step, bool) {
 // dateError words time.Time's refusal of raw.
 func dateError(raw []byte, err error) string {
 	if len(raw) == 0 || raw[0] != '"' {
-		return "must be a date in a string (RFC 3339: 2006-01-02T15:04:05Z), got " + kindOf(raw)
+		return "must be a date in a string (RFC 3339: 2006-01-02T15:04:05Z), got " + strictjson.What(raw)
 	}
 	var s string
 	if json.Unmarshal(raw, &s) != nil {
@@ -282,21 +250,6 @@ func dateError(raw []byte, err error) string {
 	return msg
 }
 
-// kindOf names the kind of the JSON value raw.
-func kindOf(raw []byte) string {
-	switch {
-	case len(raw) == 0:
-		return "nothing"
-	case raw[0] == '{':
-		return "an object"
-	case raw[0] == '[':
-		return "an array"
-	case raw[0] == 't' || raw[0] == 'f':
-		return "true or false"
-	}
-	return "a number"
-}
-
 // invalid gives Validate's error about the machines of t where the file
 // has the field it is about or, without the field, the machine.
 func (f file) invalid(t []byte, err error) error {
@@ -306,9 +259,9 @@ func (f file) invalid(t []byte, err error) error {
 	}
 	fields := strings.Split(ie.field, ".")
 	machine, field := -1, -1
-	walk(t, func(p []step, s, _ int) bool {
+	strictjson.Walk(t, func(p strictjson.Path, s, _ int) bool {
 		m, in := inList(p, f.envelope)
-		if !in || len(m) == 0 || m[0].key != nil || m[0].index != ie.index {
+		if !in || len(m) == 0 || !m[0].IsIndex || m[0].Index != ie.index {
 			return false
 		}
 		if len(m) == 1 {
@@ -319,7 +272,7 @@ func (f file) invalid(t []byte, err error) error {
 			return false
 		}
 		for i, name := range fields {
-			if m[i+1].key == nil || !strings.EqualFold(*m[i+1].key, name) {
+			if m[i+1].IsIndex || !strings.EqualFold(m[i+1].Key, name) {
 				return false
 			}
 		}
@@ -346,104 +299,15 @@ type invalidError struct {
 
 func (e *invalidError) Error() string { return e.msg }
 
-// step is one step of the path to a value: an object's member (key) or
-// an array's element.
-type step struct {
-	key   *string
-	index int
-}
-
 // valueAt returns the path and start of the innermost value of t, valid
 // JSON, that holds the byte at off.
-func valueAt(t []byte, off int) (path []step, start int, ok bool) {
-	walk(t, func(p []step, s, e int) bool {
+func valueAt(t []byte, off int) (path strictjson.Path, start int, ok bool) {
+	strictjson.Walk(t, func(p strictjson.Path, s, e int) bool {
 		if s <= off && off < e {
-			path, start, ok = append([]step(nil), p...), s, true
+			path, start, ok = slices.Clone(p), s, true
 			return true
 		}
 		return false
 	})
 	return path, start, ok
-}
-
-// walk calls visit for each value of t, valid JSON, with its path, start
-// and end, inner values before the value holding them (so in the order
-// of the file for values that hold no other), until visit reports true.
-// It reads t with jsontext's Decoder, as encoding/json reads it (a name
-// twice, invalid UTF-8); on what is not valid JSON after all, the walk
-// ends where it is.
-func walk(t []byte, visit func(path []step, start, end int) bool) {
-	w := walker{
-		t:     t,
-		dec:   jsontext.NewDecoder(bytes.NewBuffer(t), jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true)),
-		visit: visit,
-	}
-	w.value()
-}
-
-type walker struct {
-	t     []byte
-	dec   *jsontext.Decoder
-	path  []step
-	visit func([]step, int, int) bool
-}
-
-// value walks the next value and reports whether the walk ends.
-func (w *walker) value() (stop bool) {
-	start := valueStart(w.t, int(w.dec.InputOffset()))
-	switch w.dec.PeekKind() {
-	case '{':
-		if _, err := w.dec.ReadToken(); err != nil {
-			return true
-		}
-		for w.dec.PeekKind() == '"' {
-			name, err := w.dec.ReadToken()
-			if err != nil {
-				return true
-			}
-			key := name.String()
-			w.path = append(w.path, step{key: &key})
-			stop = w.value()
-			w.path = w.path[:len(w.path)-1]
-			if stop {
-				return true
-			}
-		}
-	case '[':
-		if _, err := w.dec.ReadToken(); err != nil {
-			return true
-		}
-		for i := 0; w.dec.PeekKind() != ']'; i++ {
-			w.path = append(w.path, step{index: i})
-			stop = w.value()
-			w.path = w.path[:len(w.path)-1]
-			if stop {
-				return true
-			}
-		}
-	default:
-		if w.dec.SkipValue() != nil {
-			return true
-		}
-		return w.visit(w.path, start, int(w.dec.InputOffset()))
-	}
-	// The object's '}' or the array's ']'.
-	if _, err := w.dec.ReadToken(); err != nil {
-		return true
-	}
-	return w.visit(w.path, start, int(w.dec.InputOffset()))
-}
-
-// valueStart is the offset of the value that comes after off: past white
-// space and the comma or colon before it.
-func valueStart(t []byte, off int) int {
-	for off < len(t) {
-		switch t[off] {
-		case ' ', '\t', '\r', '\n', ',', ':':
-			off++
-		default:
-			return off
-		}
-	}
-	return off
 }

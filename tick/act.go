@@ -7,8 +7,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/ckegen/ckegen/decision"
 	"time"
+
+	"github.com/ckegen/ckegen/decision"
 
 	"github.com/ckegen/ckegen/planreport"
 	"github.com/ckegen/ckegen/reason"
@@ -32,6 +33,10 @@ type Outcome struct {
 	// Warnings are what acting adds to the decision's: a plan that could
 	// not be stored.
 	Warnings []string
+	// Repair is what the host's auto-repair left waiting (nil: nothing),
+	// when RepairKnown: it ran after the step was acted on (Repair).
+	Repair      *storage.RepairStatus
+	RepairKnown bool
 }
 
 // act writes what d decided as the leader holding leaderKey: the step,
@@ -69,7 +74,7 @@ func (s *Step) addHistory(ctx context.Context, leaderKey string, d *decision.Dec
 	if d.Unchanged {
 		return nil
 	}
-	return s.cfg.Storage.AddHistory(ctx, leaderKey, historyEntry(d, rev))
+	return s.st.AddHistory(ctx, leaderKey, historyEntry(d, rev))
 }
 
 // write stores the decision's cluster with the template revision it was
@@ -79,10 +84,10 @@ func (s *Step) addHistory(ctx context.Context, leaderKey string, d *decision.Dec
 func (s *Step) write(ctx context.Context, leaderKey string, d *decision.Decision) (int64, *Error) {
 	set := d.Gathered.Settings
 	var guards []storage.Guard
-	if d.Options.Mode != decision.ModeInsideCKE {
+	if d.Config.Mode != decision.ModeInsideCKE {
 		guards = set.Own.Guards()
 	}
-	rev, err := s.cfg.Storage.PutCluster(ctx, leaderKey, d.Data, set.ClusterRevision, set.TemplateRevision, guards...)
+	rev, err := s.st.PutCluster(ctx, leaderKey, d.Data, set.ClusterRevision, set.TemplateRevision, guards...)
 	var changed *storage.ChangedError
 	switch {
 	case err == nil:
@@ -135,7 +140,7 @@ func (s *Step) keepPlan(ctx context.Context, leaderKey string, d *decision.Decis
 	stored.ComputedAt = d.At.UTC()
 	data, err := planreport.MarshalStored(stored, s.cfg.MaxClusterBytes)
 	if err == nil {
-		err = s.cfg.Storage.PutPlan(ctx, leaderKey, data)
+		err = s.st.PutPlan(ctx, leaderKey, data)
 	}
 	if err != nil {
 		o.Warnings = append(o.Warnings, fmt.Sprintf("plan not stored in %s: %v", storage.KeySabakanPlan, err))

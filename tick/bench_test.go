@@ -3,7 +3,6 @@ package tick
 import (
 	"context"
 	"fmt"
-	"github.com/ckegen/ckegen/decision"
 	"io"
 	"log/slog"
 	"os"
@@ -15,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
 
+	"github.com/ckegen/ckegen/decision"
 	"github.com/ckegen/ckegen/fakesabakan"
 	"github.com/ckegen/ckegen/internal/testutil/dcgen"
 	"github.com/ckegen/ckegen/internal/testutil/kubetest"
@@ -36,7 +36,7 @@ const benchLimit = 64 << 20
 // none, as without --kubeconfig).
 type tickBench struct {
 	d      *Step
-	kube   decision.Kubernetes
+	kube   kubenodes.Kubernetes
 	st     sitetest.Store
 	store  *fakesabakan.Store
 	leader string
@@ -46,7 +46,7 @@ type tickBench struct {
 	queries  int
 }
 
-func newTickBench(b *testing.B, n, workers int, nodes decision.Kubernetes) *tickBench {
+func newTickBench(b *testing.B, n, workers int, nodes kubenodes.Kubernetes) *tickBench {
 	b.Helper()
 	tmpl, err := os.ReadFile("../examples/template.yml")
 	if err != nil {
@@ -61,8 +61,8 @@ func newTickBench(b *testing.B, n, workers int, nodes decision.Kubernetes) *tick
 		DataCenter: func(o *dcgen.Options) { o.Racks, o.PerRack, o.BootPerRack = n/40, 40, 0 },
 		Template:   string(tmplJSON), StoreURL: true, Constraints: sitetest.Counts(3, workers),
 	})
-	d := New(Config{
-		Storage: s.Storage, Name: "bench", RetireWait: time.Minute, MaxClusterBytes: benchLimit,
+	d := New(s.Storage, decision.Config{
+		Name: "bench", RetireWait: storage.Duration(time.Minute), MaxClusterBytes: benchLimit,
 		Sabakan: sabakan.Options{Timeout: time.Minute, Retries: -1, MaxBodyBytes: 1 << 30},
 		Now:     func() time.Time { return testNow },
 		Log:     slog.New(slog.NewTextHandler(io.Discard, nil)),
@@ -74,7 +74,7 @@ func newTickBench(b *testing.B, n, workers int, nodes decision.Kubernetes) *tick
 // cluster.
 func (tb *tickBench) tick(b *testing.B, wantWrite bool) {
 	before := tb.clusterRev(b)
-	r := tb.d.Run(context.Background(), tb.leader, tb.kube)
+	r := tb.d.Run(context.Background(), tb.leader, tb.kube, nil)
 	if r.Err != nil {
 		b.Fatal(r.Err)
 	}
@@ -123,7 +123,7 @@ func (tb *tickBench) settle(b *testing.B) {
 	b.Helper()
 	for range 10 {
 		before := tb.clusterRev(b)
-		if err := tb.d.Run(context.Background(), tb.leader, tb.kube).Err; err != nil {
+		if err := tb.d.Run(context.Background(), tb.leader, tb.kube, nil).Err; err != nil {
 			b.Fatal(err)
 		}
 		if tb.clusterRev(b) == before {
@@ -260,14 +260,14 @@ func BenchmarkTick10000Kubernetes(b *testing.B) {
 		}
 	})
 	benchTicks(b, func(b *testing.B) *tickBench {
-		tb := newTickBench(b, tick10000Machines, tick10000Workers, decision.APIView(r, func() time.Time { return testNow }))
+		tb := newTickBench(b, tick10000Machines, tick10000Workers, kubenodes.APIView(r, func() time.Time { return testNow }))
 		tb.settle(b)
 		st, err := tb.st.GetStatus(context.Background())
 		if err != nil {
 			b.Fatal(err)
 		}
 		if k := st.Kubernetes; k == nil || !k.Read || k.Nodes != len(nodes) || k.Intolerable != (len(nodes)+9)/10 {
-			b.Fatalf("the tick read %+v from decision.Kubernetes, want %d Nodes, %d intolerable", k, len(nodes), (len(nodes)+9)/10)
+			b.Fatalf("the tick read %+v from kubenodes.Kubernetes, want %d Nodes, %d intolerable", k, len(nodes), (len(nodes)+9)/10)
 		}
 		return tb
 	})

@@ -3,7 +3,6 @@ package tick
 import (
 	"context"
 	"errors"
-	"github.com/ckegen/ckegen/decision"
 	"net/http"
 	"slices"
 	"strconv"
@@ -11,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/ckegen/ckegen/decision"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -476,7 +477,7 @@ func TestBreaker(t *testing.T) {
 func TestPlanningFailsWithoutAPlan(t *testing.T) {
 	f := newFixture(t)
 	must(t, f.st.SetTrigger(context.Background(), intake.TriggerPlanning))
-	err := f.step("d", func(c *testConfig) { c.RetireWait = -time.Second }).runOnce(context.Background(), f.lead(t))
+	err := f.step("d", func(c *testConfig) { c.RetireWait = storage.Duration(-time.Second) }).runOnce(context.Background(), f.lead(t))
 	var te *Error
 	if !errors.As(err, &te) || te.Reason != reason.GenerationError || !strings.Contains(err.Error(), "retire wait: must not be negative") {
 		t.Fatalf("error %v, want %s", err, reason.GenerationError)
@@ -537,7 +538,7 @@ func TestChangeStatusKept(t *testing.T) {
 	}
 	// A tick that fails to decide and to plan keeps the last plan too.
 	must(t, f.st.SetURL(ctx, f.url))
-	bad := f.step("d", func(c *testConfig) { c.RetireWait = -time.Second })
+	bad := f.step("d", func(c *testConfig) { c.RetireWait = storage.Duration(-time.Second) })
 	if err := bad.runOnce(ctx, leader); err == nil {
 		t.Fatal("a tick with a negative retire wait succeeded")
 	}

@@ -3,7 +3,6 @@ package tick
 import (
 	"context"
 	"errors"
-	"github.com/ckegen/ckegen/decision"
 	"strings"
 	"testing"
 	"time"
@@ -38,7 +37,7 @@ func newKubeFixture(t *testing.T, tmpl string) *kubeFixture {
 	r, err := kubenodes.NewReader(cfg, kubenodes.Options{Timeout: 2 * time.Second, PageSize: 3})
 	must(t, err)
 	k := &kubeFixture{fixture: f, api: api, leader: f.lead(t)}
-	k.d = f.step("d", func(c *testConfig) { c.Kubernetes = decision.APIView(r, nil) })
+	k.d = f.step("d", func(c *testConfig) { c.Kubernetes = kubenodes.APIView(r, nil) })
 	// No Nodes yet: the first tick builds the cluster.
 	must(t, k.d.runOnce(context.Background(), k.leader))
 	for _, n := range f.cluster(t).Nodes {
@@ -95,7 +94,7 @@ func TestKubernetesTaintReplacesControlPlane(t *testing.T) {
 	}
 	st, err := k.st.GetStatus(ctx)
 	must(t, err)
-	want := storage.KubernetesStatus{Read: true, Source: decision.SourceAPI, Nodes: 8, Intolerable: 1}
+	want := storage.KubernetesStatus{Read: true, Source: kubenodes.SourceAPI, Nodes: 8, Intolerable: 1}
 	if st.Result != reason.OK || st.Kubernetes == nil || *st.Kubernetes != want {
 		t.Errorf("status %+v, kubernetes %+v, want %+v", st, st.Kubernetes, want)
 	}
@@ -137,7 +136,7 @@ func TestKubernetesUnreachable(t *testing.T) {
 		t.Errorf("status %+v, kubernetes %+v", st, st.Kubernetes)
 	}
 	if after, _ := k.st.GetClusterRaw(ctx); string(after) != string(before) {
-		t.Error("a tick without decision.Kubernetes wrote a cluster")
+		t.Error("a tick without kubenodes.Kubernetes wrote a cluster")
 	}
 	if h, _ := k.st.History(ctx); len(h) != 1 {
 		t.Errorf("history has %d changes, want the first one only", len(h))
@@ -185,7 +184,7 @@ func TestKubernetesSparePromotedFirst(t *testing.T) {
 	if len(st.LastChanges) != 2 || !strings.Contains(st.LastChanges[1].Reason, "spare node") {
 		t.Errorf("changes %+v, want the spare node's promotion", st.LastChanges)
 	}
-	if want := (storage.KubernetesStatus{Read: true, Source: decision.SourceAPI, Nodes: 8, Intolerable: 1}); st.Kubernetes == nil || *st.Kubernetes != want {
+	if want := (storage.KubernetesStatus{Read: true, Source: kubenodes.SourceAPI, Nodes: 8, Intolerable: 1}); st.Kubernetes == nil || *st.Kubernetes != want {
 		t.Errorf("kubernetes %+v, want %+v (the spare taint is tolerated)", st.Kubernetes, want)
 	}
 }

@@ -1,11 +1,12 @@
 package tick
 
 import (
-	"github.com/ckegen/ckegen/decision"
 	"maps"
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/ckegen/ckegen/decision"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -123,7 +124,7 @@ var (
 	descUnused      = prometheus.NewDesc("cke_sabakan_unused_machines", "The number of machines sabakan returned that are not in the cluster.", nil, nil)
 	descMachines    = prometheus.NewDesc("ckegen_machines", "The number of machines sabakan returned, by state.", []string{"state"}, nil)
 	descIntolerable = prometheus.NewDesc("ckegen_kubernetes_nodes_intolerable",
-		"The number of decision.Kubernetes Nodes carrying a taint a control plane does not tolerate, at the last tick that read them.", nil, nil)
+		"The number of kubenodes.Kubernetes Nodes carrying a taint a control plane does not tolerate, at the last tick that read them.", nil, nil)
 	descPlacement = prometheus.NewDesc("ckegen_placement_nodes",
 		`The number of nodes of each placement of the placement policy by group ("": in no group, or the placement has no groups).`, []string{"template", "group"}, nil)
 	descDomainsAtRisk = prometheus.NewDesc("ckegen_failure_domains_at_risk",

@@ -24,7 +24,9 @@ func TestNoSpaceAtStatusWrite(t *testing.T) {
 		Template:   sitetest.Template, StoreURL: true, Constraints: sitetest.Counts(3, 5),
 	})
 	f := &fixture{site: s, etcd: s.Etcd, st: sitetest.StoreOf(s.Storage), store: s.Store, url: s.URL}
-	d := f.step("d", func(c *testConfig) { c.Interval, c.MinBackoff = time.Hour, 5*time.Second })
+	d := f.step("d", func(c *testConfig) {
+		c.Interval, c.MinBackoff = storage.Duration(time.Hour), storage.Duration(5*time.Second)
+	})
 	leader := f.lead(t)
 	ctx := context.Background()
 	if r := d.run(ctx, leader); r.Err != nil || r.Status.LastOp != "new" {

@@ -4,12 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/ckegen/ckegen/decision"
 	"net/http"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ckegen/ckegen/decision"
 
 	"github.com/ckegen/ckegen/intake"
 	"github.com/ckegen/ckegen/reason"

@@ -2,10 +2,11 @@ package tick
 
 import (
 	"fmt"
-	"github.com/ckegen/ckegen/decision"
 	"log/slog"
 	"slices"
 	"strings"
+
+	"github.com/ckegen/ckegen/decision"
 
 	"github.com/ckegen/ckegen/cluster"
 	"github.com/ckegen/ckegen/generator"
@@ -42,11 +43,9 @@ func status(d *decision.Decision, o Outcome, last storage.Status, leader string,
 		st.LastSuccess = d.At
 	}
 	if written && !d.Unchanged {
-		st.LastOp, st.LastChanges, st.LastChangeCount = d.Step.Op, statusChanges(d.Step.Changes), len(d.Step.Changes)
+		st.LastOp, st.LastChanges, st.LastChangeCount = d.Step.Op, planreport.StoredChanges(d.Step.Changes), len(d.Step.Changes)
 	}
-	// The host's auto-repair is noted after the tick (NoteRepair): kept
-	// until it notes otherwise.
-	st.Repair = carriedRepair(d, last)
+	st.Repair = repairStatus(d, o, last)
 	st.Warnings = boundWarnings(slices.Concat(repairWarnings(st.Repair), d.Warnings, o.Warnings))
 	st.Kubernetes = d.Kubernetes
 	if st.Mode == decision.ModeInsideCKE {
@@ -107,8 +106,9 @@ func clusterAfter(d *decision.Decision, written bool) *cluster.Cluster {
 // modelStatus completes a status with the constraints model in force
 // and, in the rate model, the worker rate of the cluster as the tick
 // leaves it (docs/models.md), counting the machines the tick gave the
-// generator, as rule 7 does. A tick that did not get to query sabakan
-// keeps the last rate, against the minimum-workers-rate now in force; one
+// generator, as rule 7 does (Decision.Rate). A tick that did not get to
+// query sabakan or to write its step keeps the last rate, against the
+// minimum-workers-rate now in force; one
 // that did not read valid constraints (or a disabled integration) says
 // nothing of either.
 func modelStatus(st *storage.Status, last storage.Status, d *decision.Decision, written bool) {
@@ -119,8 +119,8 @@ func modelStatus(st *storage.Status, last storage.Status, d *decision.Decision, 
 	st.Model, st.ConstraintsSource = c.Model(), d.ConstraintsSource
 	switch {
 	case !c.RateModel():
-	case d.Gathered.Machines != nil:
-		st.WorkerRate = statusRate(generator.RateOf(clusterAfter(d, written), len(d.Gathered.Machines), c))
+	case d.Rate != nil && (written || d.Step == nil):
+		st.WorkerRate = planreport.Rate(d.Rate)
 	case last.WorkerRate != nil:
 		r := *last.WorkerRate
 		r.Minimum = *c.MinimumWorkersRate
@@ -192,7 +192,7 @@ func planSummary(p *generator.Plan) *storage.PlanSummary {
 	}
 	if len(p.Steps) > 0 {
 		next := p.Steps[0]
-		s.NextOp, s.NextChanges, s.NextChangeCount = next.Op, statusChanges(next.Changes), len(next.Changes)
+		s.NextOp, s.NextChanges, s.NextChangeCount = next.Op, planreport.StoredChanges(next.Changes), len(next.Changes)
 	}
 	return s
 }
@@ -203,7 +203,7 @@ func historyEntry(d *decision.Decision, rev int64) storage.HistoryEntry {
 	return storage.HistoryEntry{
 		Time:             d.At.UTC(),
 		Op:               d.Step.Op,
-		Changes:          statusChanges(d.Step.Changes),
+		Changes:          planreport.StoredChanges(d.Step.Changes),
 		ChangeCount:      len(d.Step.Changes),
 		TemplateRevision: d.Gathered.Settings.TemplateRevision,
 		ClusterRevision:  rev,
@@ -228,7 +228,7 @@ func logState(st storage.Status) string {
 // planning, held, disabled, waiting) once, when it begins; each warning
 // when it appears and when it clears. A settled integration logs
 // nothing per tick. It returns what the log has said now.
-func logTick(log *slog.Logger, d *decision.Decision, o Outcome, st storage.Status, was decision.Logged) decision.Logged {
+func logTick(log *slog.Logger, d *decision.Decision, o Outcome, st storage.Status, was decision.Logged, lastRepair *storage.RepairStatus) decision.Logged {
 	now := decision.Logged{State: logState(st), Warnings: was.Warnings}
 	op := d.Step != nil && o.Err == nil && !d.Unchanged
 	if op {
@@ -236,20 +236,17 @@ func logTick(log *slog.Logger, d *decision.Decision, o Outcome, st storage.Statu
 		// do" yet.
 		now.State += " wrote"
 	}
-	if !d.Idle() && d.Quiet != nil {
+	switch {
+	case !d.Idle() && d.Quiet != nil:
 		// The tick got as far as every warning: those that appeared and
 		// those that cleared are told.
 		now.Warnings = st.Warnings
-		for _, w := range st.Warnings {
-			if !slices.Contains(was.Warnings, w) {
-				log.Warn("tick warning", "warning", w)
-			}
-		}
-		for _, w := range was.Warnings {
-			if !slices.Contains(st.Warnings, w) {
-				log.Info("tick warning cleared", "warning", w)
-			}
-		}
+		tellWarnings(log, was.Warnings, st.Warnings)
+	case o.RepairKnown:
+		// Only the host's auto-repair is known anew.
+		old, cur := repairWarnings(lastRepair), repairWarnings(st.Repair)
+		tellWarnings(log, old, cur)
+		now.Warnings = append(slices.DeleteFunc(slices.Clone(was.Warnings), func(w string) bool { return slices.Contains(old, w) }), cur...)
 	}
 	wasFailing := strings.HasPrefix(was.State, reason.Failing+" ")
 	switch {
@@ -291,6 +288,21 @@ func logTick(log *slog.Logger, d *decision.Decision, o Outcome, st storage.Statu
 	return now
 }
 
+// tellWarnings logs the warnings of now that were not in was, and
+// those of was that are not in now.
+func tellWarnings(log *slog.Logger, was, now []string) {
+	for _, w := range now {
+		if !slices.Contains(was, w) {
+			log.Warn("tick warning", "warning", w)
+		}
+	}
+	for _, w := range was {
+		if !slices.Contains(now, w) {
+			log.Info("tick warning cleared", "warning", w)
+		}
+	}
+}
+
 // changeSummary is a step's changes for a log line: each action and
 // address, re-rendered nodes collapsed.
 func changeSummary(cs []generator.Change) []string {
@@ -303,7 +315,7 @@ func nextMemory(m decision.Memory, d *decision.Decision, o Outcome, st storage.S
 	m.Last = st
 	m.Trigger, m.Release = st.Trigger, st.Release
 	m.QuietHeld = st.Result == reason.Planning && st.Reason == reason.QuietTime
-	m.Leader = decision.LeaderOf(d.Options)
+	m.Leader = d.Config
 	if g := d.Gathered; g.Settings != nil {
 		m.Settings = g.SettingsID
 	}
@@ -333,4 +345,19 @@ func nextMemory(m decision.Memory, d *decision.Decision, o Outcome, st storage.S
 		}
 	}
 	return m
+}
+
+// domainsStatus is what the status says of the failure domains of
+// decision d acted on with o: the decision's count when it was made and
+// the tick wrote what it decided; the last status's when the tick did
+// not get to read the inventory or its write failed; nothing while the
+// integration does not run.
+func domainsStatus(d *decision.Decision, o Outcome, last *storage.FailureDomains) *storage.FailureDomains {
+	switch {
+	case d.Idle():
+		return nil
+	case d.Domains == nil || o.Err != nil:
+		return last
+	}
+	return planreport.Domains(d.Domains)
 }

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/ckegen/ckegen/generator"
+	"github.com/ckegen/ckegen/planreport"
 	"github.com/ckegen/ckegen/storage"
 )
 
@@ -24,7 +25,7 @@ func TestChanges(t *testing.T) {
 		}
 		cs = append(cs, c)
 	}
-	got := statusChanges(cs)
+	got := planreport.StoredChanges(cs)
 	if len(got) != storage.MaxChanges {
 		t.Fatalf("%d changes kept, want %d", len(got), storage.MaxChanges)
 	}
@@ -45,7 +46,7 @@ func TestChanges(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	data, err = json.Marshal(statusChanges([]generator.Change{pick}))
+	data, err = json.Marshal(planreport.StoredChanges([]generator.Change{pick}))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,9 +2,10 @@ package tick
 
 import (
 	"errors"
-	"github.com/ckegen/ckegen/decision"
 	"testing"
 	"time"
+
+	"github.com/ckegen/ckegen/decision"
 
 	"github.com/ckegen/ckegen/reason"
 	"github.com/ckegen/ckegen/storage"
@@ -17,7 +18,7 @@ import (
 // starts the backoff again; the end of a quiet time comes first when it
 // is sooner.
 func TestRetryPolicy(t *testing.T) {
-	s := New(Config{Interval: time.Minute, MinBackoff: 5 * time.Second})
+	s := New(storage.Storage{}, decision.Config{Interval: storage.Duration(time.Minute), MinBackoff: storage.Duration(5 * time.Second)})
 	failure := &Error{Reason: reason.QueryError, Err: errors.New("x")}
 	d := &decision.Decision{Gathered: &decision.Gathered{SettingsID: "a"}}
 	mem := decision.Memory{Settings: "a"}

@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/ckegen/ckegen/constraints"
+	"github.com/ckegen/ckegen/decision"
 	"github.com/ckegen/ckegen/generator"
 	"github.com/ckegen/ckegen/internal/testutil/dcgen"
 	"github.com/ckegen/ckegen/labels"
@@ -107,8 +108,8 @@ func TestClusterSize(t *testing.T) {
 	// What the daemon allows the cluster: the limit less the rest of the
 	// write request, with the default prefix and an election key as
 	// etcd's concurrency package makes them.
-	d := New(Config{Storage: storage.New(nil, "")})
-	allowed := DefaultMaxClusterBytes - d.writeOverhead("/cke/leader/694d9b3c1e2f4a05")
+	d := New(storage.New(nil, ""), decision.Config{})
+	allowed := decision.DefaultMaxClusterBytes - d.writeOverhead("/cke/leader/694d9b3c1e2f4a05")
 	for _, model := range []string{constraints.CountModel, constraints.RateModel} {
 		t.Run(model, func(t *testing.T) {
 			// The first prefix of the inventory (in serial order, so whole
@@ -132,12 +133,12 @@ func TestClusterSize(t *testing.T) {
 			}
 			perNode := float64(fit[0]) / float64(fit[1])
 			t.Logf("%s model: %d machines (%d nodes) give %d bytes of JSON, %.1f bytes per node; %d machines are over the %d bytes a write of %d bytes allows the cluster",
-				model, over-1, fit[1], fit[0], perNode, over, allowed, DefaultMaxClusterBytes)
+				model, over-1, fit[1], fit[0], perNode, over, allowed, decision.DefaultMaxClusterBytes)
 			if perNode < sizeBytesPerNodeLow || perNode > sizeBytesPerNodeHigh {
 				t.Errorf("%.1f bytes per node, docs/performance.md says %d-%d: measure again and update both", perNode, sizeBytesPerNodeLow, sizeBytesPerNodeHigh)
 			}
 			if fit[1] < sizeFitLow || fit[1] > sizeFitHigh {
-				t.Errorf("%d nodes fit in %d bytes, docs/performance.md says %d-%d: measure again and update both", fit[1], DefaultMaxClusterBytes, sizeFitLow, sizeFitHigh)
+				t.Errorf("%d nodes fit in %d bytes, docs/performance.md says %d-%d: measure again and update both", fit[1], decision.DefaultMaxClusterBytes, sizeFitLow, sizeFitHigh)
 			}
 		})
 	}
@@ -228,14 +229,14 @@ func TestClusterTooLargeCountsTheRequest(t *testing.T) {
 	// Under the limit by less than the rest of the request: refused by
 	// the daemon, not by etcd.
 	padFor := func(size int) int { return pad0 + (size-size0)/8 }
-	setPad(padFor(DefaultMaxClusterBytes - 100))
-	size, _, err := tick(DefaultMaxClusterBytes)
+	setPad(padFor(decision.DefaultMaxClusterBytes - 100))
+	size, _, err := tick(decision.DefaultMaxClusterBytes)
 	var te *Error
 	if !errors.As(err, &te) || te.Reason != reason.ClusterTooLarge {
-		t.Fatalf("a cluster of about %d bytes against a limit of %d: %v, want %s", DefaultMaxClusterBytes-100, DefaultMaxClusterBytes, err, reason.ClusterTooLarge)
+		t.Fatalf("a cluster of about %d bytes against a limit of %d: %v, want %s", decision.DefaultMaxClusterBytes-100, decision.DefaultMaxClusterBytes, err, reason.ClusterTooLarge)
 	}
-	if size > DefaultMaxClusterBytes || size < DefaultMaxClusterBytes-108 {
-		t.Fatalf("the padded cluster is %d bytes, want just under %d", size, DefaultMaxClusterBytes)
+	if size > decision.DefaultMaxClusterBytes || size < decision.DefaultMaxClusterBytes-108 {
+		t.Fatalf("the padded cluster is %d bytes, want just under %d", size, decision.DefaultMaxClusterBytes)
 	}
 	if msg := te.Err.Error(); !strings.Contains(msg, "over etcd's request size limit of 1572864 bytes (1.5 MiB): about 7 nodes fit, this cluster has 8; "+
 		"raise etcd's --max-request-bytes and ckegen's --max-cluster-bytes together to at least") {
@@ -246,11 +247,11 @@ func TestClusterTooLargeCountsTheRequest(t *testing.T) {
 	}
 
 	// Just under what the daemon allows: written, and etcd takes it.
-	setPad(padFor(DefaultMaxClusterBytes - overhead - 16))
+	setPad(padFor(decision.DefaultMaxClusterBytes - overhead - 16))
 	must(t, f.step("d", nil).runOnce(ctx, leader))
 	data, err := f.st.GetClusterRaw(ctx)
 	must(t, err)
-	if len(data) < DefaultMaxClusterBytes-overhead-32 {
-		t.Errorf("the written cluster is %d bytes, want about %d", len(data), DefaultMaxClusterBytes-overhead-16)
+	if len(data) < decision.DefaultMaxClusterBytes-overhead-32 {
+		t.Errorf("the written cluster is %d bytes, want about %d", len(data), decision.DefaultMaxClusterBytes-overhead-16)
 	}
 }

@@ -19,56 +19,23 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/ckegen/ckegen/decision"
 	"log/slog"
 	"time"
 
+	"github.com/ckegen/ckegen/decision"
 	"github.com/ckegen/ckegen/generator"
+	"github.com/ckegen/ckegen/kubenodes"
+
 	"github.com/ckegen/ckegen/reason"
-	"github.com/ckegen/ckegen/sabakan"
 	"github.com/ckegen/ckegen/storage"
-)
-
-// Config of a step.
-type Config struct {
-	Storage storage.Storage
-	// Name is the leader's name the status shows.
-	Name string
-	// Mode is ModeInsideCKE for a step run by CKE's server; "" for
-	// ckegen's daemon, whose mode (standalone or beside CKE) each tick
-	// reads from etcd.
-	Mode       string
-	RetireWait time.Duration
-	// CKEStatusMaxAge is how old CKE's status may be for ckegen to write
-	// beside a CKE server (docs/beside-cke.md).
-	CKEStatusMaxAge time.Duration
-	// MaxClusterBytes is etcd's request size limit: a larger cluster is
-	// refused with CLUSTER_TOO_LARGE instead of failing in etcd.
-	MaxClusterBytes int
-	// Interval is the host's pace: a tick runs again after it at the
-	// latest. MinBackoff is the first wait after a failure, doubling up
-	// to Interval.
-	Interval, MinBackoff time.Duration
-	Sabakan              sabakan.Options
-	// Now is the clock: every time of the step comes from it.
-	Now func() time.Time
-	Log *slog.Logger
-}
-
-// Defaults.
-const (
-	DefaultMaxClusterBytes = 1536 * 1024 // etcd's default --max-request-bytes
-	DefaultCKEStatusMaxAge = decision.DefaultCKEStatusMaxAge
-	DefaultRetireWait      = generator.DefaultRetireWait
-	DefaultInterval        = time.Minute
-	DefaultMinBackoff      = 5 * time.Second
 )
 
 // Step runs ticks. It holds the storage, the gatherer (with its caches)
 // and the memory. A Step is not safe for concurrent use: its host runs
 // one tick at a time.
 type Step struct {
-	cfg    Config
+	st     storage.Storage
+	cfg    decision.Config
 	log    *slog.Logger
 	gather *decision.Gatherer
 	// memory is what the last tick of this leadership left for the next;
@@ -82,27 +49,16 @@ type Step struct {
 	yielded bool
 }
 
-// New returns a step; zero fields of cfg take their defaults.
-func New(cfg Config) *Step {
-	if cfg.MaxClusterBytes <= 0 {
-		cfg.MaxClusterBytes = DefaultMaxClusterBytes
+// New returns a step writing st, configured by cfg (its zero fields
+// take their defaults).
+func New(st storage.Storage, cfg decision.Config) *Step {
+	if cfg.MaxSteps == 0 {
+		// The plan the status keeps pending is the plan after the step
+		// the tick writes: generator.DefaultMaxSteps of them.
+		cfg.MaxSteps = generator.DefaultMaxSteps + 1
 	}
-	if cfg.CKEStatusMaxAge <= 0 {
-		cfg.CKEStatusMaxAge = DefaultCKEStatusMaxAge
-	}
-	if cfg.Interval <= 0 {
-		cfg.Interval = DefaultInterval
-	}
-	if cfg.MinBackoff <= 0 {
-		cfg.MinBackoff = DefaultMinBackoff
-	}
-	if cfg.Now == nil {
-		cfg.Now = time.Now
-	}
-	if cfg.Log == nil {
-		cfg.Log = slog.Default()
-	}
-	return &Step{cfg: cfg, log: cfg.Log, gather: decision.NewGatherer(cfg.Storage, cfg.Sabakan, cfg.Now)}
+	cfg = cfg.WithDefaults()
+	return &Step{st: st, cfg: cfg, log: cfg.Log, gather: decision.NewGatherer(st, cfg.Sabakan, cfg.Now)}
 }
 
 // Result is what one tick did, for its host.
@@ -144,47 +100,50 @@ func ReasonOf(err error) string { return decision.ReasonOf(err) }
 
 // Run does one tick as the leader holding leaderKey: it gathers, decides,
 // acts on the decision, and records the status with the step's memory.
-// kube is what the host knows of Kubernetes (nil: nothing). A tick cut
-// short by the end of ctx (shutdown, the end of leadership) records
-// nothing.
-func (s *Step) Run(ctx context.Context, leaderKey string, kube decision.Kubernetes) Result {
-	return s.run(ctx, leaderKey, kube, false)
+// kube is what the host knows of Kubernetes (nil: nothing), repair its
+// auto-repair (nil: none). A tick cut short by the end of ctx (shutdown,
+// the end of leadership) records nothing.
+func (s *Step) Run(ctx context.Context, leaderKey string, kube kubenodes.Kubernetes, repair Repair) Result {
+	return s.run(ctx, leaderKey, kube, repair, false)
 }
 
 // Regenerate is Run whose decision is Regenerate alone: the cluster
 // re-rendered with the template when the template changed since the
 // cluster was built, and nothing to do otherwise. It is what CKE's server
 // asks of its integrator when it becomes leader (Init).
-func (s *Step) Regenerate(ctx context.Context, leaderKey string, kube decision.Kubernetes) Result {
-	return s.run(ctx, leaderKey, kube, true)
+func (s *Step) Regenerate(ctx context.Context, leaderKey string, kube kubenodes.Kubernetes) Result {
+	return s.run(ctx, leaderKey, kube, nil, true)
 }
 
-// Options are the decision options of the step's configuration, for a
-// tick as the leader holding leaderKey.
-func (s *Step) Options(leaderKey string, regenerateOnly bool) decision.Options {
-	return decision.Options{Mode: s.cfg.Mode, RetireWait: s.cfg.RetireWait, CKEStatusMaxAge: s.cfg.CKEStatusMaxAge,
-		MaxClusterBytes: s.cfg.MaxClusterBytes, WriteOverhead: s.writeOverhead(leaderKey),
-		MaxSteps: generator.DefaultMaxSteps, Pending: true, RegenerateOnly: regenerateOnly}
+// Config is the step's configuration, for a tick as the leader holding
+// leaderKey.
+func (s *Step) Config(leaderKey string) decision.Config {
+	c := s.cfg
+	c.WriteOverhead = s.writeOverhead(leaderKey)
+	return c
 }
 
-func (s *Step) run(ctx context.Context, leaderKey string, kube decision.Kubernetes, regenerateOnly bool) Result {
+func (s *Step) run(ctx context.Context, leaderKey string, kube kubenodes.Kubernetes, repair Repair, regenerateOnly bool) Result {
 	start := time.Now() // elapsed time, for the metrics: not the step's clock
 	if leaderKey != s.term {
 		// A new leadership: its memory is the last leader's, read with
 		// the first snapshot.
 		s.term, s.memory, s.recall = leaderKey, decision.Memory{}, true
 	}
-	o := s.Options(leaderKey, regenerateOnly)
-	g := s.gather.Gather(ctx, leaderKey, decision.Ask{Memory: s.recall, Kubernetes: kube, Options: o})
+	o := s.Config(leaderKey)
+	g := s.gather.Gather(ctx, leaderKey, decision.Ask{Memory: s.recall, Kubernetes: kube, Config: o, RegenerateOnly: regenerateOnly})
 	if s.recall && g.Stored != nil {
 		if g.StoredErr != nil {
 			s.log.Warn("the last leader's memory is not used", "error", g.StoredErr)
 		}
 		s.memory, s.recall = *g.Stored, false
 	}
-	d := decision.Decide(g, s.memory, o)
+	d := decision.Decide(g, s.memory)
 	out := s.act(ctx, leaderKey, d)
-	res := Result{Decision: d, Err: failure(d, out), Warnings: len(repairWarnings(carriedRepair(d, s.memory.Last))) + len(d.Warnings) + len(out.Warnings)}
+	if failed := ReasonOf(failure(d, out)); repair != nil && ctx.Err() == nil && failed != reason.LostLeadership {
+		out.Repair, out.RepairKnown = repair(ctx, failed)
+	}
+	res := Result{Decision: d, Err: failure(d, out), Warnings: len(repairWarnings(repairStatus(d, out, s.memory.Last))) + len(d.Warnings) + len(out.Warnings)}
 	res.Duration = time.Since(start)
 	if res.Err != nil && errors.Is(ctx.Err(), context.Canceled) {
 		// Cut short by shutdown or the end of leadership: not a failure
@@ -200,7 +159,7 @@ func (s *Step) run(ctx context.Context, leaderKey string, kube decision.Kubernet
 				"ckegenctl sabakan handback gives it to CKE's server")
 		}
 		s.yielded = true
-		res.Decision, res.Next, res.Yielded = nil, s.cfg.Interval, true
+		res.Decision, res.Next, res.Yielded = nil, time.Duration(s.cfg.Interval), true
 		return res
 	}
 	s.yielded = false
@@ -225,9 +184,9 @@ func (s *Step) run(ctx context.Context, leaderKey string, kube decision.Kubernet
 // what changed since logged.
 func (s *Step) conclude(d *decision.Decision, out Outcome, res *Result, prev decision.Memory, logged decision.Logged) {
 	res.Err = failure(d, out)
-	st := status(d, out, prev.Last, s.cfg.Name, storage.Duration(s.cfg.Interval))
+	st := status(d, out, prev.Last, s.cfg.Name, s.cfg.Interval)
 	mem := nextMemory(prev, d, out, st)
-	mem.Logged = logTick(s.log, d, out, st, logged)
+	mem.Logged = logTick(s.log, d, out, st, logged, prev.Last.Repair)
 	var backoff time.Duration
 	res.Next, backoff = s.after(d, res.Err, prev)
 	mem.Backoff = storage.Duration(backoff)
@@ -245,7 +204,7 @@ func (s *Step) record(ctx context.Context, leaderKey string, err error) *Error {
 		s.log.Warn("memory not kept", "error", merr)
 		data = nil
 	}
-	perr := s.cfg.Storage.PutStatus(ctx, leaderKey, s.memory.Last, data)
+	perr := s.st.PutStatus(ctx, leaderKey, s.memory.Last, data)
 	if perr == nil || ctx.Err() != nil {
 		return nil
 	}
@@ -279,10 +238,10 @@ func failure(d *decision.Decision, o Outcome) error {
 // interval, and from MinBackoff again when the settings changed since
 // the last tick.
 func (s *Step) after(d *decision.Decision, err error, last decision.Memory) (wait, backoff time.Duration) {
-	interval := s.cfg.Interval
+	interval := time.Duration(s.cfg.Interval)
 	backoff = time.Duration(last.Backoff)
 	if backoff <= 0 || d.Gathered.SettingsID != last.Settings {
-		backoff = s.cfg.MinBackoff
+		backoff = time.Duration(s.cfg.MinBackoff)
 	}
 	switch ReasonOf(err) {
 	case "":
@@ -320,7 +279,7 @@ const requestFraming = 256
 // read when refused), and the framing. etcd refuses a request over its --max-request-bytes as a
 // whole, so a cluster only this much below the limit would fail in etcd.
 func (s *Step) writeOverhead(leaderKey string) int {
-	st := s.cfg.Storage
+	st := s.st
 	guard := 2*(len(st.Key(storage.KeyOwner))+len(st.Key(storage.KeySabakanDisabled))+len(st.Key(storage.KeyCKEGenDisabled))) + 3*12
 	return 2*len(leaderKey) + 3*len(st.Key(storage.KeyCluster)) + len(st.Key(storage.KeyClusterRevision)) + 20 + guard + requestFraming
 }

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"github.com/ckegen/ckegen/decision"
 	"io"
 	"log/slog"
 	"net/http"
@@ -18,10 +17,12 @@ import (
 	"go.etcd.io/etcd/client/v3/concurrency"
 
 	"github.com/ckegen/ckegen/cluster"
+	"github.com/ckegen/ckegen/decision"
 	"github.com/ckegen/ckegen/fakesabakan"
 	"github.com/ckegen/ckegen/generator"
 	"github.com/ckegen/ckegen/internal/embedded"
 	"github.com/ckegen/ckegen/internal/testutil/sitetest"
+	"github.com/ckegen/ckegen/kubenodes"
 	"github.com/ckegen/ckegen/machine"
 	"github.com/ckegen/ckegen/reason"
 	"github.com/ckegen/ckegen/sabakan"
@@ -71,8 +72,9 @@ func must(t *testing.T, err error) {
 // testConfig is a step's configuration and what its host gives each
 // tick.
 type testConfig struct {
-	Config
-	Kubernetes decision.Kubernetes
+	decision.Config
+	Storage    storage.Storage
+	Kubernetes kubenodes.Kubernetes
 }
 
 // testStep is a step as a host runs it: with the Kubernetes view the
@@ -80,7 +82,8 @@ type testConfig struct {
 // /metrics serves them.
 type testStep struct {
 	*Step
-	kube    decision.Kubernetes
+	kube    kubenodes.Kubernetes
+	repair  Repair
 	metrics *Metrics
 	reg     *prometheus.Registry
 	// status is the status of the last tick, as a host keeps it.
@@ -92,8 +95,8 @@ func (d *testStep) Status() storage.Status { return d.status }
 
 // step is a step of the site named name; mod changes its configuration.
 func (f *fixture) step(name string, mod func(*testConfig)) *testStep {
-	cfg := testConfig{Config: Config{
-		Storage: f.st.Storage, Name: name, RetireWait: time.Minute,
+	cfg := testConfig{Storage: f.st.Storage, Config: decision.Config{
+		Name: name, RetireWait: storage.Duration(time.Minute),
 		Sabakan: sabakan.Options{Timeout: time.Second, Retries: -1},
 		Now:     func() time.Time { return testNow },
 		Log:     slog.New(slog.NewTextHandler(io.Discard, nil)),
@@ -101,7 +104,7 @@ func (f *fixture) step(name string, mod func(*testConfig)) *testStep {
 	if mod != nil {
 		mod(&cfg)
 	}
-	d := &testStep{Step: New(cfg.Config), kube: cfg.Kubernetes, metrics: NewMetrics(MetricsOptions{CKENames: true}), reg: prometheus.NewRegistry()}
+	d := &testStep{Step: New(cfg.Storage, cfg.Config), kube: cfg.Kubernetes, metrics: NewMetrics(MetricsOptions{CKENames: true}), reg: prometheus.NewRegistry()}
 	d.reg.MustRegister(d.metrics)
 	return d
 }
@@ -113,7 +116,7 @@ func (d *testStep) runOnce(ctx context.Context, leaderKey string) error {
 
 // run runs a tick as a host does: the metrics observe its result.
 func (d *testStep) run(ctx context.Context, leaderKey string) Result {
-	r := d.Run(ctx, leaderKey, d.kube)
+	r := d.Run(ctx, leaderKey, d.kube, d.repair)
 	if !r.Status.Time.IsZero() {
 		d.metrics.Observe(d.cfg.Now().UTC(), r)
 		d.status = r.Status

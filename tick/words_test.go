@@ -2,8 +2,9 @@ package tick
 
 import (
 	"context"
-	"github.com/ckegen/ckegen/decision"
 	"testing"
+
+	"github.com/ckegen/ckegen/decision"
 
 	"github.com/ckegen/ckegen/reason"
 	"github.com/ckegen/ckegen/storage"

@@ -15,7 +15,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"sync"
 	"time"
 
@@ -27,44 +26,31 @@ import (
 
 	"github.com/ckegen/ckegen/cluster"
 	"github.com/ckegen/ckegen/decision"
+	"github.com/ckegen/ckegen/intake"
 	"github.com/ckegen/ckegen/internal/version"
+	"github.com/ckegen/ckegen/kubenodes"
 	"github.com/ckegen/ckegen/reason"
-	"github.com/ckegen/ckegen/sabakan"
 	"github.com/ckegen/ckegen/storage"
 	"github.com/ckegen/ckegen/tick"
 )
 
-// Config of the integrator.
+// Config of the integrator: the step's configuration (its mode is
+// decision.ModeInsideCKE; its Interval is CKE's server's --interval, the
+// pace it calls Do at when it has nothing else to do: the status says
+// when CKE's server has not called for three of them; after a failure
+// the step runs again after MinBackoff, doubling up to Interval, and
+// StartWatch wakes CKE's loop then, sooner than its interval), and the
+// integrator's own.
 type Config struct {
+	decision.Config
 	// Client is CKE's etcd client, namespaced by CKE's prefix
 	// (etcdutil.NewClient), as CKE's server has it.
 	Client *clientv3.Client
-	// Name is the leader's name ckegen's status shows.
-	Name string
-	// RetireWait is how long a worker stays RETIRED before it leaves
-	// (CKE's server runs its integrator with 5 s under --debug-sabakan).
-	RetireWait time.Duration
-	// Interval is CKE's server's --interval, the pace it calls Do at
-	// when it has nothing else to do: the status says when CKE's server
-	// has not called for three of them. After a failure the step runs
-	// again after MinBackoff, doubling up to Interval: StartWatch wakes
-	// CKE's loop then, sooner than its interval.
-	Interval, MinBackoff time.Duration
-	Sabakan              sabakan.Options
 	// Registerer receives ckegen's own series (ckegen_*); CKE's /metrics
 	// handler gathers prometheus.DefaultGatherer. CKE's cke_sabakan_*
 	// series are CKE's: the integrator feeds them.
 	Registerer prometheus.Registerer
-	Now        func() time.Time
-	Log        *slog.Logger
 }
-
-// Defaults.
-const (
-	DefaultRetireWait = 300 * time.Second // CKE's own
-	DefaultMinBackoff = tick.DefaultMinBackoff
-	DefaultInterval   = time.Minute // CKE's --interval default
-)
 
 // Integrator is ckegen's step as CKE's server.Integrator.
 type Integrator struct {
@@ -93,28 +79,14 @@ func New(cfg Config) (*Integrator, error) {
 	if cfg.Client == nil {
 		return nil, errors.New("integrator: no etcd client")
 	}
-	if cfg.RetireWait <= 0 {
-		cfg.RetireWait = DefaultRetireWait
-	}
-	if cfg.MinBackoff <= 0 {
-		cfg.MinBackoff = DefaultMinBackoff
-	}
-	if cfg.Interval <= 0 {
-		cfg.Interval = DefaultInterval
-	}
-	if cfg.Now == nil {
-		cfg.Now = time.Now
-	}
-	if cfg.Log == nil {
-		cfg.Log = slog.Default()
-	}
+	cfg.Mode = decision.ModeInsideCKE
+	cfg.Config = cfg.Config.WithDefaults()
 	// CKE's client is namespaced by its prefix: the keys need none.
 	st := storage.Storage{Client: cfg.Client}
 	ig := &Integrator{cfg: cfg, st: st, cke: cke.Storage{Client: cfg.Client},
 		metrics: tick.NewMetrics(tick.MetricsOptions{CKENames: false}),
-		step: tick.New(tick.Config{Storage: st, Name: cfg.Name, Mode: decision.ModeInsideCKE, RetireWait: cfg.RetireWait,
-			Interval: cfg.Interval, MinBackoff: cfg.MinBackoff, Sabakan: cfg.Sabakan, Now: cfg.Now, Log: cfg.Log}),
-		rearm: make(chan struct{}, 1),
+		step:    tick.New(st, cfg.Config),
+		rearm:   make(chan struct{}, 1),
 		leading: prometheus.NewGauge(prometheus.GaugeOpts{Name: "ckegen_leader",
 			Help: "True (=1) while this process leads and runs ckegen: inside CKE's server, while that server leads."})}
 	if cfg.Registerer != nil {
@@ -132,7 +104,7 @@ func New(cfg Config) (*Integrator, error) {
 // this server runs ckegen: its name as CKE's election has it (the host
 // name), ckegen's version and commit, and the CKE release it is built
 // on. The record goes when the session does: whoever reads CKE's
-// election then knows whether its leader runs ckegen (package actor).
+// election then knows whether its leader runs ckegen (liveview.ReadActor).
 func (ig *Integrator) Announce(ctx context.Context, lease clientv3.LeaseID) error {
 	v := version.Current()
 	p := storage.Presence{Name: ig.cfg.Name, Kind: storage.PresenceInsideCKE, Version: v.Version, Commit: v.Commit,
@@ -155,7 +127,7 @@ func (ig *Integrator) StartWatch(ctx context.Context, ch chan<- struct{}) error 
 		ig.metrics.Clear()
 	}()
 	errc := make(chan error, 1)
-	go func() { errc <- tick.WatchSettings(ctx, ig.st, ch) }()
+	go func() { errc <- intake.Watch(ctx, ig.st, ch) }()
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	for {
@@ -189,22 +161,25 @@ func (ig *Integrator) StartWatch(ctx context.Context, ch chan<- struct{}) error 
 // Init does what CKE's own integrator does for a new leader: the cluster
 // re-rendered when the template changed since it was built.
 func (ig *Integrator) Init(ctx context.Context, leaderKey string) error {
-	r := ig.step.Regenerate(ctx, leaderKey, decision.View{Source: SourceStatus, Why: "CKE's server gives no cluster status to Init"})
+	r := ig.step.Regenerate(ctx, leaderKey, kubenodes.View{Source: SourceStatus, Why: "CKE's server gives no cluster status to Init"})
 	ig.after(ctx, r)
 	return fatal(r)
 }
 
 // Do runs one tick of ckegen's step, with what status says of
-// Kubernetes, then CKE's sabakan-triggered auto-repair. status is nil
+// Kubernetes and CKE's sabakan-triggered auto-repair after its write. status is nil
 // when no cluster exists yet (and under --debug-sabakan).
 func (ig *Integrator) Do(ctx context.Context, leaderKey string, status *cke.ClusterStatus) error {
-	r := ig.step.Run(ctx, leaderKey, kubernetesOf(status, ig.cfg.Now()))
+	var repair tick.Repair
+	if status != nil {
+		repair = func(ctx context.Context, failed string) (*storage.RepairStatus, bool) {
+			return ig.repair(ctx, status, failed)
+		}
+	}
+	r := ig.step.Run(ctx, leaderKey, kubernetesOf(status, ig.cfg.Now()), repair)
 	ig.after(ctx, r)
 	if err := fatal(r); err != nil {
 		return err
-	}
-	if status != nil {
-		ig.repair(ctx, status)
 	}
 	return nil
 }
@@ -239,7 +214,7 @@ func (ig *Integrator) after(_ context.Context, r tick.Result) {
 	}
 	ig.mu.Lock()
 	ig.due = time.Time{}
-	if r.Next < ig.cfg.Interval {
+	if r.Next < time.Duration(ig.cfg.Interval) {
 		ig.due = now.Add(r.Next)
 	}
 	ig.mu.Unlock()
@@ -256,12 +231,12 @@ const SourceStatus = "CKE's cluster status"
 // kubernetesOf is what a cluster status says of the Kubernetes Nodes at
 // now: not known without a status or while no API server is ready (CKE's
 // status then has no Node at all, which is not "no taints").
-func kubernetesOf(status *cke.ClusterStatus, now time.Time) decision.View {
+func kubernetesOf(status *cke.ClusterStatus, now time.Time) kubenodes.View {
 	switch {
 	case status == nil:
-		return decision.View{Source: SourceStatus, Why: "CKE's server has no cluster status: no cluster yet, or --debug-sabakan"}
+		return kubenodes.View{Source: SourceStatus, Why: "CKE's server has no cluster status: no cluster yet, or --debug-sabakan"}
 	case !status.Kubernetes.IsControlPlaneReady:
-		return decision.View{Source: SourceStatus, Why: "no API server of the cluster is ready"}
+		return kubenodes.View{Source: SourceStatus, Why: "no API server of the cluster is ready"}
 	}
 	all := make(map[string][]cluster.Taint, len(status.Kubernetes.Nodes))
 	for _, n := range status.Kubernetes.Nodes {
@@ -271,5 +246,5 @@ func kubernetesOf(status *cke.ClusterStatus, now time.Time) decision.View {
 		}
 		all[n.Name] = taints
 	}
-	return decision.ViewOf(SourceStatus, now, all)
+	return kubenodes.ViewOf(SourceStatus, now, all)
 }

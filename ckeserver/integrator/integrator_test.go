@@ -2,13 +2,14 @@ package integrator
 
 import (
 	"context"
-	"github.com/ckegen/ckegen/decision"
 	"io"
 	"log/slog"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ckegen/ckegen/decision"
 
 	"github.com/cybozu-go/cke"
 	ckesabakan "github.com/cybozu-go/cke/sabakan"
@@ -64,8 +65,8 @@ func newFixture(t *testing.T, c constraints.Constraints) *fixture {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cli.Close() })
-	ig, err := New(Config{Client: cli, Name: "cke-1", Sabakan: sabakan.Options{Timeout: 5 * time.Second, Retries: -1},
-		Now: func() time.Time { return testNow }, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	ig, err := New(Config{Client: cli, Config: decision.Config{Name: "cke-1", Sabakan: sabakan.Options{Timeout: 5 * time.Second, Retries: -1},
+		Now: func() time.Time { return testNow }, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -402,7 +403,7 @@ func serialOf(t *testing.T, f *fixture, addr string) string {
 func TestNoCKESeriesOfItsOwn(t *testing.T) {
 	f := newFixture(t, *sitetest.Counts(3, 5))
 	reg := prometheus.NewRegistry()
-	ig, err := New(Config{Client: f.cke, Registerer: reg, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	ig, err := New(Config{Client: f.cke, Registerer: reg, Config: decision.Config{Log: slog.New(slog.NewTextHandler(io.Discard, nil))}})
 	must(t, err)
 	gathered := func() map[string]float64 {
 		t.Helper()

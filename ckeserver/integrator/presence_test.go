@@ -7,10 +7,10 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
-	"github.com/ckegen/ckegen/actor"
 	"github.com/ckegen/ckegen/constraints"
 	"github.com/ckegen/ckegen/intake"
 	"github.com/ckegen/ckegen/internal/version"
+	"github.com/ckegen/ckegen/liveview"
 	"github.com/ckegen/ckegen/storage"
 )
 
@@ -28,10 +28,10 @@ func TestAnnounce(t *testing.T) {
 	must(t, f.ig.Announce(ctx, lease))
 
 	st := f.st.Storage
-	who, err := actor.Read(ctx, st, intake.Ownership{}, time.Now())
+	who, err := liveview.ReadActor(ctx, st, intake.Ownership{}, time.Now())
 	must(t, err)
 	v := version.Current()
-	if who.Kind != actor.InsideCKE || who.CKE == nil || who.CKE.Presence == nil {
+	if who.Kind != liveview.InsideCKE || who.CKE == nil || who.CKE.Presence == nil {
 		t.Fatalf("who acts after Announce: %+v", who)
 	}
 	p := *who.CKE.Presence
@@ -47,9 +47,9 @@ func TestAnnounce(t *testing.T) {
 	if left.Count != 0 {
 		t.Errorf("%d records left after the server's lease went", left.Count)
 	}
-	who, err = actor.Read(ctx, st, intake.Ownership{}, time.Now())
+	who, err = liveview.ReadActor(ctx, st, intake.Ownership{}, time.Now())
 	must(t, err)
-	if who.Kind != actor.Nobody {
+	if who.Kind != liveview.Nobody {
 		t.Errorf("who acts after the server went: %s", who.Says)
 	}
 }

@@ -31,27 +31,22 @@ import (
 //
 // CKE queues nothing while the machines to queue do not all fit under
 // maximum-repair-queue-entries: ckegen's status then says which machines
-// wait and why (fullQueue), until they are queued.
-func (ig *Integrator) repair(ctx context.Context, status *cke.ClusterStatus) {
+// wait and why (fullQueue), until they are queued. It reports what
+// waits, and whether that is known (tick.Repair); failed is the reason
+// code of the tick's failure.
+func (ig *Integrator) repair(ctx context.Context, status *cke.ClusterStatus, failed string) (*storage.RepairStatus, bool) {
 	lg := ig.cfg.Log.With("what", "auto-repair")
-	waiting, err := ig.autoRepair(ctx, status, lg)
+	waiting, err := ig.autoRepair(ctx, status, failed, lg)
 	if errors.Is(err, errSaid) {
-		return
+		return nil, false
 	}
 	if err != nil {
 		// What waits is not known this time: the status keeps what it
 		// said.
 		lg.Warn("auto-repair did not run", "error", err)
-		return
+		return nil, false
 	}
-	st, changed, err := ig.step.NoteRepair(ctx, waiting)
-	if err != nil {
-		lg.Warn("auto-repair's state not recorded in ckegen's status", "error", err)
-		return
-	}
-	if changed {
-		ig.metrics.Amend(st)
-	}
+	return waiting, true
 }
 
 // errSaid: auto-repair did not run, for a reason the tick's log said.
@@ -59,7 +54,7 @@ var errSaid = errors.New("said by the tick")
 
 // autoRepair registers the entries CKE's repairer returns, and returns
 // what waits (nil: nothing; an error: not known).
-func (ig *Integrator) autoRepair(ctx context.Context, status *cke.ClusterStatus, lg *slog.Logger) (*storage.RepairStatus, error) {
+func (ig *Integrator) autoRepair(ctx context.Context, status *cke.ClusterStatus, failed string, lg *slog.Logger) (*storage.RepairStatus, error) {
 	disabled, err := ig.cke.IsAutoRepairDisabled(ctx)
 	switch {
 	case err != nil:
@@ -71,7 +66,7 @@ func (ig *Integrator) autoRepair(ctx context.Context, status *cke.ClusterStatus,
 	switch {
 	case errors.Is(err, cke.ErrNotFound):
 		return nil, nil // no URL yet: ckegen's status says so
-	case err != nil && ig.step.Last().Reason == reason.SabakanUnreachable:
+	case err != nil && failed == reason.SabakanUnreachable:
 		// The tick's log line said so already: one line a tick.
 		return nil, errSaid
 	case err != nil:

@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/ckegen/ckegen/constraints"
+	"github.com/ckegen/ckegen/decision"
 	"github.com/ckegen/ckegen/machine"
 	"github.com/ckegen/ckegen/sabakan"
 )
@@ -155,8 +156,8 @@ func TestRepairQueueFull(t *testing.T) {
 	f := newFixture(t, constraints.Constraints{ControlPlaneCount: 3, MinimumWorkers: 5, MaximumRepairQueueEntries: ptr(4)})
 	var logs strings.Builder
 	reg := prometheus.NewRegistry()
-	ig, err := New(Config{Client: f.cke, Name: "cke-1", Registerer: reg, Sabakan: sabakan.Options{Timeout: 5 * time.Second, Retries: -1},
-		Now: func() time.Time { return testNow }, Log: slog.New(slog.NewTextHandler(&logs, nil))})
+	ig, err := New(Config{Client: f.cke, Registerer: reg, Config: decision.Config{Name: "cke-1", Sabakan: sabakan.Options{Timeout: 5 * time.Second, Retries: -1},
+		Now: func() time.Time { return testNow }, Log: slog.New(slog.NewTextHandler(&logs, nil))}})
 	must(t, err)
 	must(t, ig.Do(ctx, f.leader, nil))
 	c, _, err := f.st.GetCluster(ctx)
@@ -267,8 +268,8 @@ func TestSabakanDownOneLine(t *testing.T) {
 	ctx := context.Background()
 	f := newFixture(t, constraints.Constraints{ControlPlaneCount: 3, MinimumWorkers: 5})
 	var logs strings.Builder
-	ig, err := New(Config{Client: f.cke, Name: "cke-1", Sabakan: sabakan.Options{Timeout: 5 * time.Second, Retries: -1},
-		Now: func() time.Time { return testNow }, Log: slog.New(slog.NewTextHandler(&logs, nil))})
+	ig, err := New(Config{Client: f.cke, Config: decision.Config{Name: "cke-1", Sabakan: sabakan.Options{Timeout: 5 * time.Second, Retries: -1},
+		Now: func() time.Time { return testNow }, Log: slog.New(slog.NewTextHandler(&logs, nil))}})
 	must(t, err)
 	must(t, ig.Do(ctx, f.leader, nil))
 	c, _, err := f.st.GetCluster(ctx)

@@ -7,7 +7,6 @@ package main
 import (
 	"errors"
 	"fmt"
-	"github.com/ckegen/ckegen/decision"
 	"io/fs"
 	"log/slog"
 	"net"
@@ -27,7 +26,7 @@ import (
 	"go.uber.org/zap/zapcore"
 
 	"github.com/ckegen/ckegen/daemon"
-	"github.com/ckegen/ckegen/generator"
+	"github.com/ckegen/ckegen/decision"
 	"github.com/ckegen/ckegen/internal/embedded"
 	"github.com/ckegen/ckegen/internal/etcdclient"
 	"github.com/ckegen/ckegen/internal/listen"
@@ -39,7 +38,6 @@ import (
 	"github.com/ckegen/ckegen/liveview"
 	"github.com/ckegen/ckegen/sabakan"
 	"github.com/ckegen/ckegen/storage"
-	"github.com/ckegen/ckegen/web"
 )
 
 // defaultConfig is CKE's configuration file, read when it exists and
@@ -112,12 +110,12 @@ func flagSet(o *options) *pflag.FlagSet {
 	fs.StringVar(&o.embedded, "embedded-etcd-peer-url", "http://127.0.0.1:2380", "peer URL of the embedded etcd")
 	fs.StringVar(&o.httpAddr, "http", "127.0.0.1:10190", "<Listen IP>:<Port number> of the page at /, /metrics, /health and /version")
 	fs.StringVar(&o.name, "name", "", "name in the leader election (default: the host name)")
-	fs.DurationVar(&o.interval, "interval", daemon.DefaultInterval, "time between ticks")
+	fs.DurationVar(&o.interval, "interval", decision.DefaultInterval, "time between ticks")
 	fs.DurationVar(&o.sessionTTL, "session-ttl", daemon.DefaultSessionTTL, "leader session's TTL: how long a dead leader keeps leadership")
-	fs.DurationVar(&o.retireWait, "retire-wait", generator.DefaultRetireWait, "how long a worker stays RETIRED before it is removed")
-	fs.DurationVar(&o.minBackoff, "min-backoff", daemon.DefaultMinBackoff, "first retry delay after a failed tick (doubles up to --interval)")
-	fs.DurationVar(&o.ckeStatusMaxAge, "cke-status-max-age", daemon.DefaultCKEStatusMaxAge, "beside a CKE server, write the cluster only while CKE's status (phase completed, reboot-nodes, upgrade-aborted or etcd-boot-aborted) is at most this old")
-	fs.IntVar(&o.maxClusterBytes, "max-cluster-bytes", daemon.DefaultMaxClusterBytes, "etcd's request size limit (set etcd's --max-request-bytes to the same): a cluster whose write is larger is refused with CLUSTER_TOO_LARGE; the default holds about 2,100 nodes")
+	fs.DurationVar(&o.retireWait, "retire-wait", decision.DefaultRetireWait, "how long a worker stays RETIRED before it is removed")
+	fs.DurationVar(&o.minBackoff, "min-backoff", decision.DefaultMinBackoff, "first retry delay after a failed tick (doubles up to --interval)")
+	fs.DurationVar(&o.ckeStatusMaxAge, "cke-status-max-age", decision.DefaultCKEStatusMaxAge, "beside a CKE server, write the cluster only while CKE's status (phase completed, reboot-nodes, upgrade-aborted or etcd-boot-aborted) is at most this old")
+	fs.IntVar(&o.maxClusterBytes, "max-cluster-bytes", decision.DefaultMaxClusterBytes, "etcd's request size limit (set etcd's --max-request-bytes to the same): a cluster whose write is larger is refused with CLUSTER_TOO_LARGE; the default holds about 2,100 nodes")
 	fs.DurationVar(&o.sabakanTimeout, "sabakan-timeout", sabakan.DefaultTimeout, "timeout of each sabakan request")
 	fs.Int64Var(&o.sabakanMaxBytes, "sabakan-max-bytes", sabakan.DefaultMaxBodyBytes, "the largest sabakan answer read; a larger one fails the tick (QUERY_ERROR) before it is decoded")
 	fs.StringVar(&o.sabakanCA, "sabakan-tls-ca-file", "", "CA certificates of sabakan's HTTPS endpoint")
@@ -224,7 +222,7 @@ func (o *options) check() error {
 
 // nodes returns the Kubernetes Node reader of --kubeconfig, nil without
 // it.
-func (o *options) nodes() (decision.Kubernetes, error) {
+func (o *options) nodes() (kubenodes.Kubernetes, error) {
 	if o.kubeTimeout <= 0 {
 		return nil, usage.Errorf("--kubernetes-timeout: must be positive, got %s", o.kubeTimeout)
 	}
@@ -232,7 +230,7 @@ func (o *options) nodes() (decision.Kubernetes, error) {
 	if r == nil || err != nil {
 		return nil, err
 	}
-	return decision.APIView(r, nil), nil
+	return kubenodes.APIView(r, nil), nil
 }
 
 func (o *options) sabakanOptions() sabakan.Options {
@@ -241,22 +239,24 @@ func (o *options) sabakanOptions() sabakan.Options {
 
 // daemonConfig is the daemon's configuration from the flags, with a
 // registry that also has Go's and the process's collectors.
-func (o *options) daemonConfig(st storage.Storage, nodes decision.Kubernetes, lg *slog.Logger) daemon.Config {
+func (o *options) daemonConfig(st storage.Storage, nodes kubenodes.Kubernetes, lg *slog.Logger) daemon.Config {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return daemon.Config{
-		Storage:         st,
-		Name:            o.name,
-		Interval:        o.interval,
-		SessionTTL:      o.sessionTTL,
-		RetireWait:      o.retireWait,
-		CKEStatusMaxAge: o.ckeStatusMaxAge,
-		MinBackoff:      o.minBackoff,
-		MaxClusterBytes: o.maxClusterBytes,
-		Sabakan:         o.sabakanOptions(),
-		Kubernetes:      nodes,
-		Log:             lg,
-		Registry:        reg,
+		Config: decision.Config{
+			Name:            o.name,
+			Interval:        storage.Duration(o.interval),
+			RetireWait:      storage.Duration(o.retireWait),
+			CKEStatusMaxAge: storage.Duration(o.ckeStatusMaxAge),
+			MinBackoff:      storage.Duration(o.minBackoff),
+			MaxClusterBytes: o.maxClusterBytes,
+			Sabakan:         o.sabakanOptions(),
+			Log:             lg,
+		},
+		Storage:    st,
+		SessionTTL: o.sessionTTL,
+		Kubernetes: nodes,
+		Registry:   reg,
 	}
 }
 
@@ -374,7 +374,7 @@ func run(o *options) error {
 	// etcd and queries sabakan read-only, with a short cache.
 	mux := d.Handler()
 	st := storage.New(cli.Client, cfg.Prefix)
-	mux.Handle("/", web.NewHandler(liveview.NewReader(st, liveview.Options{Sabakan: o.sabakanOptions(), NextStep: liveview.StoredNextStep}), web.Options{Log: lg}))
+	mux.Handle("/", liveview.NewHandler(liveview.NewReader(st, liveview.Options{Sabakan: o.sabakanOptions()}), liveview.PageOptions{Log: lg}))
 
 	well.Go(d.Run)
 	started, err = o.serve(ln, daemon.Secure(mux), cfg, lg)

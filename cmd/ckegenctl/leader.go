@@ -8,7 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/ckegen/ckegen/actor"
+	"github.com/ckegen/ckegen/liveview"
 	"github.com/ckegen/ckegen/storage"
 )
 
@@ -37,7 +37,7 @@ older ckegen: whether ckegen runs inside is then not known).`,
 				if err != nil {
 					return err
 				}
-				who, err := actor.Read(ctx, st, o, time.Now())
+				who, err := liveview.ReadActor(ctx, st, o, time.Now())
 				if err != nil {
 					return err
 				}
@@ -58,7 +58,7 @@ older ckegen: whether ckegen runs inside is then not known).`,
 // without one, the name of CKE's leading server with ckegen inside, and
 // so much; otherwise an error that says who leads and why no ckegen is
 // known to.
-func ckegenLeader(who actor.Report, prefix string) (string, error) {
+func ckegenLeader(who liveview.Actor, prefix string) (string, error) {
 	switch {
 	case who.CKEGen != nil:
 		return who.CKEGen.Name, nil

@@ -12,9 +12,9 @@ import (
 	"github.com/ckegen/ckegen/constraints"
 	"github.com/ckegen/ckegen/generator"
 	"github.com/ckegen/ckegen/internal/testutil/sitetest"
+	"github.com/ckegen/ckegen/liveview"
 	"github.com/ckegen/ckegen/machine"
 	"github.com/ckegen/ckegen/planreport"
-	"github.com/ckegen/ckegen/rackmap"
 	"github.com/ckegen/ckegen/storage"
 )
 
@@ -147,13 +147,13 @@ service_subnet: 10.68.0.0/16
 	if _, err := f.st.PutCluster(ctx, campaignAs(t, f.st, "host-1"), data, 0, tmplRev); err != nil {
 		t.Fatal(err)
 	}
-	mapJSON := func() *rackmap.Map {
+	mapJSON := func() *liveview.Map {
 		t.Helper()
 		out, errOut, code := f.run("sabakan", "map", "-o", "json")
 		if code != 0 {
 			t.Fatalf("map: exit %d, %s", code, errOut)
 		}
-		var m rackmap.Map
+		var m liveview.Map
 		if err := json.Unmarshal([]byte(out), &m); err != nil {
 			t.Fatal(err)
 		}
@@ -197,13 +197,14 @@ service_subnet: 10.68.0.0/16
 	if d.Model != "rate" || d.Rate == nil || d.Rate.Workers != final || d.Rate.Machines != machines || d.Rate.Minimum != 80 {
 		t.Errorf("plan after the switch: model %q, rate %+v; want %d workers of %d machines", d.Model, d.Rate, final, machines)
 	}
-	// The map shows the stored cluster as it is: 4 workers.
-	wantMap := generator.WorkerRate{Workers: 4, Machines: machines, Percent: constraints.Rate(4, machines), Minimum: 80}
+	// The map shows the decision's figure: the cluster as its step (the
+	// plan's one step) leaves it, not the 4 workers stored.
+	wantMap := generator.WorkerRate{Workers: final, Machines: machines, Percent: constraints.Rate(final, machines), Minimum: 80}
 	if m := mapJSON(); m.Model != "rate" || m.Rate == nil || *m.Rate != wantMap {
 		t.Errorf("map after the switch: model %q, rate %+v, want %+v", m.Model, m.Rate, wantMap)
 	}
 	mapText, _, _ = f.run("sabakan", "map", "--color", "never", "--width", "200")
-	if want := fmt.Sprintf("\nmodel: rate, workers %.1f%% ((4 workers - 1) / %d machines), minimum-workers-rate 80%%\n", wantMap.Percent, machines); !strings.Contains(mapText, want) {
+	if want := fmt.Sprintf("\nmodel: rate, workers %.1f%% ((%d workers - 1) / %d machines), minimum-workers-rate 80%%\n", wantMap.Percent, final, machines); !strings.Contains(mapText, want) {
 		t.Errorf("map text after the switch:\n%s\nwant %q", mapText, want)
 	}
 }

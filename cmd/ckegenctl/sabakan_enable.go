@@ -9,8 +9,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/ckegen/ckegen/actor"
 	"github.com/ckegen/ckegen/intake"
+	"github.com/ckegen/ckegen/liveview"
 	"github.com/ckegen/ckegen/storage"
 )
 
@@ -57,11 +57,7 @@ func newSabakanIsEnabledCmd(e *env) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			disabled := o.CKEDisabled
-			if o.OwnedByCKEGen() {
-				disabled = o.CKEGenDisabled
-			}
-			if _, err := fmt.Fprintln(cmd.OutOrStdout(), !disabled); err != nil {
+			if _, err := fmt.Fprintln(cmd.OutOrStdout(), !o.Disabled()); err != nil {
 				return err
 			}
 			fmt.Fprintf(cmd.ErrOrStderr(), "read: %s\n", switchNote(o))
@@ -78,7 +74,7 @@ func warnBothWrite(ctx context.Context, e *env, st storage.Storage, o intake.Own
 	if !o.OwnedByCKEGen() || o.CKEDisabled {
 		return nil
 	}
-	leads, err := actor.Read(ctx, st, o, time.Now())
+	leads, err := liveview.ReadActor(ctx, st, o, time.Now())
 	if err != nil {
 		return err
 	}

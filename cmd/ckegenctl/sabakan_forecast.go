@@ -223,7 +223,7 @@ func (o *forecastOptions) runOnline(e *env, cmd *cobra.Command, fo forecastFlags
 		return err
 	}
 	_, states := d.Gathered.Settings.Variables.WithoutStates()
-	return o.forecast(cmd, d.Gathered.Input(d.Options.RetireWait), fo, states, d.Gathered.Warnings, assumed)
+	return o.forecast(cmd, d.Gathered.Input(time.Duration(d.Config.RetireWait)), fo, states, d.Gathered.Warnings, assumed)
 }
 
 // forecastDocument is the JSON output: the forecast and the --assume

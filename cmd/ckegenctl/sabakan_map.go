@@ -15,7 +15,6 @@ import (
 	"github.com/ckegen/ckegen/internal/strictjson"
 	"github.com/ckegen/ckegen/internal/usage"
 	"github.com/ckegen/ckegen/liveview"
-	"github.com/ckegen/ckegen/rackmap"
 	"github.com/ckegen/ckegen/sabakan"
 	"github.com/ckegen/ckegen/storage"
 )
@@ -46,17 +45,20 @@ whose machine is in trouble (!), or what the next step does to it (+ ^ v x *).
 Under each band of racks: the control planes and workers of each rack by role.
 
 Under the summary, the model of the workers in force: "model: count", or
-"model: rate" with the rate model's figure of the current cluster, (workers
-- 1) / machines * 100 against minimum-workers-rate, the machines being those
-the daemon's query returns (-o json: "model" and "rate").
+"model: rate" with the rate model's figure, (workers - 1) / machines * 100
+against minimum-workers-rate, of the cluster as the next step leaves it
+(offline, of the current cluster), the machines being those the daemon's
+query returns (-o json: "model" and "rate").
 
-Online (the default) it reads the cluster, template, reboot queue and
-constraints from etcd and queries sabakan, read only, with the stored URL and
-query variables. Online it also marks, by the stored placement policy's
-failure domain (the rack without a policy), each rack that holds control
-planes of a domain whose loss breaks etcd's quorum: its number followed by #,
-and a line "quorum at risk" under the map (-o json: "failureDomain",
-"quorumAtRisk").
+Online (the default) it draws the decision the leader would make now, read
+only, as ` + "`sabakan plan`" + ` does: the settings, cluster and reboot queue from
+etcd, the machines of the stored query variables from sabakan (and every
+other machine around them), the next step it would take highlighted; notes
+say what keeps the leader from taking it now. Online it also marks, by the
+stored placement policy's failure domain (the rack without a policy), each
+rack that holds control planes of a domain whose loss breaks etcd's quorum in
+the cluster as that step leaves it: its number followed by #, and a line
+"quorum at risk" under the map (-o json: "failureDomain", "quorumAtRisk").
 
 Offline, --machines reads a machines file instead, with --current,
 --template, --constraints and --rebooting as further inputs; the model is
@@ -118,7 +120,7 @@ func (o *mapOptions) run(e *env, stdout, stderr io.Writer) error {
 		}
 	}
 
-	var in rackmap.Input
+	var in liveview.MapInput
 	var notes []string
 	var err error
 	if o.machines != "" {
@@ -130,10 +132,10 @@ func (o *mapOptions) run(e *env, stdout, stderr io.Writer) error {
 		return err
 	}
 	if next != nil {
-		// --next replaces the stored plan's next step.
+		// --next replaces the decision's next step.
 		in.Next = next
 	}
-	m := rackmap.Build(in)
+	m := liveview.BuildMap(in)
 	for _, n := range notes {
 		fmt.Fprintf(stderr, "note: %s\n", n)
 	}
@@ -149,7 +151,7 @@ func (o *mapOptions) run(e *env, stdout, stderr io.Writer) error {
 		return err
 	}
 	tty := isTerminal(stdout)
-	opts := rackmap.TextOptions{Width: o.width, Color: o.color == "always" || (o.color == "auto" && tty && colorWanted())}
+	opts := liveview.TextOptions{Width: o.width, Color: o.color == "always" || (o.color == "auto" && tty && colorWanted())}
 	if opts.Width == 0 && tty {
 		if w, _, err := term.GetSize(int(stdout.(*os.File).Fd())); err == nil {
 			opts.Width = w
@@ -159,7 +161,7 @@ func (o *mapOptions) run(e *env, stdout, stderr io.Writer) error {
 }
 
 // offlineInput reads the files of the map; only --machines is required.
-func (o *mapOptions) offlineInput() (rackmap.Input, error) {
+func (o *mapOptions) offlineInput() (liveview.MapInput, error) {
 	s, raw, err := intake.ReadFiles(intake.Files{
 		Template:      fileFlag("--template", o.template),
 		Machines:      fileFlag("--machines", o.machines),
@@ -169,32 +171,30 @@ func (o *mapOptions) offlineInput() (rackmap.Input, error) {
 		RebootingFlag: "--rebooting",
 	})
 	if err != nil {
-		return rackmap.Input{}, err
+		return liveview.MapInput{}, err
 	}
-	in := rackmap.Input{Machines: raw, Current: s.Current, Template: s.Template, Rebooting: s.Rebooting}
-	if s.ConstraintsStored {
-		in.Constraints = &s.Constraints
+	kept, _, warnings := intake.Sanitize(raw)
+	in := liveview.MapInput{Machines: kept, Context: raw, LeftOut: "ignored as a bad inventory entry (see warnings)", Warnings: warnings,
+		Current: s.Current, Template: s.Template, Rebooting: s.Rebooting}
+	if c := s.Constraints; s.ConstraintsStored {
+		in.Model = c.Model()
+		if s.Current != nil {
+			in.Rate = generator.RateOf(s.Current, len(kept), c)
+		}
 	}
 	return in, nil
 }
 
-// onlineInput reads etcd (within --timeout) and queries sabakan (within
-// --sabakan-timeout per request); an error says which one failed.
-func (o *mapOptions) onlineInput(e *env) (in rackmap.Input, notes []string, err error) {
-	err = e.withStorage(func(ctx context.Context, st storage.Storage) error {
+// onlineInput is the decision the leader would make now, read from etcd
+// (within --timeout) and sabakan (within --sabakan-timeout per request);
+// an error says which one failed.
+func (o *mapOptions) onlineInput(e *env) (in liveview.MapInput, notes []string, err error) {
+	err = e.withStorage(func(_ context.Context, st storage.Storage) error {
 		// The reader bounds its etcd reads by --timeout and each sabakan
 		// request by --sabakan-timeout, so a slow sabakan is not reported
 		// as a slow etcd.
 		r := liveview.NewReader(st, liveview.Options{Sabakan: o.sabakan, EtcdTimeout: e.timeout})
-		var err error
-		if in, notes, err = r.Input(context.Background()); err != nil {
-			return err
-		}
-		// The daemon's stored plan gives the next step to highlight.
-		pending, err := liveview.StoredNextStep(ctx, st)
-		if pending != nil {
-			in.Next = pending.Changes
-		}
+		in, notes, err = r.Input(context.Background())
 		return err
 	})
 	return in, notes, err

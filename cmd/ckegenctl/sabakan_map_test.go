@@ -19,7 +19,7 @@ import (
 	"github.com/ckegen/ckegen/internal/testutil/etcdtest"
 	"github.com/ckegen/ckegen/internal/testutil/goldentest"
 	"github.com/ckegen/ckegen/internal/testutil/sitetest"
-	"github.com/ckegen/ckegen/rackmap"
+	"github.com/ckegen/ckegen/liveview"
 	"github.com/ckegen/ckegen/storage"
 )
 
@@ -103,8 +103,10 @@ func runMapGolden(t *testing.T, file string) {
 // showEscapes writes ESC as \e, so that golden files read as text.
 func showEscapes(s string) string { return strings.ReplaceAll(s, "\x1b", `\e`) }
 
-// TestMapOnline: the map from etcd and the compatible server matches the
-// stored cluster; etcd or sabakan failing is an error that says which.
+// TestMapOnline: the map from etcd and the compatible server is the
+// decision the leader would make: the stored cluster and the next step
+// it would take; a missing setting, etcd or sabakan failing is an error
+// that says which.
 func TestMapOnline(t *testing.T) {
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	site := sitetest.Start(t, sitetest.Options{
@@ -115,7 +117,18 @@ func TestMapOnline(t *testing.T) {
 	ctx := context.Background()
 	base := []string{"--endpoints", etcdURL, "sabakan", "map"}
 
+	// The map is the decision's: the settings it needs come first.
 	var stdout, stderr bytes.Buffer
+	if code := run(base, strings.NewReader(""), &stdout, &stderr); code != 1 || stdout.Len() != 0 ||
+		stderr.String() != "ckegenctl: no template: set one with ckegenctl sabakan set-template\n" {
+		t.Errorf("no template: exit %d, stdout %q, stderr %q", code, stdout.String(), stderr.String())
+	}
+	tmpl := `{"name":"t","nodes":[{"user":"u","control_plane":true},{"user":"u"}],"service_subnet":"10.68.0.0/16",` + sitetest.CKEOptions + `}`
+	if err := sitetest.StoreOf(st).SetTemplate(ctx, []byte(tmpl)); err != nil {
+		t.Fatal(err)
+	}
+	stdout.Reset()
+	stderr.Reset()
 	if code := run(base, strings.NewReader(""), &stdout, &stderr); code != 1 || stdout.Len() != 0 ||
 		stderr.String() != "ckegenctl: no sabakan URL: set one with ckegenctl sabakan set-url\n" {
 		t.Errorf("no URL: exit %d, stdout %q, stderr %q", code, stdout.String(), stderr.String())
@@ -138,9 +151,11 @@ func TestMapOnline(t *testing.T) {
 	}
 	// Boot servers (index 1) are left out by the default query: "-".
 	// Rack 1 holds the only control plane: losing it loses etcd's
-	// quorum (#).
-	wantGrid := "rack      0  1# 2\n        1 -  -  -\n        2 .  C  .\n        3 .  .  w~\n        4 .  .  .\nC storage 0  1  0\nw compute 0  0  1\n"
-	if !strings.HasPrefix(stdout.String(), wantGrid) || stderr.String() != "note: no template is set: unused machines of every role are shown as candidates\n" {
+	// quorum (#). The decision's next step re-renders both nodes (the
+	// cluster was not built from the template): "*".
+	wantGrid := "rack      0  1# 2\n        1 -  -  -\n        2 .  C* .\n        3 .  .  w*\n        4 .  .  .\nC storage 0  1  0\nw compute 0  0  1\n"
+	if !strings.HasPrefix(stdout.String(), wantGrid) || stderr.String() != "" ||
+		!strings.Contains(stdout.String(), "next step: 2 changes\n  * regenerate 10.0.1.2 (S000006)\n  * regenerate 10.0.2.3 (S000011)\n") {
 		t.Errorf("map:\n%s\nstderr:\n%s\nwant the grid:\n%s", stdout.String(), stderr.String(), wantGrid)
 	}
 
@@ -148,7 +163,7 @@ func TestMapOnline(t *testing.T) {
 	if code := run(append(base, "-o", "json"), strings.NewReader(""), &stdout, &stderr); code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr.String())
 	}
-	var m rackmap.Map
+	var m liveview.Map
 	if err := json.Unmarshal(stdout.Bytes(), &m); err != nil {
 		t.Fatal(err)
 	}
@@ -156,7 +171,8 @@ func TestMapOnline(t *testing.T) {
 		t.Errorf("json totals: %+v", m.Totals)
 	}
 
-	// The daemon's stored plan: its first step is highlighted.
+	// A stored plan changes nothing: the step highlighted is the
+	// decision's, made now.
 	if _, err := st.Client.Put(ctx, st.Key(storage.KeySabakanPlan),
 		`{"result":"settled","steps":[{"op":"increase worker","changes":[{"action":"add-worker","address":"10.0.1.3","serial":"x","score":null,"reason":"r"}],"warnings":[]}]}`); err != nil {
 		t.Fatal(err)
@@ -166,8 +182,8 @@ func TestMapOnline(t *testing.T) {
 	if code := run(append(base, "--width", "40", "--color", "never"), strings.NewReader(""), &stdout, &stderr); code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr.String())
 	}
-	if !strings.Contains(stdout.String(), "add-worker 10.0.1.3") || !strings.Contains(stdout.String(), ".+") {
-		t.Errorf("map with a stored plan:\n%s\nwant its next step (add-worker 10.0.1.3) marked +", stdout.String())
+	if strings.Contains(stdout.String(), "10.0.1.3") || strings.Contains(stdout.String(), ".+") || !strings.Contains(stdout.String(), "regenerate 10.0.1.2") {
+		t.Errorf("map with a stored plan:\n%s\nwant the decision's next step (regenerate), not the stored plan's (add-worker 10.0.1.3)", stdout.String())
 	}
 
 	site.Server.Close()

@@ -13,7 +13,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/ckegen/ckegen/actor"
 	"github.com/ckegen/ckegen/decision"
 	"github.com/ckegen/ckegen/intake"
 	"github.com/ckegen/ckegen/liveview"
@@ -333,8 +332,8 @@ type ownerReport struct {
 	// inside CKE's server, ckegen is CKE's integration whatever the owner.
 	Mode string `json:"mode,omitempty"`
 	// Acting is who leads now, by the elections and the records of
-	// presence (package actor), with how old that evidence is.
-	Acting actor.Report `json:"acting"`
+	// presence (liveview.ReadActor), with how old that evidence is.
+	Acting liveview.Actor `json:"acting"`
 	// Writer says which integration writes the cluster by the rules of
 	// docs/beside-cke.md, given who leads now.
 	Writer string `json:"writer"`
@@ -346,7 +345,7 @@ const insideWriter = "ckegen, as CKE's server's own sabakan integration (inside 
 
 // whoWrites says who writes the cluster now, from the leader's decision
 // on the settings alone and who leads now.
-func whoWrites(ctx context.Context, e *env, st storage.Storage, who actor.Report) (string, error) {
+func whoWrites(ctx context.Context, e *env, st storage.Storage, who liveview.Actor) (string, error) {
 	d, err := liveview.NewReader(st, liveview.Options{EtcdTimeout: e.timeout}).Decide(ctx, liveview.Preview{SettingsOnly: true})
 	if err != nil {
 		return "", err
@@ -359,23 +358,23 @@ func whoWrites(ctx context.Context, e *env, st storage.Storage, who actor.Report
 // says whether that leader is still there. A CKE server that keeps no
 // record of ckegen may be CKE's own binary or a cke built from an older
 // ckegen: who writes is then not known.
-func writerNow(d *decision.Decision, who actor.Report) string {
+func writerNow(d *decision.Decision, who liveview.Actor) string {
 	o := d.Gathered.Settings.Own
 	inside := d.Mode == decision.ModeInsideCKE
 	switch {
-	case who.Kind == actor.Nobody:
+	case who.Kind == liveview.Nobody:
 		return fmt.Sprintf("none now: nothing leads (nothing under %s nor %s); once a server leads, by the settings: %s", storage.KeyLeader, storage.KeyCKEGenLeader, writer(d))
-	case who.Kind == actor.CKEWithoutCKEGen:
+	case who.Kind == liveview.CKEWithoutCKEGen:
 		return "none: " + who.Says
-	case who.Kind == actor.CKENotKnown && inside:
+	case who.Kind == liveview.CKENotKnown && inside:
 		if o.CKEDisabled {
 			return fmt.Sprintf("none: CKE's %s is true, whatever CKE's server %s runs", storage.KeySabakanDisabled, who.CKE.Name)
 		}
 		return fmt.Sprintf("not known: CKE's server %s leads and keeps no record of ckegen: its own integration if it is CKE's own binary, "+
 			"ckegen inside it if it is a cke built from an older ckegen", who.CKE.Name)
-	case who.Kind == actor.InsideCKE:
+	case who.Kind == liveview.InsideCKE:
 		return insideWriter
-	case who.Kind == actor.Daemon && inside:
+	case who.Kind == liveview.Daemon && inside:
 		return fmt.Sprintf("ckegen's daemon %s, by its first tick (the last leader ran inside CKE's server)", who.CKEGen.Name)
 	}
 	return writer(d)
@@ -439,7 +438,7 @@ integration writes the cluster by those keys.`,
 				if err != nil {
 					return err
 				}
-				who, err := actor.Read(ctx, st, o, time.Now())
+				who, err := liveview.ReadActor(ctx, st, o, time.Now())
 				if err != nil {
 					return err
 				}
@@ -514,7 +513,7 @@ func ownerTable(w io.Writer, r ownerReport) error {
 	switch {
 	case r.CKEGenLeader != "":
 		fmt.Fprintf(tw, "CKEGEN LEADER\t%s (%s)\n", r.CKEGenLeader, storage.KeyCKEGenLeader)
-	case r.Acting.Kind == actor.InsideCKE:
+	case r.Acting.Kind == liveview.InsideCKE:
 		fmt.Fprintln(tw, "CKEGEN LEADER\tnone: ckegen runs inside CKE's server, which leads")
 	default:
 		fmt.Fprintf(tw, "CKEGEN LEADER\tnone (nothing under %s)\n", storage.KeyCKEGenLeader)

@@ -52,7 +52,7 @@ func TestOwnerAndStatusSayWhoLeads(t *testing.T) {
 	ctx := context.Background()
 	ours := startServer(t, f.st, "cke-1", &storage.Presence{Kind: storage.PresenceInsideCKE, Version: "v0.9.0", Commit: "abc", CKEVersion: "v1.35.4"})
 	last := time.Now().Add(-5 * time.Minute).UTC().Truncate(time.Second)
-	mem, err := json.Marshal(decision.Memory{Leader: decision.Leader{Mode: decision.ModeInsideCKE}})
+	mem, err := json.Marshal(decision.Memory{Leader: decision.Config{Mode: decision.ModeInsideCKE}})
 	must(t, err)
 	must(t, f.st.PutStatus(ctx, ours.key, storage.Status{Result: "ok", Time: last, LastRun: last, Since: last, Leader: "cke-1",
 		Mode: decision.ModeInsideCKE, Interval: storage.Duration(time.Minute)}, mem))

@@ -4,11 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/ckegen/ckegen/decision"
 	"io"
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/ckegen/ckegen/decision"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -237,7 +238,7 @@ func (o *planOptions) decide(e *env, w intake.WhatIf) (*decision.Decision, []ass
 	}
 	p := liveview.Preview{WhatIf: w, RetireWait: o.retireWait, MaxSteps: o.maxSteps, Assume: as}
 	if nodes != nil {
-		p.Kubernetes = decision.APIView(nodes, nil)
+		p.Kubernetes = kubenodes.APIView(nodes, nil)
 	}
 	var d *decision.Decision
 	var matches []assume.Match
@@ -315,28 +316,14 @@ func (d *dryRun) warn(e *env, cmd *cobra.Command, w intake.WhatIf, printed ...st
 		o.sabakan.Timeout = checkTimeout
 	}
 	o.sabakan.Retries = -1
-	ready := true
-	err := e.withStorage(func(ctx context.Context, st storage.Storage) error {
-		_, refused, _, err := intake.Load(ctx, st, intake.SettingTemplate, intake.SettingURL)
-		if err != nil {
-			return err
-		}
-		if ref := refused[intake.SettingTemplate]; w.Template == nil && ref != nil && ref.Missing {
-			ready = false
-		}
-		if ref := refused[intake.SettingURL]; ref != nil && ref.Missing {
-			ready = false
-		}
-		return nil
-	})
-	if err == nil && !ready {
+	dec, _, err := o.decide(e, w)
+	var ref *intake.Refusal
+	switch {
+	case errors.As(err, &ref) && ref.Missing:
+		// Waiting for a setting never stored (the decision's hold): the
+		// integration is not set up, there is nothing to check against.
 		return
-	}
-	var dec *decision.Decision
-	if err == nil {
-		dec, _, err = o.decide(e, w)
-	}
-	if err != nil {
+	case err != nil:
 		fmt.Fprintf(stderr, "note: not tried on the inventory (%v); ckegenctl sabakan status shows the daemon's warnings after its next tick\n", err)
 		return
 	}

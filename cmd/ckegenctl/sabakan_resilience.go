@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -137,7 +138,7 @@ func (o *resilienceOptions) runOnline(e *env, cmd *cobra.Command) error {
 	if err != nil {
 		return err
 	}
-	in := d.Gathered.Input(d.Options.RetireWait)
+	in := d.Gathered.Input(time.Duration(d.Config.RetireWait))
 	r, err := resilience.Of(in, in.Policy.FailureDomain())
 	if err != nil {
 		return err

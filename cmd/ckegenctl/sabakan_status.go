@@ -16,7 +16,6 @@ import (
 	"github.com/spf13/cobra"
 	"sigs.k8s.io/yaml"
 
-	"github.com/ckegen/ckegen/actor"
 	"github.com/ckegen/ckegen/constraints"
 	"github.com/ckegen/ckegen/generator"
 	"github.com/ckegen/ckegen/intake"
@@ -38,7 +37,7 @@ func newSabakanStatusCmd(e *env) *cobra.Command {
 			}
 			return e.withStorage(func(ctx context.Context, st storage.Storage) error {
 				// With what the status cannot say of itself: that its
-				// host stopped calling (decision.Silence), with CKE's phase.
+				// host stopped calling (liveview.Silence), with CKE's phase.
 				v, err := liveview.ReadStatus(ctx, st, time.Now())
 				if err != nil {
 					return absent(err, absentStatus)
@@ -127,31 +126,31 @@ func modeLine(s storage.Status) string {
 // now ("" when neither is known). A mode is never taken from a tick whose
 // host no longer leads: CKE's own binary leading after a cke with ckegen
 // inside is not "inside CKE".
-func modeNow(last storage.Status, who actor.Report) string {
+func modeNow(last storage.Status, who liveview.Actor) string {
 	switch {
 	case agrees(last.Mode, who.Kind):
 		return modeLine(last)
-	case who.Kind == actor.InsideCKE || who.Kind == actor.CKEWithoutCKEGen:
+	case who.Kind == liveview.InsideCKE || who.Kind == liveview.CKEWithoutCKEGen:
 		return modeLine(storage.Status{Mode: decision.ModeInsideCKE})
-	case who.Kind == actor.Daemon && who.CKE != nil:
+	case who.Kind == liveview.Daemon && who.CKE != nil:
 		return modeLine(storage.Status{Mode: decision.ModeBesideCKE, Owner: last.Owner})
-	case who.Kind == actor.Daemon:
+	case who.Kind == liveview.Daemon:
 		return modeLine(storage.Status{Mode: decision.ModeStandalone, Owner: last.Owner})
-	case who.Kind == actor.CKENotKnown:
+	case who.Kind == liveview.CKENotKnown:
 		return "not known: " + who.Says
-	case who.Kind == actor.Nobody:
+	case who.Kind == liveview.Nobody:
 		return "none: nothing leads"
 	}
 	return ""
 }
 
 // agrees reports whether a tick of mode can be the work of who leads.
-func agrees(mode string, k actor.Kind) bool {
+func agrees(mode string, k liveview.ActorKind) bool {
 	switch mode {
 	case decision.ModeInsideCKE:
-		return k == actor.InsideCKE || k == actor.CKEWithoutCKEGen
+		return k == liveview.InsideCKE || k == liveview.CKEWithoutCKEGen
 	case decision.ModeStandalone, decision.ModeBesideCKE:
-		return k == actor.Daemon
+		return k == liveview.Daemon
 	}
 	return false
 }
@@ -159,7 +158,7 @@ func agrees(mode string, k actor.Kind) bool {
 // liveStatusTable is statusTable, with who leads now when it was read
 // (who: nil when not): the last tick's leader then says how old it is,
 // and LEADS NOW who leads, with ckegen's version where it keeps a record.
-func liveStatusTable(w io.Writer, s storage.Status, who *actor.Report, notes ...string) error {
+func liveStatusTable(w io.Writer, s storage.Status, who *liveview.Actor, notes ...string) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	for _, n := range notes {
 		fmt.Fprintf(tw, "NOTE\t%s\n", n)
@@ -207,7 +206,7 @@ func liveStatusTable(w io.Writer, s storage.Status, who *actor.Report, notes ...
 // leaderRows say who led the last tick and its mode, and with who, who
 // leads now and which version of ckegen, as the elections and the records
 // of presence say.
-func leaderRows(tw io.Writer, s storage.Status, who *actor.Report) {
+func leaderRows(tw io.Writer, s storage.Status, who *liveview.Actor) {
 	if who == nil {
 		fmt.Fprintf(tw, "LEADER\t%s\n", s.Leader)
 		if s.Mode != "" {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/ckegen/ckegen/cluster"
 	"github.com/ckegen/ckegen/constraints"
+	"github.com/ckegen/ckegen/decision"
 	"github.com/ckegen/ckegen/generator"
 	"github.com/ckegen/ckegen/intake"
 	"github.com/ckegen/ckegen/internal/testutil/etcdtest"
@@ -127,9 +128,9 @@ func TestStoredWeightNoLabelFailsTick(t *testing.T) {
 		t.Fatal(err)
 	}
 	leader := site.Lead(t, "d", 0)
-	step := tick.New(tick.Config{Storage: site.Storage, Name: "d", RetireWait: time.Minute, Now: func() time.Time { return now },
+	step := tick.New(site.Storage, decision.Config{Name: "d", RetireWait: storage.Duration(time.Minute), Now: func() time.Time { return now },
 		Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	r := step.Run(ctx, leader, nil)
+	r := step.Run(ctx, leader, nil, nil)
 	if tick.ReasonOf(r.Err) != reason.InvalidTemplate {
 		t.Fatalf("the tick: %v, want %s", r.Err, reason.InvalidTemplate)
 	}
@@ -181,9 +182,9 @@ func weightAddedOnce(t *testing.T, maxUnhealthy string) {
 	}
 	must(t, store.SetMaxUnhealthy(ctx, limit))
 	leader := site.Lead(t, "d", 0)
-	step := tick.New(tick.Config{Storage: st, Name: "d", RetireWait: time.Minute, Now: func() time.Time { return now },
+	step := tick.New(st, decision.Config{Name: "d", RetireWait: storage.Duration(time.Minute), Now: func() time.Time { return now },
 		Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if r := step.Run(ctx, leader, nil); r.Err != nil {
+	if r := step.Run(ctx, leader, nil, nil); r.Err != nil {
 		t.Fatal(r.Err)
 	}
 
@@ -206,7 +207,7 @@ func weightAddedOnce(t *testing.T, maxUnhealthy string) {
 	must(t, err)
 	_, err = st.PutCluster(ctx, leader, data, rev, tmplRev)
 	must(t, err)
-	if r := step.Run(ctx, leader, nil); r.Err != nil || r.Decision == nil || r.Decision.Step != nil {
+	if r := step.Run(ctx, leader, nil, nil); r.Err != nil || r.Decision == nil || r.Decision.Step != nil {
 		t.Fatalf("on an unchanged inventory, the first tick after the upgrade: %v; want nothing written", r.Err)
 	}
 
@@ -227,7 +228,7 @@ func weightAddedOnce(t *testing.T, maxUnhealthy string) {
 	failed := func(r tick.Result) bool {
 		return (r.Err != nil) != breaker || (breaker && tick.ReasonOf(r.Err) != reason.TooManyUnhealthy)
 	}
-	r := step.Run(ctx, leader, nil)
+	r := step.Run(ctx, leader, nil, nil)
 	if failed(r) || r.Decision == nil || r.Decision.Step == nil {
 		t.Fatalf("the first write after the upgrade: %v", r.Err)
 	}
@@ -282,7 +283,7 @@ func weightAddedOnce(t *testing.T, maxUnhealthy string) {
 	t.Logf("the first write after the upgrade: %s, %d workers, %d re-rendered with the weight; the status:\n%s", e.Op, workers, added, out)
 
 	writes := len(h)
-	if r := step.Run(ctx, leader, nil); failed(r) {
+	if r := step.Run(ctx, leader, nil, nil); failed(r) {
 		t.Errorf("the tick after: %v", r.Err)
 	}
 	if h, err := st.History(ctx); err != nil || len(h) != writes {

@@ -144,6 +144,7 @@ func TestWhat(t *testing.T) {
 		{`{"a":1}`, "an object"}, {` [1]`, "an array"}, {"\n true", "true"}, {"false", "false"}, {"null", "null"},
 		{`"a\"b"`, `the string "a\"b"`}, {`-1.5e3`, "the number -1.5e3"}, {``, "nothing"},
 		{`"` + "0123456789012345678901234567890123456789more" + `"`, `the string "0123456789012345678901234567890123456789..."`},
+		{"1234567890123456789012345678901234567890999", "the number 1234567890123456789012345678901234567890..."},
 	} {
 		if got := What([]byte(c.raw)); got != c.want {
 			t.Errorf("What(%q) = %q, want %q", c.raw, got, c.want)

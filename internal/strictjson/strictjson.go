@@ -377,7 +377,7 @@ func plural(what string) string {
 
 // What names the JSON value that raw starts with (after white space), for
 // errors: the string "x", the number 1.5, an object, an array, true, false,
-// null. A long string is cut short.
+// null. A long string or number is cut short.
 func What(raw []byte) string {
 	raw = bytes.TrimLeft(raw, " \t\r\n")
 	if len(raw) == 0 {
@@ -409,7 +409,11 @@ func What(raw []byte) string {
 	if err != nil || tok.Kind() != '0' {
 		return "a number"
 	}
-	return "the number " + tok.String()
+	n := tok.String()
+	if len(n) > 40 {
+		n = n[:40] + "..."
+	}
+	return "the number " + n
 }
 
 // FieldNames lists the JSON member names of struct type t (or of the struct

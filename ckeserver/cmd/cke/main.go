@@ -29,6 +29,7 @@ import (
 	"go.etcd.io/etcd/client/v3/concurrency"
 
 	"github.com/ckegen/ckegen/ckeserver/integrator"
+	"github.com/ckegen/ckegen/decision"
 	"github.com/ckegen/ckegen/internal/etcdclient"
 	"github.com/ckegen/ckegen/internal/listen"
 	"github.com/ckegen/ckegen/internal/logbridge"
@@ -39,7 +40,6 @@ import (
 	"github.com/ckegen/ckegen/internal/version"
 	"github.com/ckegen/ckegen/liveview"
 	"github.com/ckegen/ckegen/storage"
-	"github.com/ckegen/ckegen/web"
 )
 
 // CKE's server's flags, with CKE's names and defaults; cybozu-go/well adds
@@ -185,7 +185,7 @@ func run(d durations) error {
 	if err != nil {
 		return fmt.Errorf("host name: %w", err)
 	}
-	icfg := integrator.Config{Client: etcd, Name: name, Interval: d.interval, Registerer: prometheus.DefaultRegisterer, Log: lg}
+	icfg := integrator.Config{Client: etcd, Registerer: prometheus.DefaultRegisterer, Config: decision.Config{Name: name, Interval: storage.Duration(d.interval), Log: lg}}
 	if *flgDebugSabakan {
 		return runIntegratorAlone(icfg)
 	}
@@ -235,7 +235,7 @@ func run(d durations) error {
 // runIntegratorAlone runs the integrator as CKE's server does under
 // --debug-sabakan: alone, retired workers leaving after 5 s.
 func runIntegratorAlone(icfg integrator.Config) error {
-	icfg.RetireWait = 5 * time.Second
+	icfg.RetireWait = storage.Duration(5 * time.Second)
 	ig, err := integrator.New(icfg)
 	if err != nil {
 		return err
@@ -278,7 +278,7 @@ func wait() error {
 func ckegenHandler(etcd *clientv3.Client, lg *slog.Logger) http.Handler {
 	st := storage.Storage{Client: etcd}
 	mux := http.NewServeMux()
-	mux.Handle("/", web.NewHandler(liveview.NewReader(st, liveview.Options{NextStep: liveview.StoredNextStep}), web.Options{Log: lg}))
+	mux.Handle("/", liveview.NewHandler(liveview.NewReader(st, liveview.Options{}), liveview.PageOptions{Log: lg}))
 	mux.HandleFunc("GET /version", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, version.Current(), nil)
 	})

@@ -153,7 +153,7 @@ func TestTreeFilesRepo(t *testing.T) {
 	}
 	d := time.Since(start)
 	t.Logf("%d files of the repository key a build, listed and hashed in %s", len(names), d.Round(time.Millisecond))
-	for _, want := range []string{"go.mod", "go.sum", "cmd/ckegen/main.go", "web/page.html"} {
+	for _, want := range []string{"go.mod", "go.sum", "cmd/ckegen/main.go", "liveview/page.html"} {
 		if !slices.Contains(names, want) {
 			t.Errorf("TreeFiles of the repository lacks %s", want)
 		}

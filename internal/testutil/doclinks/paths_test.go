@@ -1,10 +1,13 @@
 package doclinks
 
 import (
+	"fmt"
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -15,21 +18,39 @@ import (
 // code is an inline code span of Markdown (outside fenced blocks).
 var code = regexp.MustCompile("`([^`\n]+)`")
 
+// span is a piece of a document's code and the line it is on.
+type span struct {
+	text string
+	line int
+}
+
 // spans are the code of a Markdown document: its inline code spans, and
 // each line of its fenced blocks (commands, the diagram of the layers).
-func spans(doc string) []string {
-	var out []string
-	for _, m := range code.FindAllStringSubmatch(fence.ReplaceAllString(doc, ""), -1) {
-		out = append(out, m[1])
+func spans(doc string) []span {
+	var out []span
+	// Fenced blocks blanked to their newlines, so that lines still count.
+	inline := fence.ReplaceAllStringFunc(doc, func(f string) string {
+		return strings.Repeat("\n", strings.Count(f, "\n"))
+	})
+	line, last := 1, 0
+	for _, m := range code.FindAllStringSubmatchIndex(inline, -1) {
+		line += strings.Count(inline[last:m[0]], "\n")
+		last = m[0]
+		out = append(out, span{inline[m[2]:m[3]], line})
 	}
-	for _, f := range fence.FindAllString(doc, -1) {
-		out = append(out, strings.Split(f, "\n")...)
+	line, last = 1, 0
+	for _, m := range fence.FindAllStringIndex(doc, -1) {
+		line += strings.Count(doc[last:m[0]], "\n")
+		last = m[0]
+		for i, l := range strings.Split(doc[m[0]:m[1]], "\n") {
+			out = append(out, span{l, line + i})
+		}
 	}
 	return out
 }
 
-// module is the project's module path: an import path under it names a
-// directory of the repository.
+// module is the path every module of the repository has its path under:
+// an import path under it names a directory of the repository.
 const module = "github.com/ckegen/ckegen/"
 
 // ref is what a word of a code span names in the repository: a file or a
@@ -38,38 +59,49 @@ const module = "github.com/ckegen/ckegen/"
 type ref struct{ path, ident string }
 
 // identifier is a Go name after a package: tick.Memory,
-// intake.Reader.Request, cmd/ckegen.TestDaemonProcess.
-var identifier = regexp.MustCompile(`^([A-Z][A-Za-z0-9_]*)(?:\.([A-Za-z_][A-Za-z0-9_]*))?`)
+// intake.Reader.Request, cmd/ckegen.TestDaemonProcess, tick.memory.next.
+var identifier = regexp.MustCompile(`^([A-Za-z_][A-Za-z0-9_]*)(?:\.([A-Za-z_][A-Za-z0-9_]*))?`)
 
 // refOf is what word names in the repository, if anything: a path whose
 // first element is an entry at the top of the repository (`tick/gate.go`,
 // `cmd/ckegen/`, `./machine/`, an import path of the module), or a
-// package's exported name (`tick.Memory`, `cmd/ckegen.TestDaemonProcess`);
-// not an etcd key (`sabakan/status`, `sabakan/history/<rev>`), nor a
-// pattern (`internal/testutil/*`). dir is the directory a `cd` before it
-// in the same span moved to.
-func refOf(word, dir string, top, keys map[string]bool) (ref, bool) {
+// package's name: an exported one (`tick.Memory`,
+// `cmd/ckegen.TestDaemonProcess`), or a member of one of its types,
+// exported or not (`tick.Step.Run`, `tick.memory.next` when tick declares
+// a type memory); not an etcd key (`sabakan/status`,
+// `sabakan/history/<rev>`), nor a pattern (`internal/testutil/*`), nor a
+// key of a file (`sabakan.spare_node_taint_key`). dir is the directory a
+// `cd` before it in the same span moved to; isType says whether a
+// directory's package declares a type.
+func refOf(word, dir string, top, keys map[string]bool, isType func(dir, name string) bool) (ref, bool) {
 	word = strings.TrimPrefix(word, "./")
 	if rest, ok := strings.CutPrefix(word, module); ok {
 		word = rest
 	}
-	var r ref
 	last := strings.LastIndexByte(word, '/') + 1
 	if i := strings.IndexByte(word[last:], '.'); i > 0 {
-		if m := identifier.FindStringSubmatch(word[last+i+1:]); m != nil {
-			r.ident = m[1]
-			if m[2] != "" {
-				r.ident += "." + m[2]
+		if m := identifier.FindStringSubmatch(word[last+i+1:]); m != nil && (exported(m[1]) || m[2] != "") {
+			r, ok := pathRef(word[:last+i], dir, true, top, keys)
+			if ok && (exported(m[1]) || isType(r.path, m[1])) {
+				r.ident = m[1]
+				if m[2] != "" {
+					r.ident += "." + m[2]
+				}
+				return r, true
 			}
-			word = word[:last+i]
 		}
 	}
+	return pathRef(word, dir, false, top, keys)
+}
+
+// pathRef is the path word names, if any; named says a Go name follows it.
+func pathRef(word, dir string, named bool, top, keys map[string]bool) (ref, bool) {
 	// A file named with its line (tick/gate.go:42), a key with its value
 	// (sabakan/owner: ckegen).
 	if i := strings.IndexByte(word, ':'); i > 0 {
 		word = word[:i]
 	}
-	if !strings.Contains(word, "/") && r.ident == "" || strings.ContainsAny(word, "*<>{}$()") {
+	if !strings.Contains(word, "/") && !named || strings.ContainsAny(word, "*<>{}$()") {
 		return ref{}, false
 	}
 	if dir != "" {
@@ -86,8 +118,120 @@ func refOf(word, dir string, top, keys map[string]bool) (ref, bool) {
 			return ref{}, false
 		}
 	}
-	r.path = word
-	return r, true
+	return ref{path: word}, true
+}
+
+func exported(name string) bool { return name[0] >= 'A' && name[0] <= 'Z' }
+
+// member is a Go name of the form Type.Member at the start of a word.
+var member = regexp.MustCompile(`^([A-Za-z_][A-Za-z0-9_]*)\.([A-Za-z_][A-Za-z0-9_]*)`)
+
+// bareMember is the type and member word names when it reads as
+// Type.Member without a package (`Memory.next`, `Step.Run(ctx,`,
+// `(*Step).Run`): a word without a slash whose first
+// part is exported. A lower-case first part reads as a package (CKE's
+// `server.Integrator`) or a key of a file (`status.duration`,
+// `options.kubelet.cri_endpoint`) as often as an unexported type: a
+// document names an unexported type's member with its package
+// (`tick.memory.next`), which refOf reads. Whether the first part is a
+// type of the repository is for the caller to say.
+func bareMember(word string) (typ, mem string, ok bool) {
+	if strings.Contains(word, "/") {
+		return "", "", false
+	}
+	// A method expression, (*Step).Run, reads as Step.Run.
+	word = strings.Replace(strings.TrimLeft(word, "(*&[!\"'"), ").", ".", 1)
+	m := member.FindStringSubmatch(word)
+	if m == nil || !exported(m[1]) {
+		return "", "", false
+	}
+	return m[1], m[2], true
+}
+
+// checker checks what documents name in code against a repository.
+type checker struct {
+	fsys  fs.FS           // the repository
+	top   map[string]bool // the entries at its top
+	keys  map[string]bool // etcd keys and prefixes, which read as paths
+	decls *decls
+
+	paths, names, members int // what was checked
+}
+
+// check returns what doc names in code that the repository does not
+// have, each as "line: what and what to do".
+func (c *checker) check(doc string) []string {
+	var out []string
+	for _, s := range spans(doc) {
+		words, dir := strings.Fields(s.text), ""
+		for i := 0; i < len(words); i++ {
+			if words[i] == "cd" && i+1 < len(words) {
+				i++
+				dir = strings.TrimSuffix(strings.TrimPrefix(words[i], "./"), "/")
+				continue
+			}
+			if msg := c.word(words[i], dir); msg != "" {
+				out = append(out, fmt.Sprintf("%d: `%s` %s", s.line, s.text, msg))
+			}
+		}
+	}
+	return out
+}
+
+// word checks one word of a span: "" when it names nothing of the
+// repository, or what it names is there.
+func (c *checker) word(word, dir string) string {
+	if r, ok := refOf(word, dir, c.top, c.keys, c.decls.isType); ok {
+		return c.ref(r)
+	}
+	typ, mem, ok := bareMember(word)
+	if !ok || len(c.decls.byName[typ]) == 0 {
+		return ""
+	}
+	c.members++
+	var pkgs []string
+	for _, r := range c.decls.byName[typ] {
+		if c.decls.has(r, mem) {
+			return ""
+		}
+		pkgs = append(pkgs, r.pkg)
+	}
+	return fmt.Sprintf("names %s.%s, but no type %s of the repository (in %s) has a field or method %s: name a member it has, or, if it is not Go, write it so that it does not read as Type.Member",
+		typ, mem, typ, strings.Join(pkgs, ", "), mem)
+}
+
+// ref checks a path and the Go name in it.
+func (c *checker) ref(r ref) string {
+	c.paths++
+	dir := path.Clean(r.path)
+	if _, err := fs.Stat(c.fsys, dir); err != nil {
+		return fmt.Sprintf("names %s, which is not in the repository: name the path it has now", r.path)
+	}
+	if r.ident == "" {
+		return ""
+	}
+	c.names++
+	p := c.decls.pkgs[dir]
+	if p == nil {
+		return fmt.Sprintf("names %s in %s, which holds no Go package", r.ident, r.path)
+	}
+	typ, mem, ok := strings.Cut(r.ident, ".")
+	if !ok {
+		if p.names[typ] {
+			return ""
+		}
+		return fmt.Sprintf("names %s in %s, which declares no such name: name what it declares now", typ, r.path)
+	}
+	c.members++
+	switch {
+	case p.types[typ] == nil && p.names[typ]:
+		return fmt.Sprintf("names %s in %s, but %s is not a type there: name a type and its member", r.ident, r.path, typ)
+	case p.types[typ] == nil:
+		return fmt.Sprintf("names %s in %s, which declares no type %s: name what it declares now", r.ident, r.path, typ)
+	case !c.decls.has(typeRef{dir, typ}, mem):
+		return fmt.Sprintf("names %s in %s, but its type %s has no field or method %s: name a member it has", r.ident, r.path, typ, mem)
+	}
+	return ""
 }
 
 // etcdKeys are the keys and prefixes storage declares (its Key
@@ -137,82 +281,59 @@ func addKeys(t *testing.T, f *ast.File, keys map[string]bool) {
 	}
 }
 
-// declared are the names a package declares at its top level, and
-// "Type.Name" for each method and field of its types, tests included.
-func declared(t *testing.T, dir string) map[string]bool {
-	t.Helper()
-	files, err := filepath.Glob(filepath.Join(dir, "*.go"))
+// TestPaths: every repository path the README and docs/*.md name in
+// code (inline spans and each word of fenced blocks) exists, and every Go
+// name they give is declared there. A Go name is either
+//   - after a path of the repository: an exported name of its package
+//     (`tick.Memory`), or a field or method of a type of it, exported
+//     or not (`tick.Step.Run`, `storage.Status.Pending`,
+//     `tick.memory.next` when tick declares a type memory; a lower-case
+//     name that is no type there is not Go: `sabakan.spare_node_taint_key`
+//     is a key of CKE's settings);
+//   - or Type.Member without a package (`Memory.next`, `Step.Run(ctx,`):
+//     a word without a slash whose first part is an exported name that a
+//     package of the repository, tests included, gives a type. A
+//     lower-case first part is not read without a package: `status.state`,
+//     `server.Integrator` are a key of a record and CKE's package, not
+//     types status and server of the repository; nor is a first part no
+//     package gives a type (CKE's `Server.Run`). A name several packages
+//     give a type is right when any of them has the member.
+//
+// A member is a field (an embedded one by its type's name) or method,
+// an interface's method, one promoted from an embedded type of the
+// repository, or one of the type an alias is of (a defined type, type
+// T U: U's fields and promoted members, not U's methods); a type that
+// embeds or is made from one outside the repository accepts any member.
+// Only the first member is checked (`Decision.Plan.Ops` checks Plan). A
+// file that moved, or a name that was renamed, fails with the document's
+// line and what to do.
+func TestPaths(t *testing.T) {
+	root := "../../.."
+	c := repoChecker(t, root)
+	files, err := filepath.Glob(filepath.Join(root, "docs", "*.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	names := map[string]bool{}
-	fset := token.NewFileSet()
-	for _, path := range files {
-		f, err := parser.ParseFile(fset, path, nil, parser.SkipObjectResolution)
+	files = append(files, filepath.Join(root, "README.md"))
+	for _, f := range files {
+		data, err := os.ReadFile(f)
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, d := range f.Decls {
-			switch d := d.(type) {
-			case *ast.FuncDecl:
-				if d.Recv == nil {
-					names[d.Name.Name] = true
-					continue
-				}
-				recv := d.Recv.List[0].Type
-				if star, ok := recv.(*ast.StarExpr); ok {
-					recv = star.X
-				}
-				if idx, ok := recv.(*ast.IndexExpr); ok {
-					recv = idx.X
-				}
-				if id, ok := recv.(*ast.Ident); ok {
-					names[id.Name+"."+d.Name.Name] = true
-				}
-			case *ast.GenDecl:
-				for _, s := range d.Specs {
-					switch s := s.(type) {
-					case *ast.TypeSpec:
-						names[s.Name.Name] = true
-						st, ok := s.Type.(*ast.StructType)
-						if !ok {
-							continue
-						}
-						for _, field := range st.Fields.List {
-							for _, n := range field.Names {
-								names[s.Name.Name+"."+n.Name] = true
-							}
-							if len(field.Names) == 0 { // embedded
-								typ := field.Type
-								if star, ok := typ.(*ast.StarExpr); ok {
-									typ = star.X
-								}
-								switch e := typ.(type) {
-								case *ast.Ident:
-									names[s.Name.Name+"."+e.Name] = true
-								case *ast.SelectorExpr:
-									names[s.Name.Name+"."+e.Sel.Name] = true
-								}
-							}
-						}
-					case *ast.ValueSpec:
-						for _, n := range s.Names {
-							names[n.Name] = true
-						}
-					}
-				}
-			}
+		rel, _ := filepath.Rel(root, f)
+		for _, msg := range c.check(string(data)) {
+			t.Errorf("%s:%s", rel, msg)
 		}
 	}
-	return names
+	t.Logf("%d paths checked, %d of them names in a package; %d members of types", c.paths, c.names, c.members)
+	if c.paths < 100 || c.names < 50 || c.members < 20 {
+		t.Errorf("only %d paths, %d of them names in a package, and %d members checked: the documents are not where the test looks", c.paths, c.names, c.members)
+	}
 }
 
-// TestPaths: every repository path the README and docs/*.md name in
-// code (spans and fenced blocks) exists, and every exported name of a package of the repository
-// they name is declared there; a file that moved, or a name that was
-// renamed, fails.
-func TestPaths(t *testing.T) {
-	root := "../../.."
+// repoChecker is the checker of the repository at root.
+func repoChecker(t *testing.T, root string) *checker {
+	t.Helper()
 	entries, err := os.ReadDir(root)
 	if err != nil {
 		t.Fatal(err)
@@ -223,60 +344,18 @@ func TestPaths(t *testing.T) {
 			top[e.Name()] = true
 		}
 	}
-	keys := etcdKeys(t, root)
-	packages := map[string]map[string]bool{}
-	files, err := filepath.Glob(filepath.Join(root, "docs", "*.md"))
+	fsys := os.DirFS(root)
+	d, err := readDecls(fsys)
 	if err != nil {
 		t.Fatal(err)
 	}
-	files = append(files, filepath.Join(root, "README.md"))
-	paths, idents := 0, 0
-	for _, f := range files {
-		data, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, span := range spans(string(data)) {
-			words, dir := strings.Fields(span), ""
-			for i := 0; i < len(words); i++ {
-				word := words[i]
-				if word == "cd" && i+1 < len(words) {
-					i++
-					dir = strings.TrimSuffix(strings.TrimPrefix(words[i], "./"), "/")
-					continue
-				}
-				r, ok := refOf(word, dir, top, keys)
-				if !ok {
-					continue
-				}
-				paths++
-				where := filepath.Join(root, filepath.FromSlash(r.path))
-				if _, err := os.Stat(where); err != nil {
-					t.Errorf("%s: `%s` names %s, which is not in the repository", filepath.Base(f), span, r.path)
-					continue
-				}
-				if r.ident == "" {
-					continue
-				}
-				idents++
-				if packages[r.path] == nil {
-					packages[r.path] = declared(t, where)
-				}
-				if !packages[r.path][r.ident] {
-					t.Errorf("%s: `%s` names %s in %s, which declares no such name", filepath.Base(f), span, r.ident, r.path)
-				}
-			}
-		}
-	}
-	t.Logf("%d paths checked, %d of them names in a package", paths, idents)
-	if paths < 100 || idents < 50 {
-		t.Errorf("only %d paths, %d of them names in a package, checked: the documents are not where the test looks", paths, idents)
-	}
+	return &checker{fsys: fsys, top: top, keys: etcdKeys(t, root), decls: d}
 }
 
 func TestRefOf(t *testing.T) {
 	top := map[string]bool{"tick": true, "sabakan": true, "cmd": true, "internal": true, "ckeref": true}
 	keys := map[string]bool{"sabakan/status": true, "sabakan/owner": true, "sabakan/history/": true}
+	isType := func(dir, name string) bool { return dir == "tick" && name == "memory" }
 	for _, c := range []struct {
 		word, dir string
 		want      ref
@@ -304,7 +383,7 @@ func TestRefOf(t *testing.T) {
 		{"github.com/cybozu-go/well", "", ref{}},
 		{"DecodeList20000/compact", "", ref{}},
 	} {
-		got, ok := refOf(c.word, c.dir, top, keys)
+		got, ok := refOf(c.word, c.dir, top, keys, isType)
 		if got != c.want || ok != (c.want != ref{}) {
 			t.Errorf("refOf(%q, %q) = %+v, %v; want %+v", c.word, c.dir, got, ok, c.want)
 		}

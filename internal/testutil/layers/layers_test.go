@@ -18,33 +18,30 @@ var forbidden = map[string][]string{
 	// The reason codes are the bottom of every layer.
 	"reason": {"storage", "intake", "generator", "tick", "daemon"},
 	// The generator is pure: no I/O edge, nothing above it.
-	"generator": {"storage", "sabakan", "metricprovider", "kubenodes", "intake", "daemon", "liveview"},
+	"generator": {"storage", "sabakan", "kubenodes", "intake", "daemon", "liveview"},
 	// The resilience report is as pure as the generator it runs.
-	"resilience": {"storage", "sabakan", "metricprovider", "kubenodes", "intake", "tick", "daemon", "liveview", "planreport"},
+	"resilience": {"storage", "sabakan", "kubenodes", "intake", "tick", "daemon", "liveview", "planreport"},
 	// So is the forecast.
-	"forecast": {"storage", "sabakan", "metricprovider", "kubenodes", "intake", "tick", "daemon", "liveview", "planreport"},
+	"forecast": {"storage", "sabakan", "kubenodes", "intake", "tick", "daemon", "liveview", "planreport"},
 	// The input path reads settings for the step and the views; it is
 	// not one of them.
-	"intake": {"tick", "daemon", "liveview", "web", "rackmap", "planreport"},
+	"intake": {"tick", "daemon", "liveview", "planreport"},
 	// The step runs in any host: it knows none of them.
-	"tick": {"daemon", "liveview", "web", "rackmap", "cmd/ckegen", "cmd/ckegenctl"},
+	"tick": {"daemon", "liveview", "cmd/ckegen", "cmd/ckegenctl"},
 	// The decision is the step's and the views': it knows neither the
 	// step that writes it nor any view or host.
-	"decision": {"tick", "daemon", "liveview", "web", "rackmap", "cmd/ckegen", "cmd/ckegenctl"},
+	"decision": {"tick", "daemon", "liveview", "cmd/ckegen", "cmd/ckegenctl"},
 	// The models parse documents; they know no edge.
 	"cluster":       {"storage", "sabakan", "generator"},
 	"template":      {"storage", "sabakan", "generator"},
 	"constraints":   {"storage", "sabakan", "generator"},
 	"machine":       {"storage", "sabakan", "generator"},
-	"policy":        {"storage", "sabakan", "generator", "metricprovider"},
+	"policy":        {"storage", "sabakan", "generator", "intake"},
 	"failuredomain": {"storage", "sabakan", "generator", "policy"},
 	"assume":        {"storage", "sabakan", "generator", "intake"},
-	// The views never write the cluster: they link the decision, not the
-	// step that writes it, nor the loop.
-	"liveview": {"daemon", "tick"},
-	"web":      {"daemon", "tick"},
-	// Who acts is read, never decided: no step, no host, no view.
-	"actor": {"tick", "daemon", "liveview", "web", "cmd/ckegen", "cmd/ckegenctl"},
+	// The views (the page, the map, who acts) never write the cluster:
+	// they link the decision, not the step that writes it, nor the loop.
+	"liveview": {"daemon", "tick", "cmd/ckegen", "cmd/ckegenctl"},
 }
 
 // TestLayers: no package depends on a package of a layer above it.

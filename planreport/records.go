@@ -1,0 +1,59 @@
+package planreport
+
+import (
+	"github.com/ckegen/ckegen/failuredomain"
+	"github.com/ckegen/ckegen/generator"
+	"github.com/ckegen/ckegen/storage"
+)
+
+// The generator's results as storage's records keep them: storage knows
+// its own record types, not the generator's (docs/design.md, Layers).
+
+// StoredChanges returns the first storage.MaxChanges of cs as the status and
+// the history keep them, each score as its value (ScoreValue).
+func StoredChanges(cs []generator.Change) []storage.Change {
+	cs = cs[:min(len(cs), storage.MaxChanges)]
+	out := make([]storage.Change, len(cs))
+	for i, c := range cs {
+		out[i] = storage.Change{Action: c.Action, Address: c.Address, Serial: c.Serial, Score: ScoreValue(c.Score),
+			Reason: c.Reason, Placement: c.Placement, Group: c.Group}
+	}
+	return out
+}
+
+// Rate is r as the status keeps it; nil for nil.
+func Rate(r *generator.WorkerRate) *storage.WorkerRate {
+	if r == nil {
+		return nil
+	}
+	return &storage.WorkerRate{Workers: r.Workers, Machines: r.Machines, Percent: r.Percent, Minimum: r.Minimum}
+}
+
+// Groups is gs as the status keeps them.
+func Groups(gs []generator.GroupNodes) []storage.GroupNodes {
+	if gs == nil {
+		return nil
+	}
+	out := make([]storage.GroupNodes, len(gs))
+	for i, g := range gs {
+		out[i] = storage.GroupNodes{Group: g.Group, Nodes: g.Nodes}
+	}
+	return out
+}
+
+// Domains is the census of the control planes by failure domain as the
+// status keeps it: each domain, and those whose loss breaks etcd's
+// quorum, with what the status warns of them.
+func Domains(cen *failuredomain.Census) *storage.FailureDomains {
+	fd := &storage.FailureDomains{FailureDomain: cen.Key.Name(), ControlPlanes: cen.ControlPlanes, Quorum: cen.Quorum(),
+		Domains: make([]storage.DomainControlPlanes, 0, len(cen.Domains)), AtRisk: []string{}}
+	for _, dom := range cen.Domains {
+		lost := failuredomain.BreaksQuorum(dom.Held(), cen.ControlPlanes)
+		fd.Domains = append(fd.Domains, storage.DomainControlPlanes{Domain: dom.Name, ControlPlanes: dom.Addresses, QuorumLost: lost})
+		if lost {
+			fd.AtRisk = append(fd.AtRisk, dom.Name)
+			fd.Warnings = append(fd.Warnings, cen.Words(dom))
+		}
+	}
+	return fd
+}

@@ -1,0 +1,57 @@
+package tick
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/ckegen/ckegen/decision"
+	"github.com/ckegen/ckegen/intake"
+	"github.com/ckegen/ckegen/reason"
+	"github.com/ckegen/ckegen/sabakan"
+)
+
+// TestSettingsClimbedOnce: the rungs decided from the settings alone are
+// climbed once, by the gather, which stops there: Decide takes that
+// climb, and does not climb again on what the gather read.
+func TestSettingsClimbedOnce(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	leader := f.lead(t)
+	must(t, f.st.SetDisabled(ctx, true))
+	gr := decision.NewGatherer(f.st.Storage, sabakan.Options{Timeout: time.Second, Retries: -1}, func() time.Time { return testNow })
+	g := gr.Gather(ctx, leader, decision.Ask{Config: decision.Config{}.WithDefaults()})
+	if g.Asked {
+		t.Fatal("a disabled integration's gather asked sabakan")
+	}
+	if d := decision.Decide(g, decision.Memory{}); d.Result != reason.Disabled || d.Hold == nil || d.Hold.Rung != decision.RungSwitch {
+		t.Fatalf("disabled: %s %s, hold %+v", d.Result, d.Reason, d.Hold)
+	}
+	// What a second climb would see: the switch off. The decision is the
+	// gather's climb.
+	g.Settings.Own.CKEDisabled = false
+	if d := decision.Decide(g, decision.Memory{}); d.Result != reason.Disabled {
+		t.Errorf("Decide climbed again on the settings: %s %s", d.Result, d.Reason)
+	}
+}
+
+// TestSwitchInForce: the switch in force is decided once
+// (intake.Ownership.Disabled): wherever the owner does not hold the
+// gate, the gate holds on the switch exactly when that switch is on.
+func TestSwitchInForce(t *testing.T) {
+	for _, owner := range []string{"", intake.OwnerCKE, intake.OwnerCKEGen} {
+		for bits := range 8 {
+			own := intake.Ownership{Owner: owner, CKEServer: bits&1 != 0, CKEDisabled: bits&2 != 0, CKEGenDisabled: bits&4 != 0}
+			if owner == intake.OwnerCKE {
+				own.OwnerRev = 7 // written: handed back
+			}
+			h := decision.Gate(own, "", false, testNow, time.Minute)
+			if h != nil && h.Rung == decision.RungOwner {
+				continue
+			}
+			if got := h != nil && h.Rung == decision.RungSwitch; got != own.Disabled() {
+				t.Errorf("%+v: the gate holds on the switch %v, the switch in force is on %v", own, got, own.Disabled())
+			}
+		}
+	}
+}
