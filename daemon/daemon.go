@@ -201,7 +201,7 @@ func (d *Daemon) tickLoop(ctx context.Context, leaderKey string, trigger <-chan 
 		if ctx.Err() != nil {
 			return nil
 		}
-		if tick.ReasonOf(res.Err) == reason.LostLeadership {
+		if reason.Of(res.Err) == reason.LostLeadership {
 			return res.Err
 		}
 		if tick.EtcdHung(res.Err) {

@@ -32,7 +32,7 @@ type Decision struct {
 	// disabled, waiting, planning or failing; Err is a failure with its
 	// cause.
 	Result, Reason, Message string
-	Err                     *Error
+	Err                     *reason.Error
 	// Hold is the rung of the hold ladder the tick holds on (nil: none);
 	// Also the rungs after it that would hold it too (the circuit
 	// breaker, while the quiet time or the trigger holds).
@@ -180,7 +180,7 @@ func Decide(g *Gathered, mem Memory) *Decision {
 		if step != nil {
 			msg += fmt.Sprintf("; state taints written (%s)", plural(len(step.Changes), "change", "changes"))
 		}
-		d.Result, d.Reason, d.Message, d.Err = reason.Failing, reason.TooManyUnhealthy, msg, Fail(reason.TooManyUnhealthy, errors.New(msg))
+		d.Result, d.Reason, d.Message, d.Err = reason.Failing, reason.TooManyUnhealthy, msg, reason.Fail(reason.TooManyUnhealthy, errors.New(msg))
 	}
 	d.count(in)
 	d.keepPlan(in, step, settled)
@@ -216,7 +216,7 @@ func (d *Decision) climbSettings() bool {
 	ref := g.Refused
 	switch {
 	case ref != nil && intake.RowOf(ref.Setting).Kind == intake.Switch && !g.PastGates:
-		d.fail(Fail(ref.Reason, ref))
+		d.fail(reason.Fail(ref.Reason, ref))
 		return true
 	case ref != nil && intake.RowOf(ref.Setting).Kind == intake.Switch:
 		// The ownership cannot be read: no gate to climb.
@@ -242,7 +242,7 @@ func (d *Decision) climbSettings() bool {
 			d.Result, d.Reason, d.Message = reason.Waiting, ref.Reason, ref.Error()
 			return true
 		case row.Kind == intake.Input || !g.PastGates:
-			d.fail(Fail(ref.Reason, ref))
+			d.fail(reason.Fail(ref.Reason, ref))
 			return true
 		default:
 			d.gated(RungSettings, ref)
@@ -266,9 +266,9 @@ func newDecision(g *Gathered) *Decision {
 
 // fail makes d a failure with err's reason.
 func (d *Decision) fail(err error) *Decision {
-	var te *Error
+	var te *reason.Error
 	if !errors.As(err, &te) {
-		te = Fail(reason.EtcdError, err)
+		te = reason.Fail(reason.EtcdError, err)
 	}
 	d.Result, d.Reason, d.Message, d.Err = reason.Failing, te.Reason, te.Err.Error(), te
 	return d
@@ -326,11 +326,11 @@ func (d *Decision) first(in generator.Input) (*generator.Result, []string, error
 		}
 		return nil, nil, nil
 	case errors.Is(err, generator.ErrNotEnoughMachines):
-		return nil, nil, Fail(reason.NotEnoughMachines, err)
+		return nil, nil, reason.Fail(reason.NotEnoughMachines, err)
 	case errors.Is(err, generator.ErrTooManyNonExistent):
-		return nil, nil, Fail(reason.TooManyNonExistent, err)
+		return nil, nil, reason.Fail(reason.TooManyNonExistent, err)
 	case err != nil:
-		return nil, nil, Fail(reason.GenerationError, err)
+		return nil, nil, reason.Fail(reason.GenerationError, err)
 	}
 	return res, nil, nil
 }
@@ -349,14 +349,14 @@ func nonNilStrings(ss []string) []string {
 func (d *Decision) check(step *generator.Result) error {
 	data, err := step.Cluster.AppendJSON(nil) // json.Marshal's bytes, without reflection
 	if err != nil {
-		return Fail(reason.GenerationError, err)
+		return reason.Fail(reason.GenerationError, err)
 	}
 	o := d.Config
 	if size := len(data) + o.WriteOverhead; o.MaxClusterBytes > 0 && size > o.MaxClusterBytes {
-		return Fail(reason.ClusterTooLarge, tooLarge(len(data), size, len(step.Cluster.Nodes), o.MaxClusterBytes, d.Gathered.Settings.Constraints))
+		return reason.Fail(reason.ClusterTooLarge, tooLarge(len(data), size, len(step.Cluster.Nodes), o.MaxClusterBytes, d.Gathered.Settings.Constraints))
 	}
 	if err := step.Cluster.Validate(); err != nil {
-		return Fail(reason.InvalidCluster, fmt.Errorf("the generated cluster would be refused by CKE: %w", err))
+		return reason.Fail(reason.InvalidCluster, fmt.Errorf("the generated cluster would be refused by CKE: %w", err))
 	}
 	d.Data = data
 	if cur := d.Gathered.Settings.Current; len(step.Changes) == 0 && cur != nil {
@@ -375,7 +375,7 @@ func (d *Decision) planning(in generator.Input, overLimit string) *Decision {
 	d.count(in)
 	p, err := generator.MakePlan(in, s.TemplateChanged(), d.Config.MaxSteps)
 	if err != nil {
-		return d.fail(Fail(reason.GenerationError, fmt.Errorf("plan: %w", err)))
+		return d.fail(reason.Fail(reason.GenerationError, fmt.Errorf("plan: %w", err)))
 	}
 	d.Plan = p
 	d.planWarnings()

@@ -30,7 +30,7 @@ type Gathered struct {
 	// Failure is what kept the gather from reading what the decision
 	// needs (etcd, the leadership, sabakan, a metric provider,
 	// Kubernetes), with its reason code; nil when nothing failed.
-	Failure *Error
+	Failure *reason.Error
 
 	// Settings are the settings of the snapshot (nil: etcd was not
 	// read); Refusals those refused, by setting, and Refused the first of
@@ -164,7 +164,7 @@ func (gr *Gatherer) Gather(ctx context.Context, leaderKey string, a Ask) *Gather
 	}
 	snap, err := gr.read(ctx, req)
 	if err != nil {
-		g.Failure = Fail(reason.EtcdError, err)
+		g.Failure = reason.Fail(reason.EtcdError, err)
 		return g
 	}
 	// A leader learns that its lease is gone only at the next keepalive;
@@ -172,7 +172,7 @@ func (gr *Gatherer) Gather(ctx context.Context, leaderKey string, a Ask) *Gather
 	// querying sabakan. (The cluster write is guarded by the key in any
 	// case.)
 	if leaderKey != "" && !snap.Leading {
-		g.Failure = Fail(reason.LostLeadership, storage.ErrNoLeader)
+		g.Failure = reason.Fail(reason.LostLeadership, storage.ErrNoLeader)
 		return g
 	}
 	if a.Memory {
@@ -236,10 +236,10 @@ func settingsID(snap *storage.Snapshot) string {
 // generator's typo guard) and a warning for each machine ignored or
 // changed; with rehearse, the answer is the rehearsal's (Ask.Rehearse);
 // with Ask.Context, every machine too, in parallel.
-func (gr *Gatherer) query(ctx context.Context, g *Gathered, a Ask) *Error {
+func (gr *Gatherer) query(ctx context.Context, g *Gathered, a Ask) *reason.Error {
 	client, err := gr.sabakan.For(g.Settings.URL)
 	if err != nil {
-		return Fail(reason.QueryError, err)
+		return reason.Fail(reason.QueryError, err)
 	}
 	vars, states, rehearse := g.Settings.Variables, sabakan.StateFilter{}, a.Rehearse
 	if rehearse != nil {
@@ -256,13 +256,13 @@ func (gr *Gatherer) query(ctx context.Context, g *Gathered, a Ask) *Error {
 	err = errors.Join(err, all.Wait())
 	switch {
 	case errors.Is(err, sabakan.ErrUnreachable):
-		return Fail(reason.SabakanUnreachable, err)
+		return reason.Fail(reason.SabakanUnreachable, err)
 	case err != nil:
-		return Fail(reason.QueryError, err)
+		return reason.Fail(reason.QueryError, err)
 	}
 	if rehearse != nil {
 		if raw, err = rehearse(raw, states); err != nil {
-			return Fail(reason.QueryError, err)
+			return reason.Fail(reason.QueryError, err)
 		}
 	}
 	var warnings []string
@@ -277,14 +277,14 @@ func (gr *Gatherer) query(ctx context.Context, g *Gathered, a Ask) *Error {
 // METRICS_UNAVAILABLE: the tick decides nothing, as when sabakan does not
 // answer. What Prometheus warned about, and a metric that no machine of
 // the tick has a value of, are warnings.
-func (gr *Gatherer) fetchMetrics(ctx context.Context, g *Gathered) *Error {
+func (gr *Gatherer) fetchMetrics(ctx context.Context, g *Gathered) *reason.Error {
 	start := time.Now() // elapsed time, for the metrics
 	vals, _, warnings, err := intake.FetchMetrics(ctx, g.Settings.Policy, g.Machines)
 	if p := g.Settings.Policy; p != nil && len(p.Metrics()) > 0 {
 		g.MetricsTime = time.Since(start)
 	}
 	if err != nil {
-		return Fail(reason.MetricsUnavailable, err)
+		return reason.Fail(reason.MetricsUnavailable, err)
 	}
 	g.Metrics = vals
 	g.Warnings = append(g.Warnings, warnings...)
@@ -294,13 +294,13 @@ func (gr *Gatherer) fetchMetrics(ctx context.Context, g *Gathered) *Error {
 // view reads the host's view of the Kubernetes Nodes (section 13). A
 // failure is KUBERNETES_UNREACHABLE: without the Nodes a tick could keep
 // a control plane Kubernetes has given up on, so it decides nothing.
-func (gr *Gatherer) view(ctx context.Context, g *Gathered, k kubenodes.Kubernetes) *Error {
+func (gr *Gatherer) view(ctx context.Context, g *Gathered, k kubenodes.Kubernetes) *reason.Error {
 	if k == nil {
 		return nil
 	}
 	v, err := k.View(ctx)
 	if err != nil {
-		return Fail(reason.KubernetesUnreachable, err)
+		return reason.Fail(reason.KubernetesUnreachable, err)
 	}
 	if v.At.IsZero() && v.Known {
 		v.At = g.Now

@@ -118,7 +118,7 @@ func TestPlanIsTheTick(t *testing.T) {
 // compare checks a view's decision against the tick that followed it.
 func compare(rt *rapid.T, ctx context.Context, st storage.Storage, view *decision.Decision, r tick.Result) {
 	td := r.Decision
-	wrote := td.Step != nil && (r.Err == nil || tick.ReasonOf(r.Err) == reason.TooManyUnhealthy)
+	wrote := td.Step != nil && (r.Err == nil || reason.Of(r.Err) == reason.TooManyUnhealthy)
 	steps := view.Plan.Steps
 	switch {
 	case wrote && len(steps) == 0:

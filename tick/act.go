@@ -22,7 +22,7 @@ import (
 type Outcome struct {
 	// Err is why the step was not written (nil: written, or nothing to
 	// write).
-	Err *Error
+	Err *reason.Error
 	// Revision is the etcd revision of the cluster write (0: nothing
 	// written).
 	Revision int64
@@ -81,7 +81,7 @@ func (s *Step) addHistory(ctx context.Context, leaderKey string, d *decision.Dec
 // built from, in one transaction that needs the leadership and an
 // unchanged cluster (and, beside CKE, unchanged ownership keys). It
 // returns the etcd revision of the write.
-func (s *Step) write(ctx context.Context, leaderKey string, d *decision.Decision) (int64, *Error) {
+func (s *Step) write(ctx context.Context, leaderKey string, d *decision.Decision) (int64, *reason.Error) {
 	set := d.Gathered.Settings
 	var guards []storage.Guard
 	if d.Config.Mode != decision.ModeInsideCKE {
@@ -93,24 +93,24 @@ func (s *Step) write(ctx context.Context, leaderKey string, d *decision.Decision
 	case err == nil:
 		return rev, nil
 	case errors.Is(err, storage.ErrNoLeader):
-		return 0, decision.Fail(reason.LostLeadership, err)
+		return 0, reason.Fail(reason.LostLeadership, err)
 	case errors.As(err, &changed) && changed.Key == storage.KeyCluster:
-		return 0, decision.Fail(reason.ClusterChanged, fmt.Errorf("cluster changed since it was read: %w", err))
+		return 0, reason.Fail(reason.ClusterChanged, fmt.Errorf("cluster changed since it was read: %w", err))
 	case errors.As(err, &changed):
-		return 0, decision.Fail(reason.OwnershipChanged, fmt.Errorf("the integration's owner or switch changed since it was read: %w", err))
+		return 0, reason.Fail(reason.OwnershipChanged, fmt.Errorf("the integration's owner or switch changed since it was read: %w", err))
 	}
 	return 0, etcdFailure(err)
 }
 
 // etcdFailure is the failure of an etcd write: ETCD_NO_SPACE, with what
 // to do, when etcd's database is full; ETCD_ERROR otherwise.
-func etcdFailure(err error) *Error {
+func etcdFailure(err error) *reason.Error {
 	if storage.NoSpace(err) {
-		return decision.Fail(reason.EtcdNoSpace, fmt.Errorf("etcd's database is full (alarm NOSPACE: over its --quota-backend-bytes) and refuses every write: "+
+		return reason.Fail(reason.EtcdNoSpace, fmt.Errorf("etcd's database is full (alarm NOSPACE: over its --quota-backend-bytes) and refuses every write: "+
 			"compact its history (etcdctl compact with the current revision), defragment each member (etcdctl defrag), "+
 			"then disarm the alarm (etcdctl alarm disarm); ckegen writes again at its first tick after: %w", err))
 	}
-	return decision.Fail(reason.EtcdError, err)
+	return reason.Fail(reason.EtcdError, err)
 }
 
 // keepPlan stores the plan from the cluster as the tick leaves it in

@@ -399,7 +399,7 @@ func TestBreaker(t *testing.T) {
 	}
 
 	err := d.runOnce(ctx, leader)
-	var te *Error
+	var te *reason.Error
 	if !errors.As(err, &te) || te.Reason != reason.TooManyUnhealthy {
 		t.Fatalf("error %v, want %s", err, reason.TooManyUnhealthy)
 	}
@@ -478,7 +478,7 @@ func TestPlanningFailsWithoutAPlan(t *testing.T) {
 	f := newFixture(t)
 	must(t, f.st.SetTrigger(context.Background(), intake.TriggerPlanning))
 	err := f.step("d", func(c *testConfig) { c.RetireWait = storage.Duration(-time.Second) }).runOnce(context.Background(), f.lead(t))
-	var te *Error
+	var te *reason.Error
 	if !errors.As(err, &te) || te.Reason != reason.GenerationError || !strings.Contains(err.Error(), "retire wait: must not be negative") {
 		t.Fatalf("error %v, want %s", err, reason.GenerationError)
 	}
@@ -502,7 +502,7 @@ func TestChangeManagementReasons(t *testing.T) {
 			_, err := f.st.Client.Put(context.Background(), f.st.Key(c.key), c.value)
 			must(t, err)
 			err = f.step("d", nil).runOnce(context.Background(), f.lead(t))
-			var te *Error
+			var te *reason.Error
 			if !errors.As(err, &te) || te.Reason != c.reason {
 				t.Fatalf("error %v, want %s", err, c.reason)
 			}

@@ -166,7 +166,7 @@ func TestDomainsKeptAndCleared(t *testing.T) {
 	}
 
 	f.site.Server.Close()
-	if err := d.runOnce(ctx, leader); ReasonOf(err) != reason.SabakanUnreachable {
+	if err := d.runOnce(ctx, leader); reason.Of(err) != reason.SabakanUnreachable {
 		t.Fatalf("sabakan closed: %v", err)
 	}
 	if st := f.status(t); st.Domains == nil || !slices.Equal(st.Domains.AtRisk, before.AtRisk) {

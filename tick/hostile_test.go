@@ -218,7 +218,7 @@ func TestHostileSabakan(t *testing.T) {
 			must(t, err)
 			c.serve()
 			err = d.runOnce(ctx, leader)
-			var te *Error
+			var te *reason.Error
 			switch {
 			case c.reason == "" && err != nil:
 				t.Errorf("tick failed: %v; want it to go on with a warning", err)

@@ -126,7 +126,7 @@ func TestKubernetesUnreachable(t *testing.T) {
 	k.api.Stop()
 	before, _ := k.st.GetClusterRaw(ctx)
 	err := k.d.runOnce(ctx, k.leader)
-	var te *Error
+	var te *reason.Error
 	if !errors.As(err, &te) || te.Reason != reason.KubernetesUnreachable || !errors.Is(err, kubenodes.ErrUnreachable) {
 		t.Fatalf("error %v, want %s", err, reason.KubernetesUnreachable)
 	}

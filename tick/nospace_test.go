@@ -48,7 +48,7 @@ func TestNoSpaceAtStatusWrite(t *testing.T) {
 		}
 	}
 	r := d.run(ctx, leader)
-	if ReasonOf(r.Err) != reason.EtcdNoSpace {
+	if reason.Of(r.Err) != reason.EtcdNoSpace {
 		t.Fatalf("the tick after etcd filled: %v, want %s", r.Err, reason.EtcdNoSpace)
 	}
 	if r.Status.Result != reason.Failing || r.Status.Reason != reason.EtcdNoSpace || !strings.Contains(r.Status.Message, "etcdctl alarm disarm") {

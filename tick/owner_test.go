@@ -210,7 +210,7 @@ func TestInvalidClusterForCKE(t *testing.T) {
 	ctx := context.Background()
 	must(t, f.st.SetTemplate(ctx, []byte(strings.Replace(testTemplate, ","+testOptions, "", 1))))
 	err := f.step("d", nil).runOnce(ctx, leader)
-	var te *Error
+	var te *reason.Error
 	if !errors.As(err, &te) || te.Reason != reason.InvalidCluster || !strings.Contains(te.Err.Error(), "options.kubelet.cri_endpoint") {
 		t.Fatalf("tick: %v, want INVALID_CLUSTER naming CKE's rule", err)
 	}
@@ -252,7 +252,7 @@ func TestInvalidOwner(t *testing.T) {
 	_, err := f.st.Client.Put(ctx, f.st.Key(storage.KeyOwner), "both")
 	must(t, err)
 	err = f.step("d", nil).runOnce(ctx, leader)
-	var te *Error
+	var te *reason.Error
 	if !errors.As(err, &te) || te.Reason != reason.InvalidOwner || !strings.Contains(te.Err.Error(), "sabakan/owner") ||
 		!strings.Contains(te.Err.Error(), "ckegenctl sabakan takeover") {
 		t.Fatalf("tick: %v, want %s naming sabakan/owner and the fix", err, reason.InvalidOwner)

@@ -281,7 +281,7 @@ func TestPolicyPrometheus(t *testing.T) {
 	_, clusterRev, _ := f.st.GetCluster(ctx)
 	history, _ := f.st.History(ctx)
 	err = d.runOnce(ctx, leader)
-	var te *Error
+	var te *reason.Error
 	if !errors.As(err, &te) || te.Reason != reason.MetricsUnavailable {
 		t.Fatalf("Prometheus stopped: error %v, want %s", err, reason.MetricsUnavailable)
 	}
@@ -356,7 +356,7 @@ func TestPolicyRecompiled(t *testing.T) {
 	}
 	must(t, f.st.SetTemplate(ctx, []byte(strings.Replace(testTemplate, `{"user":"u"}]`, `{"user":"u","labels":{"cke.cybozu.com/role":"cs"}}]`, 1))))
 	err := d.runOnce(ctx, leader)
-	var te *Error
+	var te *reason.Error
 	if !errors.As(err, &te) || te.Reason != reason.InvalidPolicy || !strings.Contains(err.Error(), `placements[""]: no template takes this placement`) {
 		t.Errorf("after the template lost the placement's template: error %v, want %s naming placements[\"\"]", err, reason.InvalidPolicy)
 	}

@@ -267,7 +267,7 @@ func TestModelsEndToEnd(t *testing.T) {
 			} {
 				putConstraints(t, f, bad.doc)
 				err := d.runOnce(ctx, leader)
-				var te *Error
+				var te *reason.Error
 				if !errors.As(err, &te) || te.Reason != reason.InvalidConstraints {
 					t.Errorf("%s: error %v, want %s", bad.doc, err, reason.InvalidConstraints)
 				}

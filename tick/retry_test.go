@@ -19,7 +19,7 @@ import (
 // is sooner.
 func TestRetryPolicy(t *testing.T) {
 	s := New(storage.Storage{}, decision.Config{Interval: storage.Duration(time.Minute), MinBackoff: storage.Duration(5 * time.Second)})
-	failure := &Error{Reason: reason.QueryError, Err: errors.New("x")}
+	failure := &reason.Error{Reason: reason.QueryError, Err: errors.New("x")}
 	d := &decision.Decision{Gathered: &decision.Gathered{SettingsID: "a"}}
 	mem := decision.Memory{Settings: "a"}
 	var waits []time.Duration
@@ -37,7 +37,7 @@ func TestRetryPolicy(t *testing.T) {
 		}
 	}
 	for _, code := range []string{reason.ClusterChanged, reason.OwnershipChanged} {
-		if w, _ := s.after(d, &Error{Reason: code, Err: errors.New("x")}, mem); w != 0 {
+		if w, _ := s.after(d, &reason.Error{Reason: code, Err: errors.New("x")}, mem); w != 0 {
 			t.Errorf("after %s: wait %v, want 0", code, w)
 		}
 	}

@@ -170,7 +170,7 @@ func TestClusterTooLargeMessage(t *testing.T) {
 			_, err = f.st.Client.Put(ctx, leader, "test")
 			must(t, err)
 			err = f.step("d", func(cfg *testConfig) { cfg.MaxClusterBytes = 4000 }).runOnce(ctx, leader)
-			var te *Error
+			var te *reason.Error
 			if !errors.As(err, &te) || te.Reason != reason.ClusterTooLarge {
 				t.Fatalf("error %v, want %s", err, reason.ClusterTooLarge)
 			}
@@ -207,7 +207,7 @@ func TestClusterTooLargeCountsTheRequest(t *testing.T) {
 	}
 	tick := func(limit int) (data, write int, err error) {
 		err = f.step("d", func(c *testConfig) { c.MaxClusterBytes = limit }).runOnce(ctx, leader)
-		var te *Error
+		var te *reason.Error
 		if errors.As(err, &te) && te.Reason == reason.ClusterTooLarge {
 			m := tooLargeSizes.FindStringSubmatch(te.Err.Error())
 			if m == nil {
@@ -231,7 +231,7 @@ func TestClusterTooLargeCountsTheRequest(t *testing.T) {
 	padFor := func(size int) int { return pad0 + (size-size0)/8 }
 	setPad(padFor(decision.DefaultMaxClusterBytes - 100))
 	size, _, err := tick(decision.DefaultMaxClusterBytes)
-	var te *Error
+	var te *reason.Error
 	if !errors.As(err, &te) || te.Reason != reason.ClusterTooLarge {
 		t.Fatalf("a cluster of about %d bytes against a limit of %d: %v, want %s", decision.DefaultMaxClusterBytes-100, decision.DefaultMaxClusterBytes, err, reason.ClusterTooLarge)
 	}

@@ -69,7 +69,7 @@ type Result struct {
 	// Status is the tick's status, as recorded in sabakan/status when
 	// etcd took it (zero: the tick was cut short).
 	Status storage.Status
-	// Err is the tick's failure (an *Error with its reason code), nil
+	// Err is the tick's failure (an *reason.Error with its reason code), nil
 	// when it ran, held back or was disabled.
 	Err error
 	// Warnings counts the tick's warnings (the status keeps the first
@@ -90,13 +90,6 @@ type Result struct {
 // Idle reports whether the integration did not run (disabled, held back
 // beside a CKE server, waiting for its settings).
 func (r Result) Idle() bool { return r.Decision != nil && r.Decision.Idle() }
-
-// Error is a failed tick with its reason code (decision.Error).
-type Error = decision.Error
-
-// ReasonOf is the reason code of a tick's error ("" for nil, ETCD_ERROR
-// for an error without one).
-func ReasonOf(err error) string { return decision.ReasonOf(err) }
 
 // Run does one tick as the leader holding leaderKey: it gathers, decides,
 // acts on the decision, and records the status with the step's memory.
@@ -140,7 +133,7 @@ func (s *Step) run(ctx context.Context, leaderKey string, kube kubenodes.Kuberne
 	}
 	d := decision.Decide(g, s.memory)
 	out := s.act(ctx, leaderKey, d)
-	if failed := ReasonOf(failure(d, out)); repair != nil && ctx.Err() == nil && failed != reason.LostLeadership {
+	if failed := reason.Of(failure(d, out)); repair != nil && ctx.Err() == nil && failed != reason.LostLeadership {
 		out.Repair, out.RepairKnown = repair(ctx, failed)
 	}
 	res := Result{Decision: d, Err: failure(d, out), Warnings: len(repairWarnings(repairStatus(d, out, s.memory.Last))) + len(d.Warnings) + len(out.Warnings)}
@@ -198,7 +191,7 @@ func (s *Step) conclude(d *decision.Decision, out Outcome, res *Result, prev dec
 // its kind: etcd stopped answering after the tick's reads (the host ends
 // the term now, not at the next tick's first read), or etcd is full,
 // which a tick that wrote nothing finds only here.
-func (s *Step) record(ctx context.Context, leaderKey string, err error) *Error {
+func (s *Step) record(ctx context.Context, leaderKey string, err error) *reason.Error {
 	data, merr := s.memory.Marshal()
 	if merr != nil {
 		s.log.Warn("memory not kept", "error", merr)
@@ -211,8 +204,8 @@ func (s *Step) record(ctx context.Context, leaderKey string, err error) *Error {
 	s.log.Warn("status not recorded", "error", perr)
 	switch {
 	case err == nil && errors.Is(perr, context.DeadlineExceeded):
-		return decision.Fail(reason.EtcdError, fmt.Errorf("status not recorded: %w", perr))
-	case storage.NoSpace(perr) && ReasonOf(err) != reason.EtcdNoSpace:
+		return reason.Fail(reason.EtcdError, fmt.Errorf("status not recorded: %w", perr))
+	case storage.NoSpace(perr) && reason.Of(err) != reason.EtcdNoSpace:
 		return etcdFailure(perr)
 	}
 	return nil
@@ -243,7 +236,7 @@ func (s *Step) after(d *decision.Decision, err error, last decision.Memory) (wai
 	if backoff <= 0 || d.Gathered.SettingsID != last.Settings {
 		backoff = time.Duration(s.cfg.MinBackoff)
 	}
-	switch ReasonOf(err) {
+	switch reason.Of(err) {
 	case "":
 		wait, backoff = interval, 0
 	case reason.ClusterChanged, reason.OwnershipChanged:
@@ -263,7 +256,7 @@ func (s *Step) after(d *decision.Decision, err error, last decision.Memory) (wai
 func EtcdHung(err error) bool { return etcdHung(err) }
 
 func etcdHung(err error) bool {
-	var te *Error
+	var te *reason.Error
 	return errors.Is(err, context.DeadlineExceeded) && (!errors.As(err, &te) || te.Reason == reason.EtcdError)
 }
 

@@ -313,7 +313,7 @@ func TestFailureReasons(t *testing.T) {
 			leader := f.lead(t)
 			before, _ := f.st.GetClusterRaw(context.Background())
 			err := f.step("d", c.mod).runOnce(context.Background(), leader)
-			var te *Error
+			var te *reason.Error
 			if !errors.As(err, &te) || te.Reason != c.reason {
 				t.Fatalf("error %v, want reason %s", err, c.reason)
 			}
@@ -353,7 +353,7 @@ func TestEtcdErrorIsEtcdError(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 			defer cancel()
 			err := d.runOnce(ctx, leader)
-			var te *Error
+			var te *reason.Error
 			if !errors.As(err, &te) || te.Reason != reason.EtcdError {
 				t.Fatalf("error %v, want %s", err, reason.EtcdError)
 			}
@@ -378,7 +378,7 @@ func TestTooManyNonExistentAndRecovery(t *testing.T) {
 	}
 	must(t, f.st.SetQueryVariables(ctx, []byte(`{"notHaving":{"labels":[{"name":"gone","value":"yes"}]}}`)))
 	err := d.runOnce(ctx, leader)
-	var te *Error
+	var te *reason.Error
 	if !errors.As(err, &te) || te.Reason != reason.TooManyNonExistent {
 		t.Fatalf("error %v", err)
 	}
@@ -402,7 +402,7 @@ func TestLostLeadershipWritesNothing(t *testing.T) {
 	key := e.Key()
 	must(t, sess.Close()) // the session ends: the key is gone
 	err = f.step("d", nil).runOnce(context.Background(), key)
-	var te *Error
+	var te *reason.Error
 	if !errors.As(err, &te) || te.Reason != reason.LostLeadership {
 		t.Fatalf("error %v, want LOST_LEADERSHIP", err)
 	}

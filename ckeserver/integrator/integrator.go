@@ -187,7 +187,7 @@ func (ig *Integrator) Do(ctx context.Context, leaderKey string, status *cke.Clus
 // fatal is what of a tick's failure CKE's server must see: the end of
 // leadership. Everything else is ckegen's status.
 func fatal(r tick.Result) error {
-	if tick.ReasonOf(r.Err) == reason.LostLeadership {
+	if reason.Of(r.Err) == reason.LostLeadership {
 		return r.Err
 	}
 	return nil

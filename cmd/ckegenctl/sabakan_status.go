@@ -5,13 +5,14 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/ckegen/ckegen/decision"
 	"io"
 	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/ckegen/ckegen/decision"
 
 	"github.com/spf13/cobra"
 	"sigs.k8s.io/yaml"

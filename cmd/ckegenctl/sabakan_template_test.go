@@ -131,7 +131,7 @@ func TestStoredWeightNoLabelFailsTick(t *testing.T) {
 	step := tick.New(site.Storage, decision.Config{Name: "d", RetireWait: storage.Duration(time.Minute), Now: func() time.Time { return now },
 		Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	r := step.Run(ctx, leader, nil, nil)
-	if tick.ReasonOf(r.Err) != reason.InvalidTemplate {
+	if reason.Of(r.Err) != reason.InvalidTemplate {
 		t.Fatalf("the tick: %v, want %s", r.Err, reason.InvalidTemplate)
 	}
 	for _, want := range []string{`nodes[2]: label "cke.cybozu.com/weight": ".5" is not a valid Kubernetes label value`, `write "0.5"`} {
@@ -226,7 +226,7 @@ func weightAddedOnce(t *testing.T, maxUnhealthy string) {
 	// state taints.
 	breaker := maxUnhealthy == "0"
 	failed := func(r tick.Result) bool {
-		return (r.Err != nil) != breaker || (breaker && tick.ReasonOf(r.Err) != reason.TooManyUnhealthy)
+		return (r.Err != nil) != breaker || (breaker && reason.Of(r.Err) != reason.TooManyUnhealthy)
 	}
 	r := step.Run(ctx, leader, nil, nil)
 	if failed(r) || r.Decision == nil || r.Decision.Step == nil {

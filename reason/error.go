@@ -1,9 +1,7 @@
-package decision
+package reason
 
 import (
 	"errors"
-
-	"github.com/ckegen/ckegen/reason"
 )
 
 // Error is a failed tick with its reason code.
@@ -18,9 +16,9 @@ func (e *Error) Unwrap() error { return e.Err }
 // Fail is the failure err with its reason code.
 func Fail(code string, err error) *Error { return &Error{Reason: code, Err: err} }
 
-// ReasonOf is the reason code of a tick's error ("" for nil, ETCD_ERROR
+// Of is the reason code of a tick's error ("" for nil, ETCD_ERROR
 // for an error without one).
-func ReasonOf(err error) string {
+func Of(err error) string {
 	var te *Error
 	switch {
 	case err == nil:
@@ -28,5 +26,5 @@ func ReasonOf(err error) string {
 	case errors.As(err, &te):
 		return te.Reason
 	}
-	return reason.EtcdError
+	return EtcdError
 }
