@@ -1,7 +1,7 @@
 # Targets mirror the README. CI runs .ci/run, which calls `make test`.
 GO ?= go
 
-.PHONY: demo generate-example policy-example test test-generated test-prepare test-ckeref test-ckeserver bench bench-ckeref generate fmt fuzz build image bump-cke release release-check release-tools
+.PHONY: demo generate-example policy-example test test-generated test-prepare test-ckeref test-ckeserver bench bench-ckeref generate fmt fuzz build image bump-cke release release-check release-tools lint check-deadcode
 
 # Run the main job end to end: the compatible server with the bundled data
 # center, the daemon with an embedded etcd, ckegenctl as the operator.
@@ -57,6 +57,7 @@ test: test-generated test-prepare
 	@[ -n "$(SABAKAN_UPSTREAM_SCHEMA)" ] || echo "note: TestSchemaConformance skips: set SABAKAN_UPSTREAM_SCHEMA to sabakan's gql/schema.graphqls (github.com/cybozu-go/sabakan v3.1.9); CI does"
 	test -z "$$(gofmt -l $$(git ls-files '*.go'))" || (gofmt -l $$(git ls-files '*.go'); exit 1)
 	$(GO) vet ./...
+	@$(MAKE) --no-print-directory lint check-deadcode
 	@echo "go test -race -count=1: -timeout $(TEST_TIMEOUT) ./... but mtest, -timeout $(TEST_TIMEOUT_MTEST) $(TEST_PACKAGES_MTEST), then test-ckeref and test-ckeserver, through internal/testutil/testsummary"
 	@$(GO) run ./internal/testutil/testsummary \
 		"$(GO) test -json -race -count=1 -timeout $(TEST_TIMEOUT) $(TEST_PACKAGES)" \
@@ -78,6 +79,46 @@ test-generated:
 		echo "test-generated: the generated code was not what go generate ./... makes of its sources; it has rewritten it: commit that (git diff -- $(GENERATED))" >&2; \
 		git status --short -- $(GENERATED) >&2; exit 1; \
 	fi
+
+# Lint (.golangci.yml): golangci-lint, pinned in tools/go.mod, a module of
+# its own so that no linter enters the root module's requirements (which
+# ckeserver/ inherits, and with them cke's build). The root module, the
+# tools' own code, then ckeserver/ and ckeref/ with CKE from the proxies of
+# test-ckeref; a machine that cannot download CKE skips those two and
+# says so (under CI that fails). The first run builds golangci-lint (minutes). A
+# second golangci-lint on the machine is waited for.
+GOLANGCI_LINT = $(GO) tool -modfile=$(CURDIR)/tools/go.mod golangci-lint
+lint:
+	$(GOLANGCI_LINT) run --allow-serial-runners ./...
+	cd tools && $(GOLANGCI_LINT) run --allow-serial-runners --config $(CURDIR)/.golangci.yml ./deadcheck
+	@for m in ckeserver ckeref; do \
+		if ! (cd $$m && $(CKEREF_ENV) $(GO) mod download); then \
+			if [ "$${CI:-}" = true ]; then echo "lint: $$m: cannot download github.com/cybozu-go/cke" >&2; exit 1; fi; \
+			echo "lint: $$m: SKIPPED: github.com/cybozu-go/cke cannot be downloaded here"; continue; \
+		fi; \
+		echo "$(GOLANGCI_LINT) run ./... (in $$m)"; \
+		(cd $$m && $(CKEREF_ENV) $(GOLANGCI_LINT) run --allow-serial-runners --config $(CURDIR)/.golangci.yml ./...) || exit 1; \
+	done
+
+# Dead code: deadcode (golang.org/x/tools/cmd/deadcode, pinned in
+# tools/go.mod) over every binary, through tools/deadcheck: the root
+# module's commands, ckebump and capture (the maintainers' tools), and
+# cke, built from ckeserver/. A function is dead when no binary reaches
+# it (one that only cke calls is live), and reported unless it is in a
+# test harness (mtest/, internal/testutil/) or generated code, or a
+# generated file names it. ckeref/ is a test harness too: its tests and
+# its command do not count as callers. What only tests call belongs in a
+# _test.go file. Without CKE's module (as for test-ckeserver) it is
+# skipped, and under CI it fails.
+DEADCODE_BINARIES = ./cmd/... ./internal/ckebump ./internal/records/capture
+check-deadcode:
+	@cd ckeserver && if ! $(CKEREF_ENV) $(GO) mod download; then \
+		if [ "$${CI:-}" = true ]; then echo "check-deadcode: cannot download github.com/cybozu-go/cke for cke" >&2; exit 1; fi; \
+		echo "check-deadcode: SKIPPED: github.com/cybozu-go/cke cannot be downloaded here, and without cke the root module's functions only cke calls look dead"; exit 0; \
+	fi; \
+	echo "check-deadcode: deadcode over $(DEADCODE_BINARIES) and ckeserver/cmd/cke"; \
+	cd $(CURDIR)/tools && $(GO) test ./deadcheck && $(CKEREF_ENV) $(GO) run ./deadcheck -go "$(GO)" -root "$(CURDIR)" -modfile go.mod \
+		'.=$(DEADCODE_BINARIES)' 'ckeserver=./cmd/cke'
 
 # What the tests run for real and take minutes to build cold
 # (internal/testutil/prepare), each with its own time limit: the

@@ -103,14 +103,14 @@ func parseWhich(s string) (selector, error) {
 	}
 	if k, v, ok := strings.Cut(s, "="); ok {
 		k, v = strings.TrimSpace(k), strings.TrimSpace(v)
-		switch {
-		case k == "rack":
+		switch k {
+		case "rack":
 			n, err := strconv.Atoi(v)
 			if err != nil || n < 0 {
 				return selector{}, fmt.Errorf("rack=%s: want a rack number, such as rack=4", v)
 			}
 			return selector{kind: byRack, rack: n, description: "rack " + strconv.Itoa(n)}, nil
-		case k == "":
+		case "":
 			return selector{}, fmt.Errorf("%s: want LABEL=VALUE, with the label's name", s)
 		}
 		// The node's form of a sabakan label names the same label.

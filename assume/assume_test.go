@@ -141,7 +141,7 @@ func TestApplyLeavesOut(t *testing.T) {
 		Status: machine.Status{State: machine.StateRetired}})
 	as, _ := ParseAll([]string{"S1:RETIRED", "rack=4:RETIRING"})
 	as = append(as[1:], as[0]) // rack=4 first, S1 last: S1 ends RETIRED
-	out, m, err := Apply(in, as, defaultQuery())
+	out, _, err := Apply(in, as, defaultQuery())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -149,7 +149,7 @@ func TestApplyLeavesOut(t *testing.T) {
 		t.Errorf("states %s, want S1 left out and S5 made RETIRING", got)
 	}
 	as, _ = ParseAll([]string{"S1:RETIRED"})
-	out, m, err = Apply(in, as, defaultQuery())
+	out, m, err := Apply(in, as, defaultQuery())
 	if err != nil {
 		t.Fatal(err)
 	}

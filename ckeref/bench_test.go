@@ -60,15 +60,11 @@ func newBenchWorld(b *testing.B, n int) *benchWorld {
 	o := dcgen.Default(benchNow)
 	o.Racks, o.PerRack, o.BootPerRack = n/40, 40, 0
 	w := &benchWorld{raw: dcgen.Machines(o)}
-	c, err := cluster.Parse([]byte(benchTemplate))
+	tmpl, err := template.Parse([]byte(benchTemplate))
 	if err != nil {
 		b.Fatal(err)
 	}
-	if err := template.FillDefaults(c); err != nil {
-		b.Fatal(err)
-	}
-	tmpl, err := template.New(c)
-	if err != nil {
+	if err := template.FillDefaults(tmpl.Cluster); err != nil {
 		b.Fatal(err)
 	}
 	rate, err := constraints.Parse([]byte(`{"control-plane-count":3,"minimum-workers-rate":80}`))
@@ -83,7 +79,7 @@ func newBenchWorld(b *testing.B, n int) *benchWorld {
 	w.in = generator.Input{Template: tmpl, Constraints: rate, Machines: ms, Now: benchNow, RetireWait: generator.DefaultRetireWait}
 	w.inC = w.in
 	w.inC.Constraints = count
-	w.tmpl = toCKECluster(c)
+	w.tmpl = toCKECluster(tmpl.Cluster)
 	w.cstr = &cke.Constraints{ControlPlaneCount: 3, MinimumWorkersRate: 80}
 	w.ms = w.ckeMachines(ms)
 	return w

@@ -198,16 +198,12 @@ func (s set) union(o set) set {
 func newTick(w *world, seed uint64, n int) (*tick, error) {
 	tk := &tick{seed: seed, n: n, changed: w.templateChanged, cur: w.current}
 	// The template as stored by set-template, with CKE's two defaults.
-	c, err := cluster.Parse([]byte(w.templates[w.tmpl]))
+	tmpl, err := template.Parse([]byte(w.templates[w.tmpl]))
 	if err != nil {
-		return nil, fmt.Errorf("template: %w", err)
-	}
-	if err := template.FillDefaults(c); err != nil {
 		return nil, err
 	}
-	tmpl, err := template.New(c)
-	if err != nil {
-		return nil, fmt.Errorf("template: %w", err)
+	if err := template.FillDefaults(tmpl.Cluster); err != nil {
+		return nil, err
 	}
 	tk.tmpl = tmpl
 	cons, err := constraints.Parse(fmt.Appendf(nil, `{"control-plane-count":%d,"minimum-workers-rate":%d}`, w.cpc, w.rate))

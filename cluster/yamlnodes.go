@@ -457,7 +457,7 @@ func (r *yamlIn) scalar(s []byte, key, intern bool) (string, bool) {
 		return "", false
 	}
 	if intern {
-		return r.interner.string(s), true
+		return r.string(s), true
 	}
 	return string(s), true
 }

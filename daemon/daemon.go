@@ -62,7 +62,7 @@ type Daemon struct {
 
 // New returns a daemon; zero fields of cfg take their defaults.
 func New(cfg Config) *Daemon {
-	cfg.Config = cfg.Config.WithDefaults()
+	cfg.Config = cfg.WithDefaults()
 	if cfg.SessionTTL <= 0 {
 		cfg.SessionTTL = DefaultSessionTTL
 	}

@@ -467,45 +467,10 @@ func (s *Store) Register(rs []MachineSpec) error {
 	batch := &batchUse{taken: map[[2]int]bool{}, boots: map[int]bool{}}
 	entries := make([]*entry, len(rs))
 	for i := range rs {
-		r := &rs[i]
-		idx, err := s.assignIndex(r.Rack, r.Role == "boot", batch)
+		e, err := s.registered(i, &rs[i], now, batch)
 		if err != nil {
-			return fail(kindOf(err), "machines[%d] (serial %s): %v", i, r.Serial, err)
+			return err
 		}
-		m := machine.Machine{Spec: machine.Spec{
-			Serial:       r.Serial,
-			Rack:         r.Rack,
-			IndexInRack:  idx,
-			Role:         r.Role,
-			RegisterDate: now,
-			RetireDate:   now,
-			BMC:          machine.BMC{BMCType: r.BMC.Type},
-		}, Status: machine.Status{State: machine.StateUninitialized}}
-		if !r.RetireDate.IsZero() {
-			m.Spec.RetireDate = r.RetireDate
-		}
-		e := newEntry(machine.Machine{}, now)
-		if s.ipam != nil {
-			a, err := s.ipam.assign(r.Rack, idx)
-			if err != nil {
-				return fail(ErrRefused, "machines[%d] (serial %s): %v", i, r.Serial, err)
-			}
-			m.Spec.IPv4, m.Spec.BMC.IPv4, e.info = a.node, a.bmc, a.info
-		} else {
-			if r.Rack > 65535 {
-				return fail(ErrRefused, "machines[%d] (serial %s): rack %d: without an IPAM configuration racks are 0 to 65535 (set one with PUT /api/v1/config/ipam)", i, r.Serial, r.Rack)
-			}
-			m.Spec.IPv4 = []string{fmt.Sprintf("10.%d.%d.%d", r.Rack/256, r.Rack%256, idx)}
-		}
-		names := make([]string, 0, len(r.Labels))
-		for k := range r.Labels {
-			names = append(names, k)
-		}
-		slices.Sort(names)
-		for _, k := range names {
-			m.Spec.Labels = append(m.Spec.Labels, machine.Label{Name: k, Value: r.Labels[k]})
-		}
-		e.m = m
 		entries[i] = e
 	}
 	seen := make(map[string]bool, len(rs))
@@ -522,6 +487,51 @@ func (s *Store) Register(rs []MachineSpec) error {
 	}
 	s.add(entries...)
 	return nil
+}
+
+// registered is the entry of machines[i], r, registered at now: its index
+// in the rack (batch: those the request took already), its addresses, and
+// its labels in name order.
+func (s *Store) registered(i int, r *MachineSpec, now time.Time, batch *batchUse) (*entry, error) {
+	idx, err := s.assignIndex(r.Rack, r.Role == "boot", batch)
+	if err != nil {
+		return nil, fail(kindOf(err), "machines[%d] (serial %s): %v", i, r.Serial, err)
+	}
+	m := machine.Machine{Spec: machine.Spec{
+		Serial:       r.Serial,
+		Rack:         r.Rack,
+		IndexInRack:  idx,
+		Role:         r.Role,
+		RegisterDate: now,
+		RetireDate:   now,
+		BMC:          machine.BMC{BMCType: r.BMC.Type},
+	}, Status: machine.Status{State: machine.StateUninitialized}}
+	if !r.RetireDate.IsZero() {
+		m.Spec.RetireDate = r.RetireDate
+	}
+	e := newEntry(machine.Machine{}, now)
+	if s.ipam != nil {
+		a, err := s.ipam.assign(r.Rack, idx)
+		if err != nil {
+			return nil, fail(ErrRefused, "machines[%d] (serial %s): %v", i, r.Serial, err)
+		}
+		m.Spec.IPv4, m.Spec.BMC.IPv4, e.info = a.node, a.bmc, a.info
+	} else {
+		if r.Rack > 65535 {
+			return nil, fail(ErrRefused, "machines[%d] (serial %s): rack %d: without an IPAM configuration racks are 0 to 65535 (set one with PUT /api/v1/config/ipam)", i, r.Serial, r.Rack)
+		}
+		m.Spec.IPv4 = []string{fmt.Sprintf("10.%d.%d.%d", r.Rack/256, r.Rack%256, idx)}
+	}
+	names := make([]string, 0, len(r.Labels))
+	for k := range r.Labels {
+		names = append(names, k)
+	}
+	slices.Sort(names)
+	for _, k := range names {
+		m.Spec.Labels = append(m.Spec.Labels, machine.Label{Name: k, Value: r.Labels[k]})
+	}
+	e.m = m
+	return e, nil
 }
 
 func serialNote(serial string) string {

@@ -169,9 +169,9 @@ func sameEvent(t *rapid.T, in generator.Input, o Options, f *Forecast, k int) {
 		} else if k > 1 {
 			before = stateOn(m, date(f.Events[k-1].Date), o.Resolution, o.RetireLead)
 		}
-		switch {
-		case s == before:
-		case s == machine.StateRetired:
+		switch s {
+		case before:
+		case machine.StateRetired:
 			retired++
 		default:
 			retiring++

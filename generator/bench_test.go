@@ -57,12 +57,8 @@ func BenchmarkGenerate(b *testing.B) {
 	}
 }
 
-// updateScenario returns the input of one tick after an inventory event on
-// a generated cluster.
-func updateScenario(b *testing.B, n int, event func(in *Input)) Input {
-	return updateScenarioIn(b, n, false, event)
-}
-
+// updateScenarioIn returns the input of one tick after an inventory event
+// on a generated cluster, in the rate model when rate is set.
 func updateScenarioIn(b *testing.B, n int, rate bool, event func(in *Input)) Input {
 	in := benchWorldIn(b, n, rate)
 	res, err := Generate(in)

@@ -26,70 +26,21 @@ func (s *state) rebalanceControlPlanes() (bool, error) {
 		return false, nil
 	}
 	pi := s.cpPlacement()
-
-	// W: among the HEALTHY control planes that are not rebooting, the one
-	// in the latest group (after every group when the placement does not
-	// admit it), then with the lowest stay score: its selection score
-	// with rack counts that exclude itself.
-	var w *member
-	var wScore Score
-	wRank := 0
-	s.live(func(mb *member) {
-		x := mb.machine
-		if !mb.controlPlane || mb.rebooting || x == nil || x.state != machine.StateHealthy {
-			return
-		}
-		r := pi.rank(s, x)
-		if w != nil && r < wRank {
-			return
-		}
-		sc := s.scored(selectionScore(x, s.cpsInRack[x.rackSlot]-1, s.groupName(true, nil)), pi, x)
-		if w == nil || r > wRank || worseForRemoval(x, sc.Value(), w.machine, wScore.Value()) {
-			w, wScore, wRank = mb, sc, r
-		}
-	})
+	w, wScore, wRank := s.leastDeservingCP(pi)
 	if w == nil {
 		return false, nil
 	}
-
-	// C: the candidate a pick would take with W gone from its rack; with
-	// spread: quorum (docs/design.md 20), only one whose domain stays
-	// within the limit, or none: a move is never worth breaking it.
-	wx := w.machine
-	var c *machineInfo
-	cRank, rackCount, note := 0, 0, ""
-	s.without(w, func() {
-		if !s.spreadQuorum() {
-			c, cRank = s.bestCPCandidate()
-		} else {
-			plain, _ := s.bestCPCandidate()
-			s.spread.filter = true
-			c, cRank = s.bestCPCandidate()
-			if plain != nil && c != nil && plain != c {
-				note = s.passedOver(plain)
-			}
-			s.endPick()
-		}
-		if c != nil {
-			rackCount = s.cpsInRack[c.rackSlot]
-		}
-	})
+	c, cRank, rackCount, note := s.cpReplacing(w)
 	if c == nil {
 		return false, nil
 	}
 	cScore := s.scored(selectionScore(c, rackCount, s.groupName(true, nil)), pi, c)
-	var because string
-	switch gain := cScore.Value() - wScore.Value(); {
-	case cRank < wRank && wRank >= max(pi.numGroups(), 1):
-		because = "the control plane placement does not admit it"
-	case cRank < wRank:
-		because = fmt.Sprintf("group %s comes before its group %s", pi.groupName(cRank), pi.groupName(wRank))
-	case cRank == wRank && gain > stickiness:
-		because = "gain " + string(appendRounded(nil, gain)) + " > stickiness " + string(appendRounded(nil, stickiness))
-	default:
+	because := rebalanceReason(pi, cRank, wRank, cScore.Value()-wScore.Value(), stickiness)
+	if because == "" {
 		return false, nil
 	}
 
+	wx := w.machine
 	why := fmt.Sprintf("rebalance: lowest stay %s; %s (serial %s) would score %s: %s",
 		wScore.String(), c.address, c.serial, appendRounded(nil, cScore.Value()), because)
 	switch {
@@ -111,6 +62,68 @@ func (s *state) rebalanceControlPlanes() (bool, error) {
 	s.pickNote = note
 	s.recordPick(ActionRebalanceAddCP, s.add(c, true), &cScore, pi, group, "rebalance: replaces "+w.address()+": ")
 	return true, nil
+}
+
+// leastDeservingCP is W: among the HEALTHY control planes that are not
+// rebooting, the one in the latest group (after every group when the
+// placement does not admit it), then with the lowest stay score: its
+// selection score with rack counts that exclude itself. nil when there is
+// none.
+func (s *state) leastDeservingCP(pi *placement) (w *member, wScore Score, wRank int) {
+	s.live(func(mb *member) {
+		x := mb.machine
+		if !mb.controlPlane || mb.rebooting || x == nil || x.state != machine.StateHealthy {
+			return
+		}
+		r := pi.rank(s, x)
+		if w != nil && r < wRank {
+			return
+		}
+		sc := s.scored(selectionScore(x, s.cpsInRack[x.rackSlot]-1, s.groupName(true, nil)), pi, x)
+		if w == nil || r > wRank || worseForRemoval(x, sc.Value(), w.machine, wScore.Value()) {
+			w, wScore, wRank = mb, sc, r
+		}
+	})
+	return w, wScore, wRank
+}
+
+// cpReplacing is C: the candidate a pick would take with W gone from
+// its rack, its rank and the control planes in its rack then; with spread:
+// quorum (docs/design.md 20), only one whose domain stays within the
+// limit, or none: a move is never worth breaking it. note says which
+// candidate the spread passed over.
+func (s *state) cpReplacing(w *member) (c *machineInfo, cRank, rackCount int, note string) {
+	s.without(w, func() {
+		if !s.spreadQuorum() {
+			c, cRank = s.bestCPCandidate()
+		} else {
+			plain, _ := s.bestCPCandidate()
+			s.spread.filter = true
+			c, cRank = s.bestCPCandidate()
+			if plain != nil && c != nil && plain != c {
+				note = s.passedOver(plain)
+			}
+			s.endPick()
+		}
+		if c != nil {
+			rackCount = s.cpsInRack[c.rackSlot]
+		}
+	})
+	return c, cRank, rackCount, note
+}
+
+// rebalanceReason says why C, of rank cRank, takes the place of W, of rank
+// wRank, with a score gain over it; "" when it does not.
+func rebalanceReason(pi *placement, cRank, wRank int, gain, stickiness float64) string {
+	switch {
+	case cRank < wRank && wRank >= max(pi.numGroups(), 1):
+		return "the control plane placement does not admit it"
+	case cRank < wRank:
+		return fmt.Sprintf("group %s comes before its group %s", pi.groupName(cRank), pi.groupName(wRank))
+	case cRank == wRank && gain > stickiness:
+		return "gain " + string(appendRounded(nil, gain)) + " > stickiness " + string(appendRounded(nil, stickiness))
+	}
+	return ""
 }
 
 // bestCPCandidate is the unused machine a control plane pick would take

@@ -233,22 +233,7 @@ func (s *state) replaceControlPlane() (bool, error) {
 	}
 
 	if demotable && s.limits.workersAtMax(s.workerCount) {
-		// Swap: the bad control plane takes its place among the workers
-		// and the best worker becomes a control plane; the worker count
-		// does not change.
-		if s.anyPromotableWorker() {
-			s.setControlPlane(bad, false)
-			s.record(ActionDemoteControlPlane, bad, &sc, why)
-			s.promoteWorker("replaces a bad control plane; workers at maximum-workers")
-			return true, nil
-		}
-		if !hasCandidate {
-			return false, nil
-		}
-		s.remove(bad)
-		s.record(ActionRemoveBadCP, bad, &sc, why+"; workers at maximum-workers and none can be promoted")
-		s.addBestControlPlane("replaces a bad control plane")
-		return true, nil
+		return s.replaceAtMaxWorkers(bad, &sc, why, hasCandidate), nil
 	}
 
 	// Demote (or remove) the bad one; a candidate, or else a promoted
@@ -267,6 +252,27 @@ func (s *state) replaceControlPlane() (bool, error) {
 		s.promoteWorker("replaces a bad control plane; no unused candidate")
 	}
 	return true, nil
+}
+
+// replaceAtMaxWorkers is rule 5 with the workers at maximum-workers and a
+// bad control plane that can be demoted: a swap, the bad one taking its
+// place among the workers and the best worker becoming a control plane
+// (the worker count does not change); else, with a candidate, the bad one
+// removed and the candidate added. false when neither can be done.
+func (s *state) replaceAtMaxWorkers(bad *member, sc *Score, why string, hasCandidate bool) bool {
+	if s.anyPromotableWorker() {
+		s.setControlPlane(bad, false)
+		s.record(ActionDemoteControlPlane, bad, sc, why)
+		s.promoteWorker("replaces a bad control plane; workers at maximum-workers")
+		return true
+	}
+	if !hasCandidate {
+		return false
+	}
+	s.remove(bad)
+	s.record(ActionRemoveBadCP, bad, sc, why+"; workers at maximum-workers and none can be promoted")
+	s.addBestControlPlane("replaces a bad control plane")
+	return true
 }
 
 // replacementFor is the machine rule 5 would make a control plane in

@@ -30,7 +30,7 @@ import (
 // ErrUnreachable is wrapped by every error of Reader.List that comes from
 // the API server or the way to it: no answer in time, no connection, or an
 // error status. The error also wraps the cause (errors.Is/As work on both).
-var ErrUnreachable = errors.New("Kubernetes API server unreachable")
+var ErrUnreachable = errors.New("Kubernetes API server unreachable") //nolint:staticcheck // ST1005: a proper noun
 
 // Defaults of Options.
 const (
@@ -157,14 +157,14 @@ func NewReader(cfg *rest.Config, o Options) (*Reader, error) {
 	// made each binary that links this package about 17 MB larger.
 	scheme := runtime.NewScheme()
 	if err := corev1.AddToScheme(scheme); err != nil {
-		return nil, fmt.Errorf("Kubernetes client: %w", err)
+		return nil, fmt.Errorf("Kubernetes client: %w", err) //nolint:staticcheck // ST1005: a proper noun
 	}
 	c.APIPath = "/api"
 	c.GroupVersion = &corev1.SchemeGroupVersion
 	c.NegotiatedSerializer = serializer.NewCodecFactory(scheme).WithoutConversion()
 	rc, err := rest.RESTClientFor(c)
 	if err != nil {
-		return nil, fmt.Errorf("Kubernetes client for %s: %w", cfg.Host, err)
+		return nil, fmt.Errorf("Kubernetes client for %s: %w", cfg.Host, err) //nolint:staticcheck // ST1005: a proper noun
 	}
 	return &Reader{client: rc, params: runtime.NewParameterCodec(scheme), host: cfg.Host, timeout: o.Timeout, pageSize: o.PageSize}, nil
 }

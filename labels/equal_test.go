@@ -85,7 +85,7 @@ func TestEqualAgreesWithRender(t *testing.T) {
 				t.Fatalf("Equal = true with %s changed to %q", k, target[k])
 			}
 		}
-		m2, t2, cp2 := m1, t1, cp1
+		t2, cp2 := t1, cp1
 		// Change one field at a time, so that no check hides behind another.
 		other := drawMachine(t)
 		c := *m1
@@ -117,7 +117,7 @@ func TestEqualAgreesWithRender(t *testing.T) {
 		case 12:
 			c.Spec.RegisterDate = m1.Spec.RegisterDate.In(drawZone(t, "other register zone"))
 		}
-		m2 = &c
+		m2 := &c
 		ls2, as2 := Render(m2, t2, cp2)
 		same := maps.Equal(ls, ls2) && maps.Equal(as, as2)
 		if got := Equal(ls, as, m2, t2, cp2); got && !same {

@@ -33,7 +33,7 @@ func decodeListText(data []byte, envelope bool) ([]Machine, bool) {
 	if !ok {
 		return nil, false
 	}
-	if envelope && !(d.close('}') && d.close('}')) {
+	if envelope && !(d.close('}') && d.close('}')) { //nolint:staticcheck // SA4000: each call reads one brace
 		return nil, false
 	}
 	if _, err := d.dec.ReadToken(); err != io.EOF {
@@ -117,7 +117,7 @@ func (d *textDecoder) number() (num []byte, integer, ok bool) {
 	if err != nil {
 		return nil, false, false
 	}
-	return v, bytes.IndexAny(v, ".eE") < 0, true
+	return v, !bytes.ContainsAny(v, ".eE"), true
 }
 
 // string reads a string into a new string.

@@ -550,7 +550,7 @@ func decodeStrict(path strictjson.Path, raw []byte, v any) error {
 	case err == nil:
 		return nil
 	case errors.As(err, &se):
-		strictjson.Within(se, path)
+		_ = strictjson.Within(se, path) // it places se, in place
 		return &Error{Err: se}
 	}
 	return pathErr(path, "%v", err)

@@ -110,31 +110,38 @@ func (p *parser) metricOp() (MetricOp, error) {
 		case "lte":
 			return MetricLessOrEqual, nil
 		case "greater", "less":
-			if u := p.next(); !isWord(u, "than") {
-				return 0, errorAt(u.col, `expected "than" after %q, got %s`, t.text, u.describe())
-			}
-			orEqual := false
-			if isWord(p.peek(), "or") {
-				p.next()
-				if u := p.next(); !isWord(u, "equal") {
-					return 0, errorAt(u.col, `expected "equal" after "or", got %s`, u.describe())
-				}
-				orEqual = true
-			}
-			switch {
-			case t.text == "greater" && orEqual:
-				return MetricGreaterOrEqual, nil
-			case t.text == "greater":
-				return MetricGreater, nil
-			case orEqual:
-				return MetricLessOrEqual, nil
-			}
-			return MetricLess, nil
+			return p.thanOrEqual(t.text)
 		}
 	}
 	return 0, errorAt(t.col, "expected a comparison after the metric name "+
 		"(is, =, ==, is not, !=, greater than, gt, >, greater than or equal, gte, >=, =>, "+
 		"less than, lt, <, less than or equal, lte, <=, =<), got %s", t.describe())
+}
+
+// thanOrEqual reads the rest of "greater than [or equal]" or "less than
+// [or equal]" after word, greater or less.
+func (p *parser) thanOrEqual(word string) (MetricOp, error) {
+	greater := word == "greater"
+	if u := p.next(); !isWord(u, "than") {
+		return 0, errorAt(u.col, `expected "than" after %q, got %s`, word, u.describe())
+	}
+	orEqual := false
+	if isWord(p.peek(), "or") {
+		p.next()
+		if u := p.next(); !isWord(u, "equal") {
+			return 0, errorAt(u.col, `expected "equal" after "or", got %s`, u.describe())
+		}
+		orEqual = true
+	}
+	switch {
+	case greater && orEqual:
+		return MetricGreaterOrEqual, nil
+	case greater:
+		return MetricGreater, nil
+	case orEqual:
+		return MetricLessOrEqual, nil
+	}
+	return MetricLess, nil
 }
 
 // Holds reports whether the raw value v satisfies c. NaN, which stands for

@@ -431,13 +431,13 @@ func (t *transport) Do(req *http.Request) (*http.Response, error) {
 			cancel()
 		default:
 			if ct := resp.Header.Get("Content-Type"); !isJSON(ct) {
-				resp.Body.Close()
+				_ = resp.Body.Close() // refused: the refusal is the answer
 				cancel()
 				return nil, fmt.Errorf("%w: content type %q, want application/json", errMalformed, clip.Value(ct))
 			}
 			if resp.ContentLength > opts.MaxBodyBytes {
 				// Refused before a byte of it is read.
-				resp.Body.Close()
+				_ = resp.Body.Close()
 				cancel()
 				return nil, errTooLarge
 			}
@@ -445,7 +445,7 @@ func (t *transport) Do(req *http.Request) (*http.Response, error) {
 			// over the limit is refused undecoded, and a decoded answer
 			// costs its size once more, not the growth of a buffer.
 			body, rerr := readBounded(resp.Body, opts.MaxBodyBytes, resp.ContentLength, t.takeSpare())
-			resp.Body.Close()
+			_ = resp.Body.Close() // read: what it held, or rerr, is the answer
 			cancel()
 			if rerr != nil {
 				return nil, rerr
@@ -487,8 +487,8 @@ func (t *transport) once(req *http.Request) (*http.Response, context.CancelFunc,
 }
 
 func statusError(resp *http.Response) error {
-	defer resp.Body.Close()
-	head, _ := io.ReadAll(io.LimitReader(resp.Body, 200))
+	head, _ := io.ReadAll(io.LimitReader(resp.Body, 200)) // a clue for the message, if any
+	_ = resp.Body.Close()
 	return &httpStatusError{status: resp.StatusCode, body: strings.TrimSpace(string(head))}
 }
 

@@ -179,7 +179,9 @@ func TestFaults(t *testing.T) {
 			w.Header().Set("Content-Type", "application/json")
 			_, _ = io.WriteString(w, ok)
 		}, sabakan.Options{Backoff: time.Millisecond}, "", nil, 2},
-		{"503 every time", func(n int32, w http.ResponseWriter) { http.Error(w, strings.Repeat("x", 500), 503) },
+		{"503 every time", func(n int32, w http.ResponseWriter) {
+			http.Error(w, strings.Repeat("x", 500), http.StatusServiceUnavailable)
+		},
 			sabakan.Options{Backoff: time.Millisecond, Retries: 2}, "HTTP 503: " + strings.Repeat("x", 200), sabakan.ErrUnreachable, 3},
 		{"400 is not retried", func(n int32, w http.ResponseWriter) { http.Error(w, "bad query", 400) },
 			sabakan.Options{Backoff: time.Millisecond}, "HTTP 400: bad query", sabakan.ErrUnreachable, 1},
@@ -476,13 +478,13 @@ func TestRedirects(t *testing.T) {
 	defer other.Close()
 	hops := 0
 	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		switch {
-		case r.URL.Path == "/away":
+		switch r.URL.Path {
+		case "/away":
 			http.Redirect(w, r, other.URL+"/graphql?token=t", http.StatusTemporaryRedirect)
-		case r.URL.Path == "/loop":
+		case "/loop":
 			hops++
 			http.Redirect(w, r, "/loop", http.StatusTemporaryRedirect)
-		case r.URL.Path == "/moved":
+		case "/moved":
 			http.Redirect(w, r, "/graphql", http.StatusPermanentRedirect)
 		default:
 			w.Header().Set("Content-Type", "application/json")

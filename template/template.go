@@ -105,16 +105,10 @@ func FillDefaults(c *cluster.Cluster) error {
 	return nil
 }
 
-// New validates c as a template (docs/design.md 1.2, rules 1-7), as the
-// differential against CKE (ckeref/, a module of its own) builds its
-// templates. Every violation is reported, each naming the node index and
-// field.
-func New(c *cluster.Cluster) (*Template, error) {
-	return validate(c, nil)
-}
-
-// validate is New; the errors with a path get their line and column in src,
-// the document c was read from, when it is not nil.
+// validate checks c as a template (docs/design.md 1.2, rules 1-7) and
+// reports every violation, each naming the node index and field; the
+// errors with a path get their line and column in src, the document c was
+// read from, when it is not nil.
 func validate(c *cluster.Cluster, src []byte) (*Template, error) {
 	v := &validator{src: src}
 	t := &Template{Cluster: c}
@@ -242,10 +236,11 @@ func (v *validator) errorf(format string, args ...any) {
 
 // bad reports a problem at a path of the document, placed in src.
 func (v *validator) bad(e *strictjson.Error) {
+	var err error = e
 	if v.src != nil {
-		cluster.Place(e, v.src)
+		err = cluster.Place(e, v.src)
 	}
-	v.errs = append(v.errs, fmt.Errorf("template: %w", e))
+	v.errs = append(v.errs, fmt.Errorf("template: %w", err))
 }
 
 func (v *validator) node(i int, n *cluster.Node) {

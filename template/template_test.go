@@ -330,14 +330,14 @@ func TestCarriedFieldsChecked(t *testing.T) {
 	if want := `template: line 2, column 23: options.kubelet: unknown field "cri_endpiont"; did you mean cri_endpoint?`; err == nil || err.Error() != want {
 		t.Errorf("Parse = %v\nwant %s", err, want)
 	}
-	// Without the document (New), without a position.
+	// Without the document (validate), without a position.
 	c, err := cluster.Parse([]byte(base + "options: {kubelet: {cri_endpiont: /x}}\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = New(c)
+	_, err = validate(c, nil)
 	if want := `template: options.kubelet: unknown field "cri_endpiont"; did you mean cri_endpoint?`; err == nil || err.Error() != want {
-		t.Errorf("New = %v\nwant %s", err, want)
+		t.Errorf("validate = %v\nwant %s", err, want)
 	}
 }
 

@@ -321,11 +321,10 @@ func run(o *options) error {
 	// its own: 0600 and 0700, whatever the libraries that create them ask
 	// for (the log library asks for 0644). docs/security.md.
 	syscall.Umask(0o077)
-	if err := (well.LogConfig{Filename: o.logFile, Level: o.logLevel, Format: o.logFormat}).Apply(); err != nil {
-		return fmt.Errorf("--logfile, --loglevel, --logformat: %w", err)
+	lg, err := o.startLogging()
+	if err != nil {
+		return err
 	}
-	lg := slog.New(logbridge.NewHandler(log.DefaultLogger()))
-	slog.SetDefault(lg)
 
 	cfg, err := o.etcd.Load()
 	if err != nil {
@@ -340,7 +339,7 @@ func run(o *options) error {
 	}
 	defer func() {
 		if !started {
-			ln.Close()
+			_ = ln.Close() // the failed start's error is the one to report
 		}
 	}()
 	if !cfg.Configured {
@@ -378,22 +377,39 @@ func run(o *options) error {
 	mux.Handle("/", liveview.NewHandler(liveview.NewReader(st, liveview.Options{Sabakan: o.sabakanOptions()}), liveview.PageOptions{Log: lg}))
 
 	well.Go(d.Run)
+	started, err = o.serve(ln, daemon.Secure(mux), cfg, lg)
+	return err
+}
+
+// startLogging configures CKE's logger from the logging flags and makes
+// the slog logger that writes through it the default.
+func (o *options) startLogging() (*slog.Logger, error) {
+	if err := (well.LogConfig{Filename: o.logFile, Level: o.logLevel, Format: o.logFormat}).Apply(); err != nil {
+		return nil, fmt.Errorf("--logfile, --loglevel, --logformat: %w", err)
+	}
+	lg := slog.New(logbridge.NewHandler(log.DefaultLogger()))
+	slog.SetDefault(lg)
+	return lg, nil
+}
+
+// serve serves h on ln until the daemon is told to stop. started is
+// whether it did serve: a failure before is a failed start.
+func (o *options) serve(ln net.Listener, h http.Handler, cfg *etcdclient.Config, lg *slog.Logger) (started bool, err error) {
 	s := &well.HTTPServer{
-		Server: &http.Server{Handler: daemon.Secure(mux), ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second,
+		Server: &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second,
 			IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10},
 		ShutdownTimeout: 5 * time.Second,
 	}
 	if err := s.Serve(ln); err != nil {
-		return fmt.Errorf("--http: %w", err)
+		return false, fmt.Errorf("--http: %w", err)
 	}
-	started = true
 	lg.Info("serving", "http", ln.Addr().String(), "name", o.name, "interval", o.interval.String(),
 		"etcd", strings.Join(cfg.Endpoints, ","), "prefix", cfg.Prefix, "version", version.String())
 	well.Stop()
 	err = well.Wait()
 	if err != nil && !well.IsSignaled(err) {
-		return err
+		return true, err
 	}
 	lg.Info("stopped")
-	return nil
+	return true, nil
 }

@@ -67,20 +67,8 @@ func newConstraintsSetCmd(e *env) *cobra.Command {
 		var guard storage.Guard
 		err = e.withStorage(func(ctx context.Context, st storage.Storage) error {
 			var err error
-			c, guard, err = constraintsToSet(ctx, cmd.ErrOrStderr(), st, name)
-			if err != nil {
-				return err
-			}
-			if err := c.Set(name, v); err != nil {
-				return fmt.Errorf("constraints: %w", err)
-			}
-			if err := c.Validate(); err != nil {
-				return err
-			}
-			for _, w := range c.Warnings() {
-				fmt.Fprintf(cmd.ErrOrStderr(), "warning: %s\n", w)
-			}
-			return nil
+			c, guard, err = constraintsWithSet(ctx, cmd.ErrOrStderr(), st, name, v)
+			return err
 		})
 		if err != nil {
 			return err
@@ -100,6 +88,26 @@ func newConstraintsSetCmd(e *env) *cobra.Command {
 	cmd.Flags().SetInterspersed(false)
 	dry = addDryRun(cmd)
 	return cmd
+}
+
+// constraintsWithSet is the constraints with name set to v, checked (the
+// warnings written to stderr), and the guard of the write that stores
+// them.
+func constraintsWithSet(ctx context.Context, stderr io.Writer, st storage.Storage, name string, v int) (constraints.Constraints, storage.Guard, error) {
+	c, guard, err := constraintsToSet(ctx, stderr, st, name)
+	if err != nil {
+		return c, guard, err
+	}
+	if err := c.Set(name, v); err != nil {
+		return c, guard, fmt.Errorf("constraints: %w", err)
+	}
+	if err := c.Validate(); err != nil {
+		return c, guard, err
+	}
+	for _, w := range c.Warnings() {
+		fmt.Fprintf(stderr, "warning: %s\n", w)
+	}
+	return c, guard, nil
 }
 
 // constraintsToSet reads the constraints that `set NAME` changes, as

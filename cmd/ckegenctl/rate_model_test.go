@@ -50,7 +50,7 @@ func TestGeneratePlanRateModel(t *testing.T) {
 	var cur strings.Builder
 	cur.WriteString("name: test\nservice_subnet: 10.68.0.0/16\nnodes:\n")
 	for i, r := range []string{"1.1", "1.2", "1.3", "2.1", "2.2", "2.3", "3.1", "3.2", "3.3", "4.1"} {
-		cur.WriteString(fmt.Sprintf("- {address: 10.0.%s, user: cybozu, control_plane: %v}\n", r, i == 0))
+		fmt.Fprintf(&cur, "- {address: 10.0.%s, user: cybozu, control_plane: %v}\n", r, i == 0)
 	}
 	current := file("cur.yml", cur.String())
 	tmpl := file("t.yml", defaultTemplate)

@@ -91,7 +91,11 @@ func run(examples string, interval time.Duration) error {
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(work)
+	defer func() {
+		if err := os.RemoveAll(work); err != nil {
+			fmt.Fprintln(os.Stderr, "demo:", err)
+		}
+	}()
 	d := &demo{ctx: ctx, bin: filepath.Join(work, "bin")}
 
 	step("Build ckegen, ckegenctl and fakesabakan")
@@ -430,7 +434,9 @@ func freePorts(n int) ([]int, error) {
 		if err != nil {
 			return nil, err
 		}
-		defer ln.Close()
+		// Held until every port is chosen, so that no two are the same:
+		// closing it only frees the port.
+		defer func() { _ = ln.Close() }()
 		ports = append(ports, ln.Addr().(*net.TCPAddr).Port)
 	}
 	return ports, nil
@@ -552,7 +558,7 @@ func (d *demo) putState(serial, state string) error {
 	if err != nil {
 		return err
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }() // what was read is the answer
 	if resp.StatusCode != http.StatusOK {
 		body, _ := io.ReadAll(resp.Body)
 		return fmt.Errorf("PUT state %s=%s: %s: %s", serial, state, resp.Status, body)
@@ -631,7 +637,7 @@ func (d *demo) states() (map[string]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }() // what was read is the answer
 	var ms []struct {
 		Spec struct {
 			Serial string `json:"serial"`

@@ -85,39 +85,48 @@ changes as in sabakan, e.g.
 	return cmd.Execute()
 }
 
+// loadStore makes the store of --ipam and --machines, and says how many
+// machines it holds.
+func loadStore(o options) (*fakesabakan.Store, int, error) {
+	store := fakesabakan.NewStore(nil)
+	if o.ipam != "" {
+		f, err := os.Open(o.ipam)
+		if err != nil {
+			return nil, 0, err
+		}
+		c, err := fakesabakan.ReadIPAMConfig(f)
+		_ = f.Close() // read-only, and read
+		if err != nil {
+			return nil, 0, fmt.Errorf("%s: %w", o.ipam, err)
+		}
+		if err := store.SetIPAM(c); err != nil {
+			return nil, 0, fmt.Errorf("%s: %w", o.ipam, err)
+		}
+	}
+	if o.machines == "" {
+		return store, 0, nil
+	}
+	data, err := os.ReadFile(o.machines)
+	if err != nil {
+		return nil, 0, err
+	}
+	ms, err := machine.Parse(data)
+	if err != nil {
+		return nil, 0, fmt.Errorf("%s: %w", o.machines, err)
+	}
+	if err := store.Load(ms); err != nil {
+		return nil, 0, fmt.Errorf("%s: %w", o.machines, err)
+	}
+	return store, len(ms), nil
+}
+
 // serve loads the inventory and serves it.
 func serve(o options) error {
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
 
-	store := fakesabakan.NewStore(nil)
-	loaded := 0
-	if o.ipam != "" {
-		f, err := os.Open(o.ipam)
-		if err != nil {
-			return err
-		}
-		c, err := fakesabakan.ReadIPAMConfig(f)
-		f.Close()
-		if err != nil {
-			return fmt.Errorf("%s: %w", o.ipam, err)
-		}
-		if err := store.SetIPAM(c); err != nil {
-			return fmt.Errorf("%s: %w", o.ipam, err)
-		}
-	}
-	if o.machines != "" {
-		data, err := os.ReadFile(o.machines)
-		if err != nil {
-			return err
-		}
-		ms, err := machine.Parse(data)
-		if err != nil {
-			return fmt.Errorf("%s: %w", o.machines, err)
-		}
-		if err := store.Load(ms); err != nil {
-			return fmt.Errorf("%s: %w", o.machines, err)
-		}
-		loaded = len(ms)
+	store, loaded, err := loadStore(o)
+	if err != nil {
+		return err
 	}
 	if o.machines == "" {
 		log.Warn("empty inventory: no --machines given; register machines with POST /api/v1/machines, or start with --machines FILE (e.g. examples/machines.json)")
@@ -130,7 +139,7 @@ func serve(o options) error {
 	if err != nil {
 		return err
 	}
-	var h http.Handler = srv.Handler()
+	h := srv.Handler()
 	if o.faults {
 		h = withFaults(h)
 	}

@@ -107,14 +107,37 @@ func run(root, to string, out io.Writer) error {
 	if err != nil {
 		return err
 	}
+	for _, step := range []func() error{
+		func() error { return moveServer(root, to, excludesFor(ownReqs, ckeReqs), out) },
+		func() error { return moveBuild(root, to, out) },
+		func() error { return moveRef(root, to, out) },
+		func() error { return moveText(root, from, to, out) },
+	} {
+		if err := step(); err != nil {
+			return err
+		}
+	}
+	if from == to {
+		fmt.Fprintf(out, "already on CKE %s\n", to)
+		return nil
+	}
+	left, err := mentions(root, from)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "moved from CKE %s to %s. These lines still name %s: they say what that release does; check each against %s, update it, then run make test:\n%s",
+		from, to, from, to, left)
+	return nil
+}
 
-	// ckeserver/: the excludes first, so that tidy resolves with them.
+// moveServer moves ckeserver/ to CKE's release to, with the excludes want:
+// the excludes first, so that tidy resolves with them.
+func moveServer(root, to string, want []string, out io.Writer) error {
 	server := filepath.Join(root, serverDir)
 	current, err := excludes(server)
 	if err != nil {
 		return err
 	}
-	want := excludesFor(ownReqs, ckeReqs)
 	var edits []string
 	for _, e := range current {
 		if !slices.Contains(want, e) {
@@ -126,47 +149,54 @@ func run(root, to string, out io.Writer) error {
 			edits = append(edits, "-exclude="+e)
 		}
 	}
-	edits = append(edits, "-require="+ckeModule+"@"+to)
-	if err := goCmd(server, append([]string{"mod", "edit"}, edits...)...); err != nil {
-		return err
-	}
-	if err := goCmd(server, "mod", "tidy"); err != nil {
+	if err := editTidy(server, append(edits, "-require="+ckeModule+"@"+to)); err != nil {
 		return err
 	}
 	fmt.Fprintf(out, "%s: requires %s %s; excludes %s\n", serverDir, ckeModule, to, strings.Join(want, ", "))
+	return nil
+}
 
-	// The module that builds CKE's own binaries: CKE alone, so that every
-	// other module is at the version of CKE's release.
+// moveBuild moves the module that builds CKE's own binaries: CKE alone,
+// so that every other module is at the version of CKE's release.
+func moveBuild(root, to string, out io.Writer) error {
 	build := filepath.Join(root, buildDir)
 	reqs, err := requirements(root, filepath.Join(build, "go.mod"))
 	if err != nil {
 		return err
 	}
-	edits = nil
+	var edits []string
 	for _, r := range reqs {
 		if r.Path != ckeModule {
 			edits = append(edits, "-droprequire="+r.Path)
 		}
 	}
-	edits = append(edits, "-require="+ckeModule+"@"+to)
-	if err := goCmd(build, append([]string{"mod", "edit"}, edits...)...); err != nil {
-		return err
-	}
-	if err := goCmd(build, "mod", "tidy"); err != nil {
+	if err := editTidy(build, append(edits, "-require="+ckeModule+"@"+to)); err != nil {
 		return err
 	}
 	fmt.Fprintf(out, "%s: requires %s %s, every other module at CKE's version\n", buildDir, ckeModule, to)
+	return nil
+}
 
-	ref := filepath.Join(root, refDir)
-	if err := goCmd(ref, "mod", "edit", "-require="+ckeModule+"@"+to); err != nil {
-		return err
-	}
-	if err := goCmd(ref, "mod", "tidy"); err != nil {
+// moveRef moves ckeref/ to CKE's release to.
+func moveRef(root, to string, out io.Writer) error {
+	if err := editTidy(filepath.Join(root, refDir), []string{"-require=" + ckeModule + "@" + to}); err != nil {
 		return err
 	}
 	fmt.Fprintf(out, "%s: requires %s %s\n", refDir, ckeModule, to)
+	return nil
+}
 
-	// The constants, the messages, the go.mod files' comments.
+// editTidy runs go mod edit with edits in dir, then go mod tidy.
+func editTidy(dir string, edits []string) error {
+	if err := goCmd(dir, append([]string{"mod", "edit"}, edits...)...); err != nil {
+		return err
+	}
+	return goCmd(dir, "mod", "tidy")
+}
+
+// moveText moves the constants, the messages and the go.mod files'
+// comments from CKE's release from to to.
+func moveText(root, from, to string, out io.Writer) error {
 	constant := regexp.MustCompile(`(?m)^(\s*(?:const )?CKEVersion\s*=\s*)"v[0-9.]+"`)
 	for _, f := range constantFiles {
 		if err := rewrite(filepath.Join(root, f), func(s string) (string, error) {
@@ -179,40 +209,37 @@ func run(root, to string, out io.Writer) error {
 		}
 	}
 	if from != to {
-		for _, f := range textFiles {
-			if err := rewrite(filepath.Join(root, f), func(s string) (string, error) {
-				return strings.ReplaceAll(s, from, to), nil
-			}); err != nil {
-				return err
-			}
-		}
-		// The go.mod files' comments; their requirements are go's.
-		for _, d := range []string{serverDir, buildDir, refDir} {
-			if err := rewrite(filepath.Join(root, d, "go.mod"), func(s string) (string, error) {
-				lines := strings.SplitAfter(s, "\n")
-				for i, l := range lines {
-					if strings.HasPrefix(strings.TrimSpace(l), "//") {
-						lines[i] = strings.ReplaceAll(l, from, to)
-					}
-				}
-				return strings.Join(lines, ""), nil
-			}); err != nil {
-				return err
-			}
+		if err := replaceMentions(root, from, to); err != nil {
+			return err
 		}
 	}
 	fmt.Fprintf(out, "%s: CKEVersion %s; %s: messages\n", strings.Join(constantFiles, ", "), to, strings.Join(textFiles, ", "))
+	return nil
+}
 
-	if from == to {
-		fmt.Fprintf(out, "already on CKE %s\n", to)
-		return nil
+// replaceMentions replaces from with to in textFiles and in the go.mod
+// files' comments; their requirements are go's.
+func replaceMentions(root, from, to string) error {
+	for _, f := range textFiles {
+		if err := rewrite(filepath.Join(root, f), func(s string) (string, error) {
+			return strings.ReplaceAll(s, from, to), nil
+		}); err != nil {
+			return err
+		}
 	}
-	left, err := mentions(root, from)
-	if err != nil {
-		return err
+	for _, d := range []string{serverDir, buildDir, refDir} {
+		if err := rewrite(filepath.Join(root, d, "go.mod"), func(s string) (string, error) {
+			lines := strings.SplitAfter(s, "\n")
+			for i, l := range lines {
+				if strings.HasPrefix(strings.TrimSpace(l), "//") {
+					lines[i] = strings.ReplaceAll(l, from, to)
+				}
+			}
+			return strings.Join(lines, ""), nil
+		}); err != nil {
+			return err
+		}
 	}
-	fmt.Fprintf(out, "moved from CKE %s to %s. These lines still name %s: they say what that release does; check each against %s, update it, then run make test:\n%s",
-		from, to, from, to, left)
 	return nil
 }
 

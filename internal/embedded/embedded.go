@@ -156,7 +156,7 @@ func inUse(err error, o Options) error {
 	if ln, err := net.Listen("tcp", pu.Host); err != nil && listen.InUse(err) {
 		return peer
 	} else if err == nil {
-		ln.Close()
+		_ = ln.Close() // a probe: only whether it could listen counts
 	}
 	return client
 }

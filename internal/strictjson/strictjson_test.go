@@ -173,7 +173,7 @@ func TestFieldNames(t *testing.T) {
 		C       int
 		D       int `json:"-"`
 		E       int `json:",omitempty"`
-		private int
+		private int //nolint:unused // FieldNames must leave it out
 	}
 	if got, want := FieldNames(reflect.TypeFor[*outer]()), []string{"a", "b", "C", "E"}; !reflect.DeepEqual(got, want) {
 		t.Errorf("FieldNames = %q, want %q", got, want)

@@ -42,75 +42,66 @@ func main() {
 	}
 }
 
-func run(args []string, stdout, stderr io.Writer) error {
+// options are the command line's.
+type options struct {
+	tmplPath, machinesPath, cstrPath, currentPath, output string
+	now                                                   time.Time
+}
+
+// parseArgs reads the command line; usage errors go to stderr.
+func parseArgs(args []string, stderr io.Writer) (*options, error) {
 	fs := flag.NewFlagSet("ckegenerate", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	tmplPath := fs.String("template", "", "cluster template file (YAML or JSON)")
-	machinesPath := fs.String("machines", "", "machines file: a JSON array of machines or a searchMachines GraphQL response")
-	cstrPath := fs.String("constraints", "", "constraints file (JSON); CKE's defaults when absent")
-	currentPath := fs.String("current", "", "current cluster.yml (YAML or JSON): Update instead of Generate")
+	o := &options{}
+	fs.StringVar(&o.tmplPath, "template", "", "cluster template file (YAML or JSON)")
+	fs.StringVar(&o.machinesPath, "machines", "", "machines file: a JSON array of machines or a searchMachines GraphQL response")
+	fs.StringVar(&o.cstrPath, "constraints", "", "constraints file (JSON); CKE's defaults when absent")
+	fs.StringVar(&o.currentPath, "current", "", "current cluster.yml (YAML or JSON): Update instead of Generate")
 	nowFlag := fs.String("now", "", "the time of the decision, RFC3339 (default: the current time)")
-	output := fs.String("o", "yaml", "output format: yaml or json")
+	fs.StringVar(&o.output, "o", "yaml", "output format: yaml or json")
 	if err := fs.Parse(args); err != nil {
-		return err
+		return nil, err
 	}
-	if *tmplPath == "" || *machinesPath == "" {
-		return errors.New("--template and --machines are required")
+	if o.tmplPath == "" || o.machinesPath == "" {
+		return nil, errors.New("--template and --machines are required")
 	}
-	if *output != "yaml" && *output != "json" {
-		return fmt.Errorf("-o: must be yaml or json, got %q", *output)
+	if o.output != "yaml" && o.output != "json" {
+		return nil, fmt.Errorf("-o: must be yaml or json, got %q", o.output)
 	}
-	now := time.Now()
+	o.now = time.Now()
 	if *nowFlag != "" {
 		t, err := time.Parse(time.RFC3339, *nowFlag)
 		if err != nil {
-			return fmt.Errorf("--now: %w", err)
+			return nil, fmt.Errorf("--now: %w", err)
 		}
-		now = t
+		o.now = t
 	}
+	return o, nil
+}
 
-	data, err := os.ReadFile(*tmplPath)
+func run(args []string, stdout, stderr io.Writer) error {
+	o, err := parseArgs(args, stderr)
 	if err != nil {
 		return err
 	}
-	tmpl := cke.NewCluster()
-	if err := yaml.Unmarshal(data, tmpl); err != nil {
-		return fmt.Errorf("--template: %w", err)
+	tmpl, err := readTemplate(o.tmplPath)
+	if err != nil {
+		return err
 	}
-	if err := ckesabakan.ValidateTemplate(tmpl); err != nil {
-		return fmt.Errorf("--template: %w", err)
-	}
-
-	machines, err := readMachines(*machinesPath)
+	machines, err := readMachines(o.machinesPath)
 	if err != nil {
 		return fmt.Errorf("--machines: %w", err)
 	}
-
-	cstr := cke.DefaultConstraints()
-	if *cstrPath != "" {
-		data, err := os.ReadFile(*cstrPath)
-		if err != nil {
-			return err
-		}
-		cstr = new(cke.Constraints)
-		if err := json.Unmarshal(data, cstr); err != nil {
-			return fmt.Errorf("--constraints: %w", err)
-		}
+	cstr, err := readConstraints(o.cstrPath)
+	if err != nil {
+		return err
+	}
+	current, err := readCurrent(o.currentPath)
+	if err != nil {
+		return err
 	}
 
-	var current *cke.Cluster
-	if *currentPath != "" {
-		data, err := os.ReadFile(*currentPath)
-		if err != nil {
-			return err
-		}
-		current = new(cke.Cluster)
-		if err := yaml.Unmarshal(data, current); err != nil {
-			return fmt.Errorf("--current: %w", err)
-		}
-	}
-
-	g := ckesabakan.NewGenerator(tmpl, cstr, machines, nil, now)
+	g := ckesabakan.NewGenerator(tmpl, cstr, machines, nil, o.now)
 	var c *cke.Cluster
 	if current == nil {
 		c, err = g.Generate()
@@ -121,11 +112,11 @@ func run(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	if c == nil {
-		fmt.Fprintln(stderr, "nothing to do")
-		return nil
+		_, err := fmt.Fprintln(stderr, "nothing to do")
+		return err
 	}
 	var out []byte
-	if *output == "json" {
+	if o.output == "json" {
 		out, err = json.Marshal(c)
 	} else {
 		out, err = yaml.Marshal(c)
@@ -135,6 +126,55 @@ func run(args []string, stdout, stderr io.Writer) error {
 	}
 	_, err = stdout.Write(out)
 	return err
+}
+
+// readTemplate reads the template as CKE's `ckecli sabakan set-template`
+// does.
+func readTemplate(path string) (*cke.Cluster, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	tmpl := cke.NewCluster()
+	if err := yaml.Unmarshal(data, tmpl); err != nil {
+		return nil, fmt.Errorf("--template: %w", err)
+	}
+	if err := ckesabakan.ValidateTemplate(tmpl); err != nil {
+		return nil, fmt.Errorf("--template: %w", err)
+	}
+	return tmpl, nil
+}
+
+// readConstraints reads the constraints; CKE's defaults when path is "".
+func readConstraints(path string) (*cke.Constraints, error) {
+	if path == "" {
+		return cke.DefaultConstraints(), nil
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	cstr := new(cke.Constraints)
+	if err := json.Unmarshal(data, cstr); err != nil {
+		return nil, fmt.Errorf("--constraints: %w", err)
+	}
+	return cstr, nil
+}
+
+// readCurrent reads the current cluster; nil when path is "".
+func readCurrent(path string) (*cke.Cluster, error) {
+	if path == "" {
+		return nil, nil
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	current := new(cke.Cluster)
+	if err := yaml.Unmarshal(data, current); err != nil {
+		return nil, fmt.Errorf("--current: %w", err)
+	}
+	return current, nil
 }
 
 // readMachines reads a JSON array of machines, or a searchMachines answer.

@@ -170,7 +170,7 @@ func run(d durations) error {
 		}
 		defer func() {
 			if !serving {
-				ln.Close()
+				_ = ln.Close() // the failed start's error is the one to report
 			}
 		}()
 	}
@@ -187,18 +187,7 @@ func run(d durations) error {
 	}
 	icfg := integrator.Config{Client: etcd, Registerer: prometheus.DefaultRegisterer, Config: decision.Config{Name: name, Interval: storage.Duration(d.interval), Log: lg}}
 	if *flgDebugSabakan {
-		// As CKE's server: its integrator alone, retired workers leaving
-		// after 5 s.
-		icfg.RetireWait = storage.Duration(5 * time.Second)
-		ig, err := integrator.New(icfg)
-		if err != nil {
-			return err
-		}
-		well.Go(func(ctx context.Context) error {
-			ctx = context.WithValue(ctx, ckesabakan.WaitSecs, float64(5))
-			return server.RunIntegrator(ctx, ig)
-		})
-		return wait()
+		return runIntegratorAlone(icfg)
 	}
 	ig, err := integrator.New(icfg)
 	if err != nil {
@@ -228,15 +217,10 @@ func run(d durations) error {
 	})
 	well.Go(controller.Run)
 
-	// CKE's handler serves CKE's collector and the default registry:
-	// ckegen's series, and which binary this is.
-	if err := prometheus.DefaultRegisterer.Register(version.BuildInfo(version.ModeInsideCKE)); err != nil {
-		return fmt.Errorf("metrics: %w", err)
+	mux, err := newHandler(etcd, timeout, lg)
+	if err != nil {
+		return err
 	}
-	mux := http.NewServeMux()
-	mux.Handle("/metrics", metrics.GetHandler(metrics.NewCollector(&cke.Storage{Client: etcd})))
-	mux.Handle(pagePrefix, http.StripPrefix(pagePrefix[:len(pagePrefix)-1], ckegenHandler(etcd, lg)))
-	mux.Handle("/", server.Server{EtcdClient: etcd, Timeout: timeout})
 	s := &well.HTTPServer{
 		Server:          &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second},
 		ShutdownTimeout: 3 * time.Minute,
@@ -246,6 +230,35 @@ func run(d durations) error {
 	}
 	serving = true
 	return wait()
+}
+
+// runIntegratorAlone runs the integrator as CKE's server does under
+// --debug-sabakan: alone, retired workers leaving after 5 s.
+func runIntegratorAlone(icfg integrator.Config) error {
+	icfg.RetireWait = storage.Duration(5 * time.Second)
+	ig, err := integrator.New(icfg)
+	if err != nil {
+		return err
+	}
+	well.Go(func(ctx context.Context) error {
+		ctx = context.WithValue(ctx, ckesabakan.WaitSecs, float64(5))
+		return server.RunIntegrator(ctx, ig)
+	})
+	return wait()
+}
+
+// newHandler is what the server serves: CKE's API, CKE's collector and
+// the default registry (ckegen's series, and which binary this is) at
+// /metrics, and ckegen's page under pagePrefix.
+func newHandler(etcd *clientv3.Client, timeout time.Duration, lg *slog.Logger) (*http.ServeMux, error) {
+	if err := prometheus.DefaultRegisterer.Register(version.BuildInfo(version.ModeInsideCKE)); err != nil {
+		return nil, fmt.Errorf("metrics: %w", err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", metrics.GetHandler(metrics.NewCollector(&cke.Storage{Client: etcd})))
+	mux.Handle(pagePrefix, http.StripPrefix(pagePrefix[:len(pagePrefix)-1], ckegenHandler(etcd, lg)))
+	mux.Handle("/", server.Server{EtcdClient: etcd, Timeout: timeout})
+	return mux, nil
 }
 
 // wait waits for the server's goroutines; a signal is not an error.

@@ -111,7 +111,7 @@ func UnmarshalDateTime(v any) (time.Time, error) {
 }
 
 // errNotJSON is the error of a Float that JSON cannot carry.
-var errNotJSON = errors.New("Float: NaN and the infinities are not JSON numbers")
+var errNotJSON = errors.New("Float: NaN and the infinities are not JSON numbers") //nolint:staticcheck // ST1005: the scalar's name
 
 // MarshalFloat writes a Float as encoding/json does: the shortest
 // representation, in exponent form below 1e-6 and from 1e21, with a

@@ -72,7 +72,11 @@ func capture(ctx context.Context, out string) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	defer os.RemoveAll(work)
+	defer func() {
+		if err := os.RemoveAll(work); err != nil {
+			fmt.Fprintln(os.Stderr, "capture:", err)
+		}
+	}()
 	s := &site{ctx: ctx, bin: filepath.Join(work, "bin")}
 	build := exec.CommandContext(ctx, "go", "build", "-o", s.bin+"/", "./cmd/ckegen", "./cmd/ckegenctl", "./cmd/fakesabakan")
 	if b, err := build.CombinedOutput(); err != nil {
@@ -172,7 +176,7 @@ func (s *site) taintAndHold() error {
 	if err != nil {
 		return err
 	}
-	resp.Body.Close()
+	_ = resp.Body.Close() // only the status is the answer
 	if resp.StatusCode/100 != 2 {
 		return fmt.Errorf("PUT /api/v1/state/%s: %s", serial, resp.Status)
 	}
@@ -327,7 +331,9 @@ func freePorts(n int) ([]int, error) {
 		if err != nil {
 			return nil, err
 		}
-		defer ln.Close()
+		// Held until every port is chosen, so that no two are the same:
+		// closing it only frees the port.
+		defer func() { _ = ln.Close() }()
 		ports = append(ports, ln.Addr().(*net.TCPAddr).Port)
 	}
 	return ports, nil

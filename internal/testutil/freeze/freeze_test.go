@@ -14,7 +14,7 @@ func TestMain(m *testing.M) {
 		runtime.GOMAXPROCS(8)
 		for range 8 {
 			go func() {
-				for {
+				for { //nolint:staticcheck // SA5002: spinning is the point
 				}
 			}()
 		}
