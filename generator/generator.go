@@ -82,17 +82,6 @@ const (
 	ActionRerender = "re-render"
 )
 
-// Actions lists every change action, for tools that show changes.
-func Actions() []string {
-	return []string{
-		ActionGenerate, ActionRegenerate, ActionAddControlPlane, ActionAddWorker, ActionPromoteWorker,
-		ActionDemoteControlPlane, ActionRemoveNonExistentCP, ActionRemoveNonExistentWorker,
-		ActionRemoveUnmatchedWorker, ActionRemoveExcessiveCP, ActionRemoveBadCP, ActionRemoveRetiredWorker,
-		ActionChangeTaint, ActionRebalanceDemoteCP, ActionRebalanceRemoveCP, ActionRebalanceAddCP,
-		ActionSpreadDemoteCP, ActionSpreadRemoveCP, ActionSpreadAddCP, ActionRerender,
-	}
-}
-
 // Input is the snapshot a decision is made from.
 type Input struct {
 	Template    *template.Template

@@ -299,3 +299,15 @@ func TestRateOf(t *testing.T) {
 		t.Error("the count model has no worker rate")
 	}
 }
+
+// Actions lists every change action (TestActionsListed checks the
+// rules make no other).
+func Actions() []string {
+	return []string{
+		ActionGenerate, ActionRegenerate, ActionAddControlPlane, ActionAddWorker, ActionPromoteWorker,
+		ActionDemoteControlPlane, ActionRemoveNonExistentCP, ActionRemoveNonExistentWorker,
+		ActionRemoveUnmatchedWorker, ActionRemoveExcessiveCP, ActionRemoveBadCP, ActionRemoveRetiredWorker,
+		ActionChangeTaint, ActionRebalanceDemoteCP, ActionRebalanceRemoveCP, ActionRebalanceAddCP,
+		ActionSpreadDemoteCP, ActionSpreadRemoveCP, ActionSpreadAddCP, ActionRerender,
+	}
+}
