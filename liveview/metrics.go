@@ -225,6 +225,13 @@ func (l *lastTick) Collect(ch chan<- prometheus.Metric) {
 		gauge(descSuccessful, b2f(!l.r.Failed))
 		gauge(descTimestamp, float64(l.at.Unix()))
 	}
+	l.figures(gauge, st, d)
+}
+
+// figures are the series of a tick that ran the integration: the
+// inventory, the Nodes, the placements, the failure domains, the model,
+// the warnings and the plan pending.
+func (l *lastTick) figures(gauge func(*prometheus.Desc, float64, ...string), st storage.Status, d *decision.Decision) {
 	if f := st.Inventory; f != nil {
 		for _, s := range machine.States {
 			gauge(descMachines, float64(f.Machines[string(s)]), string(s))

@@ -319,7 +319,7 @@ func (m *Map) writeSummary(t *textWriter, width int) {
 		t.endLine()
 		for i, c := range m.Next {
 			if i == maxListed {
-				t.line.WriteString(fmt.Sprintf("  and %d more", len(m.Next)-maxListed))
+				fmt.Fprintf(&t.line, "  and %d more", len(m.Next)-maxListed)
 				t.endLine()
 				break
 			}
