@@ -81,7 +81,7 @@ func New(cfg Config) (*Integrator, error) {
 		return nil, errors.New("integrator: no etcd client")
 	}
 	cfg.Mode = decision.ModeInsideCKE
-	cfg.Config = cfg.Config.WithDefaults()
+	cfg.Config = cfg.WithDefaults()
 	// CKE's client is namespaced by its prefix: the keys need none.
 	st := storage.Storage{Client: cfg.Client}
 	ig := &Integrator{cfg: cfg, st: st, cke: cke.Storage{Client: cfg.Client},
