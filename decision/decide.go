@@ -158,6 +158,13 @@ func Decide(g *Gathered, mem Memory) *Decision {
 	if overLimit != "" {
 		d.Hold = &Hold{RungBreaker, reason.TooManyUnhealthy, overLimit + ": " + BreakerHolds}
 	}
+	return d.decideStep(in)
+}
+
+// decideStep decides the step of a tick that goes on past the hold
+// ladder (or, over max-unhealthy, its state taints), checks it, and keeps
+// the plan from the cluster as read, step first.
+func (d *Decision) decideStep(in generator.Input) *Decision {
 	step, settled, err := d.first(in)
 	if err == nil && step != nil {
 		if err := d.check(step); err != nil {
@@ -184,7 +191,7 @@ func Decide(g *Gathered, mem Memory) *Decision {
 	}
 	d.count(in)
 	d.keepPlan(in, step, settled)
-	if g.RegenerateOnly && step == nil {
+	if d.Gathered.RegenerateOnly && step == nil {
 		d.planWarnings()
 	}
 	return d
