@@ -128,51 +128,25 @@ func Gate(own intake.Ownership, mode string, hasCluster bool, now time.Time, max
 	return ckePace(own.CKEStatus, now, maxAge)
 }
 
-// ckePhases are the phases of CKE's status in which ckegen writes beside
-// a CKE server: those in which CKE v1.35.4's server runs its own
-// integration. CKE's controller calls its integrator when DecideOps has
-// no operation (completed, the two aborted phases, and repair-machines
-// or reboot-nodes while blocked) and in reboot-nodes. repair-machines
-// blocked cannot be told from repair-machines busy by the status key
-// alone: ckegen holds there.
-var ckePhases = []string{"completed", "reboot-nodes", "upgrade-aborted", "etcd-boot-aborted"}
-
-// CKEPhases says in which phases of CKE's status ckegen writes beside a
-// CKE server (docs/beside-cke.md).
-func CKEPhases() string {
-	return strings.Join(ckePhases[:len(ckePhases)-1], ", ") + " or " + ckePhases[len(ckePhases)-1]
-}
-
 // ckePace holds while CKE's server is not at rest: as CKE's own
 // integration, ckegen changes the cluster only while CKE's status says one
-// of ckePhases, and only while that status is fresh.
+// of intake.CKEPhases, and only while that status is fresh.
 func ckePace(st *intake.CKEStatus, now time.Time, maxAge time.Duration) *Hold {
 	if st == nil {
 		return &Hold{RungPace, reason.CKENotReady, "CKE's server has written no status yet: ckegen waits for it to reach phase completed"}
 	}
 	age := now.Sub(st.Timestamp).Truncate(time.Second)
-	if !IsCKEPhase(st.Phase) {
+	if !intake.IsCKEPhase(st.Phase) {
 		phase := st.Phase
 		if phase == "" {
 			phase = "(none)"
 		}
-		return &Hold{RungPace, reason.CKENotReady, fmt.Sprintf("CKE's server is in phase %s (status written %s ago): ckegen writes only in phase %s, as CKE's own integration does", phase, age, CKEPhases())}
+		return &Hold{RungPace, reason.CKENotReady, fmt.Sprintf("CKE's server is in phase %s (status written %s ago): ckegen writes only in phase %s, as CKE's own integration does", phase, age, intake.CKEPhases())}
 	}
 	if age > maxAge {
 		return &Hold{RungPace, reason.CKENotReady, fmt.Sprintf("CKE's status (phase %s) is %s old, over --cke-status-max-age %s: its server may be stuck", st.Phase, age, maxAge)}
 	}
 	return nil
-}
-
-// IsCKEPhase reports whether CKE's phase p is one in which its server
-// runs its integration (ckePhases).
-func IsCKEPhase(p string) bool {
-	for _, q := range ckePhases {
-		if p == q {
-			return true
-		}
-	}
-	return false
 }
 
 // TriggerHeld is what a tick held by the trigger says.

@@ -104,6 +104,32 @@ func ParseOwner(data []byte) (string, error) {
 }
 
 // parseCKEStatus reads CKE's own status key; a value that does not parse
+// ckePhases are the phases of CKE's status in which ckegen writes beside
+// a CKE server: those in which CKE v1.35.4's server runs its own
+// integration. CKE's controller calls its integrator when DecideOps has
+// no operation (completed, the two aborted phases, and repair-machines
+// or reboot-nodes while blocked) and in reboot-nodes. repair-machines
+// blocked cannot be told from repair-machines busy by the status key
+// alone: ckegen holds there.
+var ckePhases = []string{"completed", "reboot-nodes", "upgrade-aborted", "etcd-boot-aborted"}
+
+// CKEPhases says in which phases of CKE's status ckegen writes beside a
+// CKE server (docs/beside-cke.md).
+func CKEPhases() string {
+	return strings.Join(ckePhases[:len(ckePhases)-1], ", ") + " or " + ckePhases[len(ckePhases)-1]
+}
+
+// IsCKEPhase reports whether CKE's phase p is one in which its server
+// runs its integration (ckePhases).
+func IsCKEPhase(p string) bool {
+	for _, q := range ckePhases {
+		if p == q {
+			return true
+		}
+	}
+	return false
+}
+
 // is a status of no phase, which never allows a write.
 func parseCKEStatus(data []byte) *CKEStatus {
 	var st CKEStatus

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/ckegen/ckegen/decision"
 	"github.com/ckegen/ckegen/intake"
 	"github.com/ckegen/ckegen/storage"
 )
@@ -34,7 +33,7 @@ func (r Actor) Cause(cke *intake.CKEStatus) string {
 			"or the stored cluster fails CKE's validation (its log says \"invalid cluster configuration\")", l.Name, storage.KeyCKEStatus)
 	case cke == nil:
 		return fmt.Sprintf("CKE's server %s leads; its status key cannot be read", l.Name)
-	case !decision.IsCKEPhase(cke.Phase):
+	case !intake.IsCKEPhase(cke.Phase):
 		return fmt.Sprintf("CKE has operations to run: its server %s is in phase %s (written %s), and calls ckegen only when it has none",
 			l.Name, or(cke.Phase, "(none)"), agoAt(cke.Timestamp, r.Time))
 	}

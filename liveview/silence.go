@@ -42,7 +42,7 @@ func Silence(st storage.Status, cke *intake.CKEStatus, cause string, now time.Ti
 	switch {
 	case now.Sub(st.Time) <= limit && st.Result == reason.Held && st.Reason == reason.CKENotReady && !st.LastRun.IsZero() && now.Sub(st.LastRun) > limit:
 		return fmt.Sprintf("ckegen has not run the integration since %s (%s): CKE's server is in phase %s; ckegen writes only in phase %s, as CKE runs its own integration only when it has no operations",
-			stamp(st.LastRun), since(st.LastRun, now), phase, decision.CKEPhases())
+			stamp(st.LastRun), since(st.LastRun, now), phase, intake.CKEPhases())
 	case now.Sub(st.Time) <= limit:
 		return ""
 	case st.Mode == decision.ModeInsideCKE:

@@ -222,6 +222,23 @@ func (s Storage) changed(guards []Guard, rs []*pb.ResponseOp) error {
 	return &ChangedError{Key: guards[0].Key}
 }
 
+// requestFraming bounds what etcd counts in a request besides its keys and
+// values: the transaction's framing and the request header (about 100
+// bytes measured with etcd 3.6).
+const requestFraming = 256
+
+// ClusterWriteOverhead is what PutCluster's etcd request holds besides
+// the cluster: the leader key (compared, and read when refused), the
+// cluster key (compared, put, and read when refused), cluster-revision
+// and its value, the owner and both switches (compared with their
+// revisions, and read when refused), and the framing. etcd refuses a
+// request over its --max-request-bytes as a whole, so a cluster only this
+// much below the limit would fail in etcd.
+func (s Storage) ClusterWriteOverhead(leaderKey string) int {
+	guard := 2*(len(s.Key(KeyOwner))+len(s.Key(KeySabakanDisabled))+len(s.Key(KeyCKEGenDisabled))) + 3*12
+	return 2*len(leaderKey) + 3*len(s.Key(KeyCluster)) + len(s.Key(KeyClusterRevision)) + 20 + guard + requestFraming
+}
+
 // PutCluster writes the cluster and the template revision it was built
 // from in one transaction that succeeds only while leaderKey exists, the
 // cluster key's mod revision is still clusterRev (0: the key must not

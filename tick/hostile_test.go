@@ -164,7 +164,9 @@ func TestHostileSabakan(t *testing.T) {
 		{"a date that does not parse", func() {
 			h.script(writeRaw(`{"data":{"searchMachines":[{"spec":{"serial":"a","retireDate":"tomorrow"},"status":{"state":"HEALTHY"}}]}}`))
 		}, reason.QueryError, `parsing time "tomorrow"`},
-		{"HTTP 502", func() { h.script(func(w http.ResponseWriter, r *http.Request) { http.Error(w, "bad gateway", http.StatusBadGateway) }) },
+		{"HTTP 502", func() {
+			h.script(func(w http.ResponseWriter, r *http.Request) { http.Error(w, "bad gateway", http.StatusBadGateway) })
+		},
 			reason.SabakanUnreachable, "HTTP 502: bad gateway"},
 		{"a redirect elsewhere", func() {
 			h.script(func(w http.ResponseWriter, r *http.Request) {

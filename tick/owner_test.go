@@ -148,7 +148,7 @@ func TestCKEPhases(t *testing.T) {
 			if wrote := f.clusterRev(t) != before; wrote != c.write {
 				t.Errorf("phase %s: wrote %v, want %v (%s %s)", phase, wrote, c.write, f.status(t).Reason, f.status(t).Message)
 			}
-			if st := f.status(t); !c.write && (st.Reason != reason.CKENotReady || !strings.Contains(st.Message, "writes only in phase "+decision.CKEPhases())) {
+			if st := f.status(t); !c.write && (st.Reason != reason.CKENotReady || !strings.Contains(st.Message, "writes only in phase "+intake.CKEPhases())) {
 				t.Errorf("held in %s: %s %q", phase, st.Reason, st.Message)
 			}
 		})

@@ -109,7 +109,7 @@ func TestClusterSize(t *testing.T) {
 	// write request, with the default prefix and an election key as
 	// etcd's concurrency package makes them.
 	d := New(storage.New(nil, ""), decision.Config{})
-	allowed := decision.DefaultMaxClusterBytes - d.writeOverhead("/cke/leader/694d9b3c1e2f4a05")
+	allowed := decision.DefaultMaxClusterBytes - d.st.ClusterWriteOverhead("/cke/leader/694d9b3c1e2f4a05")
 	for _, model := range []string{constraints.CountModel, constraints.RateModel} {
 		t.Run(model, func(t *testing.T) {
 			// The first prefix of the inventory (in serial order, so whole

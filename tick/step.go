@@ -112,7 +112,7 @@ func (s *Step) Regenerate(ctx context.Context, leaderKey string, kube kubenodes.
 // leaderKey.
 func (s *Step) Config(leaderKey string) decision.Config {
 	c := s.cfg
-	c.WriteOverhead = s.writeOverhead(leaderKey)
+	c.WriteOverhead = s.st.ClusterWriteOverhead(leaderKey)
 	return c
 }
 
@@ -258,21 +258,4 @@ func EtcdHung(err error) bool { return etcdHung(err) }
 func etcdHung(err error) bool {
 	var te *reason.Error
 	return errors.Is(err, context.DeadlineExceeded) && (!errors.As(err, &te) || te.Reason == reason.EtcdError)
-}
-
-// requestFraming bounds what etcd counts in a request besides its keys and
-// values: the transaction's framing and the request header (about 100
-// bytes measured with etcd 3.6).
-const requestFraming = 256
-
-// writeOverhead is what the cluster write's etcd request holds besides the
-// cluster: the leader key (compared, and read when refused), the cluster
-// key (compared, put, and read when refused), cluster-revision and its
-// value, the owner and both switches (compared with their revisions, and
-// read when refused), and the framing. etcd refuses a request over its --max-request-bytes as a
-// whole, so a cluster only this much below the limit would fail in etcd.
-func (s *Step) writeOverhead(leaderKey string) int {
-	st := s.st
-	guard := 2*(len(st.Key(storage.KeyOwner))+len(st.Key(storage.KeySabakanDisabled))+len(st.Key(storage.KeyCKEGenDisabled))) + 3*12
-	return 2*len(leaderKey) + 3*len(st.Key(storage.KeyCluster)) + len(st.Key(storage.KeyClusterRevision)) + 20 + guard + requestFraming
 }

@@ -151,7 +151,7 @@ func takeover(e *env, cmd *cobra.Command, dry *dryRun) error {
 			notes = append(notes, fmt.Sprintf("ckegen's own switch %s is true: after takeover its daemon applies nothing until ckegenctl sabakan enable", storage.KeyCKEGenDisabled))
 		}
 		if o.CKEServer {
-			notes = append(notes, "a CKE server runs: ckegen's daemon applies each step only while CKE's status key says "+decision.CKEPhases()+", as CKE's own integration does")
+			notes = append(notes, "a CKE server runs: ckegen's daemon applies each step only while CKE's status key says "+intake.CKEPhases()+", as CKE's own integration does")
 		}
 		if err := dry.plan.plan(e, intake.WhatIf{}, stdout, stderr); err != nil {
 			return err
@@ -181,7 +181,7 @@ func writeTakeoverNext(w io.Writer, o intake.Ownership, leader string) {
 	case o.CKEGenDisabled:
 		fmt.Fprintf(w, "Next: ckegen's own switch %s is true: its daemon writes nothing until ckegenctl sabakan enable.\n", storage.KeyCKEGenDisabled)
 	case o.CKEServer:
-		fmt.Fprintln(w, "Next: ckegen's daemon writes the cluster from its next tick, whenever CKE's server reports phase "+decision.CKEPhases()+" (its status key), as CKE's own integration did.")
+		fmt.Fprintln(w, "Next: ckegen's daemon writes the cluster from its next tick, whenever CKE's server reports phase "+intake.CKEPhases()+" (its status key), as CKE's own integration did.")
 	default:
 		fmt.Fprintln(w, "Next: ckegen's daemon writes the cluster from its next tick.")
 	}
@@ -396,7 +396,7 @@ func writer(d *decision.Decision) string {
 	case d.Mode == decision.ModeInsideCKE:
 		return insideWriter
 	case h == nil && o.CKEServer:
-		return "ckegen, while CKE's status says " + decision.CKEPhases()
+		return "ckegen, while CKE's status says " + intake.CKEPhases()
 	case h == nil && o.OwnedByCKEGen():
 		return "ckegen"
 	case h == nil:
