@@ -57,3 +57,16 @@ func Domains(cen *failuredomain.Census) *storage.FailureDomains {
 	}
 	return fd
 }
+
+// Pending is a plan pending, summed up as the status keeps it.
+func Pending(p *generator.Plan) *storage.PlanSummary {
+	s := &storage.PlanSummary{Result: p.Result, Steps: len(p.Steps)}
+	if p.Err != nil {
+		s.Error = p.Err.Error()
+	}
+	if len(p.Steps) > 0 {
+		next := p.Steps[0]
+		s.NextOp, s.NextChanges, s.NextChangeCount = next.Op, StoredChanges(next.Changes), len(next.Changes)
+	}
+	return s
+}

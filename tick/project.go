@@ -176,25 +176,12 @@ func changeStatus(st *storage.Status, last storage.Status, d *decision.Decision,
 	c := storage.ChangeStatus{Trigger: d.Gathered.Settings.Trigger, Quiet: d.Quiet, Unhealthy: d.Unhealthy, Release: d.Release,
 		Pending: last.Pending}
 	if p := d.Pending(); p != nil && o.Err == nil {
-		c.Pending = planSummary(p)
+		c.Pending = planreport.Pending(p)
 	}
 	if c.Pending != nil && c.Pending.Steps == 0 {
 		c.Release = "" // the released plan is done
 	}
 	st.ChangeStatus = c
-}
-
-// planSummary sums up a pending plan for the status.
-func planSummary(p *generator.Plan) *storage.PlanSummary {
-	s := &storage.PlanSummary{Result: p.Result, Steps: len(p.Steps)}
-	if p.Err != nil {
-		s.Error = p.Err.Error()
-	}
-	if len(p.Steps) > 0 {
-		next := p.Steps[0]
-		s.NextOp, s.NextChanges, s.NextChangeCount = next.Op, planreport.StoredChanges(next.Changes), len(next.Changes)
-	}
-	return s
 }
 
 // historyEntry is the history's record of a decision's step, written at
