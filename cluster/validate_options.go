@@ -150,7 +150,20 @@ func decodeConfig(where string, u *unstructured.Unstructured, apiVersion, kind s
 	return &ValidationError{Field: where, Rule: fmt.Sprintf("does not decode as %s: %v", kind, strings.TrimPrefix(err.Error(), "json: "))}
 }
 
+// check is CKE's validation of the options, in its order: the extra
+// binds, the kubelet, the API server, the scheduler's and the proxy's
+// configurations.
 func (o *options) check() error {
+	for _, step := range []func() error{o.checkBinds, o.checkKubelet, o.checkAPIServer, o.checkConfigs} {
+		if err := step(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkBinds: every extra bind's source and destination are absolute.
+func (o *options) checkBinds() error {
 	for _, p := range []struct {
 		name  string
 		binds []mount
@@ -173,7 +186,12 @@ func (o *options) check() error {
 			}
 		}
 	}
+	return nil
+}
 
+// checkKubelet: the kubelet's configuration, its cluster domain, its CRI
+// endpoint, its CNI configuration file and its boot taints.
+func (o *options) checkKubelet() error {
 	kubelet := field.NewPath("options", "kubelet")
 	var kc kubeconfig.KubeletConfiguration
 	if c := o.Kubelet.Config; c != nil {
@@ -198,7 +216,11 @@ func (o *options) check() error {
 			return err
 		}
 	}
+	return nil
+}
 
+// checkAPIServer: an audit log has its policy, a mapping.
+func (o *options) checkAPIServer() error {
 	api := field.NewPath("options", "kube-api")
 	if o.APIServer.AuditLogEnabled && o.APIServer.AuditLogPolicy == "" {
 		return fieldError(field.Required(api.Child("audit_log_policy"), "CKE requires one when audit_log_enabled is true"))
@@ -209,7 +231,12 @@ func (o *options) check() error {
 			return &ValidationError{Field: api.Child("audit_log_policy").String(), Rule: notMapping([]byte(p))}
 		}
 	}
+	return nil
+}
 
+// checkConfigs: the scheduler's and the proxy's configurations decode,
+// and the proxy's mode is one CKE knows.
+func (o *options) checkConfigs() error {
 	if c := o.Scheduler.Config; c != nil {
 		var sc kubeconfig.KubeSchedulerConfiguration
 		if err := decodeConfig("options.kube-scheduler.config", &c.Unstructured, schedulerAPIVersion, schedulerKind, &sc); err != nil {
