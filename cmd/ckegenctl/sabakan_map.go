@@ -88,26 +88,8 @@ Colour shows the machine state, only on a terminal unless --color=always.`,
 }
 
 func (o *mapOptions) run(e *env, stdout, stderr io.Writer) error {
-	if err := checkFormat(o.output, "text", "json"); err != nil {
+	if err := o.check(); err != nil {
 		return err
-	}
-	switch o.color {
-	case "auto", "always", "never":
-	default:
-		return usage.Errorf("--color: must be auto, always or never, got %q", o.color)
-	}
-	if o.width < 0 {
-		return usage.Errorf("--width: must be a number of columns > 0, got %d", o.width)
-	}
-	if o.machines == "" {
-		for _, f := range []struct {
-			name string
-			set  bool
-		}{{"--current", o.current != ""}, {"--template", o.template != ""}, {"--constraints", o.cons != ""}, {"--rebooting", len(o.rebooting) > 0}} {
-			if f.set {
-				return usage.Errorf("%s needs --machines (online, the cluster, template, constraints and reboot queue come from etcd)", f.name)
-			}
-		}
 	}
 	var next []generator.Change
 	if o.next != "" {
@@ -135,7 +117,38 @@ func (o *mapOptions) run(e *env, stdout, stderr io.Writer) error {
 		// --next replaces the decision's next step.
 		in.Next = next
 	}
-	m := liveview.BuildMap(in)
+	return o.write(liveview.BuildMap(in), notes, stdout, stderr)
+}
+
+// check refuses flags that cannot go together, before anything is read.
+func (o *mapOptions) check() error {
+	if err := checkFormat(o.output, "text", "json"); err != nil {
+		return err
+	}
+	switch o.color {
+	case "auto", "always", "never":
+	default:
+		return usage.Errorf("--color: must be auto, always or never, got %q", o.color)
+	}
+	if o.width < 0 {
+		return usage.Errorf("--width: must be a number of columns > 0, got %d", o.width)
+	}
+	if o.machines == "" {
+		for _, f := range []struct {
+			name string
+			set  bool
+		}{{"--current", o.current != ""}, {"--template", o.template != ""}, {"--constraints", o.cons != ""}, {"--rebooting", len(o.rebooting) > 0}} {
+			if f.set {
+				return usage.Errorf("%s needs --machines (online, the cluster, template, constraints and reboot queue come from etcd)", f.name)
+			}
+		}
+	}
+	return nil
+}
+
+// write prints the map m in the format asked, the notes and its warnings
+// on stderr.
+func (o *mapOptions) write(m *liveview.Map, notes []string, stdout, stderr io.Writer) error {
 	for _, n := range notes {
 		fmt.Fprintf(stderr, "note: %s\n", n)
 	}

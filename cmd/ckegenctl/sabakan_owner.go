@@ -146,22 +146,7 @@ func takeover(e *env, cmd *cobra.Command, dry *dryRun) error {
 		return nil
 	}
 	if dry.enabled {
-		notes := []string{}
-		if o.CKEGenDisabled {
-			notes = append(notes, fmt.Sprintf("ckegen's own switch %s is true: after takeover its daemon applies nothing until ckegenctl sabakan enable", storage.KeyCKEGenDisabled))
-		}
-		if o.CKEServer {
-			notes = append(notes, "a CKE server runs: ckegen's daemon applies each step only while CKE's status key says "+intake.CKEPhases()+", as CKE's own integration does")
-		}
-		if err := dry.plan.plan(e, intake.WhatIf{}, stdout, stderr); err != nil {
-			return err
-		}
-		for _, n := range notes {
-			fmt.Fprintf(stderr, "note: %s\n", n)
-		}
-		fmt.Fprintf(stderr, "dry run: nothing was written; ckegenctl sabakan takeover would write %s: ckegen and %s: true, and ckegen's daemon would follow this plan\n",
-			storage.KeyOwner, storage.KeySabakanDisabled)
-		return nil
+		return takeoverDryRun(e, dry, o, stdout, stderr)
 	}
 	if o.OwnedByCKEGen() {
 		fmt.Fprintf(stdout, "ckegen owned the sabakan integration but CKE's %s was %s: set it to true again, so CKE's own integration is stopped.\n",
@@ -171,6 +156,27 @@ func takeover(e *env, cmd *cobra.Command, dry *dryRun) error {
 			storage.KeyOwner, ownerText(o), storage.KeySabakanDisabled)
 	}
 	writeTakeoverNext(stdout, o, leader)
+	return nil
+}
+
+// takeoverDryRun prints the plan ckegen's daemon would follow after a
+// takeover of o, and what would hold it.
+func takeoverDryRun(e *env, dry *dryRun, o intake.Ownership, stdout, stderr io.Writer) error {
+	notes := []string{}
+	if o.CKEGenDisabled {
+		notes = append(notes, fmt.Sprintf("ckegen's own switch %s is true: after takeover its daemon applies nothing until ckegenctl sabakan enable", storage.KeyCKEGenDisabled))
+	}
+	if o.CKEServer {
+		notes = append(notes, "a CKE server runs: ckegen's daemon applies each step only while CKE's status key says "+intake.CKEPhases()+", as CKE's own integration does")
+	}
+	if err := dry.plan.plan(e, intake.WhatIf{}, stdout, stderr); err != nil {
+		return err
+	}
+	for _, n := range notes {
+		fmt.Fprintf(stderr, "note: %s\n", n)
+	}
+	fmt.Fprintf(stderr, "dry run: nothing was written; ckegenctl sabakan takeover would write %s: ckegen and %s: true, and ckegen's daemon would follow this plan\n",
+		storage.KeyOwner, storage.KeySabakanDisabled)
 	return nil
 }
 
