@@ -136,54 +136,64 @@ func (o *planOptions) run(e *env, stdout, stderr io.Writer) error {
 		}
 		return printStoredPlan(e, o.output, stdout, stderr)
 	}
+	w, err := o.whatIf()
+	if err != nil {
+		return err
+	}
+	return o.plan(e, w, stdout, stderr)
+}
+
+// whatIf reads the settings the flags give in place of the stored ones,
+// each checked as the command that stores it checks it.
+func (o *planOptions) whatIf() (intake.WhatIf, error) {
 	var w intake.WhatIf
 	if o.template != "" {
 		data, err := readFile("--template", o.template)
 		if err != nil {
-			return err
+			return w, err
 		}
 		if w.Template, err = templateToStore(data); err != nil {
-			return fmt.Errorf("--template %s: %w", o.template, err)
+			return w, fmt.Errorf("--template %s: %w", o.template, err)
 		}
 	}
 	if o.constraints != "" {
 		data, err := readFile("--constraints", o.constraints)
 		if err != nil {
-			return err
+			return w, err
 		}
 		c, err := constraints.Parse(data)
 		if err == nil {
 			err = c.Validate()
 		}
 		if err != nil {
-			return fmt.Errorf("--constraints %s: %w", o.constraints, err)
+			return w, fmt.Errorf("--constraints %s: %w", o.constraints, err)
 		}
 		w.Constraints = &c
 	}
 	if o.variables != "" {
 		data, err := readFile("--variables", o.variables)
 		if err != nil {
-			return err
+			return w, err
 		}
 		if _, err := sabakan.ParseVariables(data); err != nil {
-			return fmt.Errorf("--variables %s: %w", o.variables, err)
+			return w, fmt.Errorf("--variables %s: %w", o.variables, err)
 		}
 		w.Variables = data
 	}
 	if o.policy != "" {
 		data, err := readFile("--policy", o.policy)
 		if err != nil {
-			return err
+			return w, err
 		}
 		doc, err := policy.Parse(data)
 		if err != nil {
-			return fmt.Errorf("--policy %s: %w", o.policy, err)
+			return w, fmt.Errorf("--policy %s: %w", o.policy, err)
 		}
 		if w.Policy, err = doc.Canonical(); err != nil {
-			return err
+			return w, err
 		}
 	}
-	return o.plan(e, w, stdout, stderr)
+	return w, nil
 }
 
 // plan computes the plan from the live state with w applied, as the
