@@ -11,6 +11,7 @@ import (
 	"github.com/ckegen/ckegen/generator"
 	"github.com/ckegen/ckegen/intake"
 	"github.com/ckegen/ckegen/kubenodes"
+	"github.com/ckegen/ckegen/planreport"
 	"github.com/ckegen/ckegen/reason"
 	"github.com/ckegen/ckegen/storage"
 )
@@ -457,7 +458,7 @@ func (d *Decision) count(in generator.Input) {
 		d.Placed = false
 		return
 	}
-	d.Placements = placementStatus(d.observed, counts, changes)
+	d.Placements = planreport.Placements(d.observed, counts, changes)
 }
 
 // releasedBy says what released the plan a tick in schedule applies: the

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/ckegen/ckegen/decision"
+	"github.com/ckegen/ckegen/intake"
 
 	"github.com/ckegen/ckegen/cluster"
 	"github.com/ckegen/ckegen/generator"
@@ -50,9 +51,9 @@ func status(d *decision.Decision, o Outcome, last storage.Status, leader string,
 	st.Kubernetes = d.Kubernetes
 	if st.Mode == decision.ModeInsideCKE {
 		// The operator has CKE's ckecli: its commands in its words.
-		st.Message = inCKEWords(st.Message)
+		st.Message = intake.InCKEWords(st.Message)
 		for i, w := range st.Warnings {
-			st.Warnings[i] = inCKEWords(w)
+			st.Warnings[i] = intake.InCKEWords(w)
 		}
 	}
 	st.Message = clip.Text(st.Message, maxMessage)

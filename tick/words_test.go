@@ -10,22 +10,6 @@ import (
 	"github.com/ckegen/ckegen/storage"
 )
 
-// TestInCKEWords: inside CKE's server, the commands CKE's ckecli has are
-// named as ckecli's; the others stay ckegenctl's.
-func TestInCKEWords(t *testing.T) {
-	for in, want := range map[string]string{
-		"no template: set one with ckegenctl sabakan set-template":                     "no template: set one with ckecli sabakan set-template",
-		"raise it with ckegenctl constraints set minimum-workers N":                    "raise it with ckecli constraints set minimum-workers N",
-		"ckegenctl sabakan trigger schedule applies the plan":                          "ckegenctl sabakan trigger schedule applies the plan",
-		"fix it with ckegenctl sabakan set-policy; see ckegenctl sabakan get-template": "fix it with ckegenctl sabakan set-policy; see ckecli sabakan get-template",
-		"ckegenctl sabakan set-templates":                                              "ckegenctl sabakan set-templates",
-	} {
-		if got := inCKEWords(in); got != want {
-			t.Errorf("%q: %q, want %q", in, got, want)
-		}
-	}
-}
-
 // TestInsideCKEHints: inside CKE's server, a missing template is waited
 // for in CKE's words: ckecli sabakan set-template.
 func TestInsideCKEHints(t *testing.T) {

@@ -1,4 +1,4 @@
-package tick
+package intake
 
 import (
 	"regexp"
@@ -21,9 +21,9 @@ var ckecliCommands = []string{
 // ckegenctlCommand is a command of ckegenctl named in a text.
 var ckegenctlCommand = regexp.MustCompile(`\bckegenctl ((?:sabakan |constraints |cluster )?[a-z-]+)`)
 
-// inCKEWords is text with the ckegenctl commands that CKE's ckecli has
+// InCKEWords is text with the ckegenctl commands that CKE's ckecli has
 // named as ckecli's.
-func inCKEWords(text string) string {
+func InCKEWords(text string) string {
 	return ckegenctlCommand.ReplaceAllStringFunc(text, func(m string) string {
 		cmd := strings.TrimPrefix(m, "ckegenctl ")
 		for _, c := range ckecliCommands {
