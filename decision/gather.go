@@ -2,10 +2,7 @@ package decision
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
-	"strconv"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -182,7 +179,7 @@ func (gr *Gatherer) Gather(ctx context.Context, leaderKey string, a Ask) *Gather
 		}
 	}
 	s, refused := gr.settings.ReadEach(snap, a.WhatIf)
-	g.Settings, g.Refusals, g.HasCluster, g.SettingsID = s, refused, snap.Get(storage.KeyCluster).Exists(), settingsID(snap)
+	g.Settings, g.Refusals, g.HasCluster, g.SettingsID = s, refused, snap.Get(storage.KeyCluster).Exists(), intake.SettingsID(snap)
 	for _, row := range intake.Table {
 		if r := refused[row.Setting]; r != nil {
 			g.Refused = r
@@ -213,22 +210,6 @@ func (gr *Gatherer) read(ctx context.Context, req storage.Request) (*storage.Sna
 		defer cancel()
 	}
 	return gr.Storage.Read(ctx, req)
-}
-
-// settingsID identifies the watched settings of a snapshot by their
-// keys' mod revisions.
-func settingsID(snap *storage.Snapshot) string {
-	h := sha256.New()
-	for _, row := range intake.Table {
-		if !row.Wakes {
-			continue
-		}
-		h.Write([]byte(row.Key))
-		h.Write([]byte{'='})
-		h.Write(strconv.AppendInt(nil, snap.Get(row.Key).ModRevision, 10))
-		h.Write([]byte{'\n'})
-	}
-	return hex.EncodeToString(h.Sum(nil)[:8])
 }
 
 // query asks sabakan for the machines of the user's variables and

@@ -2,8 +2,6 @@ package decision
 
 import (
 	"cmp"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"slices"
 	"strings"
@@ -38,7 +36,7 @@ type quietness struct {
 // digest is kept even with no quiet time, so that setting one counts from
 // the last change rather than from then.
 func evaluateQuiet(ms []*machine.Machine, quietTime time.Duration, prev InventoryMemory, now time.Time) quietness {
-	digest := serialsDigest(ms)
+	digest := machine.SerialsDigest(ms)
 	since := now
 	if prev.Digest == digest && !prev.Since.IsZero() && !prev.Since.After(now) {
 		since = prev.Since
@@ -52,7 +50,7 @@ func evaluateQuiet(ms []*machine.Machine, quietTime time.Duration, prev Inventor
 	// The machines that moved less than quietTime ago, most recent first.
 	var moved []*machine.Machine
 	for _, m := range ms {
-		if stateAge(m) < quietTime {
+		if m.StateAge() < quietTime {
 			moved = append(moved, m)
 		}
 	}
@@ -68,10 +66,10 @@ func evaluateQuiet(ms []*machine.Machine, quietTime time.Duration, prev Inventor
 	q.remaining = quietTime - setAge
 	var parts []string
 	if len(moved) > 0 {
-		q.remaining = max(q.remaining, quietTime-stateAge(moved[0]))
+		q.remaining = max(q.remaining, quietTime-moved[0].StateAge())
 		for _, m := range moved[:min(len(moved), maxLastMoved)] {
 			q.status.LastMoved = append(q.status.LastMoved, fmt.Sprintf("%s (serial %s) %s for %s",
-				m.Address(), m.Spec.Serial, m.Status.State, stateAge(m).Round(time.Second)))
+				m.Address(), m.Spec.Serial, m.Status.State, m.StateAge().Round(time.Second)))
 		}
 		what := "last moved: " + strings.Join(q.status.LastMoved, ", ")
 		if more := len(moved) - maxLastMoved; more > 0 {
@@ -86,25 +84,4 @@ func evaluateQuiet(ms []*machine.Machine, quietTime time.Duration, prev Inventor
 	q.message = fmt.Sprintf("the inventory has not been quiet for the quiet time %s: %s left; %s",
 		quietTime, q.status.Remaining, strings.Join(parts, "; "))
 	return q
-}
-
-// stateAge is how long ago the machine's state changed.
-func stateAge(m *machine.Machine) time.Duration {
-	return time.Duration(m.Status.Duration * float64(time.Second))
-}
-
-// serialsDigest identifies a set of machines by their serials, in any
-// order.
-func serialsDigest(ms []*machine.Machine) string {
-	serials := make([]string, len(ms))
-	for i, m := range ms {
-		serials[i] = m.Spec.Serial
-	}
-	slices.Sort(serials)
-	h := sha256.New()
-	for _, s := range serials {
-		h.Write([]byte(s))
-		h.Write([]byte{'\n'})
-	}
-	return hex.EncodeToString(h.Sum(nil)[:16])
 }

@@ -173,7 +173,7 @@ func (s *Store) Load(ms []machine.Machine) error {
 			return fail(ErrConflict, "machine %s is already registered", m.Spec.Serial)
 		}
 		seen[m.Spec.Serial] = true
-		changed := now.Add(-time.Duration(m.Status.Duration * float64(time.Second)))
+		changed := now.Add(-m.StateAge())
 		if m.Status.Timestamp != nil {
 			changed = *m.Status.Timestamp
 		}

@@ -2,8 +2,11 @@ package intake
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"strconv"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"golang.org/x/sync/errgroup"
@@ -56,3 +59,19 @@ func watch(ctx context.Context, st storage.Storage, keys, prefixes []string, wak
 
 // errWatchClosed: etcd closed a watch while it was wanted.
 var errWatchClosed = errors.New("closed")
+
+// SettingsID identifies the watched settings of a snapshot by their
+// keys' mod revisions.
+func SettingsID(snap *storage.Snapshot) string {
+	h := sha256.New()
+	for _, row := range Table {
+		if !row.Wakes {
+			continue
+		}
+		h.Write([]byte(row.Key))
+		h.Write([]byte{'='})
+		h.Write(strconv.AppendInt(nil, snap.Get(row.Key).ModRevision, 10))
+		h.Write([]byte{'\n'})
+	}
+	return hex.EncodeToString(h.Sum(nil)[:8])
+}

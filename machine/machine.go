@@ -4,6 +4,8 @@
 package machine
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"net/netip"
 	"slices"
@@ -289,4 +291,25 @@ func dropBadLabels(m *Machine, serial string, validLabel LabelValidator, errs ma
 	c := *m
 	c.Spec.Labels = kept
 	return &c, warnings
+}
+
+// StateAge is how long ago the machine's state changed.
+func (m *Machine) StateAge() time.Duration {
+	return time.Duration(m.Status.Duration * float64(time.Second))
+}
+
+// SerialsDigest identifies a set of machines by their serials, in any
+// order.
+func SerialsDigest(ms []*Machine) string {
+	serials := make([]string, len(ms))
+	for i, m := range ms {
+		serials[i] = m.Spec.Serial
+	}
+	slices.Sort(serials)
+	h := sha256.New()
+	for _, s := range serials {
+		h.Write([]byte(s))
+		h.Write([]byte{'\n'})
+	}
+	return hex.EncodeToString(h.Sum(nil)[:16])
 }

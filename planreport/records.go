@@ -3,8 +3,11 @@ package planreport
 import (
 	"slices"
 
+	"github.com/ckegen/ckegen/cluster"
 	"github.com/ckegen/ckegen/failuredomain"
 	"github.com/ckegen/ckegen/generator"
+	"github.com/ckegen/ckegen/labels"
+	"github.com/ckegen/ckegen/machine"
 	"github.com/ckegen/ckegen/storage"
 )
 
@@ -98,4 +101,31 @@ func Placements(observed map[string]string, counts []generator.PlacementNodes, c
 		out[i] = ps
 	}
 	return out
+}
+
+// Inventory is the figures the status keeps of the machines sabakan
+// returned, by state, and of cluster c (nil: none) among them: its
+// workers by role, and the machines it does not use.
+func Inventory(ms []*machine.Machine, c *cluster.Cluster) *storage.InventoryFigures {
+	f := &storage.InventoryFigures{Machines: map[string]int{}}
+	for _, m := range ms {
+		f.Machines[string(m.Status.State)]++
+	}
+	if c == nil {
+		return f
+	}
+	inCluster := make(map[string]bool, len(c.Nodes))
+	f.Workers = map[string]int{}
+	for _, n := range c.Nodes {
+		inCluster[n.Address] = true
+		if !n.ControlPlane {
+			f.Workers[n.Labels[labels.Role]]++
+		}
+	}
+	for _, m := range ms {
+		if !inCluster[m.Address()] {
+			f.Unused++
+		}
+	}
+	return f
 }

@@ -2,6 +2,8 @@ package planreport
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"time"
@@ -72,4 +74,24 @@ func MarshalStored(p Stored, maxBytes int) ([]byte, error) {
 	}
 	return nil, fmt.Errorf("the plan is %d bytes of JSON (%d without the final cluster and with %d changes per step), over etcd's request size limit of %d bytes",
 		full, len(data), storage.MaxChanges, maxBytes)
+}
+
+// Digest identifies a stored plan: all of it but the time. A plan
+// that leaves the cluster as it is (a settled plan, a refused first
+// step) is identified by the cluster's mod revision, which the plan
+// records, instead of the cluster's JSON: at 10,000 nodes, encoding the
+// cluster at every tick only to hash it was most of a steady tick.
+func (p Stored) Digest(clusterUnchanged bool) (string, error) {
+	p.ComputedAt = time.Time{}
+	if clusterUnchanged {
+		p.Cluster = nil
+	}
+	h := sha256.New()
+	if err := json.NewEncoder(h).Encode(struct {
+		Stored
+		ClusterUnchanged bool
+	}{p, clusterUnchanged}); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(h.Sum(nil)[:16]), nil
 }

@@ -2,9 +2,6 @@ package tick
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -128,7 +125,7 @@ func (s *Step) keepPlan(ctx context.Context, leaderKey string, d *decision.Decis
 	doc.View = d.Gathered.Kubernetes.Describe(time.Time{})
 	stored := planreport.Stored{Document: *doc, TemplateRevision: set.TemplateRevision, ClusterRevision: clusterRev, Trigger: set.Trigger}
 	o.PlanKept, o.PlanDigest = true, s.memory.PlanDigest
-	digest, err := planDigest(stored, p.Cluster == p.Start)
+	digest, err := stored.Digest(p.Cluster == p.Start)
 	if err != nil {
 		o.Warnings = append(o.Warnings, "plan: "+err.Error())
 		return
@@ -147,24 +144,4 @@ func (s *Step) keepPlan(ctx context.Context, leaderKey string, d *decision.Decis
 		return
 	}
 	o.PlanDigest = digest
-}
-
-// planDigest identifies a stored plan: all of it but the time. A plan
-// that leaves the cluster as it is (a settled plan, a refused first
-// step) is identified by the cluster's mod revision, which the plan
-// records, instead of the cluster's JSON: at 10,000 nodes, encoding the
-// cluster at every tick only to hash it was most of a steady tick.
-func planDigest(p planreport.Stored, clusterUnchanged bool) (string, error) {
-	p.ComputedAt = time.Time{}
-	if clusterUnchanged {
-		p.Cluster = nil
-	}
-	h := sha256.New()
-	if err := json.NewEncoder(h).Encode(struct {
-		planreport.Stored
-		ClusterUnchanged bool
-	}{p, clusterUnchanged}); err != nil {
-		return "", err
-	}
-	return hex.EncodeToString(h.Sum(nil)[:16]), nil
 }

@@ -24,7 +24,7 @@ func TestPlanDigest(t *testing.T) {
 	}
 	digest := func(p planreport.Stored, unchanged bool) string {
 		t.Helper()
-		d, err := planDigest(p, unchanged)
+		d, err := p.Digest(unchanged)
 		if err != nil {
 			t.Fatal(err)
 		}

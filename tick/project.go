@@ -12,7 +12,6 @@ import (
 	"github.com/ckegen/ckegen/cluster"
 	"github.com/ckegen/ckegen/generator"
 	"github.com/ckegen/ckegen/internal/clip"
-	"github.com/ckegen/ckegen/labels"
 	"github.com/ckegen/ckegen/planreport"
 	"github.com/ckegen/ckegen/reason"
 	"github.com/ckegen/ckegen/storage"
@@ -141,29 +140,7 @@ func inventoryStatus(st *storage.Status, last storage.Status, d *decision.Decisi
 		st.Inventory = last.Inventory
 		return
 	}
-	f := &storage.InventoryFigures{Machines: map[string]int{}}
-	for _, m := range d.Gathered.Machines {
-		f.Machines[string(m.Status.State)]++
-	}
-	c := clusterAfter(d, written)
-	if c == nil {
-		st.Inventory = f
-		return
-	}
-	inCluster := make(map[string]bool, len(c.Nodes))
-	f.Workers = map[string]int{}
-	for _, n := range c.Nodes {
-		inCluster[n.Address] = true
-		if !n.ControlPlane {
-			f.Workers[n.Labels[labels.Role]]++
-		}
-	}
-	for _, m := range d.Gathered.Machines {
-		if !inCluster[m.Address()] {
-			f.Unused++
-		}
-	}
-	st.Inventory = f
+	st.Inventory = planreport.Inventory(d.Gathered.Machines, clusterAfter(d, written))
 }
 
 // changeStatus completes a status with change management's part. What
