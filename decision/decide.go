@@ -10,7 +10,6 @@ import (
 	"github.com/ckegen/ckegen/failuredomain"
 	"github.com/ckegen/ckegen/generator"
 	"github.com/ckegen/ckegen/intake"
-	"github.com/ckegen/ckegen/kubenodes"
 	"github.com/ckegen/ckegen/planreport"
 	"github.com/ckegen/ckegen/reason"
 	"github.com/ckegen/ckegen/storage"
@@ -127,7 +126,7 @@ func Decide(g *Gathered, mem Memory) *Decision {
 		d.ConstraintsSource = storage.ConstraintsStored
 	}
 	d.Warnings = append(d.Warnings, g.Warnings...)
-	d.Kubernetes = kubeStatus(g)
+	d.Kubernetes = g.Kubernetes.Status(g.HostView, generator.Tolerations(s.Template))
 	switch {
 	case g.Failure != nil:
 		return d.fail(g.Failure)
@@ -280,23 +279,6 @@ func (d *Decision) fail(err error) *Decision {
 	}
 	d.Result, d.Reason, d.Message, d.Err = reason.Failing, te.Reason, te.Err.Error(), te
 	return d
-}
-
-// kubeStatus is what the status says of the view a decision uses.
-func kubeStatus(g *Gathered) *storage.KubernetesStatus {
-	v := g.Kubernetes
-	if v == nil {
-		if g.HostView {
-			return &storage.KubernetesStatus{}
-		}
-		return nil
-	}
-	k := &storage.KubernetesStatus{Read: v.Known, Source: v.Source, Why: v.Why}
-	if v.Known {
-		k.Nodes = v.Nodes
-		k.Intolerable = kubenodes.CountIntolerable(v.Taints, generator.Tolerations(g.Settings.Template))
-	}
-	return k
 }
 
 // first is the change the tick makes, when it makes one: Generate

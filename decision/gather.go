@@ -174,7 +174,7 @@ func (gr *Gatherer) Gather(ctx context.Context, leaderKey string, a Ask) *Gather
 	}
 	if a.Memory {
 		g.Stored = &Memory{}
-		if err := g.Stored.recall(snap.Get(storage.KeyCKEGenMemory)); err != nil {
+		if err := g.Stored.Recall(snap.Get(storage.KeyCKEGenMemory)); err != nil {
 			g.StoredErr = err
 		}
 	}

@@ -1,9 +1,7 @@
 package decision
 
 import (
-	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"time"
 
@@ -76,11 +74,11 @@ type InventoryMemory struct {
 // Marshal is the memory as stored.
 func (m *Memory) Marshal() ([]byte, error) { return json.Marshal(m) }
 
-// recall takes the memory the last leader stored (none: empty). A value
+// Recall takes the memory the last leader stored (none: empty). A value
 // that does not parse is left unused, with an error to log: the memory is
 // ckegen's own, and losing it restarts the quiet time and stores the plan
 // again, no more.
-func (m *Memory) recall(v storage.Value) error {
+func (m *Memory) Recall(v storage.Value) error {
 	*m = Memory{}
 	if !v.Exists() {
 		return nil
@@ -90,32 +88,4 @@ func (m *Memory) recall(v storage.Value) error {
 		return fmt.Errorf("%s: %w", storage.KeyCKEGenMemory, err)
 	}
 	return nil
-}
-
-// ReadMemory reads the memory the leader stored with its last status
-// (none: an empty memory), for a view that decides as the leader does.
-func ReadMemory(ctx context.Context, st storage.Storage) (Memory, error) {
-	var m Memory
-	v, err := st.Get(ctx, storage.KeyCKEGenMemory)
-	switch {
-	case errors.Is(err, storage.ErrNotFound):
-		return m, nil
-	case err != nil:
-		return m, err
-	}
-	if err := m.recall(v); err != nil {
-		return m, fmt.Errorf("%w: %w", storage.ErrInvalid, err)
-	}
-	return m, nil
-}
-
-// View is the Kubernetes view the leader last decided with, as a view
-// that decides as it does takes it (nil: the leader has none).
-func (m Memory) View() kubenodes.Kubernetes {
-	if m.Kubernetes == nil {
-		return nil
-	}
-	v := *m.Kubernetes
-	v.Source = "the leader's view, from " + v.Source
-	return v
 }

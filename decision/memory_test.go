@@ -11,7 +11,7 @@ import (
 // field and its type.
 func TestRecallMessage(t *testing.T) {
 	var m Memory
-	err := m.recall(storage.Value{Data: []byte(`{"trigger": "planning", "last": {"consecutiveFailures": "2"}}`), ModRevision: 1})
+	err := m.Recall(storage.Value{Data: []byte(`{"trigger": "planning", "last": {"consecutiveFailures": "2"}}`), ModRevision: 1})
 	want := `sabakan/ckegen/memory: line 1, column 57: last.consecutiveFailures: want an integer, got the string "2"`
 	if err == nil || err.Error() != want {
 		t.Errorf("%v, want %q", err, want)

@@ -392,9 +392,12 @@ func (s *state) live(f func(mb *member)) {
 
 // Tolerations are the taint keys a control plane tolerates besides docs/design.md
 // 6.4's built-in ones: the template's control_plane_tolerations and its
-// spare node taint key (docs/design.md 13).
+// spare node taint key (docs/design.md 13); none without a template.
 func Tolerations(t *template.Template) []string {
-	if t.SpareNodeTaintKey == "" {
+	switch {
+	case t == nil:
+		return nil
+	case t.SpareNodeTaintKey == "":
 		return t.Cluster.ControlPlaneTolerations
 	}
 	return append(slices.Clip(t.Cluster.ControlPlaneTolerations), t.SpareNodeTaintKey)

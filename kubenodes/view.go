@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/ckegen/ckegen/cluster"
+	"github.com/ckegen/ckegen/storage"
 )
 
 // Kubernetes is what a host knows of the cluster's Kubernetes Nodes
@@ -114,4 +115,21 @@ func nodes(n int) string {
 		return "1 Node"
 	}
 	return fmt.Sprintf("%d Nodes", n)
+}
+
+// Status is what the status says of view v (nil: the host has none, or
+// the gather did not get to it; hostView: the host has one), the Nodes
+// with a taint outside tolerations counted.
+func (v *View) Status(hostView bool, tolerations []string) *storage.KubernetesStatus {
+	if v == nil {
+		if hostView {
+			return &storage.KubernetesStatus{}
+		}
+		return nil
+	}
+	k := &storage.KubernetesStatus{Read: v.Known, Source: v.Source, Why: v.Why}
+	if v.Known {
+		k.Nodes, k.Intolerable = v.Nodes, CountIntolerable(v.Taints, tolerations)
+	}
+	return k
 }

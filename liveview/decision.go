@@ -81,7 +81,7 @@ func (r *Reader) Rehearse(ctx context.Context, p Preview) (*decision.Decision, [
 // no machine (an *AssumeError).
 func (r *Reader) decide(ctx context.Context, p Preview) (*decision.Decision, []assume.Match, error) {
 	mctx, cancel := context.WithTimeout(ctx, r.opts.EtcdTimeout)
-	mem, err := decision.ReadMemory(mctx, r.st)
+	mem, err := ReadMemory(mctx, r.st)
 	cancel()
 	switch {
 	case errors.Is(err, storage.ErrInvalid):
@@ -94,7 +94,7 @@ func (r *Reader) decide(ctx context.Context, p Preview) (*decision.Decision, []a
 	o := p.config(mem)
 	kube := p.Kubernetes
 	if kube == nil {
-		kube = mem.View()
+		kube = leaderView(mem)
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/ckegen/ckegen/decision"
+	"github.com/ckegen/ckegen/liveview"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -345,7 +346,7 @@ func TestMemoryKeptForTheNextLeader(t *testing.T) {
 	d := f.step("d", nil)
 	must(t, d.runOnce(ctx, leader1))
 	must(t, d.runOnce(ctx, leader1))
-	m, err := decision.ReadMemory(ctx, f.st.Storage)
+	m, err := liveview.ReadMemory(ctx, f.st.Storage)
 	must(t, err)
 	if m.Inventory.Digest == "" || !m.Inventory.Since.Equal(testNow) || m.PlanDigest == "" || m.Trigger != intake.TriggerSchedule || m.Last.LastOp != "new" {
 		t.Fatalf("stored memory %+v", m)
@@ -547,7 +548,7 @@ func TestChangeStatusKept(t *testing.T) {
 	}
 	v, err := f.st.Get(ctx, storage.KeyCKEGenMemory)
 	must(t, err)
-	m, err := decision.ReadMemory(ctx, f.st.Storage)
+	m, err := liveview.ReadMemory(ctx, f.st.Storage)
 	if err != nil || m.Inventory.Digest == "" || !m.Inventory.Since.Equal(st.Quiet.InventorySince) {
 		t.Errorf("the memory after the failed ticks: %s (%v)", v.Data, err)
 	}

@@ -11,10 +11,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ckegen/ckegen/decision"
 	"github.com/ckegen/ckegen/intake"
 	"github.com/ckegen/ckegen/internal/records"
 	"github.com/ckegen/ckegen/internal/testutil/etcdtest"
+	"github.com/ckegen/ckegen/liveview"
 	"github.com/ckegen/ckegen/planreport"
 	"github.com/ckegen/ckegen/storage"
 )
@@ -90,7 +90,7 @@ func TestReleasesReadToday(t *testing.T) {
 			checkStatus(t, st)
 			checkHistory(t, st)
 			ctx := context.Background()
-			if _, err := decision.ReadMemory(ctx, st); err != nil {
+			if _, err := liveview.ReadMemory(ctx, st); err != nil {
 				t.Errorf("the memory: %v", err)
 			}
 			plan, err := planreport.ReadStored(ctx, st)
@@ -171,7 +171,7 @@ func TestPreviousReadsToday(t *testing.T) {
 	ctx := context.Background()
 	rewritten := map[string]func() (any, error){
 		storage.KeySabakanStatus: func() (any, error) { return st.GetStatus(ctx) },
-		storage.KeyCKEGenMemory:  func() (any, error) { m, err := decision.ReadMemory(ctx, st); return &m, err },
+		storage.KeyCKEGenMemory:  func() (any, error) { m, err := liveview.ReadMemory(ctx, st); return &m, err },
 		storage.KeySabakanPlan:   func() (any, error) { return planreport.ReadStored(ctx, st) },
 	}
 	h, err := st.History(ctx)
@@ -293,7 +293,7 @@ func TestUnknownFieldsSkipped(t *testing.T) {
 		t.Run(version, func(t *testing.T) {
 			checkStatus(t, st)
 			checkHistory(t, st)
-			if _, err := decision.ReadMemory(context.Background(), st); err != nil {
+			if _, err := liveview.ReadMemory(context.Background(), st); err != nil {
 				t.Errorf("the memory with unknown fields: %v", err)
 			}
 			if _, err := planreport.ReadStored(context.Background(), st); err != nil {
