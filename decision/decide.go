@@ -312,7 +312,7 @@ func (d *Decision) first(in generator.Input) (*generator.Result, []string, error
 	switch {
 	case errors.Is(err, generator.ErrNothingToDo):
 		if usual {
-			return nil, nonNilStrings(warnings), nil
+			return nil, append([]string{}, warnings...), nil
 		}
 		return nil, nil, nil
 	case errors.Is(err, generator.ErrNotEnoughMachines):
@@ -323,14 +323,6 @@ func (d *Decision) first(in generator.Input) (*generator.Result, []string, error
 		return nil, nil, reason.Fail(reason.GenerationError, err)
 	}
 	return res, nil, nil
-}
-
-// nonNilStrings is ss, empty rather than nil.
-func nonNilStrings(ss []string) []string {
-	if ss == nil {
-		return []string{}
-	}
-	return ss
 }
 
 // check marshals the step's cluster and refuses what etcd or CKE would

@@ -3,9 +3,10 @@
 // metrics, the Kubernetes view), decides once (Decide, a pure function
 // returning a Decision), acts on the decision (the guarded write, the
 // history, the stored plan), and records the status. The status, the
-// history entry, the log, the metrics and the memory are projections of
-// the decision; views that show what the leader would do (ckegenctl's
-// plan and owner) gather and decide with the same code.
+// history entry, the log and the memory are projections of the decision,
+// as are the views (liveview: the page, the map, the metrics); views that
+// show what the leader would do (ckegenctl's plan and owner) gather and
+// decide with the same code.
 //
 // It runs in any host that leads: ckegen's own daemon and CKE's server
 // (as its sabakan integration). The host calls Step.Run and reads the
@@ -69,8 +70,8 @@ type Result struct {
 	// Status is the tick's status, as recorded in sabakan/status when
 	// etcd took it (zero: the tick was cut short).
 	Status storage.Status
-	// Err is the tick's failure (an *reason.Error with its reason code), nil
-	// when it ran, held back or was disabled.
+	// Err is the tick's failure (a *reason.Error with its reason code),
+	// nil when it ran, held back or was disabled.
 	Err error
 	// Warnings counts the tick's warnings (the status keeps the first
 	// storage.MaxWarnings).
@@ -158,7 +159,7 @@ func (s *Step) run(ctx context.Context, leaderKey string, kube kubenodes.Kuberne
 	s.yielded = false
 	prev := s.memory
 	s.conclude(d, out, &res, prev, prev.Logged)
-	if etcdHung(res.Err) {
+	if EtcdHung(res.Err) {
 		// The status would wait for the same etcd.
 		return res
 	}
@@ -253,9 +254,7 @@ func (s *Step) after(d *decision.Decision, err error, last decision.Memory) (wai
 // EtcdHung reports whether a tick failed because an etcd call ran out of
 // time (storage.WithDeadline), not because of what etcd answered: the
 // host should stop leading, as another process may reach etcd.
-func EtcdHung(err error) bool { return etcdHung(err) }
-
-func etcdHung(err error) bool {
+func EtcdHung(err error) bool {
 	var te *reason.Error
 	return errors.Is(err, context.DeadlineExceeded) && (!errors.As(err, &te) || te.Reason == reason.EtcdError)
 }
