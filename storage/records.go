@@ -218,6 +218,26 @@ type DomainControlPlanes struct {
 // MaxWarnings is how many warnings a status keeps.
 const MaxWarnings = 100
 
+// MaxMessage bounds a status message: its values are cut already
+// (clip.Value), this bounds the whole.
+const MaxMessage = 4 * clip.MaxValue
+
+// BoundWarnings is what a status keeps of a tick's warnings: the first
+// MaxWarnings, each bounded, and how many more there were.
+func BoundWarnings(ws []string) []string {
+	if len(ws) == 0 {
+		return nil
+	}
+	out := make([]string, 0, min(len(ws), MaxWarnings)+1)
+	for _, w := range ws[:min(len(ws), MaxWarnings)] {
+		out = append(out, clip.Text(w, 2*clip.MaxValue))
+	}
+	if more := len(ws) - MaxWarnings; more > 0 {
+		out = append(out, fmt.Sprintf("and %d more", more))
+	}
+	return out
+}
+
 // MaxChanges is how many changes a status or history entry keeps: a first
 // cluster of thousands of nodes would not fit in one etcd value.
 const MaxChanges = 100

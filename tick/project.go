@@ -46,7 +46,7 @@ func status(d *decision.Decision, o Outcome, last storage.Status, leader string,
 		st.LastOp, st.LastChanges, st.LastChangeCount = d.Step.Op, planreport.StoredChanges(d.Step.Changes), len(d.Step.Changes)
 	}
 	st.Repair = repairStatus(d, o, last)
-	st.Warnings = boundWarnings(slices.Concat(repairWarnings(st.Repair), d.Warnings, o.Warnings))
+	st.Warnings = storage.BoundWarnings(slices.Concat(repairWarnings(st.Repair), d.Warnings, o.Warnings))
 	st.Kubernetes = d.Kubernetes
 	if st.Mode == decision.ModeInsideCKE {
 		// The operator has CKE's ckecli: its commands in its words.
@@ -55,7 +55,7 @@ func status(d *decision.Decision, o Outcome, last storage.Status, leader string,
 			st.Warnings[i] = intake.InCKEWords(w)
 		}
 	}
-	st.Message = clip.Text(st.Message, maxMessage)
+	st.Message = clip.Text(st.Message, storage.MaxMessage)
 	switch {
 	case d.Idle():
 	case d.Placed && o.Err == nil:
@@ -72,26 +72,6 @@ func status(d *decision.Decision, o Outcome, last storage.Status, leader string,
 		st.Since = last.Since
 	}
 	return st
-}
-
-// maxMessage bounds a status message: its values are cut already
-// (clip.Value), this bounds the whole.
-const maxMessage = 4 * clip.MaxValue
-
-// boundWarnings is what a status keeps of a tick's warnings: the first
-// storage.MaxWarnings, each bounded, and how many more there were.
-func boundWarnings(ws []string) []string {
-	if len(ws) == 0 {
-		return nil
-	}
-	out := make([]string, 0, min(len(ws), storage.MaxWarnings)+1)
-	for _, w := range ws[:min(len(ws), storage.MaxWarnings)] {
-		out = append(out, clip.Text(w, 2*clip.MaxValue))
-	}
-	if more := len(ws) - storage.MaxWarnings; more > 0 {
-		out = append(out, fmt.Sprintf("and %d more", more))
-	}
-	return out
 }
 
 // clusterAfter is the cluster as the decision leaves it: its step's
