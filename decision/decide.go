@@ -10,6 +10,7 @@ import (
 	"github.com/ckegen/ckegen/failuredomain"
 	"github.com/ckegen/ckegen/generator"
 	"github.com/ckegen/ckegen/intake"
+	"github.com/ckegen/ckegen/internal/words"
 	"github.com/ckegen/ckegen/planreport"
 	"github.com/ckegen/ckegen/reason"
 	"github.com/ckegen/ckegen/storage"
@@ -185,7 +186,7 @@ func (d *Decision) decideStep(in generator.Input) *Decision {
 		// that says why nothing else changes.
 		msg := d.Hold.Message
 		if step != nil {
-			msg += fmt.Sprintf("; state taints written (%s)", plural(len(step.Changes), "change", "changes"))
+			msg += fmt.Sprintf("; state taints written (%s)", words.Count(len(step.Changes), "change", "changes"))
 		}
 		d.Result, d.Reason, d.Message, d.Err = reason.Failing, reason.TooManyUnhealthy, msg, reason.Fail(reason.TooManyUnhealthy, errors.New(msg))
 	}
@@ -370,7 +371,7 @@ func (d *Decision) planning(in generator.Input, overLimit string) *Decision {
 	}
 	switch {
 	case len(p.Steps) > 0:
-		msg += fmt.Sprintf("; %s pending, next: %s", plural(len(p.Steps), "step", "steps"), p.Steps[0].Op)
+		msg += fmt.Sprintf("; %s pending, next: %s", words.Count(len(p.Steps), "step", "steps"), p.Steps[0].Op)
 	case p.Result == generator.PlanSettled:
 		msg += "; nothing pending"
 	}
@@ -476,12 +477,4 @@ func byteSize(n int) string {
 		return fmt.Sprintf("%d bytes", n)
 	}
 	return fmt.Sprintf("%d bytes (%.3g MiB)", n, float64(n)/(1<<20))
-}
-
-// plural is "1 step", "2 steps".
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return "1 " + one
-	}
-	return fmt.Sprintf("%d %s", n, many)
 }

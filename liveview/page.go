@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/ckegen/ckegen/constraints"
+	"github.com/ckegen/ckegen/internal/words"
 	"github.com/ckegen/ckegen/machine"
 	"github.com/ckegen/ckegen/storage"
 )
@@ -429,8 +430,8 @@ func rackTitle(r *Rack) string {
 	for _, role := range sortedRoles(c.Workers) {
 		roles = append(roles, fmt.Sprintf("%s %d", role, c.Workers[role]))
 	}
-	s := fmt.Sprintf("rack %d: %s, %s, %s", r.Number, plural(c.Machines, "machine", "machines"),
-		plural(c.TotalControlPlanes(), "control plane", "control planes"), plural(c.TotalWorkers(), "worker", "workers"))
+	s := fmt.Sprintf("rack %d: %s, %s, %s", r.Number, words.Count(c.Machines, "machine", "machines"),
+		words.Count(c.TotalControlPlanes(), "control plane", "control planes"), words.Count(c.TotalWorkers(), "worker", "workers"))
 	if len(roles) > 0 {
 		s += " (" + strings.Join(roles, ", ") + ")"
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/ckegen/ckegen/intake"
 	"github.com/ckegen/ckegen/internal/testutil/dcgen"
 	"github.com/ckegen/ckegen/internal/testutil/sitetest"
+	"github.com/ckegen/ckegen/internal/words"
 	"github.com/ckegen/ckegen/machine"
 	"github.com/ckegen/ckegen/sabakan"
 	"github.com/ckegen/ckegen/storage"
@@ -146,8 +147,8 @@ func TestMapPageSections(t *testing.T) {
 		`<tr><th>last tick's leader</th><td>daemon-1 <span class="muted">`,
 		`<tr><th>kubernetes</th><td>2 nodes, 1 with a taint control planes do not tolerate</td></tr>`,
 		`<tr><th>placement control-plane</th><td>observed group <code>any</code>; nodes: dedicated 0, any 1, in no group 0</td></tr>`,
-		fmt.Sprintf(`Next step: <b>%s</b>, %s; %s pending`, html.EscapeString(step.Op), plural(len(step.Changes), "change", "changes"),
-			plural(len(d.Plan.Steps), "step", "steps")),
+		fmt.Sprintf(`Next step: <b>%s</b>, %s; %s pending`, html.EscapeString(step.Op), words.Count(len(step.Changes), "change", "changes"),
+			words.Count(len(d.Plan.Steps), "step", "steps")),
 		fmt.Sprintf(`<tr><td>%s</td><td><code>%s</code></td><td>%s</td><td>`, add.Action, add.Address, add.Serial),
 		`<td>new</td><td class="num">2</td><td>generate <code>10.0.0.2</code>, generate <code>10.0.1.4</code></td>`,
 		`15 machines in 3 racks: 1 control plane`,

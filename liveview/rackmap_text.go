@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/ckegen/ckegen/failuredomain"
+	"github.com/ckegen/ckegen/internal/words"
 	"github.com/ckegen/ckegen/machine"
 )
 
@@ -312,10 +313,10 @@ func (m *Map) writeSummary(t *textWriter, width int) {
 			}
 			items = append(items, s+")")
 		}
-		t.wrapped(plural(len(m.Orphans), "node", "nodes")+" without a machine in the inventory: ", items, ", ", width, "  ")
+		t.wrapped(words.Count(len(m.Orphans), "node", "nodes")+" without a machine in the inventory: ", items, ", ", width, "  ")
 	}
 	if len(m.Next) > 0 {
-		t.line.WriteString("next step: " + plural(len(m.Next), "change", "changes"))
+		t.line.WriteString("next step: " + words.Count(len(m.Next), "change", "changes"))
 		t.endLine()
 		for i, c := range m.Next {
 			if i == maxListed {
@@ -332,7 +333,7 @@ func (m *Map) writeSummary(t *textWriter, width int) {
 		}
 	}
 	if len(m.Warnings) > 0 {
-		t.line.WriteString(plural(len(m.Warnings), "warning", "warnings") + " about the inventory: machines or labels the daemon ignores")
+		t.line.WriteString(words.Count(len(m.Warnings), "warning", "warnings") + " about the inventory: machines or labels the daemon ignores")
 		t.endLine()
 	}
 }
@@ -362,20 +363,13 @@ func (m *Map) riskMark(d DomainAtRisk) string {
 func (m *Map) SummaryItems() []string {
 	tot := m.Totals
 	return []string{
-		plural(tot.Machines, "machine", "machines") + " in " + plural(len(m.Racks), "rack:", "racks:"),
-		plural(tot.TotalControlPlanes(), "control plane", "control planes") + byRole(tot.ControlPlanes, m.ControlPlaneRoles()) + ",",
-		plural(tot.TotalWorkers(), "worker", "workers") + byRole(tot.Workers, m.WorkerRoles()) + ",",
-		plural(tot.Unused, "unused candidate,", "unused candidates,"),
+		words.Count(tot.Machines, "machine", "machines") + " in " + words.Count(len(m.Racks), "rack:", "racks:"),
+		words.Count(tot.TotalControlPlanes(), "control plane", "control planes") + byRole(tot.ControlPlanes, m.ControlPlaneRoles()) + ",",
+		words.Count(tot.TotalWorkers(), "worker", "workers") + byRole(tot.Workers, m.WorkerRoles()) + ",",
+		words.Count(tot.Unused, "unused candidate,", "unused candidates,"),
 		fmt.Sprintf("%d not usable,", tot.Unusable),
 		fmt.Sprintf("%d rebooting", tot.Rebooting),
 	}
-}
-
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return "1 " + one
-	}
-	return strconv.Itoa(n) + " " + many
 }
 
 func byRole(counts map[string]int, roles []string) string {

@@ -10,6 +10,7 @@ import (
 	"github.com/cybozu-go/cke"
 	ckesabakan "github.com/cybozu-go/cke/sabakan"
 
+	"github.com/ckegen/ckegen/internal/words"
 	"github.com/ckegen/ckegen/reason"
 	"github.com/ckegen/ckegen/sabakan"
 	"github.com/ckegen/ckegen/storage"
@@ -181,7 +182,7 @@ func repairMessage(r *storage.RepairStatus) string {
 	if len(of) > 0 {
 		b.WriteString(", " + strings.Join(of, " and "))
 	}
-	fmt.Fprintf(&b, "; %s wait for an entry, as CKE queues none while they would not all fit:", plural(r.WaitingCount, "machine", "machines"))
+	fmt.Fprintf(&b, "; %s wait for an entry, as CKE queues none while they would not all fit:", words.Count(r.WaitingCount, "machine", "machines"))
 	for i, w := range r.Waiting {
 		if i > 0 {
 			b.WriteByte(',')
@@ -194,14 +195,6 @@ func repairMessage(r *storage.RepairStatus) string {
 	b.WriteString(". Delete the entries no longer needed (ckecli repair-queue list, then ckecli repair-queue delete INDEX; " +
 		"ckecli repair-queue delete-finished deletes the finished ones) or raise maximum-repair-queue-entries (ckecli constraints set)")
 	return b.String()
-}
-
-// plural is "1 machine", "2 machines".
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return "1 " + one
-	}
-	return fmt.Sprintf("%d %s", n, many)
 }
 
 // queued is the repair queue as the status saw it, then the entries stored

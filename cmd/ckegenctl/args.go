@@ -9,6 +9,7 @@ import (
 
 	"github.com/ckegen/ckegen/internal/suggest"
 	"github.com/ckegen/ckegen/internal/usage"
+	"github.com/ckegen/ckegen/internal/words"
 )
 
 // exactArgs is cobra.ExactArgs(n) with errors that say what is missing or
@@ -27,7 +28,7 @@ func maxArgs(n int) cobra.PositionalArgs {
 	return func(cmd *cobra.Command, args []string) error {
 		if len(args) > n {
 			return usage.Errorf("%s takes at most %s, got %d: %s (usage: %s)", subcommand(cmd),
-				plural(n, "argument", "arguments"), len(args), strings.Join(args, " "), usageLine(cmd))
+				words.Count(n, "argument", "arguments"), len(args), strings.Join(args, " "), usageLine(cmd))
 		}
 		return nil
 	}
@@ -51,7 +52,7 @@ func checkArgCount(cmd *cobra.Command, n int, args []string) error {
 		}
 		return usage.Errorf("%s needs %s (usage: %s; see --help)", subcommand(cmd), strings.Join(missing, " and "), usageLine(cmd))
 	case len(args) > n:
-		takes := plural(n, "argument", "arguments")
+		takes := words.Count(n, "argument", "arguments")
 		if n == 0 {
 			takes = "no arguments"
 		}
@@ -70,14 +71,6 @@ func subcommand(cmd *cobra.Command) string {
 // usageLine is the command's usage line without cobra's "[flags]".
 func usageLine(cmd *cobra.Command) string {
 	return strings.TrimSuffix(cmd.UseLine(), " [flags]")
-}
-
-// plural is "1 step", "2 steps".
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return "1 " + one
-	}
-	return fmt.Sprintf("%d %s", n, many)
 }
 
 // flagError is the usage error of a flag error of a command whose flags

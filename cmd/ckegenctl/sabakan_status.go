@@ -21,6 +21,7 @@ import (
 	"github.com/ckegen/ckegen/generator"
 	"github.com/ckegen/ckegen/intake"
 	"github.com/ckegen/ckegen/internal/version"
+	"github.com/ckegen/ckegen/internal/words"
 	"github.com/ckegen/ckegen/liveview"
 	"github.com/ckegen/ckegen/planreport"
 	"github.com/ckegen/ckegen/storage"
@@ -183,14 +184,14 @@ func liveStatusTable(w io.Writer, s storage.Status, who *liveview.Actor, notes .
 	}
 	if k := s.Kubernetes; k != nil {
 		if k.Read {
-			fmt.Fprintf(tw, "KUBERNETES\tread: %s, %d with intolerable taints\n", plural(k.Nodes, "node", "nodes"), k.Intolerable)
+			fmt.Fprintf(tw, "KUBERNETES\tread: %s, %d with intolerable taints\n", words.Count(k.Nodes, "node", "nodes"), k.Intolerable)
 		} else {
 			fmt.Fprintf(tw, "KUBERNETES\tnot read\n")
 		}
 	}
 	changeStatusRows(tw, s.ChangeStatus)
 	if s.LastOp != "" {
-		fmt.Fprintf(tw, "LAST OP\t%s (%s)\n", s.LastOp, plural(s.LastChangeCount, "change", "changes"))
+		fmt.Fprintf(tw, "LAST OP\t%s (%s)\n", s.LastOp, words.Count(s.LastChangeCount, "change", "changes"))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -321,7 +322,7 @@ func changesTable(w io.Writer, cs []storage.Change, count int) error {
 		c := t.Change
 		if t.Addresses != nil {
 			// Nodes re-rendered alike: one row for them all.
-			fmt.Fprintf(tw, "  %s\t%s\t-\t-\t%s\n", c.Action, plural(len(t.Addresses), "node", "nodes"), planreport.Group(t.Addresses, c.Reason))
+			fmt.Fprintf(tw, "  %s\t%s\t-\t-\t%s\n", c.Action, words.Count(len(t.Addresses), "node", "nodes"), planreport.Group(t.Addresses, c.Reason))
 			continue
 		}
 		score := "-"

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/ckegen/ckegen/internal/words"
 	"github.com/ckegen/ckegen/storage"
 )
 
@@ -51,8 +52,8 @@ func pendingTable(w io.Writer, p *storage.PlanSummary) error {
 	if p.Steps == 0 {
 		fmt.Fprintf(tw, "PENDING\tnothing (%s)\n", ending)
 	} else {
-		fmt.Fprintf(tw, "PENDING\t%s (%s)\n", plural(p.Steps, "step", "steps"), ending)
-		fmt.Fprintf(tw, "NEXT STEP\t%s (%s)\n", p.NextOp, plural(p.NextChangeCount, "change", "changes"))
+		fmt.Fprintf(tw, "PENDING\t%s (%s)\n", words.Count(p.Steps, "step", "steps"), ending)
+		fmt.Fprintf(tw, "NEXT STEP\t%s (%s)\n", p.NextOp, words.Count(p.NextChangeCount, "change", "changes"))
 	}
 	if err := tw.Flush(); err != nil {
 		return err

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/ckegen/ckegen/failuredomain"
+	"github.com/ckegen/ckegen/internal/words"
 	"github.com/ckegen/ckegen/storage"
 )
 
@@ -44,7 +45,7 @@ func domainRows(tw io.Writer, fd *storage.FailureDomains) {
 // quorumWords say what the quorum is: how many control planes must be
 // up for etcd to keep working (not how many are up).
 func quorumWords(quorum, controlPlanes int) string {
-	up := plural(quorum, "control plane is", "control planes are")
+	up := words.Count(quorum, "control plane is", "control planes are")
 	return fmt.Sprintf("quorum %d of %d: etcd keeps working while %s up", quorum, controlPlanes, up)
 }
 
