@@ -468,13 +468,5 @@ func tooLarge(data, size, nodes, limit int, c constraints.Constraints) error {
 	}
 	return fmt.Errorf("the cluster is %d bytes of JSON for %d nodes (%.0f bytes a node), and its write %d bytes, over etcd's request size limit of %s: "+
 		"about %d nodes fit, this cluster has %d; raise etcd's --max-request-bytes and ckegen's --max-cluster-bytes together to at least %d bytes, %s",
-		data, nodes, perNode, size, byteSize(limit), fit, nodes, size, smaller)
-}
-
-// byteSize is n bytes, and in MiB too when that says more.
-func byteSize(n int) string {
-	if n < 64<<10 {
-		return fmt.Sprintf("%d bytes", n)
-	}
-	return fmt.Sprintf("%d bytes (%.3g MiB)", n, float64(n)/(1<<20))
+		data, nodes, perNode, size, words.Bytes(limit), fit, nodes, size, smaller)
 }
