@@ -73,16 +73,6 @@ func ModeOf(mode string, own intake.Ownership) string {
 	return ModeStandalone
 }
 
-// YieldsToDaemons reports whether a step inside CKE's server leaves the
-// integration and its status to ckegen's daemons: while they own it
-// (sabakan/owner: ckegen) and CKE's switch is off, as a takeover left it.
-// The step then writes nothing, not even its status, which is theirs: a
-// site that moves between the daemons and the build inside CKE may run
-// both for a while, and its status must not flip between them.
-func YieldsToDaemons(own intake.Ownership, mode string) bool {
-	return mode == ModeInsideCKE && own.OwnedByCKEGen() && own.CKEDisabled
-}
-
 // Gate is the first rungs of the ladder, decided from the ownership keys
 // alone (docs/beside-cke.md): it holds when a CKE server owns the
 // integration or it was handed back to CKE (an explicit sabakan/owner:

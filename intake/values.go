@@ -75,6 +75,14 @@ func (o Ownership) SwitchKey() string {
 	return storage.KeySabakanDisabled
 }
 
+// LeftToDaemons reports whether a step inside CKE's server leaves the
+// integration and its status to ckegen's daemons: while they own it
+// (sabakan/owner: ckegen) and CKE's switch is off, as a takeover left it.
+// The step then writes nothing, not even its status, which is theirs: a
+// site that moves between the daemons and the build inside CKE may run
+// both for a while, and its status must not flip between them.
+func (o Ownership) LeftToDaemons() bool { return o.OwnedByCKEGen() && o.CKEDisabled }
+
 // Disabled reports whether the switch in force (SwitchKey) is on.
 func (o Ownership) Disabled() bool {
 	if o.OwnedByCKEGen() {

@@ -18,7 +18,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/ckegen/ckegen/decision"
 	"github.com/ckegen/ckegen/intake"
 	"github.com/ckegen/ckegen/storage"
 )
@@ -135,7 +134,7 @@ func (l *Leader) inside() bool {
 // integrates, else a leading daemon of ckegen's, else CKE's server as its
 // record says, else nobody.
 func kindOf(r Actor, own intake.Ownership) ActorKind {
-	yields := decision.YieldsToDaemons(own, decision.ModeInsideCKE)
+	yields := own.LeftToDaemons()
 	switch {
 	case r.CKE.inside() && !yields && !own.CKEDisabled:
 		return InsideCKE
@@ -159,7 +158,7 @@ func (r Actor) words(own intake.Ownership) string {
 		return s + "; " + r.besideWords()
 	case CKEWithoutCKEGen:
 		why := fmt.Sprintf("CKE's %s is true", storage.KeySabakanDisabled)
-		if decision.YieldsToDaemons(own, decision.ModeInsideCKE) {
+		if own.LeftToDaemons() {
 			why = fmt.Sprintf("it leaves the integration to ckegen's daemons (%s: ckegen), and none leads", storage.KeyOwner)
 		}
 		return fmt.Sprintf("CKE's server %s leads and runs no ckegen now: ckegen %s is inside but %s (%s)", r.CKE.Name, build(r.CKE.Presence), why, r.CKE.evidence())

@@ -46,7 +46,7 @@ type Step struct {
 	// recall: the next snapshot brings the last leader's memory.
 	recall bool
 	// yielded: the last tick left the integration to ckegen's daemons
-	// (YieldsToDaemons), and said so once.
+	// (intake.Ownership.LeftToDaemons), and said so once.
 	yielded bool
 }
 
@@ -84,7 +84,7 @@ type Result struct {
 	// Duration is how long the tick took.
 	Duration time.Duration
 	// Yielded: the step inside CKE's server left the integration and its
-	// status to ckegen's daemons (YieldsToDaemons): nothing to export.
+	// status to ckegen's daemons (intake.Ownership.LeftToDaemons): nothing to export.
 	Yielded bool
 }
 
@@ -109,14 +109,6 @@ func (s *Step) Regenerate(ctx context.Context, leaderKey string, kube kubenodes.
 	return s.run(ctx, leaderKey, kube, nil, true)
 }
 
-// Config is the step's configuration, for a tick as the leader holding
-// leaderKey.
-func (s *Step) Config(leaderKey string) decision.Config {
-	c := s.cfg
-	c.WriteOverhead = s.st.ClusterWriteOverhead(leaderKey)
-	return c
-}
-
 func (s *Step) run(ctx context.Context, leaderKey string, kube kubenodes.Kubernetes, repair Repair, regenerateOnly bool) Result {
 	start := time.Now() // elapsed time, for the metrics: not the step's clock
 	if leaderKey != s.term {
@@ -124,7 +116,8 @@ func (s *Step) run(ctx context.Context, leaderKey string, kube kubenodes.Kuberne
 		// the first snapshot.
 		s.term, s.memory, s.recall = leaderKey, decision.Memory{}, true
 	}
-	o := s.Config(leaderKey)
+	o := s.cfg // as the leader holding leaderKey
+	o.WriteOverhead = s.st.ClusterWriteOverhead(leaderKey)
 	g := s.gather.Gather(ctx, leaderKey, decision.Ask{Memory: s.recall, Kubernetes: kube, Config: o, RegenerateOnly: regenerateOnly})
 	if s.recall && g.Stored != nil {
 		if g.StoredErr != nil {
@@ -147,7 +140,7 @@ func (s *Step) run(ctx context.Context, leaderKey string, kube kubenodes.Kuberne
 		res.Decision = nil
 		return res
 	}
-	if own := g.Settings; own != nil && res.Err == nil && decision.YieldsToDaemons(own.Own, s.cfg.Mode) {
+	if own := g.Settings; own != nil && res.Err == nil && s.cfg.Mode == decision.ModeInsideCKE && own.Own.LeftToDaemons() {
 		if !s.yielded {
 			s.log.Info("ckegen's daemons own the integration (sabakan/owner: ckegen): it does not run inside CKE's server, and their status is left as it is; " +
 				"ckegenctl sabakan handback gives it to CKE's server")

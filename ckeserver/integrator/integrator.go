@@ -200,7 +200,7 @@ func fatal(r tick.Result) error {
 func (ig *Integrator) after(_ context.Context, r tick.Result) {
 	if r.Status.Time.IsZero() {
 		// Cut short (nothing to show), or left to ckegen's daemons
-		// (decision.YieldsToDaemons): the series of a running integration
+		// (intake.Ownership.LeftToDaemons): the series of a running integration
 		// are theirs then.
 		if r.Yielded {
 			ig.metrics.Clear()
