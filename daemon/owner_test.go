@@ -58,3 +58,39 @@ func TestModeMetricsAndHealth(t *testing.T) {
 		t.Errorf("standalone, cke_leader: %q", got)
 	}
 }
+
+// TestFollowerModeIsTheTicks: the mode a daemon that does not lead
+// reports (ckegen_standalone) is decided by the same function as the
+// leader's tick (decision.ModeOf): beside a CKE server and standalone,
+// the two say the same.
+func TestFollowerModeIsTheTicks(t *testing.T) {
+	f := newFixture(t)
+	leader := f.lead(t)
+	ctx := context.Background()
+	for _, cke := range []bool{true, false} {
+		key := f.st.Key(storage.KeyLeader) + "cke"
+		var err error
+		if cke {
+			_, err = f.st.Client.Put(ctx, key, "cke-server")
+		} else {
+			_, err = f.st.Client.Delete(ctx, key)
+		}
+		must(t, err)
+		lead := f.daemon("lead", nil)
+		lead.setLeading(true)
+		r := lead.runOnce(ctx, leader)
+		follower := f.daemon("follower", nil)
+		wctx, cancel := context.WithCancel(ctx)
+		go follower.watchMode(wctx)
+		mode := func() string {
+			follower.leader.mu.Lock()
+			defer follower.leader.mu.Unlock()
+			return follower.leader.mode
+		}
+		waitFor(t, "the follower's mode", func() bool { return mode() != "" })
+		cancel()
+		if got := mode(); got != r.Status.Mode || got == "" {
+			t.Errorf("a CKE server %v: the follower says %q, the leader's tick %q", cke, got, r.Status.Mode)
+		}
+	}
+}
