@@ -14,7 +14,6 @@ import (
 	"html/template"
 	"log/slog"
 	"net/http"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -427,7 +426,7 @@ func cellTitle(rack int, c *Cell) string {
 func rackTitle(r *Rack) string {
 	c := r.Counts
 	var roles []string
-	for _, role := range sortedRoles(c.Workers) {
+	for _, role := range sortedKeys(c.Workers) {
 		roles = append(roles, fmt.Sprintf("%s %d", role, c.Workers[role]))
 	}
 	s := fmt.Sprintf("rack %d: %s, %s, %s", r.Number, words.Count(c.Machines, "machine", "machines"),
@@ -446,18 +445,6 @@ func riskTitle(r *Rack, words map[string]string) string {
 		ws = append(ws, words[d])
 	}
 	return strings.Join(ws, "; ")
-}
-
-// plural is "1 worker", "2 workers".
-func sortedRoles(m map[string]int) []string {
-	out := make([]string, 0, len(m))
-	for k, v := range m {
-		if v > 0 {
-			out = append(out, k)
-		}
-	}
-	slices.Sort(out)
-	return out
 }
 
 func formatTime(t time.Time) string {
