@@ -192,15 +192,17 @@ func (d *Decision) decideStep(in generator.Input) *Decision {
 	}
 	d.count(in)
 	d.keepPlan(in, step, settled)
-	if d.Gathered.RegenerateOnly && step == nil {
+	if step == nil && settled == nil && d.Hold == nil {
+		// Nothing asked of this tick (generator.Init): the warnings in
+		// force are the plan's.
 		d.planWarnings()
 	}
 	return d
 }
 
 // planWarnings adds the warnings of the plan's first tick to a decision
-// that made no tick's decision of its own (held, or Regenerate alone
-// with nothing to do): the warnings in force are those of the tick the
+// that made no tick's decision of its own (held, or nothing asked of
+// it by generator.Init): the warnings in force are those of the tick the
 // leader would make.
 func (d *Decision) planWarnings() {
 	switch p := d.Plan; {
@@ -282,28 +284,20 @@ func (d *Decision) fail(err error) *Decision {
 	return d
 }
 
-// first is the change the tick makes, when it makes one: Generate
-// without a cluster, else Update, and Regenerate when Update has nothing
-// to do and the template changed since the cluster was built; over
-// max-unhealthy the state taints alone; when the host asks for it,
-// Regenerate alone. nil when there is nothing to do; settled, with the
-// warnings of that tick, when the usual decision had nothing to do (the
-// plan from here is settled).
+// first is the change the tick makes, when it makes one: the generator's
+// decision the host asked for (Ask.Generate), or over max-unhealthy the
+// state taints alone. nil when there is nothing to do; settled, with the
+// warnings of that tick, when the generator says nothing is left to do
+// (generator.ErrNothingToDo: the plan from here is settled).
 func (d *Decision) first(in generator.Input) (*generator.Result, []string, error) {
 	s := d.Gathered.Settings
+	taints := d.Hold != nil && d.Hold.Rung == RungBreaker
 	var res *generator.Result
 	var err error
-	usual := false
-	switch {
-	case d.Hold != nil && d.Hold.Rung == RungBreaker:
+	if taints {
 		res, err = generator.Taints(in)
-	case !d.Gathered.RegenerateOnly:
-		res, err = generator.Tick(in, s.TemplateChanged())
-		usual = true
-	case s.Current == nil || !s.TemplateChanged():
-		return nil, nil, nil
-	default:
-		res, err = generator.Regenerate(in)
+	} else {
+		res, err = d.Gathered.Generate(in, s.TemplateChanged())
 	}
 	var warnings []string
 	if res != nil {
@@ -311,11 +305,10 @@ func (d *Decision) first(in generator.Input) (*generator.Result, []string, error
 		d.Warnings = append(d.Warnings, warnings...)
 	}
 	switch {
-	case errors.Is(err, generator.ErrNothingToDo):
-		if usual {
-			return nil, append([]string{}, warnings...), nil
-		}
+	case errors.Is(err, generator.ErrNothingToDo) && taints:
 		return nil, nil, nil
+	case errors.Is(err, generator.ErrNothingToDo):
+		return nil, append([]string{}, warnings...), nil
 	case errors.Is(err, generator.ErrNotEnoughMachines):
 		return nil, nil, reason.Fail(reason.NotEnoughMachines, err)
 	case errors.Is(err, generator.ErrTooManyNonExistent):

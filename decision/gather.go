@@ -37,9 +37,10 @@ type Gathered struct {
 	Refused  *intake.Refusal
 	// HasCluster: a cluster is stored.
 	HasCluster bool
-	// Config, PastGates and RegenerateOnly are what was asked (Ask).
-	Config                    Config
-	PastGates, RegenerateOnly bool
+	// Config, PastGates and Generate are what was asked (Ask).
+	Config    Config
+	PastGates bool
+	Generate  func(generator.Input, bool) (*generator.Result, error)
 	// climbed is the decision as the rungs decided from the settings
 	// alone left it, climbed once (nil: the settings were not read), and
 	// settled whether one of them decided the tick.
@@ -133,10 +134,11 @@ type Ask struct {
 	// leader).
 	Config    Config
 	PastGates bool
-	// RegenerateOnly: the host asks for Regenerate alone, when the
-	// template changed (what CKE's server asks of its integrator when it
-	// becomes leader).
-	RegenerateOnly bool
+	// Generate is the generator's decision the host asks for, given the
+	// input and whether the template changed since the cluster was built
+	// (nil: generator.Tick, the usual tick; a CKE server that becomes
+	// leader asks generator.Init).
+	Generate func(generator.Input, bool) (*generator.Result, error)
 	// Rehearse, when not nil, rehearses a change of sabakan's inventory
 	// (a view's --assume): sabakan is asked with the variables'
 	// conditions on states left out, and Rehearse makes of what it holds
@@ -154,7 +156,10 @@ type Ask struct {
 // where the decision needs no more: a switch, the owner, CKE's pace or a
 // missing setting decides the tick before sabakan is asked.
 func (gr *Gatherer) Gather(ctx context.Context, leaderKey string, a Ask) *Gathered {
-	g := &Gathered{Now: gr.now(), Config: a.Config, HostView: a.Kubernetes != nil, PastGates: a.PastGates, RegenerateOnly: a.RegenerateOnly}
+	g := &Gathered{Now: gr.now(), Config: a.Config, HostView: a.Kubernetes != nil, PastGates: a.PastGates, Generate: a.Generate}
+	if g.Generate == nil {
+		g.Generate = generator.Tick
+	}
 	req := gr.settings.Request(leaderKey)
 	if a.Memory {
 		req.Keys = append(req.Keys, storage.KeyCKEGenMemory)

@@ -246,3 +246,19 @@ func Tick(in Input, templateChanged bool) (*Result, error) {
 	}
 	return res, err
 }
+
+// Init is the decision a CKE server asks of its integration when it
+// becomes leader: Regenerate, only when a cluster exists and the template
+// changed since it was built. It returns nil and no error when there is
+// nothing to do: unlike Tick's ErrNothingToDo, that says nothing of what
+// a tick would do next.
+func Init(in Input, templateChanged bool) (*Result, error) {
+	if in.Current == nil || !templateChanged {
+		return nil, nil
+	}
+	res, err := Regenerate(in)
+	if errors.Is(err, ErrNothingToDo) {
+		return nil, nil
+	}
+	return res, err
+}

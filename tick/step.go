@@ -98,7 +98,7 @@ func (r Result) Idle() bool { return r.Decision != nil && r.Decision.Idle() }
 // auto-repair (nil: none). A tick cut short by the end of ctx (shutdown,
 // the end of leadership) records nothing.
 func (s *Step) Run(ctx context.Context, leaderKey string, kube kubenodes.Kubernetes, repair Repair) Result {
-	return s.run(ctx, leaderKey, kube, repair, false)
+	return s.run(ctx, leaderKey, kube, repair, nil)
 }
 
 // Regenerate is Run whose decision is Regenerate alone: the cluster
@@ -106,10 +106,10 @@ func (s *Step) Run(ctx context.Context, leaderKey string, kube kubenodes.Kuberne
 // cluster was built, and nothing to do otherwise. It is what CKE's server
 // asks of its integrator when it becomes leader (Init).
 func (s *Step) Regenerate(ctx context.Context, leaderKey string, kube kubenodes.Kubernetes) Result {
-	return s.run(ctx, leaderKey, kube, nil, true)
+	return s.run(ctx, leaderKey, kube, nil, generator.Init)
 }
 
-func (s *Step) run(ctx context.Context, leaderKey string, kube kubenodes.Kubernetes, repair Repair, regenerateOnly bool) Result {
+func (s *Step) run(ctx context.Context, leaderKey string, kube kubenodes.Kubernetes, repair Repair, generate func(generator.Input, bool) (*generator.Result, error)) Result {
 	start := time.Now() // elapsed time, for the metrics: not the step's clock
 	if leaderKey != s.term {
 		// A new leadership: its memory is the last leader's, read with
@@ -118,7 +118,7 @@ func (s *Step) run(ctx context.Context, leaderKey string, kube kubenodes.Kuberne
 	}
 	o := s.cfg // as the leader holding leaderKey
 	o.WriteOverhead = s.st.ClusterWriteOverhead(leaderKey)
-	g := s.gather.Gather(ctx, leaderKey, decision.Ask{Memory: s.recall, Kubernetes: kube, Config: o, RegenerateOnly: regenerateOnly})
+	g := s.gather.Gather(ctx, leaderKey, decision.Ask{Memory: s.recall, Kubernetes: kube, Config: o, Generate: generate})
 	if s.recall && g.Stored != nil {
 		if g.StoredErr != nil {
 			s.log.Warn("the last leader's memory is not used", "error", g.StoredErr)
