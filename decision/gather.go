@@ -185,12 +185,7 @@ func (gr *Gatherer) Gather(ctx context.Context, leaderKey string, a Ask) *Gather
 	}
 	s, refused := gr.settings.ReadEach(snap, a.WhatIf)
 	g.Settings, g.Refusals, g.HasCluster, g.SettingsID = s, refused, snap.Get(storage.KeyCluster).Exists(), intake.SettingsID(snap)
-	for _, row := range intake.Table {
-		if r := refused[row.Setting]; r != nil {
-			g.Refused = r
-			break
-		}
-	}
+	g.Refused = intake.First(refused)
 	g.climbed = newDecision(g)
 	if g.settled = g.climbed.climbSettings(); g.settled || a.SettingsOnly {
 		return g

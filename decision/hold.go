@@ -1,6 +1,7 @@
 package decision
 
 import (
+	"cmp"
 	"fmt"
 	"strings"
 	"time"
@@ -59,6 +60,9 @@ const (
 type Hold struct {
 	Rung            Rung
 	Reason, Message string
+	// Writer, on the gate's rungs, is who writes the cluster while the
+	// gate holds (ckegenctl sabakan owner says it).
+	Writer string
 }
 
 // ModeOf is the mode of a step of mode (ModeInsideCKE, or "" for
@@ -86,10 +90,12 @@ func ModeOf(mode string, own intake.Ownership) string {
 // cluster is stored (with none, ckegen may Generate whatever CKE's phase,
 // as CKE's integration does).
 func Gate(own intake.Ownership, mode string, hasCluster bool, now time.Time, maxAge time.Duration) *Hold {
-	disabled := &Hold{Rung: RungSwitch, Reason: reason.DisabledFlag, Message: "sabakan integration is disabled"}
+	disabled := func(writer string) *Hold {
+		return &Hold{Rung: RungSwitch, Reason: reason.DisabledFlag, Message: "sabakan integration is disabled", Writer: "none: " + writer}
+	}
 	if mode == ModeInsideCKE {
 		if own.CKEDisabled {
-			return disabled
+			return disabled("CKE's sabakan/disabled is true (inside CKE's server, the switch of ckegen too)")
 		}
 		return nil
 	}
@@ -97,50 +103,63 @@ func Gate(own intake.Ownership, mode string, hasCluster bool, now time.Time, max
 	case own.OwnedByCKEGen() && !own.CKEDisabled:
 		return &Hold{RungOwner, reason.CKEIntegrationActive, "ckegen owns the integration (sabakan/owner: ckegen), but CKE's own integration is enabled again " +
 			"(sabakan/disabled is not true): both would write the cluster, so ckegen writes nothing; " +
-			"run ckegenctl sabakan takeover to stop CKE's, or ckegenctl sabakan handback to give the integration back"}
+			"run ckegenctl sabakan takeover to stop CKE's, or ckegenctl sabakan handback to give the integration back",
+			"none from ckegen: CKE's sabakan/disabled is false although ckegen owns the integration (CKE_INTEGRATION_ACTIVE); " +
+				"run ckegenctl sabakan takeover to stop CKE's integration again, or ckegenctl sabakan handback"}
 	case own.OwnedByCKEGen():
 		if own.Disabled() {
-			return disabled
+			return disabled("ckegen owns the integration but its switch sabakan/ckegen/disabled is true (ckegenctl sabakan enable)")
 		}
-	case own.CKEServer:
-		return &Hold{RungOwner, reason.OwnedByCKE, "a CKE server holds leader/ and its own sabakan integration owns the cluster " +
-			"(sabakan/owner is cke or not set), so ckegen writes nothing; " +
-			"see what ckegen would do with ckegenctl sabakan takeover --dry-run, then take over with ckegenctl sabakan takeover"}
-	case own.HandedBack():
-		return &Hold{RungOwner, reason.OwnedByCKE, "the integration was handed back to CKE (sabakan/owner: cke), so ckegen writes nothing, " +
-			"also while no CKE server holds leader/ (it may be restarting); take over again with ckegenctl sabakan takeover"}
+	case own.CKEServer || own.HandedBack():
+		return ownedByCKE(own)
 	case own.Disabled():
-		return disabled
+		return disabled("standalone (no CKE server) and sabakan/disabled is true")
 	}
 	if !own.CKEServer || !hasCluster {
 		return nil
 	}
-	return ckePace(own.CKEStatus, now, maxAge)
-}
-
-// ckePace holds while CKE's server is not at rest: as CKE's own
-// integration, ckegen changes the cluster only while CKE's status says one
-// of intake.CKEPhases, and only while that status is fresh.
-func ckePace(st *intake.CKEStatus, now time.Time, maxAge time.Duration) *Hold {
-	if st == nil {
-		return &Hold{RungPace, reason.CKENotReady, "CKE's server has written no status yet: ckegen waits for it to reach phase completed"}
-	}
-	age := now.Sub(st.Timestamp).Truncate(time.Second)
-	if !intake.IsCKEPhase(st.Phase) {
-		phase := st.Phase
-		if phase == "" {
-			phase = "(none)"
-		}
-		return &Hold{RungPace, reason.CKENotReady, fmt.Sprintf("CKE's server is in phase %s (status written %s ago): ckegen writes only in phase %s, as CKE's own integration does", phase, age, intake.CKEPhases())}
-	}
-	if age > maxAge {
-		return &Hold{RungPace, reason.CKENotReady, fmt.Sprintf("CKE's status (phase %s) is %s old, over --cke-status-max-age %s: its server may be stuck", st.Phase, age, maxAge)}
+	if msg := ckePace(own.CKEStatus, now, maxAge); msg != "" {
+		return &Hold{RungPace, reason.CKENotReady, msg, "ckegen, once CKE's server is at rest (ckegen holds now, CKE_NOT_READY: " + msg + ")"}
 	}
 	return nil
 }
 
-// TriggerHeld is what a tick held by the trigger says.
-const TriggerHeld = "the trigger is planning: ckegenctl sabakan trigger schedule applies the plan"
+// ownedByCKE holds while CKE's integration owns the cluster: a CKE server
+// runs and sabakan/owner is not ckegen, or it was handed back.
+func ownedByCKE(own intake.Ownership) *Hold {
+	h := &Hold{RungOwner, reason.OwnedByCKE, "a CKE server holds leader/ and its own sabakan integration owns the cluster " +
+		"(sabakan/owner is cke or not set), so ckegen writes nothing; " +
+		"see what ckegen would do with ckegenctl sabakan takeover --dry-run, then take over with ckegenctl sabakan takeover",
+		"CKE's own integration (ckegen holds, OWNED_BY_CKE; ckegenctl sabakan takeover hands it to ckegen)"}
+	if !own.CKEServer {
+		h.Message = "the integration was handed back to CKE (sabakan/owner: cke), so ckegen writes nothing, " +
+			"also while no CKE server holds leader/ (it may be restarting); take over again with ckegenctl sabakan takeover"
+		h.Writer = "CKE's own integration once its server runs (handed back; ckegen holds, OWNED_BY_CKE, also while no CKE server holds leader/)"
+	}
+	if own.CKEDisabled {
+		h.Writer = "none: CKE owns the integration (ckegen holds, OWNED_BY_CKE) and CKE's sabakan/disabled is true"
+	}
+	return h
+}
+
+// ckePace is why ckegen waits while CKE's server is not at rest ("": it
+// is): as CKE's own integration, ckegen changes the cluster only while
+// CKE's status says one of intake.CKEPhases, and only while that status
+// is fresh.
+func ckePace(st *intake.CKEStatus, now time.Time, maxAge time.Duration) string {
+	if st == nil {
+		return "CKE's server has written no status yet: ckegen waits for it to reach phase completed"
+	}
+	age := now.Sub(st.Timestamp).Truncate(time.Second)
+	if !intake.IsCKEPhase(st.Phase) {
+		return fmt.Sprintf("CKE's server is in phase %s (status written %s ago): ckegen writes only in phase %s, as CKE's own integration does",
+			cmp.Or(st.Phase, "(none)"), age, intake.CKEPhases())
+	}
+	if age > maxAge {
+		return fmt.Sprintf("CKE's status (phase %s) is %s old, over --cke-status-max-age %s: its server may be stuck", st.Phase, age, maxAge)
+	}
+	return ""
+}
 
 // breaker is the circuit breaker (docs/design.md 11.4) on the input of a
 // tick: the unhealthy nodes of the cluster counted against max-unhealthy

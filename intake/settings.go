@@ -366,10 +366,10 @@ func init() {
 }
 
 // First is the first of refused, in the order of Table, whose setting is
-// of kind; nil when there is none.
-func First(refused map[Setting]*Refusal, kind Kind) *Refusal {
+// of one of kinds (of any kind without kinds); nil when there is none.
+func First(refused map[Setting]*Refusal, kinds ...Kind) *Refusal {
 	for _, row := range Table {
-		if r := refused[row.Setting]; r != nil && row.Kind == kind {
+		if r := refused[row.Setting]; r != nil && (len(kinds) == 0 || slices.Contains(kinds, row.Kind)) {
 			return r
 		}
 	}

@@ -9,8 +9,6 @@ import (
 	"github.com/ckegen/ckegen/decision"
 	"github.com/ckegen/ckegen/intake"
 
-	"github.com/ckegen/ckegen/cluster"
-	"github.com/ckegen/ckegen/generator"
 	"github.com/ckegen/ckegen/internal/clip"
 	"github.com/ckegen/ckegen/planreport"
 	"github.com/ckegen/ckegen/reason"
@@ -74,15 +72,6 @@ func status(d *decision.Decision, o Outcome, last storage.Status, leader string,
 	return st
 }
 
-// clusterAfter is the cluster as the decision leaves it: its step's
-// when written, else the cluster it read (nil: none).
-func clusterAfter(d *decision.Decision, written bool) *cluster.Cluster {
-	if written {
-		return d.Step.Cluster
-	}
-	return d.Gathered.Settings.Current
-}
-
 // modelStatus completes a status with the constraints model in force
 // and, in the rate model, the worker rate of the cluster as the tick
 // leaves it (docs/models.md), counting the machines the tick gave the
@@ -109,9 +98,9 @@ func modelStatus(st *storage.Status, last storage.Status, d *decision.Decision, 
 }
 
 // inventoryStatus completes a status with the figures of the inventory
-// and of the cluster as the tick leaves it; a tick that did not get to
-// query sabakan keeps the last ones; a disabled or held integration
-// shows none.
+// and of the cluster as the tick leaves it (its step's when written); a
+// tick that did not get to query sabakan keeps the last ones; a
+// disabled or held integration shows none.
 func inventoryStatus(st *storage.Status, last storage.Status, d *decision.Decision, written bool) {
 	switch {
 	case d.Idle():
@@ -120,7 +109,11 @@ func inventoryStatus(st *storage.Status, last storage.Status, d *decision.Decisi
 		st.Inventory = last.Inventory
 		return
 	}
-	st.Inventory = planreport.Inventory(d.Gathered.Machines, clusterAfter(d, written))
+	after := d.Gathered.Settings.Current
+	if written {
+		after = d.Step.Cluster
+	}
+	st.Inventory = planreport.Inventory(d.Gathered.Machines, after)
 }
 
 // changeStatus completes a status with change management's part. What
@@ -203,7 +196,7 @@ func logTick(log *slog.Logger, d *decision.Decision, o Outcome, st storage.Statu
 		log.Info("tick recovered", "failed_with", strings.TrimPrefix(was.State, reason.Failing+" "), "result", st.Result)
 	}
 	if op {
-		log.Info("cluster updated", "op", d.Step.Op, "changes", changeSummary(d.Step.Changes), "nodes", len(d.Step.Cluster.Nodes))
+		log.Info("cluster updated", "op", d.Step.Op, "changes", planreport.Summarize(d.Step.Changes), "nodes", len(d.Step.Cluster.Nodes))
 	}
 	if now.State == was.State || st.Result == reason.Failing {
 		return now
@@ -246,12 +239,6 @@ func tellWarnings(log *slog.Logger, was, now []string) {
 			log.Info("tick warning cleared", "warning", w)
 		}
 	}
-}
-
-// changeSummary is a step's changes for a log line: each action and
-// address, re-rendered nodes collapsed.
-func changeSummary(cs []generator.Change) []string {
-	return planreport.Summarize(cs)
 }
 
 // nextMemory is the memory m becomes after a decision d acted on with o, which recorded

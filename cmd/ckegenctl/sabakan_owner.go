@@ -16,7 +16,6 @@ import (
 	"github.com/ckegen/ckegen/decision"
 	"github.com/ckegen/ckegen/intake"
 	"github.com/ckegen/ckegen/liveview"
-	"github.com/ckegen/ckegen/reason"
 	"github.com/ckegen/ckegen/storage"
 )
 
@@ -365,17 +364,15 @@ func whoWrites(ctx context.Context, e *env, st storage.Storage, who liveview.Act
 // record of ckegen may be CKE's own binary or a cke built from an older
 // ckegen: who writes is then not known.
 func writerNow(d *decision.Decision, who liveview.Actor) string {
-	o := d.Gathered.Settings.Own
 	inside := d.Mode == decision.ModeInsideCKE
 	switch {
 	case who.Kind == liveview.Nobody:
 		return fmt.Sprintf("none now: nothing leads (nothing under %s nor %s); once a server leads, by the settings: %s", storage.KeyLeader, storage.KeyCKEGenLeader, writer(d))
 	case who.Kind == liveview.CKEWithoutCKEGen:
 		return "none: " + who.Says
+	case who.Kind == liveview.CKENotKnown && inside && d.Hold != nil && d.Hold.Writer != "":
+		return fmt.Sprintf("%s, whatever CKE's server %s runs", d.Hold.Writer, who.CKE.Name)
 	case who.Kind == liveview.CKENotKnown && inside:
-		if o.CKEDisabled {
-			return fmt.Sprintf("none: CKE's %s is true, whatever CKE's server %s runs", storage.KeySabakanDisabled, who.CKE.Name)
-		}
 		return fmt.Sprintf("not known: CKE's server %s leads and keeps no record of ckegen: its own integration if it is CKE's own binary, "+
 			"ckegen inside it if it is a cke built from an older ckegen", who.CKE.Name)
 	case who.Kind == liveview.InsideCKE:
@@ -386,41 +383,20 @@ func writerNow(d *decision.Decision, who liveview.Actor) string {
 	return writer(d)
 }
 
-// writer says who writes the cluster, from the leader's decision on
-// the settings alone (its gate: the switches, the owner, CKE's pace).
+// writer says who writes the cluster, from the leader's decision on the
+// settings alone: its gate says who writes while it holds, and its mode
+// who writes when nothing holds (a rung after the gate, a setting
+// missing, decides what is written, not who writes).
 func writer(d *decision.Decision) string {
-	o := d.Gathered.Settings.Own
-	h := d.Hold
-	if h != nil && h.Rung != decision.RungSwitch && h.Rung != decision.RungOwner && h.Rung != decision.RungPace {
-		// A rung after the gate (a setting missing): who writes is
-		// decided, what is written not yet.
-		h = nil
-	}
 	switch {
-	case d.Mode == decision.ModeInsideCKE && h != nil:
-		return fmt.Sprintf("none: ckegen runs inside CKE's server, and CKE's %s is true", storage.KeySabakanDisabled)
+	case d.Hold != nil && d.Hold.Writer != "":
+		return d.Hold.Writer
 	case d.Mode == decision.ModeInsideCKE:
 		return insideWriter
-	case h == nil && o.CKEServer:
+	case d.Mode == decision.ModeBesideCKE:
 		return "ckegen, while CKE's status says " + intake.CKEPhases()
-	case h == nil && o.OwnedByCKEGen():
-		return "ckegen"
-	case h == nil:
-		return "ckegen, standalone (no CKE server holds leader/)"
-	case h.Rung == decision.RungSwitch && o.OwnedByCKEGen():
-		return fmt.Sprintf("none: ckegen owns the integration but its switch %s is true (ckegenctl sabakan enable)", storage.KeyCKEGenDisabled)
-	case h.Rung == decision.RungSwitch:
-		return fmt.Sprintf("none: standalone (no CKE server) and %s is true", storage.KeySabakanDisabled)
-	case h.Reason == reason.CKEIntegrationActive:
-		return fmt.Sprintf("none from ckegen: CKE's %s is false although ckegen owns the integration (CKE_INTEGRATION_ACTIVE); run ckegenctl sabakan takeover to stop CKE's integration again, or ckegenctl sabakan handback", storage.KeySabakanDisabled)
-	case h.Rung == decision.RungPace:
-		return "ckegen, once CKE's server is at rest (ckegen holds now, CKE_NOT_READY: " + h.Message + ")"
-	case o.HandedBack() && !o.CKEServer:
-		return "CKE's own integration once its server runs (handed back; ckegen holds, OWNED_BY_CKE, also while no CKE server holds leader/)"
-	case o.CKEDisabled:
-		return fmt.Sprintf("none: CKE owns the integration (ckegen holds, OWNED_BY_CKE) and CKE's %s is true", storage.KeySabakanDisabled)
 	}
-	return "CKE's own integration (ckegen holds, OWNED_BY_CKE; ckegenctl sabakan takeover hands it to ckegen)"
+	return "ckegen, standalone (no CKE server holds leader/)"
 }
 
 func newSabakanOwnerCmd(e *env) *cobra.Command {
