@@ -163,8 +163,11 @@ func (r Actor) words(own intake.Ownership) string {
 		}
 		return fmt.Sprintf("CKE's server %s leads and runs no ckegen now: ckegen %s is inside but %s (%s)", r.CKE.Name, build(r.CKE.Presence), why, r.CKE.evidence())
 	case CKENotKnown:
-		return fmt.Sprintf("CKE's server %s leads; whether ckegen runs inside is not known: it keeps no record under %s "+
-			"(CKE's own binary, or a cke built from an older ckegen; etcd cannot tell them apart) (%s)", r.CKE.Name, storage.KeyPresence, r.CKE.evidence())
+		why := fmt.Sprintf("it keeps no record under %s (CKE's own binary, or a cke built from an older ckegen; etcd cannot tell them apart)", storage.KeyPresence)
+		if p := r.CKE.Presence; p != nil {
+			why = "its record " + p.Unreadable
+		}
+		return fmt.Sprintf("CKE's server %s leads; whether ckegen runs inside is not known: %s (%s)", r.CKE.Name, why, r.CKE.evidence())
 	}
 	return fmt.Sprintf("nothing leads: no key under %s nor %s (read at %s)", storage.KeyLeader, storage.KeyCKEGenLeader, stamp(r.Time))
 }
@@ -177,13 +180,19 @@ func (r Actor) besideWords() string {
 	case r.CKE.inside():
 		return fmt.Sprintf("beside CKE's server %s with ckegen %s inside (%s)", r.CKE.Name, build(r.CKE.Presence), r.CKE.evidence())
 	}
+	if p := r.CKE.Presence; p != nil {
+		return fmt.Sprintf("beside CKE's server %s, whose record %s (%s)", r.CKE.Name, p.Unreadable, r.CKE.evidence())
+	}
 	return fmt.Sprintf("beside CKE's server %s, which keeps no record of ckegen (%s)", r.CKE.Name, r.CKE.evidence())
 }
 
 // build names a record's build ("version not known" without one).
 func build(p *storage.Presence) string {
-	if p == nil {
+	switch {
+	case p == nil:
 		return "of a version not known"
+	case p.Unreadable != "":
+		return "of a version not known (its record " + p.Unreadable + ")"
 	}
 	return fmt.Sprintf("%s (commit %s, for CKE %s)", p.Version, p.Commit, p.CKEVersion)
 }

@@ -200,3 +200,21 @@ func TestCause(t *testing.T) {
 		t.Errorf("at rest: %q", c)
 	}
 }
+
+// TestUnreadableRecord: a leader whose record of presence does not parse
+// is not taken for one that keeps none: who acts says the record is
+// there and why it cannot be read.
+func TestUnreadableRecord(t *testing.T) {
+	st := storage.New(etcdtest.Client(t), "")
+	p := start(t, st, storage.KeyLeader, "cke-1", nil)
+	if _, err := st.Client.Put(context.Background(), st.Key(storage.PresenceKey(p.sess.Lease())), `{"kind":`, clientv3.WithLease(p.sess.Lease())); err != nil {
+		t.Fatal(err)
+	}
+	r := read(t, st, intake.Ownership{})
+	check(t, "CKE's server of an unreadable record", r, CKENotKnown, "whether ckegen runs inside is not known: its record sabakan/ckegen/presence/", "does not parse")
+	if strings.Contains(r.Says, "keeps no record") {
+		t.Errorf("an unreadable record is taken for none: %s", r.Says)
+	}
+	start(t, st, storage.KeyCKEGenLeader, "gen-1", daemonPresence("v0.2.1"))
+	check(t, "a daemon beside it", read(t, st, intake.Ownership{}), Daemon, "beside CKE's server cke-1, whose record sabakan/ckegen/presence/")
+}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -51,6 +52,9 @@ type Presence struct {
 	CKEVersion string `json:"ckeVersion"`
 	// Since is when the process wrote the record (its session began).
 	Since time.Time `json:"since"`
+	// Unreadable, read from a record that does not parse, says so and
+	// why; the other fields are then empty.
+	Unreadable string `json:"unreadable,omitempty"`
 }
 
 // PresenceKey is the key of the record tied to lease.
@@ -91,7 +95,8 @@ type Leaders struct {
 
 // ReadLeaders reads both elections, every record of presence and the
 // lease of CKE's status key in one transaction. A record that does not
-// parse is left out: it says nothing of who acts.
+// parse is kept as its Unreadable: a process of ckegen keeps it, but
+// which one is not known.
 func (s Storage) ReadLeaders(ctx context.Context) (Leaders, error) {
 	resp, err := s.Client.Txn(ctx).Then(
 		clientv3.OpGet(s.Key(KeyLeader), clientv3.WithFirstCreate()...),
@@ -114,7 +119,10 @@ func (s Storage) ReadLeaders(ctx context.Context) (Leaders, error) {
 	l.CKE, l.CKEGen = elected(0), elected(1)
 	for _, kv := range resp.Responses[2].GetResponseRange().Kvs {
 		var p Presence
-		if json.Unmarshal(kv.Value, &p) == nil && kv.Lease != 0 {
+		if err := json.Unmarshal(kv.Value, &p); err != nil {
+			p = Presence{Unreadable: fmt.Sprintf("%s does not parse: %v", strings.TrimPrefix(string(kv.Key), s.Prefix), err)}
+		}
+		if kv.Lease != 0 {
 			l.Presences[clientv3.LeaseID(kv.Lease)] = p
 		}
 	}
