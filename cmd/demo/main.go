@@ -13,7 +13,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -29,6 +28,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/ckegen/ckegen/internal/child"
 	"github.com/ckegen/ckegen/internal/strictjson"
 	"github.com/ckegen/ckegen/internal/usage"
 )
@@ -108,12 +108,12 @@ func run(examples string, interval time.Duration) error {
 	if err != nil {
 		return err
 	}
-	defer stopProcess(sab)
+	defer child.Stop(sab)
 	daemon, err := d.startDaemon(work, interval)
 	if err != nil {
 		return err
 	}
-	defer stopProcess(daemon)
+	defer child.Stop(daemon)
 	if err := d.configure(examples); err != nil {
 		return err
 	}
@@ -149,7 +149,7 @@ func (d *demo) startSabakan(examples string) (*exec.Cmd, error) {
 // ports, and keeps the etcd URL that ckegenctl talks to.
 func (d *demo) startDaemon(work string, interval time.Duration) (*exec.Cmd, error) {
 	step("Start the daemon with an embedded etcd")
-	ports, err := freePorts(3)
+	ports, err := child.FreePorts(3)
 	if err != nil {
 		return nil, err
 	}
@@ -386,60 +386,11 @@ func step(s string) { fmt.Printf("\n== %s\n", s) }
 // start runs a built binary and waits for the log line matching re; it
 // returns the first submatch, if any.
 func (d *demo) start(name string, re *regexp.Regexp, args ...string) (*exec.Cmd, string, error) {
-	cmd := exec.CommandContext(d.ctx, filepath.Join(d.bin, name), args...)
-	// ckegen, as CKE's server, waits CANCELLATION_DELAY_SECONDS (5 by default) after
-	// SIGTERM before it stops: the demo need not.
-	cmd.Env = append(os.Environ(), "CANCELLATION_DELAY_SECONDS=0")
-	pipe, err := cmd.StderrPipe()
-	if err != nil {
-		return nil, "", err
+	cmd, m, err := child.Start(d.ctx, filepath.Join(d.bin, name), re, args...)
+	if err == nil {
+		fmt.Printf("   %s started (pid %d)\n", name, cmd.Process.Pid)
 	}
-	if err := cmd.Start(); err != nil {
-		return nil, "", err
-	}
-	r := bufio.NewReader(pipe)
-	for {
-		line, err := r.ReadString('\n')
-		if m := re.FindStringSubmatch(line); m != nil {
-			go func() { _, _ = io.Copy(io.Discard, r) }()
-			fmt.Printf("   %s started (pid %d)\n", name, cmd.Process.Pid)
-			if len(m) > 1 {
-				return cmd, m[1], nil
-			}
-			return cmd, "", nil
-		}
-		if err != nil {
-			stopProcess(cmd)
-			return nil, "", fmt.Errorf("%s exited before serving: %s", name, line)
-		}
-	}
-}
-
-func stopProcess(cmd *exec.Cmd) {
-	_ = cmd.Process.Signal(syscall.SIGTERM)
-	done := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(10 * time.Second):
-		_ = cmd.Process.Kill()
-		<-done
-	}
-}
-
-func freePorts(n int) ([]int, error) {
-	var ports []int
-	for i := 0; i < n; i++ {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, err
-		}
-		// Held until every port is chosen, so that no two are the same:
-		// closing it only frees the port.
-		defer func() { _ = ln.Close() }()
-		ports = append(ports, ln.Addr().(*net.TCPAddr).Port)
-	}
-	return ports, nil
+	return cmd, m, err
 }
 
 // ckegenctl runs ckegenctl against the demo's etcd; with show, it prints the
