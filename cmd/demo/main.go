@@ -13,13 +13,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"os"
 	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"regexp"
-	"sort"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -31,6 +32,7 @@ import (
 	"github.com/ckegen/ckegen/internal/child"
 	"github.com/ckegen/ckegen/internal/strictjson"
 	"github.com/ckegen/ckegen/internal/usage"
+	"github.com/ckegen/ckegen/sabakan"
 )
 
 func main() {
@@ -304,12 +306,7 @@ func flipTargets(cl *clusterDoc) (cp, w1, w2 *node) {
 // stillControlPlane reports whether the node of address is a control
 // plane of cl.
 func stillControlPlane(cl *clusterDoc, address string) bool {
-	for _, n := range cl.Nodes {
-		if n.Address == address && n.ControlPlane {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(cl.Nodes, func(n node) bool { return n.Address == address && n.ControlPlane })
 }
 
 // showHistoryAndStatus shows and explains ckegenctl's history of cluster
@@ -566,52 +563,27 @@ func (d *demo) summarize(c *clusterDoc) error {
 
 // counts is "a 1, b 2", sorted by name.
 func counts(m map[string]int) string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	parts := make([]string, len(keys))
-	for i, k := range keys {
-		parts[i] = fmt.Sprintf("%s %d", k, m[k])
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		parts = append(parts, fmt.Sprintf("%s %d", k, m[k]))
 	}
 	return strings.Join(parts, ", ")
 }
 
-// states reads every machine's state from sabakan's REST API, by serial.
+// states reads every machine's state from sabakan, by serial, with the
+// daemon's query (the variables of the demo: none).
 func (d *demo) states() (map[string]string, error) {
-	req, err := http.NewRequestWithContext(d.ctx, http.MethodGet, d.sabURL+"/api/v1/machines", nil)
+	c, err := sabakan.NewClient(d.sabURL+"/graphql", sabakan.Options{})
 	if err != nil {
 		return nil, err
 	}
-	resp, err := http.DefaultClient.Do(req)
+	ms, err := c.SearchMachines(d.ctx, sabakan.Variables{})
 	if err != nil {
 		return nil, err
-	}
-	defer func() { _ = resp.Body.Close() }() // what was read is the answer
-	var ms []struct {
-		Spec struct {
-			Serial string `json:"serial"`
-		} `json:"spec"`
-		Status struct {
-			State string `json:"state"`
-		} `json:"status"`
-	}
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("GET /api/v1/machines: %s", resp.Status)
-	}
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return nil, fmt.Errorf("GET /api/v1/machines: %w", err)
-	}
-	if err := strictjson.UnmarshalIgnoringUnknown(body, &ms); err != nil {
-		return nil, fmt.Errorf("GET /api/v1/machines: %w", err)
 	}
 	out := make(map[string]string, len(ms))
 	for _, m := range ms {
-		// REST answers the state in lower case; sabakan's documentation
-		// and GraphQL write it in upper case.
-		out[m.Spec.Serial] = strings.ToUpper(m.Status.State)
+		out[m.Spec.Serial] = string(m.Status.State)
 	}
 	return out, nil
 }
