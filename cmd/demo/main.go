@@ -22,13 +22,14 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-	"sync"
+	"sync/atomic"
 	"syscall"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/ckegen/ckegen/cluster"
 	"github.com/ckegen/ckegen/internal/child"
 	"github.com/ckegen/ckegen/internal/strictjson"
 	"github.com/ckegen/ckegen/internal/usage"
@@ -217,7 +218,7 @@ func configCommands(sabURL string, constraints map[string]int, template string) 
 
 // firstConvergence waits for the daemon to build the cluster, then shows
 // its first node as cluster.yml has it and every node in a table.
-func (d *demo) firstConvergence() (*clusterDoc, error) {
+func (d *demo) firstConvergence() (*cluster.Cluster, error) {
 	step("Wait for the daemon to converge (one line per tick)")
 	if err := d.converge(); err != nil {
 		return nil, err
@@ -245,13 +246,13 @@ func (d *demo) firstConvergence() (*clusterDoc, error) {
 // flipMachines turns a worker and a control plane UNREACHABLE and another
 // worker RETIRING in sabakan, waits for the daemon to converge again,
 // checks that the control plane was replaced and says what happened.
-func (d *demo) flipMachines(cl *clusterDoc) error {
+func (d *demo) flipMachines(cl *cluster.Cluster) error {
 	step("Flip machines in sabakan: a worker UNREACHABLE, a control plane UNREACHABLE, a worker RETIRING")
 	cp, w1, w2 := flipTargets(cl)
 	say("sabakan's REST API takes the state in lower case (GraphQL's setMachineState",
 		"mutation takes UNREACHABLE); an operator or sabakan's own health checks do this.")
 	for _, f := range []struct {
-		n     *node
+		n     *cluster.Node
 		state string
 	}{{w1, "unreachable"}, {cp, "unreachable"}, {w2, "retiring"}} {
 		serial := f.n.Annotations["cke.cybozu.com/serial"]
@@ -288,9 +289,8 @@ func (d *demo) flipMachines(cl *clusterDoc) error {
 
 // flipTargets are the nodes whose machines the demo flips: the first
 // control plane and the first two workers, in the cluster's order.
-func flipTargets(cl *clusterDoc) (cp, w1, w2 *node) {
-	for i := range cl.Nodes {
-		n := &cl.Nodes[i]
+func flipTargets(cl *cluster.Cluster) (cp, w1, w2 *cluster.Node) {
+	for _, n := range cl.Nodes {
 		switch {
 		case n.ControlPlane && cp == nil:
 			cp = n
@@ -305,8 +305,8 @@ func flipTargets(cl *clusterDoc) (cp, w1, w2 *node) {
 
 // stillControlPlane reports whether the node of address is a control
 // plane of cl.
-func stillControlPlane(cl *clusterDoc, address string) bool {
-	return slices.ContainsFunc(cl.Nodes, func(n node) bool { return n.Address == address && n.ControlPlane })
+func stillControlPlane(cl *cluster.Cluster, address string) bool {
+	return slices.ContainsFunc(cl.Nodes, func(n *cluster.Node) bool { return n.Address == address && n.ControlPlane })
 }
 
 // showHistoryAndStatus shows and explains ckegenctl's history of cluster
@@ -346,16 +346,15 @@ func (d *demo) build() error {
 	if err := cmd.Start(); err != nil {
 		return err
 	}
-	var mu sync.Mutex
-	var lines []string
+	var lines []string // read once done is closed
+	var compiled atomic.Int64
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		sc := bufio.NewScanner(stderr)
 		for sc.Scan() {
-			mu.Lock()
 			lines = append(lines, sc.Text())
-			mu.Unlock()
+			compiled.Add(1)
 		}
 	}()
 	tick := time.NewTicker(10 * time.Second)
@@ -365,10 +364,7 @@ func (d *demo) build() error {
 		case <-done:
 			waiting = false
 		case <-tick.C:
-			mu.Lock()
-			n := len(lines)
-			mu.Unlock()
-			fmt.Printf("   ... building: packages compiled so far: %d (%s)\n", n, time.Since(start).Round(time.Second))
+			fmt.Printf("   ... building: packages compiled so far: %d (%s)\n", compiled.Load(), time.Since(start).Round(time.Second))
 		}
 	}
 	if err := cmd.Wait(); err != nil {
@@ -469,32 +465,17 @@ func (d *demo) converge() error {
 	return nil
 }
 
-type node struct {
-	Address      string            `json:"address"`
-	ControlPlane bool              `json:"control_plane"`
-	Labels       map[string]string `json:"labels"`
-	Annotations  map[string]string `json:"annotations"`
-	Taints       []struct {
-		Key    string `json:"key"`
-		Value  string `json:"value"`
-		Effect string `json:"effect"`
-	} `json:"taints"`
-}
-
-type clusterDoc struct {
-	Nodes []node `json:"nodes"`
-}
-
-func (d *demo) cluster() (*clusterDoc, error) {
+// cluster is the cluster the daemon wrote, as ckegenctl reads it.
+func (d *demo) cluster() (*cluster.Cluster, error) {
 	out, err := d.ckegenctl(false, "cluster", "get", "-o", "json")
 	if err != nil {
 		return nil, err
 	}
-	var c clusterDoc
-	if err := strictjson.UnmarshalIgnoringUnknown([]byte(out), &c); err != nil {
+	c, err := cluster.Parse([]byte(out))
+	if err != nil {
 		return nil, fmt.Errorf("ckegenctl cluster get -o json: %w", err)
 	}
-	return &c, nil
+	return c, nil
 }
 
 func (d *demo) putState(serial, state string) error {
@@ -529,7 +510,7 @@ func printFirstNode(yaml string) {
 
 // summarize prints the nodes, one a line: role, rack, the machine's
 // state and the state taint; then the workers by role and by state.
-func (d *demo) summarize(c *clusterDoc) error {
+func (d *demo) summarize(c *cluster.Cluster) error {
 	states, err := d.states()
 	if err != nil {
 		return err

@@ -16,7 +16,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -32,6 +31,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 
+	"github.com/ckegen/ckegen/cluster"
 	"github.com/ckegen/ckegen/internal/child"
 	"github.com/ckegen/ckegen/internal/embedded"
 	"github.com/ckegen/ckegen/internal/records"
@@ -203,13 +203,8 @@ func (s *site) aWorker() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	var cl struct {
-		Nodes []struct {
-			ControlPlane bool              `json:"control_plane"`
-			Annotations  map[string]string `json:"annotations"`
-		} `json:"nodes"`
-	}
-	if err := json.Unmarshal(v.Data, &cl); err != nil {
+	cl, err := cluster.Parse(v.Data)
+	if err != nil {
 		return "", fmt.Errorf("the stored cluster: %w", err)
 	}
 	for _, n := range cl.Nodes {
