@@ -13,24 +13,27 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
+	"maps"
 	"net/http"
 	"os"
 	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"regexp"
-	"sort"
+	"slices"
 	"strings"
-	"sync"
+	"sync/atomic"
 	"syscall"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/ckegen/ckegen/cluster"
+	"github.com/ckegen/ckegen/internal/child"
 	"github.com/ckegen/ckegen/internal/strictjson"
 	"github.com/ckegen/ckegen/internal/usage"
+	"github.com/ckegen/ckegen/sabakan"
 )
 
 func main() {
@@ -108,12 +111,12 @@ func run(examples string, interval time.Duration) error {
 	if err != nil {
 		return err
 	}
-	defer stopProcess(sab)
+	defer child.Stop(sab)
 	daemon, err := d.startDaemon(work, interval)
 	if err != nil {
 		return err
 	}
-	defer stopProcess(daemon)
+	defer child.Stop(daemon)
 	if err := d.configure(examples); err != nil {
 		return err
 	}
@@ -149,7 +152,7 @@ func (d *demo) startSabakan(examples string) (*exec.Cmd, error) {
 // ports, and keeps the etcd URL that ckegenctl talks to.
 func (d *demo) startDaemon(work string, interval time.Duration) (*exec.Cmd, error) {
 	step("Start the daemon with an embedded etcd")
-	ports, err := freePorts(3)
+	ports, err := child.FreePorts(3)
 	if err != nil {
 		return nil, err
 	}
@@ -215,7 +218,7 @@ func configCommands(sabURL string, constraints map[string]int, template string) 
 
 // firstConvergence waits for the daemon to build the cluster, then shows
 // its first node as cluster.yml has it and every node in a table.
-func (d *demo) firstConvergence() (*clusterDoc, error) {
+func (d *demo) firstConvergence() (*cluster.Cluster, error) {
 	step("Wait for the daemon to converge (one line per tick)")
 	if err := d.converge(); err != nil {
 		return nil, err
@@ -243,13 +246,13 @@ func (d *demo) firstConvergence() (*clusterDoc, error) {
 // flipMachines turns a worker and a control plane UNREACHABLE and another
 // worker RETIRING in sabakan, waits for the daemon to converge again,
 // checks that the control plane was replaced and says what happened.
-func (d *demo) flipMachines(cl *clusterDoc) error {
+func (d *demo) flipMachines(cl *cluster.Cluster) error {
 	step("Flip machines in sabakan: a worker UNREACHABLE, a control plane UNREACHABLE, a worker RETIRING")
 	cp, w1, w2 := flipTargets(cl)
 	say("sabakan's REST API takes the state in lower case (GraphQL's setMachineState",
 		"mutation takes UNREACHABLE); an operator or sabakan's own health checks do this.")
 	for _, f := range []struct {
-		n     *node
+		n     *cluster.Node
 		state string
 	}{{w1, "unreachable"}, {cp, "unreachable"}, {w2, "retiring"}} {
 		serial := f.n.Annotations["cke.cybozu.com/serial"]
@@ -286,9 +289,8 @@ func (d *demo) flipMachines(cl *clusterDoc) error {
 
 // flipTargets are the nodes whose machines the demo flips: the first
 // control plane and the first two workers, in the cluster's order.
-func flipTargets(cl *clusterDoc) (cp, w1, w2 *node) {
-	for i := range cl.Nodes {
-		n := &cl.Nodes[i]
+func flipTargets(cl *cluster.Cluster) (cp, w1, w2 *cluster.Node) {
+	for _, n := range cl.Nodes {
 		switch {
 		case n.ControlPlane && cp == nil:
 			cp = n
@@ -303,13 +305,8 @@ func flipTargets(cl *clusterDoc) (cp, w1, w2 *node) {
 
 // stillControlPlane reports whether the node of address is a control
 // plane of cl.
-func stillControlPlane(cl *clusterDoc, address string) bool {
-	for _, n := range cl.Nodes {
-		if n.Address == address && n.ControlPlane {
-			return true
-		}
-	}
-	return false
+func stillControlPlane(cl *cluster.Cluster, address string) bool {
+	return slices.ContainsFunc(cl.Nodes, func(n *cluster.Node) bool { return n.Address == address && n.ControlPlane })
 }
 
 // showHistoryAndStatus shows and explains ckegenctl's history of cluster
@@ -349,16 +346,15 @@ func (d *demo) build() error {
 	if err := cmd.Start(); err != nil {
 		return err
 	}
-	var mu sync.Mutex
-	var lines []string
+	var lines []string // read once done is closed
+	var compiled atomic.Int64
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		sc := bufio.NewScanner(stderr)
 		for sc.Scan() {
-			mu.Lock()
 			lines = append(lines, sc.Text())
-			mu.Unlock()
+			compiled.Add(1)
 		}
 	}()
 	tick := time.NewTicker(10 * time.Second)
@@ -368,10 +364,7 @@ func (d *demo) build() error {
 		case <-done:
 			waiting = false
 		case <-tick.C:
-			mu.Lock()
-			n := len(lines)
-			mu.Unlock()
-			fmt.Printf("   ... building: packages compiled so far: %d (%s)\n", n, time.Since(start).Round(time.Second))
+			fmt.Printf("   ... building: packages compiled so far: %d (%s)\n", compiled.Load(), time.Since(start).Round(time.Second))
 		}
 	}
 	if err := cmd.Wait(); err != nil {
@@ -386,60 +379,11 @@ func step(s string) { fmt.Printf("\n== %s\n", s) }
 // start runs a built binary and waits for the log line matching re; it
 // returns the first submatch, if any.
 func (d *demo) start(name string, re *regexp.Regexp, args ...string) (*exec.Cmd, string, error) {
-	cmd := exec.CommandContext(d.ctx, filepath.Join(d.bin, name), args...)
-	// ckegen, as CKE's server, waits CANCELLATION_DELAY_SECONDS (5 by default) after
-	// SIGTERM before it stops: the demo need not.
-	cmd.Env = append(os.Environ(), "CANCELLATION_DELAY_SECONDS=0")
-	pipe, err := cmd.StderrPipe()
-	if err != nil {
-		return nil, "", err
+	cmd, m, err := child.Start(d.ctx, filepath.Join(d.bin, name), re, args...)
+	if err == nil {
+		fmt.Printf("   %s started (pid %d)\n", name, cmd.Process.Pid)
 	}
-	if err := cmd.Start(); err != nil {
-		return nil, "", err
-	}
-	r := bufio.NewReader(pipe)
-	for {
-		line, err := r.ReadString('\n')
-		if m := re.FindStringSubmatch(line); m != nil {
-			go func() { _, _ = io.Copy(io.Discard, r) }()
-			fmt.Printf("   %s started (pid %d)\n", name, cmd.Process.Pid)
-			if len(m) > 1 {
-				return cmd, m[1], nil
-			}
-			return cmd, "", nil
-		}
-		if err != nil {
-			stopProcess(cmd)
-			return nil, "", fmt.Errorf("%s exited before serving: %s", name, line)
-		}
-	}
-}
-
-func stopProcess(cmd *exec.Cmd) {
-	_ = cmd.Process.Signal(syscall.SIGTERM)
-	done := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(10 * time.Second):
-		_ = cmd.Process.Kill()
-		<-done
-	}
-}
-
-func freePorts(n int) ([]int, error) {
-	var ports []int
-	for i := 0; i < n; i++ {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, err
-		}
-		// Held until every port is chosen, so that no two are the same:
-		// closing it only frees the port.
-		defer func() { _ = ln.Close() }()
-		ports = append(ports, ln.Addr().(*net.TCPAddr).Port)
-	}
-	return ports, nil
+	return cmd, m, err
 }
 
 // ckegenctl runs ckegenctl against the demo's etcd; with show, it prints the
@@ -521,32 +465,17 @@ func (d *demo) converge() error {
 	return nil
 }
 
-type node struct {
-	Address      string            `json:"address"`
-	ControlPlane bool              `json:"control_plane"`
-	Labels       map[string]string `json:"labels"`
-	Annotations  map[string]string `json:"annotations"`
-	Taints       []struct {
-		Key    string `json:"key"`
-		Value  string `json:"value"`
-		Effect string `json:"effect"`
-	} `json:"taints"`
-}
-
-type clusterDoc struct {
-	Nodes []node `json:"nodes"`
-}
-
-func (d *demo) cluster() (*clusterDoc, error) {
+// cluster is the cluster the daemon wrote, as ckegenctl reads it.
+func (d *demo) cluster() (*cluster.Cluster, error) {
 	out, err := d.ckegenctl(false, "cluster", "get", "-o", "json")
 	if err != nil {
 		return nil, err
 	}
-	var c clusterDoc
-	if err := strictjson.UnmarshalIgnoringUnknown([]byte(out), &c); err != nil {
+	c, err := cluster.Parse([]byte(out))
+	if err != nil {
 		return nil, fmt.Errorf("ckegenctl cluster get -o json: %w", err)
 	}
-	return &c, nil
+	return c, nil
 }
 
 func (d *demo) putState(serial, state string) error {
@@ -581,7 +510,7 @@ func printFirstNode(yaml string) {
 
 // summarize prints the nodes, one a line: role, rack, the machine's
 // state and the state taint; then the workers by role and by state.
-func (d *demo) summarize(c *clusterDoc) error {
+func (d *demo) summarize(c *cluster.Cluster) error {
 	states, err := d.states()
 	if err != nil {
 		return err
@@ -615,52 +544,27 @@ func (d *demo) summarize(c *clusterDoc) error {
 
 // counts is "a 1, b 2", sorted by name.
 func counts(m map[string]int) string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	parts := make([]string, len(keys))
-	for i, k := range keys {
-		parts[i] = fmt.Sprintf("%s %d", k, m[k])
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		parts = append(parts, fmt.Sprintf("%s %d", k, m[k]))
 	}
 	return strings.Join(parts, ", ")
 }
 
-// states reads every machine's state from sabakan's REST API, by serial.
+// states reads every machine's state from sabakan, by serial, with the
+// daemon's query (the variables of the demo: none).
 func (d *demo) states() (map[string]string, error) {
-	req, err := http.NewRequestWithContext(d.ctx, http.MethodGet, d.sabURL+"/api/v1/machines", nil)
+	c, err := sabakan.NewClient(d.sabURL+"/graphql", sabakan.Options{})
 	if err != nil {
 		return nil, err
 	}
-	resp, err := http.DefaultClient.Do(req)
+	ms, err := c.SearchMachines(d.ctx, sabakan.Variables{})
 	if err != nil {
 		return nil, err
-	}
-	defer func() { _ = resp.Body.Close() }() // what was read is the answer
-	var ms []struct {
-		Spec struct {
-			Serial string `json:"serial"`
-		} `json:"spec"`
-		Status struct {
-			State string `json:"state"`
-		} `json:"status"`
-	}
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("GET /api/v1/machines: %s", resp.Status)
-	}
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return nil, fmt.Errorf("GET /api/v1/machines: %w", err)
-	}
-	if err := strictjson.UnmarshalIgnoringUnknown(body, &ms); err != nil {
-		return nil, fmt.Errorf("GET /api/v1/machines: %w", err)
 	}
 	out := make(map[string]string, len(ms))
 	for _, m := range ms {
-		// REST answers the state in lower case; sabakan's documentation
-		// and GraphQL write it in upper case.
-		out[m.Spec.Serial] = strings.ToUpper(m.Status.State)
+		out[m.Spec.Serial] = string(m.Status.State)
 	}
 	return out, nil
 }

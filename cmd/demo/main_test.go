@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ckegen/ckegen/cluster"
 	"github.com/ckegen/ckegen/internal/usage"
 )
 
@@ -68,7 +69,7 @@ func TestConfigCommands(t *testing.T) {
 // the cluster's order; the check after the flip finds the control plane
 // only while it still is one.
 func TestFlipTargets(t *testing.T) {
-	cl := &clusterDoc{Nodes: []node{
+	cl := &cluster.Cluster{Nodes: []*cluster.Node{
 		{Address: "cp1", ControlPlane: true}, {Address: "cp2", ControlPlane: true}, {Address: "w1"},
 		{Address: "cp3", ControlPlane: true}, {Address: "w2"}, {Address: "w3"},
 	}}

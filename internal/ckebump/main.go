@@ -39,8 +39,9 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
+
+	"golang.org/x/mod/semver"
 )
 
 const ckeModule = "github.com/cybozu-go/cke"
@@ -99,16 +100,16 @@ func run(root, to string, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	ckeReqs, err := requirements(root, ckeMod)
+	cke, err := readMod(root, ckeMod)
 	if err != nil {
 		return err
 	}
-	ownReqs, err := requirements(root, filepath.Join(root, "go.mod"))
+	own, err := readMod(root, filepath.Join(root, "go.mod"))
 	if err != nil {
 		return err
 	}
 	for _, step := range []func() error{
-		func() error { return moveServer(root, to, excludesFor(ownReqs, ckeReqs), out) },
+		func() error { return moveServer(root, to, excludesFor(own.Require, cke.Require), out) },
 		func() error { return moveBuild(root, to, out) },
 		func() error { return moveRef(root, to, out) },
 		func() error { return moveText(root, from, to, out) },
@@ -134,11 +135,14 @@ func run(root, to string, out io.Writer) error {
 // the excludes first, so that tidy resolves with them.
 func moveServer(root, to string, want []string, out io.Writer) error {
 	server := filepath.Join(root, serverDir)
-	current, err := excludes(server)
+	mod, err := readMod(server, filepath.Join(server, "go.mod"))
 	if err != nil {
 		return err
 	}
-	var edits []string
+	var edits, current []string
+	for _, e := range mod.Exclude {
+		current = append(current, e.Path+"@"+e.Version)
+	}
 	for _, e := range current {
 		if !slices.Contains(want, e) {
 			edits = append(edits, "-dropexclude="+e)
@@ -160,12 +164,12 @@ func moveServer(root, to string, want []string, out io.Writer) error {
 // so that every other module is at the version of CKE's release.
 func moveBuild(root, to string, out io.Writer) error {
 	build := filepath.Join(root, buildDir)
-	reqs, err := requirements(root, filepath.Join(build, "go.mod"))
+	mod, err := readMod(root, filepath.Join(build, "go.mod"))
 	if err != nil {
 		return err
 	}
 	var edits []string
-	for _, r := range reqs {
+	for _, r := range mod.Require {
 		if r.Path != ckeModule {
 			edits = append(edits, "-droprequire="+r.Path)
 		}
@@ -188,10 +192,10 @@ func moveRef(root, to string, out io.Writer) error {
 
 // editTidy runs go mod edit with edits in dir, then go mod tidy.
 func editTidy(dir string, edits []string) error {
-	if err := goCmd(dir, append([]string{"mod", "edit"}, edits...)...); err != nil {
+	if err := goRun(dir, nil, append([]string{"mod", "edit"}, edits...)...); err != nil {
 		return err
 	}
-	return goCmd(dir, "mod", "tidy")
+	return goRun(dir, nil, "mod", "tidy")
 }
 
 // moveText moves the constants, the messages and the go.mod files'
@@ -248,45 +252,30 @@ type module struct {
 	Path, Version string
 }
 
-// requirements are the requirements of a go.mod file, as go mod edit
-// -json reads them.
-func requirements(root, gomod string) ([]module, error) {
-	var f struct {
-		Require []module
-	}
-	if err := goJSON(root, &f, "mod", "edit", "-json", gomod); err != nil {
-		return nil, err
-	}
-	return f.Require, nil
+// goMod is a go.mod file as go mod edit -json reads it.
+type goMod struct {
+	Require, Exclude []module
+}
+
+// readMod reads the go.mod file gomod, running go in dir.
+func readMod(dir, gomod string) (goMod, error) {
+	var f goMod
+	err := goRun(dir, &f, "mod", "edit", "-json", gomod)
+	return f, err
 }
 
 // requirement is the version dir's go.mod requires of path.
 func requirement(dir, path string) (string, error) {
-	reqs, err := requirements(dir, filepath.Join(dir, "go.mod"))
+	mod, err := readMod(dir, filepath.Join(dir, "go.mod"))
 	if err != nil {
 		return "", err
 	}
-	for _, r := range reqs {
-		if r.Path == path {
-			return r.Version, nil
-		}
+	reqs := mod.Require
+	i := slices.IndexFunc(reqs, func(r module) bool { return r.Path == path })
+	if i < 0 {
+		return "", fmt.Errorf("%s/go.mod does not require %s", dir, path)
 	}
-	return "", fmt.Errorf("%s/go.mod does not require %s", dir, path)
-}
-
-// excludes are the exclude lines of dir's go.mod, "path@version" each.
-func excludes(dir string) ([]string, error) {
-	var f struct {
-		Exclude []module
-	}
-	if err := goJSON(dir, &f, "mod", "edit", "-json"); err != nil {
-		return nil, err
-	}
-	var out []string
-	for _, e := range f.Exclude {
-		out = append(out, e.Path+"@"+e.Version)
-	}
-	return out, nil
+	return reqs[i].Version, nil
 }
 
 // excludesFor are the versions of ckegen's own requirements (own) to
@@ -316,33 +305,11 @@ func excludesFor(own, cke []module) []string {
 	return out
 }
 
-// semver is vMAJOR.MINOR.PATCH[-PRE][+BUILD] in parts.
-var semver = regexp.MustCompile(`^v(\d+)\.(\d+)\.(\d+)(?:-([0-9A-Za-z.-]+))?(?:\+[0-9A-Za-z.-]+)?$`)
-
-// newer reports whether version a is newer than b (semantic versions, a
-// release newer than its pre-releases, pre-releases compared as text); a
-// version that is not one is never newer.
+// newer reports whether version a is newer than b in semantic versioning's
+// order (golang.org/x/mod/semver); where either is not a semantic version,
+// it is not.
 func newer(a, b string) bool {
-	ma, mb := semver.FindStringSubmatch(a), semver.FindStringSubmatch(b)
-	if ma == nil || mb == nil {
-		return false
-	}
-	for i := 1; i <= 3; i++ {
-		x, _ := strconv.Atoi(ma[i])
-		y, _ := strconv.Atoi(mb[i])
-		if x != y {
-			return x > y
-		}
-	}
-	switch {
-	case ma[4] == mb[4]:
-		return false
-	case ma[4] == "":
-		return true
-	case mb[4] == "":
-		return false
-	}
-	return ma[4] > mb[4]
+	return semver.IsValid(b) && semver.Compare(a, b) > 0
 }
 
 // download fetches a module through the environment's proxies and
@@ -351,7 +318,7 @@ func download(root, mod string) (string, error) {
 	var d struct {
 		GoMod, Error string
 	}
-	err := goJSON(root, &d, "mod", "download", "-json", mod)
+	err := goRun(root, &d, "mod", "download", "-json", mod)
 	if d.Error != "" {
 		return "", fmt.Errorf("%s cannot be had from GOPROXY (%s): %s", mod, os.Getenv("GOPROXY"), d.Error)
 	}
@@ -394,22 +361,15 @@ func mentions(root, release string) (string, error) {
 	return string(out), nil
 }
 
-func goCmd(dir string, args ...string) error {
-	cmd := exec.Command("go", args...)
-	cmd.Dir = dir
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("in %s, go %s: %w\n%s", dir, strings.Join(args, " "), err, out)
-	}
-	return nil
-}
-
-func goJSON(dir string, v any, args ...string) error {
+// goRun runs the go command in dir and reads its JSON answer into v,
+// unless v is nil.
+func goRun(dir string, v any, args ...string) error {
 	cmd := exec.Command("go", args...)
 	cmd.Dir = dir
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
-	if len(out) > 0 {
+	if v != nil && len(out) > 0 {
 		if jerr := json.Unmarshal(out, v); jerr != nil && err == nil {
 			return fmt.Errorf("in %s, go %s: %w", dir, strings.Join(args, " "), jerr)
 		}

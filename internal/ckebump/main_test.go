@@ -42,7 +42,8 @@ func TestNewer(t *testing.T) {
 	}{
 		{"v3.7.3", "v3.6.11", true}, {"v3.6.11", "v3.7.3", false}, {"v0.37.2", "v0.37.2", false},
 		{"v0.10.0", "v0.9.9", true}, {"v1.0.0", "v1.0.0-rc.1", true}, {"v1.0.0-rc.1", "v1.0.0", false},
-		{"v1.0.0-rc.2", "v1.0.0-rc.1", true}, {"latest", "v1.0.0", false},
+		{"v1.0.0-rc.2", "v1.0.0-rc.1", true}, {"v1.0.0-rc.10", "v1.0.0-rc.9", true},
+		{"latest", "v1.0.0", false}, {"v1.0.0", "latest", false}, {"v3.7.3+incompatible", "v3.6.0", true},
 	} {
 		if got := newer(c.a, c.b); got != c.want {
 			t.Errorf("newer(%s, %s) = %v", c.a, c.b, got)

@@ -2,23 +2,23 @@
 // module) over every binary of the repository and fails when a function
 // none of them reaches is found outside the test harnesses:
 //
-//	deadcheck -root .. -modfile go.mod -exclude '^(mtest|internal/testutil)/' \
-//	    '.=./cmd/... ./internal/ckebump' 'ckeserver=./cmd/cke'
+//	deadcheck -root .. -modfile go.mod -exclude '^(mtest|internal/testutil)/' . ckeserver
 //
-// Each argument is a run: a module directory (relative to -root) and the
-// main packages that are its binaries. Each run loads its binaries and
-// every other package of its module but those -exclude matches, so that a
-// package no binary imports is reported too. A function is dead when every
-// run that loads its package reports it: a function of the root module that
-// only the binary of another module calls is live. Generated files are not
-// reported, nor a function that a generated file of its package names (a
-// GraphQL scalar's unmarshaler that the generated executor calls only for
-// arguments no query takes). The environment (GOPROXY, GOFLAGS) is passed on
-// to deadcode and go list.
+// Each argument is a run: a module directory (relative to -root). Its
+// binaries are its main packages, and it loads them and every other
+// package of the module, so that a package no binary imports is reported
+// too; -exclude's packages (the test harnesses, mains included) are left
+// out but for what a binary imports. A function is dead when every run that loads its package
+// reports it: a function of the root module that only the binary of
+// another module calls is live. Generated files are not reported, nor a
+// function that a generated file of its package names (a GraphQL scalar's
+// unmarshaler that the generated executor calls only for arguments no
+// query takes). The environment (GOPROXY, GOFLAGS) is passed on to
+// deadcode and go list.
 package main
 
 import (
-	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -26,6 +26,7 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -34,92 +35,54 @@ import (
 	"strings"
 )
 
+var (
+	goCmd   = flag.String("go", "go", "the go command")
+	root    = flag.String("root", ".", "the repository's root directory")
+	modfile = flag.String("modfile", "go.mod", "the go.mod that pins deadcode")
+	filter  = flag.String("filter", `^github\.com/ckegen/ckegen(/|$)`, "the packages (import path regexp) whose functions are checked")
+	exclude = flag.String("exclude", `^(mtest|internal/testutil)/`, "the files (path from the root, regexp) neither loaded nor reported: the test harnesses")
+)
+
 func main() {
-	if err := run(os.Args[1:]); err != nil {
+	flag.Parse()
+	if err := run(flag.Args()); err != nil {
 		fmt.Fprintln(os.Stderr, "deadcheck:", err)
 		os.Exit(1)
 	}
 }
 
-// config is what the command line says.
-type config struct {
-	goCmd   string
-	root    string
-	modfile string
-	filter  string
-	exclude *regexp.Regexp
-	runs    []runSpec
-}
-
-// runSpec is one deadcode run: a module directory and its binaries.
-type runSpec struct {
-	dir   string
-	mains []string
-}
-
-func parseArgs(args []string) (*config, error) {
-	fs := flag.NewFlagSet("deadcheck", flag.ContinueOnError)
-	goCmd := fs.String("go", "go", "the go command")
-	root := fs.String("root", ".", "the repository's root directory")
-	modfile := fs.String("modfile", "go.mod", "the go.mod that pins deadcode")
-	filter := fs.String("filter", `^github\.com/ckegen/ckegen(/|$)`, "the packages (import path regexp) whose functions are checked")
-	exclude := fs.String("exclude", `^(mtest|internal/testutil)/`, "the files (path from the root, regexp) never reported: the test harnesses")
-	if err := fs.Parse(args); err != nil {
-		return nil, err
-	}
+func run(dirs []string) error {
 	ex, err := regexp.Compile(*exclude)
 	if err != nil {
-		return nil, fmt.Errorf("-exclude: %w", err)
+		return fmt.Errorf("-exclude: %w", err)
 	}
-	c := &config{goCmd: *goCmd, filter: *filter, exclude: ex}
-	if c.root, err = filepath.Abs(*root); err != nil {
-		return nil, err
+	if len(dirs) == 0 {
+		return errors.New("no run: name at least one module directory, e.g. '.'")
 	}
-	if c.modfile, err = filepath.Abs(*modfile); err != nil {
-		return nil, err
-	}
-	for _, a := range fs.Args() {
-		dir, mains, ok := strings.Cut(a, "=")
-		if !ok || strings.TrimSpace(mains) == "" {
-			return nil, fmt.Errorf("run %q: want DIR=MAIN_PACKAGES, e.g. '.=./cmd/...'", a)
+	for _, path := range []*string{root, modfile} {
+		if *path, err = filepath.Abs(*path); err != nil {
+			return err
 		}
-		c.runs = append(c.runs, runSpec{dir: filepath.Join(c.root, dir), mains: strings.Fields(mains)})
-	}
-	if len(c.runs) == 0 {
-		return nil, errors.New("no run: name at least one DIR=MAIN_PACKAGES")
-	}
-	return c, nil
-}
-
-func run(args []string) error {
-	c, err := parseArgs(args)
-	if err != nil {
-		return err
 	}
 	var results []*result
-	for _, r := range c.runs {
-		res, err := c.deadcode(r)
+	for _, dir := range dirs {
+		res, err := deadcode(filepath.Join(*root, dir), ex)
 		if err != nil {
 			return err
 		}
 		results = append(results, res)
 	}
-	dead := combine(results)
 	var report []string
-	for _, f := range dead {
-		if c.exclude.MatchString(f.file) {
-			continue
-		}
-		named, err := namedByGenerated(c.root, f)
+	for _, f := range combine(results) {
+		named, err := namedByGenerated(*root, f)
 		if err != nil {
 			return err
 		}
-		if !named {
+		if !named && !ex.MatchString(f.file) {
 			report = append(report, fmt.Sprintf("%s:%d: unreachable func: %s", f.file, f.line, f.name))
 		}
 	}
 	if len(report) > 0 {
-		slices.Sort(report)
 		fmt.Println(strings.Join(report, "\n"))
 		return fmt.Errorf("%d functions no binary reaches: delete them, or move what only tests call into a _test.go file of the package", len(report))
 	}
@@ -141,89 +104,69 @@ type result struct {
 	dead   map[string]fn
 }
 
-// deadcodeOutput is deadcode -json's.
-type deadcodeOutput []struct {
-	Path  string
-	Funcs []struct {
-		Name     string
-		Position struct {
-			File string
-			Line int
+// deadcode runs deadcode over the packages of the module in dir that
+// exclude does not match, and lists them and their dependencies as loaded.
+func deadcode(dir string, exclude *regexp.Regexp) (*result, error) {
+	var pkgs []string
+	res := &result{loaded: map[string]bool{}, dead: map[string]fn{}}
+	list, err := output(dir, "list", "-f", `{{.Dir}}{{"\t"}}{{.ImportPath}} {{join .Deps " "}}`, "./...")
+	if err != nil {
+		return nil, err
+	}
+	for line := range strings.Lines(string(list)) {
+		pkgDir, deps, _ := strings.Cut(line, "\t")
+		rel, err := filepath.Rel(*root, pkgDir)
+		if err != nil {
+			return nil, err
+		}
+		if !exclude.MatchString(filepath.ToSlash(rel) + "/") {
+			pkgs = append(pkgs, strings.Fields(deps)[0])
+			for _, p := range strings.Fields(deps) {
+				res.loaded[p] = true
+			}
 		}
 	}
-}
-
-// deadcode runs deadcode over r's binaries and the other packages of its
-// module, and lists the packages that loads.
-func (c *config) deadcode(r runSpec) (*result, error) {
-	pkgs, err := c.packages(r)
+	out, err := output(dir, append([]string{"tool", "-modfile=" + *modfile, "deadcode", "-json", "-filter", *filter}, pkgs...)...)
 	if err != nil {
 		return nil, err
 	}
-	out, err := c.command(r.dir, c.goCmd, append([]string{"tool", "-modfile=" + c.modfile, "deadcode", "-json", "-filter", c.filter}, pkgs...)...)
-	if err != nil {
-		return nil, err
+	var parsed []struct {
+		Path  string
+		Funcs []struct {
+			Name     string
+			Position struct {
+				File string
+				Line int
+			}
+		}
 	}
-	var parsed deadcodeOutput
 	if err := json.Unmarshal(out, &parsed); err != nil {
-		return nil, fmt.Errorf("deadcode's answer in %s: %w", r.dir, err)
+		return nil, fmt.Errorf("deadcode's answer in %s: %w", dir, err)
 	}
-	res := &result{loaded: map[string]bool{}, dead: map[string]fn{}}
 	for _, p := range parsed {
 		for _, f := range p.Funcs {
-			file := f.Position.File
+			file := f.Position.File // relative to dir when it is below it
 			if !filepath.IsAbs(file) {
-				file = filepath.Join(r.dir, file)
+				file = filepath.Join(dir, file)
 			}
-			if file, err = filepath.Rel(c.root, file); err != nil {
+			file, err := filepath.Rel(*root, file)
+			if err != nil {
 				return nil, err
 			}
 			d := fn{pkg: p.Path, name: f.Name, file: filepath.ToSlash(file), line: f.Position.Line}
 			res.dead[d.key()] = d
 		}
 	}
-	deps, err := c.command(r.dir, c.goCmd, append([]string{"list", "-deps", "-f", "{{.ImportPath}}"}, pkgs...)...)
-	if err != nil {
-		return nil, err
-	}
-	for _, p := range strings.Fields(string(deps)) {
-		res.loaded[p] = true
-	}
 	return res, nil
 }
 
-// packages lists r's binaries and the packages of its module that are not
-// binaries and not excluded.
-func (c *config) packages(r runSpec) ([]string, error) {
-	out, err := c.command(r.dir, c.goCmd, "list", "-f", "{{.Name}} {{.ImportPath}} {{.Dir}}", "./...")
-	if err != nil {
-		return nil, err
-	}
-	pkgs := slices.Clone(r.mains)
-	for line := range strings.Lines(string(out)) {
-		f := strings.Fields(line)
-		if len(f) != 3 || f[0] == "main" {
-			continue
-		}
-		rel, err := filepath.Rel(c.root, f[2])
-		if err != nil {
-			return nil, err
-		}
-		if !c.exclude.MatchString(filepath.ToSlash(rel) + "/") {
-			pkgs = append(pkgs, f[1])
-		}
-	}
-	return pkgs, nil
-}
-
-func (c *config) command(dir, name string, args ...string) ([]byte, error) {
-	cmd := exec.Command(name, args...)
-	cmd.Dir = dir
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
+// output runs the go command in dir; its standard error is deadcheck's.
+func output(dir string, args ...string) ([]byte, error) {
+	cmd := exec.Command(*goCmd, args...)
+	cmd.Dir, cmd.Stderr = dir, os.Stderr
 	out, err := cmd.Output()
 	if err != nil {
-		return nil, fmt.Errorf("%s %s (in %s): %w\n%s", name, strings.Join(args, " "), dir, err, stderr.Bytes())
+		return nil, fmt.Errorf("%s %s (in %s): %w", *goCmd, strings.Join(args, " "), dir, err)
 	}
 	return out, nil
 }
@@ -231,41 +174,24 @@ func (c *config) command(dir, name string, args ...string) ([]byte, error) {
 // combine lists the functions every run that loaded their package reports,
 // sorted by file and line.
 func combine(results []*result) []fn {
-	seen := map[string]bool{}
-	var dead []fn
+	dead := map[string]fn{}
 	for _, r := range results {
 		for k, f := range r.dead {
-			if seen[k] || !deadInAll(results, f) {
-				continue
+			if !slices.ContainsFunc(results, func(o *result) bool { return o.loaded[f.pkg] && o.dead[k] == (fn{}) }) {
+				dead[k] = f
 			}
-			seen[k] = true
-			dead = append(dead, f)
 		}
 	}
-	slices.SortFunc(dead, func(a, b fn) int {
-		if c := strings.Compare(a.file, b.file); c != 0 {
-			return c
-		}
-		return a.line - b.line
+	return slices.SortedFunc(maps.Values(dead), func(a, b fn) int {
+		return cmp.Or(strings.Compare(a.file, b.file), a.line-b.line)
 	})
-	return dead
-}
-
-func deadInAll(results []*result, f fn) bool {
-	for _, r := range results {
-		if _, dead := r.dead[f.key()]; r.loaded[f.pkg] && !dead {
-			return false
-		}
-	}
-	return true
 }
 
 // namedByGenerated reports whether a generated file in f's directory names
 // f (its function or method name as an identifier).
 func namedByGenerated(root string, f fn) (bool, error) {
 	name := f.name[strings.LastIndex(f.name, ".")+1:]
-	dir := filepath.Join(root, filepath.Dir(f.file))
-	files, err := filepath.Glob(filepath.Join(dir, "*.go"))
+	files, err := filepath.Glob(filepath.Join(root, filepath.Dir(f.file), "*.go"))
 	if err != nil {
 		return false, err
 	}
@@ -280,15 +206,10 @@ func namedByGenerated(root string, f fn) (bool, error) {
 		if !ast.IsGenerated(file) {
 			continue
 		}
-		found := false
-		ast.Inspect(file, func(n ast.Node) bool {
+		for n := range ast.Preorder(file) {
 			if id, ok := n.(*ast.Ident); ok && id.Name == name {
-				found = true
+				return true, nil
 			}
-			return !found
-		})
-		if found {
-			return true, nil
 		}
 	}
 	return false, nil

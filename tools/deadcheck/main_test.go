@@ -1,8 +1,10 @@
 package main
 
 import (
+	"maps"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"testing"
 )
@@ -74,5 +76,50 @@ func TestNamedByGenerated(t *testing.T) {
 		if got != want {
 			t.Errorf("namedByGenerated(%s) = %v, want %v", name, got, want)
 		}
+	}
+}
+
+// TestDeadcodeRun: a run's binaries are its module's main packages that
+// -exclude does not match; a package no binary imports is loaded and
+// reported; an excluded main is neither loaded nor a caller.
+func TestDeadcodeRun(t *testing.T) {
+	dir := t.TempDir()
+	for name, src := range map[string]string{
+		"go.mod":            "module example.com/m\n\ngo 1.26\n",
+		"cmd/app/main.go":   "package main\n\nimport \"example.com/m/lib\"\n\nfunc main() { lib.Used() }\n",
+		"lib/lib.go":        "package lib\n\nfunc Used() {}\n\nfunc OnlyHarness() {}\n\nfunc Unused() {}\n",
+		"orphan/orphan.go":  "package orphan\n\nfunc Orphan() {}\n",
+		"harness/x/main.go": "package main\n\nimport \"example.com/m/lib\"\n\nfunc main() { lib.OnlyHarness() }\n\nfunc helper() {}\n",
+	} {
+		path := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(src), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	modfileWas, rootWas, filterWas := *modfile, *root, *filter
+	t.Cleanup(func() { *modfile, *root, *filter = modfileWas, rootWas, filterWas })
+	var err error
+	if *modfile, err = filepath.Abs("../go.mod"); err != nil {
+		t.Fatal(err)
+	}
+	*root, *filter = dir, `^example\.com/m(/|$)`
+	res, err := deadcode(dir, regexp.MustCompile(`^harness/`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := names(slices.Collect(maps.Values(res.dead)))
+	slices.Sort(got)
+	want := []string{"example.com/m/lib.OnlyHarness", "example.com/m/lib.Unused", "example.com/m/orphan.Orphan"}
+	if !slices.Equal(got, want) {
+		t.Errorf("dead = %q, want %q", got, want)
+	}
+	if !res.loaded["example.com/m/orphan"] || res.loaded["example.com/m/harness/x"] {
+		t.Errorf("loaded = %v: want orphan, not harness/x", res.loaded)
+	}
+	if f := res.dead["example.com/m/lib.Unused"]; f.file != "lib/lib.go" || f.line != 7 {
+		t.Errorf("lib.Unused at %s:%d, want lib/lib.go:7", f.file, f.line)
 	}
 }

@@ -15,14 +15,10 @@
 package main
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
-	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -30,12 +26,13 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-	"syscall"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 
+	"github.com/ckegen/ckegen/cluster"
+	"github.com/ckegen/ckegen/internal/child"
 	"github.com/ckegen/ckegen/internal/embedded"
 	"github.com/ckegen/ckegen/internal/records"
 	"github.com/ckegen/ckegen/storage"
@@ -87,12 +84,12 @@ func capture(ctx context.Context, out string) (int, error) {
 		return 0, err
 	}
 	defer stopEtcd()
-	sab, addr, err := s.start("fakesabakan", regexp.MustCompile(`msg=serving address=(\S+)`),
+	sab, addr, err := child.Start(ctx, filepath.Join(s.bin, "fakesabakan"), regexp.MustCompile(`msg=serving address=(\S+)`),
 		"--listen", "127.0.0.1:0", "--machines", "examples/machines.json")
 	if err != nil {
 		return 0, err
 	}
-	defer stop(sab)
+	defer child.Stop(sab)
 	s.sabURL = "http://" + addr
 	if err := s.scenario(work); err != nil {
 		return 0, err
@@ -106,7 +103,7 @@ func capture(ctx context.Context, out string) (int, error) {
 
 // startEtcd starts an etcd on free ports and connects to it.
 func (s *site) startEtcd(dir string) (func(), error) {
-	ports, err := freePorts(2)
+	ports, err := child.FreePorts(2)
 	if err != nil {
 		return nil, err
 	}
@@ -141,16 +138,12 @@ func (s *site) scenario(work string) error {
 			return err
 		}
 	}
-	port, err := freePorts(1)
+	daemon, _, err := child.Start(s.ctx, filepath.Join(s.bin, "ckegen"), regexp.MustCompile(`info: "serving"`),
+		"--etcd-endpoints", s.etcdURL, "--http", "127.0.0.1:0", "--name", "capture", "--interval", "500ms")
 	if err != nil {
 		return err
 	}
-	daemon, _, err := s.start("ckegen", regexp.MustCompile(`info: "serving"`), "--etcd-endpoints", s.etcdURL,
-		"--http", fmt.Sprintf("127.0.0.1:%d", port[0]), "--name", "capture", "--interval", "500ms")
-	if err != nil {
-		return err
-	}
-	defer stop(daemon)
+	defer child.Stop(daemon)
 	if err := s.waitSettled("the cluster to be built"); err != nil {
 		return err
 	}
@@ -210,13 +203,8 @@ func (s *site) aWorker() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	var cl struct {
-		Nodes []struct {
-			ControlPlane bool              `json:"control_plane"`
-			Annotations  map[string]string `json:"annotations"`
-		} `json:"nodes"`
-	}
-	if err := json.Unmarshal(v.Data, &cl); err != nil {
+	cl, err := cluster.Parse(v.Data)
+	if err != nil {
 		return "", fmt.Errorf("the stored cluster: %w", err)
 	}
 	for _, n := range cl.Nodes {
@@ -287,54 +275,4 @@ func (s *site) ckegenctl(args ...string) error {
 		return fmt.Errorf("ckegenctl %s: %v\n%s", strings.Join(args, " "), err, out)
 	}
 	return nil
-}
-
-// start starts a binary and waits for a line of its standard error that
-// re matches; it returns re's first group.
-func (s *site) start(name string, re *regexp.Regexp, args ...string) (*exec.Cmd, string, error) {
-	cmd := exec.CommandContext(s.ctx, filepath.Join(s.bin, name), args...)
-	cmd.Env = append(os.Environ(), "CANCELLATION_DELAY_SECONDS=0")
-	pipe, err := cmd.StderrPipe()
-	if err != nil {
-		return nil, "", err
-	}
-	if err := cmd.Start(); err != nil {
-		return nil, "", err
-	}
-	r := bufio.NewReader(pipe)
-	for {
-		line, err := r.ReadString('\n')
-		if m := re.FindStringSubmatch(line); m != nil {
-			go func() { _, _ = io.Copy(io.Discard, r) }()
-			if len(m) > 1 {
-				return cmd, m[1], nil
-			}
-			return cmd, "", nil
-		}
-		if err != nil {
-			stop(cmd)
-			return nil, "", fmt.Errorf("%s exited before serving: %s", name, line)
-		}
-	}
-}
-
-// stop stops a process and waits for it.
-func stop(cmd *exec.Cmd) {
-	_ = cmd.Process.Signal(syscall.SIGTERM)
-	_ = cmd.Wait()
-}
-
-func freePorts(n int) ([]int, error) {
-	var ports []int
-	for range n {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, err
-		}
-		// Held until every port is chosen, so that no two are the same:
-		// closing it only frees the port.
-		defer func() { _ = ln.Close() }()
-		ports = append(ports, ln.Addr().(*net.TCPAddr).Port)
-	}
-	return ports, nil
 }
