@@ -1,6 +1,7 @@
 package machine
 
 import (
+	"slices"
 	"strconv"
 	"time"
 
@@ -214,26 +215,10 @@ func (d *decoder) list() ([]Machine, bool) {
 	return ms, true
 }
 
-// The members of each object, as bits: a key twice gives up, and so does
-// a key that is none of them (0).
-const (
-	fSpec = 1 << iota
-	fStatus
-)
-
-func machineField(key []byte) int {
-	switch string(key) {
-	case "spec":
-		return fSpec
-	case "status":
-		return fStatus
-	}
-	return 0
-}
-
-// members reads an object, calling value for each member whose value is
-// not null, with the member's bit (field gives it).
-func (d *decoder) members(field func([]byte) int, value func(bit int) bool) bool {
+// members reads an object, calling value with the name of each member
+// whose value is not null. A name that is not one of names, or that comes
+// twice, gives up.
+func (d *decoder) members(names []string, value func(name string) bool) bool {
 	if !d.Delim('{') {
 		return false
 	}
@@ -243,83 +228,56 @@ func (d *decoder) members(field func([]byte) int, value func(bit int) bool) bool
 		if !ok || end {
 			return ok
 		}
-		bit := field(key)
-		if bit == 0 || seen&bit != 0 {
+		i := slices.IndexFunc(names, func(n string) bool { return n == string(key) })
+		if i < 0 || seen&(1<<i) != 0 {
 			return false
 		}
-		seen |= bit
-		if !d.Literal("null") && !value(bit) {
+		seen |= 1 << i
+		if !d.Literal("null") && !value(names[i]) {
 			return false
 		}
 	}
 }
 
+// The member names of each object, as Machine's fields spell them.
+var (
+	machineNames = []string{"spec", "status"}
+	specNames    = []string{"serial", "labels", "rack", "indexInRack", "role", "ipv4", "registerDate", "retireDate", "bmc"}
+	labelNames   = []string{"name", "value"}
+	bmcNames     = []string{"bmcType", "ipv4"}
+	statusNames  = []string{"state", "timestamp", "duration"}
+)
+
 func (d *decoder) machine(m *Machine) bool {
-	return d.members(machineField, func(bit int) bool {
-		if bit == fSpec {
+	return d.members(machineNames, func(name string) bool {
+		if name == "spec" {
 			return d.spec(&m.Spec)
 		}
 		return d.status(&m.Status)
 	})
 }
 
-const (
-	fSerial = 1 << iota
-	fLabels
-	fRack
-	fIndexInRack
-	fRole
-	fIPv4
-	fRegisterDate
-	fRetireDate
-	fBMC
-)
-
-func specField(key []byte) int {
-	switch string(key) {
-	case "serial":
-		return fSerial
-	case "labels":
-		return fLabels
-	case "rack":
-		return fRack
-	case "indexInRack":
-		return fIndexInRack
-	case "role":
-		return fRole
-	case "ipv4":
-		return fIPv4
-	case "registerDate":
-		return fRegisterDate
-	case "retireDate":
-		return fRetireDate
-	case "bmc":
-		return fBMC
-	}
-	return 0
-}
-
 func (d *decoder) spec(sp *Spec) bool {
-	return d.members(specField, func(bit int) bool {
+	return d.members(specNames, func(name string) bool {
 		var ok bool
-		switch bit {
-		case fSerial:
+		switch name {
+		case "serial":
 			sp.Serial, ok = d.string()
-		case fLabels:
+		case "labels":
 			sp.Labels, ok = d.labelList()
-		case fRack:
+		case "rack":
 			sp.Rack, ok = d.int()
-		case fIndexInRack:
+		case "indexInRack":
 			sp.IndexInRack, ok = d.int()
-		case fRole:
+		case "role":
 			sp.Role, ok = d.sharedString(&d.lastRole)
-		case fIPv4:
+		case "ipv4":
 			sp.IPv4, ok = d.addrList()
-		case fRegisterDate:
+		case "registerDate":
 			sp.RegisterDate, ok = d.time()
-		case fRetireDate:
+		case "retireDate":
 			sp.RetireDate, ok = d.time()
-		case fBMC:
+		case "bmc":
 			ok = d.bmc(&sp.BMC)
 		}
 		return ok
@@ -367,25 +325,10 @@ func carveList[T any](d *decoder, block *[]T, read func(*decoder, *T) bool) ([]T
 	return (*block)[start:end:end], true
 }
 
-const (
-	fName = 1 << iota
-	fValue
-)
-
-func labelField(key []byte) int {
-	switch string(key) {
-	case "name":
-		return fName
-	case "value":
-		return fValue
-	}
-	return 0
-}
-
 func (d *decoder) label(l *Label) bool {
-	return d.members(labelField, func(bit int) bool {
+	return d.members(labelNames, func(name string) bool {
 		var ok bool
-		if bit == fName {
+		if name == "name" {
 			l.Name, ok = d.sharedString(&d.lastName)
 		} else {
 			l.Value, ok = d.sharedString(&d.lastValue)
@@ -405,25 +348,10 @@ func (d *decoder) addr(a *string) bool {
 	return ok
 }
 
-const (
-	fBMCType = 1 << iota
-	fBMCIPv4
-)
-
-func bmcField(key []byte) int {
-	switch string(key) {
-	case "bmcType":
-		return fBMCType
-	case "ipv4":
-		return fBMCIPv4
-	}
-	return 0
-}
-
 func (d *decoder) bmc(b *BMC) bool {
-	return d.members(bmcField, func(bit int) bool {
+	return d.members(bmcNames, func(name string) bool {
 		var ok bool
-		if bit == fBMCType {
+		if name == "bmcType" {
 			b.BMCType, ok = d.sharedString(&d.lastBMC)
 		} else {
 			b.IPv4, ok = d.string()
@@ -432,32 +360,14 @@ func (d *decoder) bmc(b *BMC) bool {
 	})
 }
 
-const (
-	fState = 1 << iota
-	fTimestamp
-	fDuration
-)
-
-func statusField(key []byte) int {
-	switch string(key) {
-	case "state":
-		return fState
-	case "timestamp":
-		return fTimestamp
-	case "duration":
-		return fDuration
-	}
-	return 0
-}
-
 func (d *decoder) status(st *Status) bool {
-	return d.members(statusField, func(bit int) bool {
-		switch bit {
-		case fState:
+	return d.members(statusNames, func(name string) bool {
+		switch name {
+		case "state":
 			s, ok := d.sharedString(&d.lastState)
 			st.State = State(s)
 			return ok
-		case fTimestamp:
+		case "timestamp":
 			t, ok := d.time()
 			if ok {
 				if len(d.times) == cap(d.times) {
