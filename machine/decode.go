@@ -1,7 +1,6 @@
 package machine
 
 import (
-	"slices"
 	"strconv"
 	"time"
 
@@ -186,57 +185,24 @@ func (d *decoder) time() (time.Time, bool) {
 // under minMachineBytes counts as that, so that a small first machine
 // does not make the list larger than its input's machines would.
 func (d *decoder) list() ([]Machine, bool) {
-	if !d.Delim('[') {
-		return nil, false
-	}
-	var ms []Machine
-	for first := true; ; first = false {
-		end, ok := d.Element(first)
-		if !ok {
-			return nil, false
-		}
-		if end {
-			break
-		}
+	ms := []Machine{}
+	ok := d.Array(func() bool {
 		start := d.Offset()
 		var m Machine
 		if !d.machine(&m) {
-			return nil, false
+			return false
 		}
-		if first {
+		if len(ms) == 0 {
 			size := max(d.Offset()-start, minMachineBytes)
 			ms = make([]Machine, 0, (d.Len()-start)/size*9/8+1)
 		}
 		ms = append(ms, m)
-	}
-	if ms == nil {
-		ms = []Machine{}
+		return true
+	})
+	if !ok {
+		return nil, false
 	}
 	return ms, true
-}
-
-// members reads an object, calling value with the name of each member
-// whose value is not null. A name that is not one of names, or that comes
-// twice, gives up.
-func (d *decoder) members(names []string, value func(name string) bool) bool {
-	if !d.Delim('{') {
-		return false
-	}
-	seen := 0
-	for first := true; ; first = false {
-		key, end, ok := d.Member(first)
-		if !ok || end {
-			return ok
-		}
-		i := slices.IndexFunc(names, func(n string) bool { return n == string(key) })
-		if i < 0 || seen&(1<<i) != 0 {
-			return false
-		}
-		seen |= 1 << i
-		if !d.Literal("null") && !value(names[i]) {
-			return false
-		}
-	}
 }
 
 // The member names of each object, as Machine's fields spell them.
@@ -249,7 +215,7 @@ var (
 )
 
 func (d *decoder) machine(m *Machine) bool {
-	return d.members(machineNames, func(name string) bool {
+	return d.Object(machineNames, func(name string) bool {
 		if name == "spec" {
 			return d.spec(&m.Spec)
 		}
@@ -258,7 +224,7 @@ func (d *decoder) machine(m *Machine) bool {
 }
 
 func (d *decoder) spec(sp *Spec) bool {
-	return d.members(specNames, func(name string) bool {
+	return d.Object(specNames, func(name string) bool {
 		var ok bool
 		switch name {
 		case "serial":
@@ -294,18 +260,8 @@ func (d *decoder) labelList() ([]Label, bool) {
 // out of the block. A full block is replaced by a new one, with the
 // list's elements so far.
 func carveList[T any](d *decoder, block *[]T, read func(*decoder, *T) bool) ([]T, bool) {
-	if !d.Delim('[') {
-		return nil, false
-	}
 	start := len(*block)
-	for first := true; ; first = false {
-		end, ok := d.Element(first)
-		if !ok {
-			return nil, false
-		}
-		if end {
-			break
-		}
+	ok := d.Array(func() bool {
 		if len(*block) == cap(*block) {
 			n := len(*block) - start
 			next := make([]T, n, max(blockSize, 2*(n+1)))
@@ -314,9 +270,10 @@ func carveList[T any](d *decoder, block *[]T, read func(*decoder, *T) bool) ([]T
 		}
 		var zero T
 		*block = append(*block, zero)
-		if !read(d, &(*block)[len(*block)-1]) {
-			return nil, false
-		}
+		return read(d, &(*block)[len(*block)-1])
+	})
+	if !ok {
+		return nil, false
 	}
 	end := len(*block)
 	if end == start {
@@ -326,7 +283,7 @@ func carveList[T any](d *decoder, block *[]T, read func(*decoder, *T) bool) ([]T
 }
 
 func (d *decoder) label(l *Label) bool {
-	return d.members(labelNames, func(name string) bool {
+	return d.Object(labelNames, func(name string) bool {
 		var ok bool
 		if name == "name" {
 			l.Name, ok = d.sharedString(&d.lastName)
@@ -349,7 +306,7 @@ func (d *decoder) addr(a *string) bool {
 }
 
 func (d *decoder) bmc(b *BMC) bool {
-	return d.members(bmcNames, func(name string) bool {
+	return d.Object(bmcNames, func(name string) bool {
 		var ok bool
 		if name == "bmcType" {
 			b.BMCType, ok = d.sharedString(&d.lastBMC)
@@ -361,7 +318,7 @@ func (d *decoder) bmc(b *BMC) bool {
 }
 
 func (d *decoder) status(st *Status) bool {
-	return d.members(statusNames, func(name string) bool {
+	return d.Object(statusNames, func(name string) bool {
 		switch name {
 		case "state":
 			s, ok := d.sharedString(&d.lastState)

@@ -11,11 +11,11 @@ import (
 	"bytes"
 	"io"
 	"reflect"
-	"slices"
 	"strconv"
 	"testing"
 	"time"
 
+	"github.com/ckegen/ckegen/internal/jsonscan"
 	"github.com/go-json-experiment/json/jsontext"
 	"pgregory.net/rapid"
 )
@@ -261,18 +261,14 @@ func (d *textDecoder) members(names []string, value func(name string) bool) bool
 	if !d.open('{') {
 		return false
 	}
-	seen := 0
+	var seen uint64
 	for first := true; ; first = false {
 		key, end, ok := d.member(first)
 		if !ok || end {
 			return ok
 		}
-		i := slices.IndexFunc(names, func(n string) bool { return n == string(key) })
-		if i < 0 || seen&(1<<i) != 0 {
-			return false
-		}
-		seen |= 1 << i
-		if !d.null() && !value(names[i]) {
+		name := jsonscan.Once(names, key, &seen)
+		if name == "" || !d.null() && !value(name) {
 			return false
 		}
 	}
