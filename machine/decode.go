@@ -230,7 +230,7 @@ func (d *decoder) spec(sp *Spec) bool {
 		case "serial":
 			sp.Serial, ok = d.string()
 		case "labels":
-			sp.Labels, ok = d.labelList()
+			sp.Labels, ok = carveList(d, &d.labels, (*decoder).label)
 		case "rack":
 			sp.Rack, ok = d.int()
 		case "indexInRack":
@@ -238,7 +238,7 @@ func (d *decoder) spec(sp *Spec) bool {
 		case "role":
 			sp.Role, ok = d.sharedString(&d.lastRole)
 		case "ipv4":
-			sp.IPv4, ok = d.addrList()
+			sp.IPv4, ok = carveList(d, &d.addrs, (*decoder).addr)
 		case "registerDate":
 			sp.RegisterDate, ok = d.time()
 		case "retireDate":
@@ -248,11 +248,6 @@ func (d *decoder) spec(sp *Spec) bool {
 		}
 		return ok
 	})
-}
-
-// labelList reads labels into a block shared with other machines'.
-func (d *decoder) labelList() ([]Label, bool) {
-	return carveList(d, &d.labels, (*decoder).label)
 }
 
 // carveList reads a list into block, shared with other machines' lists:
@@ -292,11 +287,6 @@ func (d *decoder) label(l *Label) bool {
 		}
 		return ok
 	})
-}
-
-// addrList reads addresses into a block shared with other machines'.
-func (d *decoder) addrList() ([]string, bool) {
-	return carveList(d, &d.addrs, (*decoder).addr)
 }
 
 func (d *decoder) addr(a *string) bool {
