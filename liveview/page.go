@@ -451,7 +451,7 @@ func formatTime(t time.Time) string {
 	if t.IsZero() {
 		return "never"
 	}
-	return t.UTC().Format(time.RFC3339)
+	return stamp(t)
 }
 
 // ago says how long before now t was, in one unit.
