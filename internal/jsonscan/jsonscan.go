@@ -7,7 +7,6 @@
 package jsonscan
 
 import (
-	"slices"
 	"unicode/utf8"
 )
 
@@ -142,12 +141,13 @@ func (s *Scanner) Object(names []string, value func(name string) bool) bool {
 // bit for each of names: "" when name is none of them or seen has it
 // already. A reader of an object's members gives up on "".
 func Once(names []string, name []byte, seen *uint64) string {
-	i := slices.IndexFunc(names, func(n string) bool { return n == string(name) })
-	if i < 0 || *seen&(1<<i) != 0 {
-		return ""
+	for i, n := range names {
+		if n == string(name) && *seen&(1<<i) == 0 {
+			*seen |= 1 << i
+			return n
+		}
 	}
-	*seen |= 1 << i
-	return names[i]
+	return ""
 }
 
 // Array reads an array, calling elem for each element, for elem to read.
