@@ -31,6 +31,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ckegen/ckegen/internal/words"
 	"github.com/ckegen/ckegen/labels"
 	"github.com/ckegen/ckegen/machine"
 )
@@ -177,7 +178,7 @@ type Match struct {
 // machines", and "assume S000092:RETIRED: 1 machine left out of the
 // query's answer (the default query leaves out RETIRED machines)".
 func (m Match) String() string {
-	s := "assume " + m.Assume + ": " + plural(m.Machines)
+	s := "assume " + m.Assume + ": " + words.Count(m.Machines, "machine", "machines")
 	switch {
 	case m.LeftOut == 0:
 		return s
@@ -185,13 +186,6 @@ func (m Match) String() string {
 		s += ", " + strconv.Itoa(m.LeftOut) + " of them"
 	}
 	return s + " left out of the query's answer (" + m.Why + ")"
-}
-
-func plural(n int) string {
-	if n == 1 {
-		return "1 machine"
-	}
-	return strconv.Itoa(n) + " machines"
 }
 
 // Query is the part of the query that reads states (sabakan.StateFilter):

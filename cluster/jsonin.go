@@ -130,20 +130,10 @@ type jsonIn struct {
 // nodes reads a non-empty array of nodes (an empty one is left to the
 // strict path, which reads the placeholder of the nodes too).
 func (r *jsonIn) nodes() ([]*Node, bool) {
-	if !r.Delim('[') || r.Peek() == ']' {
-		return nil, false
-	}
 	var nodes []*Node
 	// The nodes, allocated in blocks.
 	var block []Node
-	for first := true; ; first = false {
-		last, ok := r.Element(first)
-		if !ok {
-			return nil, false
-		}
-		if last {
-			return nodes, true
-		}
+	ok := r.Array(func() bool {
 		start := r.Offset()
 		if len(block) == 0 {
 			block = make([]Node, 256)
@@ -151,114 +141,49 @@ func (r *jsonIn) nodes() ([]*Node, bool) {
 		n := &block[0]
 		block = block[1:]
 		if !r.node(n) {
-			return nil, false
+			return false
 		}
-		if first {
+		if nodes == nil {
 			// Nodes are alike: the first one's size tells how many the
 			// rest of the input holds.
 			nodes = make([]*Node, 0, (r.Len()-start)/max(r.Offset()-start, 64)*9/8+1)
 		}
 		nodes = append(nodes, n)
-	}
+		return true
+	})
+	return nodes, ok && nodes != nil
 }
 
-// The members of a node and of a taint, as bits: a name twice or a name
-// that is none of them (0) gives up, as the strict path refuses both.
-const (
-	nAddress = 1 << iota
-	nHostname
-	nUser
-	nControlPlane
-	nAnnotations
-	nLabels
-	nTaints
+// The member names of a node and of a taint: a name twice or a name that
+// is none of them gives up, as the strict path refuses both. A null value
+// leaves the field at its zero value, as the strict path does.
+var (
+	nodeNames  = []string{"address", "hostname", "user", "control_plane", "annotations", "labels", "taints"}
+	taintNames = []string{"key", "value", "effect"}
 )
-
-func nodeField(key []byte) int {
-	switch string(key) {
-	case "address":
-		return nAddress
-	case "hostname":
-		return nHostname
-	case "user":
-		return nUser
-	case "control_plane":
-		return nControlPlane
-	case "annotations":
-		return nAnnotations
-	case "labels":
-		return nLabels
-	case "taints":
-		return nTaints
-	}
-	return 0
-}
-
-const (
-	tKey = 1 << iota
-	tValue
-	tEffect
-)
-
-func taintField(key []byte) int {
-	switch string(key) {
-	case "key":
-		return tKey
-	case "value":
-		return tValue
-	case "effect":
-		return tEffect
-	}
-	return 0
-}
-
-// members reads an object, calling value for each member with the
-// member's bit (field gives it), or null for a member whose value is
-// null, which leaves the field at its zero value as the strict path does
-// (each field is read once).
-func (r *jsonIn) members(field func([]byte) int, value func(bit int) bool) bool {
-	if !r.Delim('{') {
-		return false
-	}
-	seen := 0
-	for first := true; ; first = false {
-		key, last, ok := r.Member(first)
-		if !ok || last {
-			return ok
-		}
-		bit := field(key)
-		if bit == 0 || seen&bit != 0 {
-			return false
-		}
-		seen |= bit
-		if !r.Literal("null") && !value(bit) {
-			return false
-		}
-	}
-}
 
 func (r *jsonIn) node(n *Node) bool {
-	return r.members(nodeField, func(bit int) bool {
+	return r.Object(nodeNames, func(name string) bool {
 		var ok bool
-		switch bit {
-		case nAddress:
+		switch name {
+		case "address":
 			n.Address, ok = r.string()
-		case nHostname:
+		case "hostname":
 			n.Hostname, ok = r.string()
-		case nUser:
+		case "user":
 			n.User, ok = r.interned()
-		case nControlPlane:
+		case "control_plane":
 			switch {
 			case r.Literal("true"):
 				n.ControlPlane, ok = true, true
 			case r.Literal("false"):
 				ok = true
 			}
-		case nAnnotations:
+		case "annotations":
 			n.Annotations, ok = r.stringMap(&r.annotations)
-		case nLabels:
+		case "labels":
 			n.Labels, ok = r.stringMap(&r.labels)
-		case nTaints:
+		case "taints":
 			n.Taints, ok = r.taints()
 		}
 		return ok
@@ -326,34 +251,26 @@ func (r *jsonIn) stringMap(size *int) (map[string]string, bool) {
 // taints reads an array of taints; [] is an empty list, as the strict
 // path reads it, and a null taint is left to the strict path.
 func (r *jsonIn) taints() ([]Taint, bool) {
-	if !r.Delim('[') {
-		return nil, false
-	}
 	ts := []Taint{}
-	for first := true; ; first = false {
-		last, ok := r.Element(first)
-		if !ok {
-			return nil, false
-		}
-		if last {
-			return ts, true
-		}
+	ok := r.Array(func() bool {
 		var t Taint
-		ok = r.members(taintField, func(bit int) bool {
+		ok := r.Object(taintNames, func(name string) bool {
 			var ok bool
-			switch bit {
-			case tKey:
+			switch name {
+			case "key":
 				t.Key, ok = r.interned()
-			case tValue:
+			case "value":
 				t.Value, ok = r.interned()
-			case tEffect:
+			case "effect":
 				t.Effect, ok = r.interned()
 			}
 			return ok
 		})
-		if !ok {
-			return nil, false
-		}
 		ts = append(ts, t)
+		return ok
+	})
+	if !ok {
+		return nil, false
 	}
+	return ts, true
 }

@@ -99,6 +99,19 @@ func (w *jsonWriter) mapKey(k string) {
 
 func (w *jsonWriter) string(s string) { w.b = appendJSONString(w.b, s) }
 
+// member writes a member whose value is a string.
+func (w *jsonWriter) member(name, s string) {
+	w.key(name)
+	w.string(s)
+}
+
+// omitEmpty writes a member whose value is a string, unless it is "".
+func (w *jsonWriter) omitEmpty(name, s string) {
+	if s != "" {
+		w.member(name, s)
+	}
+}
+
 func (w *jsonWriter) bool(v bool) { w.b = strconv.AppendBool(w.b, v) }
 
 // raw writes a field carried as JSON as encoding/json does: compacted,
@@ -140,8 +153,7 @@ func (w *jsonWriter) cluster(c *Cluster) error {
 		return nil
 	}
 	w.open('{')
-	w.key("name")
-	w.string(c.Name)
+	w.member("name", c.Name)
 	w.key("nodes")
 	switch {
 	case c.Nodes == nil:
@@ -168,16 +180,12 @@ func (w *jsonWriter) cluster(c *Cluster) error {
 		w.key("control_plane_tolerations")
 		w.strings(c.ControlPlaneTolerations)
 	}
-	w.key("service_subnet")
-	w.string(c.ServiceSubnet)
+	w.member("service_subnet", c.ServiceSubnet)
 	if len(c.DNSServers) > 0 {
 		w.key("dns_servers")
 		w.strings(c.DNSServers)
 	}
-	if c.DNSService != "" {
-		w.key("dns_service")
-		w.string(c.DNSService)
-	}
+	w.omitEmpty("dns_service", c.DNSService)
 	for _, f := range []struct {
 		name string
 		raw  json.RawMessage
@@ -200,14 +208,9 @@ func (w *jsonWriter) node(n *Node) {
 		return
 	}
 	w.open('{')
-	w.key("address")
-	w.string(n.Address)
-	if n.Hostname != "" {
-		w.key("hostname")
-		w.string(n.Hostname)
-	}
-	w.key("user")
-	w.string(n.User)
+	w.member("address", n.Address)
+	w.omitEmpty("hostname", n.Hostname)
+	w.member("user", n.User)
 	w.key("control_plane")
 	w.bool(n.ControlPlane)
 	if len(n.Annotations) > 0 {
@@ -224,14 +227,9 @@ func (w *jsonWriter) node(n *Node) {
 		for _, t := range n.Taints {
 			w.next()
 			w.open('{')
-			w.key("key")
-			w.string(t.Key)
-			if t.Value != "" {
-				w.key("value")
-				w.string(t.Value)
-			}
-			w.key("effect")
-			w.string(t.Effect)
+			w.member("key", t.Key)
+			w.omitEmpty("value", t.Value)
+			w.member("effect", t.Effect)
 			w.close('}')
 		}
 		w.close(']')

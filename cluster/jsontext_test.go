@@ -141,49 +141,45 @@ func (r *textIn) nodes() ([]*Node, bool) {
 	}
 }
 
-func (r *textIn) members(field func([]byte) int, value func(bit int) bool) bool {
+func (r *textIn) members(names []string, value func(name string) bool) bool {
 	if !r.open('{') {
 		return false
 	}
-	seen := 0
+	var seen uint64
 	for {
 		key, last, ok := r.member()
 		if !ok || last {
 			return ok
 		}
-		bit := field(key)
-		if bit == 0 || seen&bit != 0 {
-			return false
-		}
-		seen |= bit
-		if !r.literal("null") && !value(bit) {
+		name := jsonscan.Once(names, key, &seen)
+		if name == "" || !r.literal("null") && !value(name) {
 			return false
 		}
 	}
 }
 
 func (r *textIn) node(n *Node) bool {
-	return r.members(nodeField, func(bit int) bool {
+	return r.members(nodeNames, func(name string) bool {
 		var ok bool
-		switch bit {
-		case nAddress:
+		switch name {
+		case "address":
 			n.Address, ok = r.string()
-		case nHostname:
+		case "hostname":
 			n.Hostname, ok = r.string()
-		case nUser:
+		case "user":
 			n.User, ok = r.interned()
-		case nControlPlane:
+		case "control_plane":
 			switch {
 			case r.literal("true"):
 				n.ControlPlane, ok = true, true
 			case r.literal("false"):
 				ok = true
 			}
-		case nAnnotations:
+		case "annotations":
 			n.Annotations, ok = r.stringMap(&r.annotations)
-		case nLabels:
+		case "labels":
 			n.Labels, ok = r.stringMap(&r.labels)
-		case nTaints:
+		case "taints":
 			n.Taints, ok = r.taints()
 		}
 		return ok
@@ -240,14 +236,14 @@ func (r *textIn) taints() ([]Taint, bool) {
 			return ts, r.open(']')
 		}
 		var t Taint
-		ok := r.members(taintField, func(bit int) bool {
+		ok := r.members(taintNames, func(name string) bool {
 			var ok bool
-			switch bit {
-			case tKey:
+			switch name {
+			case "key":
 				t.Key, ok = r.interned()
-			case tValue:
+			case "value":
 				t.Value, ok = r.interned()
-			case tEffect:
+			case "effect":
 				t.Effect, ok = r.interned()
 			}
 			return ok

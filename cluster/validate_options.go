@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"path"
 	"reflect"
+	"slices"
 	"strings"
 
 	yamlv2 "go.yaml.in/yaml/v2"
@@ -248,20 +249,11 @@ func (o *options) checkConfigs() error {
 		if err := decodeConfig("options.kube-proxy.config", &c.Unstructured, proxyAPIVersion, proxyKind, &pc); err != nil {
 			return err
 		}
-		if pc.Mode != "" && !contains(proxyModes, pc.Mode) {
+		if pc.Mode != "" && !slices.Contains(proxyModes, pc.Mode) {
 			return fieldError(field.NotSupported(field.NewPath("options", "kube-proxy", "config", "mode"), pc.Mode, proxyModes))
 		}
 	}
 	return nil
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // checkCNIConfFile applies CKE's rules on the CNI configuration file it

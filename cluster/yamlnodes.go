@@ -3,6 +3,8 @@ package cluster
 import (
 	"bytes"
 	"strings"
+
+	"github.com/ckegen/ckegen/internal/jsonscan"
 )
 
 // parseFastYAML reads a YAML cluster.yml in the block layout yaml.v2
@@ -231,7 +233,7 @@ func (r *yamlIn) nodes() ([]*Node, bool) {
 		}
 		n := &block[0]
 		block = block[1:]
-		seen := 0
+		var seen uint64
 		if !r.field(n, line[2:], &seen) {
 			return nil, false
 		}
@@ -274,25 +276,23 @@ func splitKey(text []byte) (key, value []byte, ok bool) {
 
 // field reads a field of a node, text being its line from the key on;
 // the mappings and the taints read their lines below it.
-func (r *yamlIn) field(n *Node, text []byte, seen *int) bool {
+func (r *yamlIn) field(n *Node, text []byte, seen *uint64) bool {
 	key, value, ok := splitKey(text)
 	if !ok {
 		return false
 	}
-	bit := nodeField(key)
-	if bit == 0 || *seen&bit != 0 {
+	name := jsonscan.Once(nodeNames, key, seen)
+	switch name {
+	case "":
 		return false
-	}
-	*seen |= bit
-	switch bit {
-	case nAnnotations, nLabels, nTaints:
+	case "annotations", "labels", "taints":
 		if value != nil {
 			return false // a flow collection or a null: the strict path
 		}
-		switch bit {
-		case nAnnotations:
+		switch name {
+		case "annotations":
 			n.Annotations, ok = r.stringMap(&r.annotations)
-		case nLabels:
+		case "labels":
 			n.Labels, ok = r.stringMap(&r.labels)
 		default:
 			n.Taints, ok = r.taints()
@@ -302,8 +302,8 @@ func (r *yamlIn) field(n *Node, text []byte, seen *int) bool {
 	if value == nil {
 		return false // null
 	}
-	switch bit {
-	case nControlPlane:
+	switch name {
+	case "control_plane":
 		switch string(value) {
 		case "true":
 			n.ControlPlane = true
@@ -311,11 +311,11 @@ func (r *yamlIn) field(n *Node, text []byte, seen *int) bool {
 		default:
 			return false
 		}
-	case nAddress:
+	case "address":
 		n.Address, ok = r.scalar(value, false, false)
-	case nHostname:
+	case "hostname":
 		n.Hostname, ok = r.scalar(value, false, false)
-	case nUser:
+	case "user":
 		n.User, ok = r.scalar(value, false, true)
 	}
 	return ok
@@ -389,7 +389,7 @@ func (r *yamlIn) taints() ([]Taint, bool) {
 		}
 		r.p = next
 		var t Taint
-		seen := 0
+		var seen uint64
 		if !r.taintField(&t, line[4:], &seen) {
 			return nil, false
 		}
@@ -407,24 +407,23 @@ func (r *yamlIn) taints() ([]Taint, bool) {
 	}
 }
 
-func (r *yamlIn) taintField(t *Taint, text []byte, seen *int) bool {
+func (r *yamlIn) taintField(t *Taint, text []byte, seen *uint64) bool {
 	key, value, ok := splitKey(text)
 	if !ok || value == nil {
 		return false
 	}
-	bit := taintField(key)
-	if bit == 0 || *seen&bit != 0 {
+	name := jsonscan.Once(taintNames, key, seen)
+	if name == "" {
 		return false
 	}
-	*seen |= bit
-	var s string
-	if s, ok = r.scalar(value, false, true); !ok {
+	s, ok := r.scalar(value, false, true)
+	if !ok {
 		return false
 	}
-	switch bit {
-	case tKey:
+	switch name {
+	case "key":
 		t.Key = s
-	case tValue:
+	case "value":
 		t.Value = s
 	default:
 		t.Effect = s

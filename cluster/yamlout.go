@@ -3,6 +3,7 @@ package cluster
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"runtime"
 	"slices"
 	"sync"
@@ -302,10 +303,7 @@ func (o *keyOrder) sorted(m map[string]string) (keys, vals []string) {
 		o.orders[0] = l
 		return l.keys, o.vals
 	}
-	keys = make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
+	keys = slices.AppendSeq(make([]string, 0, len(m)), maps.Keys(m))
 	if o.byteOrder {
 		slices.Sort(keys)
 	} else {

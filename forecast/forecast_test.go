@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -313,7 +314,7 @@ func TestRunwayRefusal(t *testing.T) {
 		t.Errorf("June: %+v", june)
 	}
 	later := f.event(t, "2028-03-01")
-	if !contains(later.Warnings, "the plan was refused on 2027-06-01: the forecast goes on from the cluster as the refusals left it") {
+	if !slices.Contains(later.Warnings, "the plan was refused on 2027-06-01: the forecast goes on from the cluster as the refusals left it") {
 		t.Errorf("later event without the refusal's note: %+v", later)
 	}
 	if later.Plan.Start != june.Plan.Cluster {
@@ -361,7 +362,7 @@ func TestRunwayQuorumAtRisk(t *testing.T) {
 	if f.Runway.Until != "2027-07-31" || f.Runway.Reason != QuorumAtRisk || f.Runway.Message != want {
 		t.Fatalf("runway %+v\n%s", f.Runway, f.Text())
 	}
-	if ev := f.event(t, "2027-08-01"); len(ev.AtRisk) != 1 || ev.AtRisk[0] != "0" || !contains(ev.Warnings, "rack 0 holds 2 of 3 control planes: losing it breaks etcd's quorum") {
+	if ev := f.event(t, "2027-08-01"); len(ev.AtRisk) != 1 || ev.AtRisk[0] != "0" || !slices.Contains(ev.Warnings, "rack 0 holds 2 of 3 control planes: losing it breaks etcd's quorum") {
 		t.Errorf("August: %+v", ev)
 	}
 }

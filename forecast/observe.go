@@ -2,6 +2,7 @@ package forecast
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/ckegen/ckegen/cluster"
@@ -24,7 +25,7 @@ func (r *run) observe(ev *Event, in generator.Input) error {
 	}
 	for _, d := range cen.AtRisk() {
 		ev.AtRisk = append(ev.AtRisk, d.Name)
-		if w := cen.Words(d); !contains(ev.Warnings, w) {
+		if w := cen.Words(d); !slices.Contains(ev.Warnings, w) {
 			ev.Warnings = append(ev.Warnings, w)
 		}
 	}
@@ -106,15 +107,6 @@ func badWords(bad []string) string {
 		return "control plane " + bad[0]
 	}
 	return "control planes " + strings.Join(bad, ", ")
-}
-
-func contains(ss []string, s string) bool {
-	for _, x := range ss {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // thousands writes n with a comma every three digits: 10,000.

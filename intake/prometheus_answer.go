@@ -48,11 +48,6 @@ type answerReader struct {
 	src []byte
 }
 
-func newAnswerReader(src []byte) answerReader {
-	// Invalid UTF-8 in a string reads as U+FFFD, as strictjson reads it.
-	return answerReader{dec: jsontext.NewDecoder(bytes.NewBuffer(src), jsontext.AllowInvalidUTF8(true)), src: src}
-}
-
 // object reads an object at p (null reads as an empty one), calling member
 // with each name, before its value, which member must read.
 func (r answerReader) object(p strictjson.Path, member func(name []byte) error) error {
@@ -108,7 +103,8 @@ func (r answerReader) wrongKind(p strictjson.Path, want string) error {
 // [{"metric": {LABELS}, "value": [TIME, "VALUE"]}, ...]; null reads as no
 // samples.
 func readVector(body, result []byte) ([]vectorSample, error) {
-	r := newAnswerReader(result)
+	// Invalid UTF-8 in a string reads as U+FFFD, as strictjson reads it.
+	r := answerReader{dec: jsontext.NewDecoder(bytes.NewBuffer(result), jsontext.AllowInvalidUTF8(true)), src: result}
 	switch r.dec.PeekKind() {
 	case 'n':
 		return nil, nil

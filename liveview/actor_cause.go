@@ -1,8 +1,8 @@
 package liveview
 
 import (
+	"cmp"
 	"fmt"
-	"time"
 
 	"github.com/ckegen/ckegen/intake"
 	"github.com/ckegen/ckegen/storage"
@@ -35,21 +35,7 @@ func (r Actor) Cause(cke *intake.CKEStatus) string {
 		return fmt.Sprintf("CKE's server %s leads; its status key cannot be read", l.Name)
 	case !intake.IsCKEPhase(cke.Phase):
 		return fmt.Sprintf("CKE has operations to run: its server %s is in phase %s (written %s), and calls ckegen only when it has none",
-			l.Name, or(cke.Phase, "(none)"), agoAt(cke.Timestamp, r.Time))
+			l.Name, cmp.Or(cke.Phase, "(none)"), since(cke.Timestamp, r.Time, "at no time recorded"))
 	}
-	return fmt.Sprintf("CKE's server %s is in phase %s (written %s), in which it calls ckegen, yet it has not: see its log", l.Name, cke.Phase, agoAt(cke.Timestamp, r.Time))
-}
-
-func or(s, alt string) string {
-	if s == "" {
-		return alt
-	}
-	return s
-}
-
-func agoAt(t, now time.Time) string {
-	if t.IsZero() {
-		return "at no time recorded"
-	}
-	return max(now.Sub(t), 0).Truncate(time.Second).String() + " ago"
+	return fmt.Sprintf("CKE's server %s is in phase %s (written %s), in which it calls ckegen, yet it has not: see its log", l.Name, cke.Phase, since(cke.Timestamp, r.Time, "at no time recorded"))
 }

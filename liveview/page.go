@@ -451,24 +451,16 @@ func formatTime(t time.Time) string {
 	if t.IsZero() {
 		return "never"
 	}
-	return t.UTC().Format(time.RFC3339)
+	return stamp(t)
 }
 
 // ago says how long before now t was, in one unit.
 func ago(now, t time.Time) string {
-	if t.IsZero() {
-		return ""
-	}
-	d := now.Sub(t)
 	switch {
-	case d < 0:
+	case t.IsZero():
+		return ""
+	case t.After(now):
 		return "in the future"
-	case d < time.Minute:
-		return fmt.Sprintf("%ds ago", int(d.Seconds()))
-	case d < time.Hour:
-		return fmt.Sprintf("%dm ago", int(d.Minutes()))
-	case d < 48*time.Hour:
-		return fmt.Sprintf("%dh ago", int(d.Hours()))
 	}
-	return fmt.Sprintf("%dd ago", int(d.Hours()/24))
+	return ageText(now.Sub(t)) + " ago"
 }

@@ -37,26 +37,26 @@ func Silence(st storage.Status, cke *intake.CKEStatus, cause string, now time.Ti
 	limit := silentIntervals * interval
 	phase := "not known (no status key)"
 	if cke != nil {
-		phase = fmt.Sprintf("%s (written %s)", cmp.Or(cke.Phase, "(none)"), since(cke.Timestamp, now))
+		phase = fmt.Sprintf("%s (written %s)", cmp.Or(cke.Phase, "(none)"), since(cke.Timestamp, now, "never"))
 	}
 	switch {
 	case now.Sub(st.Time) <= limit && st.Result == reason.Held && st.Reason == reason.CKENotReady && !st.LastRun.IsZero() && now.Sub(st.LastRun) > limit:
 		return fmt.Sprintf("ckegen has not run the integration since %s (%s): CKE's server is in phase %s; ckegen writes only in phase %s, as CKE runs its own integration only when it has no operations",
-			stamp(st.LastRun), since(st.LastRun, now), phase, intake.CKEPhases())
+			stamp(st.LastRun), since(st.LastRun, now, "never"), phase, intake.CKEPhases())
 	case now.Sub(st.Time) <= limit:
 		return ""
 	case st.Mode == decision.ModeInsideCKE:
 		return fmt.Sprintf("CKE's server has not called ckegen since %s (%s, more than three of its intervals of %s); CKE's phase is %s; why: %s",
-			stamp(st.Time), since(st.Time, now), interval, phase, cause)
+			stamp(st.Time), since(st.Time, now, "never"), interval, phase, cause)
 	}
 	return fmt.Sprintf("no tick since %s (%s, more than three intervals of %s); why: %s",
-		stamp(st.Time), since(st.Time, now), interval, cause)
+		stamp(st.Time), since(st.Time, now, "never"), interval, cause)
 }
 
-// since is how long before now t was ("never" for no time).
-func since(t, now time.Time) string {
+// since is how long before now t was, to the second, or none for no time.
+func since(t, now time.Time, none string) string {
 	if t.IsZero() {
-		return "never"
+		return none
 	}
 	return max(now.Sub(t), 0).Truncate(time.Second).String() + " ago"
 }

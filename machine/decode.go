@@ -185,150 +185,69 @@ func (d *decoder) time() (time.Time, bool) {
 // under minMachineBytes counts as that, so that a small first machine
 // does not make the list larger than its input's machines would.
 func (d *decoder) list() ([]Machine, bool) {
-	if !d.Delim('[') {
-		return nil, false
-	}
-	var ms []Machine
-	for first := true; ; first = false {
-		end, ok := d.Element(first)
-		if !ok {
-			return nil, false
-		}
-		if end {
-			break
-		}
+	ms := []Machine{}
+	ok := d.Array(func() bool {
 		start := d.Offset()
 		var m Machine
 		if !d.machine(&m) {
-			return nil, false
+			return false
 		}
-		if first {
+		if len(ms) == 0 {
 			size := max(d.Offset()-start, minMachineBytes)
 			ms = make([]Machine, 0, (d.Len()-start)/size*9/8+1)
 		}
 		ms = append(ms, m)
-	}
-	if ms == nil {
-		ms = []Machine{}
+		return true
+	})
+	if !ok {
+		return nil, false
 	}
 	return ms, true
 }
 
-// The members of each object, as bits: a key twice gives up, and so does
-// a key that is none of them (0).
-const (
-	fSpec = 1 << iota
-	fStatus
+// The member names of each object, as Machine's fields spell them.
+var (
+	machineNames = []string{"spec", "status"}
+	specNames    = []string{"serial", "labels", "rack", "indexInRack", "role", "ipv4", "registerDate", "retireDate", "bmc"}
+	labelNames   = []string{"name", "value"}
+	bmcNames     = []string{"bmcType", "ipv4"}
+	statusNames  = []string{"state", "timestamp", "duration"}
 )
 
-func machineField(key []byte) int {
-	switch string(key) {
-	case "spec":
-		return fSpec
-	case "status":
-		return fStatus
-	}
-	return 0
-}
-
-// members reads an object, calling value for each member whose value is
-// not null, with the member's bit (field gives it).
-func (d *decoder) members(field func([]byte) int, value func(bit int) bool) bool {
-	if !d.Delim('{') {
-		return false
-	}
-	seen := 0
-	for first := true; ; first = false {
-		key, end, ok := d.Member(first)
-		if !ok || end {
-			return ok
-		}
-		bit := field(key)
-		if bit == 0 || seen&bit != 0 {
-			return false
-		}
-		seen |= bit
-		if !d.Literal("null") && !value(bit) {
-			return false
-		}
-	}
-}
-
 func (d *decoder) machine(m *Machine) bool {
-	return d.members(machineField, func(bit int) bool {
-		if bit == fSpec {
+	return d.Object(machineNames, func(name string) bool {
+		if name == "spec" {
 			return d.spec(&m.Spec)
 		}
 		return d.status(&m.Status)
 	})
 }
 
-const (
-	fSerial = 1 << iota
-	fLabels
-	fRack
-	fIndexInRack
-	fRole
-	fIPv4
-	fRegisterDate
-	fRetireDate
-	fBMC
-)
-
-func specField(key []byte) int {
-	switch string(key) {
-	case "serial":
-		return fSerial
-	case "labels":
-		return fLabels
-	case "rack":
-		return fRack
-	case "indexInRack":
-		return fIndexInRack
-	case "role":
-		return fRole
-	case "ipv4":
-		return fIPv4
-	case "registerDate":
-		return fRegisterDate
-	case "retireDate":
-		return fRetireDate
-	case "bmc":
-		return fBMC
-	}
-	return 0
-}
-
 func (d *decoder) spec(sp *Spec) bool {
-	return d.members(specField, func(bit int) bool {
+	return d.Object(specNames, func(name string) bool {
 		var ok bool
-		switch bit {
-		case fSerial:
+		switch name {
+		case "serial":
 			sp.Serial, ok = d.string()
-		case fLabels:
-			sp.Labels, ok = d.labelList()
-		case fRack:
+		case "labels":
+			sp.Labels, ok = carveList(d, &d.labels, (*decoder).label)
+		case "rack":
 			sp.Rack, ok = d.int()
-		case fIndexInRack:
+		case "indexInRack":
 			sp.IndexInRack, ok = d.int()
-		case fRole:
+		case "role":
 			sp.Role, ok = d.sharedString(&d.lastRole)
-		case fIPv4:
-			sp.IPv4, ok = d.addrList()
-		case fRegisterDate:
+		case "ipv4":
+			sp.IPv4, ok = carveList(d, &d.addrs, (*decoder).addr)
+		case "registerDate":
 			sp.RegisterDate, ok = d.time()
-		case fRetireDate:
+		case "retireDate":
 			sp.RetireDate, ok = d.time()
-		case fBMC:
+		case "bmc":
 			ok = d.bmc(&sp.BMC)
 		}
 		return ok
 	})
-}
-
-// labelList reads labels into a block shared with other machines'.
-func (d *decoder) labelList() ([]Label, bool) {
-	return carveList(d, &d.labels, (*decoder).label)
 }
 
 // carveList reads a list into block, shared with other machines' lists:
@@ -336,18 +255,8 @@ func (d *decoder) labelList() ([]Label, bool) {
 // out of the block. A full block is replaced by a new one, with the
 // list's elements so far.
 func carveList[T any](d *decoder, block *[]T, read func(*decoder, *T) bool) ([]T, bool) {
-	if !d.Delim('[') {
-		return nil, false
-	}
 	start := len(*block)
-	for first := true; ; first = false {
-		end, ok := d.Element(first)
-		if !ok {
-			return nil, false
-		}
-		if end {
-			break
-		}
+	ok := d.Array(func() bool {
 		if len(*block) == cap(*block) {
 			n := len(*block) - start
 			next := make([]T, n, max(blockSize, 2*(n+1)))
@@ -356,9 +265,10 @@ func carveList[T any](d *decoder, block *[]T, read func(*decoder, *T) bool) ([]T
 		}
 		var zero T
 		*block = append(*block, zero)
-		if !read(d, &(*block)[len(*block)-1]) {
-			return nil, false
-		}
+		return read(d, &(*block)[len(*block)-1])
+	})
+	if !ok {
+		return nil, false
 	}
 	end := len(*block)
 	if end == start {
@@ -367,25 +277,10 @@ func carveList[T any](d *decoder, block *[]T, read func(*decoder, *T) bool) ([]T
 	return (*block)[start:end:end], true
 }
 
-const (
-	fName = 1 << iota
-	fValue
-)
-
-func labelField(key []byte) int {
-	switch string(key) {
-	case "name":
-		return fName
-	case "value":
-		return fValue
-	}
-	return 0
-}
-
 func (d *decoder) label(l *Label) bool {
-	return d.members(labelField, func(bit int) bool {
+	return d.Object(labelNames, func(name string) bool {
 		var ok bool
-		if bit == fName {
+		if name == "name" {
 			l.Name, ok = d.sharedString(&d.lastName)
 		} else {
 			l.Value, ok = d.sharedString(&d.lastValue)
@@ -394,36 +289,16 @@ func (d *decoder) label(l *Label) bool {
 	})
 }
 
-// addrList reads addresses into a block shared with other machines'.
-func (d *decoder) addrList() ([]string, bool) {
-	return carveList(d, &d.addrs, (*decoder).addr)
-}
-
 func (d *decoder) addr(a *string) bool {
 	var ok bool
 	*a, ok = d.string()
 	return ok
 }
 
-const (
-	fBMCType = 1 << iota
-	fBMCIPv4
-)
-
-func bmcField(key []byte) int {
-	switch string(key) {
-	case "bmcType":
-		return fBMCType
-	case "ipv4":
-		return fBMCIPv4
-	}
-	return 0
-}
-
 func (d *decoder) bmc(b *BMC) bool {
-	return d.members(bmcField, func(bit int) bool {
+	return d.Object(bmcNames, func(name string) bool {
 		var ok bool
-		if bit == fBMCType {
+		if name == "bmcType" {
 			b.BMCType, ok = d.sharedString(&d.lastBMC)
 		} else {
 			b.IPv4, ok = d.string()
@@ -432,32 +307,14 @@ func (d *decoder) bmc(b *BMC) bool {
 	})
 }
 
-const (
-	fState = 1 << iota
-	fTimestamp
-	fDuration
-)
-
-func statusField(key []byte) int {
-	switch string(key) {
-	case "state":
-		return fState
-	case "timestamp":
-		return fTimestamp
-	case "duration":
-		return fDuration
-	}
-	return 0
-}
-
 func (d *decoder) status(st *Status) bool {
-	return d.members(statusField, func(bit int) bool {
-		switch bit {
-		case fState:
+	return d.Object(statusNames, func(name string) bool {
+		switch name {
+		case "state":
 			s, ok := d.sharedString(&d.lastState)
 			st.State = State(s)
 			return ok
-		case fTimestamp:
+		case "timestamp":
 			t, ok := d.time()
 			if ok {
 				if len(d.times) == cap(d.times) {

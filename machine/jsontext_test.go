@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ckegen/ckegen/internal/jsonscan"
 	"github.com/go-json-experiment/json/jsontext"
 	"pgregory.net/rapid"
 )
@@ -253,32 +254,29 @@ func (d *textDecoder) list() ([]Machine, bool) {
 	return ms, true
 }
 
-// members reads an object, calling value for each member whose value is
-// not null, with the member's bit (field gives it).
-func (d *textDecoder) members(field func([]byte) int, value func(bit int) bool) bool {
+// members reads an object, calling value with the name of each member
+// whose value is not null. A name that is not one of names, or that comes
+// twice, gives up.
+func (d *textDecoder) members(names []string, value func(name string) bool) bool {
 	if !d.open('{') {
 		return false
 	}
-	seen := 0
+	var seen uint64
 	for first := true; ; first = false {
 		key, end, ok := d.member(first)
 		if !ok || end {
 			return ok
 		}
-		bit := field(key)
-		if bit == 0 || seen&bit != 0 {
-			return false
-		}
-		seen |= bit
-		if !d.null() && !value(bit) {
+		name := jsonscan.Once(names, key, &seen)
+		if name == "" || !d.null() && !value(name) {
 			return false
 		}
 	}
 }
 
 func (d *textDecoder) machine(m *Machine) bool {
-	return d.members(machineField, func(bit int) bool {
-		if bit == fSpec {
+	return d.members(machineNames, func(name string) bool {
+		if name == "spec" {
 			return d.spec(&m.Spec)
 		}
 		return d.status(&m.Status)
@@ -286,26 +284,26 @@ func (d *textDecoder) machine(m *Machine) bool {
 }
 
 func (d *textDecoder) spec(sp *Spec) bool {
-	return d.members(specField, func(bit int) bool {
+	return d.members(specNames, func(name string) bool {
 		var ok bool
-		switch bit {
-		case fSerial:
+		switch name {
+		case "serial":
 			sp.Serial, ok = d.string()
-		case fLabels:
+		case "labels":
 			sp.Labels, ok = d.labelList()
-		case fRack:
+		case "rack":
 			sp.Rack, ok = d.int()
-		case fIndexInRack:
+		case "indexInRack":
 			sp.IndexInRack, ok = d.int()
-		case fRole:
+		case "role":
 			sp.Role, ok = d.sharedString(&d.lastRole)
-		case fIPv4:
+		case "ipv4":
 			sp.IPv4, ok = d.addrList()
-		case fRegisterDate:
+		case "registerDate":
 			sp.RegisterDate, ok = d.time()
-		case fRetireDate:
+		case "retireDate":
 			sp.RetireDate, ok = d.time()
-		case fBMC:
+		case "bmc":
 			ok = d.bmc(&sp.BMC)
 		}
 		return ok
@@ -354,9 +352,9 @@ func textCarveList[T any](d *textDecoder, block *[]T, read func(*textDecoder, *T
 }
 
 func (d *textDecoder) label(l *Label) bool {
-	return d.members(labelField, func(bit int) bool {
+	return d.members(labelNames, func(name string) bool {
 		var ok bool
-		if bit == fName {
+		if name == "name" {
 			l.Name, ok = d.sharedString(&d.lastName)
 		} else {
 			l.Value, ok = d.sharedString(&d.lastValue)
@@ -377,9 +375,9 @@ func (d *textDecoder) addr(a *string) bool {
 }
 
 func (d *textDecoder) bmc(b *BMC) bool {
-	return d.members(bmcField, func(bit int) bool {
+	return d.members(bmcNames, func(name string) bool {
 		var ok bool
-		if bit == fBMCType {
+		if name == "bmcType" {
 			b.BMCType, ok = d.sharedString(&d.lastBMC)
 		} else {
 			b.IPv4, ok = d.string()
@@ -389,13 +387,13 @@ func (d *textDecoder) bmc(b *BMC) bool {
 }
 
 func (d *textDecoder) status(st *Status) bool {
-	return d.members(statusField, func(bit int) bool {
-		switch bit {
-		case fState:
+	return d.members(statusNames, func(name string) bool {
+		switch name {
+		case "state":
 			s, ok := d.sharedString(&d.lastState)
 			st.State = State(s)
 			return ok
-		case fTimestamp:
+		case "timestamp":
 			t, ok := d.time()
 			if ok {
 				if len(d.times) == cap(d.times) {

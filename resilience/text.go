@@ -10,6 +10,7 @@ import (
 
 	"github.com/ckegen/ckegen/failuredomain"
 	"github.com/ckegen/ckegen/generator"
+	"github.com/ckegen/ckegen/internal/words"
 )
 
 // Text is the report for people: a line on the cluster it is made on
@@ -22,7 +23,7 @@ func (r *Report) Text() []byte {
 		b.WriteString(s)
 		b.WriteByte('\n')
 	}
-	fmt.Fprintf(&b, "failure domain: %s; %s, quorum %d; %s\n", r.FailureDomain, plural(r.ControlPlanes, "control plane"), r.Quorum, r.modelText())
+	fmt.Fprintf(&b, "failure domain: %s; %s, quorum %d; %s\n", r.FailureDomain, words.Count(r.ControlPlanes, "control plane", "control planes"), r.Quorum, r.modelText())
 	if r.Generated {
 		b.WriteString("cluster: the one Generate would make (no current cluster)\n")
 	}
@@ -30,7 +31,7 @@ func (r *Report) Text() []byte {
 		fmt.Fprintf(&b, "at risk: %s\n", w)
 	}
 	if len(r.AtRisk) == 0 {
-		fmt.Fprintf(&b, "at risk: none (no %s holds more than %s)\n", r.FailureDomain, plural(failuredomain.Limit(r.ControlPlanes), "control plane"))
+		fmt.Fprintf(&b, "at risk: none (no %s holds more than %s)\n", r.FailureDomain, words.Count(failuredomain.Limit(r.ControlPlanes), "control plane", "control planes"))
 	}
 	for _, w := range r.WarningsNow {
 		fmt.Fprintf(&b, "at risk now, until the pending plan is applied: %s\n", w)
@@ -61,16 +62,16 @@ func (r *Report) Text() []byte {
 func (r *Report) basisText() string {
 	switch {
 	case r.Basis == BasisPendingPlanSettled:
-		return fmt.Sprintf("the cluster has a pending plan of %s: each domain's loss is planned on the cluster it settles on", plural(r.PendingSteps, "step"))
+		return fmt.Sprintf("the cluster has a pending plan of %s: each domain's loss is planned on the cluster it settles on", words.Count(r.PendingSteps, "step", "steps"))
 	case r.PendingRefused != nil && r.PendingSteps == 0:
 		return fmt.Sprintf("the cluster's plan is refused at its first step (%s: %s): each domain's loss is planned on the cluster as it is now",
 			r.PendingRefused.Reason, r.PendingRefused.Message)
 	case r.PendingRefused != nil:
 		return fmt.Sprintf("the cluster has a pending plan that is refused after %s (%s: %s): each domain's loss is planned on the cluster as it is now",
-			plural(r.PendingSteps, "step"), r.PendingRefused.Reason, r.PendingRefused.Message)
+			words.Count(r.PendingSteps, "step", "steps"), r.PendingRefused.Reason, r.PendingRefused.Message)
 	case r.PendingMaxSteps:
 		return fmt.Sprintf("the cluster has a pending plan that does not settle within %s: the report is on the cluster as it is now, and no domain's loss is planned",
-			plural(r.PendingSteps, "step"))
+			words.Count(r.PendingSteps, "step", "steps"))
 	}
 	return ""
 }
@@ -87,7 +88,7 @@ func quorumText(d *Domain) string {
 
 func (r *Report) modelText() string {
 	if r.MinimumWorkersRate != nil {
-		return fmt.Sprintf("rate model, minimum-workers-rate %d%% of %s", *r.MinimumWorkersRate, plural(r.Machines, "machine"))
+		return fmt.Sprintf("rate model, minimum-workers-rate %d%% of %s", *r.MinimumWorkersRate, words.Count(r.Machines, "machine", "machines"))
 	}
 	return fmt.Sprintf("count model, minimum-workers %d", r.MinimumWorkers)
 }
@@ -148,7 +149,7 @@ func (r *Report) recoveryText(rc Recovery) string {
 	case NotPlanned:
 		s = "not planned: the cluster's own plan does not settle"
 	default:
-		s = plural(rc.Steps, "step") + ", " + rc.Result
+		s = words.Count(rc.Steps, "step", "steps") + ", " + rc.Result
 	}
 	switch {
 	case rc.Error == "":
@@ -178,11 +179,4 @@ func noQuorumText(rc Recovery) string {
 		s += "; the plan then ends " + rc.Planned
 	}
 	return s
-}
-
-func plural(n int, thing string) string {
-	if n == 1 {
-		return "1 " + thing
-	}
-	return strconv.Itoa(n) + " " + thing + "s"
 }

@@ -6,7 +6,9 @@
 // errors are the reference. It reports no errors and no positions.
 package jsonscan
 
-import "unicode/utf8"
+import (
+	"unicode/utf8"
+)
 
 // Scanner reads JSON from a byte slice. Every method reads after white
 // space and reports false when the input is not what it reads; the
@@ -113,6 +115,55 @@ func (s *Scanner) Element(first bool) (end, ok bool) {
 	}
 	s.p++
 	return false, true
+}
+
+// Object reads an object, calling value with the name of each member
+// whose value is not null, for value to read the value. A name that is
+// not one of names, or that comes twice, gives up (see Once).
+func (s *Scanner) Object(names []string, value func(name string) bool) bool {
+	if !s.Delim('{') {
+		return false
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, end, ok := s.Member(first)
+		if !ok || end {
+			return ok
+		}
+		name := Once(names, key, &seen)
+		if name == "" || !s.Literal("null") && !value(name) {
+			return false
+		}
+	}
+}
+
+// Once is the one of names (at most 64) that name is, marked in seen, a
+// bit for each of names: "" when name is none of them or seen has it
+// already. A reader of an object's members gives up on "".
+func Once(names []string, name []byte, seen *uint64) string {
+	for i, n := range names {
+		if n == string(name) && *seen&(1<<i) == 0 {
+			*seen |= 1 << i
+			return n
+		}
+	}
+	return ""
+}
+
+// Array reads an array, calling elem for each element, for elem to read.
+func (s *Scanner) Array(elem func() bool) bool {
+	if !s.Delim('[') {
+		return false
+	}
+	for first := true; ; first = false {
+		end, ok := s.Element(first)
+		if !ok || end {
+			return ok
+		}
+		if !elem() {
+			return false
+		}
+	}
 }
 
 // plain marks the bytes a string may hold as they are: not ", \, a

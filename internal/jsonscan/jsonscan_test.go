@@ -150,3 +150,34 @@ func TestMembersAndElements(t *testing.T) {
 		}
 	}
 }
+
+// TestObjectAndArray: an object's members by name, a null member skipped,
+// and a name twice or unknown giving up.
+func TestObjectAndArray(t *testing.T) {
+	names := []string{"a", "b", "c"}
+	read := func(doc string) (string, bool) {
+		s := New([]byte(doc))
+		var got []string
+		ok := s.Object(names, func(name string) bool {
+			return s.Array(func() bool {
+				num, _, ok := s.Number()
+				got = append(got, name+"="+string(num))
+				return ok
+			})
+		})
+		return strings.Join(got, " "), ok && s.End()
+	}
+	for doc, want := range map[string]string{
+		`{"b":[1,2],"a":[],"c":null}`: "b=1 b=2",
+		`{}`:                          "",
+	} {
+		if got, ok := read(doc); !ok || got != want {
+			t.Errorf("%s: read %q, %v; want %q", doc, got, ok, want)
+		}
+	}
+	for _, doc := range []string{`{"a":[],"a":[]}`, `{"d":[]}`, `{"A":[]}`, `{"a":[1,]}`, `{"a":{}}`, `[]`} {
+		if got, ok := read(doc); ok {
+			t.Errorf("%s: read %q, want it given up", doc, got)
+		}
+	}
+}
