@@ -6,9 +6,7 @@
 // errors are the reference. It reports no errors and no positions.
 package jsonscan
 
-import (
-	"unicode/utf8"
-)
+import "unicode/utf8"
 
 // Scanner reads JSON from a byte slice. Every method reads after white
 // space and reports false when the input is not what it reads; the
