@@ -148,16 +148,16 @@ func Decide(g *Gathered, mem Memory) *Decision {
 		if s.Trigger == intake.TriggerPlanning {
 			msg += "; the trigger is planning as well"
 		}
-		d.Hold = &Hold{RungQuiet, reason.QuietTime, msg, ""}
+		d.Hold = &Hold{Rung: RungQuiet, Reason: reason.QuietTime, Message: msg}
 	case s.Trigger == intake.TriggerPlanning:
-		d.Hold = &Hold{RungTrigger, "", "the trigger is planning: ckegenctl sabakan trigger schedule applies the plan", ""}
+		d.Hold = &Hold{Rung: RungTrigger, Message: "the trigger is planning: ckegenctl sabakan trigger schedule applies the plan"}
 	}
 	if d.Hold != nil {
 		return d.planning(in, overLimit)
 	}
 	d.Release = releasedBy(mem, s)
 	if overLimit != "" {
-		d.Hold = &Hold{RungBreaker, reason.TooManyUnhealthy, overLimit + ": " + BreakerHolds, ""}
+		d.Hold = &Hold{Rung: RungBreaker, Reason: reason.TooManyUnhealthy, Message: overLimit + ": " + BreakerHolds}
 	}
 	return d.decideStep(in)
 }
@@ -248,7 +248,7 @@ func (d *Decision) climbSettings() bool {
 		switch {
 		case ref == nil || row.Kind == intake.Switch:
 		case ref.Missing && reason.ResultOf(ref.Reason) == reason.Waiting:
-			d.Hold = &Hold{RungSettings, ref.Reason, ref.Error(), ""}
+			d.Hold = &Hold{Rung: RungSettings, Reason: ref.Reason, Message: ref.Error()}
 			d.Result, d.Reason, d.Message = reason.Waiting, ref.Reason, ref.Error()
 			return true
 		case row.Kind == intake.Input || !g.PastGates:
@@ -360,7 +360,7 @@ func (d *Decision) planning(in generator.Input, overLimit string) *Decision {
 	if overLimit != "" {
 		d.Reason = reason.TooManyUnhealthy
 		msg += "; also " + overLimit
-		d.Also = append(d.Also, Hold{RungBreaker, reason.TooManyUnhealthy, overLimit + ": " + BreakerHolds, ""})
+		d.Also = append(d.Also, Hold{Rung: RungBreaker, Reason: reason.TooManyUnhealthy, Message: overLimit + ": " + BreakerHolds})
 	}
 	switch {
 	case len(p.Steps) > 0:

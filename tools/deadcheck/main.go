@@ -8,9 +8,9 @@
 // binaries are its main packages, and it loads them and every other
 // package of the module, so that a package no binary imports is reported
 // too; -exclude's packages (the test harnesses, mains included) are left
-// out but for what a binary imports. A function is dead when every run that loads its package
-// reports it: a function of the root module that only the binary of
-// another module calls is live. Generated files are not reported, nor a
+// out but for what a binary imports. A function is dead when every run
+// that loads its package reports it: a function of the root module that
+// only the binary of another module calls is live. Generated files are not reported, nor a
 // function that a generated file of its package names (a GraphQL scalar's
 // unmarshaler that the generated executor calls only for arguments no
 // query takes). The environment (GOPROXY, GOFLAGS) is passed on to
