@@ -309,12 +309,8 @@ func (d *Decision) first(in generator.Input) (*generator.Result, []string, error
 		return nil, nil, nil
 	case errors.Is(err, generator.ErrNothingToDo):
 		return nil, append([]string{}, warnings...), nil
-	case errors.Is(err, generator.ErrNotEnoughMachines):
-		return nil, nil, reason.Fail(reason.NotEnoughMachines, err)
-	case errors.Is(err, generator.ErrTooManyNonExistent):
-		return nil, nil, reason.Fail(reason.TooManyNonExistent, err)
 	case err != nil:
-		return nil, nil, reason.Fail(reason.GenerationError, err)
+		return nil, nil, reason.Fail(generator.Refusal(err), err)
 	}
 	return res, nil, nil
 }
@@ -349,7 +345,7 @@ func (d *Decision) check(step *generator.Result) error {
 func (d *Decision) planning(in generator.Input, overLimit string) *Decision {
 	s := d.Gathered.Settings
 	d.count(in)
-	p, err := generator.MakePlan(in, s.TemplateChanged(), d.Config.MaxSteps)
+	p, err := generator.Run(in, nil, s.TemplateChanged(), d.Config.MaxSteps, d.tick)
 	if err != nil {
 		return d.fail(reason.Fail(reason.GenerationError, fmt.Errorf("plan: %w", err)))
 	}
@@ -383,19 +379,29 @@ func (d *Decision) keepPlan(in generator.Input, step *generator.Result, settled 
 		d.Plan = generator.Settled(in.Current, settled)
 		return
 	}
-	var p *generator.Plan
-	var err error
-	max := d.Config.MaxSteps
-	if step != nil {
-		p, err = generator.Continue(in, step, max)
-	} else {
-		p, err = generator.MakePlan(in, d.Gathered.Settings.TemplateChanged(), max)
-	}
+	p, err := generator.Run(in, step, d.Gathered.Settings.TemplateChanged(), d.Config.MaxSteps, d.tick)
 	if err != nil {
 		d.Warnings = append(d.Warnings, "plan: "+err.Error())
 		return
 	}
 	d.Plan = p
+}
+
+// tick is a later tick of the plan, decided as the leader decides it on
+// the cluster the plan's previous step left: over max-unhealthy the
+// state taints alone, and once they are written the breaker's hold,
+// which ends the plan (generator.Held), since no later tick goes on
+// until fewer nodes are unhealthy.
+func (d *Decision) tick(in generator.Input, changed bool) (*generator.Result, error) {
+	_, over := breaker(d.Gathered.Settings.Change, in)
+	if over == "" {
+		return generator.Tick(in, changed)
+	}
+	res, err := generator.Taints(in)
+	if errors.Is(err, generator.ErrNothingToDo) {
+		return res, &generator.Held{Reason: reason.TooManyUnhealthy, Message: over + ": " + BreakerHolds}
+	}
+	return res, err
 }
 
 // Pending is the plan from the cluster as the tick leaves it: the plan
@@ -405,7 +411,7 @@ func (d *Decision) Pending() *generator.Plan {
 	if p == nil || d.Step == nil || len(p.Steps) == 0 {
 		return p
 	}
-	return &generator.Plan{Result: p.Result, Err: p.Err, Steps: p.Steps[1:], Start: d.Step.Cluster, Cluster: p.Cluster, Warnings: p.Warnings}
+	return &generator.Plan{Result: p.Result, Err: p.Err, Reason: p.Reason, Message: p.Message, Steps: p.Steps[1:], Start: d.Step.Cluster, Cluster: p.Cluster, Warnings: p.Warnings}
 }
 
 // count records the placements of the policy in the cluster as the tick

@@ -18,7 +18,6 @@
 package forecast
 
 import (
-	"errors"
 	"fmt"
 	"time"
 
@@ -27,7 +26,6 @@ import (
 	"github.com/ckegen/ckegen/failuredomain"
 	"github.com/ckegen/ckegen/generator"
 	"github.com/ckegen/ckegen/machine"
-	"github.com/ckegen/ckegen/reason"
 )
 
 // DefaultRetireLead is how long before its retire date a machine is
@@ -317,19 +315,8 @@ func (r *run) record(ev *Event, p *generator.Plan) {
 	warn(p.Warnings)
 	switch p.Result {
 	case generator.PlanRefused:
-		ev.Refusal = &Refusal{Reason: refusalCode(p.Err), Message: p.Err.Error()}
+		ev.Refusal = &Refusal{Reason: generator.Refusal(p.Err), Message: p.Err.Error()}
 	case generator.PlanMaxSteps:
 		ev.Warnings = append(ev.Warnings, fmt.Sprintf("the plan had not settled after %d steps: the next event goes on from the cluster it had reached", len(p.Steps)))
 	}
-}
-
-// refusalCode is the reason code the daemon records for a refused tick.
-func refusalCode(err error) string {
-	switch {
-	case errors.Is(err, generator.ErrNotEnoughMachines):
-		return reason.NotEnoughMachines
-	case errors.Is(err, generator.ErrTooManyNonExistent):
-		return reason.TooManyNonExistent
-	}
-	return reason.GenerationError
 }

@@ -79,7 +79,7 @@ func (r *run) count(ev *Event, in generator.Input) []string {
 		switch {
 		case m == nil:
 			bad = append(bad, n.Address+" is not in sabakan")
-		case m.Status.State != machine.StateHealthy && m.Status.State != machine.StateUpdating && m.Status.State != machine.StateUninitialized:
+		case !m.Status.State.Sound():
 			bad = append(bad, n.Address+" is "+string(m.Status.State))
 		}
 	}

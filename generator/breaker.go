@@ -24,9 +24,7 @@ func Unhealthy(in Input) []string {
 		if n == nil || in.Rebooting[n.Address] {
 			continue
 		}
-		switch s, ok := states[n.Address]; {
-		case !ok:
-		case s == machine.StateHealthy, s == machine.StateUpdating, s == machine.StateUninitialized:
+		if s, ok := states[n.Address]; ok && s.Sound() {
 			continue
 		}
 		out = append(out, n.Address)

@@ -23,15 +23,29 @@ const (
 	// PlanMaxSteps: there was still something to do after the maximum
 	// number of steps; the plan does not settle, or not soon.
 	PlanMaxSteps = "max-steps"
+	// PlanHeld: a hold that needs an operator keeps the daemon from going
+	// on (the breaker over max-unhealthy: docs/design.md 11.4); Plan.Reason
+	// and Message say which, as the daemon's status does.
+	PlanHeld = "held"
 )
+
+// Held is what a tick function returns when the daemon would hold: the
+// plan ends there, PlanHeld, with the hold's reason code and words.
+type Held struct{ Reason, Message string }
+
+func (h *Held) Error() string { return h.Message }
 
 // Plan is the sequence of ticks the daemon would make if nothing else
 // changed (docs/design.md 11.1), and where it leads.
 type Plan struct {
-	// Result is PlanSettled, PlanRefused or PlanMaxSteps.
+	// Result is PlanSettled, PlanRefused, PlanHeld or PlanMaxSteps.
 	Result string
 	// Err is the refused tick's error; nil unless Result is PlanRefused.
 	Err error
+	// Reason and Message say why a plan ends refused (Refusal's code and
+	// the error) or held (the hold's code and words), as the daemon's
+	// status says it; "" otherwise.
+	Reason, Message string
 	// Steps are the ticks that change the cluster, in order: at most the
 	// maximum number of steps.
 	Steps []Step
@@ -72,10 +86,25 @@ type Step struct {
 // cluster, so a step costs one tick and the plan keeps only the steps and
 // the last cluster.
 func MakePlan(in Input, templateChanged bool, maxSteps int) (*Plan, error) {
+	return Run(in, nil, templateChanged, maxSteps, Tick)
+}
+
+// Run is the one loop of a plan: tick decides each tick from the
+// cluster the previous one left (first, when not nil, is the first
+// tick's decision, already made on in), until one has nothing to do, one
+// fails, one holds (tick returns a *Held: PlanHeld), or one would make
+// step maxSteps+1. MakePlan's tick is Tick; the daemon's adds its holds
+// (decision).
+func Run(in Input, first *Result, templateChanged bool, maxSteps int, tick func(Input, bool) (*Result, error)) (*Plan, error) {
 	if maxSteps < 1 {
 		return nil, fmt.Errorf("max steps: must be at least 1, got %d", maxSteps)
 	}
-	return run(&Plan{Start: in.Current, Cluster: in.Current}, in, templateChanged, maxSteps)
+	p := &Plan{Start: in.Current, Cluster: in.Current}
+	if first != nil {
+		p.Steps, p.Cluster = []Step{{Op: first.Op, Changes: first.Changes, Warnings: first.Warnings}}, first.Cluster
+		in.Current, templateChanged = first.Cluster, false
+	}
+	return run(p, in, templateChanged, maxSteps, tick)
 }
 
 // Continue is the plan whose first step is first, a decision already
@@ -85,35 +114,30 @@ func MakePlan(in Input, templateChanged bool, maxSteps int) (*Plan, error) {
 // counts every step, first included. For first = Tick(in, changed),
 // Continue(in, first, n) is MakePlan(in, changed, n).
 func Continue(in Input, first *Result, maxSteps int) (*Plan, error) {
-	if maxSteps < 1 {
-		return nil, fmt.Errorf("max steps: must be at least 1, got %d", maxSteps)
-	}
-	p := &Plan{Start: in.Current, Cluster: first.Cluster,
-		Steps: []Step{{Op: first.Op, Changes: first.Changes, Warnings: first.Warnings}}}
-	in.Current = first.Cluster
-	return run(p, in, false, maxSteps)
+	return Run(in, first, false, maxSteps, Tick)
 }
 
 // run makes ticks from in, after the steps p has, until one has nothing
-// to do, one fails, or one would make step maxSteps+1.
-func run(p *Plan, in Input, templateChanged bool, maxSteps int) (*Plan, error) {
+// to do, one fails, one holds, or one would make step maxSteps+1.
+func run(p *Plan, in Input, templateChanged bool, maxSteps int, tick func(Input, bool) (*Result, error)) (*Plan, error) {
 	for {
-		res, err := Tick(in, templateChanged)
+		res, err := tick(in, templateChanged)
+		var held *Held
+		if err != nil && res != nil {
+			p.Warnings = res.Warnings
+		}
 		switch {
 		case errors.Is(err, ErrNothingToDo):
-			if res != nil {
-				p.Warnings = res.Warnings
-			}
 			p.Result = PlanSettled
+			return p, nil
+		case errors.As(err, &held):
+			p.Result, p.Reason, p.Message = PlanHeld, held.Reason, held.Message
 			return p, nil
 		case err != nil:
 			if len(p.Steps) == 0 && !isRefusal(err) {
 				return nil, err
 			}
-			if res != nil {
-				p.Warnings = res.Warnings
-			}
-			p.Result, p.Err = PlanRefused, err
+			p.Result, p.Err, p.Reason, p.Message = PlanRefused, err, Refusal(err), err.Error()
 			return p, nil
 		case len(p.Steps) == maxSteps:
 			p.Result = PlanMaxSteps

@@ -576,3 +576,47 @@ func TestPlanRefusedAndBadInput(t *testing.T) {
 		})
 	}
 }
+
+// TestRunHeld: a tick function that holds ends the plan there, held,
+// with the hold's code and words and the steps before it; Run with a
+// first decision given starts from its cluster.
+func TestRunHeld(t *testing.T) {
+	const k = 5
+	in := retiredWorld(t, k)
+	full, err := generator.MakePlan(in, false, k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ticks := 0
+	holdAfter := func(n int) func(generator.Input, bool) (*generator.Result, error) {
+		return func(in generator.Input, changed bool) (*generator.Result, error) {
+			if ticks++; ticks > n {
+				return &generator.Result{Warnings: []string{"w"}}, &generator.Held{Reason: "HOLD", Message: "held here"}
+			}
+			return generator.Tick(in, changed)
+		}
+	}
+	p, err := generator.Run(in, nil, false, k, holdAfter(2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Result != generator.PlanHeld || p.Reason != "HOLD" || p.Message != "held here" || len(p.Steps) != 2 || p.Err != nil ||
+		!slices.Equal(p.Warnings, []string{"w"}) {
+		t.Fatalf("plan %s %s %q after %d steps (err %v, warnings %q), want held HOLD after 2", p.Result, p.Reason, p.Message, len(p.Steps), p.Err, p.Warnings)
+	}
+	if diff := cmp.Diff(full.Steps[:2], p.Steps); diff != "" {
+		t.Fatalf("the held plan's steps differ from MakePlan's:\n%s", diff)
+	}
+	first, err := generator.Tick(in, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ticks = 0
+	p, err = generator.Run(in, first, false, k, holdAfter(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Result != generator.PlanHeld || len(p.Steps) != 1 || p.Cluster != first.Cluster || p.Start != in.Current {
+		t.Fatalf("from a first step: %s after %d steps, want held after 1 from the step's cluster", p.Result, len(p.Steps))
+	}
+}

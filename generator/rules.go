@@ -182,11 +182,7 @@ func (s *state) decreaseControlPlanes() (bool, error) {
 // isBadCP: a control plane that is neither HEALTHY, UPDATING nor
 // UNINITIALIZED, or carries an intolerable Kubernetes taint.
 func isBadCP(x *machineInfo) bool {
-	switch x.state {
-	case machine.StateHealthy, machine.StateUpdating, machine.StateUninitialized:
-		return x.intolerableTaint
-	}
-	return true
+	return !x.state.Sound() || x.intolerableTaint
 }
 
 func badCPText(x *machineInfo) string {

@@ -40,6 +40,15 @@ func (s State) Valid() bool {
 	return slices.Contains(States, s)
 }
 
+// Sound reports whether a node whose machine is in state s is sound: its
+// machine is HEALTHY, UPDATING or UNINITIALIZED. A control plane in any
+// other state is a bad one (docs/design.md 6.2.5), and a node in any
+// other state counts as unhealthy against max-unhealthy (11.4). Every
+// rule and view that asks which states a node may keep asks this.
+func (s State) Sound() bool {
+	return s == StateHealthy || s == StateUpdating || s == StateUninitialized
+}
+
 // ParseState parses a state name, case-insensitively (sabakan's REST API
 // uses lower case, GraphQL upper case).
 func ParseState(s string) (State, error) {

@@ -378,3 +378,14 @@ func TestValidateMatchesMap(t *testing.T) {
 		}
 	})
 }
+
+// TestSound: a node may keep HEALTHY, UPDATING and UNINITIALIZED, and no
+// other state.
+func TestSound(t *testing.T) {
+	for _, s := range States {
+		want := s == StateHealthy || s == StateUpdating || s == StateUninitialized
+		if s.Sound() != want {
+			t.Errorf("%s.Sound() = %v, want %v", s, s.Sound(), want)
+		}
+	}
+}

@@ -32,10 +32,15 @@ type Document struct {
 	// with, and how old it was, or that it was made without Node taints
 	// ("": made offline, from files).
 	View string `json:"view,omitempty"`
-	// Result is generator.PlanSettled, PlanRefused or PlanMaxSteps.
+	// Result is generator.PlanSettled, PlanRefused, PlanHeld or
+	// PlanMaxSteps.
 	Result string `json:"result"`
-	// Error is the refused step's error.
-	Error string `json:"error,omitempty"`
+	// Reason and Message say why a plan ends refused or held, as the
+	// daemon's status says it: its reason code and words. Error is a
+	// refused step's error.
+	Reason  string `json:"reason,omitempty"`
+	Message string `json:"message,omitempty"`
+	Error   string `json:"error,omitempty"`
 	// Model is the model of the workers the plan was computed in:
 	// constraints.CountModel or RateModel (see SetModel); "" when not
 	// recorded.
@@ -129,6 +134,7 @@ func New(p *generator.Plan) *Document {
 		Summary:  summarize(p.Start, p.Cluster),
 		Cluster:  p.Cluster,
 	}
+	d.Reason, d.Message = p.Reason, p.Message
 	if p.Err != nil {
 		d.Error = p.Err.Error()
 	}
@@ -385,6 +391,11 @@ func (d *Document) ending() string {
 			return "refused at step 1: " + d.Error
 		}
 		return fmt.Sprintf("refused at step %d, after %s: %s", n+1, steps(n), d.Error)
+	case generator.PlanHeld:
+		if n == 0 {
+			return "held at step 1 (" + d.Reason + "): " + d.Message
+		}
+		return fmt.Sprintf("held at step %d (%s), after %s: %s", n+1, d.Reason, steps(n), d.Message)
 	case generator.PlanMaxSteps:
 		return "max-steps: stopped after " + steps(n) + " with more to do"
 	}

@@ -149,7 +149,7 @@ func TestText(t *testing.T) {
 func TestWrite(t *testing.T) {
 	c := &cluster.Cluster{Name: "c", Nodes: []*cluster.Node{node("10.0.0.1", "cs", "1", true)}, ServiceSubnet: "10.68.0.0/16"}
 	p := &generator.Plan{
-		Result: generator.PlanRefused, Err: errors.New("boom"), Cluster: c,
+		Result: generator.PlanRefused, Err: errors.New("boom"), Reason: "GENERATION_ERROR", Message: "boom", Cluster: c,
 		Steps: []generator.Step{{Op: generator.OpNew, Changes: []generator.Change{
 			{Action: generator.ActionGenerate, Address: "10.0.0.1", Serial: "s1", Score: &generator.Score{Total: 1003}, Reason: "r"},
 		}}},
@@ -167,7 +167,7 @@ func TestWrite(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := map[string]any{
-		"result": "refused", "error": "boom", "warnings": []any{},
+		"result": "refused", "reason": "GENERATION_ERROR", "message": "boom", "error": "boom", "warnings": []any{},
 		"steps": []any{map[string]any{"op": "new", "warnings": []any{}, "changes": []any{
 			map[string]any{"action": "generate", "address": "10.0.0.1", "serial": "s1", "score": 1003.0, "reason": "r"},
 		}}},
@@ -279,5 +279,31 @@ func TestSetModel(t *testing.T) {
 				t.Errorf("read back from JSON:\n%s\nwant\n%s", got, text)
 			}
 		})
+	}
+}
+
+// TestHeld: a plan that a hold ends says so, with the hold's code and
+// words, in its text and its JSON.
+func TestHeld(t *testing.T) {
+	c := &cluster.Cluster{Name: "c", Nodes: []*cluster.Node{node("10.0.0.1", "cs", "1", true)}, ServiceSubnet: "10.68.0.0/16"}
+	p := &generator.Plan{Result: generator.PlanHeld, Reason: "TOO_MANY_UNHEALTHY", Message: "2 of 8 nodes are unhealthy", Start: c, Cluster: c,
+		Steps: []generator.Step{{Op: generator.OpTaintNodes}}}
+	d := planreport.New(p)
+	var text, js bytes.Buffer
+	if err := planreport.Write(&text, d, "text"); err != nil {
+		t.Fatal(err)
+	}
+	if want := "held at step 2 (TOO_MANY_UNHEALTHY), after 1 step: 2 of 8 nodes are unhealthy"; !strings.Contains(text.String(), want) {
+		t.Errorf("text:\n%s\nwant it to contain %q", text.String(), want)
+	}
+	if err := planreport.Write(&js, d, "json"); err != nil {
+		t.Fatal(err)
+	}
+	var got struct{ Result, Reason, Message, Error string }
+	if err := json.Unmarshal(js.Bytes(), &got); err != nil {
+		t.Fatal(err)
+	}
+	if got.Result != "held" || got.Reason != "TOO_MANY_UNHEALTHY" || got.Message != "2 of 8 nodes are unhealthy" || got.Error != "" {
+		t.Errorf("JSON: %+v", got)
 	}
 }

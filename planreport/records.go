@@ -65,9 +65,9 @@ func Domains(cen *failuredomain.Census) *storage.FailureDomains {
 
 // Pending is a plan pending, summed up as the status keeps it.
 func Pending(p *generator.Plan) *storage.PlanSummary {
-	s := &storage.PlanSummary{Result: p.Result, Steps: len(p.Steps)}
-	if p.Err != nil {
-		s.Error = p.Err.Error()
+	s := &storage.PlanSummary{Result: p.Result, Steps: len(p.Steps), Reason: p.Reason}
+	if p.Result == generator.PlanRefused || p.Result == generator.PlanHeld {
+		s.Error = p.Message
 	}
 	if len(p.Steps) > 0 {
 		next := p.Steps[0]

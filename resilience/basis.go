@@ -1,8 +1,6 @@
 package resilience
 
 import (
-	"errors"
-
 	"github.com/ckegen/ckegen/generator"
 	"github.com/ckegen/ckegen/reason"
 )
@@ -40,7 +38,7 @@ func (r *Report) setBasis(p *generator.Plan) bool {
 	r.Basis, r.PendingSteps = BasisCurrent, len(p.Steps)
 	switch p.Result {
 	case generator.PlanRefused:
-		r.PendingRefused = &Refusal{Reason: reasonOf(p.Err), Message: p.Err.Error()}
+		r.PendingRefused = &Refusal{Reason: generator.Refusal(p.Err), Message: p.Err.Error()}
 		return false
 	case generator.PlanMaxSteps:
 		r.PendingMaxSteps = true
@@ -65,19 +63,8 @@ func everyLoss(p *generator.Plan) *Recovery {
 	switch {
 	case p.Result == generator.PlanMaxSteps:
 		return &Recovery{Result: NotPlanned}
-	case p.Result != generator.PlanRefused || len(p.Steps) > 0 || !errors.Is(p.Err, generator.ErrTooManyNonExistent):
+	case p.Result != generator.PlanRefused || len(p.Steps) > 0 || generator.Refusal(p.Err) != reason.TooManyNonExistent:
 		return nil
 	}
-	return &Recovery{Result: generator.PlanRefused, Error: p.Err.Error()}
-}
-
-// reasonOf is the reason code the daemon records for a refused tick.
-func reasonOf(err error) string {
-	switch {
-	case errors.Is(err, generator.ErrNotEnoughMachines):
-		return reason.NotEnoughMachines
-	case errors.Is(err, generator.ErrTooManyNonExistent):
-		return reason.TooManyNonExistent
-	}
-	return reason.GenerationError
+	return &Recovery{Result: generator.PlanRefused, Reason: generator.Refusal(p.Err), Error: p.Err.Error()}
 }

@@ -117,7 +117,10 @@ type Recovery struct {
 	Steps   int    `json:"steps"`
 	Result  string `json:"result"`
 	Planned string `json:"planned,omitempty"`
-	Error   string `json:"error,omitempty"`
+	// Reason is a refused plan's reason code, as the daemon's status
+	// records it; Error its error.
+	Reason string `json:"reason,omitempty"`
+	Error  string `json:"error,omitempty"`
 }
 
 // NoQuorum is the Result of a domain whose loss breaks etcd's quorum:
@@ -332,7 +335,7 @@ func (x *index) addNode(n *cluster.Node, byAddr map[string]int) {
 	if n.ControlPlane {
 		d.ControlPlanes = append(d.ControlPlanes, n.Address)
 		x.badControlPlane = x.badControlPlane || m == nil || len(x.in.NodeTaints[n.Address]) > 0 ||
-			!slices.Contains([]machine.State{machine.StateHealthy, machine.StateUpdating, machine.StateUninitialized}, m.Status.State)
+			!m.Status.State.Sound()
 		return
 	}
 	x.workers++
@@ -451,11 +454,11 @@ func (x *index) plan(name string) Recovery {
 	p, err := generator.MakePlan(in, false, generator.DefaultMaxSteps)
 	if err != nil {
 		// The input planned as it was; with fewer machines it still does.
-		return Recovery{Result: generator.PlanRefused, Error: err.Error()}
+		return Recovery{Result: generator.PlanRefused, Reason: generator.Refusal(err), Error: err.Error()}
 	}
 	rec := Recovery{Steps: len(p.Steps), Result: p.Result}
 	if p.Err != nil {
-		rec.Error = p.Err.Error()
+		rec.Reason, rec.Error = generator.Refusal(p.Err), p.Err.Error()
 	}
 	return rec
 }

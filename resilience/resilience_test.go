@@ -3,6 +3,7 @@ package resilience
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -18,6 +19,7 @@ import (
 	"github.com/ckegen/ckegen/intake"
 	"github.com/ckegen/ckegen/machine"
 	"github.com/ckegen/ckegen/policy"
+	"github.com/ckegen/ckegen/reason"
 	"github.com/ckegen/ckegen/template"
 )
 
@@ -164,7 +166,7 @@ func expected(in generator.Input, key failuredomain.Key, domain string) Recovery
 		rc = Recovery{Result: NotPlanned}
 	}
 	if held, n := controlPlanesIn(in, key, domain); held > (n-1)/2 {
-		rc = Recovery{Steps: rc.Steps, Result: NoQuorum, Planned: rc.Result, Error: rc.Error}
+		rc = Recovery{Steps: rc.Steps, Result: NoQuorum, Planned: rc.Result, Reason: rc.Reason, Error: rc.Error}
 	}
 	return rc
 }
@@ -195,13 +197,26 @@ func reference(in generator.Input, key failuredomain.Key, domain string) Recover
 	in.Machines = ms
 	p, err := generator.MakePlan(in, false, generator.DefaultMaxSteps)
 	if err != nil {
-		return Recovery{Result: generator.PlanRefused, Error: err.Error()}
+		return Recovery{Result: generator.PlanRefused, Reason: refusalCode(err), Error: err.Error()}
 	}
 	rc := Recovery{Steps: len(p.Steps), Result: p.Result}
 	if p.Err != nil {
-		rc.Error = p.Err.Error()
+		rc.Reason, rc.Error = refusalCode(p.Err), p.Err.Error()
 	}
 	return rc
+}
+
+// refusalCode is the reason code the daemon's status records for a
+// refused tick, as docs/alerts.md lists them: the test's own reading,
+// against which the report's is checked.
+func refusalCode(err error) string {
+	switch {
+	case errors.Is(err, generator.ErrTooManyNonExistent):
+		return reason.TooManyNonExistent
+	case errors.Is(err, generator.ErrNotEnoughMachines):
+		return reason.NotEnoughMachines
+	}
+	return reason.GenerationError
 }
 
 // world is a random data center for the report: two worker roles, any

@@ -414,8 +414,10 @@ type ChangeStatus struct {
 
 // PlanSummary sums up the pending plan in the status.
 type PlanSummary struct {
-	// Result is how the plan ends: settled, refused or max-steps.
+	// Result is how the plan ends: settled, refused, held or max-steps;
+	// Reason the reason code of a plan refused or held.
 	Result string `json:"result"`
+	Reason string `json:"reason,omitempty"`
 	// Steps is the number of steps pending.
 	Steps int `json:"steps"`
 	// NextOp and NextChanges are the first pending step (at most
@@ -423,7 +425,8 @@ type PlanSummary struct {
 	NextOp          string   `json:"nextOp,omitempty"`
 	NextChanges     []Change `json:"nextChanges,omitempty"`
 	NextChangeCount int      `json:"nextChangeCount,omitempty"`
-	// Error is a refused plan's error.
+	// Error is a refused plan's error, or the words of the hold that
+	// ends a held one.
 	Error string `json:"error,omitempty"`
 }
 

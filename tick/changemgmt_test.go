@@ -416,8 +416,11 @@ func TestBreaker(t *testing.T) {
 	}
 	st := f.status(t)
 	want := "2 of 8 nodes are unhealthy (" + ws[0].Address + ", " + ws[1].Address + "), more than max-unhealthy 1 allows (1): no node is added, removed, promoted or demoted until fewer are; state taints written (2 changes)"
+	// The plan from the tainted cluster is the breaker's hold: the next
+	// tick holds, as the one below does, and plans no new worker.
 	if st.Result != reason.Failing || st.Reason != reason.TooManyUnhealthy || st.Message != want || st.LastOp != generator.OpTaintNodes ||
-		st.Unhealthy == nil || st.Unhealthy.Count != 2 || st.Unhealthy.Limit != 1 || st.Pending == nil || st.Pending.Steps == 0 {
+		st.Unhealthy == nil || st.Unhealthy.Count != 2 || st.Unhealthy.Limit != 1 || st.Pending == nil || st.Pending.Steps != 0 ||
+		st.Pending.Result != generator.PlanHeld || st.Pending.Reason != reason.TooManyUnhealthy || !strings.HasSuffix(st.Pending.Error, decision.BreakerHolds) {
 		t.Errorf("status: %s %s %q (last op %s), unhealthy %+v, pending %+v\nwant %q", st.Result, st.Reason, st.Message, st.LastOp, st.Unhealthy, st.Pending, want)
 	}
 	if h, _ := f.st.History(ctx); h[len(h)-1].Op != generator.OpTaintNodes {

@@ -3,14 +3,16 @@ package tick
 import (
 	"context"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/ckegen/ckegen/cluster"
+	"github.com/ckegen/ckegen/decision"
 	"github.com/ckegen/ckegen/generator"
 	"github.com/ckegen/ckegen/intake"
-	"github.com/ckegen/ckegen/labels"
 	"github.com/ckegen/ckegen/machine"
 	"github.com/ckegen/ckegen/planreport"
+	"github.com/ckegen/ckegen/reason"
 )
 
 // TestPlanDigest: a plan that changes the cluster is identified by the
@@ -67,12 +69,12 @@ func TestSettledPlanStoredOnce(t *testing.T) {
 	}
 }
 
-// TestPlanStoredAgainWhenItsClusterChanges: a plan with steps is
-// identified by the cluster it leads to, not by the revision it starts
-// from. Over max-unhealthy the tick writes nothing and the plan keeps its
-// steps; a label of a machine the plan adds changes only the plan's
-// final cluster, and the plan is stored again with it.
-func TestPlanStoredAgainWhenItsClusterChanges(t *testing.T) {
+// TestHeldPlanStoredOnce: over max-unhealthy the tick writes the state
+// taints, and the plan from the tainted cluster is the breaker's hold:
+// no step, held with TOO_MANY_UNHEALTHY, stored once and not again while
+// nothing changes. (A plan with steps is identified by the cluster it
+// leads to: TestPlanDigest.)
+func TestHeldPlanStoredOnce(t *testing.T) {
 	f := newFixture(t)
 	leader := f.lead(t)
 	d := f.step("d", nil)
@@ -84,43 +86,17 @@ func TestPlanStoredAgainWhenItsClusterChanges(t *testing.T) {
 		must(t, err)
 	}
 	_ = d.runOnce(ctx, leader) // TOO_MANY_UNHEALTHY: the state taints are written
-	_ = d.runOnce(ctx, leader) // nothing more to write; the plan has steps
 	rev := f.planRev(t)
-	_ = d.runOnce(ctx, leader)
+	for range 2 {
+		_ = d.runOnce(ctx, leader) // nothing more to write
+	}
 	if got := f.planRev(t); got != rev {
 		t.Fatalf("nothing changed, yet the plan was stored again (revision %d, then %d)", rev, got)
 	}
 	plan, err := planreport.ReadStored(ctx, f.st.Storage)
 	must(t, err)
-	added := ""
-	for _, s := range plan.Steps {
-		for _, c := range s.Changes {
-			if c.Action == generator.ActionAddWorker && added == "" {
-				added = c.Serial
-			}
-		}
-	}
-	if added == "" {
-		t.Fatalf("the plan adds no worker: %+v", plan.Steps)
-	}
-	must(t, f.store.SetLabel(added, "note", "relabelled"))
-	_ = d.runOnce(ctx, leader)
-	if f.planRev(t) == rev {
-		t.Fatal("the plan's final cluster changed, yet the plan was not stored again")
-	}
-	plan, err = planreport.ReadStored(ctx, f.st.Storage)
-	must(t, err)
-	found := false
-	for _, n := range plan.Cluster.Nodes {
-		if serial(n) == added {
-			found = true
-			if n.Labels[labels.SabakanPrefix+"note"] != "relabelled" {
-				t.Errorf("the stored plan's cluster has the old labels of %s: %v", added, n.Labels)
-			}
-		}
-	}
-	if !found {
-		t.Errorf("the stored plan's cluster has no node for %s", added)
+	if plan.Result != generator.PlanHeld || plan.Reason != reason.TooManyUnhealthy || len(plan.Steps) != 0 || !strings.HasSuffix(plan.Message, decision.BreakerHolds) {
+		t.Fatalf("stored plan %s %s %q with %d steps, want held %s with none", plan.Result, plan.Reason, plan.Message, len(plan.Steps), reason.TooManyUnhealthy)
 	}
 }
 

@@ -21,6 +21,7 @@ import (
 	"github.com/ckegen/ckegen/internal/usage"
 	"github.com/ckegen/ckegen/machine"
 	"github.com/ckegen/ckegen/planreport"
+	"github.com/ckegen/ckegen/reason"
 	"github.com/ckegen/ckegen/sabakan"
 )
 
@@ -230,7 +231,7 @@ func writeAssumed(w io.Writer, ms []assume.Match) {
 // order (assume.Avoid).
 func writeRehearsal(w io.Writer, as []assume.Assumption, ms []assume.Match, refused error) {
 	writeAssumed(w, ms)
-	if s := assume.Avoid(as, ms, errors.Is(refused, generator.ErrTooManyNonExistent)); s != "" {
+	if s := assume.Avoid(as, ms, generator.Refusal(refused) == reason.TooManyNonExistent); s != "" {
 		fmt.Fprintf(w, "note: %s\n", s)
 	}
 }

@@ -46,6 +46,9 @@ func pendingTable(w io.Writer, p *storage.PlanSummary) error {
 	}
 	tw := tabwriter.NewWriter(w, statusLabelWidth, 4, 2, ' ', 0)
 	ending := p.Result
+	if p.Reason != "" {
+		ending += " " + p.Reason
+	}
 	if p.Error != "" {
 		ending += ": " + p.Error
 	}
