@@ -18,6 +18,7 @@ import (
 
 	"github.com/ckegen/ckegen/cluster"
 	"github.com/ckegen/ckegen/generator"
+	"github.com/ckegen/ckegen/internal/testutil/cketest"
 	"github.com/ckegen/ckegen/reason"
 )
 
@@ -104,7 +105,11 @@ func newRunbookEnv(t *testing.T, model runbookModel, inside bool) *runbookEnv {
 	var k *ckeSite
 	e := newEnv(t, withoutDaemons())
 	if inside {
-		k = insideServer(t, e, true)
+		// As insideServer with debug, without CKE's own ckecli, which
+		// the runbooks do not call.
+		k = newCKESite(e, cketest.Inside(t), "")
+		k.server.name = "cke-inside"
+		k.server.args = []string{"--config", k.config, "--debug-sabakan"}
 	}
 	e.sabakan.stop(syscall.SIGKILL)
 	e.sabakan = &proc{name: "fakesabakan", log: filepath.Join(e.dir, "sabakan-examples.log"),
