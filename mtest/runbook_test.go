@@ -161,7 +161,17 @@ func newRunbookEnv(t *testing.T, model runbookModel, inside bool) *runbookEnv {
 // no cluster write for a while, and a plan with nothing to do.
 func (r *runbookEnv) settled() {
 	r.t.Helper()
-	r.converge(120 * time.Second)
+	since := time.Now()
+	var st status
+	r.eventually("a tick", 30*time.Second, func() bool {
+		var err error
+		st, err = r.status()
+		return err == nil && st.Time.After(since)
+	})
+	if st.Reason == reason.TooManyNonExistent {
+		r.t.Fatalf("refused: %s", st.Message)
+	}
+	r.converge(60 * time.Second)
 	if out := r.mustCtl("sabakan", "plan"); !strings.Contains(out, "plan: settled: nothing to do") {
 		r.t.Fatalf("converged, but the plan is not settled:\n%s", out)
 	}
@@ -289,7 +299,7 @@ func (r *runbookEnv) checkLosses(what string, first int, serials []string, ops .
 	for i, l := range got {
 		left = append(left, l.gone...)
 		if i >= len(ops) || len(l.gone) != 1 || !slices.Contains(ops[i], l.op) {
-			r.t.Errorf("%s: write %d that took control planes away: %q took %v; want one of %v taken by one write of each %v", what, i, l.op, l.gone, serials, ops)
+			r.t.Errorf("%s: the write %q took %v; want %v each taken alone, by writes of the ops %v in turn", what, l.op, l.gone, serials, ops)
 		}
 	}
 	slices.Sort(left)
