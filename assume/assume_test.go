@@ -219,21 +219,33 @@ func TestInventory(t *testing.T) {
 }
 
 // TestAvoid: a plan refused because assumptions took control planes out
-// of the answer says the order that would not be, naming them and how
-// to rehearse it; another refusal, or no machine left out, says nothing.
+// of the answer says the order that would not be, in the model in force,
+// naming them and how to rehearse it: RETIRING first in the count model,
+// which replaces them then; one at a time in the rate model, which
+// replaces each only in the write that removes it. Another refusal, or no
+// machine left out, says nothing.
 func TestAvoid(t *testing.T) {
 	as, _ := ParseAll([]string{"rack=4:RETIRED", "S3:UNREACHABLE"})
 	matches := []Match{{Assume: "rack=4:RETIRED", Machines: 2, LeftOut: 2, Why: "x"}, {Assume: "S3:UNREACHABLE", Machines: 1}}
-	want := "to avoid it, set rack=4 RETIRING first and wait until ckegen has replaced them (one per tick), then RETIRED: " +
-		"RETIRING keeps the machines in the query's answer while ckegen moves the control planes away (rehearse it with --assume rack=4:retiring)"
-	if got := Avoid(as, matches, true); got != want {
-		t.Errorf("Avoid: %q, want %q", got, want)
-	}
-	if got := Avoid(as, matches, false); got != "" {
-		t.Errorf("another refusal: %q", got)
+	for _, tc := range []struct {
+		rate bool
+		want string
+	}{
+		{false, "to avoid it, set rack=4 RETIRING first and wait until ckegen has replaced them (one per tick), then RETIRED: " +
+			"RETIRING keeps the machines in the query's answer while ckegen moves the control planes away (rehearse it with --assume rack=4:retiring)"},
+		{true, "to avoid it, retire rack=4 one machine at a time, RETIRING then RETIRED, the next only after the write that removes the previous one: " +
+			"in the rate model (minimum-workers-rate) a control plane is not replaced while it is RETIRING, " +
+			"but by the write that removes it once RETIRED takes it out of the query's answer (rehearse each with one --assume SERIAL:RETIRED)"},
+	} {
+		if got := Avoid(as, matches, true, tc.rate); got != tc.want {
+			t.Errorf("Avoid, rate model %v: %q, want %q", tc.rate, got, tc.want)
+		}
+		if got := Avoid(as, matches, false, tc.rate); got != "" {
+			t.Errorf("another refusal: %q", got)
+		}
 	}
 	matches[0].LeftOut = 0
-	if got := Avoid(as, matches, true); got != "" {
+	if got := Avoid(as, matches, true, true); got != "" {
 		t.Errorf("nothing left out: %q", got)
 	}
 }

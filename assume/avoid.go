@@ -8,12 +8,16 @@ import (
 
 // Avoid says in which order the change a rehearsal assumed would not be
 // refused, when the plan was refused because the assumptions took control
-// planes out of the query's answer at once (TOO_MANY_NONEXISTENT_CONTROL_PLANES):
+// planes out of the query's answer at once (TOO_MANY_NONEXISTENT_CONTROL_PLANES),
+// in the model in force (rate: minimum-workers-rate). In the count model
 // the machines go RETIRING first, which keeps them in the answer while
-// ckegen replaces them one per tick, and RETIRED after. The caller says
-// whether the plan was refused so (tooManyNonExistent); "" for another
-// refusal, or when no assumption left a machine out.
-func Avoid(as []Assumption, matches []Match, tooManyNonExistent bool) string {
+// ckegen replaces them one per tick, and RETIRED after. The rate model
+// replaces no control plane while it is RETIRING, only in the write that
+// removes it once it leaves the answer: the machines go RETIRED one at a
+// time, each after the previous one's removal. The caller says whether the
+// plan was refused so (tooManyNonExistent); "" for another refusal, or
+// when no assumption left a machine out.
+func Avoid(as []Assumption, matches []Match, tooManyNonExistent, rate bool) string {
 	if !tooManyNonExistent {
 		return ""
 	}
@@ -28,6 +32,12 @@ func Avoid(as []Assumption, matches []Match, tooManyNonExistent bool) string {
 	}
 	if len(which) == 0 {
 		return ""
+	}
+	if rate {
+		return "to avoid it, retire " + strings.Join(which, ", ") + " one machine at a time, RETIRING then RETIRED, " +
+			"the next only after the write that removes the previous one: in the rate model (minimum-workers-rate) " +
+			"a control plane is not replaced while it is RETIRING, but by the write that removes it once RETIRED takes it out of the query's answer " +
+			"(rehearse each with one --assume SERIAL:RETIRED)"
 	}
 	return "to avoid it, set " + strings.Join(which, ", ") + " RETIRING first and wait until ckegen has replaced them (one per tick), then RETIRED: " +
 		"RETIRING keeps the machines in the query's answer while ckegen moves the control planes away (rehearse it with " + strings.Join(rehearse, " ") + ")"

@@ -5,6 +5,7 @@ import (
 
 	"github.com/ckegen/ckegen/cluster"
 	"github.com/ckegen/ckegen/constraints"
+	"github.com/ckegen/ckegen/internal/words"
 	"github.com/ckegen/ckegen/machine"
 	"github.com/ckegen/ckegen/taints"
 )
@@ -72,12 +73,40 @@ func (s *state) regenerate() error {
 	return nil
 }
 
-// TooManyNonExistentWayOut is what to do when rule 1 refuses: the way
-// back into sabakan's answer while the machines still run, CKE's own
-// recovery when they do not (docs/alerts.md).
-const TooManyNonExistentWayOut = "if their machines still run, bring them back into sabakan's answer " +
-	"(a RETIRED machine: set it UNINITIALIZED, then RETIRING) and ckegen replaces them one per tick; " +
-	"if they do not, etcd has lost those members: recover it as CKE documents (docs/alerts.md)"
+// TooManyNonExistentWayOut is what to do when rule 1 refuses with gone of
+// cps control planes out of sabakan's answer, in the model in force (rate:
+// minimum-workers-rate): the way back into the answer while the machines
+// still run, and where the runbook is when they do not. In the count
+// model rule 5 replaces a control plane that is back and RETIRING; the
+// rate model has no rule 5, so a control plane is replaced only by the
+// write that removes it once it leaves the answer, and enough of them are
+// brought back that the others may leave (fewer than half).
+func TooManyNonExistentWayOut(rate bool, gone, cps int) string {
+	const runbook = "if they do not, etcd has lost those members and must be recovered with CKE's own tools first: " +
+		"ckegen's runbook TOO_MANY_NONEXISTENT_CONTROL_PLANES (ckegen's docs/alerts.md) gives the steps"
+	if !rate {
+		return "if their machines still run, bring them back into sabakan's answer " +
+			"(a RETIRED machine: set it UNINITIALIZED, then RETIRING) and ckegen replaces them one per tick; " + runbook
+	}
+	const why = "the rate model (minimum-workers-rate) replaces a control plane only once it leaves sabakan's answer, not while it is RETIRING; "
+	back := gone - (cps-1)/2 // the fewest to bring back so that the others may leave
+	if back >= gone {
+		return fmt.Sprintf("if their machines still run, bring them back into sabakan's answer (a RETIRED machine: set it UNINITIALIZED), "+
+			"and raise control-plane-count above 2 before retiring one: with %s none may leave at once, and ",
+			words.Count(cps, "control plane", "control planes")) + why + runbook
+	}
+	others := "the others adds their replacements"
+	if gone-back == 1 {
+		others = "the other adds its replacement"
+	}
+	them, it := "it", "it adds its"
+	if back > 1 {
+		them, it = "them one at a time", "each adds its"
+	}
+	return fmt.Sprintf("if their machines still run, bring %d of them back into sabakan's answer (a RETIRED machine: set it UNINITIALIZED): "+
+		"the write that removes %s; after that write, retire %s (RETIRING, then RETIRED): "+
+		"the write that removes %s replacement, as ", back, others, them, it) + why + runbook
+}
 
 // Rule 1: remove nodes whose machines are gone (docs/design.md 6.2.1).
 func (s *state) removeNonExistentNodes() (bool, error) {
@@ -96,7 +125,7 @@ func (s *state) removeNonExistentNodes() (bool, error) {
 	}
 	if goneCPs > 0 && 2*goneCPs >= s.cpCount {
 		return false, fmt.Errorf("%w: %d of %d control planes are not in sabakan; removing them would break etcd's quorum: %s",
-			ErrTooManyNonExistent, goneCPs, s.cpCount, TooManyNonExistentWayOut)
+			ErrTooManyNonExistent, goneCPs, s.cpCount, TooManyNonExistentWayOut(s.limits.rate, goneCPs, s.cpCount))
 	}
 	for _, mb := range gone {
 		action := ActionRemoveNonExistentWorker

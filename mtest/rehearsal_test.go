@@ -350,7 +350,7 @@ func TestRehearsalIsTheNextMove(t *testing.T) {
 	if got.Refused != reason.TooManyNonExistent {
 		t.Fatalf("rack 4's control planes RETIRED: the daemons' next move %s, want refused %s", got, reason.TooManyNonExistent)
 	}
-	if st, _ := r.status(); !strings.Contains(st.Message, generator.TooManyNonExistentWayOut) {
+	if st, _ := r.status(); !strings.Contains(st.Message, generator.TooManyNonExistentWayOut(false, 2, 3)) {
 		t.Errorf("the refusal's message %q does not say the way out", st.Message)
 	}
 	// The runbook: the way back to RETIRING, one machine after the

@@ -16,6 +16,7 @@ import (
 
 	"github.com/ckegen/ckegen/assume"
 	"github.com/ckegen/ckegen/cluster"
+	"github.com/ckegen/ckegen/constraints"
 	"github.com/ckegen/ckegen/generator"
 	"github.com/ckegen/ckegen/intake"
 	"github.com/ckegen/ckegen/internal/usage"
@@ -161,7 +162,7 @@ func (o *generateOptions) run(stdout, stderr io.Writer) error {
 	nothing := errors.Is(r.err, generator.ErrNothingToDo)
 	if o.explain != "json" {
 		as, _ := assume.ParseAll(o.assume) // parsed by load already
-		writeRehearsal(stderr, as, o.assumed, r.err)
+		writeRehearsal(stderr, as, o.assumed, r.err, r.model == constraints.RateModel)
 	}
 	switch o.explain {
 	case "json":
@@ -228,10 +229,10 @@ func writeAssumed(w io.Writer, ms []assume.Match) {
 
 // writeRehearsal is writeAssumed, then, when the rehearsal was refused
 // for a reason the order of the change avoids, a line that says that
-// order (assume.Avoid).
-func writeRehearsal(w io.Writer, as []assume.Assumption, ms []assume.Match, refused error) {
+// order in the model in force (rate: minimum-workers-rate; assume.Avoid).
+func writeRehearsal(w io.Writer, as []assume.Assumption, ms []assume.Match, refused error, rate bool) {
 	writeAssumed(w, ms)
-	if s := assume.Avoid(as, ms, generator.Refusal(refused) == reason.TooManyNonExistent); s != "" {
+	if s := assume.Avoid(as, ms, generator.Refusal(refused) == reason.TooManyNonExistent, rate); s != "" {
 		fmt.Fprintf(w, "note: %s\n", s)
 	}
 }

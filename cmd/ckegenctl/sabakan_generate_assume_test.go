@@ -249,3 +249,47 @@ func dropAdvice(s string) string {
 	}
 	return strings.TrimPrefix(strings.Join(out, "\n"), "\n")
 }
+
+// TestAssumeNoteIsTheModels: the note that says which order avoids the
+// refusal is the model's in force, in the text of generate and of
+// generate --plan, and online of sabakan plan (the stored constraints,
+// and --constraints of the other model): RETIRING first in the count model
+// (its rule 5 replaces a RETIRING control plane), one machine at a time in
+// the rate model (which replaces a control plane only in the write that
+// removes it).
+func TestAssumeNoteIsTheModels(t *testing.T) {
+	count := "note: to avoid it, set S000092, S000094 RETIRING first and wait until ckegen has replaced them (one per tick), then RETIRED"
+	rate := "note: to avoid it, retire S000092, S000094 one machine at a time, RETIRING then RETIRED, the next only after the write that removes the previous one: " +
+		"in the rate model (minimum-workers-rate) a control plane is not replaced while it is RETIRING"
+	for _, tc := range []struct {
+		model, template, constraints, want, not string
+	}{
+		{"count", "../../examples/template.yml", "../../examples/constraints.json", count, rate},
+		{"rate", "../../examples/template-rate.yml", "../../examples/constraints-rate.json", rate, count},
+	} {
+		for _, plan := range [][]string{nil, {"--plan"}} {
+			args := append([]string{"sabakan", "generate", "--template", tc.template, "--machines", "../../examples/machines.json",
+				"--constraints", tc.constraints, "--now", "2026-01-02T00:00:00Z", "--current", "../../examples/cluster-rack4.yml",
+				"--assume", "S000092:RETIRED", "--assume", "S000094:RETIRED"}, plan...)
+			out, errOut, _ := runCLI(t, args...)
+			if said := out + errOut; !strings.Contains(said, tc.want) || strings.Contains(said, tc.not) {
+				t.Errorf("%s model %v: the note is not the model's:\nstdout %.800s\nstderr %.800s", tc.model, plan, out, errOut)
+			}
+		}
+	}
+	s := newRack4Site(t)
+	for _, tc := range []struct {
+		model string
+		args  []string
+		want  string
+		not   string
+	}{
+		{"count", nil, count, rate},
+		{"rate", []string{"--constraints", "../../examples/constraints-rate.json", "--template", "../../examples/template-rate.yml"}, rate, count},
+	} {
+		out, errOut, _ := s.run(append([]string{"sabakan", "plan", "--assume", "S000092:RETIRED", "--assume", "S000094:RETIRED"}, tc.args...)...)
+		if !strings.Contains(out, tc.want) || strings.Contains(out, tc.not) {
+			t.Errorf("sabakan plan, %s model: the note is not the model's:\nstdout %.800s\nstderr %.800s", tc.model, out, errOut)
+		}
+	}
+}

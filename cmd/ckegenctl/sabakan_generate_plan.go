@@ -51,12 +51,12 @@ func (o *generateOptions) runPlan(cmd *cobra.Command) error {
 	as, _ := assume.ParseAll(o.assume) // parsed by load already
 	if o.output == "text" && len(o.assumed) > 0 {
 		var b bytes.Buffer
-		writeRehearsal(&b, as, o.assumed, p.Err)
+		writeRehearsal(&b, as, o.assumed, p.Err, in.Constraints.RateModel())
 		b.WriteByte('\n')
 		b.Write(d.Text())
 		_, err := cmd.OutOrStdout().Write(b.Bytes())
 		return err
 	}
-	writeRehearsal(cmd.ErrOrStderr(), as, o.assumed, p.Err)
+	writeRehearsal(cmd.ErrOrStderr(), as, o.assumed, p.Err, in.Constraints.RateModel())
 	return planreport.Write(cmd.OutOrStdout(), d, o.output)
 }

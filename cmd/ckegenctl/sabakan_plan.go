@@ -217,10 +217,10 @@ func (o *planOptions) plan(e *env, w intake.WhatIf, stdout, stderr io.Writer) er
 	as, _ := assume.ParseAll(o.assume) // parsed by decide already
 	if o.output == "text" && len(assumed) > 0 {
 		var b strings.Builder
-		writeRehearsal(&b, as, assumed, d.Plan.Err)
+		writeRehearsal(&b, as, assumed, d.Plan.Err, d.Gathered.Settings.Constraints.RateModel())
 		doc.View += "\n" + strings.TrimSuffix(b.String(), "\n")
 	} else {
-		writeRehearsal(stderr, as, assumed, d.Plan.Err)
+		writeRehearsal(stderr, as, assumed, d.Plan.Err, d.Gathered.Settings.Constraints.RateModel())
 	}
 	return planreport.Write(stdout, doc, o.output)
 }
