@@ -50,6 +50,9 @@ func startServer(t *testing.T, st storage.Storage, name string, p *storage.Prese
 func TestOwnerAndStatusSayWhoLeads(t *testing.T) {
 	f := newPlanFixture(t)
 	ctx := context.Background()
+	// The rate model: in the count model, owner and status warn of CKE's
+	// own integration too (TestCKEOwnWarning).
+	putSettings(t, f.st, "", rateConstraints, "")
 	ours := startServer(t, f.st, "cke-1", &storage.Presence{Kind: storage.PresenceInsideCKE, Version: "v0.9.0", Commit: "abc", CKEVersion: "v1.35.4"})
 	last := time.Now().Add(-5 * time.Minute).UTC().Truncate(time.Second)
 	mem, err := json.Marshal(decision.Memory{Leader: decision.Config{Mode: decision.ModeInsideCKE}})
