@@ -92,7 +92,7 @@ func TestHandbackCountModel(t *testing.T) {
 		}
 	}
 	if added != n {
-		t.Errorf("CKE's own integration added %d nodes (%d -> %d); ckegenctl said %d", added, len(handedBack.nodes), len(after.nodes), n)
+		t.Fatalf("CKE's own integration added %d nodes (%d -> %d); ckegenctl said %d", added, len(handedBack.nodes), len(after.nodes), n)
 	}
 	t.Logf("CKE's own integration added %d nodes in one write (%d -> %d), as ckegenctl said; story %s",
 		added, len(handedBack.nodes), len(after.nodes), time.Since(storyStart).Round(100*time.Millisecond))
