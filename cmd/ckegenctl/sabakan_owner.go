@@ -638,19 +638,19 @@ type ckeOwn struct {
 	// Model is the model in force for ckegen (constraints.CountModel or
 	// RateModel, stored or by default); "" when the stored constraints
 	// are refused.
-	Model string `json:"model"`
+	Model string
 	// Known: the leader's decision with CKE's reading was made; NotKnown
 	// says why not otherwise.
-	Known    bool   `json:"known"`
-	NotKnown string `json:"notKnown,omitempty"`
+	Known    bool
+	NotKnown string
 	// Added is how many nodes that decision's plan adds to the cluster,
 	// From and To its nodes before and after, in Writes writes (one a
 	// tick); AtLeast: the plan stopped at its maximum number of steps.
-	Added   int  `json:"added"`
-	From    int  `json:"from"`
-	To      int  `json:"to"`
-	Writes  int  `json:"writes"`
-	AtLeast bool `json:"atLeast,omitempty"`
+	Added   int
+	From    int
+	To      int
+	Writes  int
+	AtLeast bool
 
 	// reading is the constraints as CKE reads them (read: no error),
 	// guard the constraints' key as read, and stored whether it exists.
