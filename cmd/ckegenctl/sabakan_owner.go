@@ -13,9 +13,13 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/ckegen/ckegen/constraints"
 	"github.com/ckegen/ckegen/decision"
+	"github.com/ckegen/ckegen/generator"
 	"github.com/ckegen/ckegen/intake"
+	"github.com/ckegen/ckegen/internal/words"
 	"github.com/ckegen/ckegen/liveview"
+	"github.com/ckegen/ckegen/sabakan"
 	"github.com/ckegen/ckegen/storage"
 )
 
@@ -39,10 +43,10 @@ func ownership(ctx context.Context, st storage.Storage) (intake.Ownership, error
 
 // writeOwner makes owner the integration's owner and sets CKE's switch to
 // ckeDisabled, in one transaction guarded on the owner and both switches
-// as o read them: a takeover or handback whose read is stale loses with
-// storage.ErrConflict and writes nothing.
-func writeOwner(ctx context.Context, st storage.Storage, o intake.Ownership, owner string, ckeDisabled bool) error {
-	return st.Swap(ctx, o.Guards(),
+// as o read them, and the keys of also: a takeover or handback whose read
+// is stale loses with storage.ErrConflict and writes nothing.
+func writeOwner(ctx context.Context, st storage.Storage, o intake.Ownership, owner string, ckeDisabled bool, also ...storage.Guard) error {
+	return st.Swap(ctx, append(o.Guards(), also...),
 		storage.Write{Key: storage.KeyOwner, Data: []byte(owner)},
 		storage.Write{Key: storage.KeySabakanDisabled, Data: []byte(strconv.FormatBool(ckeDisabled))})
 }
@@ -59,6 +63,13 @@ func ownerText(o intake.Ownership) string {
 func errStale(command string) error {
 	return fmt.Errorf("the owner or a switch changed meanwhile (%s, %s or %s): nothing was written; check with ckegenctl sabakan owner and run ckegenctl sabakan %s again",
 		storage.KeyOwner, storage.KeySabakanDisabled, storage.KeyCKEGenDisabled, command)
+}
+
+// errStaleConstraints is what a handback whose guarded write lost says:
+// the constraints it checked are guarded too.
+func errStaleConstraints(command string) error {
+	return fmt.Errorf("the owner, a switch or the constraints changed meanwhile (%s, %s, %s or %s): nothing was written; check with ckegenctl sabakan owner and run ckegenctl sabakan %s again",
+		storage.KeyOwner, storage.KeySabakanDisabled, storage.KeyCKEGenDisabled, storage.KeyConstraints, command)
 }
 
 func newSabakanTakeoverCmd(e *env) *cobra.Command {
@@ -248,56 +259,99 @@ func insideWithoutDaemons(ctx context.Context, st storage.Storage) (string, erro
 }
 
 func newSabakanHandbackCmd(e *env) *cobra.Command {
-	return &cobra.Command{
+	var force bool
+	o := &planOptions{maxSteps: generator.DefaultMaxSteps}
+	cmd := &cobra.Command{
 		Use:   "handback",
 		Short: "give the integration back to CKE: its own integration writes the cluster again (one transaction)",
 		Long: `handback gives the sabakan integration back to CKE: it writes sabakan/owner
 cke and CKE's sabakan/disabled false (which restarts the integration of
 CKE's server: CKE's own, or ckegen's inside a cke built from ckeserver/) in
 one etcd transaction that succeeds only if neither key, nor ckegen's switch
-sabakan/ckegen/disabled, changed since they were read. From its next tick,
-ckegen's daemon writes nothing while a CKE server runs (OWNED_BY_CKE).
+sabakan/ckegen/disabled, nor the constraints changed since they were read.
+From its next tick, ckegen's daemon writes nothing while a CKE server runs
+(OWNED_BY_CKE).
+
+handback is refused, writes nothing and exits 1 while the count model is in
+force (minimum-workers/maximum-workers, stored or by default) or the stored
+constraints are refused: CKE v1.35.4's own integration knows the rate model
+only, reads minimum-workers-rate 0 from a document of the count model, and
+makes every HEALTHY machine a worker template accepts a node, in one write.
+The refusal says how many nodes it would add: the leader's decision made, as
+ckegenctl sabakan plan makes it (sabakan is queried, read only), with the
+constraints as CKE reads them (not known when sabakan does not answer).
+Switch to the rate model first, after checking it with ckegenctl constraints
+set minimum-workers-rate N --dry-run. --force hands back all the same.
 
 When ckegen does not own the integration, handback says so, writes nothing
 and exits 0.`,
 		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			stdout := cmd.OutOrStdout()
-			var o intake.Ownership
-			err := e.withStorage(func(ctx context.Context, st storage.Storage) error {
-				var err error
-				if o, err = ownership(ctx, st); err != nil || !o.OwnedByCKEGen() {
-					return err
-				}
-				if err := writeOwner(ctx, st, o, intake.OwnerCKE, false); errors.Is(err, storage.ErrConflict) {
-					return errStale("handback")
-				} else if err != nil {
-					return err
-				}
-				return nil
-			})
-			if err != nil {
-				return err
-			}
-			if !o.OwnedByCKEGen() {
-				fmt.Fprintf(stdout, "ckegen does not own the sabakan integration (%s: %s): nothing written.\n", storage.KeyOwner, ownerText(o))
-				if o.CKEDisabled {
-					fmt.Fprintf(stdout, "CKE's %s is true: its own integration is disabled; enable it with ckegenctl sabakan enable.\n", storage.KeySabakanDisabled)
-				}
-				return nil
-			}
-			fmt.Fprintf(stdout, "CKE owns the sabakan integration again: %s is now cke; CKE's %s is now false, which restarts the integration of CKE's server (CKE's own, or ckegen's inside a cke built from ckeserver/).\n",
-				storage.KeyOwner, storage.KeySabakanDisabled)
-			if o.CKEServer {
-				fmt.Fprintln(stdout, "Next: ckegen's daemon writes nothing from its next tick (OWNED_BY_CKE); CKE's integration writes the cluster.")
-			} else {
-				fmt.Fprintf(stdout, "Next: no CKE server holds %s now; ckegen's daemon writes nothing all the same (OWNED_BY_CKE, %s is cke), so the cluster changes again when CKE's server runs.\n",
-					storage.KeyLeader, storage.KeyOwner)
-			}
-			fmt.Fprintln(stdout, "Take over again with ckegenctl sabakan takeover.")
-			return nil
+			return handback(e, cmd, o, force)
 		},
 	}
+	cmd.Flags().BoolVar(&force, "force", false, "hand back while the count model is in force, although CKE's own integration would add every HEALTHY machine a worker template accepts")
+	o.addLiveFlags(cmd.Flags())
+	return cmd
+}
+
+func handback(e *env, cmd *cobra.Command, po *planOptions, force bool) error {
+	stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
+	var o intake.Ownership
+	var own *ckeOwn
+	err := e.withStorage(func(ctx context.Context, st storage.Storage) error {
+		var err error
+		if o, err = ownership(ctx, st); err != nil || !o.OwnedByCKEGen() {
+			return err
+		}
+		own, err = readModel(ctx, st)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	if !o.OwnedByCKEGen() {
+		fmt.Fprintf(stdout, "ckegen does not own the sabakan integration (%s: %s): nothing written.\n", storage.KeyOwner, ownerText(o))
+		if o.CKEDisabled {
+			fmt.Fprintf(stdout, "CKE's %s is true: its own integration is disabled; enable it with ckegenctl sabakan enable.\n", storage.KeySabakanDisabled)
+		}
+		return nil
+	}
+	if own.atRisk() {
+		own.count(func(w intake.WhatIf) (*decision.Decision, error) {
+			d, _, err := po.decide(e, w)
+			return d, err
+		})
+		if !force {
+			return fmt.Errorf("handback refused, nothing written: %s; %s (then hand back), or hand back all the same with --force",
+				own.says(), toRateModel)
+		}
+		fmt.Fprintf(stderr, "warning: --force: handing back although %s\n", own.says())
+	}
+	err = e.withStorage(func(ctx context.Context, st storage.Storage) error {
+		if err := writeOwner(ctx, st, o, intake.OwnerCKE, false, own.guard); errors.Is(err, storage.ErrConflict) {
+			return errStaleConstraints("handback")
+		} else if err != nil {
+			return err
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "CKE owns the sabakan integration again: %s is now cke; CKE's %s is now false, which restarts the integration of CKE's server (CKE's own, or ckegen's inside a cke built from ckeserver/).\n",
+		storage.KeyOwner, storage.KeySabakanDisabled)
+	if own.atRisk() {
+		fmt.Fprintf(stdout, "Handed back with --force: if CKE's own integration writes the cluster, %s.\n", own.says())
+	}
+	if o.CKEServer {
+		fmt.Fprintln(stdout, "Next: ckegen's daemon writes nothing from its next tick (OWNED_BY_CKE); CKE's integration writes the cluster.")
+	} else {
+		fmt.Fprintf(stdout, "Next: no CKE server holds %s now; ckegen's daemon writes nothing all the same (OWNED_BY_CKE, %s is cke), so the cluster changes again when CKE's server runs.\n",
+			storage.KeyLeader, storage.KeyOwner)
+	}
+	fmt.Fprintln(stdout, "Take over again with ckegenctl sabakan takeover.")
+	return nil
 }
 
 // switchNote says which switch a command acted on, and why.
@@ -342,6 +396,10 @@ type ownerReport struct {
 	// Writer says which integration writes the cluster by the rules of
 	// docs/beside-cke.md, given who leads now.
 	Writer string `json:"writer"`
+	// CKEOwn warns, where CKE's own binary could lead while the count
+	// model is in force, how many nodes its integration would add
+	// (ckeOwnWarning).
+	CKEOwn string `json:"ckeOwnWarning,omitempty"`
 }
 
 // insideWriter is who writes the cluster when ckegen runs inside CKE's
@@ -367,7 +425,7 @@ func writerNow(d *decision.Decision, who liveview.Actor) string {
 	inside := d.Mode == decision.ModeInsideCKE
 	switch {
 	case who.Kind == liveview.Nobody:
-		return fmt.Sprintf("none now: nothing leads (nothing under %s nor %s); once a server leads, by the settings: %s", storage.KeyLeader, storage.KeyCKEGenLeader, writer(d))
+		return nobodyLeads(d)
 	case who.Kind == liveview.CKEWithoutCKEGen:
 		return "none: " + who.Says
 	case who.Kind == liveview.CKENotKnown && inside && d.Hold != nil && d.Hold.Writer != "":
@@ -384,19 +442,48 @@ func writerNow(d *decision.Decision, who liveview.Actor) string {
 }
 
 // writer says who writes the cluster, from the leader's decision on the
-// settings alone: its gate says who writes while it holds, and its mode
-// who writes when nothing holds (a rung after the gate, a setting
-// missing, decides what is written, not who writes).
-func writer(d *decision.Decision) string {
+// settings alone (writerOf its hold and mode).
+func writer(d *decision.Decision) string { return writerOf(d.Hold, d.Mode) }
+
+// writerOf says who writes the cluster when a leader of mode holds on h
+// (nil: none): the gate says who writes while it holds, and the mode who
+// writes when nothing holds (a rung after the gate, a setting missing,
+// decides what is written, not who writes).
+func writerOf(h *decision.Hold, mode string) string {
 	switch {
-	case d.Hold != nil && d.Hold.Writer != "":
-		return d.Hold.Writer
-	case d.Mode == decision.ModeInsideCKE:
+	case h != nil && h.Writer != "":
+		return h.Writer
+	case mode == decision.ModeInsideCKE:
 		return insideWriter
-	case d.Mode == decision.ModeBesideCKE:
+	case mode == decision.ModeBesideCKE:
 		return "ckegen, while CKE's status says " + intake.CKEPhases()
 	}
 	return "ckegen, standalone (no CKE server holds leader/)"
+}
+
+// nobodyLeads says, while nothing leads, what each possible leader would
+// write: the gate decided, on the settings of d, for ckegen's daemon
+// alone, for CKE's server alone (its integration: CKE's own binary's, or
+// ckegen's inside a cke built from ckeserver/; CKE's sabakan/disabled is
+// the switch of both) and for ckegen's daemon beside CKE's server.
+func nobodyLeads(d *decision.Decision) string {
+	none := fmt.Sprintf("none now: nothing leads (nothing under %s nor %s)", storage.KeyLeader, storage.KeyCKEGenLeader)
+	g := d.Gathered
+	if d.Mode == "" || g == nil || g.Settings == nil {
+		return none + "; who would write is not known: " + d.Message
+	}
+	as := func(mode string, ckeServer bool) (*decision.Hold, string) {
+		o := g.Settings.Own
+		o.CKEServer = ckeServer
+		return decision.Gate(o, mode, g.HasCluster, d.At, time.Duration(d.Config.CKEStatusMaxAge)), decision.ModeOf(mode, o)
+	}
+	daemon := writerOf(as("", false))
+	cke := "its own integration: CKE's own if it runs CKE's own binary, ckegen if it is a cke built from ckeserver/"
+	if h, _ := as(decision.ModeInsideCKE, true); h != nil {
+		cke = h.Writer
+	}
+	both := writerOf(as("", true))
+	return fmt.Sprintf("%s; if ckegen's daemon leads alone: %s; if CKE's server leads alone: %s; if both lead: %s", none, daemon, cke, both)
 }
 
 func newSabakanOwnerCmd(e *env) *cobra.Command {
@@ -441,7 +528,8 @@ integration writes the cluster by those keys.`,
 					return err
 				}
 				r.Mode = last.Mode
-				return nil
+				r.CKEOwn, err = ckeOwnWarning(ctx, e, st, o, last.Mode)
+				return err
 			})
 			if err != nil {
 				return err
@@ -505,5 +593,211 @@ func ownerTable(w io.Writer, r ownerReport) error {
 		fmt.Fprintf(tw, "MODE\t%s\n", m)
 	}
 	fmt.Fprintf(tw, "WRITES CLUSTER\t%s\n", r.Writer)
+	if r.CKEOwn != "" {
+		fmt.Fprintf(tw, "WARNING\t%s\n", r.CKEOwn)
+	}
 	return tw.Flush()
+}
+
+// CKE v1.35.4's own integration and the count model. CKE's own `cke`
+// knows the rate model's constraints only: its Constraints type has no
+// minimum-workers nor maximum-workers, so it reads a document of the
+// count model as minimum-workers-rate 0, and its rule "increase worker"
+// then makes every HEALTHY machine a worker template accepts a node, all
+// in one write. Wherever CKE's own binary could lead (a handback, CKE's
+// integration re-enabled, a rolling restart or a rollback of the binary
+// inside CKE), that is a mass change nobody asked for; ckegenctl says how
+// many nodes it would add, from the leader's decision made with the
+// constraints as CKE reads them.
+
+// ckeReads is the constraints CKE v1.35.4's own integration reads from
+// the stored document data (exists: one is stored): the keys its type
+// knows, each 0 when absent, and CKE's defaults (control-plane-count 1,
+// minimum-workers-rate 80) when none is stored.
+func ckeReads(data []byte, exists bool) (constraints.Constraints, error) {
+	doc := struct {
+		ControlPlaneCount  int `json:"control-plane-count"`
+		MinimumWorkersRate int `json:"minimum-workers-rate"`
+	}{1, constraints.DefaultMinimumWorkersRate}
+	if exists {
+		doc.ControlPlaneCount, doc.MinimumWorkersRate = 0, 0
+		if err := json.Unmarshal(data, &doc); err != nil {
+			return constraints.Constraints{}, fmt.Errorf("CKE's own integration cannot read the stored %s: %w", storage.KeyConstraints, err)
+		}
+	}
+	c := constraints.Constraints{ControlPlaneCount: doc.ControlPlaneCount, MinimumWorkersRate: &doc.MinimumWorkersRate}
+	if err := c.Validate(); err != nil {
+		return c, fmt.Errorf("as CKE's own integration reads the stored %s: %w", storage.KeyConstraints, err)
+	}
+	return c, nil
+}
+
+// ckeOwn is what CKE v1.35.4's own integration would do to the cluster
+// were it to lead now, while the count model is in force.
+type ckeOwn struct {
+	// Model is the model in force for ckegen (constraints.CountModel or
+	// RateModel, stored or by default); "" when the stored constraints
+	// are refused.
+	Model string
+	// Known: the leader's decision with CKE's reading was made; NotKnown
+	// says why not otherwise.
+	Known    bool
+	NotKnown string
+	// Added is how many nodes that decision's plan adds to the cluster,
+	// From and To its nodes before and after, in Writes writes (one a
+	// tick); AtLeast: the plan stopped at its maximum number of steps.
+	Added   int
+	From    int
+	To      int
+	Writes  int
+	AtLeast bool
+
+	// reading is the constraints as CKE reads them (read: no error),
+	// guard the constraints' key as read, and stored whether it exists.
+	reading constraints.Constraints
+	read    error
+	guard   storage.Guard
+	stored  bool
+}
+
+// atRisk reports whether CKE's own integration reads other constraints
+// than ckegen does: the count model is in force, or the stored
+// constraints are refused.
+func (c *ckeOwn) atRisk() bool { return c.Model != constraints.RateModel }
+
+// readModel reads the model in force and the constraints as CKE's own
+// integration reads them, from one snapshot of the constraints' key.
+func readModel(ctx context.Context, st storage.Storage) (*ckeOwn, error) {
+	s, refused, snap, err := intake.Load(ctx, st, intake.SettingConstraints)
+	if err != nil {
+		return nil, err
+	}
+	v := snap.Get(storage.KeyConstraints)
+	c := &ckeOwn{guard: storage.GuardOf(storage.KeyConstraints, v), stored: v.Exists()}
+	if ref := refused[intake.SettingConstraints]; ref != nil {
+		c.NotKnown = ref.Explain()
+	} else {
+		c.Model = s.Constraints.Model()
+	}
+	c.reading, c.read = ckeReads(v.Data, v.Exists())
+	return c, nil
+}
+
+// decideAsCKE is the leader's decision on the world now with w in place
+// of the stored settings (liveview.Reader.Decide, as a setting's
+// --dry-run makes it).
+type decideAsCKE func(w intake.WhatIf) (*decision.Decision, error)
+
+// count decides once with the constraints as CKE reads them and counts
+// the nodes that decision's plan adds; what keeps it from being made is
+// said in NotKnown.
+func (c *ckeOwn) count(decide decideAsCKE) {
+	switch {
+	case c.NotKnown != "":
+		return
+	case c.read != nil:
+		c.NotKnown = c.read.Error()
+		return
+	}
+	d, err := decide(intake.WhatIf{Constraints: &c.reading})
+	if err != nil {
+		c.NotKnown = err.Error()
+		return
+	}
+	p := d.Plan
+	had := map[string]bool{}
+	if p.Start != nil {
+		c.From = len(p.Start.Nodes)
+		for _, n := range p.Start.Nodes {
+			had[n.Address] = true
+		}
+	}
+	if p.Cluster != nil {
+		c.To = len(p.Cluster.Nodes)
+		for _, n := range p.Cluster.Nodes {
+			if !had[n.Address] {
+				c.Added++
+			}
+		}
+	}
+	c.Known, c.Writes, c.AtLeast = true, len(p.Steps), p.Result == generator.PlanMaxSteps
+}
+
+// toRateModel is how to leave the count model, checked first.
+const toRateModel = "switch to the rate model first, after checking what it does: ckegenctl constraints set minimum-workers-rate N --dry-run"
+
+// says says what CKE's own integration would add, or that it is not
+// known and why.
+func (c *ckeOwn) says() string {
+	model := "the count model is in force (minimum-workers/maximum-workers), which CKE v1.35.4's own integration does not know"
+	switch {
+	case c.Model == "":
+		model = "the stored constraints are refused, so CKE v1.35.4's own integration may read other constraints than ckegen"
+	case c.read != nil:
+	case !c.stored:
+		model = fmt.Sprintf("the count model is in force by default (no %s stored), which CKE v1.35.4's own integration does not know: it reads its own default, minimum-workers-rate %d",
+			storage.KeyConstraints, *c.reading.MinimumWorkersRate)
+	default:
+		model += fmt.Sprintf(": it reads minimum-workers-rate %d", *c.reading.MinimumWorkersRate)
+	}
+	if !c.Known {
+		return model + "; how many nodes it would add is not known: " + c.NotKnown
+	}
+	atLeast := ""
+	if c.AtLeast {
+		atLeast = "at least "
+	}
+	return fmt.Sprintf("%s and would add %s%s (%d → %d nodes) in %s", model, atLeast, words.Count(c.Added, "node", "nodes"), c.From, c.To,
+		words.Count(c.Writes, "write", "writes"))
+}
+
+// ckeOwnCouldLead says where CKE's own binary could lead and run its own
+// integration, by the ownership keys and the mode of the last tick
+// (lastMode), in words ("": it could not, ckegen's daemon runs
+// standalone).
+func ckeOwnCouldLead(o intake.Ownership, lastMode string) string {
+	switch {
+	case lastMode == decision.ModeInsideCKE:
+		return "inside CKE, a rolling restart or a rollback of the binary lets CKE's own cke lead"
+	case o.OwnedByCKEGen() && o.CKEServer:
+		return "beside CKE's server, a handback or CKE's integration re-enabled (ckecli sabakan enable) runs CKE's own integration"
+	case o.CKEServer:
+		return "beside CKE's server, whose integration owns the cluster (CKE's own, unless it is a cke built from ckeserver/)"
+	case o.HandedBack():
+		return "handed back to CKE, its server's integration writes once it runs (CKE's own, unless it is a cke built from ckeserver/)"
+	}
+	return ""
+}
+
+// ckeOwnWarning is the one line owner and status say where CKE's own
+// binary could lead while the count model is in force ("" otherwise):
+// how many nodes its integration would add, from the leader's decision
+// with the constraints as CKE reads them (sabakan asked once, read only,
+// within checkTimeout), and the fix. lastMode is the mode of the last
+// tick. Only an etcd failure is an error.
+func ckeOwnWarning(ctx context.Context, e *env, st storage.Storage, o intake.Ownership, lastMode string) (string, error) {
+	where := ckeOwnCouldLead(o, lastMode)
+	if where == "" {
+		return "", nil
+	}
+	own, err := readModel(ctx, st)
+	if err != nil || !own.atRisk() {
+		return "", err
+	}
+	r := liveview.NewReader(st, liveview.Options{Sabakan: sabakan.Options{Timeout: checkTimeout, Retries: -1}, EtcdTimeout: e.timeout})
+	own.count(func(w intake.WhatIf) (*decision.Decision, error) {
+		return r.Decide(ctx, liveview.Preview{WhatIf: w})
+	})
+	return fmt.Sprintf("%s: %s; %s", where, own.says(), toRateModel), nil
+}
+
+// ckeOwnNote is ckeOwnWarning for the status, with the ownership read
+// as the status reads it (a switch that does not parse is the status's
+// to say).
+func ckeOwnNote(ctx context.Context, e *env, st storage.Storage, lastMode string) (string, error) {
+	s, _, _, err := intake.Load(ctx, st, intake.SettingOwner)
+	if err != nil {
+		return "", err
+	}
+	return ckeOwnWarning(ctx, e, st, s.Own, lastMode)
 }

@@ -50,6 +50,9 @@ func startServer(t *testing.T, st storage.Storage, name string, p *storage.Prese
 func TestOwnerAndStatusSayWhoLeads(t *testing.T) {
 	f := newPlanFixture(t)
 	ctx := context.Background()
+	// The rate model: in the count model, owner and status warn of CKE's
+	// own integration too (TestCKEOwnWarning).
+	putSettings(t, f.st, "", rateConstraints, "")
 	ours := startServer(t, f.st, "cke-1", &storage.Presence{Kind: storage.PresenceInsideCKE, Version: "v0.9.0", Commit: "abc", CKEVersion: "v1.35.4"})
 	last := time.Now().Add(-5 * time.Minute).UTC().Truncate(time.Second)
 	mem, err := json.Marshal(decision.Memory{Leader: decision.Config{Mode: decision.ModeInsideCKE}})
@@ -141,5 +144,52 @@ func TestSkewWarning(t *testing.T) {
 		if code != 0 || strings.Count(errOut, "warning:") != min(len(c.warn), 1) || !strings.HasPrefix(errOut, c.warn) {
 			t.Errorf("ckegenctl %s beside v0.1.3: exit %d, stderr %q, want %q", c.mine, code, errOut, c.warn)
 		}
+	}
+}
+
+// TestNobodyLeadsEachLeader: while nothing leads, owner says what each
+// possible leader would write, by the gate decided for each (ckegen's
+// daemon alone, CKE's server alone, both), never a guess of one.
+func TestNobodyLeadsEachLeader(t *testing.T) {
+	f := newPlanFixture(t)
+	putSettings(t, f.st, string(storedTemplate(t)), rateConstraints, f.sabakan.URL+"/graphql")
+	writes := func() string {
+		t.Helper()
+		out, errOut, code := f.run("sabakan", "owner")
+		if code != 0 {
+			t.Fatalf("owner: exit %d, %s", code, errOut)
+		}
+		for _, l := range strings.Split(out, "\n") {
+			if w, ok := strings.CutPrefix(l, "WRITES CLUSTER  "); ok {
+				return w
+			}
+		}
+		t.Fatalf("owner has no WRITES CLUSTER:\n%s", out)
+		return ""
+	}
+	const none = "none now: nothing leads (nothing under leader/ nor sabakan/ckegen/leader/); "
+
+	// ckegen owns the integration: its daemon writes, alone or beside
+	// CKE's server; CKE's server alone writes nothing, its switch off.
+	if _, errOut, code := f.run("sabakan", "takeover"); code != 0 {
+		t.Fatal(errOut)
+	}
+	want := none + "if ckegen's daemon leads alone: ckegen, standalone (no CKE server holds leader/); " +
+		"if CKE's server leads alone: none: CKE's sabakan/disabled is true (inside CKE's server, the switch of ckegen too); " +
+		"if both lead: ckegen, while CKE's status says completed, reboot-nodes, upgrade-aborted or etcd-boot-aborted"
+	if got := writes(); got != want {
+		t.Errorf("ckegen owns, nothing leads:\n%s\nwant\n%s", got, want)
+	}
+
+	// Handed back: CKE's server writes, with its own integration or
+	// ckegen's inside; ckegen's daemon holds, even alone.
+	if _, errOut, code := f.run("sabakan", "handback"); code != 0 {
+		t.Fatal(errOut)
+	}
+	want = none + "if ckegen's daemon leads alone: CKE's own integration once its server runs (handed back; ckegen holds, OWNED_BY_CKE, also while no CKE server holds leader/); " +
+		"if CKE's server leads alone: its own integration: CKE's own if it runs CKE's own binary, ckegen if it is a cke built from ckeserver/; " +
+		"if both lead: CKE's own integration (ckegen holds, OWNED_BY_CKE; ckegenctl sabakan takeover hands it to ckegen)"
+	if got := writes(); got != want {
+		t.Errorf("handed back, nothing leads:\n%s\nwant\n%s", got, want)
 	}
 }

@@ -376,7 +376,8 @@ func TestOwnershipRaces(t *testing.T) {
 // stderr.
 func TestSwitchFollowsOwner(t *testing.T) {
 	f := newPlanFixture(t)
-	putSettings(t, f.st, string(storedTemplate(t)), countConstraints, f.sabakan.URL+"/graphql")
+	// The rate model: a handback in the count model is refused (TestHandbackCountModel).
+	putSettings(t, f.st, string(storedTemplate(t)), rateConstraints, f.sabakan.URL+"/graphql")
 	cke, gen := f.st.Key(storage.KeySabakanDisabled), f.st.Key(storage.KeyCKEGenDisabled)
 	const (
 		standalone = "sabakan/disabled (sabakan/owner is cke (not set) and no CKE server holds leader/: ckegen's daemon runs standalone and honours this switch)\n"
@@ -487,7 +488,10 @@ func TestOwnerCommand(t *testing.T) {
 		"CKE SERVER      none (nothing under leader/)\nCKE STATUS      none (no status key)\nCKEGEN LEADER   none (nothing under sabakan/ckegen/leader/)\n" +
 		"LEADS NOW       nothing leads: no key under leader/ nor sabakan/ckegen/leader/ (read at TIME)\n" +
 		"MODE            none: nothing leads\n" +
-		"WRITES CLUSTER  none now: nothing leads (nothing under leader/ nor sabakan/ckegen/leader/); once a server leads, by the settings: ckegen, standalone (no CKE server holds leader/)\n"
+		"WRITES CLUSTER  none now: nothing leads (nothing under leader/ nor sabakan/ckegen/leader/); " +
+		"if ckegen's daemon leads alone: ckegen, standalone (no CKE server holds leader/); " +
+		"if CKE's server leads alone: its own integration: CKE's own if it runs CKE's own binary, ckegen if it is a cke built from ckeserver/; " +
+		"if both lead: CKE's own integration (ckegen holds, OWNED_BY_CKE; ckegenctl sabakan takeover hands it to ckegen)\n"
 	if out = stamps.ReplaceAllString(out, "TIME"); out != want {
 		t.Errorf("owner, nothing set:\n%s\nwant\n%s", out, want)
 	}

@@ -44,6 +44,11 @@ func newSabakanStatusCmd(e *env) *cobra.Command {
 				if err != nil {
 					return absent(err, absentStatus)
 				}
+				if n, err := ckeOwnNote(ctx, e, st, v.Mode); err != nil {
+					return err
+				} else if n != "" {
+					v.Notes = append(v.Notes, n) // CKE's own binary and the count model
+				}
 				if output == "table" {
 					if err := liveStatusTable(cmd.OutOrStdout(), v.Status, v.Acting, v.Notes...); err != nil {
 						return err

@@ -207,6 +207,8 @@ func TestStatusTablePlurals(t *testing.T) {
 func TestStatusSaysCKEStoppedCalling(t *testing.T) {
 	f := newPlanFixture(t)
 	ctx := context.Background()
+	// The rate model: in the count model the status notes CKE's own binary too.
+	putSettings(t, f.st, "", rateConstraints, "")
 	leader := campaignAs(t, f.st, "cke-1")
 	last := time.Now().Add(-5 * time.Minute).UTC().Truncate(time.Second)
 	st := storage.Status{Result: "ok", Time: last, LastRun: last, Since: last, Leader: "cke-1", Mode: decision.ModeInsideCKE, Interval: storage.Duration(time.Minute)}
