@@ -34,7 +34,7 @@ func TestFirstStartLog(t *testing.T) {
 		if i := strings.Index(l, "msg="); i >= 0 {
 			m := l[i+len("msg="):]
 			if strings.HasPrefix(m, `"`) {
-				m = m[1:strings.Index(m[1:], `"`)+1]
+				m = m[1 : strings.Index(m[1:], `"`)+1]
 			} else if j := strings.IndexByte(m, ' '); j >= 0 {
 				m = m[:j]
 			}
