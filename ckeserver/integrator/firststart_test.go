@@ -17,7 +17,7 @@ import (
 // The log says what each did, in order: Init that there is no cluster to
 // regenerate yet, the first Do its write; never "nothing to do" before
 // the first write. A second Do with nothing to do says so, once; a new
-// leadership's Init says the template did not change, and the Do after
+// server's Init says the template did not change, and the Do after
 // it says nothing to do again.
 func TestFirstStartLog(t *testing.T) {
 	ctx := context.Background()
@@ -49,10 +49,14 @@ func TestFirstStartLog(t *testing.T) {
 		t.Errorf("the first write is not the new cluster:\n%s", logs.String())
 	}
 
-	// A new leadership: Init finds the template as the cluster was built.
+	// A new server's leadership: Init finds the template as the cluster
+	// was built.
 	logs.Reset()
-	must(t, ig.Init(ctx, f.leader+"x"))
-	must(t, ig.Do(ctx, f.leader+"x", nil))
+	ig, err = New(Config{Client: f.cke, Config: decision.Config{Name: "cke-1", Sabakan: sabakan.Options{Timeout: 5 * time.Second, Retries: -1},
+		Now: func() time.Time { return testNow }, Log: slog.New(slog.NewTextHandler(&logs, nil))}})
+	must(t, err)
+	must(t, ig.Init(ctx, f.leader))
+	must(t, ig.Do(ctx, f.leader, nil))
 	if got := logs.String(); !strings.Contains(got, `msg="cluster not regenerated: the template did not change since the cluster was built"`) ||
 		!strings.Contains(got, `msg="nothing to do"`) || strings.Index(got, "not regenerated") > strings.Index(got, "nothing to do") {
 		t.Errorf("a new leadership's Init and Do logged:\n%s", got)
