@@ -197,6 +197,13 @@ func liveStatusTable(w io.Writer, s storage.Status, who *liveview.Actor, notes .
 	}
 	domainRows(tw, s.Domains)
 	warningRows(tw, notInDomainRows(s.Warnings, s.Domains))
+	for i, n := range s.Notes {
+		label := ""
+		if i == 0 {
+			label = "SETTINGS NOTES"
+		}
+		fmt.Fprintf(tw, "%s\t%s\n", label, n)
+	}
 	fmt.Fprintf(tw, "SINCE\t%s\n", ts(s.Since))
 	fmt.Fprintf(tw, "LAST TICK\t%s\n", ts(s.Time))
 	fmt.Fprintf(tw, "FAILURES\t%d\n", s.ConsecutiveFailures)

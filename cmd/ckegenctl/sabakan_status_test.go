@@ -293,3 +293,17 @@ func TestConstraintsHelpRepairQueue(t *testing.T) {
 		}
 	}
 }
+
+// TestStatusTableNotes: the status's notes on the settings are rows of
+// their own, after the warnings, never among them.
+func TestStatusTableNotes(t *testing.T) {
+	var b strings.Builder
+	note := "template nodes[1]: label cke.cybozu.com/weight has no meaning in the rate model (minimum-workers-rate): every HEALTHY machine a worker template accepts is a worker"
+	if err := statusTable(&b, storage.Status{Result: "ok", Leader: "h", Warnings: []string{"w"}, Notes: []string{note, "n2"}}); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	if !regexp.MustCompile(`(?m)^WARNINGS +w\nSETTINGS NOTES +` + regexp.QuoteMeta(note) + `\n +n2\n`).MatchString(out) {
+		t.Errorf("the status table lacks the notes after the warnings:\n%s", out)
+	}
+}
