@@ -252,7 +252,7 @@ func newPage(s *View, refresh time.Duration) *page {
 		w := s.Status.Warnings
 		p.TickWarnings = w[:min(len(w), maxTickWarnings)]
 		p.MoreTickWarnings = len(w) - len(p.TickWarnings)
-		p.SettingsNotes = s.Status.Notes
+		p.SettingsNotes = s.Status.SettingsNotes
 	}
 	if s.NextStep != nil {
 		for _, c := range s.NextStep.Changes[:min(len(s.NextStep.Changes), maxNextChanges)] {

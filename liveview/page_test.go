@@ -312,7 +312,7 @@ func TestMapPageFailingWarningsAndNotes(t *testing.T) {
 	leader := f.st.Key(storage.KeyLeader + "1")
 	note := "template nodes[1]: label cke.cybozu.com/weight has no meaning in the rate model (minimum-workers-rate): every HEALTHY machine a worker template accepts is a worker"
 	must(t, f.st.PutStatus(ctx, leader, storage.Status{Result: "failing", Reason: "SABAKAN_UNREACHABLE", Leader: "daemon-1",
-		Warnings: []string{"w1", "w2"}, Notes: []string{note}}, nil))
+		Warnings: []string{"w1", "w2"}, SettingsNotes: []string{note}}, nil))
 	body := get(t, f.handler(), http.MethodGet, "/").Body.String()
 	want := `<b>2 warnings from the last tick</b>: these need fixing besides the tick's result (failing SABAKAN_UNREACHABLE).`
 	if !strings.Contains(body, want) || strings.Contains(body, "went on") {

@@ -37,11 +37,11 @@ type Status struct {
 	// Warnings are what the operator should fix although the tick went
 	// on (at most MaxWarnings).
 	Warnings []string `json:"warnings,omitempty"`
-	// Notes say what the settings ask that their model ignores (a
+	// SettingsNotes say what the settings ask that their model ignores (a
 	// cke.cybozu.com/weight of the template in the rate model): they
 	// stand as long as the settings do, so they are no tick's warning
 	// (at most MaxWarnings).
-	Notes []string `json:"notes,omitempty"`
+	SettingsNotes []string `json:"settingsNotes,omitempty"`
 	// Kubernetes is what the tick read from the Kubernetes API; nil when
 	// the daemon has no Kubernetes access (no --kubeconfig).
 	Kubernetes *KubernetesStatus `json:"kubernetes,omitempty"`

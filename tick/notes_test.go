@@ -73,14 +73,14 @@ func TestBundledTemplateRateModelQuiet(t *testing.T) {
 	for _, i := range []string{"1", "2", "3"} {
 		notes = append(notes, "template nodes["+i+"]: label cke.cybozu.com/weight has no meaning in the rate model (minimum-workers-rate): every HEALTHY machine a worker template accepts is a worker")
 	}
-	if !slices.Equal(st.Notes, notes) {
-		t.Errorf("the status's notes:\n%s\nwant\n%s", strings.Join(st.Notes, "\n"), strings.Join(notes, "\n"))
+	if !slices.Equal(st.SettingsNotes, notes) {
+		t.Errorf("the status's notes:\n%s\nwant\n%s", strings.Join(st.SettingsNotes, "\n"), strings.Join(notes, "\n"))
 	}
 
 	// The count model: the weights choose, no note.
 	must(t, f.st.SetConstraints(ctx, *sitetest.Counts(3, 5)))
 	must(t, d.runOnce(ctx, leader))
-	if st := f.status(t); len(st.Notes) != 0 {
-		t.Errorf("count model: notes %q, want none", st.Notes)
+	if st := f.status(t); len(st.SettingsNotes) != 0 {
+		t.Errorf("count model: notes %q, want none", st.SettingsNotes)
 	}
 }

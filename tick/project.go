@@ -46,7 +46,7 @@ func status(d *decision.Decision, o Outcome, last storage.Status, leader string,
 	}
 	st.Repair = repairStatus(d, o, last)
 	st.Warnings = storage.BoundWarnings(slices.Concat(repairWarnings(st.Repair), d.Warnings, o.Warnings))
-	st.Notes = notes(d, last)
+	st.SettingsNotes = settingsNotes(d, last)
 	st.Kubernetes = d.Kubernetes
 	if st.Mode == decision.ModeInsideCKE {
 		// The operator has CKE's ckecli: its commands in its words.
@@ -99,17 +99,17 @@ func modelStatus(st *storage.Status, last storage.Status, d *decision.Decision, 
 	}
 }
 
-// notes are what the status says of the settings that their model
+// settingsNotes are what the status says of the settings that their model
 // ignores (generator.TemplateNotes, which set-template says when it
 // stores the template): of the template and constraints the tick read;
 // the last status's when it did not get to read valid ones; none while
 // the integration does not run.
-func notes(d *decision.Decision, last storage.Status) []string {
+func settingsNotes(d *decision.Decision, last storage.Status) []string {
 	switch {
 	case d.Idle():
 		return nil
 	case d.Constraints == nil || d.Gathered.Settings == nil || d.Gathered.Settings.Template == nil:
-		return last.Notes
+		return last.SettingsNotes
 	}
 	return storage.BoundWarnings(generator.TemplateNotes(d.Gathered.Settings.Template, *d.Constraints))
 }

@@ -197,7 +197,7 @@ func liveStatusTable(w io.Writer, s storage.Status, who *liveview.Actor, notes .
 	}
 	domainRows(tw, s.Domains)
 	warningRows(tw, notInDomainRows(s.Warnings, s.Domains))
-	for i, n := range s.Notes {
+	for i, n := range s.SettingsNotes {
 		label := ""
 		if i == 0 {
 			label = "SETTINGS NOTES"

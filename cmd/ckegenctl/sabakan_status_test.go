@@ -299,7 +299,7 @@ func TestConstraintsHelpRepairQueue(t *testing.T) {
 func TestStatusTableNotes(t *testing.T) {
 	var b strings.Builder
 	note := "template nodes[1]: label cke.cybozu.com/weight has no meaning in the rate model (minimum-workers-rate): every HEALTHY machine a worker template accepts is a worker"
-	if err := statusTable(&b, storage.Status{Result: "ok", Leader: "h", Warnings: []string{"w"}, Notes: []string{note, "n2"}}); err != nil {
+	if err := statusTable(&b, storage.Status{Result: "ok", Leader: "h", Warnings: []string{"w"}, SettingsNotes: []string{note, "n2"}}); err != nil {
 		t.Fatal(err)
 	}
 	out := b.String()
