@@ -200,7 +200,7 @@ func liveStatusTable(w io.Writer, s storage.Status, who *liveview.Actor, notes .
 	for i, n := range s.SettingsNotes {
 		label := ""
 		if i == 0 {
-			label = "SETTINGS NOTES"
+			label = "SETTINGS"
 		}
 		fmt.Fprintf(tw, "%s\t%s\n", label, n)
 	}

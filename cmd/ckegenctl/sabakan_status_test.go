@@ -303,7 +303,7 @@ func TestStatusTableNotes(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := b.String()
-	if !regexp.MustCompile(`(?m)^WARNINGS +w\nSETTINGS NOTES +` + regexp.QuoteMeta(note) + `\n +n2\n`).MatchString(out) {
+	if !regexp.MustCompile(`(?m)^WARNINGS +w\nSETTINGS +` + regexp.QuoteMeta(note) + `\n +n2\n`).MatchString(out) {
 		t.Errorf("the status table lacks the notes after the warnings:\n%s", out)
 	}
 }
