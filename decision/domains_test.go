@@ -14,31 +14,7 @@ import (
 	"github.com/ckegen/ckegen/template"
 )
 
-// quorumWords end the words of a rack that holds 2 of 3 control planes.
-const quorumWords = " holds 2 of 3 control planes: losing it breaks etcd's quorum"
-
 var testNow = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-
-// TestSaysAlready: the words are said once, whether as they are or
-// followed by the generator's why; a warning of another domain whose
-// name begins the same is another warning.
-func TestSaysAlready(t *testing.T) {
-	w := "rack 1" + quorumWords
-	for _, tc := range []struct {
-		ws   []string
-		want bool
-	}{
-		{nil, false},
-		{[]string{w}, true},
-		{[]string{"x", w + "; spread quorum moves one control plane per tick"}, true},
-		{[]string{"rack 11" + quorumWords}, false},
-		{[]string{w + " and more"}, false},
-	} {
-		if got := saysAlready(tc.ws, w); got != tc.want {
-			t.Errorf("saysAlready(%q) = %v, want %v", tc.ws, got, tc.want)
-		}
-	}
-}
 
 // BenchmarkCountDomains20000 is the tick's check as Decide makes it, at
 // 20,000 machines (500 racks of 40) and a cluster of 10,003 nodes whose 3
@@ -56,14 +32,13 @@ func BenchmarkCountDomains20000(b *testing.B) {
 	for i := len(ms) - 10003; i < len(ms); i++ {
 		c.Nodes = append(c.Nodes, &cluster.Node{Address: ms[i].Address(), ControlPlane: i >= len(ms)-3})
 	}
-	warnings := []string{"a warning of the generator", "another one"}
 	for _, key := range []failuredomain.Key{failuredomain.Rack(), failuredomain.ByLabel("product")} {
 		pol := policyOf(b, key)
 		b.Run(key.Name(), func(b *testing.B) {
 			in := generator.Input{Machines: ms, Current: c, Policy: pol, Now: testNow, RetireWait: time.Minute}
 			b.ReportAllocs()
 			for b.Loop() {
-				d := &Decision{Warnings: warnings[:2:2]}
+				d := &Decision{}
 				d.countDomains(in)
 				if d.Domains.ControlPlanes != 3 {
 					b.Fatal(d.Domains)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/ckegen/ckegen/cluster"
+	"github.com/ckegen/ckegen/constraints"
 	"github.com/ckegen/ckegen/labels"
 	"github.com/ckegen/ckegen/machine"
 	"github.com/ckegen/ckegen/taints"
@@ -325,17 +326,32 @@ func (s *state) checkTemplateRoles() {
 	}
 }
 
-// checkRateModel warns about what the rate model (docs/models.md) ignores: a
-// weight on a worker template, and a control plane that is not well,
-// which the rate model keeps (CKE v1.35 has no rule 5).
-func (s *state) checkRateModel() {
-	for i := range s.tmpl.Workers {
-		t := &s.tmpl.Workers[i]
-		if _, ok := t.Node.Labels[labels.Weight]; ok {
-			s.warnings = append(s.warnings, fmt.Sprintf("template nodes[%d]: label %s has no meaning in the rate model (minimum-workers-rate): every HEALTHY machine a worker template accepts is a worker",
-				t.Index, labels.Weight))
+// TemplateNotes are the notes of template t's settings under constraints
+// c: what the template says that the model ignores. In the rate model
+// (docs/models.md) a cke.cybozu.com/weight on a worker template chooses
+// nothing. A note is not a tick's warning: it stands as long as the
+// settings do, so set-template says it once, and the status and the page
+// list it apart from the warnings. nil when there is none.
+func TemplateNotes(t *template.Template, c constraints.Constraints) []string {
+	if t == nil || !c.RateModel() {
+		return nil
+	}
+	var out []string
+	for i := range t.Workers {
+		w := &t.Workers[i]
+		if _, ok := w.Node.Labels[labels.Weight]; ok {
+			out = append(out, fmt.Sprintf("template nodes[%d]: label %s has no meaning in the rate model (minimum-workers-rate): every HEALTHY machine a worker template accepts is a worker",
+				w.Index, labels.Weight))
 		}
 	}
+	return out
+}
+
+// checkRateModel warns about what the rate model (docs/models.md) ignores
+// and this tick finds: a control plane that is not well, which the rate
+// model keeps (CKE v1.35 has no rule 5). A weight on a worker template
+// is a note of the settings (TemplateNotes), not a warning.
+func (s *state) checkRateModel() {
 	for _, mb := range s.members {
 		if mb.controlPlane && !mb.rebooting && mb.machine != nil && isBadCP(mb.machine) {
 			s.warnings = append(s.warnings, fmt.Sprintf("control plane %s (serial %s) %s: the rate model (minimum-workers-rate) does not replace it; it leaves the cluster when sabakan no longer returns it",

@@ -35,7 +35,7 @@ func constraintMeaning(name string) string {
 	case constraints.MaximumUnreachableNodesForReboot:
 		return "CKE's reboot queue setting: stored and kept, unused by ckegen"
 	case constraints.MaximumRepairQueueEntries, constraints.WaitSecondsToRepairRebooting:
-		return "CKE's repair queue setting: stored and kept, unused by ckegen"
+		return "CKE's auto-repair setting: unused by ckegen's daemons; inside CKE's server, its auto-repair (which ckegen runs) uses it"
 	}
 	return ""
 }

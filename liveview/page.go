@@ -180,6 +180,9 @@ type page struct {
 	// warnings, MoreTickWarnings how many more there are.
 	TickWarnings     []string
 	MoreTickWarnings int
+	// SettingsNotes are the last status's notes: what the settings ask
+	// that their model ignores.
+	SettingsNotes []string
 }
 
 // maxNextChanges bounds the changes of the next step listed.
@@ -249,6 +252,7 @@ func newPage(s *View, refresh time.Duration) *page {
 		w := s.Status.Warnings
 		p.TickWarnings = w[:min(len(w), maxTickWarnings)]
 		p.MoreTickWarnings = len(w) - len(p.TickWarnings)
+		p.SettingsNotes = s.Status.SettingsNotes
 	}
 	if s.NextStep != nil {
 		for _, c := range s.NextStep.Changes[:min(len(s.NextStep.Changes), maxNextChanges)] {

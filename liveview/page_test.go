@@ -301,6 +301,37 @@ func TestMapPageModel(t *testing.T) {
 	}
 }
 
+// TestMapPageFailingWarningsAndNotes: the warnings of a tick that failed
+// (sabakan down) are not said as if ckegen went on: the box names the
+// tick's result instead. The status's notes (a weight of the template in
+// the rate model) are listed apart from the warnings, in the status's
+// words; no notes box without notes.
+func TestMapPageFailingWarningsAndNotes(t *testing.T) {
+	f := newPageFixture(t)
+	ctx := context.Background()
+	leader := f.st.Key(storage.KeyLeader + "1")
+	note := "template nodes[1]: label cke.cybozu.com/weight has no meaning in the rate model (minimum-workers-rate): every HEALTHY machine a worker template accepts is a worker"
+	must(t, f.st.PutStatus(ctx, leader, storage.Status{Result: "failing", Reason: "SABAKAN_UNREACHABLE", Leader: "daemon-1",
+		Warnings: []string{"w1", "w2"}, SettingsNotes: []string{note}}, nil))
+	body := get(t, f.handler(), http.MethodGet, "/").Body.String()
+	want := `<b>2 warnings from the last tick</b>: these need fixing besides the tick's result (failing SABAKAN_UNREACHABLE).`
+	if !strings.Contains(body, want) || strings.Contains(body, "went on") {
+		t.Errorf("the warnings of a failing tick: want %q and no \"went on\" in\n%s", want, body)
+	}
+	notes := `<div id="settings-notes" class="note"><b>1 note on the settings</b>: what the settings ask that their model ignores; they stand as long as the settings do.
+<ul><li>` + note + `</li></ul></div>`
+	if !strings.Contains(body, notes) {
+		t.Errorf("the page lacks the notes\n%s\nin\n%s", notes, body)
+	}
+	if i, j := strings.Index(body, "tick-warnings"), strings.Index(body, note); i < 0 || j < 0 || strings.Contains(body[i:strings.Index(body, "settings-notes")], note) {
+		t.Error("the note is listed among the tick's warnings")
+	}
+	must(t, f.st.PutStatus(ctx, leader, storage.Status{Result: "ok", Leader: "daemon-1"}, nil))
+	if body := get(t, f.handler(), http.MethodGet, "/").Body.String(); strings.Contains(body, "settings-notes") {
+		t.Error("a status without notes shows the notes box")
+	}
+}
+
 // A tick that holds back beside CKE is shown as held (not as an error),
 // with its reason, the mode and the owner.
 func TestMapPageHeld(t *testing.T) {
@@ -337,7 +368,7 @@ func TestMapPageTickWarnings(t *testing.T) {
 	must(t, f.st.PutStatus(ctx, leader, storage.Status{Result: "ok", Leader: "daemon-1", Warnings: warnings[:1], LastOp: "taint nodes", LastChangeCount: 1}, nil))
 	body := get(t, f.handler(), http.MethodGet, "/").Body.String()
 	box := `<h2 id="status">Status</h2>
-<div id="tick-warnings" class="warnbox" role="alert"><b>1 warning from the last tick</b>: ckegen went on, but these need fixing.
+<div id="tick-warnings" class="warnbox" role="alert"><b>1 warning from the last tick</b>: ckegen went on, but this needs fixing.
 <ul><li>template role &#34;gpuu&#34; matches no machine; inventory roles: compute, gpu, storage</li></ul></div>
 <table>`
 	if !strings.Contains(body, box) {

@@ -37,6 +37,11 @@ type Status struct {
 	// Warnings are what the operator should fix although the tick went
 	// on (at most MaxWarnings).
 	Warnings []string `json:"warnings,omitempty"`
+	// SettingsNotes say what the settings ask that their model ignores (a
+	// cke.cybozu.com/weight of the template in the rate model): they
+	// stand as long as the settings do, so they are no tick's warning
+	// (at most MaxWarnings).
+	SettingsNotes []string `json:"settingsNotes,omitempty"`
 	// Kubernetes is what the tick read from the Kubernetes API; nil when
 	// the daemon has no Kubernetes access (no --kubeconfig).
 	Kubernetes *KubernetesStatus `json:"kubernetes,omitempty"`
@@ -80,14 +85,19 @@ type Status struct {
 }
 
 // RepairStatus says which machines auto-repair would queue for repair
-// and why they wait: the repair queue holds Entries of Maximum
-// (maximum-repair-queue-entries), Stale of them for machines sabakan no
-// longer reports non-healthy and Repeated a second entry of a machine.
-// WaitingCount machines wait, the first MaxChanges of them in Waiting.
-// Message says it in words, and is a warning of the status too.
+// and why they wait: the repair queue holds Entries, against Maximum
+// (maximum-repair-queue-entries). Deleted of them are marked deleted and
+// wait for CKE's server to dequeue them (counted all the same); of the
+// live ones, Finished succeeded or failed, Repeated are a second entry of
+// a machine and Stale for machines sabakan no longer reports
+// non-healthy. WaitingCount machines wait, the first MaxChanges of them
+// in Waiting. Message says it in words, and is a warning of the status
+// too.
 type RepairStatus struct {
 	Entries      int             `json:"entries"`
 	Maximum      int             `json:"maximum"`
+	Deleted      int             `json:"deleted"`
+	Finished     int             `json:"finished"`
 	Stale        int             `json:"stale"`
 	Repeated     int             `json:"repeated"`
 	WaitingCount int             `json:"waitingCount"`

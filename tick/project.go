@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/ckegen/ckegen/decision"
+	"github.com/ckegen/ckegen/generator"
 	"github.com/ckegen/ckegen/intake"
 
 	"github.com/ckegen/ckegen/internal/clip"
@@ -45,6 +46,7 @@ func status(d *decision.Decision, o Outcome, last storage.Status, leader string,
 	}
 	st.Repair = repairStatus(d, o, last)
 	st.Warnings = storage.BoundWarnings(slices.Concat(repairWarnings(st.Repair), d.Warnings, o.Warnings))
+	st.SettingsNotes = settingsNotes(d, last)
 	st.Kubernetes = d.Kubernetes
 	if st.Mode == decision.ModeInsideCKE {
 		// The operator has CKE's ckecli: its commands in its words.
@@ -95,6 +97,21 @@ func modelStatus(st *storage.Status, last storage.Status, d *decision.Decision, 
 		r.Minimum = *c.MinimumWorkersRate
 		st.WorkerRate = &r
 	}
+}
+
+// settingsNotes are what the status says of the settings that their model
+// ignores (generator.TemplateNotes, which set-template says when it
+// stores the template): of the template and constraints the tick read;
+// the last status's when it did not get to read valid ones; none while
+// the integration does not run.
+func settingsNotes(d *decision.Decision, last storage.Status) []string {
+	switch {
+	case d.Idle():
+		return nil
+	case d.Constraints == nil || d.Gathered.Settings == nil || d.Gathered.Settings.Template == nil:
+		return last.SettingsNotes
+	}
+	return storage.BoundWarnings(generator.TemplateNotes(d.Gathered.Settings.Template, *d.Constraints))
 }
 
 // inventoryStatus completes a status with the figures of the inventory
@@ -165,14 +182,22 @@ func logState(st storage.Status) string {
 // retry, at info on recovery; every other state (nothing to do,
 // planning, held, disabled, waiting) once, when it begins; each warning
 // when it appears and when it clears. A settled integration logs
-// nothing per tick. It returns what the log has said now.
-func logTick(log *slog.Logger, d *decision.Decision, o Outcome, st storage.Status, was decision.Logged, lastRepair *storage.RepairStatus) decision.Logged {
+// nothing per tick. A tick of Regenerate (regen: CKE's server's Init)
+// only re-renders the cluster with a changed template: when it does
+// not, it says that, never "nothing to do", which the next tick may
+// contradict with its first write. It returns what the log has said now.
+func logTick(log *slog.Logger, d *decision.Decision, o Outcome, st storage.Status, was decision.Logged, lastRepair *storage.RepairStatus, regen bool) decision.Logged {
 	now := decision.Logged{State: logState(st), Warnings: was.Warnings}
 	op := d.Step != nil && o.Err == nil && !d.Unchanged
-	if op {
+	switch {
+	case op:
 		// A write is an event: the state after it is not "nothing to
 		// do" yet.
 		now.State += " wrote"
+	case regen:
+		// Regenerate decides nothing else: the next tick's state is
+		// its own.
+		now.State += " regenerate"
 	}
 	switch {
 	case !d.Idle() && d.Quiet != nil:
@@ -215,11 +240,21 @@ func logTick(log *slog.Logger, d *decision.Decision, o Outcome, st storage.Statu
 	case reason.Waiting:
 		log.Info("waiting for the settings", "reason", st.Reason, "why", st.Message)
 	case reason.OK:
-		if !op {
-			nodes := 0
-			if c := d.Gathered.Settings.Current; c != nil {
-				nodes = len(c.Nodes)
-			}
+		if op {
+			break
+		}
+		nodes := 0
+		if c := d.Gathered.Settings.Current; c != nil {
+			nodes = len(c.Nodes)
+		}
+		switch {
+		case regen && d.Gathered.Settings.Current == nil:
+			log.Info("no cluster to regenerate: the integration's next tick generates the first", "nodes", nodes)
+		case regen && d.Gathered.Settings.TemplateChanged():
+			log.Info("cluster not regenerated: rendered with the changed template, it is the same", "nodes", nodes)
+		case regen:
+			log.Info("cluster not regenerated: the template did not change since the cluster was built", "nodes", nodes)
+		default:
 			log.Info("nothing to do", "nodes", nodes, "machines", len(d.Gathered.Machines))
 		}
 	}

@@ -151,7 +151,8 @@ func (s *Step) run(ctx context.Context, leaderKey string, kube kubenodes.Kuberne
 	}
 	s.yielded = false
 	prev := s.memory
-	s.conclude(d, out, &res, prev, prev.Logged)
+	regen := generate != nil
+	s.conclude(d, out, &res, prev, prev.Logged, regen)
 	if EtcdHung(res.Err) {
 		// The status would wait for the same etcd.
 		return res
@@ -161,19 +162,19 @@ func (s *Step) run(ctx context.Context, leaderKey string, kube kubenodes.Kuberne
 		// is the tick's outcome, for its status (kept in memory, as etcd
 		// took none), its log and its next run.
 		out.Err = e
-		s.conclude(d, out, &res, prev, s.memory.Logged)
+		s.conclude(d, out, &res, prev, s.memory.Logged, regen)
 	}
 	return res
 }
 
 // conclude makes the tick's status, memory and next run from its
 // decision and outcome, from the memory prev it started with, and logs
-// what changed since logged.
-func (s *Step) conclude(d *decision.Decision, out Outcome, res *Result, prev decision.Memory, logged decision.Logged) {
+// what changed since logged; regen: the tick was Regenerate's.
+func (s *Step) conclude(d *decision.Decision, out Outcome, res *Result, prev decision.Memory, logged decision.Logged, regen bool) {
 	res.Err = failure(d, out)
 	st := status(d, out, prev.Last, s.cfg.Name, s.cfg.Interval)
 	mem := nextMemory(prev, d, out, st)
-	mem.Logged = logTick(s.log, d, out, st, logged, prev.Last.Repair)
+	mem.Logged = logTick(s.log, d, out, st, logged, prev.Last.Repair, regen)
 	var backoff time.Duration
 	res.Next, backoff = s.after(d, res.Err, prev)
 	mem.Backoff = storage.Duration(backoff)

@@ -139,7 +139,13 @@ func waitingMachines(machines []ckesabakan.Machine, queue []*cke.RepairQueueEntr
 }
 
 // fullQueue is what the status says when machines wait for an entry
-// while the queue holds too many to add them all (nil: none waits).
+// while the queue holds too many to add them all (nil: none waits). The
+// entries marked deleted (every ckecli repair-queue delete command marks,
+// none removes) are counted apart: CKE's repairer counts them against
+// maximum-repair-queue-entries, as it counts every entry, until CKE's
+// server dequeues them. The live ones are counted by what deletes them:
+// finished (delete-finished), a second entry for a machine, or an entry
+// for a machine no longer non-healthy (delete INDEX each).
 func fullQueue(machines []ckesabakan.Machine, queue []*cke.RepairQueueEntry, waiting []ckesabakan.Machine, maximum int) *storage.RepairStatus {
 	if len(waiting) == 0 || len(queue)+len(waiting) <= maximum {
 		return nil
@@ -154,6 +160,11 @@ func fullQueue(machines []ckesabakan.Machine, queue []*cke.RepairQueueEntry, wai
 	seen := make(map[string]bool, len(queue))
 	for _, e := range queue {
 		switch {
+		case e.Deleted:
+			r.Deleted++
+			continue
+		case e.HasFinished():
+			r.Finished++
 		case seen[e.Address]:
 			r.Repeated++
 		case !nonHealthy[e.Address]:
@@ -168,21 +179,29 @@ func fullQueue(machines []ckesabakan.Machine, queue []*cke.RepairQueueEntry, wai
 	return r
 }
 
-// repairMessage says in words why the machines of r wait, and what to do.
+// repairMessage says in words why the machines of r wait, and what to do:
+// the command that deletes each kind of entry no longer needed, with its
+// scope.
 func repairMessage(r *storage.RepairStatus) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "auto-repair: the repair queue holds %d of %d entries (maximum-repair-queue-entries)", r.Entries, r.Maximum)
+	fmt.Fprintf(&b, "auto-repair: the repair queue holds %s (maximum-repair-queue-entries: %d)", words.Count(r.Entries, "entry", "entries"), r.Maximum)
 	var of []string
-	if r.Stale > 0 {
-		of = append(of, fmt.Sprintf("%d of them for machines sabakan no longer reports non-healthy", r.Stale))
+	if r.Deleted > 0 {
+		of = append(of, fmt.Sprintf("%d marked deleted, which CKE's repairer counts until CKE's server dequeues %s", r.Deleted, pick(r.Deleted, "it", "them")))
+	}
+	if r.Finished > 0 {
+		of = append(of, words.Count(r.Finished, "finished entry", "finished entries")+" (succeeded or failed)")
 	}
 	if r.Repeated > 0 {
-		of = append(of, fmt.Sprintf("%d a second entry for a machine queued already", r.Repeated))
+		of = append(of, words.Count(r.Repeated, "second entry for a machine", "second entries for machines")+" queued already")
+	}
+	if r.Stale > 0 {
+		of = append(of, words.Count(r.Stale, "entry for a machine", "entries for machines")+" sabakan no longer reports non-healthy")
 	}
 	if len(of) > 0 {
-		b.WriteString(", " + strings.Join(of, " and "))
+		b.WriteString(": " + strings.Join(of, ", "))
 	}
-	fmt.Fprintf(&b, "; %s wait for an entry, as CKE queues none while they would not all fit:", words.Count(r.WaitingCount, "machine", "machines"))
+	fmt.Fprintf(&b, "; %s for an entry, as CKE queues none while they would not all fit:", words.Count(r.WaitingCount, "machine waits", "machines wait"))
 	for i, w := range r.Waiting {
 		if i > 0 {
 			b.WriteByte(',')
@@ -192,9 +211,31 @@ func repairMessage(r *storage.RepairStatus) string {
 	if more := r.WaitingCount - len(r.Waiting); more > 0 {
 		fmt.Fprintf(&b, " and %d more", more)
 	}
-	b.WriteString(". Delete the entries no longer needed (ckecli repair-queue list, then ckecli repair-queue delete INDEX; " +
-		"ckecli repair-queue delete-finished deletes the finished ones) or raise maximum-repair-queue-entries (ckecli constraints set)")
+	b.WriteString(". ")
+	var do []string
+	if r.Repeated+r.Stale > 0 {
+		do = append(do, fmt.Sprintf("Delete %s with ckecli repair-queue delete INDEX (ckecli repair-queue list shows the indexes)",
+			pick(r.Repeated+r.Stale, "that entry", "each of those entries")))
+	}
+	if r.Finished > 0 {
+		do = append(do, "ckecli repair-queue delete-finished deletes the finished ones")
+	}
+	if len(do) > 0 {
+		b.WriteString(strings.Join(do, "; ") + "; ckecli repair-queue delete-unfinished is no command for a few entries: it deletes every unfinished entry, those being processed included. ")
+	}
+	if r.Deleted > 0 || len(do) > 0 {
+		b.WriteString("CKE's server dequeues an entry marked deleted when it next runs its repair operations (once nothing else is left to do on the cluster); until then it counts. ")
+	}
+	b.WriteString("Or raise maximum-repair-queue-entries (ckecli constraints set maximum-repair-queue-entries N)")
 	return b.String()
+}
+
+// pick is one when n is 1, else many.
+func pick(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
 }
 
 // queued is the repair queue as the status saw it, then the entries stored

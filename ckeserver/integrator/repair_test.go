@@ -227,8 +227,8 @@ func TestRepairQueueFull(t *testing.T) {
 		r.WaitingCount != 2 || !slices.Equal(sorted(waiting), sorted(want)) {
 		t.Fatalf("the status's repair: %+v, want 4 of 4 entries, 2 stale, 2 repeated, %v waiting", r, want)
 	}
-	words := "auto-repair: the repair queue holds 4 of 4 entries (maximum-repair-queue-entries), 2 of them for machines sabakan no longer reports non-healthy" +
-		" and 2 a second entry for a machine queued already; 2 machines wait for an entry"
+	words := "auto-repair: the repair queue holds 4 entries (maximum-repair-queue-entries: 4): 2 second entries for machines queued already," +
+		" 2 entries for machines sabakan no longer reports non-healthy; 2 machines wait for an entry"
 	if !strings.HasPrefix(r.Message, words) || !strings.Contains(r.Message, all[3]+" (UNHEALTHY)") || !strings.Contains(r.Message, "ckecli repair-queue delete INDEX") ||
 		!slices.Contains(st.Warnings, r.Message) {
 		t.Errorf("the status says %q (warnings %q), want it to begin %q, name the machines and ckecli's command, and be a warning", r.Message, st.Warnings, words)
@@ -236,11 +236,12 @@ func TestRepairQueueFull(t *testing.T) {
 	if got := waitingGauge(); got != 2 {
 		t.Errorf("ckegen_auto_repair_waiting_machines %v, want 2", got)
 	}
-	if n := strings.Count(logs.String(), `msg="tick warning" warning="auto-repair: the repair queue holds 4 of 4`); n != 1 {
+	if n := strings.Count(logs.String(), `msg="tick warning" warning="auto-repair: the repair queue holds 4 entries`); n != 1 {
 		t.Errorf("the full queue logged %d times over 2 calls, want once:\n%s", n, logs.String())
 	}
 
-	// The stale entries deleted (ckecli repair-queue delete INDEX):
+	// The stale entries dequeued (ckecli repair-queue delete INDEX marks
+	// them, CKE's server dequeues them: TestRepairAdviceWithCKECLI):
 	// exactly the machines the status named are queued.
 	queue := cke.Storage{Client: f.cke}
 	for _, e := range repairEntries(t, f.cke) {
@@ -256,7 +257,7 @@ func TestRepairQueueFull(t *testing.T) {
 	if got := waitingGauge(); got != 0 {
 		t.Errorf("ckegen_auto_repair_waiting_machines %v with room in the queue, want 0", got)
 	}
-	if n := strings.Count(logs.String(), `msg="tick warning cleared" warning="auto-repair: the repair queue holds 4 of 4`); n != 1 {
+	if n := strings.Count(logs.String(), `msg="tick warning cleared" warning="auto-repair: the repair queue holds 4 entries`); n != 1 {
 		t.Errorf("the end of the full queue logged %d times, want once:\n%s", n, logs.String())
 	}
 }

@@ -11,7 +11,7 @@ import (
 // for what the daemon writes, how to see why it has not.
 var (
 	absentCluster = "no cluster yet: the daemon writes one at its first successful tick; ckegenctl sabakan status says why it has not"
-	absentStatus  = "no status yet: no ckegen daemon has ticked on this etcd and prefix; ckegenctl leader says whether one leads"
+	absentStatus  = "no status yet: no ckegen has ticked on this etcd and prefix, neither a daemon nor CKE's server with ckegen inside; ckegenctl leader says whether one leads"
 	// The daemon's own words for a missing template (intake.Table).
 	absentTemplate  = intake.RowOf(intake.SettingTemplate).Absent
 	absentVariables = "no query variables: the daemon queries with the query's defaults (every machine but boot servers and retired ones); set them with ckegenctl sabakan set-variables"

@@ -101,7 +101,7 @@ func TestEtcdCommands(t *testing.T) {
 		// What the daemon writes, before it has: how to see why.
 		{args: []string{"cluster", "get"}, code: 1, stderr: "ckegenctl: no cluster yet: the daemon writes one at its first successful tick; ckegenctl sabakan status says why it has not\n"},
 		{args: []string{"leader"}, code: 1, stderr: "nothing leads: no ckegen daemon (nothing under /cke/sabakan/ckegen/leader/) and no CKE server (nothing under /cke/leader/)"},
-		{args: []string{"sabakan", "status"}, code: 1, stderr: "ckegenctl: no status yet: no ckegen daemon has ticked on this etcd and prefix; ckegenctl leader says whether one leads\n"},
+		{args: []string{"sabakan", "status"}, code: 1, stderr: "ckegenctl: no status yet: no ckegen has ticked on this etcd and prefix, neither a daemon nor CKE's server with ckegen inside; ckegenctl leader says whether one leads\n"},
 		{args: []string{"sabakan", "history"}, stdout: "TIME  OP  CHANGES  TEMPLATE REV  CLUSTER REV\n"},
 		{args: []string{"sabakan", "status", "-o", "xml"}, code: 2, stderr: "--output: must be one of"},
 		{args: []string{"sabakan", "status", "-o", "jsn"}, code: 2, stderr: `ckegenctl: --output: must be one of [table yaml json], got "jsn"; did you mean json?` + "\n"},

@@ -259,6 +259,9 @@ func (o *generateOptions) generate() generated {
 		r.err = err
 		return r
 	}
+	// A one-off run says the notes of its settings as warnings, as
+	// set-template does when it stores the template.
+	r.warnings = append(r.warnings, generator.TemplateNotes(in.Template, in.Constraints)...)
 	r.res, r.err = generator.Tick(in, o.templateChanged)
 	if r.res != nil {
 		r.warnings = append(r.warnings, r.res.Warnings...)

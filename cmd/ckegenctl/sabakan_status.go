@@ -42,7 +42,7 @@ func newSabakanStatusCmd(e *env) *cobra.Command {
 				// host stopped calling (liveview.Silence), with CKE's phase.
 				v, err := liveview.ReadStatus(ctx, st, time.Now())
 				if err != nil {
-					return absent(err, absentStatus)
+					return absent(err, noStatus(ctx, st))
 				}
 				if n, err := ckeOwnNote(ctx, e, st, v.Mode); err != nil {
 					return err
@@ -61,6 +61,29 @@ func newSabakanStatusCmd(e *env) *cobra.Command {
 	}
 	cmd.Flags().StringVarP(&output, "output", "o", "table", "output format: table, yaml or json")
 	return cmd
+}
+
+// noStatus says why there is no status yet as the host that writes it
+// is: the ckegen that leads now (ckegen's daemon, or CKE's server with
+// ckegen inside, liveview.ReadActor) has not ended a tick; with neither
+// leading, that none has ticked and what leads.
+func noStatus(ctx context.Context, st storage.Storage) string {
+	own, _, _, err := intake.Load(ctx, st, intake.SettingOwner)
+	if err != nil {
+		return absentStatus
+	}
+	who, err := liveview.ReadActor(ctx, st, own.Own, time.Now())
+	switch {
+	case err != nil:
+		return absentStatus
+	case who.Kind == liveview.InsideCKE:
+		return "no status yet: the ckegen inside CKE's server has not ended a tick (CKE's server calls it at each pass of its loop): " + who.Says
+	case who.Kind == liveview.Daemon:
+		return "no status yet: ckegen's daemon has not ended a tick: " + who.Says
+	case who.Kind == liveview.Nobody:
+		return absentStatus
+	}
+	return "no status yet: no ckegen has ended a tick on this etcd and prefix: " + who.Says
 }
 
 func newSabakanHistoryCmd(e *env) *cobra.Command {
@@ -179,6 +202,13 @@ func liveStatusTable(w io.Writer, s storage.Status, who *liveview.Actor, notes .
 	}
 	domainRows(tw, s.Domains)
 	warningRows(tw, notInDomainRows(s.Warnings, s.Domains))
+	for i, n := range s.SettingsNotes {
+		label := ""
+		if i == 0 {
+			label = "SETTINGS"
+		}
+		fmt.Fprintf(tw, "%s\t%s\n", label, n)
+	}
 	fmt.Fprintf(tw, "SINCE\t%s\n", ts(s.Since))
 	fmt.Fprintf(tw, "LAST TICK\t%s\n", ts(s.Time))
 	fmt.Fprintf(tw, "FAILURES\t%d\n", s.ConsecutiveFailures)

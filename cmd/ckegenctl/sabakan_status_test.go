@@ -256,3 +256,56 @@ var (
 func statusTable(w io.Writer, s storage.Status, notes ...string) error {
 	return liveStatusTable(w, s, nil, notes...)
 }
+
+// TestNoStatusSaysTheHost: before the first tick, status says why there
+// is none as the host that leads is: CKE's server with ckegen inside
+// (never "no ckegen daemon"), ckegen's daemon, or nothing leading.
+func TestNoStatusSaysTheHost(t *testing.T) {
+	f := newPlanFixture(t)
+	if _, errOut, code := f.run("sabakan", "status"); code != 1 || !strings.Contains(errOut, "no status yet: no ckegen has ticked on this etcd and prefix, neither a daemon nor CKE's server with ckegen inside") {
+		t.Errorf("nothing leads: exit %d, %q", code, errOut)
+	}
+	srv := startServer(t, f.st, "cke-1", &storage.Presence{Kind: storage.PresenceInsideCKE, Version: "v0.9.0", Commit: "abc", CKEVersion: "v1.35.4"})
+	_, errOut, code := f.run("sabakan", "status")
+	want := "ckegenctl: no status yet: the ckegen inside CKE's server has not ended a tick (CKE's server calls it at each pass of its loop): CKE's server cke-1 leads with ckegen v0.9.0"
+	if code != 1 || !strings.HasPrefix(errOut, want) || strings.Contains(errOut, "daemon has") {
+		t.Errorf("ckegen inside CKE's server leads: exit %d, %q, want it to begin %q", code, errOut, want)
+	}
+	must(t, srv.sess.Close())
+	campaignAs(t, f.st, "ckegen-1")
+	_, errOut, code = f.run("sabakan", "status")
+	if want := "ckegenctl: no status yet: ckegen's daemon has not ended a tick: ckegen's daemon ckegen-1"; code != 1 || !strings.HasPrefix(errOut, want) {
+		t.Errorf("a daemon leads: exit %d, %q, want it to begin %q", code, errOut, want)
+	}
+}
+
+// TestConstraintsHelpRepairQueue: constraints set --help says that the
+// repair queue's settings are used inside CKE's server, by the
+// auto-repair ckegen runs there, and never that ckegen does not use them.
+func TestConstraintsHelpRepairQueue(t *testing.T) {
+	out, errOut, code := runCLI(t, "constraints", "set", "--help")
+	if code != 0 {
+		t.Fatalf("constraints set --help: exit %d, %q", code, errOut)
+	}
+	for _, name := range []string{"maximum-repair-queue-entries", "wait-seconds-to-repair-rebooting"} {
+		line := regexp.MustCompile(`(?m)^\s*` + name + `\s+(.*)$`).FindStringSubmatch(out)
+		want := "CKE's auto-repair setting: unused by ckegen's daemons; inside CKE's server, its auto-repair (which ckegen runs) uses it"
+		if line == nil || line[1] != want {
+			t.Errorf("constraints set --help on %s: %q, want %q\n%s", name, line, want, out)
+		}
+	}
+}
+
+// TestStatusTableNotes: the status's notes on the settings are rows of
+// their own, after the warnings, never among them.
+func TestStatusTableNotes(t *testing.T) {
+	var b strings.Builder
+	note := "template nodes[1]: label cke.cybozu.com/weight has no meaning in the rate model (minimum-workers-rate): every HEALTHY machine a worker template accepts is a worker"
+	if err := statusTable(&b, storage.Status{Result: "ok", Leader: "h", Warnings: []string{"w"}, SettingsNotes: []string{note, "n2"}}); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	if !regexp.MustCompile(`(?m)^WARNINGS +w\nSETTINGS +` + regexp.QuoteMeta(note) + `\n +n2\n`).MatchString(out) {
+		t.Errorf("the status table lacks the notes after the warnings:\n%s", out)
+	}
+}

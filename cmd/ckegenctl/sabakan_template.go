@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ckegen/ckegen/cluster"
+	"github.com/ckegen/ckegen/generator"
 	"github.com/ckegen/ckegen/intake"
 	"github.com/ckegen/ckegen/internal/suggest"
 	"github.com/ckegen/ckegen/internal/usage"
@@ -38,6 +39,11 @@ func newSabakanSetTemplateCmd(e *env) *cobra.Command {
 		if err != nil {
 			return fmt.Errorf("%s: %w", args[0], err)
 		}
+		if err := e.withStorage(func(ctx context.Context, st storage.Storage) error {
+			return warnTemplateNotes(ctx, cmd.ErrOrStderr(), st, data)
+		}); err != nil {
+			return err
+		}
 		return dry.store(e, cmd, intake.WhatIf{Template: js}, storage.KeySabakanTemplate, js)
 	}
 	dry = addDryRun(cmd)
@@ -62,6 +68,25 @@ func newSabakanGetTemplateCmd(e *env) *cobra.Command {
 	}
 	cmd.Flags().StringVarP(&output, "output", "o", "yaml", "output format: yaml or json")
 	return cmd
+}
+
+// warnTemplateNotes says the notes of a template (data, valid) under the
+// stored constraints (generator.TemplateNotes): set-template says them
+// once, as it stores the template; the status lists them after. Stored
+// constraints that do not parse say nothing here: the tick says why.
+func warnTemplateNotes(ctx context.Context, stderr io.Writer, st storage.Storage, data []byte) error {
+	tmpl, err := template.Parse(data)
+	if err != nil {
+		return err
+	}
+	s, refused, _, err := intake.Load(ctx, st, intake.SettingConstraints)
+	if err != nil || refused[intake.SettingConstraints] != nil {
+		return err
+	}
+	for _, n := range generator.TemplateNotes(tmpl, s.Constraints) {
+		fmt.Fprintf(stderr, "warning: %s\n", n)
+	}
+	return nil
 }
 
 // templateToStore validates a template and returns it as set-template

@@ -290,3 +290,34 @@ func weightAddedOnce(t *testing.T, maxUnhealthy string) {
 		t.Errorf("the tick after wrote the cluster again: %d history entries, then %d (%v)", writes, len(h), err)
 	}
 }
+
+// TestSetTemplateWeightNote: in the rate model, set-template says once,
+// as it stores the template, that each weight of a worker template means
+// nothing there (generator.TemplateNotes), on a real etcd with the
+// constraints stored explicitly; in the count model it says nothing of
+// weights.
+func TestSetTemplateWeightNote(t *testing.T) {
+	url := etcdtest.Start(t)
+	cli := etcdtest.Connect(t, url)
+	dir := t.TempDir()
+	noDefault := filepath.Join(dir, "no-default.yml")
+	file := writeFileIn(t, dir, "t.yml", weightedTemplate("1"))
+	note := func(i int) string {
+		return fmt.Sprintf("warning: template nodes[%d]: label cke.cybozu.com/weight has no meaning in the rate model (minimum-workers-rate): every HEALTHY machine a worker template accepts is a worker\n", i)
+	}
+	for _, c := range []struct {
+		constraints string
+		want        string
+	}{
+		{`{"control-plane-count":1,"minimum-workers-rate":80}`, note(1) + note(2)},
+		{`{"control-plane-count":1,"minimum-workers":1,"maximum-workers":0}`, ""},
+	} {
+		if _, err := cli.Put(context.Background(), "/cke/constraints", c.constraints); err != nil {
+			t.Fatal(err)
+		}
+		_, errOut, code := runCLIWithConfig(t, noDefault, "--etcd-endpoints", url, "sabakan", "set-template", file)
+		if code != 0 || strings.Count(errOut, "cke.cybozu.com/weight") != strings.Count(c.want, "cke.cybozu.com/weight") || !strings.Contains(errOut, c.want) {
+			t.Errorf("set-template with %s: exit %d, stderr %q, want %q", c.constraints, code, errOut, c.want)
+		}
+	}
+}
