@@ -138,7 +138,7 @@ func TestUnchosenHoldRate(t *testing.T) {
 	if st := f.status(t); st.Result != reason.OK || st.Model != constraints.RateModel || st.ConstraintsSource != storage.ConstraintsStored {
 		t.Errorf("with rate 80 stored: status %s %s, model %q from %q", st.Result, st.Reason, st.Model, st.ConstraintsSource)
 	}
-	if cl := f.cluster(t); cl == nil || workerCount(cl) != modelMachines-3 {
+	if cl := f.cluster(t); cl == nil || workerCount(cl) != modelMachines-1 {
 		t.Errorf("no rate-model cluster after the hold")
 	}
 }
