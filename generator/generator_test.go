@@ -281,7 +281,7 @@ func TestActionsListed(t *testing.T) {
 
 func TestRateOf(t *testing.T) {
 	c := &cluster.Cluster{Nodes: []*cluster.Node{{Address: "10.0.0.1", ControlPlane: true}, {Address: "10.0.0.2"}, {Address: "10.0.0.3"}}}
-	rate, err := constraints.Parse([]byte(`{"minimum-workers-rate": 50}`))
+	rate, err := constraints.Parse([]byte(`{"control-plane-count": 1, "minimum-workers-rate": 50}`))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -190,7 +190,7 @@ func TestConstraintsSetHelpModels(t *testing.T) {
 	for _, want := range []string{
 		"minimum-workers-rate replaces minimum-workers and maximum-workers",
 		"starts from CKE v1.35.4's defaults, as its ckecli does (control-plane-count 1,\nminimum-workers-rate 80: the rate model)",
-		"rate model (CKE v1.35): every HEALTHY machine a worker template accepts is a worker; a RETIRED worker leaves only while (workers - 1) / machines * 100 >= this percentage (0 to 100)",
+		"rate model (CKE v1.35): every HEALTHY machine a worker template accepts is a worker; a RETIRED worker leaves only while (workers - 1) / machines * 100 >= this percentage (0 to 100; 80 when nothing is stored)",
 	} {
 		if code != 0 || !strings.Contains(out, want) {
 			t.Errorf("set --help (exit %d) does not say %q:\n%s", code, want, out)
