@@ -222,10 +222,10 @@ func unchosenHold(c constraints.Constraints, stored bool, lastModel, lastSource 
 	}
 	switch lastSource {
 	case storage.ConstraintsDefault:
-		was = fmt.Sprintf("the count model's defaults (%s 1, %s 1, %s 0), which earlier releases ran with nothing stored",
+		was = fmt.Sprintf("the count model's defaults (%s 1, %s 1, %s 0), which earlier releases ran with nothing stored, were in force",
 			constraints.ControlPlaneCount, constraints.MinimumWorkers, constraints.MaximumWorkers)
 	default:
-		was = "the count model"
+		was = "the count model was in force"
 	}
 	keep := fmt.Sprintf("%s keeps the count model (%s 1, %s 0 with the stored %s)", constraints.CountDefaultsCommand,
 		constraints.MinimumWorkers, constraints.MaximumWorkers, constraints.ControlPlaneCount)
@@ -233,7 +233,7 @@ func unchosenHold(c constraints.Constraints, stored bool, lastModel, lastSource 
 		keep = fmt.Sprintf("%s keeps the count model's defaults", constraints.CountDefaultsCommand)
 	}
 	rate := fmt.Sprintf("ckegenctl constraints set %s %d takes CKE's", constraints.MinimumWorkersRate, constraints.DefaultMinimumWorkersRate)
-	msg := fmt.Sprintf("%s, but the last status says %s were in force: ckegen does not change the model by itself, "+
+	msg := fmt.Sprintf("%s, but the last status says %s: ckegen does not change the model by itself, "+
 		"so it writes nothing until constraints that name a model are stored: %s; %s (ckegenctl constraints set NAME VALUE --dry-run shows the plan of either first)",
 		now, was, keep, rate)
 	return &Hold{Rung: RungModel, Reason: reason.ConstraintsUnchosen, Message: msg,
