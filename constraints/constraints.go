@@ -34,8 +34,8 @@ var Names = []string{
 }
 
 // The two models of the cluster's workers. The stored document chooses:
-// a minimum-workers-rate key selects the rate model, anything else the
-// count model.
+// a minimum-workers or maximum-workers key selects the count model,
+// anything else the rate model (CKE v1.35.4 reads only its keys).
 const (
 	// CountModel: minimum-workers and maximum-workers bound the number of
 	// workers (CKE up to v1.34).
@@ -63,6 +63,12 @@ type Constraints struct {
 	MaximumUnreachableNodesForReboot *int
 	MaximumRepairQueueEntries        *int
 	WaitSecondsToRepairRebooting     *int
+	// Implicit: no worker key chose the model (nothing stored, or a
+	// document with neither minimum-workers, maximum-workers nor
+	// minimum-workers-rate), so the rate model is in force as CKE reads
+	// such a document. Setting a worker key chooses; once stored, the
+	// document names its model (MarshalJSON writes the model's keys).
+	Implicit bool
 }
 
 // countDoc and rateDoc are the stored documents of the two models, in the
@@ -133,16 +139,44 @@ func (c Constraints) MayRemoveWorker(workers, machines int) bool {
 	return c.MinimumWorkersRate != nil && machines > 0 && Rate(workers, machines) >= float64(*c.MinimumWorkersRate)
 }
 
-// Default returns the constraints used when none are set.
+// Default returns the constraints in force when none are stored: CKE
+// v1.35.4's own defaults (its DefaultConstraints), the rate model with
+// one control plane and minimum-workers-rate 80. They name no model
+// (Implicit).
 func Default() Constraints {
+	rate := DefaultMinimumWorkersRate
+	return Constraints{ControlPlaneCount: 1, MinimumWorkersRate: &rate, Implicit: true}
+}
+
+// CountDefaults returns the count model's defaults: one control plane,
+// minimum-workers 1, maximum-workers 0 (no maximum). Earlier releases of
+// ckegen ran them when no constraints were stored; `ckegenctl constraints
+// set minimum-workers 1` stores them (CountDefaultsCommand).
+func CountDefaults() Constraints {
 	return Constraints{ControlPlaneCount: 1, MinimumWorkers: 1}
 }
 
-// Parse reads a constraints JSON object. Left-out keys take their defaults;
-// an unknown key, a key given twice, a value that is not an integer, or
-// anything after the object is an error, naming the line and column.
+// CountDefaultsCommand is the command that stores the count model's
+// defaults, whatever is stored: with nothing stored, or a document with
+// neither model's worker key, setting minimum-workers to 1 switches to
+// the count model with maximum-workers 0 (Set).
+const CountDefaultsCommand = "ckegenctl constraints set " + MinimumWorkers + " 1"
+
+// Parse reads a constraints JSON object as CKE reads it: CKE decodes the
+// stored document into a zero value, so a left-out key is 0, and a
+// document with neither model's worker key (minimum-workers,
+// maximum-workers, minimum-workers-rate) is the rate model with
+// minimum-workers-rate 0, as CKE v1.35.4 reads it (Implicit: the document
+// names no model). A left-out control-plane-count is 0, which CKE's
+// server cannot run a cluster with: an error naming the key and the fix.
+// In the count model, which no CKE release that reads it stores without
+// its keys, a left-out minimum-workers is 1 and maximum-workers 0 (no
+// maximum), as in earlier releases of ckegen. An unknown key, a key given
+// twice, a value that is not an integer, or anything after the object is
+// an error, naming the line and column.
 func Parse(data []byte) (Constraints, error) {
-	c := Default()
+	zero := 0
+	c := Constraints{MinimumWorkersRate: &zero, Implicit: true}
 	var raw map[string]json.RawMessage
 	if err := strictjson.Unmarshal(data, &raw, strictjson.Document(document)); err != nil {
 		return c, fmt.Errorf("constraints: %w", err)
@@ -158,6 +192,10 @@ func Parse(data []byte) (Constraints, error) {
 	if err := oneModel(keys); err != nil {
 		return c, err
 	}
+	if slices.Contains(keys, MinimumWorkers) || slices.Contains(keys, MaximumWorkers) {
+		c = CountDefaults()
+		c.ControlPlaneCount = 0
+	}
 	for _, k := range keys {
 		if !slices.Contains(Names, k) {
 			return c, fmt.Errorf("constraints: %w", strictjson.Place(strictjson.UnknownField(nil, k, Names), data))
@@ -171,7 +209,14 @@ func Parse(data []byte) (Constraints, error) {
 		}
 	}
 	var errs []error
+	if _, ok := raw[ControlPlaneCount]; !ok {
+		errs = append(errs, fmt.Errorf("constraints: %s: missing, which CKE reads as 0, and CKE's server runs no cluster without a control plane: "+
+			"store it (ckegenctl constraints set %s 1, or 3 for etcd to survive the loss of one)", ControlPlaneCount, ControlPlaneCount))
+	}
 	for _, p := range c.problems() {
+		if _, ok := raw[ControlPlaneCount]; !ok && p.Path.String() == ControlPlaneCount {
+			continue // said above
+		}
 		errs = append(errs, fmt.Errorf("constraints: %w", strictjson.Place(p, data)))
 	}
 	return c, errors.Join(errs...)
@@ -215,7 +260,9 @@ func parseInt(path strictjson.Path, raw json.RawMessage) (int, error) {
 // Set sets the constraint called name. It does not validate the result.
 // Setting a key of the other model switches models: minimum-workers-rate
 // replaces minimum-workers and maximum-workers, and either of those
-// replaces minimum-workers-rate (the other count key takes its default).
+// replaces minimum-workers-rate (the other count key takes the count
+// model's default, CountDefaults). Setting a worker key chooses the model
+// (Implicit is false).
 func (c *Constraints) Set(name string, v int) error {
 	switch name {
 	case ControlPlaneCount:
@@ -223,16 +270,18 @@ func (c *Constraints) Set(name string, v int) error {
 	case MinimumWorkers, MaximumWorkers:
 		if c.MinimumWorkersRate != nil {
 			c.MinimumWorkersRate = nil
-			c.MinimumWorkers, c.MaximumWorkers = Default().MinimumWorkers, Default().MaximumWorkers
+			c.MinimumWorkers, c.MaximumWorkers = CountDefaults().MinimumWorkers, CountDefaults().MaximumWorkers
 		}
 		if name == MinimumWorkers {
 			c.MinimumWorkers = v
 		} else {
 			c.MaximumWorkers = v
 		}
+		c.Implicit = false
 	case MinimumWorkersRate:
 		c.MinimumWorkersRate = &v
 		c.MinimumWorkers, c.MaximumWorkers = 0, 0
+		c.Implicit = false
 	case MaximumUnreachableNodesForReboot:
 		c.MaximumUnreachableNodesForReboot = &v
 	case MaximumRepairQueueEntries:

@@ -34,12 +34,16 @@ func TestPreservesCKEKeys(t *testing.T) {
 	}
 }
 
+// missingCP is the error of a document without control-plane-count.
+const missingCP = "constraints: control-plane-count: missing, which CKE reads as 0, and CKE's server runs no cluster without a control plane: " +
+	"store it (ckegenctl constraints set control-plane-count 1, or 3 for etcd to survive the loss of one)"
+
 func TestParseErrors(t *testing.T) {
 	cases := []struct{ in, want string }{
 		{`{"control-plane-count": 0}`, "constraints: line 1, column 25: control-plane-count: must be >= 1, got 0"},
-		{`{"minimum-workers": -1}`, "constraints: line 1, column 21: minimum-workers: must be >= 0, got -1"},
-		{`{"minimum-workers": 5, "maximum-workers": 3}`, "constraints: line 1, column 43: maximum-workers: must be 0 (unlimited) or >= minimum-workers (5), got 3"},
-		{`{"maximum-workers": -2}`, "constraints: line 1, column 21: maximum-workers: must be 0 (unlimited) or >= minimum-workers, got -2"},
+		{`{"minimum-workers": -1, "control-plane-count": 1}`, "constraints: line 1, column 21: minimum-workers: must be >= 0, got -1"},
+		{`{"minimum-workers": 5, "maximum-workers": 3, "control-plane-count": 1}`, "constraints: line 1, column 43: maximum-workers: must be 0 (unlimited) or >= minimum-workers (5), got 3"},
+		{`{"maximum-workers": -2, "control-plane-count": 1}`, "constraints: line 1, column 21: maximum-workers: must be 0 (unlimited) or >= minimum-workers, got -2"},
 		{`{"control-plane-count": 1.5}`, "constraints: line 1, column 25: control-plane-count: want an integer, got the number 1.5"},
 		{`{"control-plane-count": "3"}`, `constraints: line 1, column 25: control-plane-count: want an integer, got the string "3"`},
 		{`{"control-plane-count": 1e1}`, "constraints: line 1, column 25: control-plane-count: want an integer, got the number 1e1"},
@@ -57,7 +61,12 @@ func TestParseErrors(t *testing.T) {
 		{`{"control-plane-count": 3}]`, "constraints: line 1, column 27: trailing data after the JSON value"},
 		{"{\"control-plane-count\": 3}\n{}", "constraints: line 2, column 1: trailing data after the JSON value"},
 		{`control-plane-count: 3`, "constraints: line 1, column 1: invalid character 'c' at start of value"},
-		{"{\n  \"maximum-repair-queue-entries\": -1}", "constraints: line 2, column 35: maximum-repair-queue-entries: must be >= 0, got -1"},
+		{"{\n  \"maximum-repair-queue-entries\": -1, \"control-plane-count\": 1}", "constraints: line 2, column 35: maximum-repair-queue-entries: must be >= 0, got -1"},
+		// CKE reads a missing control-plane-count as 0.
+		{`{"minimum-workers-rate": 80}`, missingCP},
+		{`{"minimum-workers": 3}`, missingCP},
+		{`{}`, missingCP},
+		{`{"minimum-workers": -1}`, missingCP + "\nconstraints: line 1, column 21: minimum-workers: must be >= 0, got -1"},
 		{`null`, `constraints: line 1, column 1: want an object (constraints by name, such as {"control-plane-count": 3}), got null`},
 		{`{"control-plane-count": 3} {"minimum-workers": 9}`, "constraints: line 1, column 28: trailing data after the JSON value"},
 		{``, "constraints: no JSON value"},
@@ -103,8 +112,11 @@ func TestReadsCKEv135Document(t *testing.T) {
 	if string(out) != in {
 		t.Errorf("round trip = %s, want %s", out, in)
 	}
-	if Default().Model() != CountModel {
-		t.Errorf("the default is the %s model, want the count model", Default().Model())
+	if d := Default(); d.Model() != RateModel || *d.MinimumWorkersRate != 80 || d.ControlPlaneCount != 1 || !d.Implicit || d.Validate() != nil {
+		t.Errorf("the defaults are %+v, the %s model, want CKE v1.35.4's: the rate model, 80%%, one control plane, naming no model", d, d.Model())
+	}
+	if d := CountDefaults(); d.Model() != CountModel || d.MinimumWorkers != 1 || d.MaximumWorkers != 0 || d.ControlPlaneCount != 1 || d.Implicit {
+		t.Errorf("the count model's defaults are %+v", d)
 	}
 }
 
@@ -124,7 +136,7 @@ func TestRateModelErrors(t *testing.T) {
 			t.Errorf("Parse(%s) error = %v, want it to contain %q", c.in, err, c.want)
 		}
 	}
-	for _, ok := range []string{`{"minimum-workers-rate": 0}`, `{"minimum-workers-rate": 100}`} {
+	for _, ok := range []string{`{"minimum-workers-rate": 0, "control-plane-count": 1}`, `{"minimum-workers-rate": 100, "control-plane-count": 1}`} {
 		if _, err := Parse([]byte(ok)); err != nil {
 			t.Errorf("Parse(%s): %v", ok, err)
 		}
@@ -161,15 +173,78 @@ func TestSetSwitchesModels(t *testing.T) {
 }
 
 func TestMayRemoveWorker(t *testing.T) {
-	c, _ := Parse([]byte(`{"minimum-workers-rate": 80}`))
+	c, _ := Parse([]byte(`{"control-plane-count": 1, "minimum-workers-rate": 80}`))
 	// (9 - 1) / 10 = 80% >= 80: allowed; (8 - 1) / 10 = 70%: not.
 	if !c.MayRemoveWorker(9, 10) || c.MayRemoveWorker(8, 10) {
 		t.Errorf("MayRemoveWorker(9,10)=%v (want true), (8,10)=%v (want false)", c.MayRemoveWorker(9, 10), c.MayRemoveWorker(8, 10))
 	}
-	if Default().MayRemoveWorker(100, 10) {
+	if CountDefaults().MayRemoveWorker(100, 10) {
 		t.Error("the count model has no rate rule")
 	}
 	if got := Rate(9, 10); got != 80 {
 		t.Errorf("Rate(9, 10) = %v, want 80", got)
 	}
+}
+
+// TestReadsAsCKE: a document with neither model's worker key is read as
+// CKE v1.35.4 reads it, into a zero value: the rate model with
+// minimum-workers-rate 0, naming no model (Implicit); a count key chooses
+// the count model, whose left-out keys take the count model's defaults.
+// (ckeref's TestConstraintsReadAsCKE compares with CKE's own reading.)
+func TestReadsAsCKE(t *testing.T) {
+	for _, c := range []struct {
+		doc                string
+		model              string
+		cp, rate, min, max int
+		implicit           bool
+	}{
+		{`{"control-plane-count": 3}`, RateModel, 3, 0, 0, 0, true},
+		{`{"control-plane-count": 3, "maximum-repair-queue-entries": 2}`, RateModel, 3, 0, 0, 0, true},
+		{`{"control-plane-count": 3, "minimum-workers-rate": 0}`, RateModel, 3, 0, 0, 0, false},
+		{`{"control-plane-count": 5, "minimum-workers-rate": 70}`, RateModel, 5, 70, 0, 0, false},
+		{`{"control-plane-count": 3, "maximum-workers": 10}`, CountModel, 3, 0, 1, 10, false},
+		{`{"control-plane-count": 3, "minimum-workers": 4}`, CountModel, 3, 0, 4, 0, false},
+	} {
+		got, err := Parse([]byte(c.doc))
+		if err != nil {
+			t.Errorf("%s: %v", c.doc, err)
+			continue
+		}
+		rate := 0
+		if got.MinimumWorkersRate != nil {
+			rate = *got.MinimumWorkersRate
+		}
+		if got.Model() != c.model || got.ControlPlaneCount != c.cp || rate != c.rate || got.MinimumWorkers != c.min || got.MaximumWorkers != c.max || got.Implicit != c.implicit {
+			t.Errorf("%s: %+v (rate %d), want the %s model, %d control planes, rate %d, workers %d..%d, implicit %v", c.doc, got, rate, c.model, c.cp, c.rate, c.min, c.max, c.implicit)
+		}
+	}
+	// With nothing stored, setting minimum-workers 1 stores the count
+	// model's defaults exactly (CountDefaultsCommand); on a document
+	// without a worker key it keeps its control planes.
+	for _, c := range []struct {
+		from Constraints
+		want string
+	}{
+		{Default(), `{"control-plane-count":1,"minimum-workers":1,"maximum-workers":0}`},
+		{mustParse(t, `{"control-plane-count":3}`), `{"control-plane-count":3,"minimum-workers":1,"maximum-workers":0}`},
+	} {
+		if err := c.from.Set(MinimumWorkers, 1); err != nil {
+			t.Fatal(err)
+		}
+		if out, _ := json.Marshal(c.from); string(out) != c.want || c.from.Implicit {
+			t.Errorf("set minimum-workers 1: %s (implicit %v), want %s", out, c.from.Implicit, c.want)
+		}
+	}
+	if out, _ := json.Marshal(CountDefaults()); string(out) != `{"control-plane-count":1,"minimum-workers":1,"maximum-workers":0}` {
+		t.Errorf("the count model's defaults marshal as %s", out)
+	}
+}
+
+func mustParse(t *testing.T, doc string) Constraints {
+	t.Helper()
+	c, err := Parse([]byte(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
 }

@@ -217,7 +217,8 @@ func (d *Decision) planWarnings() {
 // climbSettings climbs the ladder's rungs decided from the settings
 // alone, before sabakan is asked: a failure to read etcd, a switch or
 // the owner refused, the gate (disabled, held), a missing setting
-// (waiting), a refused one (failing). It reports whether one of them
+// (waiting), a refused one (failing), constraints that name no model
+// after the count model (held, unchosenHold). It reports whether one of them
 // decided the tick. Gather climbs them, once, and stops where they
 // decide.
 func (d *Decision) climbSettings() bool {
@@ -257,6 +258,14 @@ func (d *Decision) climbSettings() bool {
 		default:
 			d.gated(RungSettings, ref)
 		}
+	}
+	if g.Refusals[intake.SettingConstraints] != nil {
+		return false
+	}
+	if h := unchosenHold(s.Constraints, s.ConstraintsStored, g.LastModel, g.LastConstraintsSource); h != nil {
+		d.Hold = h
+		d.Result, d.Reason, d.Message = reason.Held, h.Reason, h.Message
+		return true
 	}
 	return false
 }

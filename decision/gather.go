@@ -51,6 +51,11 @@ type Gathered struct {
 	// decide as the leader does); StoredErr why it could not be used.
 	Stored    *Memory
 	StoredErr error
+	// LastModel and LastConstraintsSource are the constraints model and
+	// their source the last status says (Ask.Last, or the stored
+	// memory's): the hold on unchosen constraints reads them
+	// (unchosenHold).
+	LastModel, LastConstraintsSource string
 	// SettingsID identifies the watched settings as read (their keys'
 	// mod revisions): a change of it resets the backoff.
 	SettingsID string
@@ -119,6 +124,10 @@ func NewGatherer(st storage.Storage, o sabakan.Options, now func() time.Time) *G
 type Ask struct {
 	// Memory: read the memory stored with the last status too.
 	Memory bool
+	// Last is the last status as the host's memory keeps it
+	// (Memory.Last: the step's, or the leader's memory a view read);
+	// with Memory, the stored memory's replaces it.
+	Last storage.Status
 	// WhatIf replaces stored settings (a view's what-if).
 	WhatIf intake.WhatIf
 	// Kubernetes is the host's view of the Nodes (nil: none).
@@ -177,12 +186,15 @@ func (gr *Gatherer) Gather(ctx context.Context, leaderKey string, a Ask) *Gather
 		g.Failure = reason.Fail(reason.LostLeadership, storage.ErrNoLeader)
 		return g
 	}
+	last := a.Last
 	if a.Memory {
 		g.Stored = &Memory{}
 		if err := g.Stored.Recall(snap.Get(storage.KeyCKEGenMemory)); err != nil {
 			g.StoredErr = err
 		}
+		last = g.Stored.Last
 	}
+	g.LastModel, g.LastConstraintsSource = last.Model, last.ConstraintsSource
 	s, refused := gr.settings.ReadEach(snap, a.WhatIf)
 	g.Settings, g.Refusals, g.HasCluster, g.SettingsID = s, refused, snap.Get(storage.KeyCluster).Exists(), intake.SettingsID(snap)
 	g.Refused = intake.First(refused)

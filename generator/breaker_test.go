@@ -20,7 +20,7 @@ func TestBreaker(t *testing.T) {
 			ms = append(ms, mkMachine("s"+string(rune('0'+r))+string(rune('0'+i)), r, i).obj())
 		}
 	}
-	c := constraints.Default()
+	c := constraints.CountDefaults()
 	c.ControlPlaneCount, c.MinimumWorkers = 3, 5
 	gen, err := Generate(input(tmpl, c, ms, nil))
 	if err != nil {

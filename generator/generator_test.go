@@ -27,7 +27,7 @@ func threeRacks() []*machine.Machine {
 func TestRegenerateNothingToDoWhenMemberGone(t *testing.T) {
 	tmpl := mustTemplate(simpleTemplate)
 	ms := threeRacks()
-	res, err := Generate(input(tmpl, constraints.Default(), ms, nil))
+	res, err := Generate(input(tmpl, constraints.CountDefaults(), ms, nil))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,12 +38,12 @@ func TestRegenerateNothingToDoWhenMemberGone(t *testing.T) {
 			rest = append(rest, m)
 		}
 	}
-	if _, err := Regenerate(input(tmpl, constraints.Default(), rest, res.Cluster)); !errors.Is(err, ErrNothingToDo) {
+	if _, err := Regenerate(input(tmpl, constraints.CountDefaults(), rest, res.Cluster)); !errors.Is(err, ErrNothingToDo) {
 		t.Errorf("Regenerate with a gone member: %v, want ErrNothingToDo", err)
 	}
 	// With every machine present, Regenerate succeeds and re-renders
 	// nothing (same template).
-	r2, err := Regenerate(input(tmpl, constraints.Default(), ms, res.Cluster))
+	r2, err := Regenerate(input(tmpl, constraints.CountDefaults(), ms, res.Cluster))
 	if err != nil || r2.Op != OpRegenerate || len(r2.Changes) != 0 {
 		t.Errorf("Regenerate = %+v, %v", r2, err)
 	}
@@ -55,7 +55,7 @@ func TestRegenerateNothingToDoWhenMemberGone(t *testing.T) {
 func TestRegenerateKeepsRebootingGoneMember(t *testing.T) {
 	tmpl := mustTemplate(simpleTemplate)
 	ms := threeRacks()
-	res, err := Generate(input(tmpl, constraints.Default(), ms, nil))
+	res, err := Generate(input(tmpl, constraints.CountDefaults(), ms, nil))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,7 +66,7 @@ func TestRegenerateKeepsRebootingGoneMember(t *testing.T) {
 			rest = append(rest, m)
 		}
 	}
-	in := input(tmpl, constraints.Default(), rest, res.Cluster)
+	in := input(tmpl, constraints.CountDefaults(), rest, res.Cluster)
 	in.Rebooting = map[string]bool{gone.Address: true}
 	r, err := Regenerate(in)
 	if err != nil {
@@ -88,13 +88,13 @@ func TestRegenerateKeepsRebootingGoneMember(t *testing.T) {
 func TestNodeWithoutIPv4IsGone(t *testing.T) {
 	tmpl := mustTemplate(simpleTemplate)
 	ms := threeRacks()
-	res, err := Generate(input(tmpl, constraints.Default(), ms, nil))
+	res, err := Generate(input(tmpl, constraints.CountDefaults(), ms, nil))
 	if err != nil {
 		t.Fatal(err)
 	}
 	cur := *res.Cluster
 	cur.Nodes = append(append([]*cluster.Node{}, res.Cluster.Nodes...), &cluster.Node{Address: "node-a", User: "u"})
-	r, err := Update(input(tmpl, constraints.Default(), ms, &cur))
+	r, err := Update(input(tmpl, constraints.CountDefaults(), ms, &cur))
 	if err != nil || r.Op != OpRemoveNonExistent || len(r.Changes) != 1 || r.Changes[0].Address != "node-a" ||
 		r.Changes[0].Action != ActionRemoveNonExistentWorker || len(r.Cluster.Nodes) != len(res.Cluster.Nodes) {
 		t.Errorf("Update = %+v, %v; want node-a removed as non-existent", r, err)
@@ -112,28 +112,28 @@ func TestInputErrors(t *testing.T) {
 		run  func() error
 		want string
 	}{
-		{"update without a cluster", func() error { _, err := Update(input(tmpl, constraints.Default(), ms, nil)); return err }, "no current cluster"},
-		{"regenerate without a cluster", func() error { _, err := Regenerate(input(tmpl, constraints.Default(), ms, nil)); return err }, "no current cluster"},
-		{"no template", func() error { _, err := Generate(input(nil, constraints.Default(), ms, nil)); return err }, "no template"},
+		{"update without a cluster", func() error { _, err := Update(input(tmpl, constraints.CountDefaults(), ms, nil)); return err }, "no current cluster"},
+		{"regenerate without a cluster", func() error { _, err := Regenerate(input(tmpl, constraints.CountDefaults(), ms, nil)); return err }, "no current cluster"},
+		{"no template", func() error { _, err := Generate(input(nil, constraints.CountDefaults(), ms, nil)); return err }, "no template"},
 		{"invalid constraints", func() error {
 			_, err := Generate(input(tmpl, constraints.Constraints{ControlPlaneCount: 0}, ms, nil))
 			return err
 		}, "control-plane-count: must be >= 1"},
 		{"negative retire wait", func() error {
-			in := input(tmpl, constraints.Default(), ms, nil)
+			in := input(tmpl, constraints.CountDefaults(), ms, nil)
 			in.RetireWait = -1
 			_, err := Generate(in)
 			return err
 		}, "retire wait: must not be negative"},
-		{"a node listed twice", func() error { _, err := Update(input(tmpl, constraints.Default(), ms, dup)); return err }, "is listed twice"},
-		{"a non-IPv4 node address listed twice", func() error { _, err := Update(input(tmpl, constraints.Default(), ms, dupName)); return err }, "nodes[2]: address node-a is listed twice"},
-		{"a node without address", func() error { _, err := Update(input(tmpl, constraints.Default(), ms, noAddr)); return err }, "nodes[0]: address: must not be empty"},
+		{"a node listed twice", func() error { _, err := Update(input(tmpl, constraints.CountDefaults(), ms, dup)); return err }, "is listed twice"},
+		{"a non-IPv4 node address listed twice", func() error { _, err := Update(input(tmpl, constraints.CountDefaults(), ms, dupName)); return err }, "nodes[2]: address node-a is listed twice"},
+		{"a node without address", func() error { _, err := Update(input(tmpl, constraints.CountDefaults(), ms, noAddr)); return err }, "nodes[0]: address: must not be empty"},
 		{"unsanitized machines", func() error {
 			bad := append([]*machine.Machine{}, ms...)
 			c := *ms[0]
 			c.Spec.IPv4 = nil
 			bad[0] = &c
-			_, err := Generate(input(tmpl, constraints.Default(), bad, nil))
+			_, err := Generate(input(tmpl, constraints.CountDefaults(), bad, nil))
 			return err
 		}, "no IPv4 address"},
 		{"a machine address that is not IPv4", func() error {
@@ -141,7 +141,7 @@ func TestInputErrors(t *testing.T) {
 			c := *ms[0]
 			c.Spec.IPv4 = []string{"fd00::1"}
 			bad[0] = &c
-			_, err := Generate(input(tmpl, constraints.Default(), bad, nil))
+			_, err := Generate(input(tmpl, constraints.CountDefaults(), bad, nil))
 			return err
 		}, `ipv4[0]: "fd00::1" is not an IPv4 address`},
 	}
@@ -157,7 +157,7 @@ func TestInputErrors(t *testing.T) {
 func TestResultDoesNotModifyInput(t *testing.T) {
 	tmpl := mustTemplate(simpleTemplate)
 	ms := threeRacks()
-	c := constraints.Default()
+	c := constraints.CountDefaults()
 	c.MinimumWorkers = 2
 	res, err := Generate(input(tmpl, c, ms, nil))
 	if err != nil {
@@ -246,7 +246,7 @@ service_subnet: 10.68.0.0/16
 		m.Spec.Role = "compute"
 		ms = append(ms, m)
 	}
-	p, err := MakePlan(input(tmpl, constraints.Default(), ms, nil), false, 10)
+	p, err := MakePlan(input(tmpl, constraints.CountDefaults(), ms, nil), false, 10)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -281,7 +281,7 @@ func TestActionsListed(t *testing.T) {
 
 func TestRateOf(t *testing.T) {
 	c := &cluster.Cluster{Nodes: []*cluster.Node{{Address: "10.0.0.1", ControlPlane: true}, {Address: "10.0.0.2"}, {Address: "10.0.0.3"}}}
-	rate, err := constraints.Parse([]byte(`{"minimum-workers-rate": 50}`))
+	rate, err := constraints.Parse([]byte(`{"control-plane-count": 1, "minimum-workers-rate": 50}`))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -295,7 +295,7 @@ func TestRateOf(t *testing.T) {
 	if r := RateOf(c, 3, rate); r.CanRemove() {
 		t.Errorf("(2 - 1) / 3 = 33%% < 50%%, yet CanRemove: %+v", r)
 	}
-	if RateOf(c, 2, constraints.Default()) != nil {
+	if RateOf(c, 2, constraints.CountDefaults()) != nil {
 		t.Error("the count model has no worker rate")
 	}
 }

@@ -74,7 +74,7 @@ func TestPickerMatchesLinearScan(t *testing.T) {
 			}
 			ms = append(ms, b.obj())
 		}
-		in := &Input{Template: mustTemplate(simpleTemplate), Constraints: constraints.Default(), Machines: ms, Now: testNow}
+		in := &Input{Template: mustTemplate(simpleTemplate), Constraints: constraints.CountDefaults(), Machines: ms, Now: testNow}
 		if withPolicy {
 			in.Policy, in.Metrics = drawMetrics(t, in.Template, pickerPolicy, ms)
 		}

@@ -98,7 +98,7 @@ func cps(c *cluster.Cluster) []string {
 
 // TestRebalance: what rule 9 moves, and what it leaves alone.
 func TestRebalance(t *testing.T) {
-	c := constraints.Default()
+	c := constraints.CountDefaults()
 	c.ControlPlaneCount, c.MinimumWorkers = 3, 3
 
 	t.Run("an earlier group wins whatever the stickiness", func(t *testing.T) {
@@ -221,7 +221,7 @@ func TestRebalance(t *testing.T) {
 // best worker of the first group that has one, even when a worker of a
 // later group scores higher, and records the group.
 func TestPromotionFollowsGroups(t *testing.T) {
-	c := constraints.Default()
+	c := constraints.CountDefaults()
 	c.ControlPlaneCount, c.MinimumWorkers = 3, 9 // every machine is used
 	ms, cur := rebalanceWorld(t, c)
 	// The first worker of racks 1-3 joins the first group. Rack 4's
@@ -261,7 +261,7 @@ func TestPromotionFollowsGroups(t *testing.T) {
 // r3m1 are in group rest. When r4m2 joins tier1, r2m1 gives it its place
 // (the first of rest by the removal order), whatever the stickiness.
 func TestRebalanceMovesTheLatestGroupFirst(t *testing.T) {
-	c := constraints.Default()
+	c := constraints.CountDefaults()
 	c.ControlPlaneCount, c.MinimumWorkers = 3, 3
 	ms, cur := rebalanceWorld(t, c)
 	ms = withLabel(withLabel(ms, "r1m1", "tier", "1"), "r4m2", "tier", "1")

@@ -59,7 +59,7 @@ func TestSkewPickerMatchesLinearScan(t *testing.T) {
 			}
 			ms = append(ms, b.obj())
 		}
-		in := &Input{Template: mustTemplate(skewTemplate), Constraints: constraints.Default(), Machines: ms, Now: testNow}
+		in := &Input{Template: mustTemplate(skewTemplate), Constraints: constraints.CountDefaults(), Machines: ms, Now: testNow}
 		in.Policy, in.Metrics = drawMetrics(t, in.Template, doc, ms)
 		s, err := newState(in, nil)
 		if err != nil {
@@ -137,7 +137,7 @@ placements:
     spread: {maxSkew: 1}
     groups: [{name: tier1, constraints: ["sabakan.cke.cybozu.com/tier = 1"]}, {name: any}]
 `
-	in := &Input{Template: mustTemplate(skewTemplate), Constraints: constraints.Default(), Machines: ms, Now: testNow}
+	in := &Input{Template: mustTemplate(skewTemplate), Constraints: constraints.CountDefaults(), Machines: ms, Now: testNow}
 	pol, err := policy.Load([]byte(doc), in.Template)
 	if err != nil {
 		t.Fatal(err)

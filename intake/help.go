@@ -24,14 +24,14 @@ switch acted on is named on stderr.`
 func constraintMeaning(name string) string {
 	switch name {
 	case constraints.ControlPlaneCount:
-		return "number of control planes (default 1; keep it odd for etcd's quorum)"
+		return "number of control planes (1 when nothing is stored; keep it odd for etcd's quorum)"
 	case constraints.MinimumWorkers:
-		return "count model: fewest workers the cluster may have (default 1)"
+		return "count model: fewest workers the cluster may have (1 when left out)"
 	case constraints.MaximumWorkers:
-		return "count model: most workers the cluster may have; 0 means no limit (default 0)"
+		return "count model: most workers the cluster may have; 0 means no limit (0 when left out)"
 	case constraints.MinimumWorkersRate:
 		return "rate model (CKE v1.35): every HEALTHY machine a worker template accepts is a worker; " +
-			"a RETIRED worker leaves only while (workers - 1) / machines * 100 >= this percentage (0 to 100)"
+			"a RETIRED worker leaves only while (workers - 1) / machines * 100 >= this percentage (0 to 100; 80 when nothing is stored)"
 	case constraints.MaximumUnreachableNodesForReboot:
 		return "CKE's reboot queue setting: stored and kept, unused by ckegen"
 	case constraints.MaximumRepairQueueEntries, constraints.WaitSecondsToRepairRebooting:
@@ -58,10 +58,10 @@ func constraintsSetHelp() string {
 		"minimum-workers or maximum-workers replaces minimum-workers-rate (the other\n" +
 		"count key takes its default). The stored document then holds the keys of one\n" +
 		"model only, as CKE v1.35's ckecli stores them. With no constraints stored, set\n" +
-		"starts from ckegen's defaults, which are the count model's (control-plane-count\n" +
-		"1, minimum-workers 1, maximum-workers 0); CKE v1.35 starts from its own\n" +
-		"(minimum-workers-rate 80), so set minimum-workers-rate first to start in the\n" +
-		"rate model.\n\nNAME is one of:\n")
+		"starts from CKE v1.35.4's defaults, as its ckecli does (control-plane-count 1,\n" +
+		"minimum-workers-rate 80: the rate model); set minimum-workers 1 stores the\n" +
+		"count model's defaults (control-plane-count 1, minimum-workers 1,\n" +
+		"maximum-workers 0).\n\nNAME is one of:\n")
 	tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
 	for _, n := range constraints.Names {
 		fmt.Fprintf(tw, "  %s\t%s\n", n, constraintMeaning(n))

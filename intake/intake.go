@@ -73,8 +73,9 @@ type Settings struct {
 
 	Constraints constraints.Constraints
 	// ConstraintsStored: the constraints were stored or given (else they
-	// are the count model's defaults); ConstraintsRevision is the stored
-	// key's mod revision (0: none), for a guarded read-modify-write.
+	// are CKE v1.35.4's defaults, constraints.Default); ConstraintsRevision
+	// is the stored key's mod revision (0: none), for a guarded
+	// read-modify-write. Constraints.Implicit: they name no model.
 	ConstraintsStored   bool
 	ConstraintsRevision int64
 

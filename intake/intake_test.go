@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -240,7 +241,7 @@ func TestSettings(t *testing.T) {
 	if s, err = r.Read(snapshot(t, st), WhatIf{}); err != nil || s.TemplateChanged() {
 		t.Errorf("built from the stored template: TemplateChanged %v (%v)", s.TemplateChanged(), err)
 	}
-	c := constraints.Default()
+	c := constraints.CountDefaults()
 	s, err = r.Read(snapshot(t, st), WhatIf{Template: []byte(goodTemplate), Constraints: &c, Variables: []byte(`{}`)})
 	switch {
 	case err != nil:
@@ -253,8 +254,8 @@ func TestSettings(t *testing.T) {
 		t.Errorf("what-if variables not applied: %s", s.VariablesData)
 	}
 	put(t, st, map[string]string{storage.KeyConstraints: ""})
-	if s, _ = r.Read(snapshot(t, st), WhatIf{}); s.ConstraintsStored || s.Constraints != constraints.Default() {
-		t.Errorf("no constraints stored: %+v stored %v, want the defaults", s.Constraints, s.ConstraintsStored)
+	if s, _ = r.Read(snapshot(t, st), WhatIf{}); s.ConstraintsStored || !reflect.DeepEqual(s.Constraints, constraints.Default()) || !s.Constraints.RateModel() {
+		t.Errorf("no constraints stored: %+v stored %v, want CKE v1.35.4's defaults (the rate model)", s.Constraints, s.ConstraintsStored)
 	}
 }
 
@@ -500,7 +501,7 @@ func TestFromFiles(t *testing.T) {
 	machines := file("m.json", `[]`)
 	files := Files{Template: File("--template", tmpl), Machines: File("--machines", machines), RebootingFlag: "--rebooting"}
 	s, inv, _, err := FromFiles(context.Background(), files)
-	if err != nil || s.Template == nil || inv.Machines == nil && len(inv.Machines) != 0 || s.Constraints != constraints.Default() {
+	if err != nil || s.Template == nil || inv.Machines == nil && len(inv.Machines) != 0 || !reflect.DeepEqual(s.Constraints, constraints.Default()) {
 		t.Fatalf("FromFiles = %+v, %v", s, err)
 	}
 	if !s.templateGiven || s.Current != nil || s.Rebooting != nil {

@@ -200,8 +200,8 @@ variables is printed instead (ckegenctl sabakan plan --variables FILE).`},
 				Long: constraintsSetHelp(), Choices: constraints.Names},
 			{Path: "constraints show", Short: "print the constraints of the model in force as JSON, 0 for those unset; the model on stderr",
 				Long: `Show prints the constraints as JSON on stdout, as CKE's ckecli does: the keys
-of the model in force, with CKE's 0 for those never set (the defaults when
-no constraints are stored). In the count model they are control-plane-count,
+of the model in force, with CKE's 0 for those never set (CKE v1.35.4's
+defaults when no constraints are stored). In the count model they are control-plane-count,
 minimum-workers and maximum-workers; in the rate model (CKE v1.35)
 control-plane-count and minimum-workers-rate; then CKE's three queue settings.
 A line on stderr names the model ("model: count" or "model: rate"). The JSON

@@ -2,7 +2,7 @@ package intake
 
 import (
 	"regexp"
-	"strings"
+	"slices"
 )
 
 // Inside CKE's server, the operator has CKE's ckecli: the status names
@@ -18,18 +18,22 @@ var ckecliCommands = []string{
 	"constraints set", "constraints show", "cluster get", "leader",
 }
 
-// ckegenctlCommand is a command of ckegenctl named in a text.
-var ckegenctlCommand = regexp.MustCompile(`\bckegenctl ((?:sabakan |constraints |cluster )?[a-z-]+)`)
+// ckegenctlCommand is a command of ckegenctl named in a text, with the
+// word after it.
+var ckegenctlCommand = regexp.MustCompile(`\bckegenctl ((?:sabakan |constraints |cluster )?[a-z-]+)( [a-z-]+)?`)
 
 // InCKEWords is text with the ckegenctl commands that CKE's ckecli has
-// named as ckecli's.
+// named as ckecli's. CKE v1.35.4's ckecli constraints set knows no count
+// key (minimum-workers, maximum-workers): setting one stays ckegenctl's.
 func InCKEWords(text string) string {
 	return ckegenctlCommand.ReplaceAllStringFunc(text, func(m string) string {
-		cmd := strings.TrimPrefix(m, "ckegenctl ")
-		for _, c := range ckecliCommands {
-			if cmd == c {
-				return "ckecli " + cmd
-			}
+		sub := ckegenctlCommand.FindStringSubmatch(m)
+		cmd, arg := sub[1], sub[2]
+		if cmd == "constraints set" && (arg == " minimum-workers" || arg == " maximum-workers") {
+			return m
+		}
+		if slices.Contains(ckecliCommands, cmd) {
+			return "ckecli " + cmd + arg
 		}
 		return m
 	})

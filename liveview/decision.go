@@ -98,7 +98,7 @@ func (r *Reader) decide(ctx context.Context, p Preview) (*decision.Decision, []a
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	ask := decision.Ask{WhatIf: p.WhatIf, Kubernetes: kube, SettingsOnly: p.SettingsOnly, Config: o, PastGates: !p.SettingsOnly, Context: p.drawing}
+	ask := decision.Ask{WhatIf: p.WhatIf, Last: mem.Last, Kubernetes: kube, SettingsOnly: p.SettingsOnly, Config: o, PastGates: !p.SettingsOnly, Context: p.drawing}
 	var matches []assume.Match
 	if len(p.Assume) > 0 {
 		// The assumptions change sabakan's inventory before the query's

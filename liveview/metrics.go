@@ -143,7 +143,7 @@ var (
 	descDomainControlPlanes = prometheus.NewDesc("ckegen_failure_domain_control_planes",
 		"The number of control planes of each failure domain that holds one, in the cluster as the last tick left it.", []string{"domain"}, nil)
 	descModel = prometheus.NewDesc("ckegen_constraints_model",
-		`1 for the constraints model in force, 0 for the other: "count" (minimum-workers, maximum-workers) or "rate" (minimum-workers-rate, CKE v1.35).`, []string{"model"}, nil)
+		`1 for the constraints model in force, 0 for the other: "count" (minimum-workers, maximum-workers) or "rate" (minimum-workers-rate, CKE v1.35); while a tick does not read valid constraints, the model of the last that did.`, []string{"model"}, nil)
 	descRate = prometheus.NewDesc("ckegen_worker_rate_percent",
 		"In the rate model, (workers - 1) / machines * 100 of the cluster as the last tick left it: a RETIRED worker may leave while it is at least ckegen_minimum_workers_rate_percent.", nil, nil)
 	descMinimumRate = prometheus.NewDesc("ckegen_minimum_workers_rate_percent", "In the rate model, the minimum-workers-rate constraint in force.", nil, nil)
@@ -153,7 +153,7 @@ var (
 	descQuiet   = prometheus.NewDesc("ckegen_quiet_time_remaining_seconds",
 		"The time left before the inventory counts as quiet and writes resume (0: quiet, or no quiet time).", nil, nil)
 	descHeld = prometheus.NewDesc("ckegen_integration_held",
-		"1 on the leader while its ticks hold back on purpose, by reason (OWNED_BY_CKE, CKE_INTEGRATION_ACTIVE, CKE_NOT_READY).", []string{"reason"}, nil)
+		"1 on the leader while its ticks hold back on purpose, by reason (OWNED_BY_CKE, CKE_INTEGRATION_ACTIVE, CKE_NOT_READY, CONSTRAINTS_UNCHOSEN).", []string{"reason"}, nil)
 	descWaiting = prometheus.NewDesc("ckegen_integration_waiting",
 		"1 on the leader while it waits for a setting never stored, by reason (NO_TEMPLATE, NO_URL): a new installation, not a failure.", []string{"reason"}, nil)
 	descFailing = prometheus.NewDesc("ckegen_integration_failing",

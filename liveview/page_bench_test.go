@@ -52,7 +52,7 @@ func bigSource(tb testing.TB, racks, perRack int) *builtSource {
 		tb.Fatal(err)
 	}
 	kept, _, _ := intake.Sanitize(ms)
-	cons := constraints.Default()
+	cons := constraints.CountDefaults()
 	cons.ControlPlaneCount, cons.MinimumWorkers = 5, len(ms)/2
 	res, err := generator.Generate(generator.Input{Template: tmpl, Constraints: cons, Machines: kept, Now: benchNow})
 	if err != nil {

@@ -270,7 +270,7 @@ func TestRateModelPageInBrowser(t *testing.T) {
 	defer cancel()
 
 	const tmplJSON = `{"name":"rate","nodes":[{"user":"u","control_plane":true},{"user":"u"}],"service_subnet":"10.68.0.0/16"}`
-	cons := constraints.Default()
+	cons := constraints.CountDefaults()
 	must(t, cons.Set(constraints.ControlPlaneCount, 3))
 	must(t, cons.Set(constraints.MinimumWorkersRate, 80))
 	site := sitetest.Start(t, sitetest.Options{

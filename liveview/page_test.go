@@ -241,8 +241,8 @@ func TestMapPageSize20000(t *testing.T) {
 }
 
 // TestMapPageModel: the page says the model of the stored constraints
-// under the rack summary: the count model (also when none are stored), or
-// the rate model with the figure of the cluster as the decision's step
+// under the rack summary: the count model, or the rate model (also when
+// none are stored: CKE's defaults) with the figure of the cluster as the decision's step
 // leaves it, (workers - 1) / machines against minimum-workers-rate, and
 // whether a RETIRED worker may leave; invalid constraints leave no map,
 // and say why.
@@ -279,9 +279,8 @@ func TestMapPageModel(t *testing.T) {
 		stored string // "" for none
 		want   func() string
 	}{
-		{"", func() string {
-			return `<p id="model" data-model="count">Model of the workers: count: minimum-workers and maximum-workers bound the number of workers.</p>`
-		}},
+		// None stored: CKE v1.35.4's defaults, the rate model at 80.
+		{"", func() string { return rateLine(80) }},
 		{`{"control-plane-count":1,"minimum-workers-rate":80}`, func() string { return rateLine(80) }},
 		{`{"control-plane-count":1,"minimum-workers-rate":0}`, func() string { return rateLine(0) }},
 		{`{"control-plane-count":1,"minimum-workers":3,"maximum-workers":5}`, func() string { return `<p id="model" data-model="count">Model of the workers: count: ` }},

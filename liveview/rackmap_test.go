@@ -187,7 +187,7 @@ func TestMapBuildCells(t *testing.T) {
 	if m.Model != "" || m.Rate != nil || m.ModelText() != "" {
 		t.Errorf("without constraints: model %q, rate %+v", m.Model, m.Rate)
 	}
-	rate := constraints.Default()
+	rate := constraints.CountDefaults()
 	if err := rate.Set(constraints.MinimumWorkersRate, 80); err != nil {
 		t.Fatal(err)
 	}
@@ -196,7 +196,7 @@ func TestMapBuildCells(t *testing.T) {
 	if want := (&generator.WorkerRate{Workers: 4, Machines: 10, Percent: 30, Minimum: 80}); mr.Model != "rate" || !cmp.Equal(mr.Rate, want) {
 		t.Errorf("rate model: model %q, rate %+v, want rate %+v", mr.Model, mr.Rate, want)
 	}
-	count := constraints.Default()
+	count := constraints.CountDefaults()
 	in.Model, in.Rate = count.Model(), generator.RateOf(in.Current, len(in.Machines), count)
 	if mc := BuildMap(in); mc.Model != "count" || mc.Rate != nil || mc.ModelText() != "model: count" {
 		t.Errorf("count model: model %q, rate %+v, text %q", mc.Model, mc.Rate, mc.ModelText())
@@ -437,7 +437,7 @@ func TestMapModelText(t *testing.T) {
 		mc("b2", "10.0.2.2", 2, 2, "cs", machine.StateHealthy),
 	}
 	cur := &cluster.Cluster{Name: "c", Nodes: []*cluster.Node{node("10.0.1.1", true), node("10.0.1.2", false), node("10.0.2.1", false), node("10.0.2.2", false)}}
-	rate := constraints.Default()
+	rate := constraints.CountDefaults()
 	if err := rate.Set(constraints.MinimumWorkersRate, 50); err != nil {
 		t.Fatal(err)
 	}

@@ -307,7 +307,7 @@ func TestMapSnapshotPendingAndHistory(t *testing.T) {
 }
 
 // TestMapSnapshotModel: the map says the model of the stored constraints
-// (the defaults' count model when none are stored) and, in the rate
+// (CKE v1.35.4's defaults, the rate model, when none are stored) and, in the rate
 // model, the figure of the cluster as the decision's step leaves it
 // against the machines the daemon's query returns; invalid constraints
 // leave no map, and say why.
@@ -317,8 +317,8 @@ func TestMapSnapshotModel(t *testing.T) {
 	r := f.reader(Options{})
 	s, err := r.View(ctx)
 	must(t, err)
-	if s.Map == nil || s.Map.Model != "count" || s.Map.Rate != nil || len(s.Notes) != 0 {
-		t.Fatalf("no constraints stored: map %+v, notes %q", s.Map, s.Notes)
+	if s.Map == nil || s.Map.Model != "rate" || s.Map.Rate == nil || s.Map.Rate.Minimum != 80 || len(s.Notes) != 0 {
+		t.Fatalf("no constraints stored: map %+v, notes %q; want CKE's defaults, the rate model at 80%%", s.Map, s.Notes)
 	}
 	_, err = f.st.Client.Put(ctx, f.st.Key(storage.KeyConstraints), `{"control-plane-count":1,"minimum-workers-rate":80,"maximum-unreachable-nodes-for-reboot":0,"maximum-repair-queue-entries":0,"wait-seconds-to-repair-rebooting":0}`)
 	must(t, err)

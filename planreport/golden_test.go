@@ -166,7 +166,7 @@ func (c *goldenCase) file(prefix, name string) ([]byte, bool) {
 // world is the data center and settings of now (prefix "") or before
 // (prefix "before/").
 func (c *goldenCase) world(prefix string) (generator.Input, error) {
-	in := generator.Input{Now: goldenNow, RetireWait: generator.DefaultRetireWait, Constraints: constraints.Default()}
+	in := generator.Input{Now: goldenNow, RetireWait: generator.DefaultRetireWait, Constraints: constraints.CountDefaults()}
 	doc, ok := c.file(prefix, "template.yml")
 	if !ok {
 		doc = []byte(defaultTemplate)

@@ -227,7 +227,7 @@ func TestChangesPolicy(t *testing.T) {
 // a document read back from JSON says the same.
 func TestSetModel(t *testing.T) {
 	rate := func(r int) constraints.Constraints {
-		c := constraints.Default()
+		c := constraints.CountDefaults()
 		if err := c.Set(constraints.MinimumWorkersRate, r); err != nil {
 			t.Fatal(err)
 		}
@@ -246,7 +246,7 @@ func TestSetModel(t *testing.T) {
 		jsonHas   string
 		jsonLacks string
 	}{
-		{"count", generator.Plan{Result: generator.PlanSettled, Cluster: final}, constraints.Default(), "count", nil, "", `"model": "count"`, `"rate"`},
+		{"count", generator.Plan{Result: generator.PlanSettled, Cluster: final}, constraints.CountDefaults(), "count", nil, "", `"model": "count"`, `"rate"`},
 		{"rate", generator.Plan{Result: generator.PlanSettled, Cluster: final}, rate(50),
 			"rate", &generator.WorkerRate{Workers: 3, Machines: 5, Percent: 40, Minimum: 50},
 			"model: rate, workers 40.0% ((3 workers - 1) / 5 machines), minimum-workers-rate 50%\n", `"minimumWorkersRate": 50`, ""},

@@ -17,9 +17,9 @@ const (
 	Failing = "failing"
 	// Disabled: the integration's switch is off.
 	Disabled = "disabled"
-	// Held: the tick held back on purpose beside a CKE server (another
-	// integration writes, or CKE's server is busy): healthy, and writes
-	// nothing.
+	// Held: the tick held back on purpose: beside a CKE server (another
+	// integration writes, or CKE's server is busy), or until constraints
+	// name a model after an upgrade: healthy, and writes nothing.
 	Held = "held"
 	// Planning: the tick computed and stored the plan and wrote no
 	// cluster, because the trigger is planning or the inventory is not
@@ -94,6 +94,13 @@ const (
 	// CKENotReady: CKE's server is busy (its status phase is not one in
 	// which CKE runs its own integration) or its status is stale.
 	CKENotReady = "CKE_NOT_READY"
+
+	// ConstraintsUnchosen: the constraints name no model (none stored,
+	// or a document without a worker key) and the last status says the
+	// count model was in force: this release would run the rate model
+	// (CKE v1.35.4's reading) instead, so the leader writes nothing until
+	// constraints that name a model are stored (docs/models.md).
+	ConstraintsUnchosen = "CONSTRAINTS_UNCHOSEN"
 )
 
 // Code is a reason code and the results a tick records it under.
@@ -134,6 +141,7 @@ var Codes = []Code{
 	{Code: ClusterTooLarge, Result: Failing}, {Code: ClusterChanged, Result: Failing}, {Code: OwnershipChanged, Result: Failing},
 	{Code: LostLeadership, Result: Failing}, {Code: EtcdError, Result: Failing}, {Code: EtcdNoSpace, Result: Failing},
 	{Code: OwnedByCKE, Result: Held}, {Code: CKEIntegrationActive, Result: Held}, {Code: CKENotReady, Result: Held},
+	{Code: ConstraintsUnchosen, Result: Held},
 }
 
 // ResultOf is the result a reason code comes with, its first ("" for a

@@ -50,12 +50,21 @@ type Status struct {
 	// policy.
 	Placements []PlacementStatus `json:"placements,omitempty"`
 	// Model is the constraints model in force at the tick
-	// (constraints.CountModel or constraints.RateModel, docs/models.md); "" when
-	// the tick did not get to read valid constraints.
+	// (constraints.CountModel or constraints.RateModel, docs/models.md);
+	// a tick that did not get to read valid constraints (held, disabled,
+	// waiting, failing before or at them) keeps the last status's: the
+	// model the cluster was last written under. "" before any tick read
+	// them. The hold on unchosen constraints (CONSTRAINTS_UNCHOSEN) reads
+	// it: a last status that says the count model, while the constraints
+	// name none, holds the leader, and the held tick keeps it, so that
+	// the next leader holds too; an earlier release reads it as the model
+	// its ticks ran.
 	Model string `json:"model,omitempty"`
 	// ConstraintsSource says where the constraints came from:
 	// ConstraintsStored (the constraints key) or ConstraintsDefault (no
-	// key stored: the count model's defaults); "" with Model.
+	// key stored: CKE v1.35.4's defaults, the rate model; with Model
+	// count, written by an earlier release, the count model's defaults);
+	// "" with Model.
 	ConstraintsSource string `json:"constraintsSource,omitempty"`
 	// WorkerRate is, in the rate model, the worker rate of the cluster as
 	// the last tick that queried sabakan left it, against the

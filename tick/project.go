@@ -79,11 +79,14 @@ func status(d *decision.Decision, o Outcome, last storage.Status, leader string,
 // leaves it (docs/models.md), counting the machines the tick gave the
 // generator, as rule 7 does (Decision.Rate). A tick that did not get to
 // query sabakan or to write its step keeps the last rate, against the
-// minimum-workers-rate now in force; one
-// that did not read valid constraints (or a disabled integration) says
-// nothing of either.
+// minimum-workers-rate now in force. One that did not read valid
+// constraints (held, disabled, waiting, or failing before or at them)
+// keeps the last model and its source, and no rate: the model the
+// cluster was last written under, which the hold on unchosen constraints
+// reads (CONSTRAINTS_UNCHOSEN), so that no tick between forgets it.
 func modelStatus(st *storage.Status, last storage.Status, d *decision.Decision, written bool) {
 	if d.Idle() || d.Constraints == nil {
+		st.Model, st.ConstraintsSource = last.Model, last.ConstraintsSource
 		return
 	}
 	c := *d.Constraints

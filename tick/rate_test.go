@@ -259,7 +259,8 @@ func TestModelsEndToEnd(t *testing.T) {
 			}
 
 			// Invalid stored constraints: the tick fails naming the key,
-			// nothing is written, and no model is claimed.
+			// nothing is written, and the status keeps the model the
+			// cluster was last written under, without a rate.
 			rev := f.clusterRev(t)
 			for _, bad := range []struct{ doc, want string }{
 				{`{"control-plane-count":3,"minimum-workers":5,"minimum-workers-rate":80}`, "minimum-workers-rate cannot be used with minimum-workers"},
@@ -272,37 +273,19 @@ func TestModelsEndToEnd(t *testing.T) {
 					t.Errorf("%s: error %v, want %s", bad.doc, err, reason.InvalidConstraints)
 				}
 				st = f.status(t)
-				if st.Reason != reason.InvalidConstraints || !strings.Contains(st.Message, bad.want) || st.Model != "" || st.WorkerRate != nil {
+				if st.Reason != reason.InvalidConstraints || !strings.Contains(st.Message, bad.want) || st.Model != c.model || st.WorkerRate != nil {
 					t.Errorf("%s: status %s %q, model %q, rate %+v", bad.doc, st.Reason, st.Message, st.Model, st.WorkerRate)
 				}
 				if f.clusterRev(t) != rev {
 					t.Errorf("%s: the cluster was written", bad.doc)
 				}
 				if got := series(scrape(t, d), "ckegen_"); slices.ContainsFunc(got, func(l string) bool {
-					return strings.HasPrefix(l, "ckegen_constraints_model") || strings.HasPrefix(l, "ckegen_worker_rate") || strings.HasPrefix(l, "ckegen_minimum_workers_rate")
-				}) {
-					t.Errorf("%s: /metrics claims a model: %q", bad.doc, got)
+					return strings.HasPrefix(l, "ckegen_worker_rate") || strings.HasPrefix(l, "ckegen_minimum_workers_rate")
+				}) || !slices.Contains(got, `ckegen_constraints_model{model="`+c.model+`"} 1`) {
+					t.Errorf("%s: /metrics %q, want the last model and no rate", bad.doc, got)
 				}
 			}
 		})
-	}
-}
-
-// TestModelDefaults: with no constraints key stored, the count model's
-// defaults apply and the status says so.
-func TestModelDefaults(t *testing.T) {
-	f := newFixture(t)
-	ctx := context.Background()
-	_, err := f.st.Client.Delete(ctx, f.st.Key(storage.KeyConstraints))
-	must(t, err)
-	d := f.step("d", nil)
-	must(t, d.runOnce(ctx, f.lead(t)))
-	st := f.status(t)
-	if st.Model != constraints.CountModel || st.ConstraintsSource != storage.ConstraintsDefault || st.WorkerRate != nil {
-		t.Errorf("status model %q from %q, rate %+v; want count from defaults", st.Model, st.ConstraintsSource, st.WorkerRate)
-	}
-	if c := f.cluster(t); len(cpAddresses(c)) != 1 || workerCount(c) != 1 {
-		t.Errorf("cluster with the defaults: %d control planes, %d workers, want 1 and 1", len(cpAddresses(c)), workerCount(c))
 	}
 }
 

@@ -50,9 +50,9 @@ func sizeModels(ms []machine.Machine) map[string]constraints.Constraints {
 			healthy++
 		}
 	}
-	count := constraints.Default()
+	count := constraints.CountDefaults()
 	count.ControlPlaneCount, count.MinimumWorkers = 3, healthy-3
-	rate := constraints.Default()
+	rate := constraints.CountDefaults()
 	rate.ControlPlaneCount = 3
 	if err := rate.Set(constraints.MinimumWorkersRate, constraints.DefaultMinimumWorkersRate); err != nil {
 		panic(err)

@@ -118,7 +118,7 @@ func (s *Step) run(ctx context.Context, leaderKey string, kube kubenodes.Kuberne
 	}
 	o := s.cfg // as the leader holding leaderKey
 	o.WriteOverhead = s.st.ClusterWriteOverhead(leaderKey)
-	g := s.gather.Gather(ctx, leaderKey, decision.Ask{Memory: s.recall, Kubernetes: kube, Config: o, Generate: generate})
+	g := s.gather.Gather(ctx, leaderKey, decision.Ask{Memory: s.recall, Last: s.memory.Last, Kubernetes: kube, Config: o, Generate: generate})
 	if s.recall && g.Stored != nil {
 		if g.StoredErr != nil {
 			s.log.Warn("the last leader's memory is not used", "error", g.StoredErr)

@@ -12,6 +12,7 @@ import (
 
 	"go.etcd.io/etcd/client/v3/concurrency"
 
+	"github.com/ckegen/ckegen/constraints"
 	"github.com/ckegen/ckegen/fakesabakan"
 	"github.com/ckegen/ckegen/generator"
 	"github.com/ckegen/ckegen/intake"
@@ -571,6 +572,10 @@ func TestPlanInventoryRoles(t *testing.T) {
 		t.Fatal(errOut)
 	}
 	if err := sitetest.StoreOf(f.st).SetURL(ctx, sab.URL); err != nil {
+		t.Fatal(err)
+	}
+	// The count model's defaults, stored: the plan below is of that model.
+	if err := sitetest.StoreOf(f.st).SetConstraints(ctx, constraints.CountDefaults()); err != nil {
 		t.Fatal(err)
 	}
 	_, tmplRev, _ := sitetest.StoreOf(f.st).GetTemplate(ctx)

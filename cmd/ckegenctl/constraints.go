@@ -125,6 +125,9 @@ func constraintsToSet(ctx context.Context, stderr io.Writer, st storage.Storage,
 	v := snap.Get(storage.KeyConstraints)
 	guard := storage.GuardOf(storage.KeyConstraints, v)
 	if refused[intake.SettingConstraints] == nil {
+		if !s.ConstraintsStored {
+			fmt.Fprintf(stderr, "note: no constraints are stored: setting %s on CKE v1.35.4's defaults (control-plane-count 1, minimum-workers-rate 80: the rate model), as CKE's ckecli does\n", name)
+		}
 		return s.Constraints, guard, nil
 	}
 	c, note, err := constraints.ForSet(v.Data, name)
@@ -206,10 +209,12 @@ func showConstraints(c constraints.Constraints) any {
 // --constraints reads back).
 func constraintsModelLine(c constraints.Constraints, stored bool) string {
 	switch {
+	case !stored:
+		return "model: rate (no constraints stored: these are CKE v1.35.4's defaults; every HEALTHY machine a worker template accepts is a worker)"
+	case c.Implicit:
+		return "model: rate (the stored constraints have no worker key: CKE v1.35.4 reads them as the rate model, minimum-workers-rate 0)"
 	case c.RateModel():
 		return "model: rate (minimum-workers-rate: every HEALTHY machine a worker template accepts is a worker, as in CKE v1.35)"
-	case !stored:
-		return "model: count (no constraints stored: these are the defaults)"
 	}
 	return "model: count (minimum-workers and maximum-workers bound the number of workers)"
 }

@@ -56,9 +56,9 @@ func TestConstraintsModels(t *testing.T) {
 		}
 	}
 
-	// Nothing stored: set starts from the defaults, the count model's,
-	// and minimum-workers-rate switches them to the rate model.
-	if _, errOut, code := cliRun("constraints", "set", "minimum-workers-rate", "80"); code != 0 || errOut != "" {
+	// Nothing stored: set starts from CKE v1.35.4's defaults, the rate
+	// model at 80, and says so (TestConstraintsSetFromCKEDefaults).
+	if _, errOut, code := cliRun("constraints", "set", "minimum-workers-rate", "80"); code != 0 || !strings.Contains(errOut, "CKE v1.35.4's defaults") {
 		t.Fatalf("set minimum-workers-rate 80 on nothing: exit %d, stderr %q", code, errOut)
 	}
 	if doc, _ := stored(); doc != `{"control-plane-count":1,"minimum-workers-rate":80}` {
@@ -189,11 +189,65 @@ func TestConstraintsSetHelpModels(t *testing.T) {
 	out, _, code := runCLIWithConfig(t, filepath.Join(t.TempDir(), "missing.yml"), "constraints", "set", "--help")
 	for _, want := range []string{
 		"minimum-workers-rate replaces minimum-workers and maximum-workers",
-		"starts from ckegen's defaults, which are the count model's",
-		"rate model (CKE v1.35): every HEALTHY machine a worker template accepts is a worker; a RETIRED worker leaves only while (workers - 1) / machines * 100 >= this percentage (0 to 100)",
+		"starts from CKE v1.35.4's defaults, as its ckecli does (control-plane-count 1,\nminimum-workers-rate 80: the rate model)",
+		"rate model (CKE v1.35): every HEALTHY machine a worker template accepts is a worker; a RETIRED worker leaves only while (workers - 1) / machines * 100 >= this percentage (0 to 100; 80 when nothing is stored)",
 	} {
 		if code != 0 || !strings.Contains(out, want) {
 			t.Errorf("set --help (exit %d) does not say %q:\n%s", code, want, out)
 		}
+	}
+}
+
+// TestConstraintsSetFromCKEDefaults: with nothing stored, `constraints
+// set` starts from CKE v1.35.4's defaults, as CKE's ckecli does (one
+// control plane, minimum-workers-rate 80), and says so on stderr; `show`
+// prints them; minimum-workers 1 stores the count model's defaults
+// exactly, the command the upgrade hold names. Real etcd.
+func TestConstraintsSetFromCKEDefaults(t *testing.T) {
+	url := etcdtest.Start(t)
+	cli := etcdtest.Connect(t, url)
+	ctx := context.Background()
+	cfg := filepath.Join(t.TempDir(), "no-default.yml")
+	cliRun := func(args ...string) (string, string, int) {
+		t.Helper()
+		return runCLIWithConfig(t, cfg, append([]string{"--endpoints", url}, args...)...)
+	}
+	const key = "/cke/constraints"
+	stored := func() string {
+		t.Helper()
+		resp, err := cli.Get(ctx, key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(resp.Kvs) == 0 {
+			return "<none>"
+		}
+		_, err = cli.Delete(ctx, key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(resp.Kvs[0].Value)
+	}
+	out, errOut, code := cliRun("constraints", "show")
+	if want := "{\n    \"control-plane-count\": 1,\n    \"minimum-workers-rate\": 80,\n    \"maximum-unreachable-nodes-for-reboot\": 0,\n    \"maximum-repair-queue-entries\": 0,\n    \"wait-seconds-to-repair-rebooting\": 0\n}\n"; code != 0 || out != want || !strings.Contains(errOut, "model: rate (no constraints stored: these are CKE v1.35.4's defaults") {
+		t.Errorf("show on nothing: exit %d, stdout\n%s\nstderr %q; want CKE's defaults", code, out, errOut)
+	}
+	for _, c := range []struct {
+		name, value, want string
+	}{
+		{"control-plane-count", "3", `{"control-plane-count":3,"minimum-workers-rate":80}`},
+		{"maximum-repair-queue-entries", "2", `{"control-plane-count":1,"minimum-workers-rate":80,"maximum-repair-queue-entries":2}`},
+		{"minimum-workers", "1", `{"control-plane-count":1,"minimum-workers":1,"maximum-workers":0}`},
+	} {
+		_, errOut, code := cliRun("constraints", "set", c.name, c.value)
+		if code != 0 || !strings.Contains(errOut, "note: no constraints are stored: setting "+c.name+" on CKE v1.35.4's defaults") {
+			t.Errorf("set %s %s on nothing: exit %d, stderr %q", c.name, c.value, code, errOut)
+		}
+		if doc := stored(); doc != c.want {
+			t.Errorf("set %s %s on nothing stored %s, want %s", c.name, c.value, doc, c.want)
+		}
+	}
+	if constraints.CountDefaultsCommand != "ckegenctl constraints set minimum-workers 1" {
+		t.Errorf("the command the hold names is %q, tested here as set minimum-workers 1", constraints.CountDefaultsCommand)
 	}
 }

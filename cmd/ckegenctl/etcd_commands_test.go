@@ -77,8 +77,9 @@ func TestEtcdCommands(t *testing.T) {
 		{args: []string{"sabakan", "set-variables", goodVars}, stderr: notTried, key: "/cke/sabakan/query-variables", value: `{"having": {"roles": ["cs"]}, "notHaving": null}`},
 		{args: []string{"sabakan", "get-variables"}, stdout: `{"having": {"roles": ["cs"]}, "notHaving": null}`},
 		// Every name, indented by four spaces, as CKE's ckecli shows them.
-		{args: []string{"constraints", "show"}, stdout: "{\n    \"control-plane-count\": 1,\n    \"minimum-workers\": 1,\n    \"maximum-workers\": 0,\n    \"maximum-unreachable-nodes-for-reboot\": 0,\n    \"maximum-repair-queue-entries\": 0,\n    \"wait-seconds-to-repair-rebooting\": 0\n}\n", stderr: "model: count (no constraints stored: these are the defaults)\n"},
-		{args: []string{"constraints", "set", "control-plane-count", "3"}, stderr: notTried, key: "/cke/constraints", value: `{"control-plane-count":3,"minimum-workers":1,"maximum-workers":0}`},
+		// Nothing stored: CKE v1.35.4's defaults, as CKE's ckecli has them.
+		{args: []string{"constraints", "show"}, stdout: "{\n    \"control-plane-count\": 1,\n    \"minimum-workers-rate\": 80,\n    \"maximum-unreachable-nodes-for-reboot\": 0,\n    \"maximum-repair-queue-entries\": 0,\n    \"wait-seconds-to-repair-rebooting\": 0\n}\n", stderr: "model: rate (no constraints stored: these are CKE v1.35.4's defaults; every HEALTHY machine a worker template accepts is a worker)\n"},
+		{args: []string{"constraints", "set", "control-plane-count", "3"}, stderr: notTried, key: "/cke/constraints", value: `{"control-plane-count":3,"minimum-workers-rate":80}`},
 		{args: []string{"constraints", "set", "minimum-workers", "5"}, stderr: notTried, key: "/cke/constraints", value: `{"control-plane-count":3,"minimum-workers":5,"maximum-workers":0}`},
 		{args: []string{"constraints", "set", "maximum-workers", "2"}, code: 1, stderr: "maximum-workers: must be 0 (unlimited) or >= minimum-workers (5), got 2", key: "/cke/constraints", value: `{"control-plane-count":3,"minimum-workers":5,"maximum-workers":0}`},
 		{args: []string{"constraints", "set", "control-plane-count", "three"}, code: 1, stderr: `value must be an integer, got "three"`, key: "/cke/constraints", value: `{"control-plane-count":3,"minimum-workers":5,"maximum-workers":0}`},
@@ -92,7 +93,7 @@ func TestEtcdCommands(t *testing.T) {
 		{args: []string{"constraints", "set", "control-plane-count", "3", "5"}, code: 2, stderr: "want NAME VALUE, got 3 arguments", key: "/cke/constraints", value: `{"control-plane-count":4,"minimum-workers":5,"maximum-workers":0,"maximum-repair-queue-entries":7}`},
 		{args: []string{"constraints", "set", "control-plane-count"}, code: 2, stderr: "ckegenctl: constraints set needs VALUE (usage: ckegenctl constraints set NAME VALUE; see --help)\n"},
 		// Flags after NAME VALUE still count.
-		{args: []string{"constraints", "set", "control-plane-count", "5", "--etcd-prefix", "/other/"}, key: "/other/constraints", value: `{"control-plane-count":5,"minimum-workers":1,"maximum-workers":0}`},
+		{args: []string{"constraints", "set", "control-plane-count", "5", "--etcd-prefix", "/other/"}, stderr: "note: no constraints are stored: setting control-plane-count on CKE v1.35.4's defaults", key: "/other/constraints", value: `{"control-plane-count":5,"minimum-workers-rate":80}`},
 		{args: []string{"constraints", "set", "control-plane-count", "5", "--no-such-flag"}, code: 2, stderr: "unknown flag: --no-such-flag"},
 		{args: []string{"constraints", "set", "control-plane-count", "5", "--etcd-prefx", "/other/"}, code: 2, stderr: "ckegenctl: unknown flag: --etcd-prefx; did you mean --etcd-prefix?\n"},
 		// A typo of the older spelling gets the older spelling.

@@ -15,6 +15,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"golang.org/x/tools/txtar"
 
+	"github.com/ckegen/ckegen/constraints"
 	"github.com/ckegen/ckegen/internal/testutil/dcgen"
 	"github.com/ckegen/ckegen/internal/testutil/etcdtest"
 	"github.com/ckegen/ckegen/internal/testutil/goldentest"
@@ -127,6 +128,10 @@ func TestMapOnline(t *testing.T) {
 	if err := sitetest.StoreOf(st).SetTemplate(ctx, []byte(tmpl)); err != nil {
 		t.Fatal(err)
 	}
+	// The count model's defaults, stored: the map below is of that model.
+	if err := sitetest.StoreOf(st).SetConstraints(ctx, constraints.CountDefaults()); err != nil {
+		t.Fatal(err)
+	}
 	stdout.Reset()
 	stderr.Reset()
 	if code := run(base, strings.NewReader(""), &stdout, &stderr); code != 1 || stdout.Len() != 0 ||
@@ -224,7 +229,7 @@ func TestMapBadInput(t *testing.T) {
 		{[]string{"--rebooting", "10.0.0.1"}, "--rebooting needs --machines", 2},
 		{[]string{"--template", machines}, "--template needs --machines", 2},
 		{[]string{"--constraints", machines}, "--constraints needs --machines", 2},
-		{[]string{"--machines", machines, "--constraints", file("r.json", `{"minimum-workers-rate": 120}`)}, "--constraints " + filepath.Join(dir, "r.json") + ": constraints: line 1, column 26: minimum-workers-rate: must be a percentage from 0 to 100, got 120", 1},
+		{[]string{"--machines", machines, "--constraints", file("r.json", `{"minimum-workers-rate": 120, "control-plane-count": 1}`)}, "--constraints " + filepath.Join(dir, "r.json") + ": constraints: line 1, column 26: minimum-workers-rate: must be a percentage from 0 to 100, got 120", 1},
 		{[]string{"--machines", machines, "--constraints", file("both.json", `{"minimum-workers": 2, "minimum-workers-rate": 80}`)}, "minimum-workers-rate cannot be used with minimum-workers", 1},
 		{[]string{"--machines", filepath.Join(dir, "none.json")}, "--machines: open ", 1},
 		{[]string{"--machines", file("bad.json", `[{"spec":{"serial":""}}]`)}, "machines[0]: spec.serial: must not be empty", 1},

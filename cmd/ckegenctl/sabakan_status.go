@@ -294,26 +294,31 @@ func warningRows(tw io.Writer, warnings []string) {
 	}
 }
 
-// modelLine says which constraints model the last tick used and, in the
-// rate model, the worker rate that decides whether a RETIRED worker may
-// leave (docs/models.md); "" when the tick did not read valid constraints.
+// modelLine says which constraints model the last tick used (the last
+// that read valid constraints) and, in the rate model, the worker rate
+// that decides whether a RETIRED worker may leave (docs/models.md); ""
+// before a tick read valid constraints.
 func modelLine(s storage.Status) string {
+	model := s.Model
+	if s.ConstraintsSource == storage.ConstraintsDefault && s.Model == constraints.RateModel {
+		model += " (CKE's defaults: no constraints stored)"
+	}
 	switch {
 	case s.Model == "":
 		return ""
 	case s.Model != constraints.RateModel && s.ConstraintsSource == storage.ConstraintsDefault:
-		return s.Model + " (defaults: no constraints stored)"
+		return s.Model + " (the count model's defaults of an earlier release: no constraints stored)"
 	case s.Model != constraints.RateModel:
 		return s.Model
 	case s.WorkerRate == nil:
-		return s.Model + " (worker rate not known: sabakan has not answered yet)"
+		return model + " (worker rate not known: sabakan has not answered yet)"
 	}
 	r := (*generator.WorkerRate)(s.WorkerRate)
 	verdict := "a RETIRED worker past the retire wait may leave"
 	if !r.CanRemove() {
 		verdict = "RETIRED workers stay"
 	}
-	return fmt.Sprintf("%s, workers %s: %s", s.Model, r, verdict)
+	return fmt.Sprintf("%s, workers %s: %s", model, r, verdict)
 }
 
 // placementsTable shows each placement of the policy: the group of its

@@ -86,8 +86,10 @@ func TestStatusTableModel(t *testing.T) {
 		want string
 	}{
 		{"no constraints read", storage.Status{}, ""},
-		{"defaults", storage.Status{Model: "count", ConstraintsSource: storage.ConstraintsDefault},
-			"MODEL         count (defaults: no constraints stored)\n"},
+		{"count defaults", storage.Status{Model: "count", ConstraintsSource: storage.ConstraintsDefault},
+			"MODEL         count (the count model's defaults of an earlier release: no constraints stored)\n"},
+		{"rate defaults", storage.Status{Model: "rate", ConstraintsSource: storage.ConstraintsDefault, WorkerRate: rate(9, 10, 80)},
+			"MODEL         rate (CKE's defaults: no constraints stored), workers 80.0% ((9 workers - 1) / 10 machines), minimum-workers-rate 80%: a RETIRED worker past the retire wait may leave\n"},
 		{"count", storage.Status{Model: "count", ConstraintsSource: storage.ConstraintsStored}, "MODEL         count\n"},
 		{"rate, may leave", storage.Status{Model: "rate", ConstraintsSource: storage.ConstraintsStored, WorkerRate: rate(9, 10, 80)},
 			"MODEL         rate, workers 80.0% ((9 workers - 1) / 10 machines), minimum-workers-rate 80%: a RETIRED worker past the retire wait may leave\n"},

@@ -14,8 +14,11 @@ func TestSettingWarnings(t *testing.T) {
 	f := newPlanFixture(t)
 	typo := `warning: template role "storagee" matches no machine; inventory roles: compute, storage` + "\n"
 
-	// No template stored yet: nothing to try the constraints on.
-	if _, errOut, code := f.run("constraints", "set", "control-plane-count", "1"); code != 0 || errOut != "" {
+	// No template stored yet: nothing to try the constraints on (the note
+	// says where set started, with nothing stored). The count model's
+	// defaults: the template's weights below are no warning there.
+	if _, errOut, code := f.run("constraints", "set", "minimum-workers", "1"); code != 0 ||
+		errOut != "note: no constraints are stored: setting minimum-workers on CKE v1.35.4's defaults (control-plane-count 1, minimum-workers-rate 80: the rate model), as CKE's ckecli does\n" {
 		t.Fatalf("constraints set before any template: exit %d, stderr %q", code, errOut)
 	}
 	// A template but no URL: nothing to try it on either.

@@ -202,10 +202,10 @@ func Small(t testing.TB, now time.Time, clock func() time.Time) *Site {
 	})
 }
 
-// Counts is the default constraints with these control-plane-count and
-// minimum-workers.
+// Counts is the count model's constraints with these control-plane-count
+// and minimum-workers (maximum-workers 0).
 func Counts(controlPlanes, workers int) *constraints.Constraints {
-	c := constraints.Default()
+	c := constraints.CountDefaults()
 	c.ControlPlaneCount, c.MinimumWorkers = controlPlanes, workers
 	return &c
 }
