@@ -153,10 +153,12 @@ func TestInsideCKEDebug(t *testing.T) {
 
 	// (a) The leader's forecast, made beside the ticks once the cluster
 	// is settled, is stored: status says its runway.
+	start := time.Now()
 	e.eventually("the leader's forecast in the status", 30*time.Second, func() bool {
 		out := e.mustCtl("sabakan", "status")
 		return strings.Contains(out, "RUNWAY") && strings.Contains(out, "the cluster meets its constraints until")
 	})
+	t.Logf("the forecast in the status %s after the first settled tick", time.Since(start).Round(100*time.Millisecond))
 
 	// (b) Count model: a control plane turns UNREACHABLE and is replaced.
 	cp := e.cluster().cps()[0]
