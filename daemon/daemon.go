@@ -53,7 +53,7 @@ type Daemon struct {
 	metrics *liveview.Metrics
 	leader  *leaderMetrics
 	// forecast is the leader's forecast, made beside the ticks.
-	forecast *forecaster
+	forecast *liveview.Forecaster
 
 	mu      sync.Mutex
 	status  storage.Status
@@ -72,7 +72,7 @@ func New(cfg Config) *Daemon {
 	d := &Daemon{cfg: cfg, log: cfg.Log, leader: newLeaderMetrics(),
 		metrics: liveview.NewMetrics(liveview.MetricsOptions{CKENames: true}),
 		step:    tick.New(cfg.Storage, cfg.Config)}
-	d.forecast = newForecaster(cfg.Storage, cfg.Now, cfg.Log)
+	d.forecast = liveview.NewForecaster(liveview.ForecasterOptions{Storage: cfg.Storage, Now: cfg.Now, Log: cfg.Log})
 	cfg.Registry.MustRegister(d.leader, d.metrics, d.forecast)
 	return d
 }
@@ -189,7 +189,7 @@ func (d *Daemon) lead(ctx context.Context, sess *concurrency.Session, leaderKey 
 	})
 	g.Go(func() error { return intake.Watch(ctx, d.cfg.Storage, trigger) })
 	g.Go(func() error { return d.tickLoop(ctx, leaderKey, trigger) })
-	g.Go(func() error { return d.forecast.run(ctx, leaderKey) })
+	g.Go(func() error { d.forecast.Run(ctx); return nil })
 	return g.Wait()
 }
 
@@ -225,7 +225,7 @@ func (d *Daemon) tickLoop(ctx context.Context, leaderKey string, trigger <-chan 
 // runOnce is one tick, with its metrics.
 func (d *Daemon) runOnce(ctx context.Context, leaderKey string) tick.Result {
 	res := d.step.Run(ctx, leaderKey, d.cfg.Kubernetes, nil)
-	d.forecast.offer(res)
+	d.forecast.Offer(leaderKey, res.Decision)
 	if res.Status.Time.IsZero() {
 		return res // cut short: nothing to show
 	}

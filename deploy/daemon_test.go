@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/ckegen/ckegen/internal/testutil/etcdtest"
+	"github.com/ckegen/ckegen/internal/testutil/promtest"
 	"github.com/ckegen/ckegen/internal/testutil/sitetest"
 )
 
@@ -128,7 +129,7 @@ func (d *daemon) scrape(t *testing.T) map[string]float64 {
 func TestAlertMetricsExported(t *testing.T) {
 	var wanted []string
 	for _, r := range alertRules(t) {
-		names, err := metricNames(r.Expr)
+		names, err := promtest.MetricNames(r.Expr)
 		if err != nil {
 			t.Fatalf("rule %s: expr %q: %v", r.Alert+r.Record, r.Expr, err)
 		}

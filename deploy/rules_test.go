@@ -1,7 +1,6 @@
 package deploy
 
 import (
-	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -17,6 +16,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/ckegen/ckegen/intake"
+	"github.com/ckegen/ckegen/internal/testutil/promtest"
 	"github.com/ckegen/ckegen/reason"
 )
 
@@ -170,8 +170,9 @@ var ckeCollectorSeries = []string{"cke_leader", "cke_sabakan_integration_success
 	"cke_sabakan_integration_timestamp_seconds", "cke_sabakan_workers", "cke_sabakan_unused_machines"}
 
 // insideSeries are the names CKE's server with ckegen inside exports:
-// CKE's collector's, ckegen_leader (1 while it leads and runs ckegen), and
-// the step's metrics as the integrator registers them
+// CKE's collector's, ckegen_leader (1 while it leads and runs ckegen), the
+// leader's forecast's (liveview.Forecaster), and the step's metrics as
+// the integrator registers them
 // (liveview.MetricsOptions{CKENames: false}: CKE's collector has the cke_*
 // names), a histogram with its _sum, _count and _bucket.
 func insideSeries(t *testing.T) map[string]bool {
@@ -181,7 +182,11 @@ func insideSeries(t *testing.T) map[string]bool {
 		names[n] = true
 	}
 	ch := make(chan *prometheus.Desc, 100)
-	go func() { liveview.NewMetrics(liveview.MetricsOptions{CKENames: false}).Describe(ch); close(ch) }()
+	go func() {
+		liveview.NewMetrics(liveview.MetricsOptions{CKENames: false}).Describe(ch)
+		liveview.NewForecaster(liveview.ForecasterOptions{}).Describe(ch)
+		close(ch)
+	}()
 	fq := regexp.MustCompile(`fqName: "([^"]+)"`)
 	for d := range ch {
 		m := fq.FindStringSubmatch(d.String())
@@ -208,9 +213,9 @@ func seriesName(series string) string {
 // them every alert fires for it and then resolves, but the three on
 // ckegen_integration_held for the gate, which never holds inside
 // (decision.Gate: CKE's server paces ckegen; the hold on unchosen
-// constraints does hold inside, and its alert fires there), and those on series only ckegen's daemon exports
-// (the runway's end: only the daemon forecasts), and every alert is quiet
-// in one of them.
+// constraints does hold inside, and its alert fires there), and those on
+// series only ckegen's daemon exports, and every alert is quiet in one of
+// them.
 func TestAlertRulesInsideCKE(t *testing.T) {
 	var tests ruleTests
 	readYAML(t, filepath.Join(root, "deploy", "prometheus", "alerts_test.yml"), &tests)
@@ -233,7 +238,7 @@ func TestAlertRulesInsideCKE(t *testing.T) {
 			continue
 		}
 		alerts = append(alerts, r.Alert)
-		names, err := metricNames(r.Expr)
+		names, err := promtest.MetricNames(r.Expr)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -311,169 +316,4 @@ func headingAnchors(doc string) map[string]bool {
 		anchors[a] = true
 	}
 	return anchors
-}
-
-// promqlKeywords are the words of PromQL that are neither metric names nor
-// functions.
-var promqlKeywords = map[string]bool{
-	"and": true, "or": true, "unless": true, "bool": true, "offset": true, "atan2": true,
-	"inf": true, "nan": true,
-}
-
-// promqlLabelLists are the words followed by a list of label names.
-var promqlLabelLists = map[string]bool{
-	"by": true, "without": true, "on": true, "ignoring": true, "group_left": true, "group_right": true,
-}
-
-// metricNames returns the metric names a PromQL expression selects, in
-// order of first appearance: the identifiers that are not a function or
-// aggregation (followed by "("), a keyword, or a label (in {...}, or in
-// the list after by, without, on, ignoring, group_left, group_right).
-// Strings, comments, ranges and numbers are skipped. A selector by
-// {__name__=...} is refused: its name could not be checked.
-func metricNames(expr string) ([]string, error) {
-	var names []string
-	isIdentStart := func(c byte) bool { return c == '_' || c == ':' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' }
-	isIdent := func(c byte) bool { return isIdentStart(c) || c >= '0' && c <= '9' }
-	// skipString returns the index after the string that starts at i.
-	skipString := func(i int) (int, error) {
-		q := expr[i]
-		for j := i + 1; j < len(expr); j++ {
-			switch {
-			case expr[j] == '\\' && q != '`':
-				j++
-			case expr[j] == q:
-				return j + 1, nil
-			}
-		}
-		return 0, fmt.Errorf("column %d: string not closed", i+1)
-	}
-	// skipTo returns the index after the first end outside strings.
-	skipTo := func(i int, end byte) (int, string, error) {
-		for j := i; j < len(expr); {
-			switch expr[j] {
-			case end:
-				return j + 1, expr[i:j], nil
-			case '"', '\'', '`':
-				k, err := skipString(j)
-				if err != nil {
-					return 0, "", err
-				}
-				j = k
-			default:
-				j++
-			}
-		}
-		return 0, "", fmt.Errorf("column %d: %q not closed", i, end)
-	}
-	nextNonSpace := func(i int) int {
-		for i < len(expr) && strings.IndexByte(" \t\r\n", expr[i]) >= 0 {
-			i++
-		}
-		return i
-	}
-	for i := 0; i < len(expr); {
-		c := expr[i]
-		switch {
-		case c == '#':
-			if j := strings.IndexByte(expr[i:], '\n'); j >= 0 {
-				i += j
-			} else {
-				i = len(expr)
-			}
-		case c == '"' || c == '\'' || c == '`':
-			j, err := skipString(i)
-			if err != nil {
-				return nil, err
-			}
-			i = j
-		case c == '{':
-			j, inner, err := skipTo(i+1, '}')
-			if err != nil {
-				return nil, err
-			}
-			if strings.Contains(inner, "__name__") {
-				return nil, fmt.Errorf("column %d: a selector by __name__: name the metric before the braces", i+1)
-			}
-			i = j
-		case c == '[':
-			j, _, err := skipTo(i+1, ']')
-			if err != nil {
-				return nil, err
-			}
-			i = j
-		case c >= '0' && c <= '9' || c == '.':
-			for i < len(expr) && (isIdent(expr[i]) || expr[i] == '.') {
-				i++
-			}
-		case isIdentStart(c):
-			j := i
-			for j < len(expr) && isIdent(expr[j]) {
-				j++
-			}
-			word := expr[i:j]
-			next := nextNonSpace(j)
-			switch {
-			case promqlLabelLists[strings.ToLower(word)]:
-				if next < len(expr) && expr[next] == '(' {
-					k, _, err := skipTo(next+1, ')')
-					if err != nil {
-						return nil, err
-					}
-					j = k
-				}
-			case promqlKeywords[strings.ToLower(word)]:
-			case next < len(expr) && expr[next] == '(':
-				// A function or an aggregation.
-			case slices.Contains([]string{"by", "without"}, strings.ToLower(wordAt(expr, next))):
-				// An aggregation with its grouping first: sum by (a) (x).
-			default:
-				if !slices.Contains(names, word) {
-					names = append(names, word)
-				}
-			}
-			i = j
-		default:
-			i++
-		}
-	}
-	return names, nil
-}
-
-// wordAt returns the identifier that starts at i ("" when none does).
-func wordAt(s string, i int) string {
-	j := i
-	for j < len(s) && (s[j] == '_' || s[j] >= 'a' && s[j] <= 'z' || s[j] >= 'A' && s[j] <= 'Z' || j > i && s[j] >= '0' && s[j] <= '9') {
-		j++
-	}
-	return s[i:j]
-}
-
-// TestMetricNames: the names metricNames finds, and what it refuses.
-func TestMetricNames(t *testing.T) {
-	cases := []struct {
-		expr string
-		want []string
-	}{
-		{`(sum(ckegen_leader) or vector(0)) < 1`, []string{"ckegen_leader"}},
-		{`a_total{reason="X", state=~"on|by"} == 1 and on (instance) b == 1`, []string{"a_total", "b"}},
-		{"rate(x_sum[15m]) / rate(x_count[15m] offset 1h) > 1e3", []string{"x_sum", "x_count"}},
-		{`sum by (le, instance) (rate(h_bucket[5m])) > 0.5 unless ignoring(job) group_left(reason) c`, []string{"h_bucket", "c"}},
-		{`sum without(instance)(d) * on(job) group_right e # f is a comment`, []string{"d", "e"}},
-		{`label_replace(g, "dst", "$1", "src", "(.*)") > bool 3 or max_over_time(h[1h:5m])`, []string{"g", "h"}},
-		{`time() - i > 900 and j:recorded`, []string{"i", "j:recorded"}},
-		{`k and on(instance) l * ignoring (job) m`, []string{"k", "l", "m"}},
-		{`Inf < NaN`, nil},
-	}
-	for _, c := range cases {
-		got, err := metricNames(c.expr)
-		if err != nil || !slices.Equal(got, c.want) {
-			t.Errorf("metricNames(%q) = %q, %v; want %q", c.expr, got, err, c.want)
-		}
-	}
-	for _, expr := range []string{`{__name__="x"}`, `x{a="b}`, `rate(x[5m)`, `sum by (a x`} {
-		if got, err := metricNames(expr); err == nil {
-			t.Errorf("metricNames(%q) = %q; want an error", expr, got)
-		}
-	}
 }

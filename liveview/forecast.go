@@ -15,12 +15,13 @@ import (
 type Runway struct {
 	// Summary is the stored summary; nil when none is stored yet.
 	Summary *storage.ForecastSummary
-	// Age is how long ago it was made, at the view's time.
+	// Age is how long ago it was made, at the view's time Now.
 	Age time.Duration
+	Now time.Time
 }
 
 // NoForecast is what the views say when no forecast is stored.
-const NoForecast = "no forecast stored yet: the leading ckegen daemon stores one once the cluster is settled (CKE's server with ckegen inside makes none: run ckegenctl sabakan forecast)"
+const NoForecast = "no forecast stored yet: the leader (ckegen's daemon, or CKE's server with ckegen inside) stores one once the cluster is settled"
 
 // ReadRunway reads the stored forecast at now; none stored is no error.
 func ReadRunway(ctx context.Context, st storage.Storage, now time.Time) (Runway, error) {
@@ -31,16 +32,24 @@ func ReadRunway(ctx context.Context, st storage.Storage, now time.Time) (Runway,
 	case err != nil:
 		return Runway{}, err
 	}
-	return Runway{Summary: &s, Age: now.Sub(s.At)}, nil
+	return Runway{Summary: &s, Age: now.Sub(s.At), Now: now}, nil
 }
 
 // Line is the runway in words: the forecast's answer and its age, or
 // that there is none.
 func (r Runway) Line() string {
-	if r.Summary == nil {
+	s := r.Summary
+	switch {
+	case s == nil:
 		return NoForecast
+	case s.Failed == nil:
+		return fmt.Sprintf("%s (forecast made %s ago, %s)", s.RunwayMessage, ageText(r.Age), s.At.UTC().Format(time.RFC3339))
 	}
-	return fmt.Sprintf("%s (forecast made %s ago, %s)", r.Summary.RunwayMessage, ageText(r.Age), r.Summary.At.UTC().Format(time.RFC3339))
+	failed := fmt.Sprintf("the last forecast failed %s ago (%s): %s", ageText(r.Now.Sub(s.Failed.At)), s.Failed.At.UTC().Format(time.RFC3339), s.Failed.Message)
+	if s.At.IsZero() {
+		return "no forecast made yet: " + failed
+	}
+	return fmt.Sprintf("%s (forecast made %s ago, %s); %s", s.RunwayMessage, ageText(r.Age), s.At.UTC().Format(time.RFC3339), failed)
 }
 
 // Events are the next events in words, one a line.

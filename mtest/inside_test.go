@@ -134,7 +134,8 @@ func TestInsideCKE(t *testing.T) {
 
 // TestInsideCKEDebug: the server with ckegen inside under
 // --debug-sabakan (its integrator alone, every 5 s and on a watched
-// change: no Vault needed): in the count model an UNREACHABLE control plane
+// change: no Vault needed): the leader's forecast is stored and status
+// says its runway; in the count model an UNREACHABLE control plane
 // is replaced; in the rate model a RETIRING worker is tainted; CKE's own
 // ckecli sabakan disable holds ckegen; with sabakan down the server keeps
 // running and the status says why.
@@ -149,6 +150,15 @@ func TestInsideCKEDebug(t *testing.T) {
 	k.server.start(t)
 	e.eventually("the first cluster", 60*time.Second, e.hasCluster)
 	e.waitStatus("ok", "", "", 20*time.Second)
+
+	// (a) The leader's forecast, made beside the ticks once the cluster
+	// is settled, is stored: status says its runway.
+	start := time.Now()
+	e.eventually("the leader's forecast in the status", 30*time.Second, func() bool {
+		out := e.mustCtl("sabakan", "status")
+		return strings.Contains(out, "RUNWAY") && strings.Contains(out, "the cluster meets its constraints until")
+	})
+	t.Logf("the forecast in the status %s after the first settled tick", time.Since(start).Round(100*time.Millisecond))
 
 	// (b) Count model: a control plane turns UNREACHABLE and is replaced.
 	cp := e.cluster().cps()[0]

@@ -33,6 +33,18 @@ type ForecastSummary struct {
 	End time.Time `json:"end"`
 	// Events are the first events of the forecast.
 	Events []ForecastEvent `json:"events"`
+	// Failed is the last forecast tried, when it failed (nil: the one
+	// above is the last tried); the fields above are then the last
+	// forecast made, if any (At zero: none).
+	Failed *ForecastFailure `json:"failed,omitempty"`
+}
+
+// ForecastFailure is a forecast that failed: when, of which input, and
+// why.
+type ForecastFailure struct {
+	At      time.Time `json:"at"`
+	Input   string    `json:"input"`
+	Message string    `json:"message"`
 }
 
 // ForecastEvent is one event of a ForecastSummary.

@@ -4,7 +4,8 @@
 // the pace (it calls Do only when it has nothing else to do) and the
 // switch (CKE's sabakan/disabled); ckegen's step decides and writes the
 // cluster, and CKE's own repair functions keep its sabakan-triggered
-// auto-repair.
+// auto-repair. The leader's forecast (liveview.Forecaster, as ckegen's
+// daemon makes it) runs beside the ticks, in a goroutine of StartWatch's.
 //
 // ckegen's failures (sabakan down, an invalid setting, a metrics provider
 // down) are ckegen's status, never an error of Do: an error from Do ends
@@ -51,6 +52,9 @@ type Config struct {
 	// handler gathers prometheus.DefaultGatherer. CKE's cke_sabakan_*
 	// series are CKE's: the integrator feeds them.
 	Registerer prometheus.Registerer
+	// Forecast makes the leader's forecast (forecast.Of when nil, the
+	// forecast of ckegenctl sabakan forecast and of ckegen's daemon).
+	Forecast liveview.ForecastFunc
 }
 
 // Integrator is ckegen's step as CKE's server.Integrator.
@@ -63,6 +67,9 @@ type Integrator struct {
 	// leading is ckegen_leader: 1 while CKE's server leads and runs
 	// ckegen (StartWatch runs for as long as it leads).
 	leading prometheus.Gauge
+	// forecast is the leader's forecast, made in a goroutine of
+	// StartWatch's, beside the ticks.
+	forecast *liveview.Forecaster
 
 	mu sync.Mutex
 	// due is when the next tick is due sooner than CKE's interval, by
@@ -85,13 +92,14 @@ func New(cfg Config) (*Integrator, error) {
 	// CKE's client is namespaced by its prefix: the keys need none.
 	st := storage.Storage{Client: cfg.Client}
 	ig := &Integrator{cfg: cfg, st: st, cke: cke.Storage{Client: cfg.Client},
-		metrics: liveview.NewMetrics(liveview.MetricsOptions{CKENames: false}),
-		step:    tick.New(st, cfg.Config),
-		rearm:   make(chan struct{}, 1),
+		metrics:  liveview.NewMetrics(liveview.MetricsOptions{CKENames: false}),
+		step:     tick.New(st, cfg.Config),
+		forecast: liveview.NewForecaster(liveview.ForecasterOptions{Storage: st, Now: cfg.Now, Log: cfg.Log, Forecast: cfg.Forecast}),
+		rearm:    make(chan struct{}, 1),
 		leading: prometheus.NewGauge(prometheus.GaugeOpts{Name: "ckegen_leader",
 			Help: "True (=1) while this process leads and runs ckegen: inside CKE's server, while that server leads."})}
 	if cfg.Registerer != nil {
-		for _, c := range []prometheus.Collector{ig.metrics, ig.leading} {
+		for _, c := range []prometheus.Collector{ig.metrics, ig.leading, ig.forecast} {
 			if err := cfg.Registerer.Register(c); err != nil {
 				return nil, err
 			}
@@ -117,13 +125,24 @@ func (ig *Integrator) Announce(ctx context.Context, lease clientv3.LeaseID) erro
 }
 
 // StartWatch wakes CKE's loop when a ckegen setting changes, and when
-// the quiet time or a retry after a failure falls due. It runs until ctx
+// the quiet time or a retry after a failure falls due, and makes the
+// leader's forecast beside the ticks (a failure or panic of the forecast
+// is its summary's and its log's, never CKE's loop's). It runs until ctx
 // ends.
 func (ig *Integrator) StartWatch(ctx context.Context, ch chan<- struct{}) error {
 	// CKE's server runs StartWatch for as long as it leads: the series
-	// only a leader exports are exported meanwhile.
+	// only a leader exports are exported meanwhile, and the forecast is
+	// made meanwhile.
 	ig.leading.Set(1)
+	fctx, stop := context.WithCancel(ctx)
+	forecasting := make(chan struct{})
+	go func() {
+		defer close(forecasting)
+		ig.forecast.Run(fctx)
+	}()
 	defer func() {
+		stop()
+		<-forecasting
 		ig.leading.Set(0)
 		ig.metrics.Clear()
 	}()
@@ -163,7 +182,7 @@ func (ig *Integrator) StartWatch(ctx context.Context, ch chan<- struct{}) error 
 // re-rendered when the template changed since it was built.
 func (ig *Integrator) Init(ctx context.Context, leaderKey string) error {
 	r := ig.step.Regenerate(ctx, leaderKey, kubenodes.View{Source: SourceStatus, Why: "CKE's server gives no cluster status to Init"})
-	ig.after(ctx, r)
+	ig.after(leaderKey, r)
 	return fatal(r)
 }
 
@@ -178,7 +197,7 @@ func (ig *Integrator) Do(ctx context.Context, leaderKey string, status *cke.Clus
 		}
 	}
 	r := ig.step.Run(ctx, leaderKey, kubernetesOf(status, ig.cfg.Now()), repair)
-	ig.after(ctx, r)
+	ig.after(leaderKey, r)
 	if err := fatal(r); err != nil {
 		return err
 	}
@@ -194,10 +213,11 @@ func fatal(r tick.Result) error {
 	return nil
 }
 
-// after feeds the metrics with a tick's result, CKE's sabakan series
-// included, and sets when the next tick is due, when the step says it is
-// due before CKE's interval.
-func (ig *Integrator) after(_ context.Context, r tick.Result) {
+// after offers a tick's decision to the forecast, feeds the metrics with
+// its result, CKE's sabakan series included, and sets when the next tick
+// is due, when the step says it is due before CKE's interval.
+func (ig *Integrator) after(leaderKey string, r tick.Result) {
+	ig.forecast.Offer(leaderKey, r.Decision)
 	if r.Status.Time.IsZero() {
 		// Cut short (nothing to show), or left to ckegen's daemons
 		// (intake.Ownership.LeftToDaemons): the series of a running integration

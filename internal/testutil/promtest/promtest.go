@@ -1,7 +1,9 @@
 // Package promtest runs a real Prometheus for tests (Debian's prometheus
 // binary, on a loopback port, with its storage in a temporary directory)
 // and a small exporter whose pages the test sets, so that code reading
-// metrics is tested against the real HTTP API, not a stand-in.
+// metrics is tested against the real HTTP API, not a stand-in; and it
+// reads the metric names of alert rules (MetricNames), for the tests
+// that check every rule's metric is exported.
 package promtest
 
 import (

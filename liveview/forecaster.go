@@ -1,0 +1,306 @@
+package liveview
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime/debug"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/ckegen/ckegen/decision"
+	"github.com/ckegen/ckegen/forecast"
+	"github.com/ckegen/ckegen/generator"
+	"github.com/ckegen/ckegen/storage"
+)
+
+// ForecastEvery is how often, at most, the leader recomputes the
+// forecast (docs/forecast.md): a change of the settings or of the
+// machines' retire dates within it waits for its end.
+const ForecastEvery = time.Hour
+
+// ForecastEvents is how many events the stored summary keeps.
+const ForecastEvents = 3
+
+// ForecastFunc makes a forecast of an input: forecast.Of.
+type ForecastFunc func(generator.Input, forecast.Options) (*forecast.Forecast, error)
+
+// ForecasterOptions are what a host gives its Forecaster.
+type ForecasterOptions struct {
+	// Storage is where the summary is stored, guarded on the leader's
+	// key.
+	Storage storage.Storage
+	// Now is the clock (time.Now when nil); Log the logger
+	// (slog.Default() when nil).
+	Now func() time.Time
+	Log *slog.Logger
+	// Forecast makes the forecast: forecast.Of when nil.
+	Forecast ForecastFunc
+}
+
+// Forecaster is the leader's forecast, which both hosts run the same
+// way (ckegen's daemon, and CKE's server with ckegen inside): the tick
+// offers it the decision it made (Offer, which only keeps a pointer),
+// and a goroutine of the host's, outside the tick (Run), makes the
+// forecast when the input's key changed (the settings' revisions and the
+// machines' serials, retire dates and states), at most once per
+// ForecastEvery, stores its summary and exports the runway's end. A
+// forecast that fails or panics is logged and stored as the summary's
+// failure; it never leaves Run.
+type Forecaster struct {
+	st       storage.Storage
+	now      func() time.Time
+	every    time.Duration
+	log      *slog.Logger
+	forecast ForecastFunc
+	end      *prometheus.Desc
+	failing  *prometheus.Desc
+	wake     chan struct{}
+
+	mu        sync.Mutex
+	offered   *decision.Decision
+	leaderKey string
+	// stored is the summary made or found stored (nil: none yet in this
+	// term of leadership).
+	stored *storage.ForecastSummary
+	// tried is the key of the last input this term forecast, triedAt
+	// when: a forecast that failed, or whose summary could not be
+	// stored, is not tried again for the same input, nor sooner than
+	// every.
+	tried   string
+	triedAt time.Time
+}
+
+// NewForecaster returns a host's forecaster; register it as a
+// prometheus.Collector.
+func NewForecaster(o ForecasterOptions) *Forecaster {
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Log == nil {
+		o.Log = slog.Default()
+	}
+	if o.Forecast == nil {
+		o.Forecast = forecast.Of
+	}
+	return &Forecaster{st: o.Storage, now: o.Now, every: ForecastEvery, log: o.Log, forecast: o.Forecast, wake: make(chan struct{}, 1),
+		end: prometheus.NewDesc("ckegen_runway_end_timestamp_seconds",
+			"The first day the cluster no longer meets its constraints as the machines retire, if nothing is bought (the forecast's end when nothing fails before it), as the leader's last forecast says.", nil, nil),
+		failing: prometheus.NewDesc("ckegen_forecast_failing",
+			"1 when the leader's last forecast failed (its runway's end is the one before), 0 when it was made.", nil, nil)}
+}
+
+// Offer hands the forecaster a tick's decision, made while leaderKey
+// exists; it never blocks. Only a decision on sabakan's answer that
+// found a cluster stored and wrote no step is one to forecast from: the
+// forecast starts from the cluster the leader settled on, not one it is
+// still changing (nor, before any cluster, from the cluster's
+// generation), so that its memo keeps what the settled cluster gives.
+func (f *Forecaster) Offer(leaderKey string, d *decision.Decision) {
+	if d == nil || d.Step != nil || d.Gathered == nil || d.Gathered.Settings == nil || !d.Gathered.Asked || !d.Gathered.HasCluster ||
+		d.Gathered.Machines == nil || d.Gathered.Failure != nil {
+		return
+	}
+	f.mu.Lock()
+	f.offered, f.leaderKey = d, leaderKey
+	f.mu.Unlock()
+	select {
+	case f.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Run makes forecasts while the term lasts (until ctx ends); the gauge
+// goes with it. It returns nothing: a forecast's failure or panic is
+// the forecast's, never the host's.
+func (f *Forecaster) Run(ctx context.Context) {
+	defer f.forget()
+	var later <-chan time.Time
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-f.wake:
+		case <-later:
+		}
+		later = nil
+		if wait := f.once(ctx); wait > 0 {
+			later = time.After(wait)
+		}
+	}
+}
+
+// once forecasts the last offered input when its key is new and the
+// last forecast is old enough; it returns how long to wait when it is
+// not.
+func (f *Forecaster) once(ctx context.Context) time.Duration {
+	f.mu.Lock()
+	d, leaderKey := f.offered, f.leaderKey
+	f.mu.Unlock()
+	if d == nil {
+		return 0
+	}
+	key := inputKey(d.Gathered)
+	last := f.summary(ctx)
+	if last != nil && (last.Input == key || last.Failed != nil && last.Failed.Input == key) || key == f.tried {
+		return 0
+	}
+	since := f.triedAt
+	if last != nil && last.At.After(since) {
+		since = last.At
+	}
+	if last != nil && last.Failed != nil && last.Failed.At.After(since) {
+		since = last.Failed.At
+	}
+	if wait := since.Add(f.every).Sub(f.now()); !since.IsZero() && wait > 0 {
+		return wait
+	}
+	f.tried, f.triedAt = key, f.now()
+	sum, err := f.make(d, key)
+	if err != nil {
+		f.log.Warn("forecast failed", "error", err, "input", key)
+		// The last runway stays, with the failure after it.
+		sum = storage.ForecastSummary{Events: []storage.ForecastEvent{}}
+		if last != nil {
+			sum = *last
+		}
+		sum.Failed = &storage.ForecastFailure{At: f.now().UTC(), Input: key, Message: err.Error()}
+	}
+	if err := f.st.PutForecast(ctx, leaderKey, sum); err != nil {
+		f.log.Warn("storing the forecast failed", "error", err)
+		return 0
+	}
+	f.mu.Lock()
+	f.stored = &sum
+	f.mu.Unlock()
+	if sum.Failed == nil {
+		f.log.Info("forecast made", "runway", sum.RunwayMessage, "input", key)
+	}
+	return 0
+}
+
+// summary is the last summary this term knows, read from etcd at the
+// term's first need (a new leader does not redo its predecessor's
+// forecast of the same input).
+func (f *Forecaster) summary(ctx context.Context) *storage.ForecastSummary {
+	f.mu.Lock()
+	s := f.stored
+	f.mu.Unlock()
+	if s != nil {
+		return s
+	}
+	got, err := f.st.GetForecast(ctx)
+	if err != nil {
+		if !errors.Is(err, storage.ErrNotFound) {
+			f.log.Warn("reading the stored forecast failed", "error", err)
+		}
+		return nil
+	}
+	f.mu.Lock()
+	f.stored = &got
+	f.mu.Unlock()
+	return &got
+}
+
+// make is the forecast of d's input with the command's defaults (3
+// years by month, RETIRING 30 days before the retire date, the need of
+// the count model), as `ckegenctl sabakan forecast` makes it online; a
+// panic of the forecast is its error.
+func (f *Forecaster) make(d *decision.Decision, key string) (sum storage.ForecastSummary, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			f.log.Error("the forecast panicked", "panic", p, "stack", string(debug.Stack()))
+			err = fmt.Errorf("the forecast panicked: %v", p)
+		}
+	}()
+	in := d.Gathered.Input(time.Duration(d.Config.RetireWait))
+	_, states := d.Gathered.Settings.Variables.WithoutStates()
+	fc, err := f.forecast(in, forecast.Options{Until: in.Now.AddDate(forecast.DefaultYears, 0, 0),
+		Resolution: forecast.Month, RetireLead: forecast.DefaultRetireLead, Query: states})
+	if err != nil {
+		return storage.ForecastSummary{}, err
+	}
+	return summaryOf(fc, f.now().UTC(), key), nil
+}
+
+// summaryOf is what the leader keeps of fc: its runway and first
+// events.
+func summaryOf(fc *forecast.Forecast, at time.Time, key string) storage.ForecastSummary {
+	s := storage.ForecastSummary{At: at, Until: fc.Until.UTC(), Input: key, RunwayUntil: fc.Runway.Until,
+		RunwayReason: fc.Runway.Reason, RunwayMessage: fc.Runway.Message, End: runwayEnd(fc), Events: []storage.ForecastEvent{}}
+	for k := range fc.Events[:min(ForecastEvents, len(fc.Events))] {
+		ev := &fc.Events[k]
+		s.Events = append(s.Events, storage.ForecastEvent{Date: ev.Date, Retiring: ev.Retiring, Retired: ev.Retired,
+			Workers: ev.Workers, Plan: ev.PlanText(), Fails: ev.Fails()})
+	}
+	return s
+}
+
+// runwayEnd is the first day the cluster no longer meets its
+// constraints by fc (its failing event's date, the day after its
+// runway's last), or the forecast's end when nothing fails before it.
+func runwayEnd(fc *forecast.Forecast) time.Time {
+	for k := range fc.Events {
+		if fc.Events[k].Fails() {
+			t, _ := time.Parse(time.DateOnly, fc.Events[k].Date)
+			return t
+		}
+	}
+	return fc.Until.UTC()
+}
+
+// inputKey identifies what a forecast is made from: the settings'
+// revisions and the machines' serials, retire dates and states, in the
+// serials' order.
+func inputKey(g *decision.Gathered) string {
+	rows := make([]string, len(g.Machines))
+	for i, m := range g.Machines {
+		rows[i] = m.Spec.Serial + "\x00" + m.Spec.RetireDate.UTC().Format(time.RFC3339) + "\x00" + string(m.Status.State)
+	}
+	slices.Sort(rows)
+	h := sha256.New()
+	for _, r := range rows {
+		h.Write([]byte(r))
+		h.Write([]byte{'\n'})
+	}
+	return g.SettingsID + "-" + hex.EncodeToString(h.Sum(nil)[:8])
+}
+
+// forget ends a term: the next leader exports the gauge.
+func (f *Forecaster) forget() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.stored, f.offered, f.leaderKey, f.tried, f.triedAt = nil, nil, "", "", time.Time{}
+}
+
+// Describe implements prometheus.Collector.
+func (f *Forecaster) Describe(ch chan<- *prometheus.Desc) {
+	ch <- f.end
+	ch <- f.failing
+}
+
+// Collect implements prometheus.Collector: while this host leads and
+// knows a forecast, the runway's end (when one was ever made) and
+// whether the last forecast failed.
+func (f *Forecaster) Collect(ch chan<- prometheus.Metric) {
+	f.mu.Lock()
+	s := f.stored
+	f.mu.Unlock()
+	if s == nil {
+		return
+	}
+	if !s.End.IsZero() {
+		ch <- prometheus.MustNewConstMetric(f.end, prometheus.GaugeValue, float64(s.End.Unix()))
+	}
+	failing := 0.0
+	if s.Failed != nil {
+		failing = 1
+	}
+	ch <- prometheus.MustNewConstMetric(f.failing, prometheus.GaugeValue, failing)
+}
