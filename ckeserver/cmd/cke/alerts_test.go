@@ -44,8 +44,8 @@ const alertTemplate = `{"name":"t","nodes":[{"user":"u","control_plane":true},{"
 // the default registry, where the integrator registers, as run does),
 // but the rules on a reason only a daemon beside CKE's server has. It
 // scrapes while the integrator waits for the template, after a tick
-// that settled the cluster and the forecast that followed, and while its
-// ticks fail (sabakan unreachable), the leader's loop (StartWatch)
+// that settled the cluster and the forecast that followed, while it holds
+// on constraints no longer stored, and while its ticks fail (sabakan unreachable), the leader's loop (StartWatch)
 // running throughout, and looks up each rule's metrics in what it saw.
 func TestAlertMetricsInsideCKE(t *testing.T) {
 	rules, err := promtest.AlertRules(filepath.Join("..", "..", "..", "deploy", "prometheus", "alerts.yml"))
@@ -138,6 +138,15 @@ func TestAlertMetricsInsideCKE(t *testing.T) {
 		t.Fatal(err)
 	}
 	until("settled and forecast", "ckegen_runway_end_timestamp_seconds")
+	// The count model ran; with the constraints gone the leader holds
+	// (CONSTRAINTS_UNCHOSEN) until a model is stored again.
+	if _, err := etcd.Delete(ctx, storage.KeyConstraints); err != nil {
+		t.Fatal(err)
+	}
+	until("held", "ckegen_integration_held")
+	if err := st.SetConstraints(ctx, *sitetest.Counts(3, 5)); err != nil {
+		t.Fatal(err)
+	}
 	if err := st.SetURL(ctx, fmt.Sprintf("http://127.0.0.1:%d", etcdtest.FreePort(t))); err != nil {
 		t.Fatal(err)
 	}
