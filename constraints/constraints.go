@@ -358,3 +358,38 @@ func (c Constraints) Warnings() []string {
 	}
 	return nil
 }
+
+// Unchosen says why a leader holds when c, the constraints in force, name
+// no model (c.Implicit; stored: a document without a worker key, else
+// nothing stored) while the count model ran last (lastDefaults: its
+// defaults, with nothing stored): the message, naming the command that
+// keeps each model, and who writes the cluster meanwhile.
+func Unchosen(c Constraints, stored, lastDefaults bool) (message, writer string) {
+	var now, was string
+	switch {
+	case stored:
+		now = fmt.Sprintf("the stored constraints have no worker key (%s, %s or %s), which CKE v1.35.4 reads as the rate model with %s %d",
+			MinimumWorkers, MaximumWorkers, MinimumWorkersRate, MinimumWorkersRate, *c.MinimumWorkersRate)
+	default:
+		now = fmt.Sprintf("no constraints are stored, and this release's defaults are CKE v1.35.4's (the rate model: %s 1, %s %d)",
+			ControlPlaneCount, MinimumWorkersRate, DefaultMinimumWorkersRate)
+	}
+	switch {
+	case lastDefaults:
+		was = fmt.Sprintf("the count model's defaults (%s 1, %s 1, %s 0), which earlier releases ran with nothing stored, were in force",
+			ControlPlaneCount, MinimumWorkers, MaximumWorkers)
+	default:
+		was = "the count model was in force"
+	}
+	keep := fmt.Sprintf("%s keeps the count model (%s 1, %s 0 with the stored %s)", CountDefaultsCommand,
+		MinimumWorkers, MaximumWorkers, ControlPlaneCount)
+	if !stored {
+		keep = fmt.Sprintf("%s keeps the count model's defaults", CountDefaultsCommand)
+	}
+	rate := fmt.Sprintf("ckegenctl constraints set %s %d takes CKE's", MinimumWorkersRate, DefaultMinimumWorkersRate)
+	msg := fmt.Sprintf("%s, but the last status says %s: ckegen does not change the model by itself, "+
+		"so it writes nothing until constraints that name a model are stored: %s; %s (ckegenctl constraints set NAME VALUE --dry-run shows the plan of either first)",
+		now, was, keep, rate)
+	return msg, "none: ckegen holds (CONSTRAINTS_UNCHOSEN) until constraints that name a model are stored (" + CountDefaultsCommand + ", or ckegenctl constraints set " +
+		MinimumWorkersRate + " 80)"
+}

@@ -197,46 +197,18 @@ const BreakerHolds = "no node is added, removed, promoted or demoted until fewer
 // unchosenHold holds when the constraints in force name no model (none
 // stored, or a stored document with neither model's worker key: CKE
 // v1.35.4's reading, the rate model) while the last status says the
-// count model was in force (lastModel, from lastSource): the count
-// model's defaults, which earlier releases ran with nothing stored, or a
-// document ckegen read as the count model. Running the rate model then
-// would make every HEALTHY machine a worker template accepts a node in
-// one write, a change of model no one chose; so the leader writes
-// nothing until constraints that name a model are stored, and says the
-// command that keeps each model. A fresh site (no status), or one whose
-// last status says the rate model, does not hold. While it holds, the
-// status keeps the last model and source, so that the next leader holds
-// too.
+// count model was in force (lastModel, from lastSource): running the rate
+// model then would make every HEALTHY machine a worker template accepts a
+// node in one write, a change of model no one chose. So the leader
+// writes nothing until constraints that name a model are stored
+// (constraints.Unchosen says why and the command that keeps each model).
+// A fresh site (no status), or one whose last status says the rate
+// model, does not hold. While it holds, the status keeps the last model
+// and source, so that the next leader holds too.
 func unchosenHold(c constraints.Constraints, stored bool, lastModel, lastSource string) *Hold {
 	if !c.Implicit || lastModel != constraints.CountModel {
 		return nil
 	}
-	var now, was string
-	switch {
-	case stored:
-		now = fmt.Sprintf("the stored constraints have no worker key (%s, %s or %s), which CKE v1.35.4 reads as the rate model with %s %d",
-			constraints.MinimumWorkers, constraints.MaximumWorkers, constraints.MinimumWorkersRate, constraints.MinimumWorkersRate, *c.MinimumWorkersRate)
-	default:
-		now = fmt.Sprintf("no constraints are stored, and this release's defaults are CKE v1.35.4's (the rate model: %s 1, %s %d)",
-			constraints.ControlPlaneCount, constraints.MinimumWorkersRate, constraints.DefaultMinimumWorkersRate)
-	}
-	switch lastSource {
-	case storage.ConstraintsDefault:
-		was = fmt.Sprintf("the count model's defaults (%s 1, %s 1, %s 0), which earlier releases ran with nothing stored, were in force",
-			constraints.ControlPlaneCount, constraints.MinimumWorkers, constraints.MaximumWorkers)
-	default:
-		was = "the count model was in force"
-	}
-	keep := fmt.Sprintf("%s keeps the count model (%s 1, %s 0 with the stored %s)", constraints.CountDefaultsCommand,
-		constraints.MinimumWorkers, constraints.MaximumWorkers, constraints.ControlPlaneCount)
-	if !stored {
-		keep = fmt.Sprintf("%s keeps the count model's defaults", constraints.CountDefaultsCommand)
-	}
-	rate := fmt.Sprintf("ckegenctl constraints set %s %d takes CKE's", constraints.MinimumWorkersRate, constraints.DefaultMinimumWorkersRate)
-	msg := fmt.Sprintf("%s, but the last status says %s: ckegen does not change the model by itself, "+
-		"so it writes nothing until constraints that name a model are stored: %s; %s (ckegenctl constraints set NAME VALUE --dry-run shows the plan of either first)",
-		now, was, keep, rate)
-	return &Hold{Rung: RungModel, Reason: reason.ConstraintsUnchosen, Message: msg,
-		Writer: "none: ckegen holds (CONSTRAINTS_UNCHOSEN) until constraints that name a model are stored (" + constraints.CountDefaultsCommand + ", or ckegenctl constraints set " +
-			constraints.MinimumWorkersRate + " 80)"}
+	msg, writer := constraints.Unchosen(c, stored, lastSource == storage.ConstraintsDefault)
+	return &Hold{Rung: RungModel, Reason: reason.ConstraintsUnchosen, Message: msg, Writer: writer}
 }
