@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -73,7 +74,7 @@ func checkPostinst(t *testing.T, script string) {
 			calls = strings.Split(s, "\n")
 		}
 		for _, call := range calls {
-			if why := notSystemID(call); why != "" {
+			if why := notSystemID(strings.Fields(call)); why != "" {
 				t.Errorf("postinst %s on %s ran %q: %s", c.arg, c.name, call, why)
 			}
 		}
@@ -83,18 +84,26 @@ func checkPostinst(t *testing.T, script string) {
 	}
 }
 
-// notSystemID says why a call of adduser or addgroup does not make a
-// system account with an id of the system's choosing, "" when it does.
-func notSystemID(call string) string {
-	words := strings.Fields(call)
-	if !slices.Contains(words, "--system") {
+// notSystemID says why a command that makes an account (adduser,
+// addgroup, useradd, groupadd, as words) does not make a system one with
+// an id of the system's choosing, "" when it does: it must say --system,
+// and give no id option a number (useradd's --gid may name the group).
+func notSystemID(words []string) string {
+	if !slices.Contains(words, "--system") && !slices.Contains(words, "-r") {
 		return "not a system account (--system): its id would be in the range of people's accounts"
 	}
-	for _, w := range words {
-		opt, _, _ := strings.Cut(w, "=")
+	for i, w := range words {
+		opt, val, eq := strings.Cut(w, "=")
 		switch opt {
-		case "--uid", "--gid", "--firstuid", "--lastuid", "--firstgid", "--lastgid":
-			return opt + " fixes the id: the system chooses it from its own range (a fixed one, as 10000, may be a person's)"
+		case "--uid", "-u", "--gid", "-g", "--firstuid", "--lastuid", "--firstgid", "--lastgid":
+		default:
+			continue
+		}
+		if !eq && i+1 < len(words) {
+			val = words[i+1]
+		}
+		if _, err := strconv.Atoi(val); err == nil {
+			return opt + " " + val + " fixes the id: the system chooses it from its own range (a fixed one, as 10000, may be a person's)"
 		}
 	}
 	return ""
