@@ -141,8 +141,9 @@ func TestInsideSetup(t *testing.T) {
 	if _, ok := cons["minimum-workers"]; ok {
 		t.Errorf("/cke/constraints %v: the count model's key", cons)
 	}
-	if got := ckeValue(t, e, "sabakan/url"); got != "http://"+e.sabAddr {
-		t.Errorf("/cke/sabakan/url %q, want %s", got, "http://"+e.sabAddr)
+	// set-url stores the URL of sabakan's GraphQL endpoint.
+	if got := ckeValue(t, e, "sabakan/url"); got != "http://"+e.sabAddr+"/graphql" {
+		t.Errorf("/cke/sabakan/url %q, want http://%s/graphql", got, e.sabAddr)
 	}
 	if ckeValue(t, e, "sabakan/template") == "" {
 		t.Error("no /cke/sabakan/template")
