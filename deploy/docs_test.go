@@ -137,7 +137,9 @@ func TestChangesCKEFile(t *testing.T) {
 
 // TestInstallDoc: docs/install.md's commands never change a file of
 // CKE's: ckegen's daemon reads a configuration of its own, and cke reads
-// CKE's as CKE's server does. And every file of deploy/ it names exists.
+// CKE's as CKE's server does. Its commands that make the user ckegen make
+// a system one with ids of the system's choosing, as the .deb does. And
+// every file of deploy/ it names exists.
 func TestInstallDoc(t *testing.T) {
 	data, err := os.ReadFile(filepath.Join(root, "docs", "install.md"))
 	if err != nil {
@@ -147,10 +149,21 @@ func TestInstallDoc(t *testing.T) {
 	if len(cmds) < 10 {
 		t.Fatalf("docs/install.md: %d commands in its sh blocks; the blocks were not found", len(cmds))
 	}
+	accounts := 0
 	for _, words := range cmds {
 		if f := changesCKEFile(words); f != "" {
 			t.Errorf("docs/install.md: %q changes CKE's %s: install nothing into CKE's files, give ckegen its own (/etc/ckegen)", strings.Join(words, " "), f)
 		}
+		switch words[0] {
+		case "useradd", "groupadd", "adduser", "addgroup":
+			accounts++
+			if why := notSystemID(words); why != "" {
+				t.Errorf("docs/install.md: %q: %s", strings.Join(words, " "), why)
+			}
+		}
+	}
+	if accounts == 0 {
+		t.Error("docs/install.md: no command makes the user ckegen")
 	}
 	for _, p := range regexp.MustCompile(`deploy/[A-Za-z0-9_./-]*[A-Za-z0-9_]`).FindAllString(string(data), -1) {
 		if _, err := os.Stat(filepath.Join(root, p)); err != nil {

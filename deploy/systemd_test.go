@@ -124,8 +124,8 @@ func TestSystemdUnits(t *testing.T) {
 	}
 	exec := container.get("Service", "ExecStart")
 	for _, want := range []string{"/usr/bin/podman run ", "--network=host", "--read-only", "--cap-drop=all",
-		"--security-opt=no-new-privileges", "--user=10000:10000", "--volume=/etc/ckegen:/etc/ckegen:ro",
-		"--volume=/var/lib/ckegen:/var/lib/ckegen", "${CKEGEN_IMAGE} --config /etc/ckegen/config.yml $CKEGEN_OPTS"} {
+		"--security-opt=no-new-privileges", "--volume=/etc/ckegen:/etc/ckegen:ro",
+		"--volume=/var/lib/ckegen:/var/lib/ckegen", `"$$CKEGEN_IMAGE" --config /etc/ckegen/config.yml $$CKEGEN_OPTS`} {
 		if !strings.Contains(exec, want) {
 			t.Errorf("ckegen-container.service: ExecStart %q lacks %q", exec, want)
 		}
@@ -316,4 +316,66 @@ func checkEnvFile(t *testing.T, file, bin string) {
 	if out, errOut, err := runErr(time.Minute, "", bin, append(args, "--version")...); err != nil {
 		t.Errorf("ckegen %s --version: %v: the example's flags are not the daemon's\n%s%s", strings.Join(args, " "), err, out, errOut)
 	}
+}
+
+// TestContainerUnitUser runs the container unit's ExecStart as systemd
+// would, its $$ and specifiers undone, with stand-ins of id and podman
+// (the only programs in its PATH; podman records its arguments): the
+// container runs as the host's user and group ckegen, whatever system ids
+// they have (not the image's 10000, which lies in the range of people's
+// accounts), with the image and the flags of /etc/default/ckegen; and
+// without a user ckegen podman is not run and the unit fails.
+func TestContainerUnitUser(t *testing.T) {
+	exec := parseUnit(t, filepath.Join(root, "deploy", "systemd", "ckegen-container.service")).get("Service", "ExecStart")
+	script, ok := strings.CutPrefix(exec, "/bin/sh -c '")
+	script, ok2 := strings.CutSuffix(script, "'")
+	if !ok || !ok2 || strings.Contains(script, "'") {
+		t.Fatalf("ExecStart=%q: want /bin/sh -c 'SCRIPT', the script without single quotes", exec)
+	}
+	dir := t.TempDir()
+	script = strings.NewReplacer("$$", "$", "%t", dir, "%N", "ckegen-container", "/usr/bin/podman", filepath.Join(dir, "podman")).Replace(script)
+	stub := func(name, body string) {
+		t.Helper()
+		if err := os.WriteFile(filepath.Join(dir, name), []byte("#!/bin/sh\n"+body+"\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	log := filepath.Join(dir, "podman-args")
+	stub("podman", `for a in "$@"; do echo "$a"; done >`+log)
+	env := []string{"PATH=" + dir, "CKEGEN_IMAGE=localhost/ckegen:v0.1.0", "CKEGEN_OPTS=--http 0.0.0.0:10190 --interval 1m"}
+
+	// A host whose ckegen has the system ids 998 and 997.
+	stub("id", `[ "$2" = ckegen ] || exit 1; case "$1" in -u) echo 998;; -g) echo 997;; *) exit 1;; esac`)
+	if _, errOut, err := runEnv(time.Minute, dir, env, "/bin/sh", "-c", script); err != nil {
+		t.Fatalf("ExecStart: %v\n%s", err, errOut)
+	}
+	args := strings.Split(strings.TrimSpace(readFileT(t, log)), "\n")
+	if !slices.Contains(args, "--user=998:997") || slices.ContainsFunc(args, func(a string) bool { return strings.Contains(a, "10000") }) {
+		t.Errorf("podman %q: want --user=998:997, the host's ckegen, and no id 10000", args)
+	}
+	if i := slices.Index(args, "localhost/ckegen:v0.1.0"); i < 0 || !slices.Equal(args[i+1:], []string{"--config", "/etc/ckegen/config.yml", "--http", "0.0.0.0:10190", "--interval", "1m"}) {
+		t.Errorf("podman %q: want the image, then --config /etc/ckegen/config.yml and CKEGEN_OPTS' flags, one argument each", args)
+	}
+	if args[0] != "run" || !slices.Contains(args, "--cidfile="+dir+"/ckegen-container.cid") {
+		t.Errorf("podman %q: want run, with the cid file in the runtime directory", args)
+	}
+
+	// A host without the user: id fails, podman never runs.
+	os.Remove(log)
+	stub("id", `echo "id: 'ckegen': no such user" >&2; exit 1`)
+	if _, _, err := runEnv(time.Minute, dir, env, "/bin/sh", "-c", script); err == nil {
+		t.Error("ExecStart without a user ckegen: exit 0, want a failure")
+	}
+	if _, err := os.Stat(log); err == nil {
+		t.Errorf("ExecStart without a user ckegen ran podman %q", readFileT(t, log))
+	}
+}
+
+func readFileT(t *testing.T, name string) string {
+	t.Helper()
+	data, err := os.ReadFile(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(data)
 }

@@ -22,12 +22,16 @@ const (
 
 // runItYourself returns the shell lines of the sh blocks between the
 // markers in readme, in order.
-func runItYourself(readme string) (string, error) {
-	i, j := strings.Index(readme, runBegin), strings.Index(readme, runEnd)
+func runItYourself(readme string) (string, error) { return shBlocks(readme, runBegin, runEnd) }
+
+// shBlocks returns the shell lines of the sh blocks between the markers
+// begin and end in a Markdown document, in order.
+func shBlocks(doc, begin, end string) (string, error) {
+	i, j := strings.Index(doc, begin), strings.Index(doc, end)
 	if i < 0 || j < i {
-		return "", fmt.Errorf("no %q ... %q in README.md", runBegin, runEnd)
+		return "", fmt.Errorf("no %q ... %q", begin, end)
 	}
-	blocks := regexp.MustCompile("(?ms)^```sh\n(.*?)^```$").FindAllStringSubmatch(readme[i:j], -1)
+	blocks := regexp.MustCompile("(?ms)^```sh\n(.*?)^```$").FindAllStringSubmatch(doc[i:j], -1)
 	if len(blocks) == 0 {
 		return "", fmt.Errorf("no sh block between the markers")
 	}
