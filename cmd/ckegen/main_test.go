@@ -105,10 +105,12 @@ func TestDaemonProcess(t *testing.T) {
 		return string(out), err
 	}
 	for _, args := range [][]string{
+		// The count model (3 control planes, 20 workers) stored before
+		// the template, so that the first cluster is made in it.
 		{"sabakan", "set-url", sab.Server.URL},
-		{"sabakan", "set-template", "../../examples/template.yml"},
 		{"constraints", "set", "control-plane-count", "3"},
 		{"constraints", "set", "minimum-workers", "20"},
+		{"sabakan", "set-template", "../../examples/template.yml"},
 	} {
 		if out, err := ckegenctl(args...); err != nil {
 			t.Fatalf("ckegenctl %v: %v\n%s", args, err, out)
