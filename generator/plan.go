@@ -107,16 +107,6 @@ func Run(in Input, first *Result, templateChanged bool, maxSteps int, tick func(
 	return run(p, in, templateChanged, maxSteps, tick)
 }
 
-// Continue is the plan whose first step is first, a decision already
-// made on in (which need not be one MakePlan would make: Taints over
-// max-unhealthy, Regenerate alone); the steps after it are MakePlan's
-// from first's cluster, the template counting as unchanged. maxSteps
-// counts every step, first included. For first = Tick(in, changed),
-// Continue(in, first, n) is MakePlan(in, changed, n).
-func Continue(in Input, first *Result, maxSteps int) (*Plan, error) {
-	return Run(in, first, false, maxSteps, Tick)
-}
-
 // run makes ticks from in, after the steps p has, until one has nothing
 // to do, one fails, one holds, or one would make step maxSteps+1.
 func run(p *Plan, in Input, templateChanged bool, maxSteps int, tick func(Input, bool) (*Result, error)) (*Plan, error) {
