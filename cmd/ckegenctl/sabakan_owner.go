@@ -612,18 +612,18 @@ func ownerTable(w io.Writer, r ownerReport) error {
 
 // ckeReads is the constraints CKE v1.35.4's own integration reads from
 // the stored document data (exists: one is stored): the keys its type
-// knows, each 0 when absent, and CKE's defaults (control-plane-count 1,
-// minimum-workers-rate 80) when none is stored.
+// knows, each 0 when absent, and CKE's defaults (constraints.Default)
+// when none is stored.
 func ckeReads(data []byte, exists bool) (constraints.Constraints, error) {
-	doc := struct {
+	if !exists {
+		return constraints.Default(), nil
+	}
+	var doc struct {
 		ControlPlaneCount  int `json:"control-plane-count"`
 		MinimumWorkersRate int `json:"minimum-workers-rate"`
-	}{1, constraints.DefaultMinimumWorkersRate}
-	if exists {
-		doc.ControlPlaneCount, doc.MinimumWorkersRate = 0, 0
-		if err := json.Unmarshal(data, &doc); err != nil {
-			return constraints.Constraints{}, fmt.Errorf("CKE's own integration cannot read the stored %s: %w", storage.KeyConstraints, err)
-		}
+	}
+	if err := json.Unmarshal(data, &doc); err != nil {
+		return constraints.Constraints{}, fmt.Errorf("CKE's own integration cannot read the stored %s: %w", storage.KeyConstraints, err)
 	}
 	c := constraints.Constraints{ControlPlaneCount: doc.ControlPlaneCount, MinimumWorkersRate: &doc.MinimumWorkersRate}
 	if err := c.Validate(); err != nil {
