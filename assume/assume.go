@@ -267,27 +267,17 @@ func newMatches(as []Assumption) []Match {
 // it, else a copy with the last one's state. hit gets the indices of
 // the assumptions that name it.
 func edit(m *machine.Machine, as []Assumption, hit []int) (*machine.Machine, []int) {
-	var c *machine.Machine
+	c := m
 	for j := range as {
 		a := &as[j]
 		if !a.matches(m) {
 			continue
 		}
 		hit = append(hit, j)
-		if c == nil {
-			cp := *m
-			c = &cp
-		}
-		switch {
-		case a.For != nil:
+		c = c.WithState(a.State)
+		if a.For != nil {
 			c.Status.Duration = a.For.Seconds()
-		case c.Status.State != a.State:
-			c.Status.Duration = 0
 		}
-		c.Status.State = a.State
-	}
-	if c == nil {
-		return m, hit
 	}
 	return c, hit
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/ckegen/ckegen/planreport"
 	"github.com/ckegen/ckegen/reason"
 	"github.com/ckegen/ckegen/storage"
+	"github.com/ckegen/ckegen/world"
 )
 
 // Decision is what one tick decides, and every view of it reads: the
@@ -58,8 +59,11 @@ type Decision struct {
 	// on.
 	Warnings []string
 
-	// What the decision was made from.
+	// What the decision was made from: the gather, and the world it
+	// decided on (nil: the inventory was not read), whose Plan is the
+	// plan's loop and every what-if's.
 	Gathered *Gathered
+	World    *world.World
 	// Kubernetes is what the status says of the view.
 	Kubernetes *storage.KubernetesStatus
 	// Quiet is the inventory's stillness (nil: not evaluated), with the
@@ -136,12 +140,13 @@ func Decide(g *Gathered, mem Memory) *Decision {
 		return d
 	}
 	in := g.Input(time.Duration(o.RetireWait))
+	d.World = g.World(in)
 	defer d.countDomains(in) // on every path from here: the cluster as the decision leaves it
 
 	q := evaluateQuiet(g.Machines, s.QuietTime, mem.Inventory, g.Now)
 	d.Quiet, d.QuietRemaining, d.Inventory = &q.status, q.remaining, q.inventory
 	var overLimit string
-	d.Unhealthy, overLimit = breaker(s.Change, in)
+	d.Unhealthy, overLimit = breaker(d.World)
 	switch {
 	case !q.quiet:
 		msg := q.message
@@ -157,7 +162,7 @@ func Decide(g *Gathered, mem Memory) *Decision {
 	}
 	d.Release = releasedBy(mem, s)
 	if overLimit != "" {
-		d.Hold = &Hold{Rung: RungBreaker, Reason: reason.TooManyUnhealthy, Message: overLimit + ": " + BreakerHolds}
+		d.Hold = &Hold{Rung: RungBreaker, Reason: reason.TooManyUnhealthy, Message: overLimit + ": " + world.BreakerHolds}
 	}
 	return d.decideStep(in)
 }
@@ -352,9 +357,8 @@ func (d *Decision) check(step *generator.Result) error {
 // kept. A plan that cannot be computed is the tick's failure, since
 // keeping it was the tick's work.
 func (d *Decision) planning(in generator.Input, overLimit string) *Decision {
-	s := d.Gathered.Settings
 	d.count(in)
-	p, err := generator.Run(in, nil, s.TemplateChanged(), d.Config.MaxSteps, d.tick)
+	p, err := d.World.Plan(nil, d.Config.MaxSteps)
 	if err != nil {
 		return d.fail(reason.Fail(reason.GenerationError, fmt.Errorf("plan: %w", err)))
 	}
@@ -365,7 +369,7 @@ func (d *Decision) planning(in generator.Input, overLimit string) *Decision {
 	if overLimit != "" {
 		d.Reason = reason.TooManyUnhealthy
 		msg += "; also " + overLimit
-		d.Also = append(d.Also, Hold{Rung: RungBreaker, Reason: reason.TooManyUnhealthy, Message: overLimit + ": " + BreakerHolds})
+		d.Also = append(d.Also, Hold{Rung: RungBreaker, Reason: reason.TooManyUnhealthy, Message: overLimit + ": " + world.BreakerHolds})
 	}
 	switch {
 	case len(p.Steps) > 0:
@@ -388,29 +392,12 @@ func (d *Decision) keepPlan(in generator.Input, step *generator.Result, settled 
 		d.Plan = generator.Settled(in.Current, settled)
 		return
 	}
-	p, err := generator.Run(in, step, d.Gathered.Settings.TemplateChanged(), d.Config.MaxSteps, d.tick)
+	p, err := d.World.Plan(step, d.Config.MaxSteps)
 	if err != nil {
 		d.Warnings = append(d.Warnings, "plan: "+err.Error())
 		return
 	}
 	d.Plan = p
-}
-
-// tick is a later tick of the plan, decided as the leader decides it on
-// the cluster the plan's previous step left: over max-unhealthy the
-// state taints alone, and once they are written the breaker's hold,
-// which ends the plan (generator.Held), since no later tick goes on
-// until fewer nodes are unhealthy.
-func (d *Decision) tick(in generator.Input, changed bool) (*generator.Result, error) {
-	_, over := breaker(d.Gathered.Settings.Change, in)
-	if over == "" {
-		return generator.Tick(in, changed)
-	}
-	res, err := generator.Taints(in)
-	if errors.Is(err, generator.ErrNothingToDo) {
-		return res, &generator.Held{Reason: reason.TooManyUnhealthy, Message: over + ": " + BreakerHolds}
-	}
-	return res, err
 }
 
 // Pending is the plan from the cluster as the tick leaves it: the plan

@@ -15,6 +15,7 @@ import (
 	"github.com/ckegen/ckegen/reason"
 	"github.com/ckegen/ckegen/sabakan"
 	"github.com/ckegen/ckegen/storage"
+	"github.com/ckegen/ckegen/world"
 )
 
 // Gathered is everything one decision is made from, read once: the
@@ -300,4 +301,16 @@ func (gr *Gatherer) view(ctx context.Context, g *Gathered, k kubenodes.Kubernete
 	}
 	g.Kubernetes = &v
 	return nil
+}
+
+// World is the world a decision on in decides on: in, the breaker's
+// limit and the query's conditions on states of the settings.
+func (g *Gathered) World(in generator.Input) *world.World {
+	s := g.Settings
+	w := &world.World{In: in, TemplateChanged: s.TemplateChanged()}
+	if lim := s.Change.MaxUnhealthy; lim != nil {
+		w.MaxUnhealthy = lim
+	}
+	_, w.Query = s.Variables.WithoutStates()
+	return w
 }

@@ -3,14 +3,13 @@ package decision
 import (
 	"cmp"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/ckegen/ckegen/constraints"
-	"github.com/ckegen/ckegen/generator"
 	"github.com/ckegen/ckegen/intake"
 	"github.com/ckegen/ckegen/reason"
 	"github.com/ckegen/ckegen/storage"
+	"github.com/ckegen/ckegen/world"
 )
 
 // The hold ladder: what keeps a tick from writing the cluster it would
@@ -166,33 +165,19 @@ func ckePace(st *intake.CKEStatus, now time.Time, maxAge time.Duration) string {
 	return ""
 }
 
-// breaker is the circuit breaker (docs/design.md 11.4) on the input of a
-// tick: the unhealthy nodes of the cluster counted against max-unhealthy
-// (nil without a limit or a cluster) and, when there are more than it
-// allows, what the status says of them ("": within the limit).
-func breaker(c intake.Change, in generator.Input) (*storage.UnhealthyStatus, string) {
-	lim := c.MaxUnhealthy
-	if lim == nil || in.Current == nil {
+// breaker is the circuit breaker (docs/design.md 11.4) on the world of a
+// tick (world.Breaker): the unhealthy nodes of the cluster counted
+// against max-unhealthy (nil without a limit or a cluster) and, when
+// there are more than it allows, what the status says of them ("":
+// within the limit).
+func breaker(w *world.World) (*storage.UnhealthyStatus, string) {
+	bad, limit, over := w.Breaker(w.In)
+	if limit < 0 {
 		return nil, ""
 	}
-	bad := generator.Unhealthy(in)
-	nodes := len(in.Current.Nodes)
-	u := &storage.UnhealthyStatus{Count: len(bad), Nodes: nodes, MaxUnhealthy: lim.String(),
-		Limit: lim.Limit(nodes), Addresses: bad[:min(len(bad), storage.MaxChanges)]}
-	if u.Count <= u.Limit {
-		return u, ""
-	}
-	shown := bad[:min(len(bad), maxLastMoved)]
-	names := strings.Join(shown, ", ")
-	if len(bad) > len(shown) {
-		names += fmt.Sprintf(" and %d more", len(bad)-len(shown))
-	}
-	return u, fmt.Sprintf("%d of %d nodes are unhealthy (%s), more than max-unhealthy %s allows (%d)",
-		u.Count, u.Nodes, names, u.MaxUnhealthy, u.Limit)
+	return &storage.UnhealthyStatus{Count: len(bad), Nodes: len(w.In.Current.Nodes), MaxUnhealthy: w.MaxUnhealthy.String(),
+		Limit: limit, Addresses: bad[:min(len(bad), storage.MaxChanges)]}, over
 }
-
-// BreakerHolds is what the breaker holds back while it is over the limit.
-const BreakerHolds = "no node is added, removed, promoted or demoted until fewer are"
 
 // unchosenHold holds when the constraints in force name no model (none
 // stored, or a stored document with neither model's worker key: CKE

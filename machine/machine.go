@@ -322,3 +322,14 @@ func SerialsDigest(ms []*Machine) string {
 	}
 	return hex.EncodeToString(h.Sum(nil)[:16])
 }
+
+// WithState is m as sabakan reports it just after its state became st: a
+// copy, with no time in the new state (the time in its state kept when
+// st is the state it has). m is left as it is.
+func (m *Machine) WithState(st State) *Machine {
+	c := *m
+	if c.Status.State != st {
+		c.Status.State, c.Status.Duration = st, 0
+	}
+	return &c
+}

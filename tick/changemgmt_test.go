@@ -23,6 +23,7 @@ import (
 	"github.com/ckegen/ckegen/planreport"
 	"github.com/ckegen/ckegen/reason"
 	"github.com/ckegen/ckegen/storage"
+	"github.com/ckegen/ckegen/world"
 )
 
 // testClock is a clock the test moves, shared by the daemon and the
@@ -420,7 +421,7 @@ func TestBreaker(t *testing.T) {
 	// tick holds, as the one below does, and plans no new worker.
 	if st.Result != reason.Failing || st.Reason != reason.TooManyUnhealthy || st.Message != want || st.LastOp != generator.OpTaintNodes ||
 		st.Unhealthy == nil || st.Unhealthy.Count != 2 || st.Unhealthy.Limit != 1 || st.Pending == nil || st.Pending.Steps != 0 ||
-		st.Pending.Result != generator.PlanHeld || st.Pending.Reason != reason.TooManyUnhealthy || !strings.HasSuffix(st.Pending.Error, decision.BreakerHolds) {
+		st.Pending.Result != generator.PlanHeld || st.Pending.Reason != reason.TooManyUnhealthy || !strings.HasSuffix(st.Pending.Error, world.BreakerHolds) {
 		t.Errorf("status: %s %s %q (last op %s), unhealthy %+v, pending %+v\nwant %q", st.Result, st.Reason, st.Message, st.LastOp, st.Unhealthy, st.Pending, want)
 	}
 	if h, _ := f.st.History(ctx); h[len(h)-1].Op != generator.OpTaintNodes {

@@ -7,12 +7,12 @@ import (
 	"testing"
 
 	"github.com/ckegen/ckegen/cluster"
-	"github.com/ckegen/ckegen/decision"
 	"github.com/ckegen/ckegen/generator"
 	"github.com/ckegen/ckegen/intake"
 	"github.com/ckegen/ckegen/machine"
 	"github.com/ckegen/ckegen/planreport"
 	"github.com/ckegen/ckegen/reason"
+	"github.com/ckegen/ckegen/world"
 )
 
 // TestPlanDigest: a plan that changes the cluster is identified by the
@@ -95,7 +95,7 @@ func TestHeldPlanStoredOnce(t *testing.T) {
 	}
 	plan, err := planreport.ReadStored(ctx, f.st.Storage)
 	must(t, err)
-	if plan.Result != generator.PlanHeld || plan.Reason != reason.TooManyUnhealthy || len(plan.Steps) != 0 || !strings.HasSuffix(plan.Message, decision.BreakerHolds) {
+	if plan.Result != generator.PlanHeld || plan.Reason != reason.TooManyUnhealthy || len(plan.Steps) != 0 || !strings.HasSuffix(plan.Message, world.BreakerHolds) {
 		t.Fatalf("stored plan %s %s %q with %d steps, want held %s with none", plan.Result, plan.Reason, plan.Message, len(plan.Steps), reason.TooManyUnhealthy)
 	}
 }

@@ -1,0 +1,157 @@
+// Package world is what one tick decides on, and the one loop every
+// what-if runs (docs/design.md 11.1): the generator's input as the query
+// answers it, the circuit breaker's limit and the query's conditions on
+// states; Tick is the leader's decision of each later tick on it, holds
+// included, and Plan runs it tick after tick. The decision's own plan,
+// `ckegenctl sabakan plan` and `generate --plan`, every --dry-run, the
+// resilience report's recoveries and the forecast's events all run Plan
+// on a world, edited (Set) as sabakan would be: nothing else plans.
+//
+// It is pure, as the generator is: no I/O and no clock.
+package world
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/ckegen/ckegen/assume"
+	"github.com/ckegen/ckegen/generator"
+	"github.com/ckegen/ckegen/machine"
+	"github.com/ckegen/ckegen/reason"
+)
+
+// World is what a tick decides on.
+type World struct {
+	// In is the generator's input: the inventory as the query answers
+	// it (sanitized), the cluster, the settings, the clock.
+	In generator.Input
+	// MaxUnhealthy is the circuit breaker's limit (nil: none).
+	MaxUnhealthy Limit
+	// Query is the query's conditions on states: a machine Set gives a
+	// state it leaves out leaves the answer (nil: none leaves).
+	Query assume.Query
+	// TemplateChanged: the template changed since the cluster was built
+	// (the first tick regenerates when it has nothing else to do).
+	TemplateChanged bool
+}
+
+// Limit is max-unhealthy: how many unhealthy nodes a cluster of nodes
+// nodes allows, and the setting as written.
+type Limit interface {
+	Limit(nodes int) int
+	String() string
+}
+
+// BreakerHolds is what the breaker holds back while it is over the limit.
+const BreakerHolds = "no node is added, removed, promoted or demoted until fewer are"
+
+// shownUnhealthy is how many unhealthy nodes the breaker's words name.
+const shownUnhealthy = 5
+
+// Breaker is the circuit breaker (docs/design.md 11.4) on in: the
+// unhealthy nodes of its cluster (generator.Unhealthy), the limit, and,
+// when there are more than it allows, the words the status says of them
+// ("": within the limit, or no limit or no cluster: limit -1).
+func (w *World) Breaker(in generator.Input) (bad []string, limit int, over string) {
+	if w.MaxUnhealthy == nil || in.Current == nil {
+		return nil, -1, ""
+	}
+	bad = generator.Unhealthy(in)
+	nodes := len(in.Current.Nodes)
+	limit = w.MaxUnhealthy.Limit(nodes)
+	if len(bad) <= limit {
+		return bad, limit, ""
+	}
+	shown := bad[:min(len(bad), shownUnhealthy)]
+	names := strings.Join(shown, ", ")
+	if len(bad) > len(shown) {
+		names += fmt.Sprintf(" and %d more", len(bad)-len(shown))
+	}
+	return bad, limit, fmt.Sprintf("%d of %d nodes are unhealthy (%s), more than max-unhealthy %s allows (%d)",
+		len(bad), nodes, names, w.MaxUnhealthy, limit)
+}
+
+// Tick is a tick as the leader decides it on in (the cluster the
+// previous tick left): over max-unhealthy, the state taints alone, and
+// once they are written the breaker's hold (a *generator.Held), since no
+// tick goes on until fewer nodes are unhealthy; otherwise generator.Tick.
+func (w *World) Tick(in generator.Input, changed bool) (*generator.Result, error) {
+	_, _, over := w.Breaker(in)
+	if over == "" {
+		return generator.Tick(in, changed)
+	}
+	res, err := generator.Taints(in)
+	if errors.Is(err, generator.ErrNothingToDo) {
+		return res, &generator.Held{Reason: reason.TooManyUnhealthy, Message: over + ": " + BreakerHolds}
+	}
+	return res, err
+}
+
+// Plan is the one loop of a what-if: Tick after Tick from the world's
+// cluster, each on the cluster the previous one left (first, when not
+// nil, is the first tick's decision, already made), until one has
+// nothing to do, one fails, one holds, or one would make step
+// maxSteps+1 (generator.Run).
+func (w *World) Plan(first *generator.Result, maxSteps int) (*generator.Plan, error) {
+	return generator.Run(w.In, first, w.TemplateChanged, maxSteps, w.Tick)
+}
+
+// Set is the world once sabakan has the machines pick names (by their
+// place in In.Machines) in state st, as the query then answers: each a
+// copy with the new state (machine.WithState), in its place, and those
+// whose new state the query leaves out gone from the answer, their role
+// with them when no machine of it is left (In.InventoryRoles). It
+// returns the world and how many machines pick named; w is left as it
+// is.
+func (w World) Set(pick func(i int, m *machine.Machine) bool, st machine.State) (World, int) {
+	in := &w.In
+	out := make([]*machine.Machine, 0, len(in.Machines))
+	var left map[string]int
+	named := 0
+	for i, m := range in.Machines {
+		if !pick(i, m) {
+			out = append(out, m)
+			continue
+		}
+		named++
+		if Leaves(w.Query, st) {
+			if left == nil {
+				left = map[string]int{}
+			}
+			left[m.Spec.Role]++
+			continue
+		}
+		out = append(out, m.WithState(st))
+	}
+	in.Machines = out
+	if left != nil && in.InventoryRoles != nil {
+		in.InventoryRoles = rolesLeft(in.InventoryRoles, out, left)
+	}
+	return w, named
+}
+
+// Leaves reports whether a machine whose state becomes st leaves the
+// answer of a query with conditions q (nil: none leaves).
+func Leaves(q assume.Query, st machine.State) bool {
+	return q != nil && !q.Keeps(st)
+}
+
+// rolesLeft are the roles of an answer (all, as sabakan returned them)
+// once machines of the roles left counts have gone from it: a role none
+// of whose machines is left in ms is gone too.
+func rolesLeft(all []string, ms []*machine.Machine, left map[string]int) []string {
+	still := make(map[string]bool, len(left))
+	for _, m := range ms {
+		if left[m.Spec.Role] > 0 {
+			still[m.Spec.Role] = true
+		}
+	}
+	out := make([]string, 0, len(all))
+	for _, r := range all {
+		if left[r] == 0 || still[r] {
+			out = append(out, r)
+		}
+	}
+	return out
+}
