@@ -32,21 +32,32 @@ type Refusal struct {
 
 // setBasis records how the input's own plan ends and so which cluster
 // the report is made on, and says whether the report's cluster is settled
-// at once (its plan has no step): true unless the plan is refused or does
-// not settle.
+// at once (its plan has no step): true unless the plan is refused, held
+// or does not settle. A plan whose steps change no node (a write that
+// records the template's revision) is no pending plan: the report is on
+// the cluster as it is.
 func (r *Report) setBasis(p *generator.Plan) bool {
 	r.Basis, r.PendingSteps = BasisCurrent, len(p.Steps)
 	switch p.Result {
 	case generator.PlanRefused:
-		r.PendingRefused = &Refusal{Reason: generator.Refusal(p.Err), Message: p.Err.Error()}
+		r.PendingRefused = &Refusal{Reason: p.Reason, Message: p.Message}
+		return false
+	case generator.PlanHeld:
+		r.PendingHeld = &Refusal{Reason: p.Reason, Message: p.Message}
 		return false
 	case generator.PlanMaxSteps:
 		r.PendingMaxSteps = true
 		return false
 	}
-	if len(p.Steps) > 0 {
-		r.Basis = BasisPendingPlanSettled
+	for _, s := range p.Steps {
+		if len(s.Changes) > 0 {
+			r.Basis = BasisPendingPlanSettled
+			return true
+		}
 	}
+	// No step, or only a write that records the template's revision and
+	// changes no node: the cluster as it is.
+	r.PendingSteps = 0
 	return true
 }
 
@@ -55,16 +66,18 @@ func (r *Report) setBasis(p *generator.Plan) bool {
 //   - when p is refused at its first tick by rule 1 (too many control
 //     planes whose machines are gone). That rule reads which machines
 //     exist and which nodes reboot, never a state, and runs before every
-//     other rule; a loss changes states only, so every loss's plan is
-//     refused at its first tick the same way;
+//     other rule; a loss changes states only (unless the query leaves
+//     UNREACHABLE machines out: leaves), so every loss's plan is refused
+//     at its first tick the same way;
 //   - when p does not settle: NotPlanned (planning every domain would
 //     take up to generator.DefaultMaxSteps ticks each).
-func everyLoss(p *generator.Plan) *Recovery {
+func everyLoss(p *generator.Plan, leaves bool) *Recovery {
 	switch {
 	case p.Result == generator.PlanMaxSteps:
 		return &Recovery{Result: NotPlanned}
-	case p.Result != generator.PlanRefused || len(p.Steps) > 0 || generator.Refusal(p.Err) != reason.TooManyNonExistent:
+	case leaves || p.Result != generator.PlanRefused || len(p.Steps) > 0 || p.Reason != reason.TooManyNonExistent:
 		return nil
 	}
-	return &Recovery{Result: generator.PlanRefused, Reason: generator.Refusal(p.Err), Error: p.Err.Error()}
+	rec := recoveryOfPlan(p)
+	return &rec
 }

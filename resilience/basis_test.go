@@ -3,6 +3,7 @@ package resilience
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/ckegen/ckegen/world"
 	"slices"
 	"strings"
 	"testing"
@@ -42,7 +43,7 @@ func TestNoQuorumNeverSettled(t *testing.T) {
 		{"count", bundled(t, ""), "no quorum: CKE can apply none of the 3 steps the planner would make until enough of its control planes return"},
 		{"rate", rate(t), "no quorum: CKE cannot apply the 1 step the planner would make until enough of its control planes return"},
 	} {
-		r, err := Of(tc.in, failuredomain.Rack())
+		r, err := Of(world.World{In: tc.in}, failuredomain.Rack())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -79,7 +80,7 @@ func rowOf(text, prefix string) string {
 // keeps the quorum there, loses it now.
 func TestPendingPlanBasis(t *testing.T) {
 	in := bundled(t, "../examples/policy-spread.yml")
-	r, err := Of(in, failuredomain.Rack())
+	r, err := Of(world.World{In: in}, failuredomain.Rack())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,7 +136,7 @@ func TestRefusedPendingPlan(t *testing.T) {
 		if err != nil || p.Result != generator.PlanRefused {
 			t.Fatalf("setup: the plan is %v, %v", p, err)
 		}
-		r, err := Of(tc.in, failuredomain.Rack())
+		r, err := Of(world.World{In: tc.in}, failuredomain.Rack())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -175,7 +176,7 @@ func TestRefusedPendingPlan(t *testing.T) {
 // then enough for rule 5 to promote one: two steps, as the planner makes
 // them, not the one a summary without planning would say.
 func TestLossBesideBadControlPlane(t *testing.T) {
-	w := &world{c: constraints.Constraints{ControlPlaneCount: 3, MinimumWorkers: 3}, key: failuredomain.ByLabel("feed")}
+	w := &dc{c: constraints.Constraints{ControlPlaneCount: 3, MinimumWorkers: 3}, key: failuredomain.ByLabel("feed")}
 	var err error
 	if w.tmpl, err = template.Parse([]byte(worldTemplate)); err != nil {
 		t.Fatal(err)
@@ -212,7 +213,7 @@ func TestLossBesideBadControlPlane(t *testing.T) {
 	if p, err := generator.MakePlan(in, false, generator.DefaultMaxSteps); err != nil || len(p.Steps) != 0 {
 		t.Fatalf("setup: the plan is %+v, %v; want settled at once", p, err)
 	}
-	r, err := Of(in, w.key)
+	r, err := Of(world.World{In: in}, w.key)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -239,7 +240,7 @@ func TestUnsettledPendingPlan(t *testing.T) {
 	if p, err := generator.MakePlan(in, false, generator.DefaultMaxSteps); err != nil || p.Result != generator.PlanSettled || len(p.Steps) != 3 {
 		t.Fatalf("setup: the plan is %+v, %v; want settled after 3 steps", p, err)
 	}
-	r, err := of(in, failuredomain.Rack(), 2)
+	r, err := of(world.World{In: in}, failuredomain.Rack(), 2)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -272,7 +273,7 @@ func TestUnsettledPendingPlan(t *testing.T) {
 // the workers are then enough for rule 10 to promote one out of rack 1:
 // two steps, as the planner makes them.
 func TestLossBesideStuckSpread(t *testing.T) {
-	w := &world{c: constraints.Constraints{ControlPlaneCount: 3, MinimumWorkers: 3}, pol: "placements: {control-plane: {spread: quorum}}\n"}
+	w := &dc{c: constraints.Constraints{ControlPlaneCount: 3, MinimumWorkers: 3}, pol: "placements: {control-plane: {spread: quorum}}\n"}
 	var err error
 	if w.tmpl, err = template.Parse([]byte(worldTemplate)); err != nil {
 		t.Fatal(err)
@@ -295,7 +296,7 @@ func TestLossBesideStuckSpread(t *testing.T) {
 	if p, err := generator.MakePlan(in, false, generator.DefaultMaxSteps); err != nil || len(p.Steps) != 0 {
 		t.Fatalf("setup: the plan is %+v, %v; want settled at once", p, err)
 	}
-	r, err := Of(in, failuredomain.Rack())
+	r, err := Of(world.World{In: in}, failuredomain.Rack())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,6 +2,7 @@ package resilience
 
 import (
 	"fmt"
+	"github.com/ckegen/ckegen/world"
 	"os"
 	"slices"
 	"testing"
@@ -107,7 +108,7 @@ func BenchmarkReport(b *testing.B) {
 					in := c.input(b, racks, rate)
 					b.ReportAllocs()
 					for b.Loop() {
-						r, err := Of(in, failuredomain.Rack())
+						r, err := Of(world.World{In: in}, failuredomain.Rack())
 						if err != nil || len(r.Domains) != racks || r.Basis != c.basis {
 							b.Fatal(err, len(r.Domains), r.Basis)
 						}

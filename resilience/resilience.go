@@ -5,8 +5,11 @@
 // domain became UNREACHABLE.
 //
 // It is pure, as the generator is: a report is a function of a
-// generator.Input, whether the input comes from files (ckegenctl's
-// offline command) or from etcd and sabakan. The input's own plan is made
+// world.World, whether it comes from files (ckegenctl's offline command)
+// or from etcd and sabakan, and every plan in it is the world's
+// (world.World.Plan: the leader's ticks, holds included), a loss an edit
+// of the world as sabakan would answer the query (world.World.Set).
+// The input's own plan is made
 // once; when it is not settled at once, the report is made on the cluster
 // it settles on (basis.go). A data center has hundreds of racks and most
 // of them hold no control plane, so the plans are not all made from
@@ -31,6 +34,7 @@ import (
 	"github.com/ckegen/ckegen/machine"
 	"github.com/ckegen/ckegen/policy"
 	"github.com/ckegen/ckegen/taints"
+	"github.com/ckegen/ckegen/world"
 )
 
 // Report is what losing each failure domain would do. Its JSON is the
@@ -42,15 +46,17 @@ type Report struct {
 	// current cluster).
 	Generated bool `json:"generated,omitempty"`
 	// Basis is the cluster the report is made on: BasisCurrent (the
-	// input's cluster, or Generate's, whose plan is settled, refused or
-	// does not settle) or BasisPendingPlanSettled (the cluster the
-	// input's pending plan settles on). PendingSteps are that plan's
-	// steps (before the refusal, or the maximum); PendingRefused says why
-	// it is refused, PendingMaxSteps that it does not settle within
+	// input's cluster, or Generate's, whose plan is settled, refused,
+	// held or does not settle) or BasisPendingPlanSettled (the cluster
+	// the input's pending plan settles on). PendingSteps are that plan's
+	// steps (before the refusal, the hold, or the maximum);
+	// PendingRefused says why it is refused, PendingHeld what holds it
+	// (the breaker), PendingMaxSteps that it does not settle within
 	// PendingMaxSteps steps.
 	Basis           string   `json:"basis"`
 	PendingSteps    int      `json:"pendingSteps,omitempty"`
 	PendingRefused  *Refusal `json:"pendingRefused,omitempty"`
+	PendingHeld     *Refusal `json:"pendingHeld,omitempty"`
 	PendingMaxSteps bool     `json:"pendingMaxSteps,omitempty"`
 	// ControlPlanes is the cluster's number of control planes, Quorum the
 	// number of etcd members that keep its quorum.
@@ -108,8 +114,8 @@ type Domain struct {
 }
 
 // Recovery sums up a plan: its steps and how it ends
-// (generator.PlanSettled, PlanRefused, PlanMaxSteps, or NotPlanned), with
-// the refusal.
+// (generator.PlanSettled, PlanRefused, PlanHeld, PlanMaxSteps, or
+// NotPlanned), with the refusal or the hold.
 // When the loss breaks etcd's quorum, Result is NoQuorum whatever the
 // planner's end, which Planned then says: CKE applies nothing while etcd
 // has no quorum.
@@ -117,10 +123,12 @@ type Recovery struct {
 	Steps   int    `json:"steps"`
 	Result  string `json:"result"`
 	Planned string `json:"planned,omitempty"`
-	// Reason is a refused plan's reason code, as the daemon's status
-	// records it; Error its error.
-	Reason string `json:"reason,omitempty"`
-	Error  string `json:"error,omitempty"`
+	// Reason and Message are a refused or held plan's reason code and
+	// words, as the daemon's status says them; Error is a refused plan's
+	// error (its Message).
+	Reason  string `json:"reason,omitempty"`
+	Message string `json:"message,omitempty"`
+	Error   string `json:"error,omitempty"`
 }
 
 // NoQuorum is the Result of a domain whose loss breaks etcd's quorum:
@@ -137,8 +145,8 @@ const NotPlanned = "not-planned"
 // Key is the failure domain the report was made with.
 func (r *Report) Key() failuredomain.Key { return r.key }
 
-// Of makes the report of in (in.Current, or without one the cluster
-// Generate would make from in) by failure domain key. The input's own plan
+// Of makes the report of w (its cluster, or without one the cluster
+// Generate would make from its input) by failure domain key. The input's own plan
 // is made first: when it settles after some steps, the report is on the
 // cluster it settles on (Basis); when it is refused or does not settle,
 // on the cluster as it is. The input's plan looks ahead at most
@@ -146,13 +154,14 @@ func (r *Report) Key() failuredomain.Key { return r.key }
 // generator.DefaultMaxSteps. It fails only when the input cannot be
 // planned at all (as generator.MakePlan), or when there is no current
 // cluster and Generate fails.
-func Of(in generator.Input, key failuredomain.Key) (*Report, error) {
-	return of(in, key, PendingMaxSteps)
+func Of(w world.World, key failuredomain.Key) (*Report, error) {
+	return of(w, key, PendingMaxSteps)
 }
 
 // of is Of with the input's own plan looking ahead at most pendingMax
 // steps.
-func of(in generator.Input, key failuredomain.Key, pendingMax int) (*Report, error) {
+func of(w world.World, key failuredomain.Key, pendingMax int) (*Report, error) {
+	in := w.In
 	r := &Report{FailureDomain: key.Name(), key: key, Model: in.Constraints.Model(), Machines: len(in.Machines)}
 	if in.Constraints.RateModel() {
 		r.MinimumWorkersRate = in.Constraints.MinimumWorkersRate
@@ -165,21 +174,23 @@ func of(in generator.Input, key failuredomain.Key, pendingMax int) (*Report, err
 			return nil, fmt.Errorf("no current cluster, and Generate fails: %w", err)
 		}
 		in.Current, r.Generated = res.Cluster, true
+		w.In, w.TemplateChanged = in, false
 	}
-	pending, err := generator.MakePlan(in, false, pendingMax)
+	pending, err := w.Plan(nil, pendingMax)
 	if err != nil {
 		return nil, err
 	}
 	now := failuredomain.ControlPlanes(key, in.Machines, in.Current)
 	settled := r.setBasis(pending)
-	if r.Basis == BasisPendingPlanSettled {
+	if settled {
 		in.Current = pending.Cluster
+		w.In, w.TemplateChanged = in, false
 	}
-	x, err := newIndex(in, key, settled, now)
+	x, err := newIndex(w, key, settled, now)
 	if err != nil {
 		return nil, err
 	}
-	x.fixed = everyLoss(pending)
+	x.fixed = everyLoss(pending, world.Leaves(w.Query, machine.StateUnreachable))
 	cen := now
 	if r.Basis == BasisPendingPlanSettled {
 		cen = failuredomain.ControlPlanes(key, in.Machines, in.Current)
@@ -231,9 +242,10 @@ func noQuorum(rec Recovery) Recovery {
 	return rec
 }
 
-// index is the input looked at once: each machine's domain, each domain's
-// nodes, and where rule 6 could add a worker.
+// index is the world looked at once: each machine's domain, each
+// domain's nodes, and where rule 6 could add a worker.
 type index struct {
+	w   world.World
 	in  generator.Input
 	key failuredomain.Key
 	// names are the domains in the key's order; domains the report's
@@ -247,6 +259,11 @@ type index struct {
 	healthyIn      map[string]int
 	// workers counts the cluster's workers (maximum-workers' count).
 	workers int
+	// unhealthy counts the cluster's unhealthy nodes (the breaker's
+	// count), soundIn the nodes of each domain a loss makes unhealthy
+	// (their machine in the answer and sound, not rebooting).
+	unhealthy int
+	soundIn   map[string]int
 	// candidates counts rule 6's candidates by domain, and all of them.
 	candidates      map[string]int
 	candidatesTotal int
@@ -273,9 +290,10 @@ type index struct {
 // is the census of the cluster as it is now, whose domains are the
 // report's too (a domain may hold a control plane now and nothing once
 // a pending plan has settled).
-func newIndex(in generator.Input, key failuredomain.Key, settled bool, now failuredomain.Census) (*index, error) {
-	x := &index{in: in, key: key, domains: map[string]*Domain{}, healthyIn: map[string]int{},
-		candidates: map[string]int{}, retaints: map[string]bool{}}
+func newIndex(w world.World, key failuredomain.Key, settled bool, now failuredomain.Census) (*index, error) {
+	in := w.In
+	x := &index{w: w, in: in, key: key, domains: map[string]*Domain{}, healthyIn: map[string]int{},
+		candidates: map[string]int{}, retaints: map[string]bool{}, soundIn: map[string]int{}}
 	byAddr := make(map[string]int, len(in.Machines))
 	x.machineDomain = make([]string, len(in.Machines))
 	for i, m := range in.Machines {
@@ -292,7 +310,13 @@ func newIndex(in generator.Input, key failuredomain.Key, settled bool, now failu
 	}
 	slices.SortFunc(x.names, key.Compare)
 
-	x.shared = settled
+	// A loss that takes machines out of the query's answer removes
+	// nodes, which the summary does not tell.
+	x.shared = settled && !world.Leaves(w.Query, machine.StateUnreachable)
+	if w.MaxUnhealthy != nil {
+		bad, _, _ := w.Breaker(in)
+		x.unhealthy = len(bad)
+	}
 	// Rule 6's candidates count in the count model only (sharedRecovery).
 	if x.shared && !in.Constraints.RateModel() {
 		cands, err := generator.WorkerCandidates(in)
@@ -332,6 +356,9 @@ func (x *index) addNode(n *cluster.Node, byAddr map[string]int) {
 		name = x.key.OfNode(n)
 	}
 	d := x.domain(name)
+	if m != nil && m.Status.State.Sound() && !x.in.Rebooting[n.Address] {
+		x.soundIn[name]++
+	}
 	if n.ControlPlane {
 		d.ControlPlanes = append(d.ControlPlanes, n.Address)
 		x.badControlPlane = x.badControlPlane || m == nil || len(x.in.NodeTaints[n.Address]) > 0 ||
@@ -418,9 +445,13 @@ func (x *index) recoveryOf(name string) Recovery {
 //     10 see the same control planes and fewer candidates than the settled
 //     plan did, and do not apply either.
 //
-// So the plan is one step, or none, and settles. TestRecoveryIsThePlan
-// compares it with the plans the generator makes.
+// So the plan is one step, or none, and settles, unless the loss takes
+// the cluster over max-unhealthy: the breaker's hold is planned (ok
+// false). TestRecoveryIsThePlan compares it with the world's plans.
 func (x *index) sharedRecovery(name string) (Recovery, bool) {
+	if lim := x.w.MaxUnhealthy; lim != nil && x.unhealthy+x.soundIn[name] > lim.Limit(len(x.in.Current.Nodes)) {
+		return Recovery{}, false
+	}
 	c := x.in.Constraints
 	rule6 := false
 	if !c.RateModel() {
@@ -438,27 +469,25 @@ func (x *index) sharedRecovery(name string) (Recovery, bool) {
 	return Recovery{Steps: steps, Result: generator.PlanSettled}, true
 }
 
-// plan runs the generator's plan on the input with the domain's machines
-// UNREACHABLE. The machines keep their places in the list, so that the
-// policy's metric values (by index) still find them.
+// plan is the world's plan once every machine of the domain is
+// UNREACHABLE, as the query then answers (world.World.Set).
 func (x *index) plan(name string) Recovery {
-	in := x.in
-	in.Machines = slices.Clone(in.Machines)
-	for i, m := range in.Machines {
-		if x.machineDomain[i] == name && m.Status.State != machine.StateUnreachable {
-			c := *m
-			c.Status.State = machine.StateUnreachable
-			in.Machines[i] = &c
-		}
-	}
-	p, err := generator.MakePlan(in, false, generator.DefaultMaxSteps)
+	lost, _ := x.w.Set(func(i int, m *machine.Machine) bool {
+		return x.machineDomain[i] == name && m.Status.State != machine.StateUnreachable
+	}, machine.StateUnreachable)
+	p, err := lost.Plan(nil, generator.DefaultMaxSteps)
 	if err != nil {
 		// The input planned as it was; with fewer machines it still does.
-		return Recovery{Result: generator.PlanRefused, Reason: generator.Refusal(err), Error: err.Error()}
+		return Recovery{Result: generator.PlanRefused, Reason: generator.Refusal(err), Message: err.Error(), Error: err.Error()}
 	}
-	rec := Recovery{Steps: len(p.Steps), Result: p.Result}
+	return recoveryOfPlan(p)
+}
+
+// recoveryOfPlan sums up a plan.
+func recoveryOfPlan(p *generator.Plan) Recovery {
+	rec := Recovery{Steps: len(p.Steps), Result: p.Result, Reason: p.Reason, Message: p.Message}
 	if p.Err != nil {
-		rec.Reason, rec.Error = generator.Refusal(p.Err), p.Err.Error()
+		rec.Error = p.Err.Error()
 	}
 	return rec
 }

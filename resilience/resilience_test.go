@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/ckegen/ckegen/world"
 	"slices"
 	"strings"
 	"testing"
@@ -54,7 +55,7 @@ func TestBundledRack4(t *testing.T) {
 	if p, err := generator.MakePlan(in, false, 10); err != nil || p.Result != generator.PlanSettled || len(p.Steps) != 0 {
 		t.Fatalf("setup: the plan is %v %v, want settled at once", p, err)
 	}
-	r, err := Of(in, failuredomain.Rack())
+	r, err := Of(world.World{In: in}, failuredomain.Rack())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,7 +131,7 @@ func TestBundledRack4(t *testing.T) {
 func TestNoCurrentCluster(t *testing.T) {
 	in := bundled(t, "")
 	in.Current = nil
-	r, err := Of(in, failuredomain.Rack())
+	r, err := Of(world.World{In: in}, failuredomain.Rack())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -166,7 +167,7 @@ func expected(in generator.Input, key failuredomain.Key, domain string) Recovery
 		rc = Recovery{Result: NotPlanned}
 	}
 	if held, n := controlPlanesIn(in, key, domain); held > (n-1)/2 {
-		rc = Recovery{Steps: rc.Steps, Result: NoQuorum, Planned: rc.Result, Reason: rc.Reason, Error: rc.Error}
+		rc = Recovery{Steps: rc.Steps, Result: NoQuorum, Planned: rc.Result, Reason: rc.Reason, Message: rc.Message, Error: rc.Error}
 	}
 	return rc
 }
@@ -197,11 +198,11 @@ func reference(in generator.Input, key failuredomain.Key, domain string) Recover
 	in.Machines = ms
 	p, err := generator.MakePlan(in, false, generator.DefaultMaxSteps)
 	if err != nil {
-		return Recovery{Result: generator.PlanRefused, Reason: refusalCode(err), Error: err.Error()}
+		return Recovery{Result: generator.PlanRefused, Reason: refusalCode(err), Message: err.Error(), Error: err.Error()}
 	}
 	rc := Recovery{Steps: len(p.Steps), Result: p.Result}
 	if p.Err != nil {
-		rc.Reason, rc.Error = refusalCode(p.Err), p.Err.Error()
+		rc.Reason, rc.Message, rc.Error = refusalCode(p.Err), p.Err.Error(), p.Err.Error()
 	}
 	return rc
 }
@@ -219,11 +220,11 @@ func refusalCode(err error) string {
 	return reason.GenerationError
 }
 
-// world is a random data center for the report: two worker roles, any
+// dc is a random data center for the report: two worker roles, any
 // states, rebooting nodes, Kubernetes taints, either model, maybe a
 // policy that spreads, and a cluster that is sometimes settled and
 // sometimes not.
-type world struct {
+type dc struct {
 	tmpl *template.Template
 	c    constraints.Constraints
 	ms   []*machine.Machine
@@ -253,12 +254,12 @@ func mach(serial string, rack, idx int, role string, st machine.State, days int)
 	}
 }
 
-func drawWorld(t *rapid.T) *world {
+func drawWorld(t *rapid.T) *dc {
 	tmpl, err := template.Parse([]byte(worldTemplate))
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := &world{tmpl: tmpl}
+	w := &dc{tmpl: tmpl}
 	if rapid.Bool().Draw(t, "rate") {
 		rate := rapid.SampledFrom([]int{0, 50, 90}).Draw(t, "minimum-workers-rate")
 		w.c = constraints.Constraints{ControlPlaneCount: rapid.IntRange(1, 5).Draw(t, "cp"), MinimumWorkersRate: &rate}
@@ -298,7 +299,7 @@ func drawWorld(t *rapid.T) *world {
 	return w
 }
 
-func (w *world) input(t *rapid.T) generator.Input {
+func (w *dc) input(t *rapid.T) generator.Input {
 	in := generator.Input{Template: w.tmpl, Constraints: w.c, Machines: w.ms, Now: now, RetireWait: generator.DefaultRetireWait}
 	if w.pol != "" {
 		p, err := policy.Load([]byte(w.pol), w.tmpl)
@@ -313,7 +314,7 @@ func (w *world) input(t *rapid.T) generator.Input {
 // drawInput is an input on w: its first cluster after some machines
 // changed, settled or not, with some machines gone from sabakan, nodes
 // rebooting and Kubernetes taints; false when w has no first cluster.
-func (w *world) drawInput(t *rapid.T) (generator.Input, bool) {
+func (w *dc) drawInput(t *rapid.T) (generator.Input, bool) {
 	in := w.input(t)
 	first, err := generator.Generate(in)
 	if err != nil {
@@ -372,7 +373,7 @@ func TestRecoveryIsThePlan(t *testing.T) {
 		if !ok {
 			return
 		}
-		r, err := Of(in, w.key)
+		r, err := Of(world.World{In: in}, w.key)
 		if err != nil {
 			if _, perr := generator.MakePlan(in, false, 1); perr == nil {
 				t.Fatalf("Of: %v, though the input plans", err)

@@ -69,6 +69,9 @@ func (r *Report) basisText() string {
 	case r.PendingRefused != nil:
 		return fmt.Sprintf("the cluster has a pending plan that is refused after %s (%s: %s): each domain's loss is planned on the cluster as it is now",
 			words.Count(r.PendingSteps, "step", "steps"), r.PendingRefused.Reason, r.PendingRefused.Message)
+	case r.PendingHeld != nil:
+		return fmt.Sprintf("the leader holds after %s (%s: %s): each domain's loss is planned on the cluster as it is now",
+			words.Count(r.PendingSteps, "step", "steps"), r.PendingHeld.Reason, r.PendingHeld.Message)
 	case r.PendingMaxSteps:
 		return fmt.Sprintf("the cluster has a pending plan that does not settle within %s: the report is on the cluster as it is now, and no domain's loss is planned",
 			words.Count(r.PendingSteps, "step", "steps"))
@@ -152,11 +155,11 @@ func (r *Report) recoveryText(rc Recovery) string {
 		s = words.Count(rc.Steps, "step", "steps") + ", " + rc.Result
 	}
 	switch {
-	case rc.Error == "":
-	case r.PendingRefused != nil && rc.Error == r.PendingRefused.Message:
+	case rc.Message == "":
+	case r.PendingRefused != nil && rc.Message == r.PendingRefused.Message, r.PendingHeld != nil && rc.Message == r.PendingHeld.Message:
 		s += " as the cluster's plan is"
 	default:
-		s += ": " + rc.Error
+		s += ": " + rc.Reason + ": " + rc.Message
 	}
 	return s
 }

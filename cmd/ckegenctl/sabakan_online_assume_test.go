@@ -11,9 +11,11 @@ import (
 	"time"
 
 	"github.com/ckegen/ckegen/cluster"
+	"github.com/ckegen/ckegen/generator"
 	"github.com/ckegen/ckegen/internal/testutil/sitetest"
 	"github.com/ckegen/ckegen/machine"
 	"github.com/ckegen/ckegen/planreport"
+	"github.com/ckegen/ckegen/reason"
 	"github.com/ckegen/ckegen/sabakan"
 	"github.com/ckegen/ckegen/storage"
 )
@@ -233,5 +235,69 @@ func TestPlanOnlineAssume(t *testing.T) {
 		if code != tc.code || out != "" || !strings.Contains(errOut, tc.want) {
 			t.Errorf("%v: exit %d (want %d), stdout %q, stderr %q (want %q)", tc.args, code, tc.code, out, errOut, tc.want)
 		}
+	}
+}
+
+// TestResilienceIsTheRehearsal: each rack's recovery in the resilience
+// report is what rehearsing its loss says (plan --assume
+// rack=N:UNREACHABLE: its steps, how it ends, its reason), on the
+// bundled data center with the circuit breaker set (max-unhealthy 1:
+// the daemon taints, then holds) and with query variables that leave
+// UNREACHABLE machines out (the loss removes them from the answer).
+func TestResilienceIsTheRehearsal(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		setup []string
+		// held, when not "", is a rack whose rehearsal the breaker holds.
+		held string
+	}{
+		{name: "breaker", setup: []string{"sabakan", "set-max-unhealthy", "1"}, held: "0"},
+		{name: "unreachable left out", setup: []string{"sabakan", "set-variables", ""}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newRack4Site(t)
+			if tc.setup[1] == "set-variables" {
+				tc.setup[2] = writeFileIn(t, s.dir, "v.json", `{"notHaving": {"roles": ["boot"], "states": ["RETIRED", "UNREACHABLE"]}}`)
+			}
+			if _, errOut, code := s.run(tc.setup...); code != 0 {
+				t.Fatal(errOut)
+			}
+			out, errOut, code := s.run("sabakan", "resilience", "-o", "json")
+			if code != 0 {
+				t.Fatalf("resilience: exit %d: %s", code, errOut)
+			}
+			var r struct {
+				Domains []struct {
+					Domain   string
+					Recovery struct {
+						Steps                            int
+						Result, Planned, Reason, Message string
+					}
+				}
+			}
+			must(t, json.Unmarshal([]byte(out), &r))
+			if len(r.Domains) != 12 {
+				t.Fatalf("%d domains:\n%s", len(r.Domains), out)
+			}
+			for _, d := range r.Domains {
+				out, errOut, code := s.run("sabakan", "plan", "--assume", "rack="+d.Domain+":UNREACHABLE", "-o", "json")
+				if code != 0 {
+					t.Fatalf("plan --assume rack=%s: exit %d: %s", d.Domain, code, errOut)
+				}
+				var p planreport.Document
+				must(t, json.Unmarshal([]byte(out), &p))
+				rec := d.Recovery
+				result := rec.Result
+				if rec.Planned != "" {
+					result = rec.Planned // no quorum: the planner's end
+				}
+				if rec.Steps != len(p.Steps) || result != p.Result || rec.Reason != p.Reason || rec.Message != p.Message {
+					t.Errorf("rack %s: resilience %+v; the rehearsal: %d steps, %s, reason %q, message %q", d.Domain, rec, len(p.Steps), p.Result, p.Reason, p.Message)
+				}
+				if d.Domain == tc.held && (p.Result != generator.PlanHeld || p.Reason != reason.TooManyUnhealthy) {
+					t.Errorf("rack %s: the rehearsal is %s (%s), want held by the breaker", d.Domain, p.Result, p.Reason)
+				}
+			}
+		})
 	}
 }

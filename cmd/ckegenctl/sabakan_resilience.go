@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -15,6 +14,8 @@ import (
 	"github.com/ckegen/ckegen/intake"
 	"github.com/ckegen/ckegen/internal/usage"
 	"github.com/ckegen/ckegen/resilience"
+	"github.com/ckegen/ckegen/sabakan"
+	"github.com/ckegen/ckegen/world"
 )
 
 // resilienceOptions are `sabakan resilience`'s flags: the offline
@@ -30,7 +31,9 @@ type resilienceOptions struct {
 // failure domain would do (docs/failure-domains.md). Online (no
 // --machines) its input is the leader's, gathered as `sabakan plan`
 // gathers it; offline it comes from files, as `sabakan generate`'s does.
-// The report itself is resilience.Of on that generator.Input either way.
+// The report itself is resilience.Of on that world either way: online the
+// leader's decision's (max-unhealthy and the query's conditions on
+// states included), offline the files' with the default query.
 func newSabakanResilienceCmd(e *env) *cobra.Command {
 	o := &resilienceOptions{}
 	cmd := &cobra.Command{
@@ -121,7 +124,8 @@ func (o *resilienceOptions) run(cmd *cobra.Command) error {
 	if err != nil {
 		return err
 	}
-	r, err := resilience.Of(in, in.Policy.FailureDomain())
+	_, states := sabakan.Variables{}.WithoutStates()
+	r, err := resilience.Of(world.World{In: in, Query: states}, in.Policy.FailureDomain())
 	if err != nil {
 		return err
 	}
@@ -138,8 +142,11 @@ func (o *resilienceOptions) runOnline(e *env, cmd *cobra.Command) error {
 	if err != nil {
 		return err
 	}
-	in := d.Gathered.Input(time.Duration(d.Config.RetireWait))
-	r, err := resilience.Of(in, in.Policy.FailureDomain())
+	w, err := worldOf(d)
+	if err != nil {
+		return err
+	}
+	r, err := resilience.Of(*w, w.In.Policy.FailureDomain())
 	if err != nil {
 		return err
 	}
@@ -165,6 +172,15 @@ func decideOnline(e *env, cmd *cobra.Command, in *inputFlags, live planOptions) 
 		live.retireWait = in.retireWait
 	}
 	return live.decide(e, intake.WhatIf{})
+}
+
+// worldOf is the world the leader's decision d decided on, for a
+// what-if: an error when d did not get as far as the inventory.
+func worldOf(d *decision.Decision) (*world.World, error) {
+	if d.World == nil {
+		return nil, fmt.Errorf("the leader's decision did not read the inventory (%s %s: %s): nothing to make a what-if of", d.Result, d.Reason, d.Message)
+	}
+	return d.World, nil
 }
 
 // writeResilience writes a report in format (text or json), saying first
