@@ -1,6 +1,7 @@
 package forecast
 
 import (
+	"github.com/ckegen/ckegen/world"
 	"os"
 	"testing"
 	"time"
@@ -60,7 +61,7 @@ func BenchmarkForecast(b *testing.B) {
 		b.Run("machines=20000/"+name, func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				f, err := Of(in, Options{Until: benchNow.AddDate(5, 0, 0), RetireLead: DefaultRetireLead, Query: defaultQuery()})
+				f, err := Of(world.World{In: in, Query: defaultQuery()}, Options{Until: benchNow.AddDate(5, 0, 0), RetireLead: DefaultRetireLead})
 				if err != nil {
 					b.Fatal(err)
 				}

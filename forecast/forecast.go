@@ -1,31 +1,35 @@
 // Package forecast says what the machines' retire dates will do to a
 // cluster if nothing is bought (docs/forecast.md): from now to a date, at
 // each event (the machines whose assumed state changes in one period), it
-// runs the daemon's own planner (generator.MakePlan) on the inventory as
-// it would be then, from the cluster the previous event settled on, and
-// finds the runway: the last day the cluster meets its constraints and
-// the workers it needs, and why it ends there.
+// runs the world's plan (world.World.Plan: the leader's ticks, the
+// circuit breaker included) on the inventory as it would be then, from
+// the cluster the previous event left, and finds the runway: the last day
+// the cluster meets its constraints and the workers it needs, and why it
+// ends there.
 //
 // A machine is assumed RETIRING a lead before its retire date and RETIRED
 // at it, as a rehearsal (docs/failure-domains.md) would assume it: the
 // state as sabakan would report it just after the change, and a machine
 // whose new state the query leaves out (RETIRED, by default) left out of
-// the inventory, as assume.Apply leaves it.
+// the inventory (world.World.Set's edit, machine.WithState and
+// world.Leaves).
 //
 // It is pure, as the generator is: a forecast is a function of a
-// generator.Input and Options, whether the input comes from files or from
-// etcd and sabakan.
+// world.World and Options, whether the world comes from files or from
+// etcd and sabakan. It keeps no event's cluster: each event's figures are
+// taken as it is made (Options.Each hands its plan to a caller that
+// wants it).
 package forecast
 
 import (
 	"fmt"
 	"time"
 
-	"github.com/ckegen/ckegen/assume"
 	"github.com/ckegen/ckegen/cluster"
 	"github.com/ckegen/ckegen/failuredomain"
 	"github.com/ckegen/ckegen/generator"
 	"github.com/ckegen/ckegen/machine"
+	"github.com/ckegen/ckegen/world"
 )
 
 // DefaultRetireLead is how long before its retire date a machine is
@@ -48,6 +52,9 @@ const (
 	// QuorumAtRisk: a failure domain holds more control planes than
 	// etcd's quorum survives losing.
 	QuorumAtRisk = "QUORUM_AT_RISK"
+	// Held: a hold that needs an operator stops the leader (Runway.Hold
+	// names it: the circuit breaker's TOO_MANY_UNHEALTHY).
+	Held = "HELD"
 )
 
 // Options shape a forecast.
@@ -64,10 +71,10 @@ type Options struct {
 	NeedWorkers int
 	// MaxSteps bounds each event's plan (generator.DefaultMaxSteps when 0).
 	MaxSteps int
-	// Query is the query's conditions on states (sabakan.StateFilter):
-	// a machine whose new state it leaves out leaves the inventory, as
-	// assume.Apply leaves it; nil: none leaves.
-	Query assume.Query
+	// Each, when not nil, is given each event as it is made, with its
+	// plan and the inventory it was made on, which the forecast does not
+	// keep.
+	Each func(ev *Event, p *generator.Plan, machines []*machine.Machine)
 }
 
 // Forecast is what the retire dates do to the cluster. Its JSON is the
@@ -91,10 +98,12 @@ type Forecast struct {
 // Runway is the last day the cluster meets its constraints and need
 // (absent when nothing fails before the forecast's end), why it ends
 // (a code: None, WorkersBelowNeed, NoControlPlaneCandidate, QuorumAtRisk,
-// or the refusal's reason code) and the words for it.
+// Held with the hold's code in Hold, or the refusal's reason code) and
+// the words for it.
 type Runway struct {
 	Until   string `json:"until,omitempty"`
 	Reason  string `json:"reason"`
+	Hold    string `json:"hold,omitempty"`
 	Message string `json:"message"`
 }
 
@@ -108,11 +117,15 @@ type Event struct {
 	Retired  int `json:"retired"`
 	// Steps is the number of steps of the plan; Ops their operations,
 	// Changes the changes of them all, Result how the plan ends
-	// (generator.PlanSettled, PlanRefused, PlanMaxSteps).
+	// (generator.PlanSettled, PlanRefused, PlanHeld, PlanMaxSteps), with
+	// Reason and Message a refused or held plan's code and words, as the
+	// daemon's status says them.
 	Steps   int      `json:"steps"`
 	Ops     []string `json:"ops"`
 	Changes int      `json:"changes"`
 	Result  string   `json:"result"`
+	Reason  string   `json:"reason,omitempty"`
+	Message string   `json:"message,omitempty"`
 	// Refusal is the refused step's reason, when the plan was refused.
 	Refusal *Refusal `json:"refusal,omitempty"`
 	// ControlPlanes are the control planes of the cluster the plan
@@ -130,13 +143,9 @@ type Event struct {
 	// risk, and what the forecast assumed to go on (a refusal before).
 	Warnings []string `json:"warnings"`
 
-	// Plan is the plan made at this event, Machines the inventory it
-	// was made on.
-	Plan     *generator.Plan    `json:"-"`
-	Machines []*machine.Machine `json:"-"`
 	// failure is why this event ends the runway ("" when it does not),
-	// with the words for it.
-	failure, words string
+	// with the hold's code and the words for it.
+	failure, hold, words string
 }
 
 // ControlPlane is a control plane and its failure domain.
@@ -154,17 +163,19 @@ type Refusal struct {
 // dateLayout is how events' dates and the runway's are written.
 const dateLayout = "2006-01-02"
 
-// Of makes the forecast of in (in.Current, or without one the cluster the
-// first plan generates) from in.Now to o.Until. It fails when the options
-// are out of range or when an event's input cannot be planned at all (as
-// generator.MakePlan fails); a refused plan is part of the forecast.
-func Of(in generator.Input, o Options) (*Forecast, error) {
+// Of makes the forecast of w (its cluster, or without one the cluster
+// the first plan generates) from its clock to o.Until. It fails when the
+// options are out of range or when an event's input cannot be planned at
+// all (as world.World.Plan fails); a refused or held plan is part of the
+// forecast.
+func Of(w world.World, o Options) (*Forecast, error) {
+	in := w.In
 	if err := o.check(in.Now); err != nil {
 		return nil, err
 	}
 	f := &Forecast{Now: in.Now, Until: o.Until, Resolution: o.Resolution, RetireLead: o.RetireLead.String(),
 		NeedWorkers: need(in, o), FailureDomain: in.Policy.FailureDomain().Name(), key: in.Policy.FailureDomain()}
-	r := newRun(in, o, f)
+	r := newRun(w, o, f)
 	sch := plan(in.Machines, in.Now, o.Until, o.Resolution, o.RetireLead)
 	for k, date := range sch.dates {
 		if err := r.event(date, sch.changes[k]); err != nil {
@@ -210,6 +221,7 @@ func need(in generator.Input, o Options) int {
 // run is a forecast being made: the inventory with the changes assumed
 // so far, and the cluster the last event settled on.
 type run struct {
+	w   world.World
 	in  generator.Input
 	o   Options
 	f   *Forecast
@@ -225,12 +237,14 @@ type run struct {
 	// left of each role.
 	gone  []bool
 	roles roles
-	// refused is the date of the first refused plan ("" when none).
-	refused string
+	// refused is the date of the first refused or held plan ("" when
+	// none), stopped how.
+	refused, stopped string
 }
 
-func newRun(in generator.Input, o Options, f *Forecast) *run {
-	r := &run{in: in, o: o, f: f, cur: in.Current, assumed: make([]*machine.Machine, len(in.Machines)),
+func newRun(w world.World, o Options, f *Forecast) *run {
+	in := w.In
+	r := &run{w: w, in: in, o: o, f: f, cur: in.Current, assumed: make([]*machine.Machine, len(in.Machines)),
 		byAddr: make(map[string]int, len(in.Machines)), gone: make([]bool, len(in.Machines)), place: map[*cluster.Node]int{}}
 	copy(r.assumed, in.Machines)
 	for i, m := range in.Machines {
@@ -245,10 +259,9 @@ func newRun(in generator.Input, o Options, f *Forecast) *run {
 func (r *run) event(date time.Time, changes []transition) error {
 	ev := Event{Date: date.UTC().Format(dateLayout), Ops: []string{}, AtRisk: []string{}, Warnings: []string{}}
 	for _, t := range changes {
-		c := *r.assumed[t.machine]
-		c.Status.State, c.Status.Duration = t.state, 0
-		r.assumed[t.machine] = &c
-		if !r.gone[t.machine] && r.o.Query != nil && !r.o.Query.Keeps(t.state) {
+		c := r.assumed[t.machine].WithState(t.state)
+		r.assumed[t.machine] = c
+		if !r.gone[t.machine] && world.Leaves(r.w.Query, t.state) {
 			r.gone[t.machine] = true
 			r.roles.leave(c.Spec.Role)
 		}
@@ -258,26 +271,30 @@ func (r *run) event(date time.Time, changes []transition) error {
 			ev.Retired++
 		}
 	}
-	in := r.in
-	in.Machines, in.Current, in.Now = r.inventory(), r.cur, date
-	in.InventoryRoles = r.roles.left()
-	p, err := generator.MakePlan(in, false, r.o.MaxSteps)
+	w := r.w
+	w.In.Machines, w.In.Current, w.In.Now = r.inventory(), r.cur, date
+	w.In.InventoryRoles = r.roles.left()
+	w.TemplateChanged = false
+	p, err := w.Plan(nil, r.o.MaxSteps)
 	if err != nil {
 		return fmt.Errorf("%s: %w", ev.Date, err)
 	}
-	ev.Plan, ev.Machines = p, in.Machines
 	if r.refused != "" {
-		ev.Warnings = append(ev.Warnings, "the plan was refused on "+r.refused+": the forecast goes on from the cluster as the refusals left it")
+		ev.Warnings = append(ev.Warnings, "the plan was "+r.stopped+" on "+r.refused+": the forecast goes on from the cluster as it was left")
 	}
 	r.record(&ev, p)
+	in := w.In
 	in.Current = p.Cluster
 	if err := r.observe(&ev, in); err != nil {
 		return fmt.Errorf("%s: %w", ev.Date, err)
 	}
-	if p.Result == generator.PlanRefused && r.refused == "" {
-		r.refused = ev.Date
+	if (p.Result == generator.PlanRefused || p.Result == generator.PlanHeld) && r.refused == "" {
+		r.refused, r.stopped = ev.Date, p.Result
 	}
 	r.cur = p.Cluster
+	if r.o.Each != nil {
+		r.o.Each(&ev, p, in.Machines)
+	}
 	r.f.Events = append(r.f.Events, ev)
 	return nil
 }
@@ -297,7 +314,7 @@ func (r *run) inventory() []*machine.Machine {
 // record sums up the event's plan: its steps, changes, result, refusal
 // and warnings.
 func (r *run) record(ev *Event, p *generator.Plan) {
-	ev.Steps, ev.Result = len(p.Steps), p.Result
+	ev.Steps, ev.Result, ev.Reason, ev.Message = len(p.Steps), p.Result, p.Reason, p.Message
 	seen := map[string]bool{}
 	warn := func(ws []string) {
 		for _, w := range ws {
@@ -315,7 +332,7 @@ func (r *run) record(ev *Event, p *generator.Plan) {
 	warn(p.Warnings)
 	switch p.Result {
 	case generator.PlanRefused:
-		ev.Refusal = &Refusal{Reason: generator.Refusal(p.Err), Message: p.Err.Error()}
+		ev.Refusal = &Refusal{Reason: p.Reason, Message: p.Message}
 	case generator.PlanMaxSteps:
 		ev.Warnings = append(ev.Warnings, fmt.Sprintf("the plan had not settled after %d steps: the next event goes on from the cluster it had reached", len(p.Steps)))
 	}

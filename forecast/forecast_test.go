@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"github.com/ckegen/ckegen/world"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -203,12 +205,13 @@ func TestLeaveOut(t *testing.T) {
 		{sabakan.StateFilter{NotHaving: []machine.State{machine.StateUnhealthy}}, "a:HEALTHY b:RETIRED c:RETIRED"},
 		{nil, "a:HEALTHY b:RETIRED c:RETIRED"},
 	} {
-		f, err := Of(in, Options{Until: date("2028-01-01"), RetireLead: DefaultRetireLead, Query: tc.q})
-		if err != nil {
+		var last []*machine.Machine
+		each := func(_ *Event, _ *generator.Plan, ms []*machine.Machine) { last = ms }
+		if _, err := Of(world.World{In: in, Query: tc.q}, Options{Until: date("2028-01-01"), RetireLead: DefaultRetireLead, Each: each}); err != nil {
 			t.Fatal(err)
 		}
 		var got []string
-		for _, m := range f.Events[len(f.Events)-1].Machines {
+		for _, m := range last {
 			got = append(got, m.Spec.Serial+":"+string(m.Status.State))
 		}
 		if g := strings.Join(got, " "); g != tc.want {
@@ -250,7 +253,7 @@ func defaultQuery() assume.Query {
 // runwayOf is the forecast of in to 2030 with lead and need.
 func runwayOf(t *testing.T, in generator.Input, lead time.Duration, need int) *Forecast {
 	t.Helper()
-	f, err := Of(in, Options{Until: date("2030-01-01"), RetireLead: lead, NeedWorkers: need, Query: defaultQuery()})
+	f, err := Of(world.World{In: in, Query: defaultQuery()}, Options{Until: date("2030-01-01"), RetireLead: lead, NeedWorkers: need})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -304,20 +307,27 @@ func TestRunwayWorkersBelowNeed(t *testing.T) {
 // forecast goes on from the cluster the refusal left.
 func TestRunwayRefusal(t *testing.T) {
 	ms := append(sixteenCompute(), mk("s99", 3, 9, "storage", "2028-03-10"))
-	f := runwayOf(t, inputOf(t, constraints.Constraints{ControlPlaneCount: 3, MinimumWorkers: 10}, ms), 0, 0)
+	plans := map[string]*generator.Plan{}
+	each := func(ev *Event, p *generator.Plan, _ []*machine.Machine) { plans[ev.Date] = p }
+	f, err := Of(world.World{In: inputOf(t, constraints.Constraints{ControlPlaneCount: 3, MinimumWorkers: 10}, ms), Query: defaultQuery()},
+		Options{Until: date("2030-01-01"), Each: each})
+	if err != nil {
+		t.Fatal(err)
+	}
 	if f.Runway.Until != "2027-05-31" || f.Runway.Reason != reason.NotEnoughMachines ||
 		!strings.HasPrefix(f.Runway.Message, "the cluster meets its constraints until 2027-05-31; on 2027-06-01, 7 machines retire and the daemon refuses: ") {
 		t.Fatalf("runway %+v\n%s", f.Runway, f.Text())
 	}
 	june := f.event(t, "2027-06-01")
-	if june.Result != generator.PlanRefused || june.Refusal.Reason != reason.NotEnoughMachines || june.Refusal.Message != june.Plan.Err.Error() {
+	if june.Result != generator.PlanRefused || june.Refusal.Reason != reason.NotEnoughMachines || june.Refusal.Message != plans[june.Date].Err.Error() ||
+		june.Reason != reason.NotEnoughMachines || june.Message != june.Refusal.Message {
 		t.Errorf("June: %+v", june)
 	}
 	later := f.event(t, "2028-03-01")
-	if !slices.Contains(later.Warnings, "the plan was refused on 2027-06-01: the forecast goes on from the cluster as the refusals left it") {
+	if !slices.Contains(later.Warnings, "the plan was refused on 2027-06-01: the forecast goes on from the cluster as it was left") {
 		t.Errorf("later event without the refusal's note: %+v", later)
 	}
-	if later.Plan.Start != june.Plan.Cluster {
+	if plans[later.Date].Start != plans[june.Date].Cluster {
 		t.Error("the later event does not start from the cluster the refusal left")
 	}
 }
@@ -396,7 +406,7 @@ func TestOptionsRefused(t *testing.T) {
 		{Options{Until: now, RetireLead: -time.Hour}, "retire lead: "},
 		{Options{Until: now, NeedWorkers: -1}, "need workers: "},
 	} {
-		if _, err := Of(in, tc.o); err == nil || !strings.HasPrefix(err.Error(), tc.want) {
+		if _, err := Of(world.World{In: in}, tc.o); err == nil || !strings.HasPrefix(err.Error(), tc.want) {
 			t.Errorf("%+v: %v, want %q", tc.o, err, tc.want)
 		}
 	}
@@ -407,7 +417,7 @@ func TestDeterministic(t *testing.T) {
 	in := benchInput(t, 10, false)
 	var first []byte
 	for i := range 2 {
-		f, err := Of(in, Options{Until: benchNow.AddDate(5, 0, 0), RetireLead: DefaultRetireLead, Query: defaultQuery()})
+		f, err := Of(world.World{In: in, Query: defaultQuery()}, Options{Until: benchNow.AddDate(5, 0, 0), RetireLead: DefaultRetireLead})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -433,4 +443,35 @@ func (f *Forecast) event(t *testing.T, d string) *Event {
 	}
 	t.Fatalf("no event on %s:\n%s", d, f.Text())
 	return nil
+}
+
+// limit is max-unhealthy as a count.
+type limit int
+
+func (l limit) Limit(int) int  { return int(l) }
+func (l limit) String() string { return strconv.Itoa(int(l)) }
+
+// TestRunwayHeld: with max-unhealthy 1, the 7 machines that become
+// RETIRING in May 2027 (4 of them workers) take the cluster over it: the
+// leader taints them, then holds (TOO_MANY_UNHEALTHY) and adds no
+// worker, as the daemon would. The event says held with the hold's code and words, and the
+// runway ends there with HELD, naming the hold.
+func TestRunwayHeld(t *testing.T) {
+	in := inputOf(t, constraints.Constraints{ControlPlaneCount: 3, MinimumWorkers: 10}, sixteenCompute())
+	f, err := Of(world.World{In: in, Query: defaultQuery(), MaxUnhealthy: limit(1)}, Options{Until: date("2030-01-01"), RetireLead: DefaultRetireLead})
+	if err != nil {
+		t.Fatal(err)
+	}
+	may := f.event(t, "2027-05-01")
+	if may.Result != generator.PlanHeld || may.Reason != reason.TooManyUnhealthy || !strings.HasSuffix(may.Message, world.BreakerHolds) ||
+		slices.Contains(may.Ops, generator.OpIncreaseWorker) {
+		t.Errorf("May: %+v", may)
+	}
+	if f.Runway.Until != "2027-04-30" || f.Runway.Reason != Held || f.Runway.Hold != reason.TooManyUnhealthy ||
+		!strings.Contains(f.Runway.Message, "the daemon holds: 4 of 13 nodes are unhealthy") {
+		t.Errorf("runway %+v\n%s", f.Runway, f.Text())
+	}
+	if text := string(f.Text()); !strings.Contains(text, "HELD "+reason.TooManyUnhealthy) {
+		t.Errorf("the text does not say the event is held:\n%s", text)
+	}
 }

@@ -35,6 +35,8 @@ func (r *run) observe(ev *Event, in generator.Input) error {
 	}
 	ev.BelowMinimum = r.f.NeedWorkers > 0 && ev.Workers < r.f.NeedWorkers
 	switch {
+	case ev.Result == generator.PlanHeld:
+		ev.failure, ev.hold, ev.words = Held, ev.Reason, "the daemon holds: "+ev.Message
 	case ev.Refusal != nil:
 		ev.failure, ev.words = ev.Refusal.Reason, "the daemon refuses: "+ev.Refusal.Message
 	case len(bad) > 0:

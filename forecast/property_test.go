@@ -2,6 +2,7 @@ package forecast
 
 import (
 	"fmt"
+	"github.com/ckegen/ckegen/world"
 	"reflect"
 	"slices"
 	"testing"
@@ -109,15 +110,17 @@ func TestForecastIsTheRehearsal(t *testing.T) {
 			Until:      now.AddDate(0, 0, rapid.IntRange(0, 5*365).Draw(t, "until")),
 			Resolution: rapid.SampledFrom([]Resolution{Month, Week, Day}).Draw(t, "resolution"),
 			RetireLead: time.Duration(rapid.SampledFrom([]int{0, 1, 30, 90}).Draw(t, "lead days")) * 24 * time.Hour,
-			Query:      queries[rapid.IntRange(0, len(queries)-1).Draw(t, "query")],
 		}
-		f, err := Of(in, o)
+		q := queries[rapid.IntRange(0, len(queries)-1).Draw(t, "query")]
+		var plans []*generator.Plan
+		o.Each = func(_ *Event, p *generator.Plan, _ []*machine.Machine) { plans = append(plans, p) }
+		f, err := Of(world.World{In: in, Query: q}, o)
 		if err != nil {
 			t.Fatal(err)
 		}
 		sameDates(t, in, o, f)
 		for k := range f.Events {
-			sameEvent(t, in, o, f, k)
+			sameEvent(t, in, o, q, f, plans, k)
 		}
 	})
 }
@@ -150,11 +153,11 @@ func sameDates(t *rapid.T, in generator.Input, o Options, f *Forecast) {
 // sameEvent fails unless event k counts the machines whose state changes
 // on its date and its plan is the rehearsal's on the previous event's
 // cluster.
-func sameEvent(t *rapid.T, in generator.Input, o Options, f *Forecast, k int) {
+func sameEvent(t *rapid.T, in generator.Input, o Options, q assume.Query, f *Forecast, plans []*generator.Plan, k int) {
 	ev := &f.Events[k]
 	d, prev := now, in.Current
 	if k > 0 {
-		d, prev = date(ev.Date), f.Events[k-1].Plan.Cluster
+		d, prev = date(ev.Date), plans[k-1].Cluster
 	}
 	var as []string
 	retiring, retired := 0, 0
@@ -184,7 +187,7 @@ func sameEvent(t *rapid.T, in generator.Input, o Options, f *Forecast, k int) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ms, _, err := assume.Apply(in.Machines, parsed, o.Query)
+	ms, _, err := assume.Apply(in.Machines, parsed, q)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -197,7 +200,7 @@ func sameEvent(t *rapid.T, in generator.Input, o Options, f *Forecast, k int) {
 	if err != nil {
 		t.Fatalf("%s: the rehearsal: %v", ev.Date, err)
 	}
-	samePlan(t, ev.Date, ev.Plan, want)
+	samePlan(t, ev.Date, plans[k], want)
 }
 
 // queries are the query's conditions on states a forecast is drawn with:

@@ -32,7 +32,7 @@ func (f *Forecast) runway() Runway {
 			}
 			on += plural(n, "machine") + verb
 		}
-		return Runway{Until: last, Reason: ev.failure, Message: head + "; " + on + ev.words}
+		return Runway{Until: last, Reason: ev.failure, Hold: ev.hold, Message: head + "; " + on + ev.words}
 	}
 	return Runway{Reason: None, Message: "the cluster meets its constraints until " + f.Until.UTC().Format(dateLayout) +
 		", the end of the forecast: nothing fails before"}
@@ -72,8 +72,9 @@ func (f *Forecast) writeWarnings(b *bytes.Buffer) {
 	at := map[string]*seen{}
 	for k := range f.Events {
 		lines := f.Events[k].Warnings
-		if r := f.Events[k].Refusal; r != nil {
-			lines = append([]string{"refused (" + r.Reason + "): " + r.Message}, lines...)
+		switch ev := &f.Events[k]; ev.Result {
+		case generator.PlanRefused, generator.PlanHeld:
+			lines = append([]string{ev.Result + " (" + ev.Reason + "): " + ev.Message}, lines...)
 		}
 		for _, w := range lines {
 			if s, ok := at[w]; ok {
@@ -90,7 +91,7 @@ func (f *Forecast) writeWarnings(b *bytes.Buffer) {
 		if s.later > 0 {
 			when += " and " + plural(s.later, "later event")
 		}
-		if !strings.HasPrefix(w, "refused (") {
+		if !strings.HasPrefix(w, generator.PlanRefused+" (") && !strings.HasPrefix(w, generator.PlanHeld+" (") {
 			w = "warning: " + w
 		}
 		fmt.Fprintf(b, "%s: %s\n", when, w)
@@ -117,6 +118,10 @@ func planText(ev *Event) string {
 		s = "REFUSED " + ev.Refusal.Reason
 	case ev.Refusal != nil:
 		s += "; then REFUSED " + ev.Refusal.Reason
+	case ev.Result == generator.PlanHeld && ev.Steps == 0:
+		s = "HELD " + ev.Reason
+	case ev.Result == generator.PlanHeld:
+		s += "; then HELD " + ev.Reason
 	case ev.Result == generator.PlanMaxSteps:
 		s += "; not settled"
 	}

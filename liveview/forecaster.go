@@ -16,8 +16,8 @@ import (
 
 	"github.com/ckegen/ckegen/decision"
 	"github.com/ckegen/ckegen/forecast"
-	"github.com/ckegen/ckegen/generator"
 	"github.com/ckegen/ckegen/storage"
+	"github.com/ckegen/ckegen/world"
 )
 
 // ForecastEvery is how often, at most, the leader recomputes the
@@ -28,8 +28,8 @@ const ForecastEvery = time.Hour
 // ForecastEvents is how many events the stored summary keeps.
 const ForecastEvents = 3
 
-// ForecastFunc makes a forecast of an input: forecast.Of.
-type ForecastFunc func(generator.Input, forecast.Options) (*forecast.Forecast, error)
+// ForecastFunc makes a forecast of a world: forecast.Of.
+type ForecastFunc func(world.World, forecast.Options) (*forecast.Forecast, error)
 
 // ForecasterOptions are what a host gives its Forecaster.
 type ForecasterOptions struct {
@@ -208,7 +208,7 @@ func (f *Forecaster) summary(ctx context.Context) *storage.ForecastSummary {
 	return &got
 }
 
-// make is the forecast of d's input with the command's defaults (3
+// make is the forecast of d's world with the command's defaults (3
 // years by month, RETIRING 30 days before the retire date, the need of
 // the count model), as `ckegenctl sabakan forecast` makes it online; a
 // panic of the forecast is its error.
@@ -219,10 +219,11 @@ func (f *Forecaster) make(d *decision.Decision, key string) (sum storage.Forecas
 			err = fmt.Errorf("the forecast panicked: %v", p)
 		}
 	}()
-	in := d.Gathered.Input(time.Duration(d.Config.RetireWait))
-	_, states := d.Gathered.Settings.Variables.WithoutStates()
-	fc, err := f.forecast(in, forecast.Options{Until: in.Now.AddDate(forecast.DefaultYears, 0, 0),
-		Resolution: forecast.Month, RetireLead: forecast.DefaultRetireLead, Query: states})
+	if d.World == nil {
+		return storage.ForecastSummary{}, fmt.Errorf("the decision did not read the inventory (%s %s)", d.Result, d.Reason)
+	}
+	fc, err := f.forecast(*d.World, forecast.Options{Until: d.World.In.Now.AddDate(forecast.DefaultYears, 0, 0),
+		Resolution: forecast.Month, RetireLead: forecast.DefaultRetireLead})
 	if err != nil {
 		return storage.ForecastSummary{}, err
 	}

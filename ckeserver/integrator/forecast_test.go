@@ -14,11 +14,11 @@ import (
 
 	"github.com/ckegen/ckegen/decision"
 	"github.com/ckegen/ckegen/forecast"
-	"github.com/ckegen/ckegen/generator"
 	"github.com/ckegen/ckegen/internal/testutil/sitetest"
 	"github.com/ckegen/ckegen/liveview"
 	"github.com/ckegen/ckegen/sabakan"
 	"github.com/ckegen/ckegen/storage"
+	"github.com/ckegen/ckegen/world"
 )
 
 // forecastIntegrator is an integrator on f's site whose series go to a
@@ -123,7 +123,7 @@ func TestForecastInsideCKE(t *testing.T) {
 func TestForecastPanicInsideCKE(t *testing.T) {
 	f := newFixture(t, *sitetest.Counts(3, 5))
 	started, release := make(chan struct{}), make(chan struct{})
-	ig, reg := forecastIntegrator(t, f, func(generator.Input, forecast.Options) (*forecast.Forecast, error) {
+	ig, reg := forecastIntegrator(t, f, func(world.World, forecast.Options) (*forecast.Forecast, error) {
 		close(started)
 		<-release
 		panic("a forecast's bug")

@@ -13,9 +13,9 @@ import (
 
 	"github.com/ckegen/ckegen/assume"
 	"github.com/ckegen/ckegen/forecast"
-	"github.com/ckegen/ckegen/generator"
 	"github.com/ckegen/ckegen/internal/usage"
 	"github.com/ckegen/ckegen/sabakan"
+	"github.com/ckegen/ckegen/world"
 )
 
 // forecastOptions are `sabakan forecast`'s flags: the offline
@@ -211,7 +211,7 @@ func (o *forecastOptions) run(cmd *cobra.Command, fo forecastFlags) error {
 		return err
 	}
 	_, states := sabakan.Variables{}.WithoutStates()
-	return o.forecast(cmd, in, fo, states, warnings, o.assumed)
+	return o.forecast(cmd, world.World{In: in, Query: states}, fo, warnings, o.assumed)
 }
 
 // runOnline is the online form: the leader's input (decideOnline), then
@@ -222,8 +222,11 @@ func (o *forecastOptions) runOnline(e *env, cmd *cobra.Command, fo forecastFlags
 	if err != nil {
 		return err
 	}
-	_, states := d.Gathered.Settings.Variables.WithoutStates()
-	return o.forecast(cmd, d.Gathered.Input(time.Duration(d.Config.RetireWait)), fo, states, d.Gathered.Warnings, assumed)
+	w, err := worldOf(d)
+	if err != nil {
+		return err
+	}
+	return o.forecast(cmd, *w, fo, d.Gathered.Warnings, assumed)
 }
 
 // forecastDocument is the JSON output: the forecast and the --assume
@@ -233,15 +236,14 @@ type forecastDocument struct {
 	Assumed []assume.Match `json:"assumed,omitempty"`
 }
 
-// forecast makes the forecast of in, with states the query's conditions
-// on states, and writes it; the input's warnings go to stderr.
-func (o *forecastOptions) forecast(cmd *cobra.Command, in generator.Input, fo forecastFlags, states assume.Query, warnings []string, assumed []assume.Match) error {
-	opts, err := fo.at(in.Now)
+// forecast makes the forecast of w and writes it; the input's warnings
+// go to stderr.
+func (o *forecastOptions) forecast(cmd *cobra.Command, w world.World, fo forecastFlags, warnings []string, assumed []assume.Match) error {
+	opts, err := fo.at(w.In.Now)
 	if err != nil {
 		return err
 	}
-	opts.Query = states
-	f, err := forecast.Of(in, opts)
+	f, err := forecast.Of(w, opts)
 	if err != nil {
 		return err
 	}
