@@ -3,18 +3,22 @@ package mtest
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/ckegen/ckegen/cluster"
+	"github.com/ckegen/ckegen/decision"
 	"github.com/ckegen/ckegen/fakesabakan"
 	"github.com/ckegen/ckegen/generator"
+	"github.com/ckegen/ckegen/internal/words"
 	"github.com/ckegen/ckegen/machine"
 	"github.com/ckegen/ckegen/reason"
 	"github.com/ckegen/ckegen/sabakan"
@@ -43,14 +47,22 @@ var refusals = map[string]string{
 	generator.ErrNotEnoughMachines.Error():  reason.NotEnoughMachines,
 }
 
-// planMove is the next move of a plan in JSON (sabakan plan, generate
-// --plan).
-func planMove(t *testing.T, out string) move {
+// rehearsal is a plan in JSON (sabakan plan, generate --plan): its
+// result, the reason and message of a held or refused plan, the error
+// of a refused one, and each step's move.
+type rehearsal struct {
+	Result, Reason, Message, Error string
+	Steps                          []move
+}
+
+func parsePlan(t *testing.T, out string) rehearsal {
 	t.Helper()
 	var p struct {
-		Result string `json:"result"`
-		Error  string `json:"error"`
-		Steps  []struct {
+		Result  string `json:"result"`
+		Reason  string `json:"reason"`
+		Message string `json:"message"`
+		Error   string `json:"error"`
+		Steps   []struct {
 			Op      string `json:"op"`
 			Changes []struct {
 				Action  string `json:"action"`
@@ -61,6 +73,22 @@ func planMove(t *testing.T, out string) move {
 	if err := json.Unmarshal([]byte(out), &p); err != nil {
 		t.Fatalf("plan: %v\n%s", err, out)
 	}
+	r := rehearsal{Result: p.Result, Reason: p.Reason, Message: p.Message, Error: p.Error}
+	for _, s := range p.Steps {
+		m := move{Op: s.Op}
+		for _, c := range s.Changes {
+			m.Changes = append(m.Changes, c.Action+" "+c.Address)
+		}
+		r.Steps = append(r.Steps, m)
+	}
+	return r
+}
+
+// planMove is the next move of a plan in JSON (sabakan plan, generate
+// --plan).
+func planMove(t *testing.T, out string) move {
+	t.Helper()
+	p := parsePlan(t, out)
 	if len(p.Steps) == 0 {
 		for prefix, code := range refusals {
 			if p.Result == generator.PlanRefused && strings.HasPrefix(p.Error, prefix) {
@@ -69,11 +97,7 @@ func planMove(t *testing.T, out string) move {
 		}
 		t.Fatalf("a plan without a first step, nor a refusal of the generator's: %s", out)
 	}
-	m := move{Op: p.Steps[0].Op}
-	for _, c := range p.Steps[0].Changes {
-		m.Changes = append(m.Changes, c.Action+" "+c.Address)
-	}
-	return m
+	return p.Steps[0]
 }
 
 // rehearsalEnv is the bundled data center (examples/) with
@@ -381,5 +405,180 @@ func TestRehearsalIsTheNextMove(t *testing.T) {
 	check("a label value UNHEALTHY", []string{"power-feed=b:UNHEALTHY"}, func(m *machine.Machine) bool {
 		return slices.Contains(m.Spec.Labels, machine.Label{Name: "power-feed", Value: "b"})
 	}, machine.StateUnhealthy)
+	r.rec.check()
+}
+
+// breakerRack is the rack of the cluster whose loss takes it over the
+// circuit breaker's limit: the first, in order, with a worker, fewer than
+// half the control planes and every node's machine sound; its nodes'
+// addresses; and the max-unhealthy that the cluster is under now and
+// over once every node of that rack is unhealthy (the nodes unhealthy
+// now and all but one of the rack's). nodes is the cluster's node count.
+func (r *rehearsalEnv) breakerRack() (rack string, addresses []string, limit, nodes int) {
+	r.t.Helper()
+	c := r.cluster()
+	states := map[string]machine.State{}
+	for _, m := range r.search(`{}`) {
+		states[m.Spec.Serial] = m.Status.State
+	}
+	type census struct {
+		addresses    []string
+		cps, workers int
+		unsound      int
+	}
+	racks := map[string]*census{}
+	now := 0
+	for _, n := range c.Nodes {
+		k := n.Labels["cke.cybozu.com/rack"]
+		if racks[k] == nil {
+			racks[k] = &census{}
+		}
+		x := racks[k]
+		x.addresses = append(x.addresses, n.Address)
+		if n.ControlPlane {
+			x.cps++
+		} else {
+			x.workers++
+		}
+		if !states[n.serial()].Sound() {
+			x.unsound++
+			now++
+		}
+	}
+	names := slices.Sorted(maps.Keys(racks))
+	for _, k := range names {
+		if x := racks[k]; x.workers > 0 && 2*x.cps < len(c.cps()) && x.unsound == 0 {
+			return k, x.addresses, now + len(x.addresses) - 1, len(c.Nodes)
+		}
+	}
+	r.t.Fatalf("no rack of %v has a worker, fewer than half the control planes and only sound machines", names)
+	return "", nil, 0, 0
+}
+
+// heldAfter makes the change in sabakan with the daemons' switch off,
+// turns it on, and waits until their status holds as the rehearsal p
+// does (result failing, p's reason and message); then it checks that
+// four more ticks write nothing and keep the hold. It returns the moves
+// of the daemons' writes, in order, and their failing statuses since the
+// switch was turned on ("REASON: message"), in order, each once.
+func (r *rehearsalEnv) heldAfter(change func(), p rehearsal) ([]move, []string) {
+	r.t.Helper()
+	r.mustCtl("sabakan", "disable")
+	change()
+	before := r.rec.count()
+	since := time.Now()
+	r.mustCtl("sabakan", "enable")
+	var messages []string
+	var held status
+	r.eventually("the daemons' hold "+p.Message, 30*time.Second, func() bool {
+		st, err := r.status()
+		if err != nil || !st.Time.After(since) || st.Result != reason.Failing {
+			return false
+		}
+		if m := st.Reason + ": " + st.Message; len(messages) == 0 || messages[len(messages)-1] != m {
+			messages = append(messages, m)
+		}
+		held = st
+		return st.Reason == p.Reason && st.Message == p.Message
+	})
+	writes := r.rec.count()
+	var moves []move
+	for i := before; i < writes; i++ {
+		moves = append(moves, r.written(i))
+	}
+	tick, err := time.ParseDuration(interval)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	r.eventually("four more ticks", 10*time.Second, func() bool {
+		st, err := r.status()
+		if err != nil {
+			return false
+		}
+		if st.Result != held.Result || st.Reason != held.Reason || st.Message != held.Message {
+			r.t.Fatalf("after the hold, the status is %s %s %q", st.Result, st.Reason, st.Message)
+		}
+		return st.Time.After(held.Time.Add(4 * tick))
+	})
+	if n := r.rec.count(); n != writes {
+		r.t.Errorf("%d cluster writes while held", n-writes)
+	}
+	return moves, messages
+}
+
+// TestRehearsalOfABreakerHeldLoss: with max-unhealthy set so that the
+// cluster is under it and the loss of a rack (one with workers and fewer
+// than half the control planes) takes it over, the rehearsal of the loss
+// (sabakan plan --assume rack=R:UNREACHABLE) says what the daemons do once
+// the rack is UNREACHABLE in sabakan: the same steps (the state taints
+// alone, the plan's later ticks going through the breaker's hold), then
+// the same hold (the plan held; the status failing, TOO_MANY_UNHEALTHY,
+// the same message), and nothing more written. The status of the tick
+// that writes the taints says so after the hold's words ("; state taints
+// written (N changes)"). With query variables that leave UNREACHABLE
+// machines out, the same loss, rehearsed and made again, is held too: the
+// daemons write what the rehearsal says.
+func TestRehearsalOfABreakerHeldLoss(t *testing.T) {
+	r := newRehearsalEnv(t)
+	rack, addresses, limit, nodes := r.breakerRack()
+	inRack := func(m *machine.Machine) bool { return fmt.Sprint(m.Spec.Rack) == rack }
+	r.mustCtl("sabakan", "set-max-unhealthy", strconv.Itoa(limit))
+	assume := "rack=" + rack + ":UNREACHABLE"
+	p := parsePlan(t, r.mustCtl("sabakan", "plan", "--assume", assume, "-o", "json"))
+	t.Logf("rack %s, max-unhealthy %d: rehearsed %s %v, %s %q", rack, limit, p.Result, p.Steps, p.Reason, p.Message)
+	if p.Result != generator.PlanHeld || p.Reason != reason.TooManyUnhealthy ||
+		!strings.HasPrefix(p.Message, fmt.Sprintf("%d of %d nodes are unhealthy (", limit+1, nodes)) || !strings.HasSuffix(p.Message, decision.BreakerHolds) {
+		t.Errorf("the rehearsal of rack %s's loss: %s %s %q, want held %s, %d of %d nodes unhealthy",
+			rack, p.Result, p.Reason, p.Message, reason.TooManyUnhealthy, limit+1, nodes)
+	}
+	tainted := map[string]bool{}
+	for _, s := range p.Steps {
+		if s.Op != generator.OpTaintNodes {
+			t.Errorf("the rehearsal of rack %s's loss plans %s: over max-unhealthy only state taints change", rack, s)
+		}
+		for _, c := range s.Changes {
+			tainted[c] = true
+		}
+	}
+	for _, a := range addresses {
+		if !tainted[generator.ActionChangeTaint+" "+a] {
+			t.Errorf("the rehearsal of rack %s's loss does not taint its node %s: %v", rack, a, p.Steps)
+		}
+	}
+	moves, messages := r.heldAfter(func() { r.setStates(inRack, machine.StateUnreachable) }, p)
+	t.Logf("the daemons wrote %v; their failing statuses %q", moves, messages)
+	if fmt.Sprint(moves) != fmt.Sprint(p.Steps) {
+		t.Errorf("rack %s lost: the daemons wrote %v, the rehearsal said %v", rack, moves, p.Steps)
+	}
+	hold := p.Reason + ": " + p.Message
+	for _, m := range messages {
+		ok := m == hold
+		for _, s := range p.Steps {
+			ok = ok || m == hold+"; state taints written ("+words.Count(len(s.Changes), "change", "changes")+")"
+		}
+		if !ok {
+			t.Errorf("rack %s lost: the daemons' status %q, neither the rehearsal's hold %q nor its taints written", rack, m, hold)
+		}
+	}
+
+	// The rack back, and UNREACHABLE machines left out of the query's
+	// answer: the rack's nodes have no machine, and the loss is held
+	// still.
+	r.setStates(inRack, machine.StateHealthy)
+	r.converge(60 * time.Second)
+	r.mustCtl("sabakan", "set-variables", writeVars(t, r.env, `{"notHaving": {"roles": ["boot"], "states": ["RETIRED", "UNREACHABLE"]}}`))
+	if text := r.mustCtl("sabakan", "plan", "--assume", assume); !strings.Contains(text, "left out of the query's answer (the query variables' notHaving leaves out UNREACHABLE machines)") {
+		t.Errorf("plan --assume %s with UNREACHABLE machines left out does not say so:\n%s", assume, text)
+	}
+	p = parsePlan(t, r.mustCtl("sabakan", "plan", "--assume", assume, "-o", "json"))
+	t.Logf("UNREACHABLE left out: rehearsed %s %v, %s %q", p.Result, p.Steps, p.Reason, p.Message)
+	if p.Result != generator.PlanHeld || p.Reason != reason.TooManyUnhealthy {
+		t.Errorf("the rehearsal of rack %s's loss, UNREACHABLE left out: %s %s %q, want held %s", rack, p.Result, p.Reason, p.Message, reason.TooManyUnhealthy)
+	}
+	moves, messages = r.heldAfter(func() { r.setStates(inRack, machine.StateUnreachable) }, p)
+	t.Logf("the daemons wrote %v; their failing statuses %q", moves, messages)
+	if fmt.Sprint(moves) != fmt.Sprint(p.Steps) {
+		t.Errorf("rack %s lost, UNREACHABLE left out: the daemons wrote %v, the rehearsal said %v", rack, moves, p.Steps)
+	}
 	r.rec.check()
 }
