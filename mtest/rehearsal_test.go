@@ -15,13 +15,13 @@ import (
 	"time"
 
 	"github.com/ckegen/ckegen/cluster"
-	"github.com/ckegen/ckegen/decision"
 	"github.com/ckegen/ckegen/fakesabakan"
 	"github.com/ckegen/ckegen/generator"
 	"github.com/ckegen/ckegen/internal/words"
 	"github.com/ckegen/ckegen/machine"
 	"github.com/ckegen/ckegen/reason"
 	"github.com/ckegen/ckegen/sabakan"
+	"github.com/ckegen/ckegen/world"
 )
 
 // move is what the daemon does next, or what a rehearsal says it will
@@ -527,7 +527,7 @@ func TestRehearsalOfABreakerHeldLoss(t *testing.T) {
 	p := parsePlan(t, r.mustCtl("sabakan", "plan", "--assume", assume, "-o", "json"))
 	t.Logf("rack %s, max-unhealthy %d: rehearsed %s %v, %s %q", rack, limit, p.Result, p.Steps, p.Reason, p.Message)
 	if p.Result != generator.PlanHeld || p.Reason != reason.TooManyUnhealthy ||
-		!strings.HasPrefix(p.Message, fmt.Sprintf("%d of %d nodes are unhealthy (", limit+1, nodes)) || !strings.HasSuffix(p.Message, decision.BreakerHolds) {
+		!strings.HasPrefix(p.Message, fmt.Sprintf("%d of %d nodes are unhealthy (", limit+1, nodes)) || !strings.HasSuffix(p.Message, world.BreakerHolds) {
 		t.Errorf("the rehearsal of rack %s's loss: %s %s %q, want held %s, %d of %d nodes unhealthy",
 			rack, p.Result, p.Reason, p.Message, reason.TooManyUnhealthy, limit+1, nodes)
 	}
