@@ -227,12 +227,9 @@ type run struct {
 	f   *Forecast
 	cur *cluster.Cluster
 	// assumed are in.Machines with the states assumed so far, in their
-	// places; byAddr finds a machine's place by its address, place a
-	// node's (-1: none) for the nodes seen so far, which later clusters
-	// share (generator.MakePlan keeps a node no step changes).
+	// places; byAddr finds a machine's place by its address.
 	assumed []*machine.Machine
 	byAddr  map[string]int
-	place   map[*cluster.Node]int
 	// gone: the machine left the inventory; roles counts the machines
 	// left of each role.
 	gone  []bool
@@ -245,7 +242,7 @@ type run struct {
 func newRun(w world.World, o Options, f *Forecast) *run {
 	in := w.In
 	r := &run{w: w, in: in, o: o, f: f, cur: in.Current, assumed: make([]*machine.Machine, len(in.Machines)),
-		byAddr: make(map[string]int, len(in.Machines)), gone: make([]bool, len(in.Machines)), place: map[*cluster.Node]int{}}
+		byAddr: make(map[string]int, len(in.Machines)), gone: make([]bool, len(in.Machines))}
 	copy(r.assumed, in.Machines)
 	for i, m := range in.Machines {
 		r.byAddr[m.Address()] = i

@@ -91,15 +91,10 @@ func (r *run) count(ev *Event, in generator.Input) []string {
 // placeOf is the place of n's machine in the input's machines, -1 when
 // it has none.
 func (r *run) placeOf(n *cluster.Node) int {
-	if i, ok := r.place[n]; ok {
+	if i, ok := r.byAddr[n.Address]; ok {
 		return i
 	}
-	i, ok := r.byAddr[n.Address]
-	if !ok {
-		i = -1
-	}
-	r.place[n] = i
-	return i
+	return -1
 }
 
 // badWords is "control plane 10.0.1.2 is RETIRING", or "control planes

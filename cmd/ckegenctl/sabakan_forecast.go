@@ -205,7 +205,7 @@ func parseLead(s string) (time.Duration, error) {
 // machine leaves the machines file when the default query leaves out its
 // new state.
 func (o *forecastOptions) run(cmd *cobra.Command, fo forecastFlags) error {
-	defer collectLess(o.machines, o.current)()
+	defer collectAt(64<<20, 3, o.machines, o.current)()
 	in, warnings, err := o.load()
 	if err != nil {
 		return err
