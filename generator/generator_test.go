@@ -246,7 +246,7 @@ service_subnet: 10.68.0.0/16
 		m.Spec.Role = "compute"
 		ms = append(ms, m)
 	}
-	p, err := MakePlan(input(tmpl, constraints.CountDefaults(), ms, nil), false, 10)
+	p, err := Run(input(tmpl, constraints.CountDefaults(), ms, nil), nil, false, 10, Tick)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -68,33 +68,24 @@ type Step struct {
 	Warnings []string
 }
 
-// MakePlan runs Tick the way the daemon would, one tick after another on
-// the same snapshot: each tick's cluster becomes the next tick's current
-// cluster, and the template counts as changed for the first tick only (the
-// first write records the template's revision). It stops when a tick has
-// nothing to do (PlanSettled), when a tick fails (PlanRefused), or when a
-// tick would make step maxSteps+1 (PlanMaxSteps, that step left out).
-//
-// It writes nothing and reads no clock: the plan is a pure function of its
-// arguments. It returns an error only when no plan can be computed: the
-// input is bad (no template, invalid constraints, a current cluster with a
-// duplicate address, unsanitized machines) or maxSteps is below 1.
-//
-// Every tick works on in as given: the sanitized machines, the parsed
-// template, the taints and the rebooting set are shared by all ticks, and a
-// node a tick does not change is the same *cluster.Node in every later
-// cluster, so a step costs one tick and the plan keeps only the steps and
-// the last cluster.
-func MakePlan(in Input, templateChanged bool, maxSteps int) (*Plan, error) {
-	return Run(in, nil, templateChanged, maxSteps, Tick)
-}
-
 // Run is the one loop of a plan: tick decides each tick from the
 // cluster the previous one left (first, when not nil, is the first
-// tick's decision, already made on in), until one has nothing to do, one
-// fails, one holds (tick returns a *Held: PlanHeld), or one would make
-// step maxSteps+1. MakePlan's tick is Tick; the daemon's adds its holds
-// (decision).
+// tick's decision, already made on in), each tick's cluster the next
+// one's current cluster, the template counted as changed for the first
+// tick only (the first write records its revision), until one has
+// nothing to do (PlanSettled), one fails (PlanRefused), one holds (tick
+// returns a *Held: PlanHeld), or one would make step maxSteps+1
+// (PlanMaxSteps, that step left out). The leader's tick, holds
+// included, is world.World.Tick, and world.World.Plan the what-if that
+// runs it; Tick alone is the generator's.
+//
+// It writes nothing and reads no clock. It returns an error only when
+// no plan can be computed: the input is bad (no template, invalid
+// constraints, a current cluster with a duplicate address, unsanitized
+// machines) or maxSteps is below 1. Every tick works on in as given: a
+// node a tick does not change is the same *cluster.Node in every later
+// cluster, so a step costs one tick and the plan keeps only the steps
+// and the last cluster.
 func Run(in Input, first *Result, templateChanged bool, maxSteps int, tick func(Input, bool) (*Result, error)) (*Plan, error) {
 	if maxSteps < 1 {
 		return nil, fmt.Errorf("max steps: must be at least 1, got %d", maxSteps)
@@ -141,7 +132,7 @@ func run(p *Plan, in Input, templateChanged bool, maxSteps int, tick func(Input,
 }
 
 // Settled is the plan of an input whose first tick had nothing to do,
-// given that tick's warnings: what MakePlan returns for it, for a caller
+// given that tick's warnings: what Run returns for it, for a caller
 // that has already run the tick (the daemon's steady tick) and need not
 // run it again.
 func Settled(current *cluster.Cluster, warnings []string) *Plan {

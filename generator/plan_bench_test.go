@@ -74,7 +74,7 @@ func BenchmarkPlan(b *testing.B) {
 			b.ResetTimer()
 			for b.Loop() {
 				var err error
-				p, err = generator.MakePlan(in, false, generator.DefaultMaxSteps)
+				p, err = generator.Run(in, nil, false, generator.DefaultMaxSteps, generator.Tick)
 				if err != nil {
 					b.Fatal(err)
 				}

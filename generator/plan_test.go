@@ -134,7 +134,7 @@ func drawPlanInput(t *rapid.T) (generator.Input, bool) {
 	}
 	if rapid.Bool().Draw(t, "hasCurrent") {
 		// The cluster as the daemon left it some ticks ago.
-		p, err := generator.MakePlan(in, false, generator.DefaultMaxSteps)
+		p, err := generator.Run(in, nil, false, generator.DefaultMaxSteps, generator.Tick)
 		if err != nil {
 			t.Fatalf("plan of the cluster before: %v", err)
 		}
@@ -227,18 +227,18 @@ func TestPlanIsTicks(t *testing.T) {
 		maxSteps := rapid.IntRange(1, 12).Draw(t, "maxSteps")
 		before := mustJSON(t, in.Current)
 
-		p, err := generator.MakePlan(in, changed, maxSteps)
+		p, err := generator.Run(in, nil, changed, maxSteps, generator.Tick)
 		ticks, stop := tickLoop(in, changed, maxSteps+1)
 
 		if err != nil {
 			// Only input no tick can be computed from, at the first tick.
 			if len(ticks) != 0 || stop == nil || stop.Error() != err.Error() {
-				t.Fatalf("MakePlan: %v; the first tick: %v", err, stop)
+				t.Fatalf("Run: %v; the first tick: %v", err, stop)
 			}
 			return
 		}
 		if got := mustJSON(t, in.Current); got != before {
-			t.Fatal("MakePlan changed its input's current cluster")
+			t.Fatal("Run changed its input's current cluster")
 		}
 		if p.Start != in.Current {
 			t.Fatal("Plan.Start is not the input's current cluster")
@@ -277,12 +277,12 @@ func TestPlanIsTicks(t *testing.T) {
 		}
 
 		// Deterministic.
-		again, err := generator.MakePlan(in, changed, maxSteps)
+		again, err := generator.Run(in, nil, changed, maxSteps, generator.Tick)
 		if err != nil {
-			t.Fatalf("MakePlan again: %v", err)
+			t.Fatalf("Run again: %v", err)
 		}
 		if mustJSON(t, planView(p)) != mustJSON(t, planView(again)) {
-			t.Fatal("MakePlan is not deterministic")
+			t.Fatal("Run is not deterministic")
 		}
 	})
 }
@@ -292,7 +292,7 @@ func TestPlanIsTicks(t *testing.T) {
 func TestPlanSettles(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		in, changed := drawPlanInput(t)
-		p, err := generator.MakePlan(in, changed, generator.DefaultMaxSteps)
+		p, err := generator.Run(in, nil, changed, generator.DefaultMaxSteps, generator.Tick)
 		if err != nil {
 			return
 		}
@@ -421,7 +421,7 @@ func retiredWorld(t *testing.T, k int) generator.Input {
 func TestPlanMaxSteps(t *testing.T) {
 	const k = 5
 	in := retiredWorld(t, k)
-	full, err := generator.MakePlan(in, false, k)
+	full, err := generator.Run(in, nil, false, k, generator.Tick)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -433,7 +433,7 @@ func TestPlanMaxSteps(t *testing.T) {
 			t.Fatalf("step %s, want %s", s.Op, generator.OpDecreaseWorker)
 		}
 	}
-	cut, err := generator.MakePlan(in, false, k-1)
+	cut, err := generator.Run(in, nil, false, k-1, generator.Tick)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -471,14 +471,14 @@ func TestPlanTemplateChanged(t *testing.T) {
 		Now:         planNow,
 		RetireWait:  generator.DefaultRetireWait,
 	}
-	first, err := generator.MakePlan(in, false, 10)
+	first, err := generator.Run(in, nil, false, 10, generator.Tick)
 	if err != nil || first.Result != generator.PlanSettled || len(first.Steps) != 1 || first.Steps[0].Op != generator.OpNew {
 		t.Fatalf("first plan: %+v, %v", first, err)
 	}
 	in.Current = first.Cluster
 	in.Template = mustParseTemplate(t, planTemplates[2]) // relabels compute and storage
 
-	p, err := generator.MakePlan(in, true, 10)
+	p, err := generator.Run(in, nil, true, 10, generator.Tick)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -494,7 +494,7 @@ func TestPlanTemplateChanged(t *testing.T) {
 		}
 	}
 
-	same, err := generator.MakePlan(in, false, 10)
+	same, err := generator.Run(in, nil, false, 10, generator.Tick)
 	if err != nil || same.Result != generator.PlanSettled || len(same.Steps) != 0 || same.Cluster != in.Current {
 		t.Fatalf("template unchanged: %+v, %v; want settled, no step, the current cluster", same, err)
 	}
@@ -541,9 +541,9 @@ func TestPlanRefusedAndBadInput(t *testing.T) {
 		{"quorum", gone, generator.ErrTooManyNonExistent},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			p, err := generator.MakePlan(tc.in, false, 10)
+			p, err := generator.Run(tc.in, nil, false, 10, generator.Tick)
 			if err != nil {
-				t.Fatalf("MakePlan: %v, want a refused plan", err)
+				t.Fatalf("Run: %v, want a refused plan", err)
 			}
 			if p.Result != generator.PlanRefused || !errors.Is(p.Err, tc.want) || len(p.Steps) != 0 || p.Cluster != tc.in.Current {
 				t.Fatalf("got %s, %v, %d steps; want refused with %v, no step, the current cluster", p.Result, p.Err, len(p.Steps), tc.want)
@@ -569,9 +569,9 @@ func TestPlanRefusedAndBadInput(t *testing.T) {
 		{"max steps", good, 0, "max steps: must be at least 1, got 0"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			p, err := generator.MakePlan(tc.in, false, tc.maxSteps)
+			p, err := generator.Run(tc.in, nil, false, tc.maxSteps, generator.Tick)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
-				t.Fatalf("MakePlan: %+v, %v; want an error with %q", p, err, tc.want)
+				t.Fatalf("Run: %+v, %v; want an error with %q", p, err, tc.want)
 			}
 		})
 	}
@@ -583,7 +583,7 @@ func TestPlanRefusedAndBadInput(t *testing.T) {
 func TestRunHeld(t *testing.T) {
 	const k = 5
 	in := retiredWorld(t, k)
-	full, err := generator.MakePlan(in, false, k)
+	full, err := generator.Run(in, nil, false, k, generator.Tick)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -605,7 +605,7 @@ func TestRunHeld(t *testing.T) {
 		t.Fatalf("plan %s %s %q after %d steps (err %v, warnings %q), want held HOLD after 2", p.Result, p.Reason, p.Message, len(p.Steps), p.Err, p.Warnings)
 	}
 	if diff := cmp.Diff(full.Steps[:2], p.Steps); diff != "" {
-		t.Fatalf("the held plan's steps differ from MakePlan's:\n%s", diff)
+		t.Fatalf("the held plan's steps differ from Run's:\n%s", diff)
 	}
 	first, err := generator.Tick(in, false)
 	if err != nil {

@@ -10,11 +10,11 @@ import (
 	"github.com/ckegen/ckegen/generator"
 )
 
-// TestSettledIsMakePlan: whenever a first tick has nothing to do, Settled
-// with its warnings is the plan MakePlan computes. Half the inputs are
+// TestSettledIsRun: whenever a first tick has nothing to do, Settled
+// with its warnings is the plan Run computes. Half the inputs are
 // the clusters their plans settle on, so that the property is checked on
 // every run.
-func TestSettledIsMakePlan(t *testing.T) {
+func TestSettledIsRun(t *testing.T) {
 	seen := 0
 	rapid.Check(t, func(t *rapid.T) {
 		in, changed := drawPlanInput(t)
@@ -22,7 +22,7 @@ func TestSettledIsMakePlan(t *testing.T) {
 			// The cluster as its plan leaves it, which has nothing to do
 			// when the plan settles: a drawn inventory alone rarely
 			// does.
-			p, err := generator.MakePlan(in, changed, generator.DefaultMaxSteps)
+			p, err := generator.Run(in, nil, changed, generator.DefaultMaxSteps, generator.Tick)
 			if err == nil && p.Result == generator.PlanSettled {
 				in.Current, changed = p.Cluster, false
 			}
@@ -36,16 +36,16 @@ func TestSettledIsMakePlan(t *testing.T) {
 		if res != nil {
 			warnings = res.Warnings
 		}
-		want, err := generator.MakePlan(in, changed, generator.DefaultMaxSteps)
+		want, err := generator.Run(in, nil, changed, generator.DefaultMaxSteps, generator.Tick)
 		if err != nil {
 			t.Fatal(err)
 		}
 		got := generator.Settled(in.Current, warnings)
 		if diff := cmp.Diff(planView(want), planView(got)); diff != "" || want.Start != got.Start || want.Cluster != got.Cluster {
-			t.Fatalf("Settled differs from MakePlan (-want +got):\n%s", diff)
+			t.Fatalf("Settled differs from Run (-want +got):\n%s", diff)
 		}
 		if diff := cmp.Diff(want.Warnings, got.Warnings); diff != "" {
-			t.Fatalf("warnings differ (-MakePlan +Settled):\n%s", diff)
+			t.Fatalf("warnings differ (-Run +Settled):\n%s", diff)
 		}
 	})
 	if seen == 0 {

@@ -188,9 +188,9 @@ func TestSpreadQuorumProperties(t *testing.T) {
 		}
 		in := w.input(t, start, false)
 		steps := 4*len(w.machines) + 10
-		p, err := MakePlan(in, false, steps)
+		p, err := Run(in, nil, false, steps, Tick)
 		if err != nil {
-			t.Fatalf("MakePlan: %v", err)
+			t.Fatalf("Run: %v", err)
 		}
 		if p.Result == PlanMaxSteps {
 			t.Fatalf("the plan does not settle in %d steps (a cycle?)", steps)

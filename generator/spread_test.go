@@ -119,7 +119,7 @@ func TestSpreadQuorumRepair(t *testing.T) {
 	}
 	for _, stickiness := range []int{0, 5} {
 		in := policyInput(t, c, ms, start.Cluster, fmt.Sprintf(tieredPolicy, "\n    spread: quorum", stickiness))
-		p, err := MakePlan(in, false, 10)
+		p, err := Run(in, nil, false, 10, Tick)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -187,7 +187,7 @@ placements:
 	if !slices.Contains(res.Warnings, want) {
 		t.Errorf("warnings:\n%q\nwant\n%q", res.Warnings, want)
 	}
-	p, err := MakePlan(policyInput(t, c, ms, res.Cluster, doc), false, 5)
+	p, err := Run(policyInput(t, c, ms, res.Cluster, doc), nil, false, 5, Tick)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -420,7 +420,7 @@ func TestSpreadQuorumTooFew(t *testing.T) {
 	if !slices.Equal(res.Warnings, []string{want}) {
 		t.Errorf("warnings %q, want %q", res.Warnings, want)
 	}
-	p, err := MakePlan(policyInput(t, c, ms, res.Cluster, doc), false, 5)
+	p, err := Run(policyInput(t, c, ms, res.Cluster, doc), nil, false, 5, Tick)
 	if err != nil || p.Result != PlanSettled || len(p.Steps) != 0 || !slices.Equal(p.Warnings, []string{want}) {
 		t.Errorf("plan %+v %v: want settled at once, with the warning", p, err)
 	}

@@ -26,7 +26,7 @@ func BenchmarkWrite(b *testing.B) {
 		Template: tmpl, Machines: ms, Now: goldenNow, RetireWait: generator.DefaultRetireWait,
 		Constraints: constraints.Constraints{ControlPlaneCount: 3, MinimumWorkers: 10000},
 	}
-	p, err := generator.MakePlan(in, false, generator.DefaultMaxSteps)
+	p, err := generator.Run(in, nil, false, generator.DefaultMaxSteps, generator.Tick)
 	if err != nil || len(p.Steps) != 1 {
 		b.Fatalf("plan: %v", err)
 	}

@@ -75,9 +75,9 @@ func runGolden(t *testing.T, file string) {
 
 	var outs [2]map[string]string
 	for i := range outs {
-		p, err := generator.MakePlan(c.in, c.changed, c.maxSteps)
+		p, err := generator.Run(c.in, nil, c.changed, c.maxSteps, generator.Tick)
 		if err != nil {
-			t.Fatalf("MakePlan: %v", err)
+			t.Fatalf("Run: %v", err)
 		}
 		d := planreport.New(p)
 		d.SetModel(c.in.Constraints, len(c.in.Machines))
@@ -133,7 +133,7 @@ func (c *goldenCase) load() error {
 		if err != nil {
 			return err
 		}
-		p, err := generator.MakePlan(before, false, generator.DefaultMaxSteps)
+		p, err := generator.Run(before, nil, false, generator.DefaultMaxSteps, generator.Tick)
 		if err != nil {
 			return fmt.Errorf("the cluster before: %w", err)
 		}

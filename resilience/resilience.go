@@ -152,7 +152,7 @@ func (r *Report) Key() failuredomain.Key { return r.key }
 // on the cluster as it is. The input's plan looks ahead at most
 // PendingMaxSteps steps, a domain's loss's at most
 // generator.DefaultMaxSteps. It fails only when the input cannot be
-// planned at all (as generator.MakePlan), or when there is no current
+// planned at all (as world.World.Plan), or when there is no current
 // cluster and Generate fails.
 func Of(w world.World, key failuredomain.Key) (*Report, error) {
 	return of(w, key, PendingMaxSteps)

@@ -52,7 +52,7 @@ func bundled(t *testing.T, policyFile string) generator.Input {
 // would make.
 func TestBundledRack4(t *testing.T) {
 	in := bundled(t, "")
-	if p, err := generator.MakePlan(in, false, 10); err != nil || p.Result != generator.PlanSettled || len(p.Steps) != 0 {
+	if p, err := generator.Run(in, nil, false, 10, generator.Tick); err != nil || p.Result != generator.PlanSettled || len(p.Steps) != 0 {
 		t.Fatalf("setup: the plan is %v %v, want settled at once", p, err)
 	}
 	r, err := Of(world.World{In: in}, failuredomain.Rack())
@@ -158,7 +158,7 @@ func names(r *Report) []string {
 // domain holds more than floor((N-1)/2) of that cluster's N control
 // planes.
 func expected(in generator.Input, key failuredomain.Key, domain string) Recovery {
-	p, err := generator.MakePlan(in, false, PendingMaxSteps)
+	p, err := generator.Run(in, nil, false, PendingMaxSteps, generator.Tick)
 	if err == nil && p.Result == generator.PlanSettled {
 		in.Current = p.Cluster
 	}
@@ -196,7 +196,7 @@ func reference(in generator.Input, key failuredomain.Key, domain string) Recover
 		}
 	}
 	in.Machines = ms
-	p, err := generator.MakePlan(in, false, generator.DefaultMaxSteps)
+	p, err := generator.Run(in, nil, false, generator.DefaultMaxSteps, generator.Tick)
 	if err != nil {
 		return Recovery{Result: generator.PlanRefused, Reason: refusalCode(err), Message: err.Error(), Error: err.Error()}
 	}
@@ -333,7 +333,7 @@ func (w *dc) drawInput(t *rapid.T) (generator.Input, bool) {
 	in = w.input(t)
 	in.Current = cur
 	if rapid.Bool().Draw(t, "settle") {
-		if p, err := generator.MakePlan(in, false, 50); err == nil {
+		if p, err := generator.Run(in, nil, false, 50, generator.Tick); err == nil {
 			in.Current = p.Cluster
 		}
 	}
@@ -375,7 +375,7 @@ func TestRecoveryIsThePlan(t *testing.T) {
 		}
 		r, err := Of(world.World{In: in}, w.key)
 		if err != nil {
-			if _, perr := generator.MakePlan(in, false, 1); perr == nil {
+			if _, perr := generator.Run(in, nil, false, 1, generator.Tick); perr == nil {
 				t.Fatalf("Of: %v, though the input plans", err)
 			}
 			return
@@ -412,7 +412,7 @@ func TestRecoveryIsThePlan(t *testing.T) {
 // checkBasis checks the report's basis against the input's own plan,
 // and returns the input with the cluster the report is to be made on.
 func checkBasis(t *rapid.T, in generator.Input, r *Report) generator.Input {
-	p, err := generator.MakePlan(in, false, PendingMaxSteps)
+	p, err := generator.Run(in, nil, false, PendingMaxSteps, generator.Tick)
 	if err != nil {
 		t.Fatal(err)
 	}

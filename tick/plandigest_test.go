@@ -48,7 +48,7 @@ func TestPlanDigest(t *testing.T) {
 
 // TestSettledPlanStoredOnce: in schedule, a settled plan is stored once
 // and not again while nothing changes. The first tick writes the cluster
-// and computes the plan from it (MakePlan); the next ones have nothing to
+// and computes the plan from it (Run); the next ones have nothing to
 // do and take the settled plan from their own decision: both must store
 // the same plan.
 func TestSettledPlanStoredOnce(t *testing.T) {
@@ -101,7 +101,7 @@ func TestHeldPlanStoredOnce(t *testing.T) {
 }
 
 // TestSettledPlanKeepsWarnings: the plan a steady tick takes from its own
-// decision carries that decision's warnings, as MakePlan's would (here
+// decision carries that decision's warnings, as Run's would (here
 // the typo guard's).
 func TestSettledPlanKeepsWarnings(t *testing.T) {
 	f := newFixture(t)

@@ -7,9 +7,10 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ckegen/ckegen/assume"
-	"github.com/ckegen/ckegen/generator"
 	"github.com/ckegen/ckegen/internal/usage"
 	"github.com/ckegen/ckegen/planreport"
+	"github.com/ckegen/ckegen/sabakan"
+	"github.com/ckegen/ckegen/world"
 )
 
 // runPlan is `sabakan generate --plan`: the plan from the files, printed
@@ -37,7 +38,9 @@ func (o *generateOptions) runPlan(cmd *cobra.Command) error {
 	if err != nil {
 		return err
 	}
-	p, err := generator.MakePlan(in, o.templateChanged, o.maxSteps)
+	_, states := sabakan.Variables{}.WithoutStates()
+	w := world.World{In: in, Query: states, TemplateChanged: o.templateChanged}
+	p, err := w.Plan(nil, o.maxSteps)
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,128 @@
+package world
+
+import (
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ckegen/ckegen/constraints"
+	"github.com/ckegen/ckegen/generator"
+	"github.com/ckegen/ckegen/machine"
+	"github.com/ckegen/ckegen/reason"
+	"github.com/ckegen/ckegen/sabakan"
+	"github.com/ckegen/ckegen/template"
+)
+
+var (
+	now        = time.Date(2027, 1, 1, 0, 0, 0, 0, time.UTC)
+	registered = time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
+	retires    = time.Date(2031, 1, 1, 0, 0, 0, 0, time.UTC)
+)
+
+// site is 4 racks of 4 compute machines and a storage machine in rack 3,
+// with the bundled template, 3 control planes and 10 workers, and its
+// generated cluster.
+func site(t *testing.T) World {
+	t.Helper()
+	var ms []machine.Machine
+	for rack := range 4 {
+		for i := range 4 {
+			ms = append(ms, machine.Machine{Spec: machine.Spec{Serial: fmt.Sprintf("c%d%d", rack, i), Rack: rack, IndexInRack: i, Role: "compute",
+				IPv4: []string{fmt.Sprintf("10.0.%d.%d", rack, i)}, RegisterDate: registered, RetireDate: retires}, Status: machine.Status{State: machine.StateHealthy, Duration: 3600}})
+		}
+	}
+	ms = append(ms, machine.Machine{Spec: machine.Spec{Serial: "s30", Rack: 3, IndexInRack: 9, Role: "storage", IPv4: []string{"10.0.3.9"}, RegisterDate: registered, RetireDate: retires},
+		Status: machine.Status{State: machine.StateHealthy, Duration: 3600}})
+	sane, dropped := machine.Sanitize(ms, nil)
+	if len(dropped) > 0 {
+		t.Fatal(dropped)
+	}
+	data, err := os.ReadFile("../examples/template.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl, err := template.Parse(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := generator.Input{Template: tmpl, Constraints: constraints.Constraints{ControlPlaneCount: 3, MinimumWorkers: 10}, Machines: sane,
+		Now: now, RetireWait: generator.DefaultRetireWait, InventoryRoles: []string{"compute", "storage"}}
+	res, err := generator.Generate(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in.Current = res.Cluster
+	return World{In: in}
+}
+
+// limit is max-unhealthy as a count.
+type limit int
+
+func (l limit) Limit(int) int  { return int(l) }
+func (l limit) String() string { return fmt.Sprint(int(l)) }
+
+// TestSetThroughTheQuery: Set gives the machines it names the new state
+// (a copy each, no time in it), in their places; with a query that
+// leaves the state out, they leave the answer, and a role none of whose
+// machines is left leaves the inventory's roles. The world it was made
+// from is left as it is.
+func TestSetThroughTheQuery(t *testing.T) {
+	w := site(t)
+	rack3 := func(_ int, m *machine.Machine) bool { return m.Spec.Rack == 3 }
+	kept, n := w.Set(rack3, machine.StateUnreachable)
+	if n != 5 || len(kept.In.Machines) != 17 {
+		t.Fatalf("no query: %d named, %d machines", n, len(kept.In.Machines))
+	}
+	for i, m := range kept.In.Machines {
+		if want := w.In.Machines[i]; m.Spec.Serial != want.Spec.Serial ||
+			(m.Spec.Rack == 3) != (m.Status.State == machine.StateUnreachable && m.Status.Duration == 0 && m != want) {
+			t.Errorf("machine %d: %s %s %.0fs", i, m.Spec.Serial, m.Status.State, m.Status.Duration)
+		}
+	}
+	w.Query = sabakan.StateFilter{NotHaving: []machine.State{machine.StateUnreachable}}
+	left, _ := w.Set(rack3, machine.StateUnreachable)
+	if len(left.In.Machines) != 12 || !slices.Equal(left.In.InventoryRoles, []string{"compute"}) {
+		t.Errorf("UNREACHABLE left out: %d machines, roles %v", len(left.In.Machines), left.In.InventoryRoles)
+	}
+	if len(w.In.Machines) != 17 || w.In.Machines[16].Status.State != machine.StateHealthy || len(w.In.InventoryRoles) != 2 {
+		t.Error("Set changed the world it was made from")
+	}
+}
+
+// TestPlanHoldsOverMaxUnhealthy: a rack's loss over max-unhealthy plans
+// the state taints, then holds with the breaker's code and words and
+// adds no worker; within the limit, or without one, the plan goes on
+// and replaces the lost workers.
+func TestPlanHoldsOverMaxUnhealthy(t *testing.T) {
+	w := site(t)
+	lost, _ := w.Set(func(_ int, m *machine.Machine) bool { return m.Spec.Rack == 0 }, machine.StateUnreachable)
+	bad := generator.Unhealthy(lost.In)
+	for _, tc := range []struct {
+		lim  Limit
+		held bool
+	}{{nil, false}, {limit(len(bad)), false}, {limit(len(bad) - 1), true}} {
+		lost.MaxUnhealthy = tc.lim
+		p, err := lost.Plan(nil, generator.DefaultMaxSteps)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ops []string
+		for _, s := range p.Steps {
+			ops = append(ops, s.Op)
+		}
+		if !tc.held {
+			if p.Result != generator.PlanSettled || !slices.Contains(ops, generator.OpIncreaseWorker) {
+				t.Errorf("max-unhealthy %v: %s %v, want settled after adding workers", tc.lim, p.Result, ops)
+			}
+			continue
+		}
+		if p.Result != generator.PlanHeld || p.Reason != reason.TooManyUnhealthy || !slices.Equal(ops, []string{generator.OpTaintNodes}) ||
+			!strings.HasPrefix(p.Message, fmt.Sprintf("%d of %d nodes are unhealthy (", len(bad), len(lost.In.Current.Nodes))) ||
+			!strings.HasSuffix(p.Message, ": "+BreakerHolds) {
+			t.Errorf("max-unhealthy %v: %s %v %s: %s", tc.lim, p.Result, ops, p.Reason, p.Message)
+		}
+	}
+}
