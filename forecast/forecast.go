@@ -11,7 +11,7 @@
 // at it, as a rehearsal (docs/failure-domains.md) would assume it: the
 // state as sabakan would report it just after the change, and a machine
 // whose new state the query leaves out (RETIRED, by default) left out of
-// the inventory (world.World.Set's edit, machine.WithState and
+// the inventory (world.World.Set's edit, machine.Machine.WithState and
 // world.Leaves).
 //
 // It is pure, as the generator is: a forecast is a function of a

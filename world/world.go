@@ -99,7 +99,7 @@ func (w *World) Plan(first *generator.Result, maxSteps int) (*generator.Plan, er
 
 // Set is the world once sabakan has the machines pick names (by their
 // place in In.Machines) in state st, as the query then answers: each a
-// copy with the new state (machine.WithState), in its place, and those
+// copy with the new state (machine.Machine.WithState), in its place, and those
 // whose new state the query leaves out gone from the answer, their role
 // with them when no machine of it is left (In.InventoryRoles). It
 // returns the world and how many machines pick named; w is left as it
