@@ -110,17 +110,17 @@ func (d *Decision) Idle() bool {
 // or refused (failing); then, with the inventory, the quiet time and the
 // trigger (planning: nothing written, the plan kept), the circuit
 // breaker (state taints only); then the generator's step and the plan
-// from the cluster as read. The rungs decided from the settings alone
-// were climbed once, by the gather (Gathered.climbed); the configuration
-// is the one the gather was asked with (Ask.Config).
+// from the cluster as read. It reads only g and mem: the gather climbed
+// the rungs decided from the settings alone to know whether to ask
+// sabakan, and Decide climbs them again on what it gathered; the
+// configuration is the one the gather was asked with (Ask.Config).
 func Decide(g *Gathered, mem Memory) *Decision {
-	if g.climbed == nil {
+	d, o := newDecision(g), g.Config
+	if g.Settings == nil {
 		// The gather stopped before the settings were read.
-		return newDecision(g).fail(g.Failure)
+		return d.fail(g.Failure)
 	}
-	climbed := *g.climbed
-	d, o := &climbed, g.Config
-	if g.settled {
+	if d.climbSettings() {
 		return d
 	}
 	s := g.Settings
@@ -361,6 +361,10 @@ func (d *Decision) planning(in generator.Input, overLimit string) *Decision {
 	p, err := d.World.Plan(nil, d.Config.MaxSteps)
 	if err != nil {
 		return d.fail(reason.Fail(reason.GenerationError, fmt.Errorf("plan: %w", err)))
+	}
+	if d.Hold.Rung == RungQuiet && len(p.Steps) > 0 {
+		// The first step waits for the end of the quiet time.
+		p.Steps[0].Wait = &generator.Wait{Until: d.At.Add(d.QuietRemaining), Reason: fmt.Sprintf("the quiet time (%s)", d.Gathered.Settings.QuietTime)}
 	}
 	d.Plan = p
 	d.planWarnings()

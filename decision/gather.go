@@ -42,11 +42,6 @@ type Gathered struct {
 	Config    Config
 	PastGates bool
 	Generate  func(generator.Input, bool) (*generator.Result, error)
-	// climbed is the decision as the rungs decided from the settings
-	// alone left it, climbed once (nil: the settings were not read), and
-	// settled whether one of them decided the tick.
-	climbed *Decision
-	settled bool
 	// Stored is the memory stored with the last status, when the gather
 	// was asked for it (the first tick of a leadership, and views that
 	// decide as the leader does); StoredErr why it could not be used.
@@ -199,8 +194,9 @@ func (gr *Gatherer) Gather(ctx context.Context, leaderKey string, a Ask) *Gather
 	s, refused := gr.settings.ReadEach(snap, a.WhatIf)
 	g.Settings, g.Refusals, g.HasCluster, g.SettingsID = s, refused, snap.Get(storage.KeyCluster).Exists(), intake.SettingsID(snap)
 	g.Refused = intake.First(refused)
-	g.climbed = newDecision(g)
-	if g.settled = g.climbed.climbSettings(); g.settled || a.SettingsOnly {
+	if newDecision(g).climbSettings() || a.SettingsOnly {
+		// A rung decided from the settings alone decides the tick (Decide
+		// climbs them again, on what was gathered): sabakan is not asked.
 		return g
 	}
 	g.Warnings = append(g.Warnings, s.Warnings...)

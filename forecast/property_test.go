@@ -196,7 +196,7 @@ func sameEvent(t *rapid.T, in generator.Input, o Options, q assume.Query, f *For
 	if len(ms) < len(in.Machines) {
 		rin.InventoryRoles = rolesLeft(in.InventoryRoles, in.Machines, ms)
 	}
-	want, err := generator.Run(rin, nil, false, generator.DefaultMaxSteps, generator.Tick)
+	want, err := (&world.World{In: rin, Query: q}).Plan(nil, generator.DefaultMaxSteps)
 	if err != nil {
 		t.Fatalf("%s: the rehearsal: %v", ev.Date, err)
 	}

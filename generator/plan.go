@@ -3,8 +3,10 @@ package generator
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/ckegen/ckegen/cluster"
+	"github.com/ckegen/ckegen/machine"
 )
 
 // DefaultMaxSteps is how many steps a plan looks ahead unless told
@@ -61,11 +63,13 @@ type Plan struct {
 }
 
 // Step is one tick of a plan: the decision's operation, its changes with
-// their scores, and its warnings.
+// their scores, and its warnings; Wait, when not nil, the timed hold the
+// leader waits out before it.
 type Step struct {
 	Op       string
 	Changes  []Change
 	Warnings []string
+	Wait     *Wait
 }
 
 // Run is the one loop of a plan: tick decides each tick from the
@@ -143,4 +147,41 @@ func Settled(current *cluster.Cluster, warnings []string) *Plan {
 // input, as opposed to input no tick can be computed from.
 func isRefusal(err error) bool {
 	return errors.Is(err, ErrNotEnoughMachines) || errors.Is(err, ErrTooManyNonExistent)
+}
+
+// Wait is a timed hold the leader waits out before a plan's step: how
+// long after the step before it (For), or until when (Until, when not
+// zero), and what it waits for.
+type Wait struct {
+	For    time.Duration
+	Until  time.Time
+	Reason string
+}
+
+// RetireWaitLeft is how long until the first of in.Current's workers
+// whose machine is RETIRED, and not yet for longer than the retire wait,
+// is (rule 7 removes a worker RETIRED for strictly longer: the second
+// after the wait); 0 when no worker waits.
+func RetireWaitLeft(in Input) time.Duration {
+	if in.Current == nil {
+		return 0
+	}
+	retired := map[string]float64{}
+	for _, m := range in.Machines {
+		if m.Status.State == machine.StateRetired && m.Status.Duration <= in.RetireWait.Seconds() {
+			retired[m.Address()] = m.Status.Duration
+		}
+	}
+	var left time.Duration
+	for _, n := range in.Current.Nodes {
+		d, ok := retired[n.Address]
+		if !ok || n.ControlPlane || in.Rebooting[n.Address] {
+			continue
+		}
+		l := in.RetireWait - time.Duration(d*float64(time.Second)) + time.Second
+		if left == 0 || l < left {
+			left = l
+		}
+	}
+	return left.Truncate(time.Second)
 }

@@ -17,6 +17,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"sigs.k8s.io/yaml"
 
@@ -65,6 +66,16 @@ type Step struct {
 	Op       string   `json:"op"`
 	Changes  []Change `json:"changes"`
 	Warnings []string `json:"warnings"`
+	// Wait is the timed hold the leader waits out before the step (the
+	// retire wait, the quiet time): how long, and for what.
+	Wait *Wait `json:"wait,omitempty"`
+}
+
+// Wait is a timed hold a step waits out.
+type Wait struct {
+	For    string    `json:"for,omitempty"`
+	Until  time.Time `json:"until,omitzero"`
+	Reason string    `json:"reason"`
 }
 
 // Change is one change of a step, with the value of the score that made
@@ -140,6 +151,12 @@ func New(p *generator.Plan) *Document {
 	}
 	for i, s := range p.Steps {
 		d.Steps[i] = Step{Op: s.Op, Changes: Changes(s.Changes), Warnings: nonNil(s.Warnings)}
+		if w := s.Wait; w != nil {
+			d.Steps[i].Wait = &Wait{Until: w.Until.UTC(), Reason: w.Reason}
+			if w.Until.IsZero() {
+				d.Steps[i].Wait.For = w.For.String()
+			}
+		}
 	}
 	return d
 }
@@ -309,7 +326,13 @@ func (d *Document) Text() []byte {
 	// gives it again at every tick while its cause holds.
 	seen := map[string]bool{}
 	for i, s := range d.Steps {
-		fmt.Fprintf(&b, "step %d: %s\n", i+1, s.Op)
+		if w := s.Wait; w != nil && w.For != "" {
+			fmt.Fprintf(&b, "step %d: %s, after waiting %s for %s\n", i+1, s.Op, w.For, w.Reason)
+		} else if w != nil {
+			fmt.Fprintf(&b, "step %d: %s, from %s, the end of %s\n", i+1, s.Op, w.Until.Format(time.RFC3339), w.Reason)
+		} else {
+			fmt.Fprintf(&b, "step %d: %s\n", i+1, s.Op)
+		}
 		if len(s.Changes) == 0 {
 			b.WriteString("  (no node changes)\n")
 		}

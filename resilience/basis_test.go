@@ -132,7 +132,7 @@ func TestRefusedPendingPlan(t *testing.T) {
 		in     generator.Input
 		reason string
 	}{{gone, reason.TooManyNonExistent}, {short, reason.NotEnoughMachines}} {
-		p, err := generator.Run(tc.in, nil, false, generator.DefaultMaxSteps, generator.Tick)
+		p, err := (&world.World{In: tc.in}).Plan(nil, generator.DefaultMaxSteps)
 		if err != nil || p.Result != generator.PlanRefused {
 			t.Fatalf("setup: the plan is %v, %v", p, err)
 		}
@@ -210,7 +210,7 @@ func TestLossBesideBadControlPlane(t *testing.T) {
 			in.Rebooting[m.Address()] = true
 		}
 	}
-	if p, err := generator.Run(in, nil, false, generator.DefaultMaxSteps, generator.Tick); err != nil || len(p.Steps) != 0 {
+	if p, err := (&world.World{In: in}).Plan(nil, generator.DefaultMaxSteps); err != nil || len(p.Steps) != 0 {
 		t.Fatalf("setup: the plan is %+v, %v; want settled at once", p, err)
 	}
 	r, err := Of(world.World{In: in}, w.key)
@@ -237,7 +237,7 @@ func TestUnsettledPendingPlan(t *testing.T) {
 			in.Machines[i] = &c
 		}
 	}
-	if p, err := generator.Run(in, nil, false, generator.DefaultMaxSteps, generator.Tick); err != nil || p.Result != generator.PlanSettled || len(p.Steps) != 3 {
+	if p, err := (&world.World{In: in}).Plan(nil, generator.DefaultMaxSteps); err != nil || p.Result != generator.PlanSettled || len(p.Steps) != 3 {
 		t.Fatalf("setup: the plan is %+v, %v; want settled after 3 steps", p, err)
 	}
 	r, err := of(world.World{In: in}, failuredomain.Rack(), 2)
@@ -293,7 +293,7 @@ func TestLossBesideStuckSpread(t *testing.T) {
 	// s007, in rack 1, is tainted in Kubernetes: a worker candidate, no
 	// control-plane one.
 	in.NodeTaints = map[string][]cluster.Taint{w.ms[6].Address(): {{Key: "example.com/broken", Effect: "NoSchedule"}}}
-	if p, err := generator.Run(in, nil, false, generator.DefaultMaxSteps, generator.Tick); err != nil || len(p.Steps) != 0 {
+	if p, err := (&world.World{In: in}).Plan(nil, generator.DefaultMaxSteps); err != nil || len(p.Steps) != 0 {
 		t.Fatalf("setup: the plan is %+v, %v; want settled at once", p, err)
 	}
 	r, err := Of(world.World{In: in}, failuredomain.Rack())

@@ -158,7 +158,7 @@ func names(r *Report) []string {
 // domain holds more than floor((N-1)/2) of that cluster's N control
 // planes.
 func expected(in generator.Input, key failuredomain.Key, domain string) Recovery {
-	p, err := generator.Run(in, nil, false, PendingMaxSteps, generator.Tick)
+	p, err := (&world.World{In: in}).Plan(nil, PendingMaxSteps)
 	if err == nil && p.Result == generator.PlanSettled {
 		in.Current = p.Cluster
 	}
@@ -196,7 +196,7 @@ func reference(in generator.Input, key failuredomain.Key, domain string) Recover
 		}
 	}
 	in.Machines = ms
-	p, err := generator.Run(in, nil, false, generator.DefaultMaxSteps, generator.Tick)
+	p, err := (&world.World{In: in}).Plan(nil, generator.DefaultMaxSteps)
 	if err != nil {
 		return Recovery{Result: generator.PlanRefused, Reason: refusalCode(err), Message: err.Error(), Error: err.Error()}
 	}
@@ -412,7 +412,7 @@ func TestRecoveryIsThePlan(t *testing.T) {
 // checkBasis checks the report's basis against the input's own plan,
 // and returns the input with the cluster the report is to be made on.
 func checkBasis(t *rapid.T, in generator.Input, r *Report) generator.Input {
-	p, err := generator.Run(in, nil, false, PendingMaxSteps, generator.Tick)
+	p, err := (&world.World{In: in}).Plan(nil, PendingMaxSteps)
 	if err != nil {
 		t.Fatal(err)
 	}

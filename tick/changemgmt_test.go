@@ -2,6 +2,7 @@ package tick
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"slices"
@@ -218,6 +219,14 @@ func TestQuietTime(t *testing.T) {
 	if st.Result != reason.Planning || st.Reason != reason.QuietTime || !strings.HasPrefix(st.Message, want) ||
 		st.Quiet == nil || st.Quiet.Remaining != "50s" || st.Pending == nil || st.Pending.Steps == 0 {
 		t.Errorf("held by quiet time: %s %s %q, quiet %+v, pending %+v\nwant the message to start with %q", st.Result, st.Reason, st.Message, st.Quiet, st.Pending, want)
+	}
+	// The stored plan's first step waits for the end of the quiet time.
+	data, err := f.st.GetPlan(ctx)
+	must(t, err)
+	var plan planreport.Stored
+	must(t, json.Unmarshal(data, &plan))
+	if len(plan.Steps) == 0 || plan.Steps[0].Wait == nil || !plan.Steps[0].Wait.Until.Equal(testNow.Add(time.Minute)) || plan.Steps[0].Wait.Reason != "the quiet time (1m0s)" {
+		t.Errorf("the stored plan's first step: %+v", plan.Steps)
 	}
 	d.setLeading(true)
 	if got := series(scrape(t, d), "ckegen_quiet_time_remaining_seconds"); !slices.Equal(got, []string{"ckegen_quiet_time_remaining_seconds 50"}) {

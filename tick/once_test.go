@@ -11,10 +11,12 @@ import (
 	"github.com/ckegen/ckegen/sabakan"
 )
 
-// TestSettingsClimbedOnce: the rungs decided from the settings alone are
-// climbed once, by the gather, which stops there: Decide takes that
-// climb, and does not climb again on what the gather read.
-func TestSettingsClimbedOnce(t *testing.T) {
+// TestGatherStopsAtTheSettings: a rung decided from the settings alone
+// stops the gather before sabakan is asked, and Decide on that gather
+// decides it. Decide reads only what was gathered, carrying no decision
+// made during the gather: with the gathered switch turned off, it no
+// longer holds on it, and says sabakan was not asked.
+func TestGatherStopsAtTheSettings(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
 	leader := f.lead(t)
@@ -24,14 +26,12 @@ func TestSettingsClimbedOnce(t *testing.T) {
 	if g.Asked {
 		t.Fatal("a disabled integration's gather asked sabakan")
 	}
-	if d := decision.Decide(g, decision.Memory{}); d.Result != reason.Disabled || d.Hold == nil || d.Hold.Rung != decision.RungSwitch {
+	if d := decision.Decide(g, decision.Memory{}); d.Result != reason.Disabled || d.Hold == nil || d.Hold.Rung != decision.RungSwitch || d.World != nil {
 		t.Fatalf("disabled: %s %s, hold %+v", d.Result, d.Reason, d.Hold)
 	}
-	// What a second climb would see: the switch off. The decision is the
-	// gather's climb.
 	g.Settings.Own.CKEDisabled = false
-	if d := decision.Decide(g, decision.Memory{}); d.Result != reason.Disabled {
-		t.Errorf("Decide climbed again on the settings: %s %s", d.Result, d.Reason)
+	if d := decision.Decide(g, decision.Memory{}); d.Result == reason.Disabled || d.Hold != nil || d.Message != "sabakan was not asked" {
+		t.Errorf("Decide on the gather with the switch off: %s %s %q, hold %+v", d.Result, d.Reason, d.Message, d.Hold)
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/ckegen/ckegen/assume"
 	"github.com/ckegen/ckegen/generator"
@@ -92,9 +93,53 @@ func (w *World) Tick(in generator.Input, changed bool) (*generator.Result, error
 // cluster, each on the cluster the previous one left (first, when not
 // nil, is the first tick's decision, already made), until one has
 // nothing to do, one fails, one holds, or one would make step
-// maxSteps+1 (generator.Run).
+// maxSteps+1 (generator.Run). A timed hold is waited out on the world's
+// clock: when nothing is left to do but a worker waits for the retire
+// wait (generator.RetireWaitLeft), the clock moves on past it (the
+// machines' time in their state with it) and the loop goes on; the step
+// that follows says what it waited for (generator.Step.Wait).
 func (w *World) Plan(first *generator.Result, maxSteps int) (*generator.Plan, error) {
-	return generator.Run(w.In, first, w.TemplateChanged, maxSteps, w.Tick)
+	p, err := generator.Run(w.In, first, w.TemplateChanged, maxSteps, w.Tick)
+	if err != nil {
+		return nil, err
+	}
+	at := *w
+	for p.Result == generator.PlanSettled && len(p.Steps) < maxSteps {
+		at.In.Current = p.Cluster
+		wait := generator.RetireWaitLeft(at.In)
+		if wait == 0 {
+			break
+		}
+		at.In = later(at.In, wait)
+		more, err := generator.Run(at.In, nil, false, maxSteps-len(p.Steps), at.Tick)
+		if err != nil {
+			return nil, err
+		}
+		if len(more.Steps) == 0 {
+			break
+		}
+		more.Steps[0].Wait = &generator.Wait{For: wait, Reason: fmt.Sprintf("the retire wait (%s)", at.In.RetireWait)}
+		p.Steps = append(p.Steps, more.Steps...)
+		p.Result, p.Err, p.Reason, p.Message, p.Cluster, p.Warnings = more.Result, more.Err, more.Reason, more.Message, more.Cluster, more.Warnings
+	}
+	return p, nil
+}
+
+// later is in, d later: its clock, and the time each RETIRED machine has
+// been RETIRED (the only time in a state a rule reads).
+func later(in generator.Input, d time.Duration) generator.Input {
+	in.Now = in.Now.Add(d)
+	ms := make([]*machine.Machine, len(in.Machines))
+	for i, m := range in.Machines {
+		ms[i] = m
+		if m.Status.State == machine.StateRetired {
+			c := *m
+			c.Status.Duration += d.Seconds()
+			ms[i] = &c
+		}
+	}
+	in.Machines = ms
+	return in
 }
 
 // Set is the world once sabakan has the machines pick names (by their

@@ -126,3 +126,42 @@ func TestPlanHoldsOverMaxUnhealthy(t *testing.T) {
 		}
 	}
 }
+
+// TestPlanWaitsOutTheRetireWait: a worker RETIRED for 60 s of the retire
+// wait's 300 s is tainted and replaced at once (it is no HEALTHY worker),
+// and removed by the step after the wait, which says how long it waited;
+// the clock of the world moved on with it. Without the wait the plan
+// would settle before the removal.
+func TestPlanWaitsOutTheRetireWait(t *testing.T) {
+	w := site(t)
+	var worker string
+	for _, n := range w.In.Current.Nodes {
+		if !n.ControlPlane {
+			worker = n.Address
+			break
+		}
+	}
+	retired, _ := w.Set(func(_ int, m *machine.Machine) bool { return m.Address() == worker }, machine.StateRetired)
+	for _, m := range retired.In.Machines {
+		if m.Address() == worker {
+			m.Status.Duration = 60 // a copy of Set's own
+		}
+	}
+	p, err := retired.Plan(nil, generator.DefaultMaxSteps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Result != generator.PlanSettled || len(p.Steps) != 2 || p.Steps[0].Wait != nil || p.Steps[0].Op != generator.OpIncreaseWorker {
+		t.Fatalf("%s, %d steps: %+v", p.Result, len(p.Steps), p.Steps)
+	}
+	second := p.Steps[1]
+	if second.Wait == nil || second.Wait.For != 241*time.Second || second.Wait.Reason != "the retire wait (5m0s)" ||
+		!slices.ContainsFunc(second.Changes, func(c generator.Change) bool {
+			return c.Action == generator.ActionRemoveRetiredWorker && c.Address == worker
+		}) {
+		t.Errorf("the step after the wait: %+v", second)
+	}
+	if generator.RetireWaitLeft(generator.Input{Current: p.Cluster, Machines: retired.In.Machines, RetireWait: retired.In.RetireWait}) != 0 {
+		t.Error("a worker still waits once the plan settled")
+	}
+}
