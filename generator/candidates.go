@@ -210,18 +210,33 @@ func (s *state) lowestRemoval(ok func(mb *member) bool) (*member, Score) {
 // role and admitted by that template's placement. What-if views (the
 // resilience report) read it to know where rule 6 would still find a
 // worker once some machines are lost.
-func WorkerCandidates(in Input) ([]bool, error) {
+func WorkerCandidates(in Input) ([]bool, error) { return candidates(in, false) }
+
+// Candidates reports, for each machine of in.Machines (by index),
+// whether the generator could add a node on it to in.Current now: a
+// worker (WorkerCandidates), or a control plane (docs/design.md 5, with
+// the control planes' placement and etcd's quorum by failure domain).
+// The rack map draws these as candidates.
+func Candidates(in Input) ([]bool, error) { return candidates(in, true) }
+
+func candidates(in Input, cps bool) ([]bool, error) {
 	s, err := newState(&in, in.Current)
 	if err != nil {
 		return nil, err
 	}
 	out := make([]bool, len(s.machines))
+	var cp *placement
+	if cps {
+		cp = s.cpPlacement()
+	}
 	for i, x := range s.machines {
 		if !x.unused() || x.state != machine.StateHealthy {
 			continue
 		}
 		if t := s.workerTemplate(x); t != nil && s.workerPlacement(t).admits(s, x) {
 			out[i] = true
+		} else if cps {
+			out[i] = s.isCPCandidate(x) && cp.admits(s, x) && s.quorumOK(x)
 		}
 	}
 	return out, nil

@@ -76,6 +76,10 @@ type MapInput struct {
 	// Template, when given, decides which roles can be used: an unused
 	// machine whose role no template takes is not a candidate.
 	Template *template.Template
+	// Candidates, when not nil, are the serials of the machines the
+	// generator could add a node on now (generator.Candidates): an unused
+	// machine outside it is not a candidate, whatever its role.
+	Candidates map[string]bool
 	// Rebooting holds the addresses of nodes in CKE's reboot queue.
 	Rebooting map[string]bool
 	// Next are the changes of the next step, to highlight.
@@ -408,7 +412,7 @@ func classifyCells(in MapInput, cells []Cell, seen []bool, byAddr map[string]int
 			c.Change = changes[c.Address]
 			c.Rebooting = in.Rebooting[c.Address]
 		}
-		classify(c, n, whyIgnored(in, c, seen[i]), in.Template)
+		classify(c, n, whyIgnored(in, c, seen[i]), in.Template, in.Candidates)
 	}
 }
 
@@ -428,9 +432,10 @@ func whyIgnored(in MapInput, c *Cell, seen bool) string {
 
 // classify sets the cell's kind and why. A member keeps why as what is
 // wrong with its machine; another machine is unusable when why is not
-// empty, it is rebooting or no template takes its role, and unused (a
-// candidate) otherwise.
-func classify(c *Cell, n *cluster.Node, why string, t *template.Template) {
+// empty, it is rebooting, no template takes its role or the generator
+// would add no node on it (cands, when not nil), and unused (a candidate)
+// otherwise.
+func classify(c *Cell, n *cluster.Node, why string, t *template.Template, cands map[string]bool) {
 	if n != nil {
 		c.Kind = nodeKind(n)
 		c.Why = why
@@ -442,6 +447,8 @@ func classify(c *Cell, n *cluster.Node, why string, t *template.Template) {
 		why = "rebooting"
 	case t != nil && !takesRole(t, c.Role):
 		why = fmt.Sprintf("role %q matches no template", c.Role)
+	case cands != nil && !cands[c.Serial]:
+		why = notCandidate
 	}
 	c.Why = why
 	c.Kind = KindUnused
@@ -449,6 +456,26 @@ func classify(c *Cell, n *cluster.Node, why string, t *template.Template) {
 		c.Kind = KindUnusable
 	}
 }
+
+// CandidatesOf is the serials of the machines of in the generator could
+// add a node on now (generator.Candidates): MapInput.Candidates.
+func CandidatesOf(in generator.Input) (map[string]bool, error) {
+	cands, err := generator.Candidates(in)
+	if err != nil {
+		return nil, fmt.Errorf("candidates: %w", err)
+	}
+	out := make(map[string]bool, len(cands))
+	for i, ok := range cands {
+		if ok {
+			out[in.Machines[i].Spec.Serial] = true
+		}
+	}
+	return out, nil
+}
+
+// notCandidate is why an unused HEALTHY machine of a role a template
+// takes is no candidate: the generator's own checks keep it out.
+const notCandidate = "the generator would add no node on it now: its template's placement, its Kubernetes taints or etcd's quorum by failure domain keep it out"
 
 // nodeKind is a node's kind: a control plane or a worker.
 func nodeKind(n *cluster.Node) Kind {

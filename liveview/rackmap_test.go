@@ -21,6 +21,7 @@ import (
 	"github.com/ckegen/ckegen/intake"
 	"github.com/ckegen/ckegen/internal/testutil/dcgen"
 	"github.com/ckegen/ckegen/machine"
+	"github.com/ckegen/ckegen/policy"
 	"github.com/ckegen/ckegen/template"
 )
 
@@ -525,4 +526,38 @@ func generatorActions(t *testing.T) []string {
 		t.Fatalf("only %d Action constants read from the generator", len(actions))
 	}
 	return actions
+}
+
+// TestMapCandidatesAreTheGenerators: an unused HEALTHY machine is drawn
+// as a candidate only when the generator could add a node on it
+// (generator.Candidates through CandidatesOf): with a policy that keeps
+// workers of role ss out of rack 1, the unused ss machine of rack 1 is
+// unusable and says why, its twin in rack 0 is a candidate, and so is a
+// cs machine of rack 1 (a control-plane and cs worker candidate).
+func TestMapCandidatesAreTheGenerators(t *testing.T) {
+	ms := []machine.Machine{
+		mc("cp", "10.0.0.1", 0, 1, "cs", machine.StateHealthy),
+		mc("ss0", "10.0.0.2", 0, 2, "ss", machine.StateHealthy),
+		mc("ss1", "10.0.1.2", 1, 2, "ss", machine.StateHealthy),
+		mc("cs1", "10.0.1.3", 1, 3, "cs", machine.StateHealthy),
+	}
+	in := offline(ms, nil)
+	in.Template = mustTemplate(t, roleTemplate)
+	in.Current = &cluster.Cluster{Name: "c", Nodes: []*cluster.Node{node("10.0.0.1", true)}}
+	doc, err := policy.Parse([]byte(`{"placements": {"ss": {"constraints": ["topology.kubernetes.io/zone not in (rack1)"]}}}`))
+	must(t, err)
+	pol, err := policy.Compile(doc, in.Template)
+	must(t, err)
+	in.Candidates, err = CandidatesOf(generator.Input{Template: in.Template, Constraints: constraints.CountDefaults(), Machines: in.Machines,
+		Current: in.Current, Policy: pol, RetireWait: generator.DefaultRetireWait})
+	must(t, err)
+	got := cellsBySerial(BuildMap(in))
+	if c := got["ss1"]; c.Kind != KindUnusable || c.Why != notCandidate {
+		t.Errorf("ss1, kept out by the placement: %+v", c)
+	}
+	for _, s := range []string{"ss0", "cs1"} {
+		if c := got[s]; c.Kind != KindUnused {
+			t.Errorf("%s: %+v, want an unused candidate", s, c)
+		}
+	}
 }

@@ -204,6 +204,12 @@ func mapInput(d *decision.Decision) (MapInput, error) {
 	if c := d.Constraints; c != nil {
 		in.Model, in.Rate = c.Model(), d.Rate
 	}
+	if w := d.World; w != nil {
+		var err error
+		if in.Candidates, err = CandidatesOf(w.In); err != nil {
+			return MapInput{}, err
+		}
+	}
 	return in, nil
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"time"
 
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
@@ -186,9 +187,17 @@ func (o *mapOptions) offlineInput() (liveview.MapInput, error) {
 	if err != nil {
 		return liveview.MapInput{}, err
 	}
-	kept, _, warnings := intake.Sanitize(raw)
+	kept, roles, warnings := intake.Sanitize(raw)
 	in := liveview.MapInput{Machines: kept, Context: raw, LeftOut: "ignored as a bad inventory entry (see warnings)", Warnings: warnings,
 		Current: s.Current, Template: s.Template, Rebooting: s.Rebooting}
+	if s.Template != nil {
+		// The generator's candidates, as online (its clock decides no
+		// candidate: the retire date scores, never admits).
+		gin := s.Input(intake.Inventory{Machines: kept, Roles: roles}, time.Time{}, generator.DefaultRetireWait)
+		if in.Candidates, err = liveview.CandidatesOf(gin); err != nil {
+			return liveview.MapInput{}, err
+		}
+	}
 	if c := s.Constraints; s.ConstraintsStored {
 		in.Model = c.Model()
 		if s.Current != nil {
