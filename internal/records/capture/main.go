@@ -28,12 +28,12 @@ import (
 	"strings"
 	"time"
 
-	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.uber.org/zap"
+	"github.com/cybozu-go/etcdutil"
 
 	"github.com/ckegen/ckegen/cluster"
 	"github.com/ckegen/ckegen/internal/child"
 	"github.com/ckegen/ckegen/internal/embedded"
+	"github.com/ckegen/ckegen/internal/etcdclient"
 	"github.com/ckegen/ckegen/internal/records"
 	"github.com/ckegen/ckegen/storage"
 )
@@ -113,12 +113,14 @@ func (s *site) startEtcd(dir string) (func(), error) {
 	if err != nil {
 		return nil, err
 	}
-	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{s.etcdURL}, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+	cfg := &etcdclient.Config{Config: *etcdutil.NewConfig("")}
+	cfg.Endpoints = []string{s.etcdURL}
+	cli, err := etcdclient.Connect(cfg, etcdclient.Within(5*time.Second, "capture's dial timeout"))
 	if err != nil {
 		e.Close()
 		return nil, err
 	}
-	s.st = storage.New(cli, "")
+	s.st = storage.New(cli.Client, "")
 	return func() { cli.Close(); e.Close() }, nil
 }
 
