@@ -201,13 +201,16 @@ func Document(d *decision.Decision) *planreport.Document {
 // (Silence: that its host stopped calling ckegen, and why).
 type Status struct {
 	storage.Status
-	Acting *Actor   `json:"acting,omitempty"`
+	Acting *Actor `json:"acting,omitempty"`
+	// Writes says who writes the cluster now (Writes).
+	Writes string   `json:"writes,omitempty"`
 	Notes  []string `json:"notes,omitempty"`
 }
 
-// ReadStatus reads the last tick's status, CKE's status key and who
-// acts, and notes at now what the status cannot say of itself. A status
-// never recorded is storage.ErrNotFound.
+// ReadStatus reads the last tick's status, CKE's status key, who acts
+// and who writes (the leader's decision on the settings alone), and
+// notes at now what the status cannot say of itself. A status never
+// recorded is storage.ErrNotFound.
 func ReadStatus(ctx context.Context, st storage.Storage, now time.Time) (Status, error) {
 	s, err := st.GetStatus(ctx)
 	if err != nil {
@@ -221,7 +224,11 @@ func ReadStatus(ctx context.Context, st storage.Storage, now time.Time) (Status,
 	if err != nil {
 		return Status{}, err
 	}
-	v := Status{Status: s, Acting: &who}
+	d, err := NewReader(st, Options{Now: func() time.Time { return now }}).Decide(ctx, Preview{SettingsOnly: true})
+	if err != nil {
+		return Status{}, err
+	}
+	v := Status{Status: s, Acting: &who, Writes: Writes(d, who)}
 	if n := Silence(s, own.Own.CKEStatus, who.Cause(own.Own.CKEStatus), now); n != "" {
 		v.Notes = append(v.Notes, n)
 	}

@@ -150,8 +150,10 @@ type page struct {
 	Cluster string
 
 	Status *storage.Status
-	// Acting says who leads now (nil: not read, with no status).
+	// Acting says who leads now (nil: not read, with no status), Writes
+	// who writes the cluster ("": not read).
 	Acting *Actor
+	Writes string
 	// Silence says that the status's host stopped calling ckegen.
 	Silence  string
 	History  []storage.HistoryEntry
@@ -242,6 +244,7 @@ func newPage(s *View, refresh time.Duration) *page {
 		Cluster:  s.ClusterName,
 		Status:   s.Status,
 		Acting:   s.Acting,
+		Writes:   s.Writes,
 		Silence:  s.Silence,
 		History:  s.History,
 		NextStep: s.NextStep,

@@ -106,8 +106,10 @@ type View struct {
 	// (Silence: "" while it calls at its pace).
 	Status  *storage.Status
 	Silence string
-	// Acting is who leads now, read with the status (nil without one).
+	// Acting is who leads now, read with the status (nil without one),
+	// and Writes who writes the cluster (Writes).
 	Acting *Actor
+	Writes string
 	// History holds the last entries, newest first.
 	History []storage.HistoryEntry
 	// NextStep is the next step of the plan the leader would follow now
@@ -131,7 +133,7 @@ func (r *Reader) View(ctx context.Context) (*View, error) {
 	case err != nil:
 		return nil, &EtcdError{fmt.Errorf("status: %w", err)}
 	default:
-		s.Status, s.Silence, s.Acting = &v.Status, strings.Join(v.Notes, "; "), v.Acting
+		s.Status, s.Silence, s.Acting, s.Writes = &v.Status, strings.Join(v.Notes, "; "), v.Acting, v.Writes
 	}
 	h, err := r.st.History(ectx)
 	if err != nil {

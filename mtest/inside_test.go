@@ -123,7 +123,7 @@ func TestInsideCKE(t *testing.T) {
 	}
 
 	// ckegen's CLI says where ckegen runs.
-	if out := e.mustCtl("sabakan", "status"); !strings.Contains(out, "MODE          inside CKE:") {
+	if out := e.mustCtl("sabakan", "status"); !strings.Contains(out, "MODE            inside CKE:") {
 		t.Errorf("sabakan status:\n%s", out)
 	}
 	if out := e.mustCtl("sabakan", "owner"); !strings.Contains(out, "WRITES CLUSTER  ckegen, as CKE's server's own sabakan integration") {

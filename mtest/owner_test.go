@@ -71,7 +71,7 @@ func TestOwnerNamesWhatLeads(t *testing.T) {
 	}
 	e.eventually("status's note to name CKE's server of no record", 30*time.Second, func() bool {
 		out, err := e.ctl("sabakan", "status")
-		return err == nil && strings.Contains(out, "LEADS NOW     "+notKnown) && strings.Contains(out, "why: "+notKnown)
+		return err == nil && strings.Contains(out, "LEADS NOW       "+notKnown) && strings.Contains(out, "why: "+notKnown)
 	})
 	if kind := acting(t, second); kind != "cke-not-known" {
 		t.Errorf("/ckegen/status of a follower while CKE's own leads: acting %q", kind)
@@ -82,7 +82,7 @@ func TestOwnerNamesWhatLeads(t *testing.T) {
 	theirs.server.stop(syscall.SIGTERM)
 	e.eventually("status's note to say the server leads without Vault", 30*time.Second, func() bool {
 		out, err := e.ctl("sabakan", "status")
-		return err == nil && strings.Contains(out, "LEADS NOW     CKE's server "+host+" leads with ckegen ") &&
+		return err == nil && strings.Contains(out, "LEADS NOW       CKE's server "+host+" leads with ckegen ") &&
 			strings.Contains(out, "leads but has written no status of its own (status) since") && strings.Contains(out, "Vault is not connected")
 	})
 	if kind := acting(t, second); kind != "cke-with-ckegen" {
@@ -98,7 +98,7 @@ func TestOwnerNamesWhatLeads(t *testing.T) {
 		o, err1 := e.ctl("sabakan", "owner")
 		s, err2 := e.ctl("sabakan", "status")
 		return err1 == nil && err2 == nil && strings.Contains(o, "LEADS NOW       nothing leads") &&
-			strings.Contains(s, "LEADS NOW     nothing leads") && strings.Contains(s, "why: no server leads")
+			strings.Contains(s, "LEADS NOW       nothing leads") && strings.Contains(s, "why: no server leads")
 	})
 	if _, err := e.ctl("leader"); err == nil || !strings.Contains(err.Error(), "nothing leads") {
 		t.Errorf("leader with nothing leading: %v", err)

@@ -104,10 +104,10 @@ func TestRunItYourself(t *testing.T) {
 	// What the lines say the newcomer sees.
 	for _, want := range []string{
 		`{"health":"healthy"`,
-		"RESULT        ok",
+		"RESULT          ok",
 		"replace control plane",
 		`warning: template role "gpuu" matches no machine; inventory roles: `,
-		`WARNINGS      template role "gpuu" matches no machine; inventory roles: `,
+		`WARNINGS        template role "gpuu" matches no machine; inventory roles: `,
 		"ckegen_tick_warnings 1",
 	} {
 		if !strings.Contains(out.String(), want) {

@@ -158,8 +158,8 @@ func TestEtcdCommands(t *testing.T) {
 	}{
 		{[]string{"leader"}, "host-1\n"},
 		{[]string{"cluster", "get"}, "name: demo\nnodes:\n- address: 10.0.0.1\n  control_plane: true\n  user: cybozu\nservice_subnet: 10.68.0.0/16\n"},
-		{[]string{"sabakan", "status"}, "RESULT        ok\nSINCE         -\nLAST TICK     -\nFAILURES      0\nLAST SUCCESS  -\nLEADER        host-1 (the last tick's, AGE)\n" +
-			"LEADS NOW     ckegen's daemon host-1 (of a version not known) leads (EVIDENCE); no CKE server leads (nothing under leader/)\nLAST OP       new (1 change)\n  ACTION    ADDRESS   SERIAL  SCORE  REASON\n  generate  10.0.0.1  s1      1003   control plane\n" +
+		{[]string{"sabakan", "status"}, "RESULT          ok\nSINCE           -\nLAST TICK       -\nFAILURES        0\nLAST SUCCESS    -\nLEADER          host-1 (the last tick's, AGE)\n" +
+			"LEADS NOW       ckegen's daemon host-1 (of a version not known) leads (EVIDENCE); no CKE server leads (nothing under leader/)\nWRITES CLUSTER  ckegen, standalone (no CKE server holds leader/)\nLAST OP         new (1 change)\n  ACTION    ADDRESS   SERIAL  SCORE  REASON\n  generate  10.0.0.1  s1      1003   control plane\n" +
 			"\nRUNWAY  " + liveview.NoForecast + "\n"},
 		{[]string{"sabakan", "history"}, "TIME  OP   CHANGES  TEMPLATE REV  CLUSTER REV\n-     new  1        7             99\n"},
 	} {

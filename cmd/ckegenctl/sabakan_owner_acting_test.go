@@ -11,6 +11,7 @@ import (
 
 	"github.com/ckegen/ckegen/decision"
 	"github.com/ckegen/ckegen/internal/version"
+	"github.com/ckegen/ckegen/liveview"
 	"github.com/ckegen/ckegen/storage"
 )
 
@@ -62,7 +63,7 @@ func TestOwnerAndStatusSayWhoLeads(t *testing.T) {
 
 	out, _, code := f.run("sabakan", "owner")
 	for _, want := range []string{"LEADS NOW       CKE's server cke-1 leads with ckegen v0.9.0 (commit abc, for CKE v1.35.4) inside (its election key's lease",
-		"MODE            inside CKE:", "WRITES CLUSTER  " + insideWriter} {
+		"MODE            inside CKE:", "WRITES CLUSTER  " + liveview.InsideWriter} {
 		if code != 0 || !strings.Contains(out, want) {
 			t.Errorf("owner, ckegen inside: exit %d\n%s\nlacks %q", code, out, want)
 		}
@@ -70,8 +71,10 @@ func TestOwnerAndStatusSayWhoLeads(t *testing.T) {
 	if out, errOut, code := f.run("leader"); code != 0 || out != "cke-1 (CKE's server, /cke/leader/, with ckegen v0.9.0 inside; no ckegen daemon leads)\n" {
 		t.Errorf("leader inside CKE: exit %d, %q, %q", code, out, errOut)
 	}
+	ownerOut := out
 	out, _, _ = f.run("sabakan", "status")
-	if !strings.Contains(out, "VERSION       ckegen v0.9.0 on cke-1; this ckegenctl is "+version.String()+"\n") ||
+	sameWriter(t, "ckegen inside", ownerOut, out)
+	if !strings.Contains(out, "VERSION         ckegen v0.9.0 on cke-1; this ckegenctl is "+version.String()+"\n") ||
 		!strings.Contains(out, "why: CKE's server cke-1 leads but has written no status of its own (status) since") {
 		t.Errorf("status, ckegen inside, silent with no CKE status:\n%s", out)
 	}
@@ -94,9 +97,11 @@ func TestOwnerAndStatusSayWhoLeads(t *testing.T) {
 	if out, errOut, code := f.run("leader"); code != 1 || out != "" || !strings.Contains(errOut, "CKE's server cke-2 leads; whether ckegen runs inside is not known") {
 		t.Errorf("leader beside CKE's own: exit %d, %q, %q", code, out, errOut)
 	}
+	ownerOut = out
 	out, _, _ = f.run("sabakan", "status")
-	for _, want := range []string{"LEADER        cke-1 (the last tick's, 5m", "LEADS NOW     CKE's server cke-2 leads; whether ckegen runs inside is not known",
-		"MODE          not known:", "why: CKE's server cke-2 leads; whether ckegen runs inside is not known"} {
+	sameWriter(t, "CKE's own binary", ownerOut, out)
+	for _, want := range []string{"LEADER          cke-1 (the last tick's, 5m", "LEADS NOW       CKE's server cke-2 leads; whether ckegen runs inside is not known",
+		"MODE            not known:", "why: CKE's server cke-2 leads; whether ckegen runs inside is not known"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("status, CKE's own binary:\n%s\nlacks %q", out, want)
 		}
@@ -105,7 +110,7 @@ func TestOwnerAndStatusSayWhoLeads(t *testing.T) {
 	// Nothing leads.
 	theirs.sess.Close()
 	out, _, _ = f.run("sabakan", "status")
-	for _, want := range []string{"LEADER        cke-1 (the last tick's, 5m", "LEADS NOW     nothing leads", "MODE          none: nothing leads",
+	for _, want := range []string{"LEADER          cke-1 (the last tick's, 5m", "LEADS NOW       nothing leads", "MODE            none: nothing leads",
 		"why: no server leads: nothing under leader/ nor sabakan/ckegen/leader/"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("status, nothing leads:\n%s\nlacks %q", out, want)
@@ -191,5 +196,22 @@ func TestNobodyLeadsEachLeader(t *testing.T) {
 		"if both lead: CKE's own integration (ckegen holds, OWNED_BY_CKE; ckegenctl sabakan takeover hands it to ckegen)"
 	if got := writes(); got != want {
 		t.Errorf("handed back, nothing leads:\n%s\nwant\n%s", got, want)
+	}
+}
+
+// sameWriter fails unless owner's and status's WRITES CLUSTER rows say
+// the same (liveview.Writes), and say something.
+func sameWriter(t *testing.T, when, owner, status string) {
+	t.Helper()
+	row := func(out string) string {
+		for _, l := range strings.Split(out, "\n") {
+			if v, ok := strings.CutPrefix(l, "WRITES CLUSTER"); ok {
+				return strings.TrimSpace(v)
+			}
+		}
+		return ""
+	}
+	if o, s := row(owner), row(status); o == "" || o != s {
+		t.Errorf("%s: owner says %q writes, status %q", when, o, s)
 	}
 }

@@ -50,7 +50,7 @@ func newSabakanStatusCmd(e *env) *cobra.Command {
 					v.Notes = append(v.Notes, n) // CKE's own binary and the count model
 				}
 				if output == "table" {
-					if err := liveStatusTable(cmd.OutOrStdout(), v.Status, v.Acting, v.Notes...); err != nil {
+					if err := liveStatusTable(cmd.OutOrStdout(), v.Status, v.Acting, v.Writes, v.Notes...); err != nil {
 						return err
 					}
 					return runwayRows(ctx, cmd.OutOrStdout(), st)
@@ -187,8 +187,9 @@ func agrees(mode string, k liveview.ActorKind) bool {
 
 // liveStatusTable is statusTable, with who leads now when it was read
 // (who: nil when not): the last tick's leader then says how old it is,
-// and LEADS NOW who leads, with ckegen's version where it keeps a record.
-func liveStatusTable(w io.Writer, s storage.Status, who *liveview.Actor, notes ...string) error {
+// LEADS NOW who leads, with ckegen's version where it keeps a record, and
+// WRITES CLUSTER who writes the cluster (writes, liveview.Writes).
+func liveStatusTable(w io.Writer, s storage.Status, who *liveview.Actor, writes string, notes ...string) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	for _, n := range notes {
 		fmt.Fprintf(tw, "NOTE\t%s\n", n)
@@ -214,6 +215,9 @@ func liveStatusTable(w io.Writer, s storage.Status, who *liveview.Actor, notes .
 	fmt.Fprintf(tw, "FAILURES\t%d\n", s.ConsecutiveFailures)
 	fmt.Fprintf(tw, "LAST SUCCESS\t%s\n", ts(s.LastSuccess))
 	leaderRows(tw, s, who)
+	if writes != "" {
+		fmt.Fprintf(tw, "WRITES CLUSTER\t%s\n", writes)
+	}
 	if m := modelLine(s); m != "" {
 		fmt.Fprintf(tw, "MODEL\t%s\n", m)
 	}

@@ -221,8 +221,8 @@ func TestStatusSaysCKEStoppedCalling(t *testing.T) {
 		t.Fatal(err)
 	}
 	out, errOut, code := f.run("sabakan", "status")
-	want := "NOTE          CKE's server has not called ckegen since " + last.Format(time.RFC3339) + " ("
-	if code != 0 || !strings.HasPrefix(out, want) || !strings.Contains(out, "CKE's phase is etcd-boot-aborted") || !strings.Contains(out, "\nRESULT        ok\n") {
+	want := "NOTE            CKE's server has not called ckegen since " + last.Format(time.RFC3339) + " ("
+	if code != 0 || !strings.HasPrefix(out, want) || !strings.Contains(out, "CKE's phase is etcd-boot-aborted") || !strings.Contains(out, "\nRESULT          ok\n") {
 		t.Errorf("status: exit %d, stderr %q, stdout\n%s\nwant it to begin with %q", code, errOut, out, want)
 	}
 	out, _, _ = f.run("sabakan", "status", "-o", "json")
@@ -256,7 +256,7 @@ var (
 
 // statusTable writes the status s for people, notes first.
 func statusTable(w io.Writer, s storage.Status, notes ...string) error {
-	return liveStatusTable(w, s, nil, notes...)
+	return liveStatusTable(w, s, nil, "", notes...)
 }
 
 // TestNoStatusSaysTheHost: before the first tick, status says why there
