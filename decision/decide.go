@@ -300,7 +300,8 @@ func (d *Decision) fail(err error) *Decision {
 
 // first is the change the tick makes, when it makes one: the generator's
 // decision the host asked for (Ask.Generate), or over max-unhealthy the
-// state taints alone. nil when there is nothing to do; settled, with the
+// world's tick (world.World.Tick: the state taints alone, or its hold
+// when there are none). nil when there is nothing to do; settled, with the
 // warnings of that tick, when the generator says nothing is left to do
 // (generator.ErrNothingToDo: the plan from here is settled).
 func (d *Decision) first(in generator.Input) (*generator.Result, []string, error) {
@@ -309,7 +310,7 @@ func (d *Decision) first(in generator.Input) (*generator.Result, []string, error
 	var res *generator.Result
 	var err error
 	if taints {
-		res, err = generator.Taints(in)
+		res, err = d.World.Tick(in, s.TemplateChanged())
 	} else {
 		res, err = d.Gathered.Generate(in, s.TemplateChanged())
 	}
@@ -318,8 +319,9 @@ func (d *Decision) first(in generator.Input) (*generator.Result, []string, error
 		warnings = res.Warnings
 		d.Warnings = append(d.Warnings, warnings...)
 	}
+	var held *generator.Held
 	switch {
-	case errors.Is(err, generator.ErrNothingToDo) && taints:
+	case errors.As(err, &held):
 		return nil, nil, nil
 	case errors.Is(err, generator.ErrNothingToDo):
 		return nil, append([]string{}, warnings...), nil

@@ -24,6 +24,7 @@ import (
 	"github.com/ckegen/ckegen/planreport"
 	"github.com/ckegen/ckegen/reason"
 	"github.com/ckegen/ckegen/sabakan"
+	"github.com/ckegen/ckegen/world"
 )
 
 type generateOptions struct {
@@ -262,7 +263,8 @@ func (o *generateOptions) generate() generated {
 	// A one-off run says the notes of its settings as warnings, as
 	// set-template does when it stores the template.
 	r.warnings = append(r.warnings, generator.TemplateNotes(in.Template, in.Constraints)...)
-	r.res, r.err = generator.Tick(in, o.templateChanged)
+	w := world.World{In: in, TemplateChanged: o.templateChanged}
+	r.res, r.err = w.Tick(in, w.TemplateChanged)
 	if r.res != nil {
 		r.warnings = append(r.warnings, r.res.Warnings...)
 	}

@@ -27,9 +27,22 @@ var refusalErrors = []string{"ErrNotEnoughMachines", "ErrTooManyNonExistent"}
 // UPDATING or UNINITIALIZED, is a copy of that rule.
 var soundStates = []string{"StateHealthy", "StateUpdating", "StateUninitialized"}
 
+// worldCalls are the generator's functions only the world calls: a plan,
+// a tick, the breaker's count and its taints are world.World's (Plan,
+// Tick, Breaker), with its holds; a caller of its own would skip them.
+var worldCalls = []string{"Run", "Tick", "Taints", "Unhealthy"}
+
 // rulesExempt are the packages that may name what the checks look for:
 // the rules' homes, and the double of sabakan (its state transitions).
 var rulesExempt = []string{module + "generator", module + "machine", module + "fakesabakan"}
+
+// homes are, for a check, the packages besides rulesExempt that are its
+// home: the world runs the generator's loop, the decision and the view
+// of who writes decide the gate.
+var homes = map[string][]string{
+	"world": {module + "world"},
+	"gate":  {module + "decision", module + "liveview"},
+}
 
 // TestRulesOnce: outside their homes, no production file maps the
 // generator's refusals to reason codes or lists the states a node may
@@ -53,7 +66,7 @@ func TestRulesOnce(t *testing.T) {
 				t.Fatal(err)
 			}
 			files++
-			for _, bad := range ruleCopies(fset, f) {
+			for _, bad := range ruleCopies(fset, f, fields[0]) {
 				t.Error(bad)
 			}
 		}
@@ -73,6 +86,7 @@ import (
 
 	gen "github.com/ckegen/ckegen/generator"
 	"github.com/ckegen/ckegen/machine"
+	"github.com/ckegen/ckegen/decision"
 	"github.com/ckegen/ckegen/reason"
 )
 
@@ -98,14 +112,22 @@ func good(s machine.State) bool {
 }
 
 var colours = map[machine.State]string{machine.StateHealthy: "32", machine.StateUpdating: "33", machine.StateUninitialized: "34"}
+
+func plan(in gen.Input, m *machine.Machine) {
+	gen.Run(in, nil, false, 10, gen.Tick)
+	m.Status.State = machine.StateRetired
+	_ = decision.Gate
+	decision.Gate(decision.Ownership{}, "", false, time.Time{}, 0)
+	m.Status.Duration = 0
+}
 `
 	fset := token.NewFileSet()
 	f, err := parser.ParseFile(fset, "view.go", src, parser.SkipObjectResolution)
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := ruleCopies(fset, f)
-	want := []string{"view.go:12:34", "view.go:20:2", "view.go:23:9", "view.go:26:12"}
+	got := ruleCopies(fset, f, "example.com/view")
+	want := []string{"view.go:13:34", "view.go:21:2", "view.go:24:9", "view.go:27:12", "view.go:36:2", "view.go:37:2", "view.go:39:2"}
 	if len(got) != len(want) {
 		t.Fatalf("found %d copies, want %d:\n%s", len(got), len(want), strings.Join(got, "\n"))
 	}
@@ -116,9 +138,10 @@ var colours = map[machine.State]string{machine.StateHealthy: "32", machine.State
 	}
 }
 
-// ruleCopies lists the copies of a rule in f, at their positions.
-func ruleCopies(fset *token.FileSet, f *ast.File) []string {
-	gen, mach := importedAs(f, module+"generator"), importedAs(f, module+"machine")
+// ruleCopies lists the copies of a rule in f, of package pkg, at their
+// positions.
+func ruleCopies(fset *token.FileSet, f *ast.File, pkg string) []string {
+	gen, mach, dec := importedAs(f, module+"generator"), importedAs(f, module+"machine"), importedAs(f, module+"decision")
 	var out []string
 	// names lists the sound states n names, each once.
 	names := func(n ast.Node) []string {
@@ -140,6 +163,23 @@ func ruleCopies(fset *token.FileSet, f *ast.File) []string {
 	inner := map[ast.Node]bool{} // conditions within one already counted
 	ast.Inspect(f, func(n ast.Node) bool {
 		switch n := n.(type) {
+		case *ast.CallExpr:
+			sel, ok := n.Fun.(*ast.SelectorExpr)
+			switch {
+			case !ok:
+			case isPkg(sel.X, gen) && slices.Contains(worldCalls, sel.Sel.Name) && !slices.Contains(homes["world"], pkg):
+				out = append(out, fset.Position(n.Pos()).String()+": generator."+sel.Sel.Name+": the leader's ticks and plans are world.World's (Tick, Plan, Breaker), holds included")
+			case isPkg(sel.X, dec) && sel.Sel.Name == "Gate" && !slices.Contains(homes["gate"], pkg):
+				out = append(out, fset.Position(n.Pos()).String()+": decision.Gate: who writes is liveview.Writes")
+			}
+		case *ast.AssignStmt:
+			for _, l := range n.Lhs {
+				if sel, ok := l.(*ast.SelectorExpr); ok && sel.Sel.Name == "State" {
+					if st, ok := sel.X.(*ast.SelectorExpr); ok && st.Sel.Name == "Status" {
+						out = append(out, fset.Position(l.Pos()).String()+": sets a machine's state: the state edit is machine.Machine.WithState (world.World.Set through the query)")
+					}
+				}
+			}
 		case *ast.SelectorExpr:
 			if isPkg(n.X, gen) && slices.Contains(refusalErrors, n.Sel.Name) {
 				out = append(out, fset.Position(n.Pos()).String()+": generator."+n.Sel.Name+": the reason code of a refusal is generator.Refusal's")
