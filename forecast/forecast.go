@@ -25,7 +25,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/ckegen/ckegen/cluster"
 	"github.com/ckegen/ckegen/failuredomain"
 	"github.com/ckegen/ckegen/generator"
 	"github.com/ckegen/ckegen/machine"
@@ -218,60 +217,47 @@ func need(in generator.Input, o Options) int {
 	return in.Constraints.MinimumWorkers
 }
 
-// run is a forecast being made: the inventory with the changes assumed
-// so far, and the cluster the last event settled on.
+// run is a forecast being made: the world with the changes assumed so
+// far (each event's edits through the query: world.World.Set), and the
+// cluster the last event left.
 type run struct {
-	w   world.World
-	in  generator.Input
-	o   Options
-	f   *Forecast
-	cur *cluster.Cluster
-	// assumed are in.Machines with the states assumed so far, in their
-	// places; byAddr finds a machine's place by its address.
-	assumed []*machine.Machine
-	byAddr  map[string]int
-	// gone: the machine left the inventory; roles counts the machines
-	// left of each role.
-	gone  []bool
-	roles roles
+	w world.World
+	o Options
+	f *Forecast
+	// serials are the input's machines' serials, by place (a transition
+	// names its machine by place).
+	serials []string
 	// refused is the date of the first refused or held plan ("" when
 	// none), stopped how.
 	refused, stopped string
 }
 
 func newRun(w world.World, o Options, f *Forecast) *run {
-	in := w.In
-	r := &run{w: w, in: in, o: o, f: f, cur: in.Current, assumed: make([]*machine.Machine, len(in.Machines)),
-		byAddr: make(map[string]int, len(in.Machines)), gone: make([]bool, len(in.Machines))}
-	copy(r.assumed, in.Machines)
-	for i, m := range in.Machines {
-		r.byAddr[m.Address()] = i
+	r := &run{w: w, o: o, f: f, serials: make([]string, len(w.In.Machines))}
+	for i, m := range w.In.Machines {
+		r.serials[i] = m.Spec.Serial
 	}
-	r.roles = newRoles(in.Machines, in.InventoryRoles)
 	return r
 }
 
 // event assumes the changes of one date and plans from the cluster the
-// last event settled on.
+// last event left.
 func (r *run) event(date time.Time, changes []transition) error {
 	ev := Event{Date: date.UTC().Format(dateLayout), Ops: []string{}, AtRisk: []string{}, Warnings: []string{}}
+	to := make(map[string]machine.State, len(changes))
 	for _, t := range changes {
-		c := r.assumed[t.machine].WithState(t.state)
-		r.assumed[t.machine] = c
-		if !r.gone[t.machine] && world.Leaves(r.w.Query, t.state) {
-			r.gone[t.machine] = true
-			r.roles.leave(c.Spec.Role)
-		}
+		to[r.serials[t.machine]] = t.state
 		if t.state == machine.StateRetiring {
 			ev.Retiring++
 		} else {
 			ev.Retired++
 		}
 	}
+	for _, st := range []machine.State{machine.StateRetiring, machine.StateRetired} {
+		r.w, _ = r.w.Set(func(_ int, m *machine.Machine) bool { return to[m.Spec.Serial] == st }, st)
+	}
 	w := r.w
-	w.In.Machines, w.In.Current, w.In.Now = r.inventory(), r.cur, date
-	w.In.InventoryRoles = r.roles.left()
-	w.TemplateChanged = false
+	w.In.Now, w.TemplateChanged = date, false
 	p, err := w.Plan(nil, r.o.MaxSteps)
 	if err != nil {
 		return fmt.Errorf("%s: %w", ev.Date, err)
@@ -288,24 +274,12 @@ func (r *run) event(date time.Time, changes []transition) error {
 	if (p.Result == generator.PlanRefused || p.Result == generator.PlanHeld) && r.refused == "" {
 		r.refused, r.stopped = ev.Date, p.Result
 	}
-	r.cur = p.Cluster
+	r.w.In.Current = p.Cluster
 	if r.o.Each != nil {
 		r.o.Each(&ev, p, in.Machines)
 	}
 	r.f.Events = append(r.f.Events, ev)
 	return nil
-}
-
-// inventory is the machines with the states assumed so far, those that
-// left out, in their order.
-func (r *run) inventory() []*machine.Machine {
-	out := make([]*machine.Machine, 0, len(r.assumed))
-	for i, m := range r.assumed {
-		if !r.gone[i] {
-			out = append(out, m)
-		}
-	}
-	return out
 }
 
 // record sums up the event's plan: its steps, changes, result, refusal

@@ -223,27 +223,6 @@ func TestLeaveOut(t *testing.T) {
 	}
 }
 
-// TestRolesLeft: a role leaves the inventory's roles with its last
-// machine; roles without machines stay; without roles there are none.
-func TestRolesLeft(t *testing.T) {
-	ms := []*machine.Machine{mk("a", 0, 1, "compute", ""), mk("b", 0, 2, "gpu", ""), mk("c", 0, 3, "compute", "")}
-	r := newRoles(ms, []string{"compute", "gpu", "boot"})
-	r.leave("gpu")
-	r.leave("compute")
-	if got := strings.Join(r.left(), " "); got != "compute boot" {
-		t.Errorf("roles %s", got)
-	}
-	r.leave("compute")
-	if got := strings.Join(r.left(), " "); got != "boot" {
-		t.Errorf("roles %s", got)
-	}
-	r = newRoles(ms, nil)
-	r.leave("gpu")
-	if r.left() != nil {
-		t.Errorf("roles %v", r.left())
-	}
-}
-
 // defaultQuery is the default query's conditions on states.
 func defaultQuery() assume.Query {
 	_, q := sabakan.Variables{}.WithoutStates()

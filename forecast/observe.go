@@ -5,7 +5,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/ckegen/ckegen/cluster"
 	"github.com/ckegen/ckegen/failuredomain"
 	"github.com/ckegen/ckegen/generator"
 	"github.com/ckegen/ckegen/machine"
@@ -66,12 +65,12 @@ func (r *run) count(ev *Event, in generator.Input) []string {
 	if in.Current == nil {
 		return nil
 	}
+	byAddr := make(map[string]*machine.Machine, len(in.Machines))
+	for _, m := range in.Machines {
+		byAddr[m.Address()] = m
+	}
 	for _, n := range in.Current.Nodes {
-		i := r.placeOf(n)
-		var m *machine.Machine
-		if i >= 0 && !r.gone[i] {
-			m = r.assumed[i]
-		}
+		m := byAddr[n.Address]
 		if !n.ControlPlane {
 			if m != nil && m.Status.State == machine.StateHealthy {
 				ev.Workers++
@@ -86,15 +85,6 @@ func (r *run) count(ev *Event, in generator.Input) []string {
 		}
 	}
 	return bad
-}
-
-// placeOf is the place of n's machine in the input's machines, -1 when
-// it has none.
-func (r *run) placeOf(n *cluster.Node) int {
-	if i, ok := r.byAddr[n.Address]; ok {
-		return i
-	}
-	return -1
 }
 
 // badWords is "control plane 10.0.1.2 is RETIRING", or "control planes

@@ -67,7 +67,8 @@ func (l limit) String() string { return fmt.Sprint(int(l)) }
 // TestSetThroughTheQuery: Set gives the machines it names the new state
 // (a copy each, no time in it), in their places; with a query that
 // leaves the state out, they leave the answer, and a role none of whose
-// machines is left leaves the inventory's roles. The world it was made
+// machines is left leaves the inventory's roles (a role that had no
+// machine to begin with, sanitized away, stays). The world it was made
 // from is left as it is.
 func TestSetThroughTheQuery(t *testing.T) {
 	w := site(t)
@@ -83,11 +84,12 @@ func TestSetThroughTheQuery(t *testing.T) {
 		}
 	}
 	w.Query = sabakan.StateFilter{NotHaving: []machine.State{machine.StateUnreachable}}
+	w.In.InventoryRoles = []string{"compute", "storage", "boot"} // boot: no machine kept (sanitized away)
 	left, _ := w.Set(rack3, machine.StateUnreachable)
-	if len(left.In.Machines) != 12 || !slices.Equal(left.In.InventoryRoles, []string{"compute"}) {
+	if len(left.In.Machines) != 12 || !slices.Equal(left.In.InventoryRoles, []string{"compute", "boot"}) {
 		t.Errorf("UNREACHABLE left out: %d machines, roles %v", len(left.In.Machines), left.In.InventoryRoles)
 	}
-	if len(w.In.Machines) != 17 || w.In.Machines[16].Status.State != machine.StateHealthy || len(w.In.InventoryRoles) != 2 {
+	if len(w.In.Machines) != 17 || w.In.Machines[16].Status.State != machine.StateHealthy || len(w.In.InventoryRoles) != 3 {
 		t.Error("Set changed the world it was made from")
 	}
 }
