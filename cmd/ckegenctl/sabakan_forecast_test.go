@@ -8,7 +8,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ckegen/ckegen/generator"
 	"github.com/ckegen/ckegen/machine"
+	"github.com/ckegen/ckegen/reason"
+	"github.com/ckegen/ckegen/world"
 )
 
 // forecastArgs are the arguments of an offline forecast of the bundled
@@ -240,4 +243,51 @@ func forecastOf(t *testing.T, out string) map[string]any {
 	}
 	delete(m, "now")
 	return m
+}
+
+// TestForecastOnlineHolds: online, the forecast's events are the
+// leader's plans with its holds: with max-unhealthy 1 stored, an event
+// whose retirements take more than one node out of health plans the
+// state taints, then says held with the breaker's code and words, as
+// the status would; without it, no event is held.
+func TestForecastOnlineHolds(t *testing.T) {
+	s := newRack4Site(t)
+	events := func() []map[string]any {
+		t.Helper()
+		out, errOut, code := s.run("sabakan", "forecast", "-o", "json", "--until", "2031-06-30")
+		if code != 0 {
+			t.Fatalf("forecast: exit %d: %s", code, errOut)
+		}
+		var evs []map[string]any
+		for _, e := range forecastOf(t, out)["events"].([]any) {
+			evs = append(evs, e.(map[string]any))
+		}
+		return evs
+	}
+	for _, ev := range events() {
+		if ev["result"] == generator.PlanHeld {
+			t.Fatalf("held without max-unhealthy: %v", ev)
+		}
+	}
+	if _, errOut, code := s.run("sabakan", "set-max-unhealthy", "1"); code != 0 {
+		t.Fatal(errOut)
+	}
+	held := 0
+	for _, ev := range events() {
+		if ev["result"] != generator.PlanHeld {
+			continue
+		}
+		held++
+		if ev["reason"] != reason.TooManyUnhealthy || !strings.HasSuffix(ev["message"].(string), world.BreakerHolds) {
+			t.Errorf("held event: %v", ev)
+		}
+		for _, op := range ev["ops"].([]any) {
+			if op != generator.OpTaintNodes {
+				t.Errorf("held event %s plans %s, not only state taints", ev["date"], op)
+			}
+		}
+	}
+	if held == 0 {
+		t.Error("no event held with max-unhealthy 1")
+	}
 }
