@@ -301,3 +301,20 @@ func TestResilienceIsTheRehearsal(t *testing.T) {
 		})
 	}
 }
+
+// TestRehearsalRefusalHasItsReason: rehearsing both of rack 4's control
+// planes RETIRED (they leave the default query's answer at once), the
+// plan is refused with the daemon's code and words at the top of the
+// JSON, as the status would say them, beside the error.
+func TestRehearsalRefusalHasItsReason(t *testing.T) {
+	s := newRack4Site(t)
+	out, errOut, code := s.run("sabakan", "plan", "--assume", "10.0.4.12:RETIRED", "--assume", "10.0.4.14:RETIRED", "-o", "json")
+	if code != 0 {
+		t.Fatalf("plan: exit %d: %s", code, errOut)
+	}
+	var p planreport.Document
+	must(t, json.Unmarshal([]byte(out), &p))
+	if p.Result != generator.PlanRefused || p.Reason != reason.TooManyNonExistent || p.Message == "" || p.Message != p.Error {
+		t.Errorf("result %s, reason %q, message %q, error %q", p.Result, p.Reason, p.Message, p.Error)
+	}
+}
