@@ -364,9 +364,15 @@ func (d *Decision) planning(in generator.Input, overLimit string) *Decision {
 	if err != nil {
 		return d.fail(reason.Fail(reason.GenerationError, fmt.Errorf("plan: %w", err)))
 	}
-	if d.Hold.Rung == RungQuiet && len(p.Steps) > 0 {
+	switch {
+	case len(p.Steps) == 0:
+	case d.Hold.Rung == RungQuiet:
 		// The first step waits for the end of the quiet time.
 		p.Steps[0].Wait = &generator.Wait{Until: d.At.Add(d.QuietRemaining), Reason: fmt.Sprintf("the quiet time (%s)", d.Gathered.Settings.QuietTime)}
+	case d.Hold.Rung == RungTrigger:
+		// The steps are planned as if applied; the first waits for the
+		// operator.
+		p.Steps[0].Wait = &generator.Wait{Reason: "the trigger set to schedule (ckegenctl sabakan trigger schedule)"}
 	}
 	d.Plan = p
 	d.planWarnings()

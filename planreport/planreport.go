@@ -153,7 +153,7 @@ func New(p *generator.Plan) *Document {
 		d.Steps[i] = Step{Op: s.Op, Changes: Changes(s.Changes), Warnings: nonNil(s.Warnings)}
 		if w := s.Wait; w != nil {
 			d.Steps[i].Wait = &Wait{Until: w.Until.UTC(), Reason: w.Reason}
-			if w.Until.IsZero() {
+			if w.For > 0 {
 				d.Steps[i].Wait.For = w.For.String()
 			}
 		}
@@ -328,8 +328,10 @@ func (d *Document) Text() []byte {
 	for i, s := range d.Steps {
 		if w := s.Wait; w != nil && w.For != "" {
 			fmt.Fprintf(&b, "step %d: %s, after waiting %s for %s\n", i+1, s.Op, w.For, w.Reason)
-		} else if w != nil {
+		} else if w != nil && !w.Until.IsZero() {
 			fmt.Fprintf(&b, "step %d: %s, from %s, the end of %s\n", i+1, s.Op, w.Until.Format(time.RFC3339), w.Reason)
+		} else if w != nil {
+			fmt.Fprintf(&b, "step %d: %s, after %s\n", i+1, s.Op, w.Reason)
 		} else {
 			fmt.Fprintf(&b, "step %d: %s\n", i+1, s.Op)
 		}

@@ -130,6 +130,9 @@ func TestPlanningThenSchedule(t *testing.T) {
 		t.Fatalf("stored plan: %s, %d steps, trigger %s, computed at %s, template %d (want %d), cluster %d (want %d)",
 			plan.Result, len(plan.Steps), plan.Trigger, plan.ComputedAt, plan.TemplateRevision, tmplRev, plan.ClusterRevision, rev0)
 	}
+	if w := plan.Steps[0].Wait; w == nil || w.Reason != "the trigger set to schedule (ckegenctl sabakan trigger schedule)" || w.For != "" || !w.Until.IsZero() || plan.Steps[1].Wait != nil {
+		t.Errorf("in planning the first step waits for the trigger, no other: %+v, %+v", plan.Steps[0].Wait, plan.Steps[1].Wait)
+	}
 	st := f.status(t)
 	if st.Result != reason.Planning || st.Reason != "" || st.Trigger != intake.TriggerPlanning || st.Pending == nil ||
 		st.Pending.Steps != len(plan.Steps) || st.Pending.NextOp != plan.Steps[0].Op || len(st.Pending.NextChanges) != len(plan.Steps[0].Changes) ||
