@@ -304,7 +304,7 @@ func (gr *Gatherer) view(ctx context.Context, g *Gathered, k kubenodes.Kubernete
 func (g *Gathered) World(in generator.Input) *world.World {
 	s := g.Settings
 	w := &world.World{In: in, TemplateChanged: s.TemplateChanged()}
-	if lim := s.Change.MaxUnhealthy; lim != nil {
+	if lim := s.MaxUnhealthy; lim != nil {
 		w.MaxUnhealthy = lim
 	}
 	_, w.Query = s.Variables.WithoutStates()
