@@ -360,7 +360,14 @@ func (d *Decision) check(step *generator.Result) error {
 // keeping it was the tick's work.
 func (d *Decision) planning(in generator.Input, overLimit string) *Decision {
 	d.count(in)
-	p, err := d.World.Plan(nil, d.Config.MaxSteps)
+	w := d.World
+	if d.Hold.Rung == RungQuiet && d.QuietRemaining > 0 {
+		// The leader's next step comes at the end of the quiet time: the
+		// plan starts there, on the world's clock.
+		at := w.After(d.QuietRemaining)
+		w = &at
+	}
+	p, err := w.Plan(nil, d.Config.MaxSteps)
 	if err != nil {
 		return d.fail(reason.Fail(reason.GenerationError, fmt.Errorf("plan: %w", err)))
 	}
@@ -401,7 +408,13 @@ func (d *Decision) planning(in generator.Input, overLimit string) *Decision {
 // already.
 func (d *Decision) keepPlan(in generator.Input, step *generator.Result, settled []string) {
 	if settled != nil {
-		d.Plan = generator.Settled(in.Current, settled)
+		// Nothing to do now; a worker may wait for the retire wait.
+		p, err := d.World.WaitOut(generator.Settled(in.Current, settled), d.Config.MaxSteps)
+		if err != nil {
+			d.Warnings = append(d.Warnings, "plan: "+err.Error())
+			return
+		}
+		d.Plan = p
 		return
 	}
 	p, err := d.World.Plan(step, d.Config.MaxSteps)

@@ -149,11 +149,9 @@ func isRefusal(err error) bool {
 	return errors.Is(err, ErrNotEnoughMachines) || errors.Is(err, ErrTooManyNonExistent)
 }
 
-// Wait is a hold the leader waits out before a plan's step: how long
-// after the step before it (For), or until when (Until, when not zero),
-// and what it waits for; neither for one an operator lifts (the trigger).
+// Wait is a hold the leader waits out before a plan's step: until when
+// (zero for one an operator lifts: the trigger), and what it waits for.
 type Wait struct {
-	For    time.Duration
 	Until  time.Time
 	Reason string
 }

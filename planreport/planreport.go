@@ -66,14 +66,13 @@ type Step struct {
 	Op       string   `json:"op"`
 	Changes  []Change `json:"changes"`
 	Warnings []string `json:"warnings"`
-	// Wait is the timed hold the leader waits out before the step (the
-	// retire wait, the quiet time): how long, and for what.
+	// Wait is the hold the leader waits out before the step (the retire
+	// wait, the quiet time, the trigger): until when, and what.
 	Wait *Wait `json:"wait,omitempty"`
 }
 
 // Wait is a timed hold a step waits out.
 type Wait struct {
-	For    string    `json:"for,omitempty"`
 	Until  time.Time `json:"until,omitzero"`
 	Reason string    `json:"reason"`
 }
@@ -153,9 +152,6 @@ func New(p *generator.Plan) *Document {
 		d.Steps[i] = Step{Op: s.Op, Changes: Changes(s.Changes), Warnings: nonNil(s.Warnings)}
 		if w := s.Wait; w != nil {
 			d.Steps[i].Wait = &Wait{Until: w.Until.UTC(), Reason: w.Reason}
-			if w.For > 0 {
-				d.Steps[i].Wait.For = w.For.String()
-			}
 		}
 	}
 	return d
@@ -326,9 +322,7 @@ func (d *Document) Text() []byte {
 	// gives it again at every tick while its cause holds.
 	seen := map[string]bool{}
 	for i, s := range d.Steps {
-		if w := s.Wait; w != nil && w.For != "" {
-			fmt.Fprintf(&b, "step %d: %s, after waiting %s for %s\n", i+1, s.Op, w.For, w.Reason)
-		} else if w != nil && !w.Until.IsZero() {
+		if w := s.Wait; w != nil && !w.Until.IsZero() {
 			fmt.Fprintf(&b, "step %d: %s, from %s, the end of %s\n", i+1, s.Op, w.Until.Format(time.RFC3339), w.Reason)
 		} else if w != nil {
 			fmt.Fprintf(&b, "step %d: %s, after %s\n", i+1, s.Op, w.Reason)

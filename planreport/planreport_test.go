@@ -310,21 +310,21 @@ func TestHeld(t *testing.T) {
 }
 
 // TestWaits: a step after a hold says what it waited for, in text and
-// JSON: how long (the retire wait), until when (the quiet time), or for
-// what alone (the trigger); a step without one says nothing.
+// JSON: until when (the quiet time, the retire wait), or for what alone
+// (the trigger); a step without one says nothing.
 func TestWaits(t *testing.T) {
 	c := &cluster.Cluster{Name: "c"}
 	until := time.Date(2026, 1, 1, 0, 1, 0, 0, time.UTC)
 	p := &generator.Plan{Result: generator.PlanSettled, Start: c, Cluster: c, Steps: []generator.Step{
 		{Op: "a", Wait: &generator.Wait{Until: until, Reason: "the quiet time (1m0s)"}},
 		{Op: "b"},
-		{Op: "c", Wait: &generator.Wait{For: 241 * time.Second, Reason: "the retire wait (5m0s)"}},
+		{Op: "c", Wait: &generator.Wait{Until: until.Add(241 * time.Second), Reason: "the retire wait (5m0s)"}},
 		{Op: "d", Wait: &generator.Wait{Reason: "the trigger set to schedule"}},
 	}}
 	d := planreport.New(p)
 	text := string(d.Text())
 	for _, want := range []string{"step 1: a, from 2026-01-01T00:01:00Z, the end of the quiet time (1m0s)\n", "step 2: b\n",
-		"step 3: c, after waiting 4m1s for the retire wait (5m0s)\n", "step 4: d, after the trigger set to schedule\n"} {
+		"step 3: c, from 2026-01-01T00:05:01Z, the end of the retire wait (5m0s)\n", "step 4: d, after the trigger set to schedule\n"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("text lacks %q:\n%s", want, text)
 		}
@@ -333,7 +333,7 @@ func TestWaits(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{`"wait":{"until":"2026-01-01T00:01:00Z","reason":"the quiet time (1m0s)"}`, `"wait":{"for":"4m1s","reason":"the retire wait (5m0s)"}`,
+	for _, want := range []string{`"wait":{"until":"2026-01-01T00:01:00Z","reason":"the quiet time (1m0s)"}`, `"wait":{"until":"2026-01-01T00:05:01Z","reason":"the retire wait (5m0s)"}`,
 		`"wait":{"reason":"the trigger set to schedule"}`} {
 		if !strings.Contains(string(data), want) {
 			t.Errorf("JSON lacks %s:\n%s", want, data)

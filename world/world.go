@@ -96,13 +96,25 @@ func (w *World) Tick(in generator.Input, changed bool) (*generator.Result, error
 // maxSteps+1 (generator.Run). A timed hold is waited out on the world's
 // clock: when nothing is left to do but a worker waits for the retire
 // wait (generator.RetireWaitLeft), the clock moves on past it (the
-// machines' time in their state with it) and the loop goes on; the step
-// that follows says what it waited for (generator.Step.Wait).
+// machines' time in their state with it) and the loop goes on (WaitOut);
+// the step that follows says what it waited for (generator.Step.Wait).
 func (w *World) Plan(first *generator.Result, maxSteps int) (*generator.Plan, error) {
 	p, err := generator.Run(w.In, first, w.TemplateChanged, maxSteps, w.Tick)
 	if err != nil {
 		return nil, err
 	}
+	return w.WaitOut(p, maxSteps)
+}
+
+// WaitOut is p, a plan made on w, with what follows once the retire wait
+// is waited out on the world's clock: while p settles with a worker
+// waiting (generator.RetireWaitLeft), the clock moves on past the wait
+// and the ticks go on from p's cluster; the first step after a wait says
+// until when it waited (a time that stays the same from one tick of the
+// leader to the next, as the stored plan does), and the plan ends as the last tick does (its
+// result and warnings: those of the tick after the wait, also when it
+// has nothing to do).
+func (w *World) WaitOut(p *generator.Plan, maxSteps int) (*generator.Plan, error) {
 	at := *w
 	for p.Result == generator.PlanSettled && len(p.Steps) < maxSteps {
 		at.In.Current = p.Cluster
@@ -110,19 +122,28 @@ func (w *World) Plan(first *generator.Result, maxSteps int) (*generator.Plan, er
 		if wait == 0 {
 			break
 		}
-		at.In = later(at.In, wait)
+		at = at.After(wait)
 		more, err := generator.Run(at.In, nil, false, maxSteps-len(p.Steps), at.Tick)
 		if err != nil {
 			return nil, err
 		}
+		if len(more.Steps) > 0 {
+			more.Steps[0].Wait = &generator.Wait{Until: at.In.Now, Reason: fmt.Sprintf("the retire wait (%s)", at.In.RetireWait)}
+		}
+		p.Steps = append(p.Steps, more.Steps...)
+		p.Result, p.Err, p.Reason, p.Message, p.Cluster, p.Warnings = more.Result, more.Err, more.Reason, more.Message, more.Cluster, more.Warnings
 		if len(more.Steps) == 0 {
 			break
 		}
-		more.Steps[0].Wait = &generator.Wait{For: wait, Reason: fmt.Sprintf("the retire wait (%s)", at.In.RetireWait)}
-		p.Steps = append(p.Steps, more.Steps...)
-		p.Result, p.Err, p.Reason, p.Message, p.Cluster, p.Warnings = more.Result, more.Err, more.Reason, more.Message, more.Cluster, more.Warnings
 	}
 	return p, nil
+}
+
+// After is the world d later: its clock, and the time each RETIRED
+// machine has been RETIRED (the only time in a state a rule reads).
+func (w World) After(d time.Duration) World {
+	w.In = later(w.In, d)
+	return w
 }
 
 // later is in, d later: its clock, and the time each RETIRED machine has

@@ -131,7 +131,7 @@ func TestPlanHoldsOverMaxUnhealthy(t *testing.T) {
 
 // TestPlanWaitsOutTheRetireWait: a worker RETIRED for 60 s of the retire
 // wait's 300 s is tainted and replaced at once (it is no HEALTHY worker),
-// and removed by the step after the wait, which says how long it waited;
+// and removed by the step after the wait, which says until when it waited;
 // the clock of the world moved on with it. Without the wait the plan
 // would settle before the removal.
 func TestPlanWaitsOutTheRetireWait(t *testing.T) {
@@ -157,7 +157,7 @@ func TestPlanWaitsOutTheRetireWait(t *testing.T) {
 		t.Fatalf("%s, %d steps: %+v", p.Result, len(p.Steps), p.Steps)
 	}
 	second := p.Steps[1]
-	if second.Wait == nil || second.Wait.For != 241*time.Second || second.Wait.Reason != "the retire wait (5m0s)" ||
+	if second.Wait == nil || !second.Wait.Until.Equal(now.Add(241*time.Second)) || second.Wait.Reason != "the retire wait (5m0s)" ||
 		!slices.ContainsFunc(second.Changes, func(c generator.Change) bool {
 			return c.Action == generator.ActionRemoveRetiredWorker && c.Address == worker
 		}) {
