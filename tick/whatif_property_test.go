@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"pgregory.net/rapid"
 
@@ -87,7 +88,7 @@ const (
 // the loop's.
 func TestWhatIfIsTheLoop(t *testing.T) {
 	rapidChecks(t, whatIfWorlds)
-	site := sitetest.Start(t, sitetest.Options{Machines: []machine.Machine{whatIfMachine(0, 0, 1, 0, machine.StateHealthy)}})
+	site := sitetest.Start(t, sitetest.Options{Machines: []machine.Machine{whatIfMachine(0, 0, 1, 0, "compute", machine.StateHealthy)}})
 	leader := site.Lead(t, "test", 2)
 	ctx := context.Background()
 	rapid.Check(t, func(rt *rapid.T) {
@@ -96,7 +97,7 @@ func TestWhatIfIsTheLoop(t *testing.T) {
 		clk := &testClock{t: testNow}
 		sb := sitetest.StartSabakan(t, sitetest.Options{Now: testNow, Clock: clk.now, Machines: w.machines})
 		st := sitetest.StoreOf(site.Storage)
-		mustR(rt, st.SetTemplate(ctx, []byte(testTemplate)))
+		mustR(rt, st.SetTemplate(ctx, []byte(w.template[0])))
 		mustR(rt, st.SetURL(ctx, sb.URL))
 		mustR(rt, st.SetConstraints(ctx, w.buildConstraints))
 		if w.variables != "" {
@@ -130,8 +131,8 @@ func TestWhatIfIsTheLoop(t *testing.T) {
 			tick()
 		}
 		mustR(rt, st.SetConstraints(ctx, w.constraints))
-		if w.templateChanged {
-			mustR(rt, st.SetTemplate(ctx, []byte(strings.Replace(testTemplate, `"user":"u"}]`, `"user":"u","labels":{"example.com/x":"y"}}]`, 1))))
+		if w.template[1] != w.template[0] {
+			mustR(rt, st.SetTemplate(ctx, []byte(w.template[1])))
 		}
 		mustR(rt, st.SetTrigger(ctx, w.trigger))
 		if w.quiet {
@@ -139,13 +140,13 @@ func TestWhatIfIsTheLoop(t *testing.T) {
 		}
 
 		// 1. The what-if.
-		edit, err := assume.Parse(w.edit)
+		edit, err := assume.ParseAll(w.edit)
 		mustR(rt, err)
 		rehearse := func() *generator.Plan {
 			r := liveview.NewReader(site.Storage, liveview.Options{Sabakan: sabakanOpts, Now: clk.now})
-			d, _, err := r.Rehearse(ctx, liveview.Preview{Assume: []assume.Assumption{edit}, MaxSteps: whatIfMaxSteps})
+			d, _, err := r.Rehearse(ctx, liveview.Preview{Assume: edit, MaxSteps: whatIfMaxSteps})
 			if err != nil {
-				rt.Fatalf("the what-if of %s: %v", w.edit, err)
+				rt.Fatalf("the what-if of %s: %v", strings.Join(w.edit, " "), err)
 			}
 			return d.Plan
 		}
@@ -191,7 +192,7 @@ func TestWhatIfIsTheLoop(t *testing.T) {
 			if s == nil {
 				rt.Fatalf("the cluster was written (revision %d, then %d) by a tick that decided no step (%s %s)", before, rev, last.Status.Result, last.Status.Reason)
 			}
-			wrote = append(wrote, generator.Step{Op: s.Op, Changes: s.Changes})
+			wrote = append(wrote, generator.Step{Op: s.Op, Changes: s.Changes, Warnings: s.Warnings})
 			if last.Decision.Unchanged {
 				// A regenerate that renders every node as before: its
 				// write records the template revision, and no history.
@@ -219,6 +220,9 @@ func TestWhatIfIsTheLoop(t *testing.T) {
 			if diff := cmp.Diff(want[i].Changes, wrote[i].Changes, timeless); diff != "" {
 				rt.Fatalf("step %d (%s): the loop's changes are not the what-if's (-what-if +loop):\n%s", i+1, want[i].Op, diff)
 			}
+			if diff := cmp.Diff(want[i].Warnings, wrote[i].Warnings); diff != "" {
+				rt.Fatalf("step %d (%s): the loop's warnings are not the what-if's (-what-if +loop):\n%s", i+1, want[i].Op, diff)
+			}
 			h := history[i]
 			if h.Op != want[i].Op || h.ChangeCount != len(want[i].Changes) {
 				rt.Fatalf("step %d: the history says %s with %d changes, the what-if planned %s with %d", i+1, h.Op, h.ChangeCount, want[i].Op, len(want[i].Changes))
@@ -239,6 +243,9 @@ func TestWhatIfIsTheLoop(t *testing.T) {
 		mustR(rt, err)
 		switch p.Result {
 		case generator.PlanSettled:
+			if diff := cmp.Diff(p.Warnings, status.Warnings, cmpopts.EquateEmpty()); diff != "" {
+				rt.Fatalf("the what-if settles with warnings the loop's status does not say (-what-if +status):\n%s", diff)
+			}
 			if status.Result != reason.OK || status.Reason != "" || last.Decision.Step != nil || status.Pending == nil || status.Pending.Steps != 0 {
 				rt.Fatalf("the what-if settles; the loop's last tick: %s %s %q, step %v, pending %+v",
 					status.Result, status.Reason, status.Message, last.Decision.Step != nil, status.Pending)
@@ -260,17 +267,33 @@ type whatIfWorld struct {
 	// buildConstraints are the constraints the cluster is built with,
 	// constraints those in force at the edit.
 	buildConstraints, constraints constraints.Constraints
-	// templateChanged: the template changes after the cluster is built.
-	templateChanged bool
-	maxUnhealthy    *intake.MaxUnhealthy
-	variables       string // "" for none stored
-	trigger         string
-	quiet           bool
+	// template is the template the cluster is built with, then the one
+	// in force at the edit.
+	template     [2]string
+	maxUnhealthy *intake.MaxUnhealthy
+	variables    string // "" for none stored
+	trigger      string
+	quiet        bool
 	// built is how many ticks build the cluster before the edit (0: no
 	// cluster).
 	built int
-	// edit is the assumption, as given to --assume.
-	edit string
+	// edit is the assumptions, as given to --assume.
+	edit []string
+}
+
+// whatIfRoles are the machines' roles: the roles templates name, and
+// one none does.
+var whatIfRoles = []string{"compute", "compute", "storage", "gpu"}
+
+// whatIfTemplates are templates a cluster is built with and changed to:
+// a worker template of any role, one that labels its nodes, and one by
+// role with weights.
+var whatIfTemplates = []string{
+	testTemplate,
+	strings.Replace(testTemplate, `"user":"u"}]`, `"user":"u","labels":{"example.com/x":"y"}}]`, 1),
+	`{"name":"t","nodes":[{"user":"u","control_plane":true},` +
+		`{"user":"u","labels":{"cke.cybozu.com/role":"compute","cke.cybozu.com/weight":"2"}},` +
+		`{"user":"u","labels":{"cke.cybozu.com/role":"storage"}}],"service_subnet":"10.68.0.0/16",` + testOptions + `}`,
 }
 
 // whatIfVariables are query variables: none stored (the default query
@@ -299,7 +322,8 @@ func drawWhatIfWorld(t *rapid.T) whatIfWorld {
 		if rapid.IntRange(0, 4).Draw(t, "sick") == 0 {
 			state = rapid.SampledFrom(machine.States).Draw(t, "state")
 		}
-		w.machines = append(w.machines, whatIfMachine(i+1, r, perRack[r], rapid.IntRange(-400, 2500).Draw(t, "retire in days"), state))
+		w.machines = append(w.machines, whatIfMachine(i+1, r, perRack[r], rapid.IntRange(-400, 2500).Draw(t, "retire in days"),
+			rapid.SampledFrom(whatIfRoles).Draw(t, "role"), state))
 	}
 
 	w.built = rapid.IntRange(0, 4).Draw(t, "ticks before")
@@ -308,7 +332,11 @@ func drawWhatIfWorld(t *rapid.T) whatIfWorld {
 	if rapid.Bool().Draw(t, "constraints changed") {
 		w.constraints = drawWhatIfConstraints(t, n)
 	}
-	w.templateChanged = rapid.IntRange(0, 3).Draw(t, "template changed") == 0
+	w.template[0] = rapid.SampledFrom(whatIfTemplates).Draw(t, "template")
+	w.template[1] = w.template[0]
+	if rapid.IntRange(0, 3).Draw(t, "template changed") == 0 {
+		w.template[1] = rapid.SampledFrom(whatIfTemplates).Draw(t, "new template")
+	}
 	switch rapid.IntRange(0, 2).Draw(t, "max-unhealthy") {
 	case 1:
 		w.maxUnhealthy = &intake.MaxUnhealthy{Value: rapid.IntRange(0, 4).Draw(t, "max-unhealthy count")}
@@ -319,7 +347,17 @@ func drawWhatIfWorld(t *rapid.T) whatIfWorld {
 	w.trigger = rapid.SampledFrom([]string{intake.TriggerSchedule, intake.TriggerSchedule, intake.TriggerPlanning}).Draw(t, "trigger")
 	w.quiet = rapid.Bool().Draw(t, "quiet time")
 
-	m := rapid.SampledFrom(w.machines).Draw(t, "edited machine")
+	for range rapid.IntRange(1, 2).Draw(t, "assumptions") {
+		w.edit = append(w.edit, drawAssumption(t, w.machines))
+	}
+	return w
+}
+
+// drawAssumption draws an assumption as --assume takes it: a serial,
+// an address, a rack or a label of one of ms, in a state, sometimes
+// for long.
+func drawAssumption(t *rapid.T, ms []machine.Machine) string {
+	m := rapid.SampledFrom(ms).Draw(t, "edited machine")
 	var which string
 	switch rapid.IntRange(0, 3).Draw(t, "edit names") {
 	case 0:
@@ -331,11 +369,11 @@ func drawWhatIfWorld(t *rapid.T) whatIfWorld {
 	default:
 		which = "product=" + m.Spec.Labels[0].Value
 	}
-	w.edit = which + ":" + string(rapid.SampledFrom(whatIfEditStates).Draw(t, "edit state"))
+	a := which + ":" + string(rapid.SampledFrom(whatIfEditStates).Draw(t, "edit state"))
 	if rapid.IntRange(0, 3).Draw(t, "long ago") == 0 {
-		w.edit += "@" + whatIfLongAgo.String()
+		a += "@" + whatIfLongAgo.String()
 	}
-	return w
+	return a
 }
 
 // drawWhatIfConstraints draws constraints of either model for n
@@ -358,14 +396,14 @@ func drawWhatIfConstraints(t *rapid.T, n int) constraints.Constraints {
 // whatIfMachine is machine n, the index-th of rack, retiring days (and
 // a half) from testNow, in state for long: longer than the quiet time
 // and the retire wait.
-func whatIfMachine(n, rack, index, days int, state machine.State) machine.Machine {
+func whatIfMachine(n, rack, index, days int, role string, state machine.State) machine.Machine {
 	return machine.Machine{
 		Spec: machine.Spec{
 			Serial:      fmt.Sprintf("S%03d", n),
 			Labels:      []machine.Label{{Name: "product", Value: fmt.Sprintf("R%d", 600+10*(n%2))}},
 			Rack:        rack,
 			IndexInRack: index,
-			Role:        "compute",
+			Role:        role,
 			IPv4:        []string{fmt.Sprintf("10.0.%d.%d", rack, index)},
 			// Half a day off midnight: a lifetime in days does not change
 			// while the loop's clock moves on.
@@ -377,12 +415,19 @@ func whatIfMachine(n, rack, index, days int, state machine.State) machine.Machin
 	}
 }
 
-// makeReal makes the edit in sabakan at now: each machine it names
-// moves to its state through sabakan's lifecycle (every move at now, so
-// that it has been in the state for 0 s, as the assumption says); one
-// assumed in its state for long is deleted once RETIRED and registered
-// again with the state since then.
-func makeReal(t *rapid.T, store *fakesabakan.Store, a assume.Assumption, w whatIfWorld, now time.Time) {
+// makeReal makes the edit in sabakan at now, one assumption after the
+// other: each machine an assumption names moves to its state through
+// sabakan's lifecycle (every move at now, so that it has been in the
+// state for 0 s, as the assumption says); one assumed in its state for
+// long is deleted once RETIRED and registered again with the state since
+// then.
+func makeReal(t *rapid.T, store *fakesabakan.Store, edit []assume.Assumption, w whatIfWorld, now time.Time) {
+	for _, a := range edit {
+		makeOneReal(t, store, a, w, now)
+	}
+}
+
+func makeOneReal(t *rapid.T, store *fakesabakan.Store, a assume.Assumption, w whatIfWorld, now time.Time) {
 	for _, m := range w.machines {
 		if _, matches, err := assume.Inventory([]machine.Machine{m}, []assume.Assumption{a}, sabakan.StateFilter{}); err != nil || matches[0].Machines == 0 {
 			continue
