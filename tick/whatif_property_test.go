@@ -41,14 +41,14 @@ import (
 // (-rapid.checks=N, or RAPID_CHECKS, for more or fewer).
 const whatIfWorlds = 200
 
-// Timings of the worlds. The retire wait is longer than any loop runs,
-// so that a worker the edit makes RETIRED (for 0 s) waits out the whole
-// loop, as the what-if, which decides at one instant, assumes it does;
-// one assumed RETIRED for whatIfLongAgo is past it from the start.
+// Timings of the worlds: the leader's interval, the quiet time when
+// one is set, the retire wait, which a worker the edit makes RETIRED
+// waits out during the loop, and how long ago an edit says a machine
+// took its state, when it says so (longer than the retire wait).
 const (
 	whatIfInterval   = time.Minute
 	whatIfQuietTime  = 5 * time.Minute
-	whatIfRetireWait = 24 * time.Hour
+	whatIfRetireWait = 10 * time.Minute
 	whatIfLongAgo    = 48 * time.Hour
 	// whatIfMaxSteps bounds the what-if's plan, and so the loop.
 	whatIfMaxSteps = 20
@@ -71,21 +71,17 @@ const (
 //  3. the edit is made in sabakan (the compatible server, through its
 //     lifecycle);
 //  4. the leader's step ticks on the real etcd, the clock moved on by
-//     the interval (past the quiet time when one is set) before each
-//     tick, until a tick writes nothing or len(P.Steps)+2 ticks have run;
+//     the interval before each tick, until P's next step (or its last)
+//     is due, past what it waits out, and an interval has passed, and a
+//     tick writes nothing;
 //
 // and the ticks' writes are P's steps in order, op by op and change by
 // change (the tick's decision, the history entry each write recorded),
-// the cluster they leave is P's, and the status after the last one says
-// how P ends: settled, ok with nothing to do; held, failing with
-// TOO_MANY_UNHEALTHY; refused, failing with P's reason and message.
-//
-// Timed holds are kept out of the worlds, as the what-if decides at one
-// instant: the retire wait is longer than any loop (a worker assumed
-// RETIRED stays RETIRED for less than it, or is assumed RETIRED for
-// longer), and the ticks the quiet time holds right after the edit (the
-// what-if's plan is the plan the quiet time holds) are not counted as
-// the loop's.
+// each written when P says (once the quiet time or the retire wait it
+// waits out is over, and by the tick after), the cluster they leave is
+// P's, and the status after the last one says how P ends: settled, ok
+// with nothing to do; held, failing with TOO_MANY_UNHEALTHY; refused,
+// failing with P's reason and message.
 func TestWhatIfIsTheLoop(t *testing.T) {
 	rapidChecks(t, whatIfWorlds)
 	site := sitetest.Start(t, sitetest.Options{Machines: []machine.Machine{whatIfMachine(0, 0, 1, 0, "compute", machine.StateHealthy)}})
@@ -164,41 +160,51 @@ func TestWhatIfIsTheLoop(t *testing.T) {
 		// 3. The edit, in sabakan.
 		makeReal(rt, sb.Store, edit, w, clk.now())
 
-		// 4. The loop.
-		gap := whatIfInterval
-		if w.quiet {
-			gap += whatIfQuietTime
-		}
+		// 4. The loop: a tick every interval, until the plan's next step
+		// (or its last) is due and an interval has passed, and a tick
+		// writes nothing.
+		start := clk.now()
+		due := dueTimes(p, start)
 		var wrote []generator.Step
+		var wroteAt []time.Time
 		var history []storage.HistoryEntry
 		var last Result
-		quietHolds := 0
-		for counted := 0; counted < len(p.Steps)+2; {
-			clk.add(gap)
+		for range whatIfMaxTicks(due, start, len(p.Steps)) {
+			clk.add(whatIfInterval)
 			before := clusterRevision(rt, st)
 			last = tick()
 			rev := clusterRevision(rt, st)
 			if rev == before {
-				if h := last.Decision.Hold; h != nil && h.Rung == decision.RungQuiet && quietHolds < 2 {
-					// The quiet time holds: the edit moved the
-					// inventory (or its set) just now.
-					quietHolds++
+				next := start
+				if len(due) > 0 {
+					next = due[min(len(wrote), len(due)-1)]
+				}
+				if h := last.Decision.Hold; h != nil && h.Rung == decision.RungQuiet {
+					// The quiet time holds: a plan with no step to
+					// wait says when it ends only in the leader's
+					// status.
 					continue
 				}
-				break
+				if !clk.now().Before(next.Add(whatIfInterval)) {
+					break
+				}
+				continue
 			}
-			counted++
 			s := last.Decision.Step
 			if s == nil {
 				rt.Fatalf("the cluster was written (revision %d, then %d) by a tick that decided no step (%s %s)", before, rev, last.Status.Result, last.Status.Reason)
 			}
 			wrote = append(wrote, generator.Step{Op: s.Op, Changes: s.Changes, Warnings: s.Warnings})
+			wroteAt = append(wroteAt, clk.now())
 			if last.Decision.Unchanged {
 				// A regenerate that renders every node as before: its
 				// write records the template revision, and no history.
 				history = append(history, storage.HistoryEntry{Op: s.Op, Changes: []storage.Change{}})
 			} else {
 				history = append(history, historyAt(rt, st, rev))
+			}
+			if len(wrote) > len(p.Steps) {
+				break
 			}
 		}
 		rt.Logf("the loop wrote: %s", describeSteps(wrote))
@@ -222,6 +228,19 @@ func TestWhatIfIsTheLoop(t *testing.T) {
 			}
 			if diff := cmp.Diff(want[i].Warnings, wrote[i].Warnings); diff != "" {
 				rt.Fatalf("step %d (%s): the loop's warnings are not the what-if's (-what-if +loop):\n%s", i+1, want[i].Op, diff)
+			}
+			// It is written when the plan says: at the first tick once
+			// its wait (if any) is over and the step before it written,
+			// or the tick after, when the leader saw the edit only at
+			// its first tick after it (the quiet time counts the set of
+			// machines still from then).
+			prev := start
+			if i > 0 {
+				prev = wroteAt[i-1]
+			}
+			if latest := maxTime(due[i], prev.Add(whatIfInterval)).Add(whatIfInterval); wroteAt[i].Before(due[i]) || wroteAt[i].After(latest) {
+				rt.Fatalf("step %d (%s): written %s after the edit; the what-if says from %s after it (%s), so at the latest %s after it",
+					i+1, want[i].Op, wroteAt[i].Sub(start), due[i].Sub(start), describeWait(want[i].Wait), latest.Sub(start))
 			}
 			h := history[i]
 			if h.Op != want[i].Op || h.ChangeCount != len(want[i].Changes) {
@@ -546,6 +565,52 @@ func historyAt(t *rapid.T, st sitetest.Store, rev int64) storage.HistoryEntry {
 	return storage.HistoryEntry{}
 }
 
+// dueTimes are when the plan says its steps come, from start (the
+// what-if's time): each when the one before it came, or after what it
+// waits out (a wait for some time after the step before it, or until a
+// time).
+func dueTimes(p *generator.Plan, start time.Time) []time.Time {
+	due := make([]time.Time, len(p.Steps))
+	at := start
+	for i, s := range p.Steps {
+		if w := s.Wait; w != nil && !w.Until.IsZero() {
+			at = maxTime(at, w.Until)
+		} else if w != nil {
+			at = at.Add(w.For)
+		}
+		due[i] = at
+	}
+	return due
+}
+
+// whatIfMaxTicks bounds the loop: a tick each interval until the last
+// step is due, one for each step, the quiet time's, and a few more.
+func whatIfMaxTicks(due []time.Time, start time.Time, steps int) int {
+	last := start
+	if len(due) > 0 {
+		last = due[len(due)-1]
+	}
+	return int(last.Sub(start)/whatIfInterval) + steps + int(whatIfQuietTime/whatIfInterval) + 4
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
+// describeWait says what a step waits out.
+func describeWait(w *generator.Wait) string {
+	switch {
+	case w == nil:
+		return "no wait"
+	case w.Until.IsZero():
+		return "after waiting " + w.For.String() + " for " + w.Reason
+	}
+	return "from " + w.Until.UTC().Format(time.RFC3339) + ", the end of " + w.Reason
+}
+
 // retiredFor is how a change's reason says how long its machine has
 // been RETIRED: at the time of the decision, which the loop makes later
 // than the what-if.
@@ -587,6 +652,9 @@ func describeSteps(steps []generator.Step) string {
 			cs[j] = c.Action + " " + c.Address
 		}
 		parts[i] = s.Op + " (" + strings.Join(cs, ", ") + ")"
+		if s.Wait != nil {
+			parts[i] = describeWait(s.Wait) + ": " + parts[i]
+		}
 	}
 	return strings.Join(parts, " | ")
 }
