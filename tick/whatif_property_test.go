@@ -136,6 +136,7 @@ func TestWhatIfIsTheLoop(t *testing.T) {
 		}
 
 		// 1. The what-if.
+		w.edit = drawEdit(rt, w.machines, storedCluster(rt, st))
 		edit, err := assume.ParseAll(w.edit)
 		mustR(rt, err)
 		rehearse := func() *generator.Plan {
@@ -316,18 +317,22 @@ var whatIfTemplates = []string{
 }
 
 // whatIfVariables are query variables: none stored (the default query
-// leaves RETIRED machines out), and variables that leave other states
-// out, or none.
+// leaves RETIRED machines out), variables that leave other states out,
+// and variables that keep RETIRED machines (whose workers wait out the
+// retire wait).
 var whatIfVariables = []string{
 	"",
 	`{"notHaving":{"roles":["boot"],"states":["RETIRED","UNREACHABLE"]}}`,
 	`{"having":{"states":["HEALTHY","UNHEALTHY","UNREACHABLE","RETIRING"]}}`,
 	`{"notHaving":null}`,
+	`{"notHaving":{"roles":["boot"]}}`,
+	`{"having":{"states":["HEALTHY","RETIRED","UNREACHABLE"]}}`,
 }
 
-// whatIfEditStates are the states edits assume, the likely ones twice.
+// whatIfEditStates are the states edits assume, the likely ones more
+// often.
 var whatIfEditStates = append(slices.Clone(machine.States),
-	machine.StateUnreachable, machine.StateRetired, machine.StateRetiring, machine.StateUnhealthy, machine.StateHealthy)
+	machine.StateUnreachable, machine.StateRetired, machine.StateRetired, machine.StateRetired, machine.StateRetiring, machine.StateUnhealthy, machine.StateHealthy)
 
 func drawWhatIfWorld(t *rapid.T) whatIfWorld {
 	var w whatIfWorld
@@ -356,20 +361,50 @@ func drawWhatIfWorld(t *rapid.T) whatIfWorld {
 	if rapid.IntRange(0, 3).Draw(t, "template changed") == 0 {
 		w.template[1] = rapid.SampledFrom(whatIfTemplates).Draw(t, "new template")
 	}
-	switch rapid.IntRange(0, 2).Draw(t, "max-unhealthy") {
-	case 1:
-		w.maxUnhealthy = &intake.MaxUnhealthy{Value: rapid.IntRange(0, 4).Draw(t, "max-unhealthy count")}
+	switch rapid.IntRange(0, 3).Draw(t, "max-unhealthy") {
 	case 2:
+		w.maxUnhealthy = &intake.MaxUnhealthy{Value: rapid.IntRange(0, 4).Draw(t, "max-unhealthy count")}
+	case 3:
 		w.maxUnhealthy = &intake.MaxUnhealthy{Value: rapid.SampledFrom([]int{0, 10, 30, 60}).Draw(t, "max-unhealthy %"), Percent: true}
 	}
 	w.variables = rapid.SampledFrom(whatIfVariables).Draw(t, "query variables")
 	w.trigger = rapid.SampledFrom([]string{intake.TriggerSchedule, intake.TriggerSchedule, intake.TriggerPlanning}).Draw(t, "trigger")
 	w.quiet = rapid.Bool().Draw(t, "quiet time")
 
-	for range rapid.IntRange(1, 2).Draw(t, "assumptions") {
-		w.edit = append(w.edit, drawAssumption(t, w.machines))
-	}
 	return w
+}
+
+// drawEdit draws the edit: one or two assumptions, each naming a
+// machine of ms or, often, of the cluster c (nil: none).
+func drawEdit(t *rapid.T, ms []machine.Machine, c *cluster.Cluster) []string {
+	var members, workers []machine.Machine
+	if c != nil {
+		at := map[string]*cluster.Node{}
+		for _, n := range c.Nodes {
+			at[n.Address] = n
+		}
+		for _, m := range ms {
+			if n := at[m.Spec.IPv4[0]]; n != nil {
+				members = append(members, m)
+				if !n.ControlPlane {
+					workers = append(workers, m)
+				}
+			}
+		}
+	}
+	var edit []string
+	if len(workers) > 0 && rapid.Bool().Draw(t, "a worker retires") {
+		// It waits out the retire wait, when the query keeps it.
+		edit = append(edit, rapid.SampledFrom(workers).Draw(t, "retired worker").Spec.Serial+":"+string(machine.StateRetired))
+	}
+	for range rapid.IntRange(1, 2).Draw(t, "assumptions") {
+		from := ms
+		if len(members) > 0 && rapid.Bool().Draw(t, "a node's machine") {
+			from = members
+		}
+		edit = append(edit, drawAssumption(t, from))
+	}
+	return edit
 }
 
 // drawAssumption draws an assumption as --assume takes it: a serial,
@@ -400,12 +435,16 @@ func drawAssumption(t *rapid.T, ms []machine.Machine) string {
 func drawWhatIfConstraints(t *rapid.T, n int) constraints.Constraints {
 	cp := rapid.SampledFrom([]int{1, 3, 3, 5}).Draw(t, "control planes")
 	if rapid.Bool().Draw(t, "rate model") {
-		rate := rapid.SampledFrom([]int{0, 50, 80, 100}).Draw(t, "rate")
+		rate := rapid.SampledFrom([]int{0, 0, 50, 80, 100}).Draw(t, "rate")
 		c := constraints.Default()
 		c.ControlPlaneCount, c.MinimumWorkersRate, c.Implicit = cp, &rate, false
 		return c
 	}
-	c := *sitetest.Counts(cp, rapid.IntRange(0, n).Draw(t, "minimum workers"))
+	most := n
+	if rapid.IntRange(0, 3).Draw(t, "many workers") > 0 {
+		most = n / 2
+	}
+	c := *sitetest.Counts(cp, rapid.IntRange(0, most).Draw(t, "minimum workers"))
 	if rapid.Bool().Draw(t, "maximum workers") {
 		c.MaximumWorkers = c.MinimumWorkers + rapid.IntRange(0, 5).Draw(t, "more workers")
 	}
