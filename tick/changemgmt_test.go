@@ -130,7 +130,7 @@ func TestPlanningThenSchedule(t *testing.T) {
 		t.Fatalf("stored plan: %s, %d steps, trigger %s, computed at %s, template %d (want %d), cluster %d (want %d)",
 			plan.Result, len(plan.Steps), plan.Trigger, plan.ComputedAt, plan.TemplateRevision, tmplRev, plan.ClusterRevision, rev0)
 	}
-	if w := plan.Steps[0].Wait; w == nil || w.Reason != "the trigger set to schedule (ckegenctl sabakan trigger schedule)" || w.For != "" || !w.Until.IsZero() || plan.Steps[1].Wait != nil {
+	if w := plan.Steps[0].Wait; w == nil || w.Reason != "the trigger set to schedule (ckegenctl sabakan trigger schedule)" || !w.Until.IsZero() || plan.Steps[1].Wait != nil {
 		t.Errorf("in planning the first step waits for the trigger, no other: %+v, %+v", plan.Steps[0].Wait, plan.Steps[1].Wait)
 	}
 	st := f.status(t)
@@ -567,5 +567,47 @@ func TestChangeStatusKept(t *testing.T) {
 	m, err := liveview.ReadMemory(ctx, f.st.Storage)
 	if err != nil || m.Inventory.Digest == "" || !m.Inventory.Since.Equal(st.Quiet.InventorySince) {
 		t.Errorf("the memory after the failed ticks: %s (%v)", v.Data, err)
+	}
+}
+
+// TestQuietTimePlanStartsAtItsEnd: the plan of a tick the quiet time
+// holds starts at its end, on the world's clock: a worker RETIRED 10 s
+// ago, with a retire wait of 30 s and the quiet time ending in 50 s, is
+// past the retire wait by the time the leader writes, so the plan's
+// first step, at the quiet time's end, removes it, and no later step
+// waits for the retire wait.
+func TestQuietTimePlanStartsAtItsEnd(t *testing.T) {
+	clk := &testClock{t: testNow}
+	f := newClockFixture(t, clk)
+	ctx := context.Background()
+	must(t, f.st.SetQueryVariables(ctx, []byte(`{"notHaving":{"roles":["boot"]}}`))) // RETIRED machines stay in the answer
+	leader := f.lead(t)
+	d := f.step("d", func(c *testConfig) { c.Now = clk.now; c.RetireWait = storage.Duration(30 * time.Second) })
+	must(t, d.runOnce(ctx, leader))
+	worker := workers(f.cluster(t))[0]
+	must(t, f.st.SetQuietTime(ctx, time.Minute))
+	f.rest(t, http.MethodPut, "/api/v1/state/"+serial(worker), "retiring")
+	f.rest(t, http.MethodPut, "/api/v1/state/"+serial(worker), "retired")
+	clk.add(10 * time.Second)
+	must(t, d.runOnce(ctx, leader))
+	if st := f.status(t); st.Reason != reason.QuietTime || st.Quiet == nil || st.Quiet.Remaining != "50s" {
+		t.Fatalf("held by the quiet time: %s %s %+v", st.Result, st.Reason, st.Quiet)
+	}
+	plan, err := planreport.ReadStored(ctx, f.st.Storage)
+	must(t, err)
+	if len(plan.Steps) == 0 || plan.Steps[0].Wait == nil || !plan.Steps[0].Wait.Until.Equal(testNow.Add(time.Minute)) {
+		t.Fatalf("the plan's first step does not wait for the quiet time's end: %+v", plan.Steps)
+	}
+	removed := false
+	for i, s := range plan.Steps {
+		if i > 0 && s.Wait != nil {
+			t.Errorf("step %d waits (%+v): the retire wait ends before the quiet time", i+1, s.Wait)
+		}
+		for _, c := range s.Changes {
+			removed = removed || (c.Action == generator.ActionRemoveRetiredWorker && c.Address == worker.Address)
+		}
+	}
+	if !removed {
+		t.Errorf("the plan does not remove the RETIRED worker %s: %+v", worker.Address, plan.Steps)
 	}
 }

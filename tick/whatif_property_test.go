@@ -621,17 +621,14 @@ func historyAt(t *rapid.T, st sitetest.Store, rev int64) storage.HistoryEntry {
 }
 
 // dueTimes are when the plan says its steps come, from start (the
-// what-if's time): each when the one before it came, or after what it
-// waits out (a wait for some time after the step before it, or until a
-// time).
+// what-if's time): each when the one before it came, or at the end of
+// what it waits out.
 func dueTimes(p *generator.Plan, start time.Time) []time.Time {
 	due := make([]time.Time, len(p.Steps))
 	at := start
 	for i, s := range p.Steps {
 		if w := s.Wait; w != nil && !w.Until.IsZero() {
 			at = maxTime(at, w.Until)
-		} else if w != nil {
-			at = at.Add(w.For)
 		}
 		due[i] = at
 	}
@@ -660,10 +657,8 @@ func describeWait(w *generator.Wait) string {
 	switch {
 	case w == nil:
 		return "no wait"
-	case w.Until.IsZero() && w.For == 0:
-		return "once " + w.Reason
 	case w.Until.IsZero():
-		return "after waiting " + w.For.String() + " for " + w.Reason
+		return "once " + w.Reason
 	}
 	return "from " + w.Until.UTC().Format(time.RFC3339) + ", the end of " + w.Reason
 }
@@ -686,7 +681,7 @@ var timeless = cmp.FilterPath(func(p cmp.Path) bool {
 // withoutOperatorWait is p without the wait of its first step when it
 // waits for no time (the trigger set to schedule, an operator's).
 func withoutOperatorWait(p *generator.Plan) *generator.Plan {
-	if len(p.Steps) == 0 || p.Steps[0].Wait == nil || p.Steps[0].Wait.For != 0 || !p.Steps[0].Wait.Until.IsZero() {
+	if len(p.Steps) == 0 || p.Steps[0].Wait == nil || !p.Steps[0].Wait.Until.IsZero() {
 		return p
 	}
 	c := *p
