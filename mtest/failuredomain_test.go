@@ -109,7 +109,7 @@ func TestQuorumAtRisk(t *testing.T) {
 	if n := strings.Count(strings.Join(st.Warnings, "\n"), words); n != 0 {
 		t.Errorf("status warnings %q: the words %d times, want them in the domains row only", st.Warnings, n)
 	}
-	if table := e.mustCtl("sabakan", "status"); !strings.Contains(table, "\nAT RISK       "+words+"\n") {
+	if table := e.mustCtl("sabakan", "status"); !strings.Contains(table, "\nAT RISK         "+words+"\n") {
 		t.Errorf("status table:\n%s", table)
 	}
 	e.eventually("the leader's gauge of domains at risk at 1", 10*time.Second, func() bool {

@@ -49,7 +49,7 @@ func (e *env) checkRate(workers, machines, minimum int) {
 	if percent < float64(minimum) {
 		verdict = "RETIRED workers stay"
 	}
-	want := fmt.Sprintf("MODEL         rate, workers %.1f%% ((%d workers - 1) / %d machines), minimum-workers-rate %d%%: %s",
+	want := fmt.Sprintf("MODEL           rate, workers %.1f%% ((%d workers - 1) / %d machines), minimum-workers-rate %d%%: %s",
 		percent, workers, machines, minimum, verdict)
 	if out := e.mustCtl("sabakan", "status"); grepLines(out, "MODEL") != want {
 		e.t.Errorf("ckegenctl sabakan status:\n%s\nwant the line\n%s", out, want)

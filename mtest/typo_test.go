@@ -69,7 +69,7 @@ func TestTypoWarning(t *testing.T) {
 		return err == nil && json.Unmarshal([]byte(out), &st) == nil && slices.Contains(st.Warnings, warning)
 	})
 	text := e.mustCtl("sabakan", "status")
-	if !strings.Contains(text, "\nWARNINGS      "+warning+"\n") {
+	if !strings.Contains(text, "\nWARNINGS        "+warning+"\n") {
 		t.Errorf("ckegenctl sabakan status has no WARNINGS row with the warning:\n%s", text)
 	}
 	leader := e.leaderHTTP(t, st.Leader)
