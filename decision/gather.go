@@ -91,6 +91,20 @@ func (g *Gathered) Input(retireWait time.Duration) generator.Input {
 		g.Now, retireWait)
 }
 
+// Files is the gather of an offline view: the settings and the machines
+// read from files (intake.ReadFiles) at now, taken as Gather takes what
+// it reads from etcd and sabakan (raw sanitized, its warnings kept), so
+// that Decide decides on them as on the leader's. There is no owner, no
+// switch and no memory: the integration runs standalone.
+func Files(s *intake.Settings, raw []machine.Machine, now time.Time, cfg Config) *Gathered {
+	g := &Gathered{Now: now, Config: cfg, Settings: s, HasCluster: s.Current != nil, Asked: true, Generate: generator.Tick}
+	g.Warnings = append(g.Warnings, s.Warnings...)
+	var warnings []string
+	g.Machines, g.Roles, warnings = intake.Sanitize(raw)
+	g.Warnings = append(g.Warnings, warnings...)
+	return g
+}
+
 // Gatherer reads what a decision is made from. The step holds one; the
 // views that decide as the leader does (ckegenctl's plan, owner, a
 // setting's --dry-run) make one and read only. Not safe for concurrent

@@ -154,7 +154,7 @@ func (r *Reader) View(ctx context.Context) (*View, error) {
 	if c := d.Gathered.Settings.Current; c != nil {
 		s.ClusterName = c.Name
 	}
-	in, err := mapInput(d)
+	in, err := MapInputOf(d)
 	if err != nil {
 		s.MapErr = err
 		return s, nil
@@ -182,17 +182,19 @@ func (r *Reader) Input(ctx context.Context) (MapInput, []string, error) {
 	if err != nil {
 		return MapInput{}, nil, err
 	}
-	in, err := mapInput(d)
+	in, err := MapInputOf(d)
 	if err != nil {
 		return MapInput{}, nil, err
 	}
 	return in, Notes(d), nil
 }
 
-// mapInput is what the map of decision d shows: its machines (and every
-// other one around them), its cluster and settings, its next step, its
-// model and worker rate, and its count of the failure domains.
-func mapInput(d *decision.Decision) (MapInput, error) {
+// MapInputOf is what the map of decision d shows: its machines (and
+// every other one around them), its cluster and settings, its next step,
+// its model and worker rate, its count of the failure domains and the
+// generator's candidates. The online map draws the leader's decision, the
+// offline one the decision on its files (decision.Files).
+func MapInputOf(d *decision.Decision) (MapInput, error) {
 	g := d.Gathered
 	if g.Machines == nil {
 		return MapInput{}, whyNot(d, false)
@@ -206,7 +208,7 @@ func mapInput(d *decision.Decision) (MapInput, error) {
 	if c := d.Constraints; c != nil {
 		in.Model, in.Rate = c.Model(), d.Rate
 	}
-	if w := d.World; w != nil {
+	if w := d.World; w != nil && w.In.Template != nil {
 		var err error
 		if in.Candidates, err = CandidatesOf(w.In); err != nil {
 			return MapInput{}, err

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
+	"github.com/ckegen/ckegen/decision"
 	"github.com/ckegen/ckegen/generator"
 	"github.com/ckegen/ckegen/intake"
 	"github.com/ckegen/ckegen/internal/strictjson"
@@ -174,7 +175,12 @@ func (o *mapOptions) write(m *liveview.Map, notes []string, stdout, stderr io.Wr
 	return m.WriteText(stdout, opts)
 }
 
-// offlineInput reads the files of the map; only --machines is required.
+// offlineInput is the map of the decision on the files (decision.Files:
+// the gather and the decision of the online map, on what the files say);
+// only --machines is required. Without --constraints the model is not
+// known: the site's may be either. The next step is --next's alone: the
+// decision's picks score the days to each retire date, and a map of
+// files draws the same on any day.
 func (o *mapOptions) offlineInput() (liveview.MapInput, error) {
 	s, raw, err := intake.ReadFiles(intake.Files{
 		Template:      fileFlag("--template", o.template),
@@ -187,22 +193,14 @@ func (o *mapOptions) offlineInput() (liveview.MapInput, error) {
 	if err != nil {
 		return liveview.MapInput{}, err
 	}
-	kept, roles, warnings := intake.Sanitize(raw)
-	in := liveview.MapInput{Machines: kept, Context: raw, LeftOut: "ignored as a bad inventory entry (see warnings)", Warnings: warnings,
-		Current: s.Current, Template: s.Template, Rebooting: s.Rebooting}
-	if s.Template != nil {
-		// The generator's candidates, as online (its clock decides no
-		// candidate: the retire date scores, never admits).
-		gin := s.Input(intake.Inventory{Machines: kept, Roles: roles}, time.Time{}, generator.DefaultRetireWait)
-		if in.Candidates, err = liveview.CandidatesOf(gin); err != nil {
-			return liveview.MapInput{}, err
-		}
+	d := decision.Decide(decision.Files(s, raw, time.Now(), decision.Config{}.WithDefaults()), decision.Memory{})
+	in, err := liveview.MapInputOf(d)
+	if err != nil {
+		return liveview.MapInput{}, err
 	}
-	if c := s.Constraints; s.ConstraintsStored {
-		in.Model = c.Model()
-		if s.Current != nil {
-			in.Rate = generator.RateOf(s.Current, len(kept), c)
-		}
+	in.Context, in.LeftOut, in.Next = raw, "ignored as a bad inventory entry (see warnings)", nil
+	if !s.ConstraintsStored {
+		in.Model, in.Rate = "", nil
 	}
 	return in, nil
 }

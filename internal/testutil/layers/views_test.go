@@ -60,6 +60,18 @@ func TestViewsDecideOnce(t *testing.T) {
 			t.Errorf("%s: the views read, sanitize and count only through the decision (decision.Gatherer, decision.Decide)", bad)
 		}
 	}
+	// The offline map reads its files (intake.ReadFiles: the gather of
+	// a view of files) and decides on them (decision.Files), as the
+	// online one decides on etcd and sabakan.
+	f, err := parser.ParseFile(fset, "../../../cmd/ckegenctl/sabakan_map.go", nil, parser.SkipObjectResolution)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, bad := range viewUses(fset, f) {
+		if !strings.Contains(bad, "ReadFiles") {
+			t.Errorf("%s: the map reads, sanitizes and counts only through the decision (decision.Files, decision.Decide)", bad)
+		}
+	}
 }
 
 // TestViewUsesFinds: the check finds a forbidden use however the package
