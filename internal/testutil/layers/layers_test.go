@@ -19,7 +19,10 @@ var forbidden = map[string][]string{
 	"reason": {"storage", "intake", "generator", "tick", "daemon"},
 	// The generator is pure: no I/O edge, nothing above it.
 	"generator": {"storage", "sabakan", "kubenodes", "intake", "daemon", "liveview"},
-	// The resilience report is as pure as the generator it runs.
+	// The world is the generator's with the holds: as pure, and below
+	// the decision that makes it.
+	"world": {"storage", "sabakan", "kubenodes", "intake", "tick", "daemon", "liveview", "planreport", "decision"},
+	// The resilience report is as pure as the world it runs.
 	"resilience": {"storage", "sabakan", "kubenodes", "intake", "tick", "daemon", "liveview", "planreport"},
 	// So is the forecast.
 	"forecast": {"storage", "sabakan", "kubenodes", "intake", "tick", "daemon", "liveview", "planreport"},
