@@ -66,16 +66,17 @@ func (r *Report) setBasis(p *generator.Plan) bool {
 //   - when p is refused at its first tick by rule 1 (too many control
 //     planes whose machines are gone). That rule reads which machines
 //     exist and which nodes reboot, never a state, and runs before every
-//     other rule; a loss changes states only (unless the query leaves
-//     UNREACHABLE machines out: leaves), so every loss's plan is refused
-//     at its first tick the same way;
+//     other rule; a loss changes states only, so every loss's plan is
+//     refused at its first tick the same way, unless (changes) the query
+//     leaves UNREACHABLE machines out or a breaker limit is set, which
+//     the leader climbs before rule 1;
 //   - when p does not settle: NotPlanned (planning every domain would
 //     take up to generator.DefaultMaxSteps ticks each).
-func everyLoss(p *generator.Plan, leaves bool) *Recovery {
+func everyLoss(p *generator.Plan, changes bool) *Recovery {
 	switch {
 	case p.Result == generator.PlanMaxSteps:
 		return &Recovery{Result: NotPlanned}
-	case leaves || p.Result != generator.PlanRefused || len(p.Steps) > 0 || p.Reason != reason.TooManyNonExistent:
+	case changes || p.Result != generator.PlanRefused || len(p.Steps) > 0 || p.Reason != reason.TooManyNonExistent:
 		return nil
 	}
 	rec := recoveryOfPlan(p)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"github.com/ckegen/ckegen/world"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -303,5 +304,55 @@ func TestLossBesideStuckSpread(t *testing.T) {
 	zero, _ := r.Lookup("0")
 	if want := reference(in, failuredomain.Rack(), "0"); zero.Recovery != want || want.Steps != 2 {
 		t.Errorf("rack 0: recovery %+v, the generator's plan %+v (want 2 steps)", zero.Recovery, want)
+	}
+}
+
+// limit is max-unhealthy as a count.
+type limit int
+
+func (l limit) Limit(int) int   { return int(l) }
+func (l limit) String() string { return strconv.Itoa(int(l)) }
+
+// TestRefusedPendingPlanOverTheBreaker: rule 1 refuses the cluster's own
+// plan (rack 4's two control planes gone), and max-unhealthy allows the
+// two unhealthy nodes that makes but no more: a loss that takes a
+// HEALTHY node is over the limit, and the leader taints, then holds,
+// rather than refuse. Each recovery is the world's plan of that loss,
+// not the shared refusal.
+func TestRefusedPendingPlanOverTheBreaker(t *testing.T) {
+	gone := bundled(t, "")
+	gone.Machines = slices.DeleteFunc(slices.Clone(gone.Machines), func(m *machine.Machine) bool {
+		return m.Spec.Serial == "S000092" || m.Spec.Serial == "S000094"
+	})
+	w := world.World{In: gone, MaxUnhealthy: limit(len(generator.Unhealthy(gone)))}
+	r, err := Of(w, failuredomain.Rack())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.PendingRefused == nil || r.PendingRefused.Reason != reason.TooManyNonExistent {
+		t.Fatalf("the cluster's plan: refused %+v, held %+v", r.PendingRefused, r.PendingHeld)
+	}
+	held := 0
+	for _, d := range r.Domains {
+		lost, _ := w.Set(func(_ int, m *machine.Machine) bool {
+			return failuredomain.Rack().Of(m) == d.Domain && m.Status.State != machine.StateUnreachable
+		}, machine.StateUnreachable)
+		p, err := lost.Plan(nil, generator.DefaultMaxSteps)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := recoveryOfPlan(p)
+		if d.QuorumLost {
+			want = noQuorum(want)
+		}
+		if d.Recovery != want {
+			t.Errorf("rack %s: recovery %+v, the world's plan %+v", d.Domain, d.Recovery, want)
+		}
+		if p.Result == generator.PlanHeld {
+			held++
+		}
+	}
+	if held == 0 {
+		t.Error("no loss is held by the breaker: the test tests nothing")
 	}
 }

@@ -190,7 +190,9 @@ func of(w world.World, key failuredomain.Key, pendingMax int) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	x.fixed = everyLoss(pending, world.Leaves(w.Query, machine.StateUnreachable))
+	// The loss may take the cluster over max-unhealthy, whose hold the
+	// leader climbs before rule 1; or take machines out of the answer.
+	x.fixed = everyLoss(pending, w.MaxUnhealthy != nil || world.Leaves(w.Query, machine.StateUnreachable))
 	cen := now
 	if r.Basis == BasisPendingPlanSettled {
 		cen = failuredomain.ControlPlanes(key, in.Machines, in.Current)
