@@ -219,7 +219,7 @@ func (r *rehearsalEnv) setStates(match func(m *machine.Machine) bool, state mach
 			continue
 		}
 		n++
-		for _, st := range path(m.Status.State, state) {
+		for _, st := range fakesabakan.Path(m.Status.State, state) {
 			r.setState(m.Spec.Serial, strings.ToLower(string(st)))
 		}
 	}
@@ -227,29 +227,6 @@ func (r *rehearsalEnv) setStates(match func(m *machine.Machine) bool, state mach
 		r.t.Fatal("the change matches no machine")
 	}
 	return n
-}
-
-// path is the shortest way from one state to another through the
-// transitions sabakan allows (the compatible server's).
-func path(from, to machine.State) []machine.State {
-	prev := map[machine.State]machine.State{from: from}
-	queue := []machine.State{from}
-	for len(queue) > 0 && to != from {
-		s := queue[0]
-		queue = queue[1:]
-		for _, n := range machine.States {
-			if _, seen := prev[n]; !seen && fakesabakan.CanTransition(s, n) {
-				prev[n] = s
-				queue = append(queue, n)
-			}
-		}
-	}
-	var out []machine.State
-	for s := to; s != from; s = prev[s] {
-		out = append(out, s)
-	}
-	slices.Reverse(out)
-	return out
 }
 
 // nextMove makes the change in sabakan with the daemons' switch off, then

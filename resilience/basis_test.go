@@ -310,7 +310,7 @@ func TestLossBesideStuckSpread(t *testing.T) {
 // limit is max-unhealthy as a count.
 type limit int
 
-func (l limit) Limit(int) int   { return int(l) }
+func (l limit) Limit(int) int  { return int(l) }
 func (l limit) String() string { return strconv.Itoa(int(l)) }
 
 // TestRefusedPendingPlanOverTheBreaker: rule 1 refuses the cluster's own

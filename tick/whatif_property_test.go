@@ -534,22 +534,9 @@ func walk(t *rapid.T, store *fakesabakan.Store, serial string, to machine.State)
 	if err != nil {
 		t.Fatalf("%s: %v", serial, err)
 	}
-	from := m.Status.State
-	prev := map[machine.State]machine.State{from: from}
-	queue := []machine.State{from}
-	for len(queue) > 0 && to != from {
-		s := queue[0]
-		queue = queue[1:]
-		for _, next := range machine.States {
-			if _, seen := prev[next]; !seen && fakesabakan.CanTransition(s, next) {
-				prev[next] = s
-				queue = append(queue, next)
-			}
-		}
-	}
-	var path []machine.State
-	for s := to; s != from; s = prev[s] {
-		path = append([]machine.State{s}, path...)
+	path := fakesabakan.Path(m.Status.State, to)
+	if len(path) == 0 && m.Status.State != to {
+		t.Fatalf("%s: sabakan allows no way from %s to %s", serial, m.Status.State, to)
 	}
 	for _, s := range path {
 		if _, err := store.SetState(serial, s); err != nil {
