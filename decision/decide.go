@@ -425,6 +425,16 @@ func (d *Decision) keepPlan(in generator.Input, step *generator.Result, settled 
 	d.Plan = p
 }
 
+// WhatIf is the world the decision was made on, for a what-if to start
+// from (resilience, the forecast); an error when the decision did not
+// get as far as the inventory.
+func (d *Decision) WhatIf() (*world.World, error) {
+	if d.World == nil {
+		return nil, fmt.Errorf("the decision did not read the inventory (%s %s: %s): nothing to make a what-if of", d.Result, d.Reason, d.Message)
+	}
+	return d.World, nil
+}
+
 // Pending is the plan from the cluster as the tick leaves it: the plan
 // without the step the tick writes (nil: none computed).
 func (d *Decision) Pending() *generator.Plan {

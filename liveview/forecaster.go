@@ -219,10 +219,11 @@ func (f *Forecaster) make(d *decision.Decision, key string) (sum storage.Forecas
 			err = fmt.Errorf("the forecast panicked: %v", p)
 		}
 	}()
-	if d.World == nil {
-		return storage.ForecastSummary{}, fmt.Errorf("the decision did not read the inventory (%s %s)", d.Result, d.Reason)
+	w, err := d.WhatIf()
+	if err != nil {
+		return storage.ForecastSummary{}, err
 	}
-	fc, err := f.forecast(*d.World, forecast.Options{Until: d.World.In.Now.AddDate(forecast.DefaultYears, 0, 0),
+	fc, err := f.forecast(*w, forecast.Options{Until: w.In.Now.AddDate(forecast.DefaultYears, 0, 0),
 		Resolution: forecast.Month, RetireLead: forecast.DefaultRetireLead})
 	if err != nil {
 		return storage.ForecastSummary{}, err

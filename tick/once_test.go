@@ -2,6 +2,7 @@ package tick
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -26,8 +27,12 @@ func TestGatherStopsAtTheSettings(t *testing.T) {
 	if g.Asked {
 		t.Fatal("a disabled integration's gather asked sabakan")
 	}
-	if d := decision.Decide(g, decision.Memory{}); d.Result != reason.Disabled || d.Hold == nil || d.Hold.Rung != decision.RungSwitch || d.World != nil {
+	d := decision.Decide(g, decision.Memory{})
+	if d.Result != reason.Disabled || d.Hold == nil || d.Hold.Rung != decision.RungSwitch || d.World != nil {
 		t.Fatalf("disabled: %s %s, hold %+v", d.Result, d.Reason, d.Hold)
+	}
+	if w, err := d.WhatIf(); w != nil || err == nil || !strings.Contains(err.Error(), "did not read the inventory (disabled "+reason.DisabledFlag) {
+		t.Errorf("a what-if of a decision that read no inventory: %v, %v", w, err)
 	}
 	g.Settings.Own.CKEDisabled = false
 	if d := decision.Decide(g, decision.Memory{}); d.Result == reason.Disabled || d.Hold != nil || d.Message != "sabakan was not asked" {

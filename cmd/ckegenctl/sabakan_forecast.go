@@ -222,7 +222,7 @@ func (o *forecastOptions) runOnline(e *env, cmd *cobra.Command, fo forecastFlags
 	if err != nil {
 		return err
 	}
-	w, err := worldOf(d)
+	w, err := d.WhatIf()
 	if err != nil {
 		return err
 	}

@@ -142,7 +142,7 @@ func (o *resilienceOptions) runOnline(e *env, cmd *cobra.Command) error {
 	if err != nil {
 		return err
 	}
-	w, err := worldOf(d)
+	w, err := d.WhatIf()
 	if err != nil {
 		return err
 	}
@@ -172,15 +172,6 @@ func decideOnline(e *env, cmd *cobra.Command, in *inputFlags, live planOptions) 
 		live.retireWait = in.retireWait
 	}
 	return live.decide(e, intake.WhatIf{})
-}
-
-// worldOf is the world the leader's decision d decided on, for a
-// what-if: an error when d did not get as far as the inventory.
-func worldOf(d *decision.Decision) (*world.World, error) {
-	if d.World == nil {
-		return nil, fmt.Errorf("the leader's decision did not read the inventory (%s %s: %s): nothing to make a what-if of", d.Result, d.Reason, d.Message)
-	}
-	return d.World, nil
 }
 
 // writeResilience writes a report in format (text or json), saying first
