@@ -12,6 +12,7 @@ import (
 	"github.com/ckegen/ckegen/generator"
 	"github.com/ckegen/ckegen/internal/testutil/dcgen"
 	"github.com/ckegen/ckegen/machine"
+	"github.com/ckegen/ckegen/sabakan"
 	"github.com/ckegen/ckegen/template"
 )
 
@@ -116,5 +117,22 @@ func BenchmarkReport(b *testing.B) {
 				})
 			}
 		}
+	}
+}
+
+// BenchmarkReportUnreachableLeftOut is the settled report when the
+// query leaves UNREACHABLE machines out: every loss removes its nodes,
+// which the shared look does not tell, so every domain is planned.
+func BenchmarkReportUnreachableLeftOut(b *testing.B) {
+	for _, racks := range []int{50, 500} {
+		b.Run(fmt.Sprintf("machines=%d", racks*40), func(b *testing.B) {
+			w := world.World{In: dataCenter(b, racks, false), Query: sabakan.StateFilter{NotHaving: []machine.State{machine.StateUnreachable}}}
+			b.ReportAllocs()
+			for b.Loop() {
+				if r, err := Of(w, failuredomain.Rack()); err != nil || len(r.Domains) != racks {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
