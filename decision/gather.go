@@ -99,10 +99,17 @@ func (g *Gathered) Input(retireWait time.Duration) generator.Input {
 func Files(s *intake.Settings, raw []machine.Machine, now time.Time, cfg Config) *Gathered {
 	g := &Gathered{Now: now, Config: cfg, Settings: s, HasCluster: s.Current != nil, Asked: true, Generate: generator.Tick}
 	g.Warnings = append(g.Warnings, s.Warnings...)
+	g.take(raw)
+	return g
+}
+
+// take takes sabakan's answer raw: sanitized into Machines, with the
+// roles of every machine it returned (the typo guard's input) and a
+// warning for each machine ignored or changed.
+func (g *Gathered) take(raw []machine.Machine) {
 	var warnings []string
 	g.Machines, g.Roles, warnings = intake.Sanitize(raw)
 	g.Warnings = append(g.Warnings, warnings...)
-	return g
 }
 
 // Gatherer reads what a decision is made from. The step holds one; the
@@ -269,9 +276,7 @@ func (gr *Gatherer) query(ctx context.Context, g *Gathered, a Ask) *reason.Error
 			return reason.Fail(reason.QueryError, err)
 		}
 	}
-	var warnings []string
-	g.Machines, g.Roles, warnings = intake.Sanitize(raw)
-	g.Warnings = append(g.Warnings, warnings...)
+	g.take(raw)
 	return nil
 }
 
