@@ -21,6 +21,7 @@ import (
 	"github.com/ckegen/ckegen/internal/testutil/sitetest"
 	"github.com/ckegen/ckegen/internal/words"
 	"github.com/ckegen/ckegen/machine"
+	"github.com/ckegen/ckegen/planreport"
 	"github.com/ckegen/ckegen/sabakan"
 	"github.com/ckegen/ckegen/storage"
 )
@@ -490,5 +491,22 @@ func TestPageSaysWhoLeads(t *testing.T) {
 func TestPageWording(t *testing.T) {
 	if strings.Contains(strings.ToLower(pageHTML), "daemon") {
 		t.Errorf("page.html speaks of a daemon:\n%s", pageHTML)
+	}
+}
+
+// TestMapPageNextStepWaits: a next step that waits for a hold says when
+// it comes, in the plan's words (planreport.WaitWords); one that does
+// not says nothing of a wait.
+func TestMapPageNextStepWaits(t *testing.T) {
+	ms := []machine.Machine{{Spec: machine.Spec{Serial: "S1", Rack: 0, IndexInRack: 1, Role: "cs", IPv4: []string{"10.0.0.1"}},
+		Status: machine.Status{State: machine.StateHealthy}}}
+	until := time.Date(2026, 1, 1, 0, 5, 1, 0, time.UTC)
+	for _, wait := range []string{"", planreport.WaitWords("the retire wait (5m0s)", until)} {
+		src := &builtSource{in: rawIn(ms, MapInput{}), s: View{NextStep: &NextStep{Op: "decrease worker", Steps: 1, Wait: wait}}}
+		body := get(t, NewHandler(src, PageOptions{Log: quietLog}), http.MethodGet, "/").Body.String()
+		got := strings.Contains(body, "<b>decrease worker</b> (from 2026-01-01T00:05:01Z, the end of the retire wait (5m0s)),")
+		if got != (wait != "") || (wait == "" && !strings.Contains(body, "<b>decrease worker</b>, 0 changes")) {
+			t.Errorf("wait %q: the page's next step:\n%s", wait, body)
+		}
 	}
 }

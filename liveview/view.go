@@ -21,6 +21,7 @@ import (
 
 	"github.com/ckegen/ckegen/decision"
 	"github.com/ckegen/ckegen/generator"
+	"github.com/ckegen/ckegen/planreport"
 	"github.com/ckegen/ckegen/sabakan"
 	"github.com/ckegen/ckegen/storage"
 )
@@ -39,6 +40,9 @@ type NextStep struct {
 	// Steps is the number of steps the plan has left, this one included.
 	Steps      int
 	ComputedAt time.Time
+	// Wait says when it comes after a hold (planreport.WaitWords; "":
+	// at the leader's next tick).
+	Wait string
 }
 
 // Options configure a Reader. Zero fields take their defaults.
@@ -223,7 +227,11 @@ func nextStep(d *decision.Decision) *NextStep {
 	if p == nil || len(p.Steps) == 0 {
 		return nil
 	}
-	return &NextStep{Op: p.Steps[0].Op, Changes: p.Steps[0].Changes, Steps: len(p.Steps), ComputedAt: d.At}
+	n := &NextStep{Op: p.Steps[0].Op, Changes: p.Steps[0].Changes, Steps: len(p.Steps), ComputedAt: d.At}
+	if w := p.Steps[0].Wait; w != nil {
+		n.Wait = planreport.WaitWords(w.Reason, w.Until)
+	}
+	return n
 }
 
 // leftOutOnline says why the map draws a machine of sabakan that is not

@@ -71,6 +71,16 @@ type Step struct {
 	Wait *Wait `json:"wait,omitempty"`
 }
 
+// WaitWords says when a step that waits for reason comes: "from T, the
+// end of reason", or "after reason" for a wait no time ends (the
+// trigger). The plan's text, the status and the page say it so.
+func WaitWords(reason string, until time.Time) string {
+	if until.IsZero() {
+		return "after " + reason
+	}
+	return "from " + until.UTC().Format(time.RFC3339) + ", the end of " + reason
+}
+
 // Wait is a timed hold a step waits out.
 type Wait struct {
 	Until  time.Time `json:"until,omitzero"`
@@ -322,10 +332,8 @@ func (d *Document) Text() []byte {
 	// gives it again at every tick while its cause holds.
 	seen := map[string]bool{}
 	for i, s := range d.Steps {
-		if w := s.Wait; w != nil && !w.Until.IsZero() {
-			fmt.Fprintf(&b, "step %d: %s, from %s, the end of %s\n", i+1, s.Op, w.Until.Format(time.RFC3339), w.Reason)
-		} else if w != nil {
-			fmt.Fprintf(&b, "step %d: %s, after %s\n", i+1, s.Op, w.Reason)
+		if w := s.Wait; w != nil {
+			fmt.Fprintf(&b, "step %d: %s, %s\n", i+1, s.Op, WaitWords(w.Reason, w.Until))
 		} else {
 			fmt.Fprintf(&b, "step %d: %s\n", i+1, s.Op)
 		}

@@ -72,6 +72,9 @@ func Pending(p *generator.Plan) *storage.PlanSummary {
 	if len(p.Steps) > 0 {
 		next := p.Steps[0]
 		s.NextOp, s.NextChanges, s.NextChangeCount = next.Op, StoredChanges(next.Changes), len(next.Changes)
+		if w := next.Wait; w != nil {
+			s.NextWait, s.NextUntil = w.Reason, w.Until.UTC()
+		}
 	}
 	return s
 }

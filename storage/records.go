@@ -444,6 +444,11 @@ type PlanSummary struct {
 	NextOp          string   `json:"nextOp,omitempty"`
 	NextChanges     []Change `json:"nextChanges,omitempty"`
 	NextChangeCount int      `json:"nextChangeCount,omitempty"`
+	// NextWait is what the first pending step waits for (the retire
+	// wait, the quiet time, the trigger), and NextUntil until when (zero
+	// for the trigger); "": it comes at the next tick.
+	NextWait  string    `json:"nextWait,omitempty"`
+	NextUntil time.Time `json:"nextUntil,omitzero"`
 	// Error is a refused plan's error, or the words of the hold that
 	// ends a held one.
 	Error string `json:"error,omitempty"`

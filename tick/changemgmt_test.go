@@ -231,6 +231,9 @@ func TestQuietTime(t *testing.T) {
 	if len(plan.Steps) == 0 || plan.Steps[0].Wait == nil || !plan.Steps[0].Wait.Until.Equal(testNow.Add(time.Minute)) || plan.Steps[0].Wait.Reason != "the quiet time (1m0s)" {
 		t.Errorf("the stored plan's first step: %+v", plan.Steps)
 	}
+	if p := st.Pending; p == nil || p.NextWait != "the quiet time (1m0s)" || !p.NextUntil.Equal(testNow.Add(time.Minute)) {
+		t.Errorf("the status's next step does not say it waits for the quiet time: %+v", p)
+	}
 	d.setLeading(true)
 	if got := series(scrape(t, d), "ckegen_quiet_time_remaining_seconds"); !slices.Equal(got, []string{"ckegen_quiet_time_remaining_seconds 50"}) {
 		t.Errorf("metrics: %q", got)

@@ -511,6 +511,7 @@ func TestStatusShowsChangeManagement(t *testing.T) {
 				LastMoved: []string{"10.0.1.2 (serial s12) UNREACHABLE for 5m50s"}},
 			Unhealthy: &storage.UnhealthyStatus{Count: 1, Nodes: 8, MaxUnhealthy: "25%", Limit: 2},
 			Pending: &storage.PlanSummary{Result: "settled", Steps: 2, NextOp: "increase worker", NextChangeCount: 1,
+				NextWait: "the quiet time (10m0s)", NextUntil: at.Add(10 * time.Minute),
 				NextChanges: []storage.Change{{Action: "add-worker", Address: "10.0.3.4", Serial: "s34", Score: &score, Reason: "4 workers, want 5"}}},
 		},
 	}, nil))
@@ -518,7 +519,7 @@ func TestStatusShowsChangeManagement(t *testing.T) {
 		"FAILURES        0\nLAST SUCCESS    2026-01-01T00:00:00Z\nLEADER          host-1 (the last tick's, AGE)\n" +
 		"LEADS NOW       ckegen's daemon host-1 (of a version not known) leads (EVIDENCE); no CKE server leads (nothing under leader/)\nWRITES CLUSTER  ckegen, standalone (no CKE server holds leader/)\nTRIGGER         schedule\nQUIET TIME      10m0s: 4m10s left\n" +
 		"LAST MOVED      10.0.1.2 (serial s12) UNREACHABLE for 5m50s\nUNHEALTHY       1 of 8 nodes (max-unhealthy 25%: 2)\n" +
-		"PENDING       2 steps (settled)\nNEXT STEP     increase worker (1 change)\n" +
+		"PENDING       2 steps (settled)\nNEXT STEP     increase worker (1 change), from 2026-01-01T00:10:00Z, the end of the quiet time (10m0s)\n" +
 		"  ACTION      ADDRESS   SERIAL  SCORE  REASON\n  add-worker  10.0.3.4  s34     990    4 workers, want 5\n" +
 		"\nRUNWAY  " + liveview.NoForecast + "\n"
 	noDefault := filepath.Join(t.TempDir(), "no-default.yml")

@@ -7,6 +7,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/ckegen/ckegen/internal/words"
+	"github.com/ckegen/ckegen/planreport"
 	"github.com/ckegen/ckegen/storage"
 )
 
@@ -56,7 +57,11 @@ func pendingTable(w io.Writer, p *storage.PlanSummary) error {
 		fmt.Fprintf(tw, "PENDING\tnothing (%s)\n", ending)
 	} else {
 		fmt.Fprintf(tw, "PENDING\t%s (%s)\n", words.Count(p.Steps, "step", "steps"), ending)
-		fmt.Fprintf(tw, "NEXT STEP\t%s (%s)\n", p.NextOp, words.Count(p.NextChangeCount, "change", "changes"))
+		next := fmt.Sprintf("%s (%s)", p.NextOp, words.Count(p.NextChangeCount, "change", "changes"))
+		if p.NextWait != "" {
+			next += ", " + planreport.WaitWords(p.NextWait, p.NextUntil)
+		}
+		fmt.Fprintf(tw, "NEXT STEP\t%s\n", next)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
