@@ -186,14 +186,15 @@ func TestDaemonProcess(t *testing.T) {
 		t.Errorf("/version: %d %v; ckegen --version: %q", code, body, out)
 	}
 
-	// In planning, the page shows the stored plan's next step.
+	// In planning, the page shows the stored plan's next step, which
+	// waits for the trigger.
 	for _, args := range [][]string{{"sabakan", "trigger", "planning"}, {"constraints", "set", "minimum-workers", "21"}} {
 		if out, err := ckegenctl(args...); err != nil {
 			t.Fatalf("ckegenctl %v: %v\n%s", args, err, out)
 		}
 	}
 	deadline = time.Now().Add(30 * time.Second)
-	for page := ""; !strings.Contains(page, "Next step: <b>increase worker</b>, 1 change; 1 step pending"); {
+	for page := ""; !strings.Contains(page, "Next step: <b>increase worker</b> (after the trigger set to schedule (ckegenctl sabakan trigger schedule)), 1 change; 1 step pending"); {
 		if time.Now().After(deadline) {
 			t.Fatalf("the page shows no pending step:\n%s", page)
 		}
