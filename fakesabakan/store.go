@@ -61,33 +61,6 @@ func CanTransition(from, to machine.State) bool {
 	return from == to || slices.Contains(transitions[from], to)
 }
 
-// Path is the shortest way from one state to another through the
-// transitions sabakan allows: the states to set, in order (none when from
-// is to, or when to cannot be reached).
-func Path(from, to machine.State) []machine.State {
-	prev := map[machine.State]machine.State{from: from}
-	queue := []machine.State{from}
-	for len(queue) > 0 && to != from {
-		s := queue[0]
-		queue = queue[1:]
-		for _, n := range machine.States {
-			if _, seen := prev[n]; !seen && CanTransition(s, n) {
-				prev[n] = s
-				queue = append(queue, n)
-			}
-		}
-	}
-	if _, ok := prev[to]; !ok || to == from {
-		return nil
-	}
-	var out []machine.State
-	for s := to; s != from; s = prev[s] {
-		out = append(out, s)
-	}
-	slices.Reverse(out)
-	return out
-}
-
 // entry is a stored machine; Status.Duration is computed when read.
 type entry struct {
 	m       machine.Machine

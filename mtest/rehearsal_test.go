@@ -15,8 +15,8 @@ import (
 	"time"
 
 	"github.com/ckegen/ckegen/cluster"
-	"github.com/ckegen/ckegen/fakesabakan"
 	"github.com/ckegen/ckegen/generator"
+	"github.com/ckegen/ckegen/internal/testutil/sitetest"
 	"github.com/ckegen/ckegen/internal/words"
 	"github.com/ckegen/ckegen/machine"
 	"github.com/ckegen/ckegen/reason"
@@ -219,7 +219,7 @@ func (r *rehearsalEnv) setStates(match func(m *machine.Machine) bool, state mach
 			continue
 		}
 		n++
-		for _, st := range fakesabakan.Path(m.Status.State, state) {
+		for _, st := range sitetest.StatePath(m.Status.State, state) {
 			r.setState(m.Spec.Serial, strings.ToLower(string(st)))
 		}
 	}

@@ -534,7 +534,7 @@ func walk(t *rapid.T, store *fakesabakan.Store, serial string, to machine.State)
 	if err != nil {
 		t.Fatalf("%s: %v", serial, err)
 	}
-	path := fakesabakan.Path(m.Status.State, to)
+	path := sitetest.StatePath(m.Status.State, to)
 	if len(path) == 0 && m.Status.State != to {
 		t.Fatalf("%s: sabakan allows no way from %s to %s", serial, m.Status.State, to)
 	}
