@@ -322,7 +322,7 @@ func (gr *Gatherer) view(ctx context.Context, g *Gathered, k kubenodes.Kubernete
 // limit and the query's conditions on states of the settings.
 func (g *Gathered) World(in generator.Input) *world.World {
 	s := g.Settings
-	w := &world.World{In: in, TemplateChanged: s.TemplateChanged()}
+	w := &world.World{In: in, TemplateChanged: s.TemplateChanged(), Interval: time.Duration(g.Config.Interval)}
 	if lim := s.MaxUnhealthy; lim != nil {
 		w.MaxUnhealthy = lim
 	}

@@ -13,6 +13,7 @@ package world
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -35,6 +36,10 @@ type World struct {
 	// TemplateChanged: the template changed since the cluster was built
 	// (the first tick regenerates when it has nothing else to do).
 	TemplateChanged bool
+	// Interval is the leader's pace: each tick of a plan after the first
+	// comes this much later, the soonest the leader takes the next step
+	// (0: every step at the world's clock).
+	Interval time.Duration
 }
 
 // Limit is max-unhealthy: how many unhealthy nodes a cluster of nodes
@@ -90,30 +95,100 @@ func (w *World) Tick(in generator.Input, changed bool) (*generator.Result, error
 }
 
 // Plan is the one loop of a what-if: Tick after Tick from the world's
-// cluster, each on the cluster the previous one left (first, when not
-// nil, is the first tick's decision, already made), until one has
-// nothing to do, one fails, one holds, or one would make step
-// maxSteps+1 (generator.Run). A timed hold is waited out on the world's
-// clock: when nothing is left to do but a worker waits for the retire
-// wait (generator.RetireWaitLeft), the clock moves on past it (the
-// machines' time in their state with it) and the loop goes on (WaitOut);
-// the step that follows says what it waited for (generator.Step.Wait).
+// cluster, each on the cluster the previous one left and an Interval
+// after it (first, when not nil, is the first tick's decision, already
+// made on the world's clock), until one has nothing to do, one fails, one
+// holds, or one would make step maxSteps+1 (generator.Run). A timed hold
+// is waited out on the world's clock: when nothing is left to do but a
+// worker waits for the retire wait (generator.RetireWaitLeft), the clock
+// moves on past it (the machines' time in their state with it) and the
+// loop goes on (WaitOut); the step that follows says what it waited for
+// (generator.Step.Wait).
 func (w *World) Plan(first *generator.Result, maxSteps int) (*generator.Plan, error) {
-	p, err := generator.Run(w.In, first, w.TemplateChanged, maxSteps, w.Tick)
+	p, last, err := w.run(first, w.TemplateChanged, maxSteps)
 	if err != nil {
 		return nil, err
 	}
-	return w.WaitOut(p, maxSteps)
+	return last.WaitOut(p, maxSteps)
 }
 
-// WaitOut is p, a plan made on w, with what follows once the retire wait
-// is waited out on the world's clock: while p settles with a worker
-// waiting (generator.RetireWaitLeft), the clock moves on past the wait
-// and the ticks go on from p's cluster; the first step after a wait says
-// until when it waited (a time that stays the same from one tick of the
-// leader to the next, as the stored plan does), and the plan ends as the last tick does (its
-// result and warnings: those of the tick after the wait, also when it
-// has nothing to do).
+// run is generator.Run at the leader's pace: the first tick on w's clock
+// (or first, already made on it), each later one an Interval after the
+// one before. It returns the world of the last tick, its cluster the
+// plan's.
+func (w *World) run(first *generator.Result, changed bool, maxSteps int) (*generator.Plan, *World, error) {
+	at := *w
+	ticks := 0
+	if first != nil {
+		ticks = 1
+	}
+	var clock *pace
+	p, err := generator.Run(w.In, first, changed, maxSteps, func(in generator.Input, changed bool) (*generator.Result, error) {
+		if ticks > 0 && w.Interval > 0 {
+			if clock == nil {
+				clock = newPace(&at.In)
+			}
+			clock.add(&at.In, w.Interval)
+		}
+		ticks++
+		at.In.Current = in.Current
+		return at.Tick(at.In, changed)
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	at.In.Current = p.Cluster
+	return p, &at, nil
+}
+
+// pace moves a plan's clock on tick after tick: the input's own copy of
+// its RETIRED machines, whose time in their state moves with it (the
+// only time in a state a rule reads), made once for the whole plan.
+type pace struct {
+	retired []*machine.Machine
+}
+
+// newPace gives in copies of its RETIRED machines (in a copy of its
+// slice) that the pace may move on; nothing is copied when none is
+// RETIRED.
+func newPace(in *generator.Input) *pace {
+	p := &pace{}
+	var ms []*machine.Machine
+	for i, m := range in.Machines {
+		if m.Status.State != machine.StateRetired {
+			continue
+		}
+		if ms == nil {
+			ms = slices.Clone(in.Machines)
+		}
+		c := *m
+		ms[i] = &c
+		p.retired = append(p.retired, &c)
+	}
+	if ms != nil {
+		in.Machines = ms
+	}
+	return p
+}
+
+// add moves in's clock d on, and the time its RETIRED machines have been
+// RETIRED with it.
+func (p *pace) add(in *generator.Input, d time.Duration) {
+	in.Now = in.Now.Add(d)
+	for _, m := range p.retired {
+		m.Status.Duration += d.Seconds()
+	}
+}
+
+// WaitOut is p, a plan whose last tick was on w (its clock, its
+// inventory), with what follows once the retire wait is waited out on
+// the world's clock: while p settles with a worker waiting
+// (generator.RetireWaitLeft), the clock moves on past the wait and the
+// ticks go on from p's cluster; the first step after a wait says until
+// when it waited (a time that stays the same from one tick of the leader
+// to the next, as the stored plan does), and the plan ends as the last
+// tick does (its result and warnings: those of the tick after the wait,
+// also when it has nothing to do).
 func (w *World) WaitOut(p *generator.Plan, maxSteps int) (*generator.Plan, error) {
 	at := *w
 	for p.Result == generator.PlanSettled && len(p.Steps) < maxSteps {
@@ -122,19 +197,20 @@ func (w *World) WaitOut(p *generator.Plan, maxSteps int) (*generator.Plan, error
 		if wait == 0 {
 			break
 		}
-		at = at.After(wait)
-		more, err := generator.Run(at.In, nil, false, maxSteps-len(p.Steps), at.Tick)
+		after := at.After(wait)
+		more, last, err := after.run(nil, false, maxSteps-len(p.Steps))
 		if err != nil {
 			return nil, err
 		}
 		if len(more.Steps) > 0 {
-			more.Steps[0].Wait = &generator.Wait{Until: at.In.Now, Reason: fmt.Sprintf("the retire wait (%s)", at.In.RetireWait)}
+			more.Steps[0].Wait = &generator.Wait{Until: after.In.Now, Reason: fmt.Sprintf("the retire wait (%s)", after.In.RetireWait)}
 		}
 		p.Steps = append(p.Steps, more.Steps...)
 		p.Result, p.Err, p.Reason, p.Message, p.Cluster, p.Warnings = more.Result, more.Err, more.Reason, more.Message, more.Cluster, more.Warnings
 		if len(more.Steps) == 0 {
 			break
 		}
+		at = *last
 	}
 	return p, nil
 }

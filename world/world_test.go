@@ -167,3 +167,48 @@ func TestPlanWaitsOutTheRetireWait(t *testing.T) {
 		t.Error("a worker still waits once the plan settled")
 	}
 }
+
+// TestPlanAtTheLeadersPace: each tick of a plan comes an Interval after
+// the one before. A worker RETIRED for 250 s of the retire wait's 300 s
+// is replaced at once and removed by the next tick, a minute later, with
+// no wait (the leader sees it RETIRED for 310 s then); at no pace the
+// plan waits 51 s for it. The world's own machines keep their time.
+func TestPlanAtTheLeadersPace(t *testing.T) {
+	w := site(t)
+	var worker string
+	for _, n := range w.In.Current.Nodes {
+		if !n.ControlPlane {
+			worker = n.Address
+			break
+		}
+	}
+	retired, _ := w.Set(func(_ int, m *machine.Machine) bool { return m.Address() == worker }, machine.StateRetired)
+	var gone *machine.Machine
+	for _, m := range retired.In.Machines {
+		if m.Address() == worker {
+			m.Status.Duration, gone = 250, m // a copy of Set's own
+		}
+	}
+	for _, tc := range []struct {
+		interval time.Duration
+		wait     bool
+	}{{time.Minute, false}, {0, true}} {
+		retired.Interval = tc.interval
+		p, err := retired.Plan(nil, generator.DefaultMaxSteps)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.Result != generator.PlanSettled || len(p.Steps) != 2 || p.Steps[0].Op != generator.OpIncreaseWorker ||
+			!slices.ContainsFunc(p.Steps[1].Changes, func(c generator.Change) bool {
+				return c.Action == generator.ActionRemoveRetiredWorker && c.Address == worker
+			}) {
+			t.Fatalf("interval %s: %s, %d steps: %+v", tc.interval, p.Result, len(p.Steps), p.Steps)
+		}
+		if wait := p.Steps[1].Wait; (wait != nil) != tc.wait || (wait != nil && !wait.Until.Equal(now.Add(51*time.Second))) {
+			t.Errorf("interval %s: the removal's wait %+v", tc.interval, wait)
+		}
+	}
+	if gone.Status.Duration != 250 || !retired.In.Now.Equal(now) {
+		t.Errorf("the plan moved the world's own clock: %s, RETIRED for %.0fs", retired.In.Now, gone.Status.Duration)
+	}
+}

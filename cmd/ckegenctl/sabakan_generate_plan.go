@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ckegen/ckegen/assume"
+	"github.com/ckegen/ckegen/decision"
 	"github.com/ckegen/ckegen/internal/usage"
 	"github.com/ckegen/ckegen/planreport"
 	"github.com/ckegen/ckegen/sabakan"
@@ -39,7 +40,7 @@ func (o *generateOptions) runPlan(cmd *cobra.Command) error {
 		return err
 	}
 	_, states := sabakan.Variables{}.WithoutStates()
-	w := world.World{In: in, Query: states, TemplateChanged: o.templateChanged}
+	w := world.World{In: in, Query: states, TemplateChanged: o.templateChanged, Interval: decision.DefaultInterval}
 	p, err := w.Plan(nil, o.maxSteps)
 	if err != nil {
 		return err
