@@ -25,6 +25,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/ckegen/ckegen/assume"
 	"github.com/ckegen/ckegen/failuredomain"
 	"github.com/ckegen/ckegen/generator"
 	"github.com/ckegen/ckegen/machine"
@@ -70,6 +71,16 @@ type Options struct {
 	NeedWorkers int
 	// MaxSteps bounds each event's plan (generator.DefaultMaxSteps when 0).
 	MaxSteps int
+	// New are machines that do not exist yet (--assume-new, the orders):
+	// each arrives HEALTHY at the first event on or after its From, and
+	// retires at its retire date (assume.New.RetireAt with Lifetime).
+	New []assume.New
+	// Lifetime is a new machine's retire date after its arrival, when
+	// it names none (DefaultLifetime when 0).
+	Lifetime time.Duration
+	// Buy, when not nil, buys what keeps the constraints until Until:
+	// the Forecast's Purchases, assumed as they are bought.
+	Buy *Buy
 	// Each, when not nil, is given each event as it is made, with its
 	// plan and the inventory it was made on, which the forecast does not
 	// keep.
@@ -89,7 +100,16 @@ type Forecast struct {
 	NeedWorkers   int        `json:"needWorkers,omitempty"`
 	FailureDomain string     `json:"failureDomain"`
 	Runway        Runway     `json:"runway"`
-	Events        []Event    `json:"events"`
+	// Unbought is, with Options.Buy, the runway if nothing were bought;
+	// Runway is then the runway with the purchases.
+	Unbought *Runway `json:"unbought,omitempty"`
+	// Purchases are what Options.Buy buys, by Needed then role.
+	Purchases []Purchase `json:"purchases,omitempty"`
+	// Assumed are the machines assumed new (Options.New and the
+	// purchases), made up: their serials and addresses are no real
+	// machine's.
+	Assumed []Arrival `json:"assumed,omitempty"`
+	Events  []Event   `json:"events"`
 
 	key failuredomain.Key
 }
@@ -111,9 +131,12 @@ type Runway struct {
 type Event struct {
 	Date string `json:"date"`
 	// Retiring and Retired count the machines that become RETIRING and
-	// RETIRED on this date.
+	// RETIRED on this date, Arriving the made-up machines that arrive
+	// (assumed or bought), Bought those of them bought.
 	Retiring int `json:"retiring"`
 	Retired  int `json:"retired"`
+	Arriving int `json:"arriving,omitempty"`
+	Bought   int `json:"bought,omitempty"`
 	// Steps is the number of steps of the plan; Ops their operations,
 	// Changes the changes of them all, Result how the plan ends
 	// (generator.PlanSettled, PlanRefused, PlanHeld, PlanMaxSteps), with

@@ -33,6 +33,22 @@ type ForecastSummary struct {
 	End time.Time `json:"end"`
 	// Events are the first events of the forecast.
 	Events []ForecastEvent `json:"events"`
+	// NeedWorkers is the HEALTHY workers needed (0: none, the rate model
+	// without one).
+	NeedWorkers int `json:"needWorkers,omitempty"`
+	// Points are every event's figures, with the purchases assumed (the
+	// page's runway chart).
+	Points []ForecastPoint `json:"points,omitempty"`
+	// Purchases are what keeps the constraints until Until, by needed
+	// date then role; OrderBy is the first of their order-by dates (""
+	// when nothing needs buying). UnboughtEnd is the first day the
+	// cluster no longer meets its constraints if nothing were bought
+	// (End is then the one with the purchases).
+	Purchases   []ForecastPurchase `json:"purchases,omitempty"`
+	OrderBy     string             `json:"orderBy,omitempty"`
+	UnboughtEnd time.Time          `json:"unboughtEnd,omitzero"`
+	// Orders are the orders the forecast assumed (their specs).
+	Orders []string `json:"orders,omitempty"`
 	// Failed is the last forecast tried, when it failed (nil: the one
 	// above is the last tried); the fields above are then the last
 	// forecast made, if any (At zero: none).
@@ -57,6 +73,32 @@ type ForecastEvent struct {
 	Plan string `json:"plan"`
 	// Fails: the runway ends at this event.
 	Fails bool `json:"fails,omitempty"`
+}
+
+// ForecastPoint is one event's figures: its date, the HEALTHY workers
+// and control planes of the cluster it leaves, the machines that retire
+// and those that arrive (bought or ordered), and whether it fails.
+type ForecastPoint struct {
+	Date          string `json:"d"`
+	Workers       int    `json:"w"`
+	ControlPlanes int    `json:"c"`
+	Retired       int    `json:"r,omitempty"`
+	Arriving      int    `json:"a,omitempty"`
+	Bought        int    `json:"b,omitempty"`
+	Fails         bool   `json:"f,omitempty"`
+}
+
+// ForecastPurchase is one purchase of a ForecastSummary
+// (forecast.Purchase).
+type ForecastPurchase struct {
+	Role    string         `json:"role"`
+	Product string         `json:"product,omitempty"`
+	Count   int            `json:"count"`
+	Racks   map[string]int `json:"racks"`
+	Needed  string         `json:"needed"`
+	OrderBy string         `json:"orderBy"`
+	Overdue bool           `json:"overdue,omitempty"`
+	Reason  string         `json:"reason"`
 }
 
 // GetForecast returns the stored forecast summary, or ErrNotFound.
