@@ -132,4 +132,3 @@ func (n New) MadeUp(first int, lifetime time.Duration) []machine.Machine {
 	}
 	return out
 }
-
