@@ -115,15 +115,14 @@ func (n New) RetireAt(lifetime time.Duration) time.Time {
 	return n.From.Add(lifetime)
 }
 
-// MadeUp makes n's machines, HEALTHY (in the state for 0 s), numbered
-// from first on: serials machine.MadeUpSerial(k), addresses
-// machine.MadeUpAddress(k), which no real machine has.
-func (n New) MadeUp(first int, lifetime time.Duration) []machine.Machine {
+// MadeUp makes n's machines, HEALTHY (in the state for 0 s): the i-th
+// has serial serial(i) and address machine.MadeUpAddress(first+i),
+// which no real machine has.
+func (n New) MadeUp(first int, lifetime time.Duration, serial func(i int) string) []machine.Machine {
 	out := make([]machine.Machine, n.Count)
 	for i := range out {
-		k := first + i
-		m := machine.Machine{Spec: machine.Spec{Serial: machine.MadeUpSerial(k), Rack: n.Rack, IndexInRack: machine.MadeUpIndex + i, Role: n.Role,
-			IPv4: []string{machine.MadeUpAddress(k).String()}, RegisterDate: n.From, RetireDate: n.RetireAt(lifetime)},
+		m := machine.Machine{Spec: machine.Spec{Serial: serial(i), Rack: n.Rack, IndexInRack: machine.MadeUpIndex + i, Role: n.Role,
+			IPv4: []string{machine.MadeUpAddress(first + i).String()}, RegisterDate: n.From, RetireDate: n.RetireAt(lifetime)},
 			Status: machine.Status{State: machine.StateHealthy}}
 		if n.Product != "" {
 			m.Spec.Labels = []machine.Label{{Name: machine.ProductLabel, Value: n.Product}}

@@ -72,3 +72,21 @@ func BenchmarkForecast(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkForecastBuy times the same forecast buying what keeps the
+// count model's minimum-workers (10,000) until its end:
+//
+//	go test -run '^$' -bench ForecastBuy -benchmem ./forecast/
+func BenchmarkForecastBuy(b *testing.B) {
+	in := benchInput(b, 500, false)
+	b.ReportAllocs()
+	for b.Loop() {
+		f, err := Of(world.World{In: in, Query: defaultQuery()}, Options{Until: benchNow.AddDate(5, 0, 0), RetireLead: DefaultRetireLead, Buy: &Buy{LeadTime: DefaultLeadTime}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if len(f.Purchases) == 0 || f.Runway.Reason != None {
+			b.Fatalf("%d purchases, runway %s", len(f.Purchases), f.Runway.Message)
+		}
+	}
+}

@@ -23,12 +23,14 @@ package forecast
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/ckegen/ckegen/assume"
 	"github.com/ckegen/ckegen/failuredomain"
 	"github.com/ckegen/ckegen/generator"
 	"github.com/ckegen/ckegen/machine"
+	"github.com/ckegen/ckegen/reason"
 	"github.com/ckegen/ckegen/world"
 )
 
@@ -105,11 +107,11 @@ type Forecast struct {
 	Unbought *Runway `json:"unbought,omitempty"`
 	// Purchases are what Options.Buy buys, by Needed then role.
 	Purchases []Purchase `json:"purchases,omitempty"`
-	// Assumed are the machines assumed new (Options.New and the
+	// MadeUp are the machines assumed new (Options.New and the
 	// purchases), made up: their serials and addresses are no real
 	// machine's.
-	Assumed []Arrival `json:"assumed,omitempty"`
-	Events  []Event   `json:"events"`
+	MadeUp []Arrival `json:"madeUp,omitempty"`
+	Events []Event   `json:"events"`
 
 	key failuredomain.Key
 }
@@ -197,14 +199,21 @@ func Of(w world.World, o Options) (*Forecast, error) {
 	}
 	f := &Forecast{Now: in.Now, Until: o.Until, Resolution: o.Resolution, RetireLead: o.RetireLead.String(),
 		NeedWorkers: need(in, o), FailureDomain: in.Policy.FailureDomain().Name(), key: in.Policy.FailureDomain()}
-	r := newRun(w, o, f)
-	sch := plan(in.Machines, in.Now, o.Until, o.Resolution, o.RetireLead)
-	for k, date := range sch.dates {
-		if err := r.event(date, sch.changes[k]); err != nil {
+	r, err := newRun(w, o, f)
+	if err != nil {
+		return nil, err
+	}
+	r.sch = plan(r.all, len(in.Machines), in.Now, o.Until, o.Resolution, o.RetireLead)
+	for k := 0; k < len(r.sch.dates); k++ {
+		if err := r.event(r.sch.dates[k], r.sch.changes[k]); err != nil {
 			return nil, err
 		}
 	}
 	f.Runway = f.runway()
+	if o.Buy != nil && f.Unbought == nil {
+		f.Unbought = &f.Runway
+	}
+	f.Purchases = r.purchases()
 	return f, nil
 }
 
@@ -228,6 +237,20 @@ func (o *Options) check(now time.Time) error {
 	if o.MaxSteps == 0 {
 		o.MaxSteps = generator.DefaultMaxSteps
 	}
+	if o.Lifetime == 0 {
+		o.Lifetime = DefaultLifetime
+	}
+	if o.Lifetime < 0 {
+		return fmt.Errorf("lifetime: must be positive, got %s", o.Lifetime)
+	}
+	if b := o.Buy; b != nil {
+		if b.LeadTime < 0 {
+			return fmt.Errorf("lead time: must not be negative, got %s", b.LeadTime)
+		}
+		if b.RackSize < 0 {
+			return fmt.Errorf("rack size: must not be negative, got %d", b.RackSize)
+		}
+	}
 	return nil
 }
 
@@ -241,58 +264,146 @@ func need(in generator.Input, o Options) int {
 }
 
 // run is a forecast being made: the world with the changes assumed so
-// far (each event's edits through the query: world.World.Set), and the
-// cluster the last event left.
+// far (each event's edits through the query: world.World.Set, and the
+// made-up machines that arrived: world.World.Add), and the cluster the
+// last event left.
 type run struct {
 	w world.World
 	o Options
 	f *Forecast
-	// serials are the input's machines' serials, by place (a transition
+	// all are the input's machines, then the made-up ones (Options.New)
+	// that have not arrived yet; serials theirs, by place (a transition
 	// names its machine by place).
+	all     []*machine.Machine
 	serials []string
+	// made is how many machines were made up so far, seq how many of
+	// each date, role and rack (their serials' numbers); sch the
+	// calendar.
+	made int
+	seq  map[string]int
+	sch  *schedule
+	// buy is the purchases being made (Options.Buy).
+	buy *buyer
 	// refused is the date of the first refused or held plan ("" when
 	// none), stopped how.
 	refused, stopped string
 }
 
-func newRun(w world.World, o Options, f *Forecast) *run {
-	r := &run{w: w, o: o, f: f, serials: make([]string, len(w.In.Machines))}
-	for i, m := range w.In.Machines {
+func newRun(w world.World, o Options, f *Forecast) (*run, error) {
+	r := &run{w: w, o: o, f: f, all: w.In.Machines, seq: map[string]int{}}
+	for _, m := range w.In.Machines {
+		if m.MadeUp() {
+			return nil, fmt.Errorf("machine %s: its address %s is in 240.0.0.0/4, which made-up machines take: the forecast cannot assume new machines beside it", m.Spec.Serial, m.Address())
+		}
+	}
+	if len(o.New) > 0 {
+		r.all = slices.Clone(r.all)
+		for _, n := range o.New {
+			ms := r.makeUp(n, false, r.arrival(n.From))
+			r.all = append(r.all, ms...)
+		}
+	}
+	r.serials = make([]string, len(r.all))
+	for i, m := range r.all {
 		r.serials[i] = m.Spec.Serial
 	}
-	return r
+	if o.Buy != nil {
+		r.buy = newBuyer(r)
+	}
+	return r, nil
+}
+
+// arrival is the date a machine HEALTHY from from counts: the first
+// event on or after it (an event falls on a period's first day, or now).
+func (r *run) arrival(from time.Time) time.Time {
+	now := r.w.In.Now
+	if !from.After(now) {
+		return now
+	}
+	s := r.o.Resolution.start(from)
+	if s.Before(from) {
+		s = r.o.Resolution.next(s)
+	}
+	return s
+}
+
+// makeUp makes n's machines, arriving on date, and says so in the
+// forecast's Assumed.
+func (r *run) makeUp(n assume.New, bought bool, date time.Time) []*machine.Machine {
+	day := date.UTC().Format("20060102")
+	key := fmt.Sprintf("%s/%s/%d", day, n.Role, n.Rack)
+	seq := r.seq[key]
+	ms := n.MadeUp(r.made+1, r.o.Lifetime, func(i int) string { return machine.MadeUpSerial(day, n.Role, n.Rack, seq+i+1) })
+	r.seq[key] += len(ms)
+	out := make([]*machine.Machine, len(ms))
+	for i := range ms {
+		ms[i].Spec.RegisterDate = date
+		out[i] = &ms[i]
+	}
+	r.made += len(ms)
+	r.f.MadeUp = append(r.f.MadeUp, Arrival{Date: date.UTC().Format(dateLayout), Rack: n.Rack, Role: n.Role, Product: n.Product, Count: n.Count,
+		Retire: n.RetireAt(r.o.Lifetime).UTC().Format(dateLayout), First: ms[0].Spec.Serial, Last: ms[len(ms)-1].Spec.Serial, Bought: bought})
+	return out
 }
 
 // event assumes the changes of one date and plans from the cluster the
-// last event left.
+// last event left; with Options.Buy, it buys what keeps the event within
+// the constraints and plans again with it.
 func (r *run) event(date time.Time, changes []transition) error {
 	ev := Event{Date: date.UTC().Format(dateLayout), Ops: []string{}, AtRisk: []string{}, Warnings: []string{}}
 	to := make(map[string]machine.State, len(changes))
+	var arriving []*machine.Machine
 	for _, t := range changes {
-		to[r.serials[t.machine]] = t.state
-		if t.state == machine.StateRetiring {
+		switch t.state {
+		case machine.StateHealthy:
+			arriving = append(arriving, r.all[t.machine])
+			ev.Arriving++
+			continue
+		case machine.StateRetiring:
 			ev.Retiring++
-		} else {
+		default:
 			ev.Retired++
 		}
+		to[r.serials[t.machine]] = t.state
+	}
+	if len(arriving) > 0 {
+		r.w, _ = r.w.Add(arriving)
 	}
 	for _, st := range []machine.State{machine.StateRetiring, machine.StateRetired} {
 		r.w, _ = r.w.Set(func(_ int, m *machine.Machine) bool { return to[m.Spec.Serial] == st }, st)
 	}
-	w := r.w
-	w.In.Now, w.TemplateChanged = date, false
-	p, err := w.Plan(nil, r.o.MaxSteps)
+	from := r.w.In.Current
+	if r.buy != nil && r.f.Unbought != nil {
+		// Once something was bought, machines short of the need are
+		// bought before the plan, which then runs once.
+		n := r.buy.ahead(date)
+		ev.Arriving += n
+		ev.Bought += n
+	}
+	p, in, err := r.plan(&ev, date)
 	if err != nil {
-		return fmt.Errorf("%s: %w", ev.Date, err)
+		return err
 	}
-	if r.refused != "" {
-		ev.Warnings = append(ev.Warnings, "the plan was "+r.stopped+" on "+r.refused+": the forecast goes on from the cluster as it was left")
-	}
-	r.record(&ev, p)
-	in := w.In
-	in.Current = p.Cluster
-	if err := r.observe(&ev, in); err != nil {
-		return fmt.Errorf("%s: %w", ev.Date, err)
+	for tries := 0; r.buy != nil && ev.failure != "" && tries < maxBuys; tries++ {
+		if r.f.Unbought == nil {
+			unbought := r.f.runwayAt(len(r.f.Events), &ev)
+			r.f.Unbought = &unbought
+		}
+		was, workers := ev.failure, ev.Workers
+		bought := r.buy.fix(&ev, p, date, in)
+		if bought == 0 {
+			break
+		}
+		ev.Arriving += bought
+		ev.Bought += bought
+		r.w.In.Current = from
+		ev = Event{Date: ev.Date, Retiring: ev.Retiring, Retired: ev.Retired, Arriving: ev.Arriving, Bought: ev.Bought, Ops: []string{}, AtRisk: []string{}, Warnings: []string{}}
+		if p, in, err = r.plan(&ev, date); err != nil {
+			return err
+		}
+		if ev.failure == was && ev.Workers <= workers && was != reason.NotEnoughMachines {
+			break // what was bought did not help: say the failure
+		}
 	}
 	if (p.Result == generator.PlanRefused || p.Result == generator.PlanHeld) && r.refused == "" {
 		r.refused, r.stopped = ev.Date, p.Result
@@ -303,6 +414,32 @@ func (r *run) event(date time.Time, changes []transition) error {
 	}
 	r.f.Events = append(r.f.Events, ev)
 	return nil
+}
+
+// maxBuys bounds the purchases of one event: each buys what the plan
+// before it lacked (a control-plane candidate, then the workers short).
+const maxBuys = 8
+
+// plan plans the event on the world as it is now, from its cluster, and
+// observes what the plan leaves; it returns the plan and the input the
+// cluster was observed on.
+func (r *run) plan(ev *Event, date time.Time) (*generator.Plan, generator.Input, error) {
+	w := r.w
+	w.In.Now, w.TemplateChanged = date, false
+	p, err := w.Plan(nil, r.o.MaxSteps)
+	if err != nil {
+		return nil, generator.Input{}, fmt.Errorf("%s: %w", ev.Date, err)
+	}
+	if r.refused != "" {
+		ev.Warnings = append(ev.Warnings, "the plan was "+r.stopped+" on "+r.refused+": the forecast goes on from the cluster as it was left")
+	}
+	r.record(ev, p)
+	in := w.In
+	in.Current = p.Cluster
+	if err := r.observe(ev, in); err != nil {
+		return nil, generator.Input{}, fmt.Errorf("%s: %w", ev.Date, err)
+	}
+	return p, in, nil
 }
 
 // record sums up the event's plan: its steps, changes, result, refusal

@@ -142,7 +142,7 @@ func TestSchedule(t *testing.T) {
 			"2027-03-17": {{"a", "RETIRED"}},
 		}},
 	} {
-		s := plan(ms, now, until, tc.res, tc.lead)
+		s := plan(ms, len(ms), now, until, tc.res, tc.lead)
 		got := map[string][]change{}
 		for k, d := range s.dates {
 			got[d.Format(dateLayout)] = []change{}
@@ -171,7 +171,7 @@ func TestErrsEarly(t *testing.T) {
 	until := now.AddDate(4, 0, 0)
 	for _, res := range []Resolution{Month, Week, Day} {
 		for _, lead := range []time.Duration{0, 24 * time.Hour, DefaultRetireLead, 90 * 24 * time.Hour} {
-			s := plan(ms, now, until, res, lead)
+			s := plan(ms, len(ms), now, until, res, lead)
 			for k, d := range s.dates {
 				for _, c := range s.changes[k] {
 					due := ms[c.machine].Spec.RetireDate

@@ -2,7 +2,11 @@ package forecast
 
 import (
 	"bytes"
+	"cmp"
+	"encoding/csv"
 	"fmt"
+	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -14,34 +18,38 @@ import (
 // runway is the first event that fails, in words; None when none does.
 func (f *Forecast) runway() Runway {
 	for k := range f.Events {
-		ev := &f.Events[k]
-		if ev.failure == "" {
-			continue
+		if f.Events[k].failure != "" {
+			return f.runwayAt(k, &f.Events[k])
 		}
-		date, _ := time.Parse(dateLayout, ev.Date)
-		last := date.AddDate(0, 0, -1).Format(dateLayout)
-		head := "the cluster meets its constraints until " + last
-		if k == 0 {
-			head = "the cluster does not meet its constraints now"
-		}
-		on := "on " + ev.Date + ", "
-		if n := ev.Retiring + ev.Retired; n > 0 {
-			verb := " retire and "
-			if n == 1 {
-				verb = " retires and "
-			}
-			on += plural(n, "machine") + verb
-		}
-		return Runway{Until: last, Reason: ev.failure, Hold: ev.hold, Message: head + "; " + on + ev.words}
 	}
 	return Runway{Reason: None, Message: "the cluster meets its constraints until " + f.Until.UTC().Format(dateLayout) +
 		", the end of the forecast: nothing fails before"}
+}
+
+// runwayAt is the runway that ends at ev, the k-th event, which fails.
+func (f *Forecast) runwayAt(k int, ev *Event) Runway {
+	date, _ := time.Parse(dateLayout, ev.Date)
+	last := date.AddDate(0, 0, -1).Format(dateLayout)
+	head := "the cluster meets its constraints until " + last
+	if k == 0 {
+		head = "the cluster does not meet its constraints now"
+	}
+	on := "on " + ev.Date + ", "
+	if n := ev.Retiring + ev.Retired; n > 0 {
+		verb := " retire and "
+		if n == 1 {
+			verb = " retires and "
+		}
+		on += plural(n, "machine") + verb
+	}
+	return Runway{Until: last, Reason: ev.failure, Hold: ev.hold, Message: head + "; " + on + ev.words}
 }
 
 // Text is the forecast for people: the runway's line, what it was made
 // with, then a table of the events and the warnings of each.
 func (f *Forecast) Text() []byte {
 	var b bytes.Buffer
+	f.writeBuy(&b)
 	fmt.Fprintf(&b, "runway: %s\n", f.Runway.Message)
 	need := "no worker need (rate model)"
 	if f.NeedWorkers > 0 {
@@ -205,3 +213,82 @@ func (ev *Event) PlanText() string { return planText(ev) }
 
 // Fails reports whether the runway ends at this event.
 func (ev *Event) Fails() bool { return ev.failure != "" }
+
+// writeBuy writes, with Options.Buy, the purchases (one line each), the
+// runway if nothing were bought, and the machines assumed new.
+func (f *Forecast) writeBuy(b *bytes.Buffer) {
+	if f.Unbought != nil {
+		switch len(f.Purchases) {
+		case 0:
+			b.WriteString("purchases: none needed\n")
+		default:
+			fmt.Fprintf(b, "purchases: %s, first order by %s\n", plural(len(f.Purchases), "purchase"), f.Purchases[0].OrderBy)
+			tw := tabwriter.NewWriter(b, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "ORDER BY\tNEEDED\tROLE\tPRODUCT\tCOUNT\tRACKS\tREASON")
+			for _, p := range f.Purchases {
+				by := p.OrderBy
+				if p.Overdue {
+					by += " (overdue)"
+				}
+				product := p.Product
+				if product == "" {
+					product = "-"
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\n", by, p.Needed, p.Role, product, p.Count, racksShort(p.Racks), p.Reason)
+			}
+			_ = tw.Flush()
+		}
+		fmt.Fprintf(b, "if nothing is bought: %s\n", f.Unbought.Message)
+	}
+	for _, a := range f.MadeUp {
+		if !a.Bought {
+			fmt.Fprintf(b, "assumed new: %s of role %s in rack %d from %s, retiring %s (made up: %s to %s)\n",
+				plural(a.Count, "machine"), a.Role, a.Rack, a.Date, a.Retire, a.First, a.Last)
+		}
+	}
+}
+
+// racksText is a purchase's racks in their numbers' order: "12:4,13:3".
+func racksText(racks map[string]int, sep string) string {
+	keys := make([]string, 0, len(racks))
+	for k := range racks {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, func(a, b string) int {
+		x, _ := strconv.Atoi(a)
+		y, _ := strconv.Atoi(b)
+		return cmp.Compare(x, y)
+	})
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = k + ":" + strconv.Itoa(racks[k])
+	}
+	return strings.Join(parts, sep)
+}
+
+// shownRacks is how many racks a purchase's line names (JSON and CSV
+// name them all).
+const shownRacks = 6
+
+// racksShort is racksText for a line: the first racks, then how many
+// more.
+func racksShort(racks map[string]int) string {
+	s := racksText(racks, ",")
+	if len(racks) <= shownRacks {
+		return s
+	}
+	parts := strings.SplitN(s, ",", shownRacks+1)
+	return strings.Join(parts[:shownRacks], ",") + fmt.Sprintf(" and %d more racks", len(racks)-shownRacks)
+}
+
+// WriteCSV writes the purchases as CSV, a header then one row each, for
+// the spreadsheets where budgets are made.
+func (f *Forecast) WriteCSV(w io.Writer) error {
+	c := csv.NewWriter(w)
+	_ = c.Write([]string{"order_by", "overdue", "needed", "role", "product", "count", "racks", "reason"})
+	for _, p := range f.Purchases {
+		_ = c.Write([]string{p.OrderBy, strconv.FormatBool(p.Overdue), p.Needed, p.Role, p.Product, strconv.Itoa(p.Count), racksText(p.Racks, " "), p.Reason})
+	}
+	c.Flush()
+	return c.Error()
+}

@@ -262,3 +262,14 @@ func Init(in Input, templateChanged bool) (*Result, error) {
 	}
 	return res, err
 }
+
+// WorkersShort is ErrNotEnoughMachines for want of workers: how many
+// machines a worker template takes the constraints lack (the
+// forecast's purchases read it).
+type WorkersShort struct {
+	Short int
+	err   error
+}
+
+func (e *WorkersShort) Error() string { return e.err.Error() }
+func (e *WorkersShort) Unwrap() error { return e.err }

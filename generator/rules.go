@@ -42,9 +42,9 @@ func (s *state) generate() error {
 	}
 	for s.workerCount < s.limits.minimumWorkers {
 		if !s.addWorker(ws, ActionGenerate, "") {
-			return fmt.Errorf("%w: need %d workers, found %d candidates (%s)",
+			return &WorkersShort{Short: s.limits.minimumWorkers - s.workerCount, err: fmt.Errorf("%w: need %d workers, found %d candidates (%s)",
 				ErrNotEnoughMachines, s.limits.minimumWorkers, s.workerCount,
-				s.workerCandidateText("HEALTHY machines matching a worker template, not used as control planes"))
+				s.workerCandidateText("HEALTHY machines matching a worker template, not used as control planes"))}
 		}
 	}
 	s.warnSpread()
@@ -537,9 +537,9 @@ func (s *state) fillWorkers() error {
 		ws := s.workerPools()
 		for s.workerCount < s.limits.minimumWorkers {
 			if !s.addWorker(ws, ActionAddWorker, fmt.Sprintf("%d workers, want %d; ", s.workerCount, s.limits.minimumWorkers)) {
-				return fmt.Errorf("%w: need %d workers, have %d, and no candidate (%s)",
+				return &WorkersShort{Short: s.limits.minimumWorkers - s.workerCount, err: fmt.Errorf("%w: need %d workers, have %d, and no candidate (%s)",
 					ErrNotEnoughMachines, s.limits.minimumWorkers, s.workerCount,
-					s.workerCandidateText("HEALTHY unused machine matching a worker template"))
+					s.workerCandidateText("HEALTHY unused machine matching a worker template"))}
 			}
 		}
 	}

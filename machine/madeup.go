@@ -17,8 +17,13 @@ const MadeUpIndex = 1000
 // ProductLabel is sabakan's label for a machine's product.
 const ProductLabel = "product"
 
-// MadeUpSerial is the serial of the k-th made-up machine.
-func MadeUpSerial(k int) string { return fmt.Sprintf("made-up-%05d", k) }
+// MadeUpSerial is the serial of the k-th made-up machine of role in
+// rack arriving on date (YYYYMMDD): the same machines get the same
+// serials whatever order they are made up in, and sort as sabakan sorts
+// serials, by date, role, rack and number.
+func MadeUpSerial(date, role string, rack, k int) string {
+	return fmt.Sprintf("made-up-%s-%s-r%04d-%05d", date, role, rack, k)
+}
 
 // MadeUpAddress is the address of the k-th made-up machine (k below 2^28).
 func MadeUpAddress(k int) netip.Addr {

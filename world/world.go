@@ -297,3 +297,33 @@ func rolesLeft(all []string, ms []*machine.Machine, left map[string]int) []strin
 	}
 	return out
 }
+
+// Add is the world once sabakan answers with ms too (made-up machines,
+// sorted by serial among the others, as sabakan answers): those whose
+// state the query leaves out stay out, and the role of each one added
+// joins the inventory's roles. It returns the world and how many were
+// added; w is left as it is.
+func (w World) Add(ms []*machine.Machine) (World, int) {
+	in := &w.In
+	out := make([]*machine.Machine, len(in.Machines), len(in.Machines)+len(ms))
+	copy(out, in.Machines)
+	added := 0
+	var roles []string
+	for _, m := range ms {
+		if Leaves(w.Query, m.Status.State) {
+			continue
+		}
+		out = append(out, m)
+		added++
+		if in.InventoryRoles != nil && !slices.Contains(in.InventoryRoles, m.Spec.Role) && !slices.Contains(roles, m.Spec.Role) {
+			roles = append(roles, m.Spec.Role)
+		}
+	}
+	slices.SortStableFunc(out, func(a, b *machine.Machine) int { return strings.Compare(a.Spec.Serial, b.Spec.Serial) })
+	in.Machines = out
+	if len(roles) > 0 {
+		in.InventoryRoles = append(slices.Clip(in.InventoryRoles), roles...)
+		slices.Sort(in.InventoryRoles)
+	}
+	return w, added
+}

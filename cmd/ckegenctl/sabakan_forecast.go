@@ -29,6 +29,14 @@ type forecastOptions struct {
 	retireLead  string
 	needWorkers int
 	output      string
+	// The purchases' flags: --buy, --lead-time, --lifetime, --buy-racks,
+	// --rack-size; --assume-new the machines assumed to arrive.
+	buy       bool
+	leadTime  string
+	lifetime  string
+	buyRacks  []int
+	rackSize  int
+	assumeNew []string
 }
 
 // newSabakanForecastCmd is `sabakan forecast`: what the machines' retire
@@ -102,7 +110,13 @@ planned (nothing on stdout); 2 on a usage error.`,
 	f.StringVar(&o.resolution, "resolution", string(forecast.Month), "the length of a period: month, week or day")
 	f.StringVar(&o.retireLead, "retire-lead", "30d", "how long before its retireDate a machine is RETIRING, in days (30d) or a duration (12h); 0: RETIRED at once")
 	f.IntVar(&o.needWorkers, "need-workers", 0, "the HEALTHY workers the site needs (default: minimum-workers in the count model, none in the rate model)")
-	f.StringVarP(&o.output, "output", "o", "text", "output format: text or json")
+	f.StringVarP(&o.output, "output", "o", "text", "output format: text, json, or csv (the purchases, with --buy)")
+	f.BoolVar(&o.buy, "buy", false, "buy what keeps the cluster within its constraints until --until: the purchases, then the forecast with them")
+	f.StringVar(&o.leadTime, "lead-time", "90d", "with --buy: how long before it is needed a machine is ordered, in days (90d) or a duration")
+	f.StringVar(&o.lifetime, "lifetime", "1825d", "a new machine's retire date after its arrival (--buy, and --assume-new without retire=), in days or a duration")
+	f.IntSliceVar(&o.buyRacks, "buy-racks", nil, "with --buy: the racks new machines may go to (default: the racks that hold machines of the template's roles)")
+	f.IntVar(&o.rackSize, "rack-size", 0, "with --buy: the machines a rack holds; a purchase never overfills a rack, and says when a new rack is needed (default: no bound)")
+	f.StringArrayVar(&o.assumeNew, "assume-new", nil, "rack=N,role=R,count=N,from=YYYY-MM-DD[,product=P][,retire=YYYY-MM-DD]: machines that do not exist yet, HEALTHY from their from date (made up: addresses in 240.0.0.0/4); repeatable")
 	o.live.addLiveFlags(f)
 	return cmd
 }
@@ -117,8 +131,43 @@ type forecastFlags struct {
 // check reads the forecast's own flags, refusing a bad one by name.
 func (o *forecastOptions) check(cmd *cobra.Command) (forecastFlags, error) {
 	var fo forecastFlags
-	if err := checkFormat(o.output, "text", "json"); err != nil {
+	if err := checkFormat(o.output, "text", "json", "csv"); err != nil {
 		return fo, err
+	}
+	if o.output == "csv" && !o.buy {
+		return fo, usage.Errorf("--output csv: the CSV is the purchases: give --buy")
+	}
+	for _, name := range []string{"lead-time", "buy-racks", "rack-size"} {
+		if cmd.Flags().Changed(name) && !o.buy {
+			return fo, usage.Errorf("--%s needs --buy", name)
+		}
+	}
+	news, err := assume.ParseNews(o.assumeNew)
+	if err != nil {
+		return fo, usage.Errorf("--assume-new %v", err)
+	}
+	lifetime, err := parseLead(o.lifetime)
+	if err != nil || lifetime == 0 {
+		if err == nil {
+			err = fmt.Errorf("must be positive, got %q", o.lifetime)
+		}
+		return fo, usage.Errorf("--lifetime: %v", err)
+	}
+	fo.New, fo.Lifetime = news, lifetime
+	if o.buy {
+		lead, err := parseLead(o.leadTime)
+		if err != nil {
+			return fo, usage.Errorf("--lead-time: %v", err)
+		}
+		if o.rackSize < 0 {
+			return fo, usage.Errorf("--rack-size: must be at least 1, got %d", o.rackSize)
+		}
+		for _, k := range o.buyRacks {
+			if k < 0 {
+				return fo, usage.Errorf("--buy-racks: a rack is a number from 0, got %d", k)
+			}
+		}
+		fo.Buy = &forecast.Buy{LeadTime: lead, Racks: o.buyRacks, RackSize: o.rackSize}
 	}
 	if err := o.checkAssume(); err != nil {
 		return fo, err
@@ -257,14 +306,19 @@ func (o *forecastOptions) forecast(cmd *cobra.Command, w world.World, fo forecas
 // assumed follows the text's first line ("assumed" in JSON).
 func writeForecast(w io.Writer, f *forecast.Forecast, assumed []assume.Match, format string) error {
 	var b bytes.Buffer
-	if format == "json" {
+	switch format {
+	case "csv":
+		if err := f.WriteCSV(&b); err != nil {
+			return err
+		}
+	case "json":
 		data, err := json.MarshalIndent(forecastDocument{Forecast: f, Assumed: assumed}, "", "  ")
 		if err != nil {
 			return err
 		}
 		b.Write(data)
 		b.WriteByte('\n')
-	} else {
+	default:
 		text := f.Text()
 		first, rest, _ := bytes.Cut(text, []byte("\n"))
 		b.Write(first)
