@@ -249,7 +249,6 @@ func (b *buyer) workersShort(date time.Time, in generator.Input, short int, reas
 	return n
 }
 
-
 // split is n shared by weight, largest remainder first (ties: the
 // earlier share), adding up to n.
 func split(n int, shares []share) []int {
