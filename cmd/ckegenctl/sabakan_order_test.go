@@ -230,6 +230,19 @@ func TestStatusShowsOrders(t *testing.T) {
 	if got, want := tail(), "RUNWAY  the cluster meets its constraints until the forecast's end (forecast made 1h ago, "+at.Format(time.RFC3339)+")\n"; got != want {
 		t.Errorf("status with nothing to buy:\n%s\nwant\n%s", got, want)
 	}
+	// Orders edited by hand that cannot be read: said, and the status
+	// shown all the same.
+	for doc, want := range map[string]string{
+		`{"orders":[{"id":9,"spec":"rack=1"}]}`: "ORDERS  order 9 cannot be read: \"rack=1\": role is missing",
+		`not json`:                              "ORDERS  cannot be read: " + storage.KeyCKEGenOrders + ": invalid character",
+	} {
+		if _, err := f.cli.Put(ctx, "/cke/"+storage.KeyCKEGenOrders, doc); err != nil {
+			t.Fatal(err)
+		}
+		if got := tail(); !strings.Contains(got, want) {
+			t.Errorf("status with orders %s:\n%s\nwant it to say %q", doc, got, want)
+		}
+	}
 }
 
 // TestChangeOrdersRetries: an order added by another command between a
@@ -271,5 +284,18 @@ func TestChangeOrdersRetries(t *testing.T) {
 	}
 	if len(o.Orders) != 2 || o.Orders[0].ID != 1 || o.Orders[1].ID != 2 || o.NextID != 3 {
 		t.Errorf("stored %+v, want orders 1 and 2", o)
+	}
+}
+
+// TestOrderIDWithoutNextID: a document without nextID (written by hand,
+// say) gives the next order one more than the largest ID present.
+func TestOrderIDWithoutNextID(t *testing.T) {
+	f := newOrderFixture(t)
+	if _, err := f.cli.Put(context.Background(), "/cke/"+storage.KeyCKEGenOrders,
+		`{"orders":[{"id":5,"spec":"rack=1,role=cs,count=2,from=2099-01-01","added":"2026-12-01T00:00:00Z"}]}`); err != nil {
+		t.Fatal(err)
+	}
+	if out, errOut, _ := f.run("sabakan", "order", "add", "rack=2,role=cs,count=2,from=2099-01-01"); !strings.HasPrefix(out, "order 6 added") {
+		t.Errorf("add: %q %q, want order 6", out, errOut)
 	}
 }
