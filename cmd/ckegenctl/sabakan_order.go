@@ -30,7 +30,7 @@ const changeOrdersAttempts = 3
 func newSabakanOrderCmd(e *env) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "order",
-		Short: "what is on order: machines the leader's forecast assumes until they are in sabakan",
+		Short: "what is on order: machines bought, not yet in sabakan, which the leader's forecast assumes",
 	}
 	cmd.AddCommand(newOrderAddCmd(e), newOrderListCmd(e), newOrderRemoveCmd(e))
 	return cmd
@@ -45,7 +45,9 @@ func newOrderAddCmd(e *env) *cobra.Command {
 --assume-new spec of ckegenctl sabakan forecast: COUNT machines of ROLE in
 RACK, HEALTHY from FROM, with sabakan's product label PRODUCT, retiring at
 RETIRE (by default FROM plus the forecast's machine lifetime). The leader's
-forecast assumes every order from its next forecast on.
+forecast assumes every order once it forecasts again; ckegenctl sabakan
+status says of an order the stored forecast did not assume that it does not
+yet.
 
 The order gets the next ID: IDs are never given twice, also after a
 removal. An order equal to one on order (the same spec, once written in its
@@ -71,7 +73,7 @@ machines are in sabakan, or they count twice.`,
 			}
 			out := cmd.OutOrStdout()
 			fmt.Fprintf(out, "order %d added: %s\n", added.ID, added.Spec)
-			fmt.Fprintf(out, "The leader's forecast assumes it from its next forecast on; remove it (ckegenctl sabakan order remove %d) once its machines are in sabakan, or they count twice.\n", added.ID)
+			fmt.Fprintf(out, "The leader's forecast assumes it once it forecasts again (ckegenctl sabakan status says whether the stored forecast does); remove it (ckegenctl sabakan order remove %d) once its machines are in sabakan, or they count twice.\n", added.ID)
 			if d := n.From.Format(time.DateOnly); d < time.Now().UTC().Format(time.DateOnly) {
 				fmt.Fprintf(cmd.ErrOrStderr(), "warning: from %s has passed: the forecast assumes these machines HEALTHY now\n", d)
 			}

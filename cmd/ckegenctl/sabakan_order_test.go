@@ -66,7 +66,7 @@ func TestOrderRoundTrip(t *testing.T) {
 	// Keys in any order: stored as New.String writes them.
 	out, errOut, code := f.run("sabakan", "order", "add", "count=20,from=2099-03-01,role=cs,rack=12")
 	if want := "order 1 added: rack=12,role=cs,count=20,from=2099-03-01\n" +
-		"The leader's forecast assumes it from its next forecast on; remove it (ckegenctl sabakan order remove 1) once its machines are in sabakan, or they count twice.\n"; code != 0 || out != want || errOut != "" {
+		"The leader's forecast assumes it once it forecasts again (ckegenctl sabakan status says whether the stored forecast does); remove it (ckegenctl sabakan order remove 1) once its machines are in sabakan, or they count twice.\n"; code != 0 || out != want || errOut != "" {
 		t.Fatalf("add: exit %d stdout %q stderr %q, want %q", code, out, errOut, want)
 	}
 	if _, _, code := f.run("sabakan", "order", "add", "rack=3,role=ss,count=4,from=2099-04-01,product=r7525,retire=2104-04-01"); code != 0 {
