@@ -12,9 +12,12 @@ import (
 // Orders document the leader's forecast assumes (docs/forecast.md).
 const KeyCKEGenOrders = "sabakan/ckegen/orders"
 
-// Orders is what is on order, oldest first.
+// Orders is what is on order, oldest first. NextID is the ID the next
+// order gets (0: one more than the largest present): it only grows, so
+// an ID removed is never given again.
 type Orders struct {
 	Orders []Order `json:"orders"`
+	NextID int     `json:"nextID,omitempty"`
 }
 
 // Order is machines ordered: Spec is an --assume-new spec (rack, role,

@@ -14,7 +14,7 @@ func newSabakanCmd(e *env) *cobra.Command {
 		newSabakanSetVariablesCmd(e), newSabakanGetVariablesCmd(e),
 		newSabakanSetPolicyCmd(e), newSabakanGetPolicyCmd(e), newSabakanClearPolicyCmd(e),
 		newSabakanStatusCmd(e), newSabakanHistoryCmd(e),
-		newSabakanGenerateCmd(), newSabakanResilienceCmd(e), newSabakanForecastCmd(e),
+		newSabakanGenerateCmd(), newSabakanResilienceCmd(e), newSabakanForecastCmd(e), newSabakanOrderCmd(e),
 		newSabakanMapCmd(e),
 		newSabakanPlanCmd(e),
 	)

@@ -407,8 +407,9 @@ func historyTable(w io.Writer, h []storage.HistoryEntry) error {
 	return tw.Flush()
 }
 
-// runwayRows say the leader's last forecast: its runway and age, and
-// its next events (liveview.Runway), or that none is stored.
+// runwayRows say the leader's last forecast: its runway and age, its
+// next events (liveview.Runway), or that none is stored; its next
+// order-by date, and what is on order.
 func runwayRows(ctx context.Context, w io.Writer, st storage.Storage) error {
 	r, err := liveview.ReadRunway(ctx, st, time.Now())
 	if err != nil {
@@ -419,5 +420,9 @@ func runwayRows(ctx context.Context, w io.Writer, st storage.Storage) error {
 	for _, ev := range r.Events() {
 		fmt.Fprintf(tw, "NEXT EVENT\t%s\n", ev)
 	}
+	if c := capacityLine(r); c != "" {
+		fmt.Fprintf(tw, "CAPACITY\t%s\n", c)
+	}
+	orderRows(ctx, tw, st, r)
 	return tw.Flush()
 }
