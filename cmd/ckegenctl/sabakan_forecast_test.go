@@ -139,14 +139,21 @@ func TestForecastFlagsRefused(t *testing.T) {
 		{[]string{"--retire-lead", "-1d"}, `--retire-lead: must not be negative, got "-1d"`},
 		{[]string{"--retire-lead", "a month"}, `--retire-lead: want days (30d) or a duration (12h), got "a month"`},
 		{[]string{"--need-workers", "0"}, "--need-workers: must be at least 1, got 0"},
-		{[]string{"-o", "yaml"}, "--output: must be one of [text json]"},
+		{[]string{"-o", "yaml"}, "--output: must be one of [text json csv]"},
+		{[]string{"-o", "csv"}, "--output csv: the CSV is the purchases: give --buy"},
+		{[]string{"--lead-time", "30d"}, "--lead-time needs --buy"},
+		{[]string{"--buy", "--lead-time", "soon"}, `--lead-time: want days (30d) or a duration (12h), got "soon"`},
+		{[]string{"--buy", "--rack-size", "-1"}, "--rack-size: must be at least 1, got -1"},
+		{[]string{"--lifetime", "0"}, `--lifetime: must be positive, got "0"`},
+		{[]string{"--assume-new", "rack=1,role=cs,count=0,from=2027-03-01"}, `--assume-new "rack=1,role=cs,count=0,from=2027-03-01": count: want 1 to 10000, got 0`},
+		{[]string{"--assume-new", "rack=1,role=cs,count=2"}, "from is missing"},
 		{[]string{"--assume", "rack=99:RETIRED"}, "--assume rack=99:RETIRED: no machine has rack 99"},
 	} {
 		out, errOut, code := runCLI(t, forecastArgs(tc.args...)...)
 		if code == 0 || out != "" || !strings.Contains(errOut, tc.want) {
 			t.Errorf("%v: exit %d, stdout %q, stderr %q (want %q)", tc.args, code, out, errOut, tc.want)
 		}
-		if code != 2 && !strings.HasPrefix(tc.args[0], "--assume") {
+		if code != 2 && tc.args[0] != "--assume" {
 			t.Errorf("%v: exit %d, want 2 (usage)", tc.args, code)
 		}
 	}
@@ -289,5 +296,45 @@ func TestForecastOnlineHolds(t *testing.T) {
 	}
 	if held == 0 {
 		t.Error("no event held with max-unhealthy 1")
+	}
+}
+
+// TestForecastBuy: --buy on the bundled data center to 2031 begins with
+// the purchases and the runway if nothing is bought, then the forecast
+// with them reaching the end; -o csv is the purchases with a header; -o
+// json has purchases, unbought and the made-up machines, each of whose
+// serials says it is made up.
+func TestForecastBuy(t *testing.T) {
+	out, errOut, code := runCLI(t, forecastArgs("--until", "2031-12-31", "--buy")...)
+	if code != 0 || !strings.HasPrefix(out, "purchases: 17 purchases, first order by 2030-01-31\n") ||
+		!strings.Contains(out, "\nif nothing is bought: the cluster meets its constraints until 2030-04-30;") ||
+		!strings.Contains(out, "\nrunway: the cluster meets its constraints until 2031-12-31, the end of the forecast") {
+		t.Fatalf("exit %d, stderr %q, stdout:\n%s", code, errOut, out)
+	}
+	csvOut, _, code := runCLI(t, forecastArgs("--until", "2031-12-31", "--buy", "-o", "csv")...)
+	rows := strings.Split(strings.TrimSpace(csvOut), "\n")
+	if code != 0 || len(rows) != 18 || rows[0] != "order_by,overdue,needed,role,product,count,racks,reason" ||
+		rows[1] != "2030-01-31,false,2030-05-01,compute,R620,1,0:1,18 HEALTHY workers remain (needed 20)" {
+		t.Errorf("csv: exit %d:\n%s", code, csvOut)
+	}
+	jsonOut, _, _ := runCLI(t, forecastArgs("--until", "2031-12-31", "--buy", "-o", "json")...)
+	var doc struct {
+		Purchases []map[string]any `json:"purchases"`
+		Unbought  map[string]any   `json:"unbought"`
+		MadeUp    []struct {
+			First  string `json:"firstSerial"`
+			Bought bool   `json:"bought"`
+		} `json:"madeUp"`
+	}
+	if err := json.Unmarshal([]byte(jsonOut), &doc); err != nil {
+		t.Fatal(err)
+	}
+	if len(doc.Purchases) != 17 || doc.Unbought["until"] != "2030-04-30" || len(doc.MadeUp) == 0 {
+		t.Fatalf("json: %d purchases, unbought %v, %d made up", len(doc.Purchases), doc.Unbought, len(doc.MadeUp))
+	}
+	for _, m := range doc.MadeUp {
+		if !m.Bought || !strings.HasPrefix(m.First, "made-up-") {
+			t.Errorf("made up %+v", m)
+		}
 	}
 }
