@@ -172,6 +172,9 @@ type Match struct {
 	// assumed state: Why says which condition leaves them out.
 	LeftOut int    `json:"leftOut,omitempty"`
 	Why     string `json:"leftOutBecause,omitempty"`
+	// MadeUp, for an --assume-new, are the first and last serials of
+	// the machines made up.
+	MadeUp []string `json:"madeUp,omitempty"`
 }
 
 // String is the line that says it: "assume rack=4:RETIRING: 20
@@ -179,6 +182,9 @@ type Match struct {
 // query's answer (the default query leaves out RETIRED machines)".
 func (m Match) String() string {
 	s := "assume " + m.Assume + ": " + words.Count(m.Machines, "machine", "machines")
+	if len(m.MadeUp) == 2 {
+		s += " made up (" + m.MadeUp[0] + " to " + m.MadeUp[1] + "), HEALTHY now"
+	}
 	switch {
 	case m.LeftOut == 0:
 		return s

@@ -25,6 +25,10 @@ type New struct {
 	Retire  time.Time `json:"retire,omitzero"`
 }
 
+// DefaultLifetime is a new machine's retire date after its from date
+// unless told otherwise: 5 years of 365 days.
+const DefaultLifetime = 5 * 365 * 24 * time.Hour
+
 // MaxNew is the most machines one --assume-new may add: more is a typo.
 const MaxNew = 10000
 
@@ -130,4 +134,36 @@ func (n New) MadeUp(first int, lifetime time.Duration, serial func(i int) string
 		out[i] = m
 	}
 	return out
+}
+
+// MakeUp makes the machines of news, HEALTHY now whatever their from
+// (the what-ifs of one moment: plan, generate --plan, resilience; the
+// forecast adds them on their dates), each with its Match ("assume new
+// SPEC: ..."). Their serials are machine.MadeUpSerial's of their from
+// date, role and rack, numbered on across news; their addresses are
+// 240.0.0.0/4's from the first.
+func MakeUp(news []New, lifetime time.Duration) ([]machine.Machine, []Match) {
+	var out []machine.Machine
+	matches := make([]Match, 0, len(news))
+	seq := map[string]int{}
+	for _, n := range news {
+		day := n.From.UTC().Format("20060102")
+		key := fmt.Sprintf("%s/%s/%d", day, n.Role, n.Rack)
+		k := seq[key]
+		ms := n.MadeUp(len(out)+1, lifetime, func(i int) string { return machine.MadeUpSerial(day, n.Role, n.Rack, k+i+1) })
+		seq[key] += len(ms)
+		out = append(out, ms...)
+		matches = append(matches, Match{Assume: "new " + n.String(), Machines: len(ms), MadeUp: []string{ms[0].Spec.Serial, ms[len(ms)-1].Spec.Serial}})
+	}
+	return out, matches
+}
+
+// RefuseMadeUp is an error naming the first of addresses (serial and
+// address) in 240.0.0.0/4, which made-up machines take: with such a
+// machine no machine can be assumed new.
+func RefuseMadeUp(serial, address string) error {
+	if !machine.IsMadeUpAddress(address) {
+		return nil
+	}
+	return fmt.Errorf("machine %s: its address %s is in 240.0.0.0/4, which made-up machines take: --assume-new cannot be used beside it", serial, address)
 }

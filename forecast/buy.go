@@ -21,7 +21,7 @@ import (
 // date after its arrival.
 const (
 	DefaultLeadTime = 90 * 24 * time.Hour
-	DefaultLifetime = 5 * 365 * 24 * time.Hour
+	DefaultLifetime = assume.DefaultLifetime
 )
 
 // Buy asks the forecast for the purchases that keep the cluster within

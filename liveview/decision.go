@@ -37,6 +37,10 @@ type Preview struct {
 	// It edits sabakan's inventory before the query's conditions on
 	// states (decision.Ask.Rehearse), never what a tick gathers.
 	Assume []assume.Assumption
+	// New are machines that do not exist yet (--assume-new): made up,
+	// HEALTHY, added to sabakan's inventory before the query's
+	// conditions on states, as Assume's edits are.
+	New []assume.New
 
 	// drawing: gather every machine of sabakan too (decision.Ask.Context),
 	// for the map.
@@ -100,13 +104,27 @@ func (r *Reader) decide(ctx context.Context, p Preview) (*decision.Decision, []a
 	defer r.mu.Unlock()
 	ask := decision.Ask{WhatIf: p.WhatIf, Last: mem.Last, Kubernetes: kube, SettingsOnly: p.SettingsOnly, Config: o, PastGates: !p.SettingsOnly, Context: p.drawing}
 	var matches []assume.Match
-	if len(p.Assume) > 0 {
+	if len(p.Assume) > 0 || len(p.New) > 0 {
 		// The assumptions change sabakan's inventory before the query's
 		// conditions on states, as sabakan would once told.
 		ask.Rehearse = func(held []machine.Machine, states sabakan.StateFilter) ([]machine.Machine, error) {
 			answer, m, err := assume.Inventory(held, p.Assume, states)
 			if err != nil {
 				return nil, &AssumeError{err}
+			}
+			if len(p.New) > 0 {
+				for i := range held {
+					if err := assume.RefuseMadeUp(held[i].Spec.Serial, held[i].Address()); err != nil {
+						return nil, &AssumeError{err}
+					}
+				}
+				made, mm := assume.MakeUp(p.New, assume.DefaultLifetime)
+				for _, x := range made {
+					if states.Keeps(x.Status.State) {
+						answer = append(answer, x)
+					}
+				}
+				m = append(m, mm...)
 			}
 			matches = m
 			return answer, nil

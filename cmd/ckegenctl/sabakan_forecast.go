@@ -36,7 +36,6 @@ type forecastOptions struct {
 	lifetime  string
 	buyRacks  []int
 	rackSize  int
-	assumeNew []string
 }
 
 // newSabakanForecastCmd is `sabakan forecast`: what the machines' retire
@@ -45,6 +44,7 @@ type forecastOptions struct {
 // itself is forecast.Of on that generator.Input either way.
 func newSabakanForecastCmd(e *env) *cobra.Command {
 	o := &forecastOptions{}
+	o.newOnDates = true
 	cmd := &cobra.Command{
 		Use:   "forecast [--template T.yml --machines M.json]",
 		Short: "until when the cluster meets its constraints as the machines retire, if nothing is bought",
@@ -116,7 +116,6 @@ planned (nothing on stdout); 2 on a usage error.`,
 	f.StringVar(&o.lifetime, "lifetime", "1825d", "a new machine's retire date after its arrival (--buy, and --assume-new without retire=), in days or a duration")
 	f.IntSliceVar(&o.buyRacks, "buy-racks", nil, "with --buy: the racks new machines may go to (default: the racks that hold machines of the template's roles)")
 	f.IntVar(&o.rackSize, "rack-size", 0, "with --buy: the machines a rack holds; a purchase never overfills a rack, and says when a new rack is needed (default: no bound)")
-	f.StringArrayVar(&o.assumeNew, "assume-new", nil, "rack=N,role=R,count=N,from=YYYY-MM-DD[,product=P][,retire=YYYY-MM-DD]: machines that do not exist yet, HEALTHY from their from date (made up: addresses in 240.0.0.0/4); repeatable")
 	o.live.addLiveFlags(f)
 	return cmd
 }

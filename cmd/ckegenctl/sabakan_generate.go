@@ -52,6 +52,11 @@ type inputFlags struct {
 	// assumed says, after load, how many machines each matched.
 	assume  []string
 	assumed []assume.Match
+	// assumeNew are the --assume-new machines: load adds them to the
+	// machines, HEALTHY now, unless newOnDates (the forecast adds them
+	// on their dates).
+	assumeNew  []string
+	newOnDates bool
 }
 
 // addFlags defines the input flags on f.
@@ -65,6 +70,7 @@ func (o *inputFlags) addFlags(f *pflag.FlagSet) {
 	f.StringVar(&o.policy, "policy", "", "placement policy file (YAML or JSON, docs/design.md 12); its metrics are fetched from its providers")
 	f.StringSliceVar(&o.rebooting, "rebooting", nil, "addresses of nodes that are rebooting (comma separated)")
 	f.StringArrayVar(&o.assume, "assume", nil, "WHICH:STATE[@DURATION]: decide as if the machines WHICH names (a serial, an IPv4 address, rack=N or LABEL=VALUE) had that sabakan state; repeatable")
+	f.StringArrayVar(&o.assumeNew, "assume-new", nil, "rack=N,role=R,count=N,from=YYYY-MM-DD[,product=P][,retire=YYYY-MM-DD]: machines that do not exist yet, made up (addresses in 240.0.0.0/4), HEALTHY (now; the forecast: from their from date); repeatable")
 }
 
 func newSabakanGenerateCmd() *cobra.Command {
@@ -118,6 +124,9 @@ stdout.`,
 			}
 			if cmd.Flags().Changed("max-steps") {
 				return usage.Errorf("--max-steps needs --plan")
+			}
+			if len(o.assumeNew) > 0 {
+				return usage.Errorf("--assume-new needs --plan: a cluster.yml with made-up machines is not one to apply")
 			}
 			return o.run(cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
@@ -216,6 +225,9 @@ func (o *generateOptions) checkFlags() error {
 func (o *inputFlags) checkAssume() error {
 	if _, err := assume.ParseAll(o.assume); err != nil {
 		return usage.Errorf("--assume %v", err)
+	}
+	if _, err := assume.ParseNews(o.assumeNew); err != nil {
+		return usage.Errorf("--assume-new %v", err)
 	}
 	return nil
 }
@@ -394,7 +406,35 @@ func (o *inputFlags) load() (generator.Input, []string, error) {
 		in.InventoryRoles = rolesLeft(in.InventoryRoles, in.Machines, kept)
 	}
 	in.Machines, o.assumed = kept, matches
+	if len(o.assumeNew) > 0 && !o.newOnDates {
+		if in, err = o.addNew(in, states); err != nil {
+			return generator.Input{}, nil, err
+		}
+	}
 	return in, warnings, nil
+}
+
+// addNew is in with the --assume-new machines, HEALTHY now, as the
+// query would answer them (world.World.Add); o.assumed says what each
+// made up.
+func (o *inputFlags) addNew(in generator.Input, states assume.Query) (generator.Input, error) {
+	news, err := assume.ParseNews(o.assumeNew)
+	if err != nil {
+		return in, usage.Errorf("--assume-new %v", err)
+	}
+	for _, m := range in.Machines {
+		if err := assume.RefuseMadeUp(m.Spec.Serial, m.Address()); err != nil {
+			return in, err
+		}
+	}
+	made, matches := assume.MakeUp(news, assume.DefaultLifetime)
+	ptrs := make([]*machine.Machine, len(made))
+	for i := range made {
+		ptrs[i] = &made[i]
+	}
+	w, _ := world.World{In: in, Query: states}.Add(ptrs)
+	o.assumed = append(o.assumed, matches...)
+	return w.In, nil
 }
 
 // rolesLeft are the roles of the inventory once the machines of all that

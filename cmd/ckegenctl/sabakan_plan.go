@@ -41,6 +41,8 @@ type planOptions struct {
 	kubeTimeout                      time.Duration
 	// assume are the --assume rehearsals (docs/failure-domains.md).
 	assume []string
+	// assumeNew are the --assume-new machines (docs/forecast.md).
+	assumeNew []string
 }
 
 func newSabakanPlanCmd(e *env) *cobra.Command {
@@ -101,6 +103,7 @@ not be (bad input, etcd or sabakan unreachable).`,
 	f.BoolVar(&o.stored, "stored", false, "print the plan the daemon stored in sabakan/plan instead")
 	f.StringVarP(&o.output, "output", "o", "text", "output format: text, json or yaml")
 	f.StringArrayVar(&o.assume, "assume", nil, "WHICH:STATE[@DURATION]: plan as if the machines WHICH names (a serial, an IPv4 address, rack=N or LABEL=VALUE) had that sabakan state; repeatable")
+	f.StringArrayVar(&o.assumeNew, "assume-new", nil, "rack=N,role=R,count=N,from=YYYY-MM-DD[,product=P][,retire=YYYY-MM-DD]: plan as if these machines, made up (addresses in 240.0.0.0/4), were in sabakan and HEALTHY now; repeatable")
 	o.addFlags(f)
 	return cmd
 }
@@ -242,11 +245,15 @@ func (o *planOptions) decide(e *env, w intake.WhatIf) (*decision.Decision, []ass
 	if err != nil {
 		return nil, nil, usage.Errorf("--assume %v", err)
 	}
+	news, err := assume.ParseNews(o.assumeNew)
+	if err != nil {
+		return nil, nil, usage.Errorf("--assume-new %v", err)
+	}
 	nodes, err := kubenodes.Open(o.kubeconfig, o.kubeTimeout)
 	if err != nil {
 		return nil, nil, err
 	}
-	p := liveview.Preview{WhatIf: w, RetireWait: o.retireWait, MaxSteps: o.maxSteps, Assume: as}
+	p := liveview.Preview{WhatIf: w, RetireWait: o.retireWait, MaxSteps: o.maxSteps, Assume: as, New: news}
 	if nodes != nil {
 		p.Kubernetes = kubenodes.APIView(nodes, nil)
 	}

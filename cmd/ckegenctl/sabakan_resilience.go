@@ -168,6 +168,9 @@ func decideOnline(e *env, cmd *cobra.Command, in *inputFlags, live planOptions) 
 		}
 	}
 	live.maxSteps, live.assume = generator.DefaultMaxSteps, in.assume
+	if !in.newOnDates {
+		live.assumeNew = in.assumeNew
+	}
 	if cmd.Flags().Changed("retire-wait") {
 		live.retireWait = in.retireWait
 	}
