@@ -31,11 +31,11 @@ type forecastOptions struct {
 	output      string
 	// The purchases' flags: --buy, --lead-time, --lifetime, --buy-racks,
 	// --rack-size; --assume-new the machines assumed to arrive.
-	buy       bool
-	leadTime  string
-	lifetime  string
-	buyRacks  []int
-	rackSize  int
+	buy      bool
+	leadTime string
+	lifetime string
+	buyRacks []int
+	rackSize int
 }
 
 // newSabakanForecastCmd is `sabakan forecast`: what the machines' retire
