@@ -205,6 +205,8 @@ func chartText(s string) string {
 	return template.HTMLEscapeString(s)
 }
 
+// draw writes the SVG: its label (what a screen reader says), legend,
+// axes, lines, marks and the points' bands.
 func (c *chartScale) draw(b *strings.Builder, s *storage.ForecastSummary) {
 	first, until := s.Points[0].Date, c.to.Format(time.DateOnly)
 	label := fmt.Sprintf("runway chart: HEALTHY workers and control planes from %s to %s", first, until)
@@ -224,36 +226,42 @@ func (c *chartScale) draw(b *strings.Builder, s *storage.ForecastSummary) {
 	fmt.Fprintf(b, "\n<title>%s</title>\n<style>%s</style>\n", chartText(label), chartStyle)
 	c.drawLegend(b)
 	c.drawAxes(b)
+	c.drawLines(b, s)
+	c.drawMarks(b, s)
+	c.drawEnds(b, s)
+	c.drawPoints(b, s)
+	b.WriteString("</svg>")
+}
 
-	// The workers: an event's figure holds until the next.
-	b.WriteString(`<path class="workers" d="M`)
-	for i, p := range s.Points {
-		x, y := num(c.x(c.dates[i])), num(c.y(p.Workers))
-		if i == 0 {
-			b.WriteString(x + " " + y)
-		} else {
-			b.WriteString("H" + x + "V" + y)
-		}
-	}
-	b.WriteString("H" + num(c.x(c.to)) + "\"/>\n")
+// drawLines draws the workers and the control planes as steps (an
+// event's figure holds until the next), and the need.
+func (c *chartScale) drawLines(b *strings.Builder, s *storage.ForecastSummary) {
+	c.stepPath(b, "workers", s.Points, func(p storage.ForecastPoint) float64 { return c.y(p.Workers) })
+	c.stepPath(b, "cps", s.Points, func(p storage.ForecastPoint) float64 { return c.yCP(p.ControlPlanes) })
 	if s.NeedWorkers > 0 {
 		y := num(c.y(s.NeedWorkers))
 		fmt.Fprintf(b, `<line id="need" class="need" x1="%d" y1="%s" x2="%d" y2="%s" data-need="%d"><title>needed: %s</title></line>`+"\n",
 			chartLeft, y, chartLeft+chartPlotW, y, s.NeedWorkers, words.Count(s.NeedWorkers, "HEALTHY worker", "HEALTHY workers"))
 		fmt.Fprintf(b, `<text class="ya" x="%d" y="%s" style="fill:#dc2626">need %d</text>`+"\n", chartLeft+chartPlotW, num(c.y(s.NeedWorkers)-4), s.NeedWorkers)
 	}
-	// The control planes, in their strip.
-	b.WriteString(`<path class="cps" d="M`)
-	for i, p := range s.Points {
-		x, y := num(c.x(c.dates[i])), num(c.yCP(p.ControlPlanes))
-		if i == 0 {
-			b.WriteString(x + " " + y)
+}
+
+// stepPath is one path through the points' figures.
+func (c *chartScale) stepPath(b *strings.Builder, class string, points []storage.ForecastPoint, y func(storage.ForecastPoint) float64) {
+	b.WriteString(`<path class="` + class + `" d="M`)
+	for i, p := range points {
+		if i > 0 {
+			b.WriteString("H" + num(c.x(c.dates[i])) + "V" + num(y(p)))
 		} else {
-			b.WriteString("H" + x + "V" + y)
+			b.WriteString(num(c.x(c.dates[i])) + " " + num(y(p)))
 		}
 	}
 	b.WriteString("H" + num(c.x(c.to)) + "\"/>\n")
+}
 
+// drawMarks draws the retire waves, the bought machines' arrivals and the
+// purchases.
+func (c *chartScale) drawMarks(b *strings.Builder, s *storage.ForecastSummary) {
 	// The retire waves: a bar each, as high as its share of the largest.
 	b.WriteString(`<g id="retire-waves">`)
 	for i, p := range s.Points {
@@ -295,6 +303,11 @@ func (c *chartScale) draw(b *strings.Builder, s *storage.ForecastSummary) {
 	}
 	b.WriteString("</g>\n")
 
+}
+
+// drawEnds marks the runway's end and, with purchases, where it would
+// end without them.
+func (c *chartScale) drawEnds(b *strings.Builder, s *storage.ForecastSummary) {
 	// Without the purchases, the runway would end here.
 	if !c.unboughtEnd.IsZero() {
 		x := num(c.x(c.unboughtEnd))
@@ -314,6 +327,10 @@ func (c *chartScale) draw(b *strings.Builder, s *storage.ForecastSummary) {
 		fmt.Fprintf(b, `<text class="endl" x="%s" y="%d" style="text-anchor:%s">runway ends %s</text>`+"\n", num(x-3), chartTop+10, anchor, d)
 	}
 
+}
+
+// drawPoints draws the points' bands.
+func (c *chartScale) drawPoints(b *strings.Builder, s *storage.ForecastSummary) {
 	// A band per point, as wide as its figures hold: a tooltip, and the
 	// figures as data attributes named as the stored point's fields
 	// (d, w, c, r, a, b, f; a zero is left out).
@@ -335,7 +352,7 @@ func (c *chartScale) draw(b *strings.Builder, s *storage.ForecastSummary) {
 		b.WriteString(chartText(pointTitle(p)))
 		b.WriteString("</title></rect>")
 	}
-	b.WriteString("\n</g>\n</svg>")
+	b.WriteString("\n</g>\n")
 }
 
 func attr(b *strings.Builder, name string, n int) {
