@@ -1,6 +1,7 @@
 // The page is ckegen's page (at / of its daemon, at /ckegen/ of CKE's
 // server with ckegen inside): the rack map as SVG (one element
-// per machine, with a tooltip), the last tick's status, the pending plan
+// per machine, with a tooltip), the last tick's status, the runway (the
+// stored forecast, its chart as SVG and its purchases), the pending plan
 // and the last history entries. It is rendered on the server with
 // html/template and reloads itself; there is no script.
 
@@ -160,8 +161,11 @@ type page struct {
 	NextStep *NextStep
 	// NextChanges are the first maxNextChanges of the next step's.
 	NextChanges []rackmapChange
-	// Runway is the leader's last forecast, as stored.
-	Runway Runway
+	// Runway is the leader's last forecast, as stored; RunwayChart draws
+	// its points, Purchases lists its purchases.
+	Runway      Runway
+	RunwayChart RunwayChart
+	Purchases   []PurchaseRow
 
 	MapErr  string
 	Notes   []string
@@ -251,6 +255,8 @@ func newPage(s *View, refresh time.Duration) *page {
 		Notes:    s.Notes,
 		Runway:   s.Runway,
 	}
+	p.RunwayChart = DrawRunwayChart(s.Runway.Summary)
+	p.Purchases = PurchaseRows(s.Runway.Summary)
 	if s.Status != nil {
 		w := s.Status.Warnings
 		p.TickWarnings = w[:min(len(w), maxTickWarnings)]

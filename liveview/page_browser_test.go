@@ -570,3 +570,119 @@ func must(t *testing.T, err error) {
 		t.Fatal(err)
 	}
 }
+
+var runwayScreenshot = flag.String("runway-screenshot", "", "write the runway browser test's screenshot of the Runway panel to this PNG file (relative to the repository root, e.g. docs/runway.png)")
+
+// TestRunwayChartInBrowser: a forecast summary with points and purchases,
+// stored under a leader's key in etcd as the leader stores it; the page,
+// loaded in headless chromium, draws the chart in the Runway panel with
+// one band per stored point (its data attributes the point's figures), a
+// marker per purchase and the table of purchases; the panel's screenshot
+// is a PNG with the workers' line drawn. It is written to the test's
+// artifacts (go test -artifacts) and, with -runway-screenshot, there.
+func TestRunwayChartInBrowser(t *testing.T) {
+	chrome := chromium(t)
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	site := sitetest.Start(t, sitetest.Options{
+		Now:        now,
+		DataCenter: func(o *dcgen.Options) { o.Racks, o.PerRack = 3, 5 },
+		Template:   exampleTemplate(t, nil), StoreURL: true,
+	})
+	st := site.Storage
+	leader := st.Key(storage.KeyLeader + "1")
+	_, err := st.Client.Put(ctx, leader, "runway-test")
+	must(t, err)
+	sum := chartSummary()
+	sum.RunwayMessage = "the cluster meets its constraints until 2028-05-31"
+	must(t, st.PutForecast(ctx, leader, *sum))
+	stored, err := st.GetForecast(ctx)
+	must(t, err)
+
+	page := httptest.NewServer(liveview.NewHandler(liveview.NewReader(st, liveview.Options{Now: func() time.Time { return now.Add(time.Hour) }}),
+		liveview.PageOptions{Log: slog.New(slog.NewTextHandler(io.Discard, nil))}))
+	t.Cleanup(page.Close)
+	bctx := browser(t, ctx, chrome)
+	if err := chromedp.Do(bctx, chromedp.Navigate(page.URL+"/"), chromedp.WaitVisible(chromedp.CSS("#runway-line"))); err != nil {
+		t.Fatalf("chromium: loading the page: %v", err)
+	}
+	if !eval[bool](t, bctx, `document.querySelector("#runway-panel svg#runway-chart") !== null`) {
+		t.Fatalf("no runway chart in the Runway panel: %q", eval[string](t, bctx, `document.querySelector("#runway-panel").innerText`))
+	}
+	// The chart is in the panel, between its heading and the next one.
+	placed := eval[bool](t, bctx, `(() => { const c = document.querySelector("#runway-chart"), h = document.querySelector("#runway"), n = document.querySelector("#plan");
+		return !!(h.compareDocumentPosition(c) & Node.DOCUMENT_POSITION_FOLLOWING) && !!(c.compareDocumentPosition(n) & Node.DOCUMENT_POSITION_FOLLOWING) })()`)
+	points := eval[[]string](t, bctx, `Array.from(document.querySelectorAll("#runway-chart .pts > rect")).map(e => { const d = e.dataset;
+		return [d.d, d.w, d.c, d.r ?? 0, d.a ?? 0, d.b ?? 0, d.f === "1"].join(" ") })`)
+	drawn := eval[[]float64](t, bctx, `(() => { const r = document.querySelector("#runway-chart").getBoundingClientRect(), p = document.querySelector("#runway-chart path.workers").getBoundingClientRect();
+		return [r.width, r.height, p.width, p.height, document.body.clientWidth] })()`)
+	buys := eval[[]string](t, bctx, `Array.from(document.querySelectorAll("#runway-chart #purchases > path.buy")).map(e => e.dataset.needed + " " + e.querySelector("title").textContent)`)
+	end := eval[string](t, bctx, `document.querySelector("#runway-chart #runway-end")?.dataset.date ?? "(none)"`)
+	rows := eval[[]string](t, bctx, `Array.from(document.querySelectorAll("#purchases-table tbody tr")).map(e => e.innerText)`)
+	shot, err := chromedp.Run(bctx, chromedp.Screenshot(chromedp.CSS("#runway-panel")))
+	if err != nil {
+		t.Fatalf("chromium: screenshot of the Runway panel: %v", err)
+	}
+
+	if !placed {
+		t.Error("the runway chart is not between the Runway heading and the next")
+	}
+	var want []string
+	for _, p := range stored.Points {
+		want = append(want, fmt.Sprintf("%s %d %d %d %d %d %v", p.Date, p.Workers, p.ControlPlanes, p.Retired, p.Arriving, p.Bought, p.Fails))
+	}
+	if len(want) == 0 || !slices.Equal(points, want) {
+		t.Errorf("the chart's points\n got %q\nwant %q (stored)", points, want)
+	}
+	if w, h, pw, ph, body := drawn[0], drawn[1], drawn[2], drawn[3], drawn[4]; w < 0.95*body || h < 100 || pw < 0.9*w || ph < 10 {
+		t.Errorf("the chart is %.0fx%.0f px in a page %.0f wide, its workers' line %.0fx%.0f: want it drawn across the page", w, h, body, pw, ph)
+	}
+	var wantBuys []string
+	for _, p := range stored.Purchases {
+		over := ""
+		if p.Overdue {
+			over = ", overdue"
+		}
+		wantBuys = append(wantBuys, fmt.Sprintf("%s buy %d %s (%s) by %s%s; needed %s: %s", p.Needed, p.Count, p.Role, p.Product, p.OrderBy, over, p.Needed, p.Reason))
+	}
+	wantBuys[1] = strings.Replace(wantBuys[1], " () ", " ", 1) // no product
+	if !slices.Equal(buys, wantBuys) {
+		t.Errorf("purchase markers\n got %q\nwant %q", buys, wantBuys)
+	}
+	if end != "2028-06-01" {
+		t.Errorf("the runway's end marked at %s, want 2028-06-01 (the first point that fails)", end)
+	}
+	if want := []string{"2027-03-01\t2026-12-01\tcompute\tr7<x>\t30\track 2: 15, rack 3: 5, rack 10: 10\tworkers below the need",
+		"2027-03-01\t2025-12-01 overdue\tstorage\t\t10\track 4: 10\tworkers below the need"}; !slices.Equal(rows, want) {
+		t.Errorf("purchases table\n got %q\nwant %q", rows, want)
+	}
+
+	img, err := png.Decode(bytes.NewReader(shot))
+	if err != nil || len(shot) == 0 {
+		t.Fatalf("the Runway panel's screenshot (%d bytes) is not a PNG: %v", len(shot), err)
+	}
+	workersLine := 0 // the workers' line, #2563eb
+	b := img.Bounds()
+	for y := b.Min.Y; y < b.Max.Y; y++ {
+		for x := b.Min.X; x < b.Max.X; x++ {
+			if r, g, bl, _ := img.At(x, y).RGBA(); r>>8 == 0x25 && g>>8 == 0x63 && bl>>8 == 0xeb {
+				workersLine++
+			}
+		}
+	}
+	if b.Dx() < 800 || b.Dy() < 300 || workersLine < 500 {
+		t.Errorf("the Runway panel's screenshot is %v with %d pixels of the workers' line: not drawn", b.Size(), workersLine)
+	}
+	path := filepath.Join(t.ArtifactDir(), "runway.png")
+	must(t, os.WriteFile(path, shot, 0o644))
+	t.Logf("screenshot of the Runway panel: %s", path)
+	if *runwayScreenshot != "" {
+		path := *runwayScreenshot
+		if !filepath.IsAbs(path) {
+			path = filepath.Join("..", path)
+		}
+		must(t, os.WriteFile(path, shot, 0o644))
+		t.Logf("screenshot written to %s", path)
+	}
+}
