@@ -305,21 +305,31 @@ func rolesLeft(all []string, ms []*machine.Machine, left map[string]int) []strin
 // added; w is left as it is.
 func (w World) Add(ms []*machine.Machine) (World, int) {
 	in := &w.In
-	out := make([]*machine.Machine, len(in.Machines), len(in.Machines)+len(ms))
-	copy(out, in.Machines)
-	added := 0
+	var add []*machine.Machine
 	var roles []string
 	for _, m := range ms {
 		if Leaves(w.Query, m.Status.State) {
 			continue
 		}
-		out = append(out, m)
-		added++
+		add = append(add, m)
 		if in.InventoryRoles != nil && !slices.Contains(in.InventoryRoles, m.Spec.Role) && !slices.Contains(roles, m.Spec.Role) {
 			roles = append(roles, m.Spec.Role)
 		}
 	}
-	slices.SortStableFunc(out, func(a, b *machine.Machine) int { return strings.Compare(a.Spec.Serial, b.Spec.Serial) })
+	bySerial := func(a, b *machine.Machine) int { return strings.Compare(a.Spec.Serial, b.Spec.Serial) }
+	slices.SortStableFunc(add, bySerial)
+	// Both sorted: merge them, the world's first on equal serials.
+	out := make([]*machine.Machine, 0, len(in.Machines)+len(add))
+	old := in.Machines
+	for len(old) > 0 && len(add) > 0 {
+		if bySerial(add[0], old[0]) < 0 {
+			out, add = append(out, add[0]), add[1:]
+		} else {
+			out, old = append(out, old[0]), old[1:]
+		}
+	}
+	out = append(append(out, old...), add...)
+	added := len(out) - len(in.Machines)
 	in.Machines = out
 	if len(roles) > 0 {
 		in.InventoryRoles = append(slices.Clip(in.InventoryRoles), roles...)

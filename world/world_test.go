@@ -212,3 +212,28 @@ func TestPlanAtTheLeadersPace(t *testing.T) {
 		t.Errorf("the plan moved the world's own clock: %s, RETIRED for %.0fs", retired.In.Now, gone.Status.Duration)
 	}
 }
+
+// TestAdd: machines added join the answer in serial order among the
+// others, their role the inventory's roles; a query that leaves their
+// state out keeps them out. The world it was made from is left as it is.
+func TestAdd(t *testing.T) {
+	w := site(t)
+	mk := func(serial, role string, st machine.State) *machine.Machine {
+		return &machine.Machine{Spec: machine.Spec{Serial: serial, Rack: 9, Role: role, IPv4: []string{"240.0.0.1"}}, Status: machine.Status{State: st}}
+	}
+	added, n := w.Add([]*machine.Machine{mk("c15", "gpu", machine.StateHealthy), mk("a0", "compute", machine.StateHealthy), mk("zz", "compute", machine.StateRetired)})
+	var serials []string
+	for _, m := range added.In.Machines {
+		serials = append(serials, m.Spec.Serial)
+	}
+	if n != 3 || !slices.IsSorted(serials) || len(serials) != 20 || !slices.Equal(added.In.InventoryRoles, []string{"compute", "gpu", "storage"}) {
+		t.Errorf("added %d: %v, roles %v", n, serials, added.In.InventoryRoles)
+	}
+	w.Query = sabakan.StateFilter{NotHaving: []machine.State{machine.StateRetired}}
+	if left, n := w.Add([]*machine.Machine{mk("zz", "compute", machine.StateRetired)}); n != 0 || len(left.In.Machines) != 17 {
+		t.Errorf("a RETIRED machine the query leaves out: %d added", n)
+	}
+	if len(w.In.Machines) != 17 || len(w.In.InventoryRoles) != 2 {
+		t.Error("Add changed the world it was made from")
+	}
+}
