@@ -6,12 +6,12 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/ckegen/ckegen/assume"
 	"github.com/ckegen/ckegen/failuredomain"
 	"github.com/ckegen/ckegen/generator"
-	"github.com/ckegen/ckegen/internal/words"
 	"github.com/ckegen/ckegen/machine"
 	"github.com/ckegen/ckegen/reason"
 )
@@ -406,7 +406,15 @@ func (b *buyer) record(date time.Time, role string, racks map[int]int, fresh []i
 		p.Count += c
 	}
 	if len(fresh) > 0 {
-		p.Reason += fmt.Sprintf("; no rack of the purchase's racks has room (rack size %d): new %s", b.size, words.Count(len(fresh), "rack", "racks"))
+		names := make([]string, len(fresh))
+		for i, k := range fresh {
+			names[i] = fmt.Sprint(k)
+		}
+		what := "a new rack is needed, rack "
+		if len(fresh) > 1 {
+			what = "new racks are needed, racks "
+		}
+		p.Reason += fmt.Sprintf("; no rack has room (rack size %d): %s%s", b.size, what, strings.Join(names, ", "))
 	}
 }
 

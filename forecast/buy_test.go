@@ -117,3 +117,82 @@ func TestAssumeNewArrives(t *testing.T) {
 		t.Errorf("a real machine in 240.0.0.0/4: %v", err)
 	}
 }
+
+// TestBuyWhere: --buy-racks puts every machine in the racks given; with
+// --rack-size the racks are full (4 machines each), so the purchase
+// takes a new rack, the next number, and says so.
+func TestBuyWhere(t *testing.T) {
+	w := buySite(t)
+	o := Options{Until: date("2028-01-01"), RetireLead: DefaultRetireLead, Buy: &Buy{LeadTime: DefaultLeadTime, Racks: []int{1}}}
+	f, err := Of(w, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range f.Purchases {
+		if len(p.Racks) != 1 || p.Racks["1"] != p.Count {
+			t.Errorf("--buy-racks 1: %+v", p)
+		}
+	}
+	o.Buy = &Buy{LeadTime: DefaultLeadTime, RackSize: 4}
+	if f, err = Of(w, o); err != nil {
+		t.Fatal(err)
+	}
+	if f.Runway.Reason != None || len(f.Purchases) != 2 {
+		t.Fatalf("runway %s, purchases %+v", f.Runway.Message, f.Purchases)
+	}
+	// On 2027-05-01 rack 3's machines are RETIRING, still in sabakan's
+	// answer and in their rack.
+	for _, p := range f.Purchases {
+		if len(p.Racks) != 1 || p.Racks["4"] != 1 {
+			t.Errorf("--rack-size 4: %+v", p)
+		}
+	}
+	if r := f.Purchases[0].Reason; !strings.HasSuffix(r, "; no rack has room (rack size 4): a new rack is needed, rack 4") {
+		t.Errorf("reason %q", r)
+	}
+}
+
+// TestBuyControlPlane: in the rate model without a need, a control
+// plane that retires with nothing to replace it (3 machines, all
+// control planes) buys one machine of the control plane's role, in a
+// rack whose domain holds no other control plane, and nothing else.
+func TestBuyControlPlane(t *testing.T) {
+	var ms []*machine.Machine
+	for rack := range 3 {
+		retire := ""
+		if rack == 0 {
+			retire = "2027-06-15"
+		}
+		ms = append(ms, mk("c"+string(rune('0'+rack)), rack, 1, "compute", retire))
+	}
+	rate := 100
+	in := generator.Input{Template: exampleTemplate(t), Constraints: constraints.Constraints{ControlPlaneCount: 3, MinimumWorkersRate: &rate},
+		Machines: ms, Now: now, RetireWait: generator.DefaultRetireWait}
+	res, err := generator.Generate(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in.Current = res.Cluster
+	w := world.World{In: in, Query: defaultQuery()}
+	f, err := Of(w, Options{Until: date("2028-01-01"), RetireLead: DefaultRetireLead, Buy: &Buy{LeadTime: DefaultLeadTime}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.Unbought.Reason != NoControlPlaneCandidate {
+		t.Errorf("unbought: %+v", f.Unbought)
+	}
+	if len(f.Purchases) != 1 || f.Purchases[0].Role != "compute" || f.Purchases[0].Count != 1 || f.Runway.Reason != None {
+		t.Fatalf("purchases %+v, runway %s", f.Purchases, f.Runway.Message)
+	}
+	cps := map[string]bool{}
+	for _, n := range in.Current.Nodes {
+		if n.ControlPlane {
+			cps[n.Labels["cke.cybozu.com/rack"]] = true
+		}
+	}
+	for k := range f.Purchases[0].Racks {
+		if cps[k] && k != "0" {
+			t.Errorf("the candidate went to rack %s, which holds a control plane (%v)", k, cps)
+		}
+	}
+}
