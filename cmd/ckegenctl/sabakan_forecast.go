@@ -81,6 +81,20 @@ reads it, and now is the current time; offline, --template and --machines
 --policy and --rebooting are the input, as generate's. --assume rehearses a
 change first (see generate --help): the forecast starts from it.
 
+--buy answers the budget question: at each event that fails for want of
+machines, it buys the fewest that keep it (the workers short, split by role;
+a control-plane candidate where none is left), arriving on the event's date,
+in the racks of --buy-racks that hold the fewest machines of their role
+(never past --rack-size), with the product most machines of their role have,
+ordered --lead-time before. The text begins with the purchases and the
+runway if nothing is bought; -o json adds "purchases", "unbought" and
+"madeUp"; -o csv is one row per purchase. --assume-new
+rack=N,role=R,count=N,from=DATE[,product=P][,retire=DATE] (repeatable)
+assumes machines that do not exist yet, HEALTHY from the first event on or
+after from, retiring --lifetime later unless retire says; their serials
+(made-up-...) and addresses (240.0.0.0/4) are made up. Every purchase given
+back as --assume-new takes the runway to --until (docs/forecast.md).
+
 Exit status 0 with the forecast on stdout; 1 when the input cannot be read or
 planned (nothing on stdout); 2 on a usage error.`,
 		Args: exactArgs(0),
