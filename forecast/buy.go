@@ -2,6 +2,7 @@ package forecast
 
 import (
 	"cmp"
+	"container/heap"
 	"errors"
 	"fmt"
 	"maps"
@@ -346,18 +347,23 @@ func (b *buyer) buy(date time.Time, in generator.Input, role string, n int, reas
 			roleIn[m.Spec.Rack]++
 		}
 	}
+	room := func(k int) bool { return b.size == 0 || inRack[k] < b.size }
+	var fewest *rackHeap
 	if pick == nil {
-		pick = func(roleIn map[int]int) (int, bool) {
-			best, found := 0, false
-			for _, k := range b.racks {
-				if b.size > 0 && inRack[k] >= b.size {
-					continue
-				}
-				if !found || roleIn[k] < roleIn[best] {
-					best, found = k, true
-				}
+		// The racks with room by the machines of the role they hold,
+		// then number: each machine goes to the first.
+		fewest = &rackHeap{of: roleIn}
+		for _, k := range b.racks {
+			if room(k) {
+				fewest.racks = append(fewest.racks, k)
 			}
-			return best, found
+		}
+		heap.Init(fewest)
+		pick = func(map[int]int) (int, bool) {
+			if fewest.Len() == 0 {
+				return 0, false
+			}
+			return heap.Pop(fewest).(int), true
 		}
 	}
 	racks := map[int]int{}
@@ -373,6 +379,9 @@ func (b *buyer) buy(date time.Time, in generator.Input, role string, n int, reas
 		racks[k]++
 		roleIn[k]++
 		inRack[k]++
+		if fewest != nil && room(k) {
+			heap.Push(fewest, k)
+		}
 	}
 	r := b.r
 	var ms []*machine.Machine
@@ -431,4 +440,24 @@ func (r *run) purchases() []Purchase {
 		return cmp.Or(cmp.Compare(a.Needed, b.Needed), cmp.Compare(a.Role, b.Role))
 	})
 	return out
+}
+
+// rackHeap is racks by how many machines of a role each holds (of),
+// then by number.
+type rackHeap struct {
+	racks []int
+	of    map[int]int
+}
+
+func (h *rackHeap) Len() int { return len(h.racks) }
+func (h *rackHeap) Less(i, j int) bool {
+	a, b := h.racks[i], h.racks[j]
+	return h.of[a] < h.of[b] || h.of[a] == h.of[b] && a < b
+}
+func (h *rackHeap) Swap(i, j int) { h.racks[i], h.racks[j] = h.racks[j], h.racks[i] }
+func (h *rackHeap) Push(x any)    { h.racks = append(h.racks, x.(int)) }
+func (h *rackHeap) Pop() any {
+	k := h.racks[len(h.racks)-1]
+	h.racks = h.racks[:len(h.racks)-1]
+	return k
 }

@@ -291,6 +291,9 @@ type run struct {
 
 func newRun(w world.World, o Options, f *Forecast) (*run, error) {
 	r := &run{w: w, o: o, f: f, all: w.In.Machines, seq: map[string]int{}}
+	// One memo of the nodes rendered for every event: an event's cluster
+	// is the last one's, mostly.
+	r.w.In.RenderMemo = &generator.RenderMemo{}
 	for _, m := range w.In.Machines {
 		if m.MadeUp() {
 			return nil, fmt.Errorf("machine %s: its address %s is in 240.0.0.0/4, which made-up machines take: the forecast cannot assume new machines beside it", m.Spec.Serial, m.Address())

@@ -112,6 +112,10 @@ type Input struct {
 	// (intake.FetchMetrics), looked up by serial; nil when there are none:
 	// every machine then has no value.
 	Metrics *policy.Values
+	// RenderMemo, when not nil, remembers across the ticks of a plan which
+	// nodes are what rendering gives (a cache: the results are the same
+	// without it).
+	RenderMemo *RenderMemo
 }
 
 // Change is one step of a decision: a machine chosen, removed, moved

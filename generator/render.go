@@ -30,17 +30,65 @@ func (s *state) render(mb *member) *cluster.Node {
 	rebooting := mb.rebooting
 	if c := mb.current; c != nil && c.Address == x.address && c.Hostname == "" && c.User == t.Node.User &&
 		c.ControlPlane == mb.controlPlane && taintsMatch(c.Taints, t.Node.Taints, x.state, rebooting) &&
-		labels.Equal(c.Labels, c.Annotations, x.raw, lt, mb.controlPlane) {
+		s.labelsEqual(c, x.raw, t, lt, mb.controlPlane) {
 		return c
 	}
 	ls, as := labels.Render(x.raw, lt, mb.controlPlane)
-	return &cluster.Node{
+	n := &cluster.Node{
 		Address:      x.address,
 		User:         t.Node.User,
 		ControlPlane: mb.controlPlane,
 		Labels:       ls,
 		Annotations:  as,
 		Taints:       taints.Render(t.Node.Taints, x.state, rebooting),
+	}
+	s.input.RenderMemo.remember(n, x.raw, t, mb.controlPlane)
+	return n
+}
+
+// labelsEqual reports whether node c has the labels and annotations
+// rendering m by t gives (labels.Equal), asking Input.RenderMemo first.
+func (s *state) labelsEqual(c *cluster.Node, m *machine.Machine, t *template.NodeTemplate, lt labels.Template, cp bool) bool {
+	r := s.input.RenderMemo
+	if r.knows(c, m, t, cp) {
+		return true
+	}
+	if !labels.Equal(c.Labels, c.Annotations, m, lt, cp) {
+		return false
+	}
+	r.remember(c, m, t, cp)
+	return true
+}
+
+// RenderMemo remembers, for the ticks of one plan or forecast, the nodes
+// whose labels and annotations are what rendering a machine by a
+// template node gives (labels read the machine's spec and the template
+// only, neither changed in place during a plan; an edited machine is a
+// copy): a node met again with the same machine and template is not
+// compared again. It is safe for concurrent use; the zero value is
+// ready, and a nil *RenderMemo remembers nothing.
+type RenderMemo struct {
+	m sync.Map // *cluster.Node -> renderedFrom
+}
+
+// renderedFrom is what a node was found rendered from.
+type renderedFrom struct {
+	m  *machine.Machine
+	t  *template.NodeTemplate
+	cp bool
+}
+
+func (r *RenderMemo) knows(n *cluster.Node, m *machine.Machine, t *template.NodeTemplate, cp bool) bool {
+	if r == nil {
+		return false
+	}
+	v, ok := r.m.Load(n)
+	return ok && v.(renderedFrom) == renderedFrom{m, t, cp}
+}
+
+func (r *RenderMemo) remember(n *cluster.Node, m *machine.Machine, t *template.NodeTemplate, cp bool) {
+	if r != nil {
+		r.m.Store(n, renderedFrom{m, t, cp})
 	}
 }
 

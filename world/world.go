@@ -118,6 +118,9 @@ func (w *World) Plan(first *generator.Result, maxSteps int) (*generator.Plan, er
 // plan's.
 func (w *World) run(first *generator.Result, changed bool, maxSteps int) (*generator.Plan, *World, error) {
 	at := *w
+	if at.In.RenderMemo == nil {
+		at.In.RenderMemo = &generator.RenderMemo{}
+	}
 	ticks := 0
 	if first != nil {
 		ticks = 1

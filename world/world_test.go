@@ -3,6 +3,7 @@ package world
 import (
 	"fmt"
 	"os"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -235,5 +236,50 @@ func TestAdd(t *testing.T) {
 	}
 	if len(w.In.Machines) != 17 || len(w.In.InventoryRoles) != 2 {
 		t.Error("Add changed the world it was made from")
+	}
+}
+
+// TestRenderMemo: a memo of rendered nodes shared by plans (as the
+// forecast shares one across its events) changes no plan: a plan of a
+// rack's loss is the same with and without it, and a plan with another
+// template (a label more) on the same nodes re-renders every node as a
+// plan without the memo does.
+func TestRenderMemo(t *testing.T) {
+	w := site(t)
+	memo := &generator.RenderMemo{}
+	w.In.RenderMemo = memo
+	if p, err := w.Plan(nil, generator.DefaultMaxSteps); err != nil || len(p.Steps) != 0 {
+		t.Fatalf("the site's plan: %v, %+v", err, p)
+	}
+	data, err := os.ReadFile("../examples/template.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := template.Parse([]byte(strings.ReplaceAll(string(data), "  labels:\n", "  labels:\n    memo.test/added: \"1\"\n")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	changed := w
+	changed.In.Template, changed.TemplateChanged = other, true
+	lost, _ := w.Set(func(_ int, m *machine.Machine) bool { return m.Spec.Rack == 0 }, machine.StateRetiring)
+	// The loss first: its plan renders the site's nodes by the first
+	// template, which the memo then knows.
+	for _, tc := range []struct {
+		name string
+		x    World
+	}{{"loss", lost}, {"template", changed}} {
+		name, x := tc.name, tc.x
+		with, err := x.Plan(nil, generator.DefaultMaxSteps)
+		if err != nil {
+			t.Fatal(err)
+		}
+		x.In.RenderMemo = nil
+		without, err := generator.Run(x.In, nil, x.TemplateChanged, generator.DefaultMaxSteps, x.Tick)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(with.Steps) == 0 || !reflect.DeepEqual(with.Steps, without.Steps) || !reflect.DeepEqual(with.Cluster, without.Cluster) {
+			t.Errorf("%s: with the memo %d steps, without %d", name, len(with.Steps), len(without.Steps))
+		}
 	}
 }
