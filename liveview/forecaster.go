@@ -14,6 +14,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/ckegen/ckegen/assume"
 	"github.com/ckegen/ckegen/decision"
 	"github.com/ckegen/ckegen/forecast"
 	"github.com/ckegen/ckegen/storage"
@@ -27,6 +28,11 @@ const ForecastEvery = time.Hour
 
 // ForecastEvents is how many events the stored summary keeps.
 const ForecastEvents = 3
+
+// ForecastPurchases is how many purchases the stored summary keeps, the
+// first by needed date (the leader's forecast by month buys far fewer):
+// it bounds the summary's size, which etcd's request limit bounds.
+const ForecastPurchases = 200
 
 // ForecastFunc makes a forecast of a world: forecast.Of.
 type ForecastFunc func(world.World, forecast.Options) (*forecast.Forecast, error)
@@ -48,11 +54,12 @@ type ForecasterOptions struct {
 // way (ckegen's daemon, and CKE's server with ckegen inside): the tick
 // offers it the decision it made (Offer, which only keeps a pointer),
 // and a goroutine of the host's, outside the tick (Run), makes the
-// forecast when the input's key changed (the settings' revisions and the
-// machines' serials, retire dates and states), at most once per
-// ForecastEvery, stores its summary and exports the runway's end. A
-// forecast that fails or panics is logged and stored as the summary's
-// failure; it never leaves Run.
+// forecast, buying what keeps the constraints and assuming the stored
+// orders, when the input's key changed (the settings' revisions, the
+// machines' serials, retire dates and states, and the orders), at most
+// once per ForecastEvery, stores its summary and exports the runway's end
+// and the next order-by date. A forecast that fails or panics is logged
+// and stored as the summary's failure; it never leaves Run.
 type Forecaster struct {
 	st       storage.Storage
 	now      func() time.Time
@@ -61,6 +68,7 @@ type Forecaster struct {
 	forecast ForecastFunc
 	end      *prometheus.Desc
 	failing  *prometheus.Desc
+	orderBy  *prometheus.Desc
 	wake     chan struct{}
 
 	mu        sync.Mutex
@@ -93,7 +101,9 @@ func NewForecaster(o ForecasterOptions) *Forecaster {
 		end: prometheus.NewDesc("ckegen_runway_end_timestamp_seconds",
 			"The first day the cluster no longer meets its constraints as the machines retire, if nothing is bought (the forecast's end when nothing fails before it), as the leader's last forecast says.", nil, nil),
 		failing: prometheus.NewDesc("ckegen_forecast_failing",
-			"1 when the leader's last forecast failed (its runway's end is the one before), 0 when it was made.", nil, nil)}
+			"1 when the leader's last forecast failed (its runway's end is the one before), 0 when it was made.", nil, nil),
+		orderBy: prometheus.NewDesc("ckegen_capacity_order_by_timestamp_seconds",
+			"The first day by which the machines the leader's last forecast buys must be ordered (UTC midnight); absent when it buys nothing.", nil, nil)}
 }
 
 // Offer hands the forecaster a tick's decision, made while leaderKey
@@ -146,7 +156,12 @@ func (f *Forecaster) once(ctx context.Context) time.Duration {
 	if d == nil {
 		return 0
 	}
-	key := inputKey(d.Gathered)
+	orders, raw, ordersErr := f.orders(ctx)
+	if ordersErr != nil && raw == nil {
+		f.log.Warn("reading the orders failed", "error", ordersErr)
+		return 0
+	}
+	key := inputKey(d.Gathered, raw)
 	last := f.summary(ctx)
 	if last != nil && (last.Input == key || last.Failed != nil && last.Failed.Input == key) || key == f.tried {
 		return 0
@@ -162,7 +177,7 @@ func (f *Forecaster) once(ctx context.Context) time.Duration {
 		return wait
 	}
 	f.tried, f.triedAt = key, f.now()
-	sum, err := f.make(d, key)
+	sum, err := f.make(d, key, orders, ordersErr)
 	if err != nil {
 		f.log.Warn("forecast failed", "error", err, "input", key)
 		// The last runway stays, with the failure after it.
@@ -208,59 +223,122 @@ func (f *Forecaster) summary(ctx context.Context) *storage.ForecastSummary {
 	return &got
 }
 
+// orders are the stored orders and what of them enters the input's key:
+// their specs, one a line, or the document itself when it is not one
+// (err says why; raw nil: it could not be read at all).
+func (f *Forecaster) orders(ctx context.Context) (storage.Orders, []byte, error) {
+	o, v, err := f.st.GetOrders(ctx)
+	if err != nil {
+		return o, v.Data, err
+	}
+	raw := []byte{}
+	for _, od := range o.Orders {
+		raw = append(append(raw, od.Spec...), '\n')
+	}
+	return o, raw, nil
+}
+
 // make is the forecast of d's world with the command's defaults (3
 // years by month, RETIRING 30 days before the retire date, the need of
-// the count model), as `ckegenctl sabakan forecast` makes it online; a
-// panic of the forecast is its error.
-func (f *Forecaster) make(d *decision.Decision, key string) (sum storage.ForecastSummary, err error) {
+// the count model), buying what keeps the constraints with the default
+// lead time and assuming the stored orders (ordersErr: why they could
+// not be read), as `ckegenctl sabakan forecast --buy` makes it online; a
+// bad order, or a panic of the forecast, is its error.
+func (f *Forecaster) make(d *decision.Decision, key string, orders storage.Orders, ordersErr error) (sum storage.ForecastSummary, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			f.log.Error("the forecast panicked", "panic", p, "stack", string(debug.Stack()))
 			err = fmt.Errorf("the forecast panicked: %v", p)
 		}
 	}()
+	if ordersErr != nil {
+		return storage.ForecastSummary{}, ordersErr
+	}
+	news := make([]assume.New, len(orders.Orders))
+	specs := make([]string, len(orders.Orders))
+	for i, o := range orders.Orders {
+		if news[i], err = assume.ParseNew(o.Spec); err != nil {
+			return storage.ForecastSummary{}, fmt.Errorf("order %d: %w: fix or remove it (ckegenctl sabakan order)", o.ID, err)
+		}
+		specs[i] = o.Spec
+	}
 	w, err := d.WhatIf()
 	if err != nil {
 		return storage.ForecastSummary{}, err
 	}
 	fc, err := f.forecast(*w, forecast.Options{Until: w.In.Now.AddDate(forecast.DefaultYears, 0, 0),
-		Resolution: forecast.Month, RetireLead: forecast.DefaultRetireLead})
+		Resolution: forecast.Month, RetireLead: forecast.DefaultRetireLead, New: news, Lifetime: forecast.DefaultLifetime,
+		Buy: &forecast.Buy{LeadTime: forecast.DefaultLeadTime}})
 	if err != nil {
 		return storage.ForecastSummary{}, err
 	}
-	return summaryOf(fc, f.now().UTC(), key), nil
+	return summaryOf(fc, f.now().UTC(), key, specs)
 }
 
-// summaryOf is what the leader keeps of fc: its runway and first
-// events.
-func summaryOf(fc *forecast.Forecast, at time.Time, key string) storage.ForecastSummary {
-	s := storage.ForecastSummary{At: at, Until: fc.Until.UTC(), Input: key, RunwayUntil: fc.Runway.Until,
-		RunwayReason: fc.Runway.Reason, RunwayMessage: fc.Runway.Message, End: runwayEnd(fc), Events: []storage.ForecastEvent{}}
-	for k := range fc.Events[:min(ForecastEvents, len(fc.Events))] {
-		ev := &fc.Events[k]
-		s.Events = append(s.Events, storage.ForecastEvent{Date: ev.Date, Retiring: ev.Retiring, Retired: ev.Retired,
-			Workers: ev.Workers, Plan: ev.PlanText(), Fails: ev.Fails()})
+// summaryOf is what the leader keeps of fc, made assuming the orders
+// specs: its runway if nothing is bought (fc.Unbought when it bought,
+// else fc.Runway), its first events, every event's figures, its
+// purchases (the first ForecastPurchases) and the first order-by date.
+func summaryOf(fc *forecast.Forecast, at time.Time, key string, specs []string) (storage.ForecastSummary, error) {
+	r := fc.Runway
+	if fc.Unbought != nil {
+		r = *fc.Unbought
 	}
-	return s
+	end, err := runwayEnd(r, fc.Until)
+	if err != nil {
+		return storage.ForecastSummary{}, err
+	}
+	s := storage.ForecastSummary{At: at, Until: fc.Until.UTC(), Input: key, RunwayUntil: r.Until,
+		RunwayReason: r.Reason, RunwayMessage: r.Message, End: end, Events: []storage.ForecastEvent{},
+		NeedWorkers: fc.NeedWorkers, Points: make([]storage.ForecastPoint, len(fc.Events))}
+	if fc.Unbought != nil {
+		s.UnboughtEnd = end
+	}
+	if len(specs) > 0 {
+		s.Orders = specs
+	}
+	for k := range fc.Events {
+		ev := &fc.Events[k]
+		if k < ForecastEvents {
+			s.Events = append(s.Events, storage.ForecastEvent{Date: ev.Date, Retiring: ev.Retiring, Retired: ev.Retired,
+				Workers: ev.Workers, Plan: ev.PlanText(), Fails: ev.Fails()})
+		}
+		s.Points[k] = storage.ForecastPoint{Date: ev.Date, Workers: ev.Workers, ControlPlanes: len(ev.ControlPlanes),
+			Retired: ev.Retired, Arriving: ev.Arriving, Bought: ev.Bought, Fails: ev.Fails()}
+	}
+	for _, p := range fc.Purchases {
+		if s.OrderBy == "" || p.OrderBy < s.OrderBy {
+			s.OrderBy = p.OrderBy
+		}
+	}
+	s.PurchasesLeft = max(0, len(fc.Purchases)-ForecastPurchases)
+	for _, p := range fc.Purchases[:min(ForecastPurchases, len(fc.Purchases))] {
+		s.Purchases = append(s.Purchases, storage.ForecastPurchase{Role: p.Role, Product: p.Product, Count: p.Count,
+			Racks: p.Racks, Needed: p.Needed, OrderBy: p.OrderBy, Overdue: p.Overdue, Reason: p.Reason})
+	}
+	return s, nil
 }
 
 // runwayEnd is the first day the cluster no longer meets its
-// constraints by fc (its failing event's date, the day after its
-// runway's last), or the forecast's end when nothing fails before it.
-func runwayEnd(fc *forecast.Forecast) time.Time {
-	for k := range fc.Events {
-		if fc.Events[k].Fails() {
-			t, _ := time.Parse(time.DateOnly, fc.Events[k].Date)
-			return t
-		}
+// constraints by r (the day after its last), or the forecast's end,
+// until, when nothing fails before it.
+func runwayEnd(r forecast.Runway, until time.Time) (time.Time, error) {
+	if r.Until == "" {
+		return until.UTC(), nil
 	}
-	return fc.Until.UTC()
+	last, err := time.Parse(time.DateOnly, r.Until)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("the runway's last day: %w", err)
+	}
+	return last.AddDate(0, 0, 1), nil
 }
 
 // inputKey identifies what a forecast is made from: the settings'
-// revisions and the machines' serials, retire dates and states, in the
-// serials' order.
-func inputKey(g *decision.Gathered) string {
+// revisions, the machines' serials, retire dates and states, in the
+// serials' order, and the orders (their specs, one a line: f.orders).
+// The orders' part is there even when none is stored, so that no key
+// is one a release without orders made, whose summary has no purchases.
+func inputKey(g *decision.Gathered, orders []byte) string {
 	rows := make([]string, len(g.Machines))
 	for i, m := range g.Machines {
 		rows[i] = m.Spec.Serial + "\x00" + m.Spec.RetireDate.UTC().Format(time.RFC3339) + "\x00" + string(m.Status.State)
@@ -271,6 +349,8 @@ func inputKey(g *decision.Gathered) string {
 		h.Write([]byte(r))
 		h.Write([]byte{'\n'})
 	}
+	h.Write([]byte("\x00orders\n"))
+	h.Write(orders)
 	return g.SettingsID + "-" + hex.EncodeToString(h.Sum(nil)[:8])
 }
 
@@ -285,11 +365,13 @@ func (f *Forecaster) forget() {
 func (f *Forecaster) Describe(ch chan<- *prometheus.Desc) {
 	ch <- f.end
 	ch <- f.failing
+	ch <- f.orderBy
 }
 
 // Collect implements prometheus.Collector: while this host leads and
-// knows a forecast, the runway's end (when one was ever made) and
-// whether the last forecast failed.
+// knows a forecast, the runway's end (when one was ever made), the
+// first order-by date (when it buys something) and whether the last
+// forecast failed.
 func (f *Forecaster) Collect(ch chan<- prometheus.Metric) {
 	f.mu.Lock()
 	s := f.stored
@@ -299,6 +381,13 @@ func (f *Forecaster) Collect(ch chan<- prometheus.Metric) {
 	}
 	if !s.End.IsZero() {
 		ch <- prometheus.MustNewConstMetric(f.end, prometheus.GaugeValue, float64(s.End.Unix()))
+	}
+	if s.OrderBy != "" {
+		if by, err := time.Parse(time.DateOnly, s.OrderBy); err != nil {
+			f.log.Warn("the stored forecast's order-by date is not one", "orderBy", s.OrderBy, "error", err)
+		} else {
+			ch <- prometheus.MustNewConstMetric(f.orderBy, prometheus.GaugeValue, float64(by.Unix()))
+		}
 	}
 	failing := 0.0
 	if s.Failed != nil {

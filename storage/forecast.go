@@ -13,40 +13,49 @@ const KeyCKEGenForecast = "sabakan/ckegen/forecast"
 
 // ForecastSummary is what the leader keeps of its last forecast: when it
 // was made and from what (Input: the memo's key, the settings' revisions
-// and a digest of the machines' serials, retire dates and states), the
-// runway and the next events. The forecast package says what the fields
-// mean; storage only keeps them.
+// and a digest of the machines' serials, retire dates and states and of
+// the orders), the runway if nothing is bought, the next events, and what
+// to buy. The forecast package says what the fields mean; storage only
+// keeps them. A release before purchases reads the fields it knows and
+// ignores the others: the runway and End mean what they meant then.
 type ForecastSummary struct {
 	// At is when the forecast was made, Until its end.
 	At    time.Time `json:"at"`
 	Until time.Time `json:"until"`
 	// Input identifies what it was made from.
 	Input string `json:"input"`
-	// Runway: RunwayUntil is the last day the cluster meets its
-	// constraints ("": nothing fails before Until), RunwayReason its
-	// code, RunwayMessage the words for it.
+	// Runway, if nothing is bought beyond the orders (the forecast's
+	// unbought runway when it bought): RunwayUntil is the last day the
+	// cluster meets its constraints ("": nothing fails before Until),
+	// RunwayReason its code, RunwayMessage the words for it.
 	RunwayUntil   string `json:"runwayUntil,omitempty"`
 	RunwayReason  string `json:"runwayReason"`
 	RunwayMessage string `json:"runwayMessage"`
 	// End is the first day the cluster no longer meets its constraints
-	// (the day after RunwayUntil), or Until when nothing fails before.
+	// if nothing is bought (the day after RunwayUntil), or Until when
+	// nothing fails before.
 	End time.Time `json:"end"`
-	// Events are the first events of the forecast.
+	// Events are the first events of the forecast, with the purchases
+	// and orders assumed.
 	Events []ForecastEvent `json:"events"`
 	// NeedWorkers is the HEALTHY workers needed (0: none, the rate model
 	// without one).
 	NeedWorkers int `json:"needWorkers,omitempty"`
-	// Points are every event's figures, with the purchases assumed (the
-	// page's runway chart).
+	// Points are every event's figures, with the purchases and orders
+	// assumed (the page's runway chart).
 	Points []ForecastPoint `json:"points,omitempty"`
 	// Purchases are what keeps the constraints until Until, by needed
-	// date then role; OrderBy is the first of their order-by dates (""
-	// when nothing needs buying). UnboughtEnd is the first day the
-	// cluster no longer meets its constraints if nothing were bought
-	// (End is then the one with the purchases).
-	Purchases   []ForecastPurchase `json:"purchases,omitempty"`
-	OrderBy     string             `json:"orderBy,omitempty"`
-	UnboughtEnd time.Time          `json:"unboughtEnd,omitzero"`
+	// date then role: the first ones, PurchasesLeft the number of those
+	// after them left out (`ckegenctl sabakan forecast --buy` gives them
+	// all). OrderBy is the first of all their order-by dates ("" when
+	// nothing needs buying).
+	Purchases     []ForecastPurchase `json:"purchases,omitempty"`
+	PurchasesLeft int                `json:"purchasesLeft,omitempty"`
+	OrderBy       string             `json:"orderBy,omitempty"`
+	// UnboughtEnd is End when the forecast bought (zero when it was
+	// made without buying): a reader then knows End, and the runway, are
+	// those without the purchases, and Points those with them.
+	UnboughtEnd time.Time `json:"unboughtEnd,omitzero"`
 	// Orders are the orders the forecast assumed (their specs).
 	Orders []string `json:"orders,omitempty"`
 	// Failed is the last forecast tried, when it failed (nil: the one
