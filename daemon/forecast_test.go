@@ -154,7 +154,7 @@ func TestRunwayMetricDocumented(t *testing.T) {
 			t.Errorf("docs/daemon.md does not name the series %s: add it under HTTP", m[1])
 		}
 	}
-	if n != 5 {
-		t.Errorf("%d series described, want 5", n)
+	if n != 6 {
+		t.Errorf("%d series described, want 6", n)
 	}
 }
