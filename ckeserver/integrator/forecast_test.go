@@ -183,3 +183,38 @@ func TestForecastPanicInsideCKE(t *testing.T) {
 	cancel()
 	<-done
 }
+
+// TestOrderByInsideCKE: inside CKE's server the leader's forecast buys,
+// as ckegen's daemon's does, and the first order-by date of its
+// purchases is exported while StartWatch runs, not after. The forecast
+// is forecast.Of's, with a purchase added when it was asked to buy.
+func TestOrderByInsideCKE(t *testing.T) {
+	f := newFixture(t, *sitetest.Counts(3, 5))
+	ig, reg := forecastIntegrator(t, f, func(w world.World, o forecast.Options) (*forecast.Forecast, error) {
+		fc, err := forecast.Of(w, o)
+		if err != nil || o.Buy == nil {
+			return fc, err
+		}
+		fc.Purchases = []forecast.Purchase{{Role: "cs", Count: 2, Racks: map[string]int{"0": 2}, Needed: "2026-06-01", OrderBy: "2026-03-03", Reason: "workers"}}
+		return fc, nil
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- ig.StartWatch(ctx, make(chan struct{}, 1)) }()
+
+	by := time.Date(2026, 3, 3, 0, 0, 0, 0, time.UTC)
+	eventually(t, "the order-by date exported", func() { must(t, ig.Do(ctx, f.leader, nil)) }, func() bool {
+		return series(t, reg, "ckegen_capacity_order_by_timestamp_seconds") == float64(by.Unix())
+	})
+	if sum, _ := storedForecast(t, f); sum.OrderBy != "2026-03-03" || len(sum.Purchases) != 1 {
+		t.Errorf("stored forecast: order by %q, purchases %+v", sum.OrderBy, sum.Purchases)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("StartWatch: %v", err)
+	}
+	if got := series(t, reg, "ckegen_capacity_order_by_timestamp_seconds"); got != -1 {
+		t.Errorf("ckegen_capacity_order_by_timestamp_seconds = %v after StartWatch ended, want none", got)
+	}
+}
