@@ -258,7 +258,7 @@ func (f *Forecaster) make(d *decision.Decision, key string, orders storage.Order
 	specs := make([]string, len(orders.Orders))
 	for i, o := range orders.Orders {
 		if news[i], err = assume.ParseNew(o.Spec); err != nil {
-			return storage.ForecastSummary{}, fmt.Errorf("order %d: %w: fix or remove it (ckegenctl sabakan order)", o.ID, err)
+			return storage.ForecastSummary{}, fmt.Errorf("order %d: %w: remove it (ckegenctl sabakan order remove %d), then add it again corrected", o.ID, err, o.ID)
 		}
 		specs[i] = o.Spec
 	}
