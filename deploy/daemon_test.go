@@ -121,7 +121,9 @@ func (d *daemon) scrape(t *testing.T) map[string]float64 {
 // daemon exports. It starts the daemon (the ckegen binary) on a real etcd
 // and the compatible server before the template is stored, scrapes
 // /metrics while it waits for it (ckegen_integration_waiting is only
-// exported then), after the first ticks of a converging integration,
+// exported then), after the first ticks of a converging integration
+// and the leader's forecast, which buys (the order-by date is only
+// exported then),
 // while its ticks fail (sabakan's URL pointed at a closed port), after
 // they succeed again, and after `ckegenctl sabakan takeover` and
 // `handback` have made the leader hold (ckegen_integration_held is only
@@ -147,7 +149,10 @@ func TestAlertMetricsExported(t *testing.T) {
 	s := startSite(t)
 	s.ckegenctl(t, "sabakan", "set-url", s.sabakan)
 	s.ckegenctl(t, "constraints", "set", "control-plane-count", "3")
-	s.ckegenctl(t, "constraints", "set", "minimum-workers", "20")
+	// 60 workers: the bundled machines' retire dates take the cluster
+	// below them within the forecast's 3 years, so the leader's forecast
+	// buys (ckegen_capacity_order_by_timestamp_seconds).
+	s.ckegenctl(t, "constraints", "set", "minimum-workers", "60")
 	d := s.startDaemon(t, "deploytest-a")
 	seen := map[string]string{} // name: the phase it was first seen in
 	// observe scrapes until until holds, then for two more ticks, so that
@@ -173,9 +178,13 @@ func TestAlertMetricsExported(t *testing.T) {
 	has := func(name string, v float64) func(map[string]float64) bool {
 		return func(m map[string]float64) bool { got, ok := m[name]; return ok && got == v }
 	}
+	present := func(name string) func(map[string]float64) bool {
+		return func(m map[string]float64) bool { _, ok := m[name]; return ok }
+	}
 	observe("waiting", "a tick waiting for the template", has("ckegen_integration_waiting", 1))
 	s.setTemplate(t)
 	observe("converging", "a successful tick", has("cke_sabakan_integration_successful", 1))
+	observe("forecast", "the leader's forecast buying", present("ckegen_capacity_order_by_timestamp_seconds"))
 	// sabakan unreachable: the ticks fail.
 	s.ckegenctl(t, "sabakan", "set-url", fmt.Sprintf("http://127.0.0.1:%d", etcdtest.FreePort(t)))
 	observe("failing", "a failed tick", has("cke_sabakan_integration_successful", 0))
