@@ -34,6 +34,7 @@ func TestForecastOnline(t *testing.T) {
 		RunwayReason  string    `json:"runwayReason"`
 		RunwayMessage string    `json:"runwayMessage"`
 		End           time.Time `json:"end"`
+		OrderBy       string    `json:"orderBy"`
 		Events        []struct {
 			Date string `json:"date"`
 		} `json:"events"`
@@ -88,6 +89,25 @@ func TestForecastOnline(t *testing.T) {
 	m := e.metrics(e.dHTTP[leaderIndex(e)])
 	if line := fmt.Sprintf("\nckegen_runway_end_timestamp_seconds %g\n", float64(want.Unix())); !strings.Contains(m, line) {
 		t.Errorf("the leader's /metrics lack %q:\n%s", strings.TrimSpace(line), grepLines(m, "ckegen_runway"))
+	}
+
+	// The leader buys as `forecast --buy` does: the same first order-by
+	// date, which it exports at UTC midnight.
+	var bought struct {
+		Purchases []struct {
+			OrderBy string `json:"orderBy"`
+		} `json:"purchases"`
+	}
+	if out := e.mustCtl("sabakan", "forecast", "--buy", "-o", "json"); json.Unmarshal([]byte(out), &bought) != nil || len(bought.Purchases) == 0 {
+		t.Fatalf("forecast --buy -o json buys nothing, or is not JSON:\n%s", out)
+	}
+	if stored.OrderBy != bought.Purchases[0].OrderBy {
+		t.Errorf("the leader's order-by date %q, forecast --buy's first %q", stored.OrderBy, bought.Purchases[0].OrderBy)
+	}
+	if by, err := time.Parse(time.DateOnly, stored.OrderBy); err != nil {
+		t.Errorf("the leader's order-by date %q: %v", stored.OrderBy, err)
+	} else if line := fmt.Sprintf("\nckegen_capacity_order_by_timestamp_seconds %g\n", float64(by.Unix())); !strings.Contains(m, line) {
+		t.Errorf("the leader's /metrics lack %q:\n%s", strings.TrimSpace(line), grepLines(m, "ckegen_capacity"))
 	}
 
 	status := e.mustCtl("sabakan", "status")
