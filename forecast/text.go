@@ -47,10 +47,19 @@ func (f *Forecast) runwayAt(k int, ev *Event) Runway {
 
 // Text is the forecast for people: the runway's line, what it was made
 // with, then a table of the events and the warnings of each.
-func (f *Forecast) Text() []byte {
+func (f *Forecast) Text() []byte { return f.TextWith(nil) }
+
+// TextWith is Text with lines (what the forecast was made under) after
+// the runway's line, before the machines it assumed new.
+func (f *Forecast) TextWith(lines []string) []byte {
 	var b bytes.Buffer
 	f.writeBuy(&b)
 	fmt.Fprintf(&b, "runway: %s\n", f.Runway.Message)
+	for _, l := range lines {
+		b.WriteString(l)
+		b.WriteByte('\n')
+	}
+	f.writeMadeUp(&b)
 	need := "no worker need (rate model)"
 	if f.NeedWorkers > 0 {
 		need = "needed workers " + thousands(f.NeedWorkers)
@@ -214,8 +223,8 @@ func (ev *Event) PlanText() string { return planText(ev) }
 // Fails reports whether the runway ends at this event.
 func (ev *Event) Fails() bool { return ev.failure != "" }
 
-// writeBuy writes, with Options.Buy, the purchases (one line each), the
-// runway if nothing were bought, and the machines assumed new.
+// writeBuy writes, with Options.Buy, the purchases (one line each) and
+// the runway if nothing were bought.
 func (f *Forecast) writeBuy(b *bytes.Buffer) {
 	if f.Unbought != nil {
 		switch len(f.Purchases) {
@@ -240,6 +249,10 @@ func (f *Forecast) writeBuy(b *bytes.Buffer) {
 		}
 		fmt.Fprintf(b, "if nothing is bought: %s\n", f.Unbought.Message)
 	}
+}
+
+// writeMadeUp writes the machines assumed new that were not bought.
+func (f *Forecast) writeMadeUp(b *bytes.Buffer) {
 	for _, a := range f.MadeUp {
 		if !a.Bought {
 			fmt.Fprintf(b, "assumed new: %s of role %s in rack %d from %s, retiring %s (made up: %s to %s)\n",

@@ -238,6 +238,22 @@ func (f *Forecaster) orders(ctx context.Context) (storage.Orders, []byte, error)
 	return o, raw, nil
 }
 
+// OrdersNew are the stored orders as the machines the forecast assumes
+// new, and their specs; an order that does not parse is an error that
+// names it and the command that removes it.
+func OrdersNew(orders storage.Orders) ([]assume.New, []string, error) {
+	news := make([]assume.New, len(orders.Orders))
+	specs := make([]string, len(orders.Orders))
+	for i, o := range orders.Orders {
+		var err error
+		if news[i], err = assume.ParseNew(o.Spec); err != nil {
+			return nil, nil, fmt.Errorf("order %d: %w: remove it (ckegenctl sabakan order remove %d), then add it again corrected", o.ID, err, o.ID)
+		}
+		specs[i] = o.Spec
+	}
+	return news, specs, nil
+}
+
 // make is the forecast of d's world with the command's defaults (3
 // years by month, RETIRING 30 days before the retire date, the need of
 // the count model), buying what keeps the constraints with the default
@@ -254,13 +270,9 @@ func (f *Forecaster) make(d *decision.Decision, key string, orders storage.Order
 	if ordersErr != nil {
 		return storage.ForecastSummary{}, ordersErr
 	}
-	news := make([]assume.New, len(orders.Orders))
-	specs := make([]string, len(orders.Orders))
-	for i, o := range orders.Orders {
-		if news[i], err = assume.ParseNew(o.Spec); err != nil {
-			return storage.ForecastSummary{}, fmt.Errorf("order %d: %w: remove it (ckegenctl sabakan order remove %d), then add it again corrected", o.ID, err, o.ID)
-		}
-		specs[i] = o.Spec
+	news, specs, err := OrdersNew(orders)
+	if err != nil {
+		return storage.ForecastSummary{}, err
 	}
 	w, err := d.WhatIf()
 	if err != nil {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -14,7 +15,9 @@ import (
 	"github.com/ckegen/ckegen/assume"
 	"github.com/ckegen/ckegen/forecast"
 	"github.com/ckegen/ckegen/internal/usage"
+	"github.com/ckegen/ckegen/liveview"
 	"github.com/ckegen/ckegen/sabakan"
+	"github.com/ckegen/ckegen/storage"
 	"github.com/ckegen/ckegen/world"
 )
 
@@ -288,6 +291,22 @@ func (o *forecastOptions) runOnline(e *env, cmd *cobra.Command, fo forecastFlags
 	if err != nil {
 		return err
 	}
+	// What is on order is assumed, as the leader's forecast assumes it.
+	var orders storage.Orders
+	if err := e.withStorage(func(ctx context.Context, st storage.Storage) error {
+		orders, _, err = st.GetOrders(ctx)
+		return err
+	}); err != nil {
+		return err
+	}
+	news, _, err := liveview.OrdersNew(orders)
+	if err != nil {
+		return err
+	}
+	fo.New = append(news, fo.New...)
+	for i, n := range news {
+		assumed = append(assumed, assume.Match{Assume: fmt.Sprintf("order %d: %s", orders.Orders[i].ID, n), Machines: n.Count})
+	}
 	return o.forecast(cmd, *w, fo, d.Gathered.Warnings, assumed)
 }
 
@@ -315,8 +334,9 @@ func (o *forecastOptions) forecast(cmd *cobra.Command, w world.World, fo forecas
 	return writeForecast(cmd.OutOrStdout(), f, assumed, o.output)
 }
 
-// writeForecast writes a forecast in format (text or json); what was
-// assumed follows the text's first line ("assumed" in JSON).
+// writeForecast writes a forecast in format (text, json or csv); what
+// was assumed (--assume, the orders) follows the runway's line
+// ("assumed" in JSON).
 func writeForecast(w io.Writer, f *forecast.Forecast, assumed []assume.Match, format string) error {
 	var b bytes.Buffer
 	switch format {
@@ -332,12 +352,11 @@ func writeForecast(w io.Writer, f *forecast.Forecast, assumed []assume.Match, fo
 		b.Write(data)
 		b.WriteByte('\n')
 	default:
-		text := f.Text()
-		first, rest, _ := bytes.Cut(text, []byte("\n"))
-		b.Write(first)
-		b.WriteByte('\n')
-		writeAssumed(&b, assumed)
-		b.Write(rest)
+		lines := make([]string, len(assumed))
+		for i, m := range assumed {
+			lines[i] = m.String()
+		}
+		b.Write(f.TextWith(lines))
 	}
 	_, err := w.Write(b.Bytes())
 	return err

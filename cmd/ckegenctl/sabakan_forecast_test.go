@@ -338,3 +338,29 @@ func TestForecastBuy(t *testing.T) {
 		}
 	}
 }
+
+// TestForecastOnlineOrders: online, what is on order is assumed as the
+// leader's forecast assumes it: the same forecast as offline with the
+// order given as --assume-new, and the text says the order first.
+func TestForecastOnlineOrders(t *testing.T) {
+	s := newRack4Site(t)
+	spec := "rack=3,role=compute,count=4,from=2028-01-01"
+	if _, errOut, code := s.run("sabakan", "order", "add", spec); code != 0 {
+		t.Fatal(errOut)
+	}
+	onJSON, errOut, code := s.run("sabakan", "forecast", "-o", "json", "--until", "2030-06-30")
+	now := time.Now()
+	if code != 0 {
+		t.Fatalf("online: exit %d: %s", code, errOut)
+	}
+	offJSON, _, _ := s.run(append([]string{"sabakan", "forecast", "-o", "json", "--until", "2030-06-30", "--assume-new", spec}, offline(s.served(-1, ""), now)...)...)
+	on, off := forecastOf(t, onJSON), forecastOf(t, offJSON)
+	delete(on, "assumed")
+	if !jsonEqual(on, off) || off["madeUp"] == nil {
+		t.Errorf("online with an order:\n%s\nwant offline's with it assumed new:\n%s", onJSON, offJSON)
+	}
+	text, _, _ := s.run("sabakan", "forecast", "--until", "2030-06-30")
+	if !strings.Contains(text, "\nassume order 1: "+spec+": 4 machines\n") || !strings.Contains(text, "\nassumed new: 4 machines of role compute in rack 3 from 2028-01-01") {
+		t.Errorf("text:\n%s", text)
+	}
+}
