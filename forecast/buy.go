@@ -99,49 +99,7 @@ type share struct {
 func newBuyer(r *run) *buyer {
 	in := r.w.In
 	b := &buyer{r: r, lead: r.o.Buy.LeadTime, size: r.o.Buy.RackSize, products: map[string]string{}, bought: map[string]*Purchase{}}
-	healthy := map[string]int{}
-	var roles []string
-	for _, m := range in.Machines {
-		if m.Status.State == machine.StateHealthy {
-			if healthy[m.Spec.Role] == 0 {
-				roles = append(roles, m.Spec.Role)
-			}
-			healthy[m.Spec.Role]++
-		}
-	}
-	slices.Sort(roles)
-	most := func(ok func(role string) bool) string {
-		best := ""
-		for _, role := range roles {
-			if ok(role) && (best == "" || healthy[role] > healthy[best]) {
-				best = role
-			}
-		}
-		return best
-	}
-	t := in.Template
-	b.cpRole = t.ControlPlane.Role
-	if b.cpRole == "" {
-		b.cpRole = most(func(string) bool { return true })
-	}
-	if in.Constraints.RateModel() {
-		for _, role := range roles {
-			if t.WorkerFor(role) != nil {
-				b.workers = append(b.workers, share{role, float64(healthy[role])})
-			}
-		}
-	} else {
-		for k := range t.Workers {
-			w := &t.Workers[k]
-			role := w.Role
-			if role == "" {
-				role = most(func(role string) bool { return t.WorkerFor(role) == w })
-			}
-			if role != "" {
-				b.workers = append(b.workers, share{role, w.Weight})
-			}
-		}
-	}
+	b.roles(in)
 	wanted := map[string]bool{b.cpRole: true}
 	for _, s := range b.workers {
 		wanted[s.role] = true
@@ -184,6 +142,58 @@ func newBuyer(r *run) *buyer {
 		b.products[role] = best
 	}
 	return b
+}
+
+// roles finds what b buys of in: the control plane's role (the
+// template's, else the role with the most HEALTHY machines) and the
+// workers' roles and shares (count model: the template's weights, a
+// template without a role taking the role it takes most HEALTHY machines
+// of; rate model: the HEALTHY machines of each role a worker template
+// takes).
+func (b *buyer) roles(in generator.Input) {
+	healthy := map[string]int{}
+	var roles []string
+	for _, m := range in.Machines {
+		if m.Status.State == machine.StateHealthy {
+			if healthy[m.Spec.Role] == 0 {
+				roles = append(roles, m.Spec.Role)
+			}
+			healthy[m.Spec.Role]++
+		}
+	}
+	slices.Sort(roles)
+	most := func(ok func(role string) bool) string {
+		best := ""
+		for _, role := range roles {
+			if ok(role) && (best == "" || healthy[role] > healthy[best]) {
+				best = role
+			}
+		}
+		return best
+	}
+	t := in.Template
+	b.cpRole = t.ControlPlane.Role
+	if b.cpRole == "" {
+		b.cpRole = most(func(string) bool { return true })
+	}
+	if in.Constraints.RateModel() {
+		for _, role := range roles {
+			if t.WorkerFor(role) != nil {
+				b.workers = append(b.workers, share{role, float64(healthy[role])})
+			}
+		}
+		return
+	}
+	for k := range t.Workers {
+		w := &t.Workers[k]
+		role := w.Role
+		if role == "" {
+			role = most(func(role string) bool { return t.WorkerFor(role) == w })
+		}
+		if role != "" {
+			b.workers = append(b.workers, share{role, w.Weight})
+		}
+	}
 }
 
 // fix buys, for ev (planned on in, the world of its date), what it fails

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/ckegen/ckegen/assume"
 	"github.com/ckegen/ckegen/forecast"
@@ -41,17 +42,8 @@ type forecastOptions struct {
 	rackSize int
 }
 
-// newSabakanForecastCmd is `sabakan forecast`: what the machines' retire
-// dates will do to the cluster if nothing is bought (docs/forecast.md).
-// Its input is `sabakan resilience`'s, online or offline; the forecast
-// itself is forecast.Of on that generator.Input either way.
-func newSabakanForecastCmd(e *env) *cobra.Command {
-	o := &forecastOptions{}
-	o.newOnDates = true
-	cmd := &cobra.Command{
-		Use:   "forecast [--template T.yml --machines M.json]",
-		Short: "until when the cluster meets its constraints as the machines retire, if nothing is bought",
-		Long: `Forecast says until when the cluster meets its constraints if no machine is
+// forecastLong is `sabakan forecast --help`.
+const forecastLong = `Forecast says until when the cluster meets its constraints if no machine is
 bought, and what happens on the way. From now to --until, at each event (the
 machines whose state changes in one period of --resolution), it runs the
 daemon's planner on the inventory as it would be then, from the cluster the
@@ -99,8 +91,20 @@ after from, retiring --lifetime later unless retire says; their serials
 back as --assume-new takes the runway to --until (docs/forecast.md).
 
 Exit status 0 with the forecast on stdout; 1 when the input cannot be read or
-planned (nothing on stdout); 2 on a usage error.`,
-		Args: exactArgs(0),
+planned (nothing on stdout); 2 on a usage error.`
+
+// newSabakanForecastCmd is `sabakan forecast`: what the machines' retire
+// dates will do to the cluster if nothing is bought (docs/forecast.md).
+// Its input is `sabakan resilience`'s, online or offline; the forecast
+// itself is forecast.Of on that generator.Input either way.
+func newSabakanForecastCmd(e *env) *cobra.Command {
+	o := &forecastOptions{}
+	o.newOnDates = true
+	cmd := &cobra.Command{
+		Use:   "forecast [--template T.yml --machines M.json]",
+		Short: "until when the cluster meets its constraints as the machines retire, if nothing is bought",
+		Long:  forecastLong,
+		Args:  exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			fo, err := o.check(cmd)
 			if err != nil {
@@ -128,13 +132,18 @@ planned (nothing on stdout); 2 on a usage error.`,
 	f.StringVar(&o.retireLead, "retire-lead", "30d", "how long before its retireDate a machine is RETIRING, in days (30d) or a duration (12h); 0: RETIRED at once")
 	f.IntVar(&o.needWorkers, "need-workers", 0, "the HEALTHY workers the site needs (default: minimum-workers in the count model, none in the rate model)")
 	f.StringVarP(&o.output, "output", "o", "text", "output format: text, json, or csv (the purchases, with --buy)")
+	o.addBuyFlags(f)
+	o.live.addLiveFlags(f)
+	return cmd
+}
+
+// addBuyFlags defines the purchases' flags on f.
+func (o *forecastOptions) addBuyFlags(f *pflag.FlagSet) {
 	f.BoolVar(&o.buy, "buy", false, "buy what keeps the cluster within its constraints until --until: the purchases, then the forecast with them")
 	f.StringVar(&o.leadTime, "lead-time", "90d", "with --buy: how long before it is needed a machine is ordered, in days (90d) or a duration")
 	f.StringVar(&o.lifetime, "lifetime", "1825d", "a new machine's retire date after its arrival (--buy, and --assume-new without retire=), in days or a duration")
 	f.IntSliceVar(&o.buyRacks, "buy-racks", nil, "with --buy: the racks new machines may go to (default: the racks that hold machines of the template's roles)")
 	f.IntVar(&o.rackSize, "rack-size", 0, "with --buy: the machines a rack holds; a purchase never overfills a rack, and says when a new rack is needed (default: no bound)")
-	o.live.addLiveFlags(f)
-	return cmd
 }
 
 // forecastFlags are the forecast's options as the flags give them; until
