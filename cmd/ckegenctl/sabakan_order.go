@@ -230,8 +230,8 @@ func capacityLine(r liveview.Runway) string {
 	if s.OrderBy < r.Now.UTC().Format(time.DateOnly) {
 		overdue = ", overdue"
 	}
-	return fmt.Sprintf("next order by %s%s (%s; ckegenctl sabakan forecast --buy)", s.OrderBy, overdue,
-		words.Count(len(s.Purchases), "purchase", "purchases"))
+	return fmt.Sprintf("next order by %s%s (%s keep the constraints; RUNWAY is if nothing is bought: ckegenctl sabakan forecast --buy)", s.OrderBy, overdue,
+		words.Count(len(s.Purchases)+s.PurchasesLeft, "purchase", "purchases"))
 }
 
 // orderRows list what is on order under ORDERS, one a row, saying of an

@@ -199,7 +199,7 @@ func TestStatusShowsOrders(t *testing.T) {
 		return "RUNWAY" + after
 	}
 	want := "RUNWAY    the cluster meets its constraints until the forecast's end (forecast made 1h ago, " + at.Format(time.RFC3339) + ")\n" +
-		"CAPACITY  next order by " + day(10) + " (2 purchases; ckegenctl sabakan forecast --buy)\n" +
+		"CAPACITY  next order by " + day(10) + " (2 purchases keep the constraints; RUNWAY is if nothing is bought: ckegenctl sabakan forecast --buy)\n" +
 		"ORDERS    order 1 (" + past + "): from " + day(-2) + " has passed; ckegen's forecast still assumes it until it is removed (ckegenctl sabakan order remove 1) once its machines are in sabakan\n" +
 		"          order 2: " + future + "\n"
 	if got := tail(); got != want {
@@ -211,7 +211,7 @@ func TestStatusShowsOrders(t *testing.T) {
 		t.Fatal(err)
 	}
 	want = "RUNWAY    the cluster meets its constraints until the forecast's end (forecast made 1h ago, " + at.Format(time.RFC3339) + ")\n" +
-		"CAPACITY  next order by " + day(-1) + ", overdue (2 purchases; ckegenctl sabakan forecast --buy)\n" +
+		"CAPACITY  next order by " + day(-1) + ", overdue (2 purchases keep the constraints; RUNWAY is if nothing is bought: ckegenctl sabakan forecast --buy)\n" +
 		"ORDERS    order 1 (" + past + "): from " + day(-2) + " has passed; ckegen's forecast still assumes it until it is removed (ckegenctl sabakan order remove 1) once its machines are in sabakan\n" +
 		"          order 2: " + future + "; the stored forecast (made " + at.Format(time.RFC3339) + ") does not assume it yet\n"
 	if got := tail(); got != want {
