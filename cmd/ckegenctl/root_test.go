@@ -146,3 +146,40 @@ func TestBinary(t *testing.T) {
 		}
 	}
 }
+
+// writes counts the writes made to it.
+type writes struct {
+	bytes.Buffer
+	n int
+}
+
+func (w *writes) Write(p []byte) (int, error) {
+	w.n++
+	return w.Buffer.Write(p)
+}
+
+// brokenPipe fails every write, as stdout does once its reader is gone.
+type brokenPipe struct{}
+
+func (brokenPipe) Write([]byte) (int, error) { return 0, errors.New("write |1: broken pipe") }
+
+// TestOutputInOneWrite: what a command prints reaches stdout in one write,
+// however many lines it printed, so that `ckegenctl sabakan status | grep
+// -q ...` under pipefail finds the whole output in the pipe rather than
+// dying of SIGPIPE at a second write once grep has matched and gone (the
+// README's lines wait that way). A write that fails is the command's
+// failure, said on stderr.
+func TestOutputInOneWrite(t *testing.T) {
+	var out writes
+	var errb bytes.Buffer
+	code := run(forecastArgs("--until", "2029-12-31"), strings.NewReader(""), &out, &errb)
+	if code != 0 || out.n != 1 || strings.Count(out.String(), "\n") < 10 {
+		t.Fatalf("exit %d, %d writes of %d lines; stderr %q", code, out.n, strings.Count(out.String(), "\n"), errb.String())
+	}
+
+	errb.Reset()
+	code = run(forecastArgs("--until", "2029-12-31"), strings.NewReader(""), brokenPipe{}, &errb)
+	if code != 1 || errb.String() != "ckegenctl: writing the output: write |1: broken pipe\n" {
+		t.Errorf("a failed write: exit %d, stderr %q", code, errb.String())
+	}
+}
