@@ -15,6 +15,7 @@ import (
 	"github.com/ckegen/ckegen/generator"
 	"github.com/ckegen/ckegen/machine"
 	"github.com/ckegen/ckegen/reason"
+	"github.com/ckegen/ckegen/world"
 )
 
 // DefaultLeadTime is how long before it is needed a machine must be
@@ -304,11 +305,17 @@ func (b *buyer) cpRack(in generator.Input) func(map[int]int) (int, bool) {
 			held[d.Name] = d.Held()
 		}
 	}
-	domainOf := map[int]string{}
-	for _, m := range in.Machines {
-		if _, ok := domainOf[m.Spec.Rack]; !ok {
-			domainOf[m.Spec.Rack] = key.Of(m)
+	// A rack's domain is the one a machine bought for it is in (as
+	// world.World.Add places it).
+	place := world.RackDomains(key, in.Machines)
+	domains := map[int]string{}
+	domainOf := func(k int) string {
+		d, ok := domains[k]
+		if !ok {
+			d = key.Of(place(&machine.Machine{Spec: machine.Spec{Serial: fmt.Sprint("rack ", k), Rack: k, IPv4: []string{machine.MadeUpAddress(0).String()}}}))
+			domains[k] = d
 		}
+		return d
 	}
 	return func(roleIn map[int]int) (int, bool) {
 		best, found := 0, false
@@ -316,11 +323,7 @@ func (b *buyer) cpRack(in generator.Input) func(map[int]int) (int, bool) {
 			if !b.room(k, in) {
 				continue
 			}
-			d, ok := domainOf[k]
-			if !ok {
-				d = fmt.Sprint(k)
-			}
-			bd := domainOf[best]
+			d, bd := domainOf(k), domainOf(best)
 			if !found || held[d] < held[bd] || held[d] == held[bd] && roleIn[k] < roleIn[best] {
 				best, found = k, true
 			}

@@ -10,8 +10,10 @@ import (
 	"time"
 
 	"github.com/ckegen/ckegen/constraints"
+	"github.com/ckegen/ckegen/failuredomain"
 	"github.com/ckegen/ckegen/generator"
 	"github.com/ckegen/ckegen/machine"
+	"github.com/ckegen/ckegen/policy"
 	"github.com/ckegen/ckegen/reason"
 	"github.com/ckegen/ckegen/sabakan"
 	"github.com/ckegen/ckegen/template"
@@ -236,6 +238,60 @@ func TestAdd(t *testing.T) {
 	}
 	if len(w.In.Machines) != 17 || len(w.In.InventoryRoles) != 2 {
 		t.Error("Add changed the world it was made from")
+	}
+}
+
+// TestAddInItsRacksDomain: with a label as the failure domain, a made-up
+// machine is in the domain every machine of its rack shares (rack 0's
+// and 1's "a"); in a rack of mixed values (2), of machines without the
+// label (3) or of none (9) it is a domain of its own; one with the label
+// keeps its value; a real machine is added as it is. The machines given
+// are left as they are; with the rack as the domain nothing is copied.
+func TestAddInItsRacksDomain(t *testing.T) {
+	w := site(t)
+	for i, m := range w.In.Machines {
+		feed := map[int]string{0: "a", 1: "a", 2: "b"}[m.Spec.Rack]
+		if m.Spec.Serial == "c20" {
+			feed = "a"
+		}
+		if feed != "" {
+			c := *m
+			c.Spec.Labels = []machine.Label{{Name: "rack-row", Value: "x"}, {Name: "power-feed", Value: feed}}
+			w.In.Machines[i] = &c
+		}
+	}
+	made := func(rack, k int, labels ...machine.Label) *machine.Machine {
+		return &machine.Machine{Spec: machine.Spec{Serial: machine.MadeUpSerial("20270301", "compute", rack, k), Rack: rack, Role: "compute",
+			IPv4: []string{machine.MadeUpAddress(k).String()}, Labels: labels}, Status: machine.Status{State: machine.StateHealthy}}
+	}
+	ms := []*machine.Machine{made(0, 1), made(1, 2, machine.Label{Name: "power-feed", Value: "z"}), made(2, 3), made(3, 4), made(9, 5),
+		{Spec: machine.Spec{Serial: "real", Rack: 0, Role: "compute", IPv4: []string{"10.0.0.99"}}, Status: machine.Status{State: machine.StateHealthy}}}
+
+	byRack, _ := w.Add(ms)
+	if i := slices.IndexFunc(byRack.In.Machines, func(m *machine.Machine) bool { return m.Spec.Serial == ms[0].Spec.Serial }); i < 0 || byRack.In.Machines[i] != ms[0] {
+		t.Errorf("with the rack as the domain, %s was copied (or not added)", ms[0].Spec.Serial)
+	}
+	pol, err := policy.Load([]byte("failureDomain: {label: power-feed}\n"), w.In.Template)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.In.Policy = pol
+	added, n := w.Add(ms)
+	key := failuredomain.ByLabel("power-feed")
+	got := map[string]string{}
+	for _, m := range added.In.Machines {
+		got[m.Spec.Serial] = key.Of(m)
+	}
+	want := map[string]string{ms[0].Spec.Serial: "a", ms[1].Spec.Serial: "z", ms[2].Spec.Serial: ms[2].Spec.Serial + " (no power-feed label)",
+		ms[3].Spec.Serial: ms[3].Spec.Serial + " (no power-feed label)", ms[4].Spec.Serial: ms[4].Spec.Serial + " (no power-feed label)",
+		"real": "real (no power-feed label)"}
+	for serial, d := range want {
+		if got[serial] != d {
+			t.Errorf("%s: in domain %q, want %q", serial, got[serial], d)
+		}
+	}
+	if n != len(ms) || len(ms[0].Spec.Labels) != 0 {
+		t.Errorf("added %d of %d; the machine given now has labels %v", n, len(ms), ms[0].Spec.Labels)
 	}
 }
 
