@@ -119,51 +119,64 @@ func (n New) RetireAt(lifetime time.Duration) time.Time {
 	return n.From.Add(lifetime)
 }
 
-// MadeUp makes n's machines, HEALTHY (in the state for 0 s): the i-th
-// has serial serial(i) and address machine.MadeUpAddress(first+i),
-// which no real machine has.
-func (n New) MadeUp(first int, lifetime time.Duration, serial func(i int) string) []machine.Machine {
+// Maker makes machines up, numbering them on: the k-th machine of a
+// date, role and rack has serial machine.MadeUpSerial(date, role, rack,
+// k), whatever else was made up before it, so that the same machines
+// have the same serials however they were given (as --assume-new or as
+// a purchase); their addresses go on from 240.0.0.1. The zero Maker is
+// ready.
+type Maker struct {
+	made int
+	seq  map[string]int
+}
+
+// Make makes n's machines, registered on date (their serials' date) and
+// HEALTHY (in the state for 0 s), retiring at n.RetireAt(lifetime), with
+// sabakan's product label when n has a product.
+func (mk *Maker) Make(n New, date time.Time, lifetime time.Duration) []machine.Machine {
+	if mk.seq == nil {
+		mk.seq = map[string]int{}
+	}
+	day := date.UTC().Format("20060102")
+	key := fmt.Sprintf("%s/%s/%d", day, n.Role, n.Rack)
 	out := make([]machine.Machine, n.Count)
 	for i := range out {
-		m := machine.Machine{Spec: machine.Spec{Serial: serial(i), Rack: n.Rack, IndexInRack: machine.MadeUpIndex + i, Role: n.Role,
-			IPv4: []string{machine.MadeUpAddress(first + i).String()}, RegisterDate: n.From, RetireDate: n.RetireAt(lifetime)},
+		m := machine.Machine{Spec: machine.Spec{Serial: machine.MadeUpSerial(day, n.Role, n.Rack, mk.seq[key]+i+1), Rack: n.Rack,
+			IndexInRack: machine.MadeUpIndex + i, Role: n.Role, IPv4: []string{machine.MadeUpAddress(mk.made + i + 1).String()},
+			RegisterDate: date, RetireDate: n.RetireAt(lifetime)},
 			Status: machine.Status{State: machine.StateHealthy}}
 		if n.Product != "" {
 			m.Spec.Labels = []machine.Label{{Name: machine.ProductLabel, Value: n.Product}}
 		}
 		out[i] = m
 	}
+	mk.seq[key] += n.Count
+	mk.made += n.Count
 	return out
 }
 
 // MakeUp makes the machines of news, HEALTHY now whatever their from
 // (the what-ifs of one moment: plan, generate --plan, resilience; the
 // forecast adds them on their dates), each with its Match ("assume new
-// SPEC: ..."). Their serials are machine.MadeUpSerial's of their from
-// date, role and rack, numbered on across news; their addresses are
-// 240.0.0.0/4's from the first.
+// SPEC: ..."), registered on their from date.
 func MakeUp(news []New, lifetime time.Duration) ([]machine.Machine, []Match) {
 	var out []machine.Machine
+	var mk Maker
 	matches := make([]Match, 0, len(news))
-	seq := map[string]int{}
 	for _, n := range news {
-		day := n.From.UTC().Format("20060102")
-		key := fmt.Sprintf("%s/%s/%d", day, n.Role, n.Rack)
-		k := seq[key]
-		ms := n.MadeUp(len(out)+1, lifetime, func(i int) string { return machine.MadeUpSerial(day, n.Role, n.Rack, k+i+1) })
-		seq[key] += len(ms)
+		ms := mk.Make(n, n.From, lifetime)
 		out = append(out, ms...)
 		matches = append(matches, Match{Assume: "new " + n.String(), Machines: len(ms), MadeUp: []string{ms[0].Spec.Serial, ms[len(ms)-1].Spec.Serial}})
 	}
 	return out, matches
 }
 
-// RefuseMadeUp is an error naming the first of addresses (serial and
-// address) in 240.0.0.0/4, which made-up machines take: with such a
-// machine no machine can be assumed new.
+// RefuseMadeUp is an error naming a machine (serial and address) whose
+// address is in 240.0.0.0/4, which made-up machines take: beside it, no
+// machine can be assumed new (--assume-new, an order, a purchase).
 func RefuseMadeUp(serial, address string) error {
 	if !machine.IsMadeUpAddress(address) {
 		return nil
 	}
-	return fmt.Errorf("machine %s: its address %s is in 240.0.0.0/4, which made-up machines take: --assume-new cannot be used beside it", serial, address)
+	return fmt.Errorf("machine %s: its address %s is in 240.0.0.0/4, which made-up machines take: no machine can be assumed new beside it (--assume-new, an order, a purchase)", serial, address)
 }

@@ -169,8 +169,9 @@ type Ask struct {
 	// (a view's --assume): sabakan is asked with the variables'
 	// conditions on states left out, and Rehearse makes of what it holds
 	// the answer the query would give once it changed, applying states
-	// itself. A tick sets none.
-	Rehearse func(held []machine.Machine, states sabakan.StateFilter) ([]machine.Machine, error)
+	// itself, and the policy (its failure domains: Key.Racked). A tick
+	// sets none.
+	Rehearse func(held []machine.Machine, states sabakan.StateFilter, pol *policy.Policy) ([]machine.Machine, error)
 	// Context: fetch every machine of sabakan too, beside the query, into
 	// Gathered.Context (a map draws the racks around the answer).
 	Context bool
@@ -272,7 +273,7 @@ func (gr *Gatherer) query(ctx context.Context, g *Gathered, a Ask) *reason.Error
 		return reason.Fail(reason.QueryError, err)
 	}
 	if rehearse != nil {
-		if raw, err = rehearse(raw, states); err != nil {
+		if raw, err = rehearse(raw, states, g.Settings.Policy); err != nil {
 			return reason.Fail(reason.QueryError, err)
 		}
 	}

@@ -9,6 +9,7 @@
 package failuredomain
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 
@@ -52,12 +53,69 @@ func (k Key) Of(m *machine.Machine) string {
 	if k.IsRack() {
 		return strconv.Itoa(m.Spec.Rack)
 	}
-	for _, l := range m.Spec.Labels {
-		if l.Name == k.Label {
-			return l.Value
-		}
+	if v, ok := k.value(m); ok {
+		return v
 	}
 	return k.own(m.Spec.Serial)
+}
+
+// value is m's value of the key's label, and whether it has one.
+func (k Key) value(m *machine.Machine) (string, bool) {
+	for _, l := range m.Spec.Labels {
+		if l.Name == k.Label {
+			return l.Value, true
+		}
+	}
+	return "", false
+}
+
+// NewIn returns the domain of a machine new to a rack, from the
+// machines already there: the rack, or, with a label as the key, the
+// value every machine of the rack has. In a rack whose machines differ in
+// it or lack it (or that has none), nothing says which value the new
+// machine will have: "", and the machine is a domain of its own (Of), the
+// best case. It reads machines once, on its first call.
+func (k Key) NewIn(machines []*machine.Machine) func(rack int) string {
+	if k.IsRack() {
+		return strconv.Itoa
+	}
+	var values map[int]string // "": mixed or missing
+	return func(rack int) string {
+		if values == nil {
+			values = map[int]string{}
+			for _, o := range machines {
+				v, _ := k.value(o)
+				if was, seen := values[o.Spec.Rack]; seen && was != v {
+					v = ""
+				}
+				values[o.Spec.Rack] = v
+			}
+		}
+		return values[rack]
+	}
+}
+
+// Racked places machines that do not exist yet (made-up ones:
+// machine.Machine.MadeUp) in their racks' domains (NewIn): with a label
+// as the key, a made-up machine without it is returned as a copy with the
+// value of its rack, if the rack has one; any other machine as it is.
+func (k Key) Racked(machines []*machine.Machine) func(m *machine.Machine) *machine.Machine {
+	if k.IsRack() {
+		return func(m *machine.Machine) *machine.Machine { return m }
+	}
+	newIn := k.NewIn(machines)
+	return func(m *machine.Machine) *machine.Machine {
+		if _, has := k.value(m); has || !m.MadeUp() {
+			return m
+		}
+		v := newIn(m.Spec.Rack)
+		if v == "" {
+			return m
+		}
+		c := *m
+		c.Spec.Labels = append(slices.Clip(m.Spec.Labels), machine.Label{Name: k.Label, Value: v})
+		return &c
+	}
 }
 
 // own names the domain of a machine (or a node, by address) without the

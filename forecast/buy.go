@@ -15,7 +15,6 @@ import (
 	"github.com/ckegen/ckegen/generator"
 	"github.com/ckegen/ckegen/machine"
 	"github.com/ckegen/ckegen/reason"
-	"github.com/ckegen/ckegen/world"
 )
 
 // DefaultLeadTime is how long before it is needed a machine must be
@@ -305,22 +304,14 @@ func (b *buyer) cpRack(in generator.Input) func(map[int]int) (int, bool) {
 			held[d.Name] = d.Held()
 		}
 	}
-	// A rack's domain is the one a machine bought for it is in (as
-	// world.World.Add places it).
-	place := world.RackDomains(key, in.Machines)
-	domains := map[int]string{}
-	domainOf := func(k int) string {
-		d, ok := domains[k]
-		if !ok {
-			d = key.Of(place(&machine.Machine{Spec: machine.Spec{Serial: fmt.Sprint("rack ", k), Rack: k, IPv4: []string{machine.MadeUpAddress(0).String()}}}))
-			domains[k] = d
-		}
-		return d
-	}
+	// A rack's domain is the one a machine bought for it is in ("": its
+	// own, which holds none).
+	domainOf := key.NewIn(in.Machines)
+	inRack := b.count(in)
 	return func(roleIn map[int]int) (int, bool) {
 		best, found := 0, false
 		for _, k := range b.racks {
-			if !b.room(k, in) {
+			if b.size > 0 && inRack[k] >= b.size {
 				continue
 			}
 			d, bd := domainOf(k), domainOf(best)
@@ -330,12 +321,6 @@ func (b *buyer) cpRack(in generator.Input) func(map[int]int) (int, bool) {
 		}
 		return best, found
 	}
-}
-
-// room reports whether rack k holds fewer machines of in than a rack's
-// size (always, without one).
-func (b *buyer) room(k int, in generator.Input) bool {
-	return b.size == 0 || b.count(in)[k] < b.size
 }
 
 // count is how many machines of in each rack holds.

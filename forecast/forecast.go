@@ -276,12 +276,10 @@ type run struct {
 	// names its machine by place).
 	all     []*machine.Machine
 	serials []string
-	// made is how many machines were made up so far, seq how many of
-	// each date, role and rack (their serials' numbers); sch the
+	// maker makes up the machines assumed new and bought; sch is the
 	// calendar.
-	made int
-	seq  map[string]int
-	sch  *schedule
+	maker assume.Maker
+	sch   *schedule
 	// buy is the purchases being made (Options.Buy).
 	buy *buyer
 	// refused is the date of the first refused or held plan ("" when
@@ -290,13 +288,13 @@ type run struct {
 }
 
 func newRun(w world.World, o Options, f *Forecast) (*run, error) {
-	r := &run{w: w, o: o, f: f, all: w.In.Machines, seq: map[string]int{}}
+	r := &run{w: w, o: o, f: f, all: w.In.Machines}
 	// One memo of the nodes rendered for every event: an event's cluster
 	// is the last one's, mostly.
 	r.w.In.RenderMemo = &generator.RenderMemo{}
 	for _, m := range w.In.Machines {
-		if m.MadeUp() {
-			return nil, fmt.Errorf("machine %s: its address %s is in 240.0.0.0/4, which made-up machines take: the forecast cannot assume new machines beside it", m.Spec.Serial, m.Address())
+		if err := assume.RefuseMadeUp(m.Spec.Serial, m.Address()); err != nil {
+			return nil, err
 		}
 	}
 	if len(o.New) > 0 {
@@ -333,17 +331,11 @@ func (r *run) arrival(from time.Time) time.Time {
 // makeUp makes n's machines, arriving on date, and says so in the
 // forecast's Assumed.
 func (r *run) makeUp(n assume.New, bought bool, date time.Time) []*machine.Machine {
-	day := date.UTC().Format("20060102")
-	key := fmt.Sprintf("%s/%s/%d", day, n.Role, n.Rack)
-	seq := r.seq[key]
-	ms := n.MadeUp(r.made+1, r.o.Lifetime, func(i int) string { return machine.MadeUpSerial(day, n.Role, n.Rack, seq+i+1) })
-	r.seq[key] += len(ms)
+	ms := r.maker.Make(n, date, r.o.Lifetime)
 	out := make([]*machine.Machine, len(ms))
 	for i := range ms {
-		ms[i].Spec.RegisterDate = date
 		out[i] = &ms[i]
 	}
-	r.made += len(ms)
 	r.f.MadeUp = append(r.f.MadeUp, Arrival{Date: date.UTC().Format(dateLayout), Rack: n.Rack, Role: n.Role, Product: n.Product, Count: n.Count,
 		Retire: n.RetireAt(r.o.Lifetime).UTC().Format(dateLayout), First: ms[0].Spec.Serial, Last: ms[len(ms)-1].Spec.Serial, Bought: bought})
 	return out

@@ -11,6 +11,7 @@ import (
 	"github.com/ckegen/ckegen/kubenodes"
 	"github.com/ckegen/ckegen/machine"
 	"github.com/ckegen/ckegen/planreport"
+	"github.com/ckegen/ckegen/policy"
 	"github.com/ckegen/ckegen/reason"
 	"github.com/ckegen/ckegen/sabakan"
 	"github.com/ckegen/ckegen/storage"
@@ -107,7 +108,7 @@ func (r *Reader) decide(ctx context.Context, p Preview) (*decision.Decision, []a
 	if len(p.Assume) > 0 || len(p.New) > 0 {
 		// The assumptions change sabakan's inventory before the query's
 		// conditions on states, as sabakan would once told.
-		ask.Rehearse = func(held []machine.Machine, states sabakan.StateFilter) ([]machine.Machine, error) {
+		ask.Rehearse = func(held []machine.Machine, states sabakan.StateFilter, pol *policy.Policy) ([]machine.Machine, error) {
 			answer, m, err := assume.Inventory(held, p.Assume, states)
 			if err != nil {
 				return nil, &AssumeError{err}
@@ -119,9 +120,14 @@ func (r *Reader) decide(ctx context.Context, p Preview) (*decision.Decision, []a
 					}
 				}
 				made, mm := assume.MakeUp(p.New, assume.DefaultLifetime)
-				for _, x := range made {
-					if states.Keeps(x.Status.State) {
-						answer = append(answer, x)
+				real := make([]*machine.Machine, len(answer))
+				for i := range answer {
+					real[i] = &answer[i]
+				}
+				racked := pol.FailureDomain().Racked(real)
+				for i := range made {
+					if x := racked(&made[i]); states.Keeps(x.Status.State) {
+						answer = append(answer, *x)
 					}
 				}
 				m = append(m, mm...)

@@ -18,7 +18,6 @@ import (
 	"time"
 
 	"github.com/ckegen/ckegen/assume"
-	"github.com/ckegen/ckegen/failuredomain"
 	"github.com/ckegen/ckegen/generator"
 	"github.com/ckegen/ckegen/machine"
 	"github.com/ckegen/ckegen/reason"
@@ -305,22 +304,19 @@ func rolesLeft(all []string, ms []*machine.Machine, left map[string]int) []strin
 // Add is the world once sabakan answers with ms too (made-up machines,
 // sorted by serial among the others, as sabakan answers): those whose
 // state the query leaves out stay out, and the role of each one added
-// joins the inventory's roles. Where the failure domain is a label, a
-// made-up machine without it is racked where every machine of its rack
-// has one value of it, and added with that value: it fails with them
-// (in a rack of mixed or missing values it stays a domain of its own).
-// It returns the world and how many were added; w and ms are left as
+// joins the inventory's roles; each is placed in its rack's failure
+// domain (failuredomain.Key.Racked). It returns the world and how many were added; w and ms are left as
 // they are.
 func (w World) Add(ms []*machine.Machine) (World, int) {
 	in := &w.In
 	var add []*machine.Machine
 	var roles []string
-	domain := RackDomains(in.Policy.FailureDomain(), in.Machines)
+	racked := in.Policy.FailureDomain().Racked(in.Machines)
 	for _, m := range ms {
 		if Leaves(w.Query, m.Status.State) {
 			continue
 		}
-		m = domain(m)
+		m = racked(m)
 		add = append(add, m)
 		if in.InventoryRoles != nil && !slices.Contains(in.InventoryRoles, m.Spec.Role) && !slices.Contains(roles, m.Spec.Role) {
 			roles = append(roles, m.Spec.Role)
@@ -346,40 +342,4 @@ func (w World) Add(ms []*machine.Machine) (World, int) {
 		slices.Sort(in.InventoryRoles)
 	}
 	return w, added
-}
-
-// RackDomains returns what gives a made-up machine its rack's value of
-// key's label, as Add says; with the rack as the domain, or for a machine
-// that is not made up or already has the label, the machine itself. The
-// racks' values are found once, on the first machine that needs them.
-func RackDomains(key failuredomain.Key, machines []*machine.Machine) func(*machine.Machine) *machine.Machine {
-	if key.IsRack() {
-		return func(m *machine.Machine) *machine.Machine { return m }
-	}
-	var values map[int]string // "": mixed or missing
-	return func(m *machine.Machine) *machine.Machine {
-		if !m.MadeUp() || slices.ContainsFunc(m.Spec.Labels, func(l machine.Label) bool { return l.Name == key.Label }) {
-			return m
-		}
-		if values == nil {
-			values = map[int]string{}
-			for _, o := range machines {
-				v := ""
-				if i := slices.IndexFunc(o.Spec.Labels, func(l machine.Label) bool { return l.Name == key.Label }); i >= 0 {
-					v = o.Spec.Labels[i].Value
-				}
-				if was, seen := values[o.Spec.Rack]; seen && was != v {
-					v = ""
-				}
-				values[o.Spec.Rack] = v
-			}
-		}
-		v := values[m.Spec.Rack]
-		if v == "" {
-			return m
-		}
-		c := *m
-		c.Spec.Labels = append(slices.Clip(m.Spec.Labels), machine.Label{Name: key.Label, Value: v})
-		return &c
-	}
 }

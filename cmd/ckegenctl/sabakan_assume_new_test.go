@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/ckegen/ckegen/assume"
+	"github.com/ckegen/ckegen/internal/testutil/sitetest"
 	"github.com/ckegen/ckegen/machine"
 	"github.com/ckegen/ckegen/planreport"
 )
@@ -105,5 +106,42 @@ func TestAssumeNewIsTheEditedInventory(t *testing.T) {
 		if code != 2 || out != "" || !strings.Contains(errOut, tc.want) {
 			t.Errorf("%v: exit %d, stdout %q, stderr %q (want %q)", tc.args, code, out, errOut, tc.want)
 		}
+	}
+}
+
+// TestAssumeNewInItsRacksFeed: under a policy whose failure domain is a
+// label (feed), the online plan's made-up machines of rack 4, all of
+// whose machines are on feed a, are on feed a too (their nodes carry
+// sabakan's label): failuredomain.Key.Racked, the rule world.World.Add
+// applies offline and in the forecast (world's TestAddInItsRacksDomain).
+func TestAssumeNewInItsRacksFeed(t *testing.T) {
+	ms := sitetest.ReadMachines(t, "../../examples/machines.json")
+	for i := range ms {
+		feed := "b"
+		if ms[i].Spec.Rack == 4 {
+			feed = "a"
+		}
+		ms[i].Spec.Labels = append(ms[i].Spec.Labels, machine.Label{Name: "feed", Value: feed})
+	}
+	s := newRack4SiteOf(t, ms)
+	pol := writeFileIn(t, s.dir, "policy.yml", "failureDomain: {label: feed}\n")
+	args := []string{"sabakan", "plan", "-o", "json", "--policy", pol, "--assume", "rack=4:RETIRING", "--assume-new", "rack=4,role=compute,count=3,from=2027-01-01"}
+	js, errOut, code := s.run(args...)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var on planreport.Document
+	must(t, json.Unmarshal([]byte(js), &on))
+	made := 0
+	for _, n := range on.Cluster.Nodes {
+		if machine.IsMadeUpAddress(n.Address) {
+			made++
+			if n.Labels["sabakan.cke.cybozu.com/feed"] != "a" {
+				t.Errorf("made-up node %s: labels %v, want feed a (rack 4's)", n.Address, n.Labels)
+			}
+		}
+	}
+	if made == 0 {
+		t.Fatalf("no made-up machine in the plan's cluster:\n%s", js)
 	}
 }

@@ -33,7 +33,13 @@ type rack4Site struct {
 
 func newRack4Site(t *testing.T) *rack4Site {
 	t.Helper()
-	site := sitetest.Start(t, sitetest.Options{Machines: sitetest.ReadMachines(t, "../../examples/machines.json"), StoreURL: true})
+	return newRack4SiteOf(t, sitetest.ReadMachines(t, "../../examples/machines.json"))
+}
+
+// newRack4SiteOf is newRack4Site serving machines.
+func newRack4SiteOf(t *testing.T, machines []machine.Machine) *rack4Site {
+	t.Helper()
+	site := sitetest.Start(t, sitetest.Options{Machines: machines, StoreURL: true})
 	s := &rack4Site{t: t, site: site, dir: t.TempDir()}
 	s.noDefault = filepath.Join(s.dir, "no-default.yml")
 	if _, errOut, code := s.run("sabakan", "set-template", "../../examples/template.yml"); code != 0 {
