@@ -425,6 +425,18 @@ func (b *buyer) record(date time.Time, role string, racks map[int]int, fresh []i
 	}
 }
 
+// FirstOrderBy is the earliest date by which a purchase must be ordered
+// ("" when nothing is bought).
+func (f *Forecast) FirstOrderBy() string {
+	first := ""
+	for _, p := range f.Purchases {
+		if first == "" || p.OrderBy < first {
+			first = p.OrderBy
+		}
+	}
+	return first
+}
+
 // purchases are the run's purchases by needed date, then role.
 func (r *run) purchases() []Purchase {
 	if r.buy == nil {

@@ -231,7 +231,7 @@ func (f *Forecast) writeBuy(b *bytes.Buffer) {
 		case 0:
 			b.WriteString("purchases: none needed\n")
 		default:
-			fmt.Fprintf(b, "purchases: %s, first order by %s\n", plural(len(f.Purchases), "purchase"), f.Purchases[0].OrderBy)
+			fmt.Fprintf(b, "purchases: %s, first order by %s\n", plural(len(f.Purchases), "purchase"), f.FirstOrderBy())
 			tw := tabwriter.NewWriter(b, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "ORDER BY\tNEEDED\tROLE\tPRODUCT\tCOUNT\tRACKS\tREASON")
 			for _, p := range f.Purchases {

@@ -318,11 +318,7 @@ func summaryOf(fc *forecast.Forecast, at time.Time, key string, specs []string) 
 		s.Points[k] = storage.ForecastPoint{Date: ev.Date, Workers: ev.Workers, ControlPlanes: len(ev.ControlPlanes),
 			Retired: ev.Retired, Arriving: ev.Arriving, Bought: ev.Bought, Fails: ev.Fails()}
 	}
-	for _, p := range fc.Purchases {
-		if s.OrderBy == "" || p.OrderBy < s.OrderBy {
-			s.OrderBy = p.OrderBy
-		}
-	}
+	s.OrderBy = fc.FirstOrderBy()
 	s.PurchasesLeft = max(0, len(fc.Purchases)-ForecastPurchases)
 	for _, p := range fc.Purchases[:min(ForecastPurchases, len(fc.Purchases))] {
 		s.Purchases = append(s.Purchases, storage.ForecastPurchase{Role: p.Role, Product: p.Product, Count: p.Count,
